@@ -1,1 +1,506 @@
-fn main() {}
+//! The `prefflow` command line: run, inspect and maintain pipelines.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::{Parser, Subcommand, ValueEnum};
+use prefflow_engine::config::PipelineFile;
+use prefflow_engine::exec::{self, RunOptions};
+use prefflow_engine::inspect::{self, PlanStatus};
+use prefflow_engine::params::Override;
+use prefflow_engine::plan::Plan;
+use prefflow_engine::progress::ProgressMode;
+use prefflow_engine::record::{RunRecord, Status};
+use prefflow_engine::store::{FsStore, Store};
+use prefflow_engine::{Error, Registry};
+
+#[derive(Parser)]
+#[command(
+    name = "prefflow",
+    version,
+    about = "Declarative pipelines for personalized mobile-agent benchmarks"
+)]
+struct Cli {
+    /// Artifact store directory.
+    #[arg(
+        long,
+        global = true,
+        default_value = ".prefflow",
+        env = "PREFFLOW_STORE"
+    )]
+    store: PathBuf,
+    /// Only warnings and errors on stderr.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run a pipeline, reusing every cached result.
+    Run {
+        /// Pipeline YAML file.
+        pipeline: PathBuf,
+        #[command(flatten)]
+        select: Select,
+        /// Progress display.
+        #[arg(long, value_enum, default_value = "auto")]
+        progress: ProgressArg,
+        /// Seconds between status lines when progress is logged.
+        #[arg(long, default_value = "10")]
+        log_every: f64,
+    },
+    /// Show what `run` would execute, and why.
+    Plan {
+        /// Pipeline YAML file.
+        pipeline: PathBuf,
+        #[command(flatten)]
+        select: Select,
+    },
+    /// Print the stage graph.
+    Dag {
+        /// Pipeline YAML file.
+        pipeline: PathBuf,
+        /// Output format.
+        #[arg(long, value_enum, default_value = "text")]
+        format: DagFormat,
+        /// Parameter overrides.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Print a stage's tables from the latest successful run (or `errors` for the last run's errors).
+    Show {
+        /// STAGE, STAGE.TABLE, or `errors`.
+        target: String,
+        /// Pipeline name (default: the most recently run).
+        #[arg(long, short)]
+        pipeline: Option<String>,
+        /// Variant name, for swept stages.
+        #[arg(long)]
+        variant: Option<String>,
+        /// Rows to print.
+        #[arg(long, default_value = "10")]
+        head: usize,
+        /// Print the Parquet file path instead of rows.
+        #[arg(long)]
+        path: bool,
+    },
+    /// Explain, field by field, what changed for STAGE since its last successful run.
+    Why {
+        /// Stage name.
+        stage: String,
+        /// Pipeline file (default: the file of the most recent run).
+        #[arg(long, short)]
+        pipeline: Option<PathBuf>,
+        /// Parameter overrides.
+        #[arg(long = "set", value_name = "KEY=VALUE")]
+        set: Vec<String>,
+    },
+    /// Delete artifacts that no pipeline's latest run uses.
+    Gc {
+        /// List what would be removed without removing it.
+        #[arg(long)]
+        dry_run: bool,
+    },
+    /// Print the JSON Schema of the pipeline format.
+    Schema,
+    /// List the registered stage kinds.
+    Kinds,
+}
+
+#[derive(clap::Args)]
+struct Select {
+    /// Override a parameter: `seed=3`, `params.seed=3` or `STAGE.param=value`.
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    set: Vec<String>,
+    /// Run only this stage and what it needs (repeatable).
+    #[arg(long)]
+    only: Vec<String>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ProgressArg {
+    Auto,
+    Bars,
+    Log,
+    None,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum DagFormat {
+    Text,
+    Dot,
+    Mermaid,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.quiet);
+    match dispatch(&cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            let user = err
+                .downcast_ref::<Error>()
+                .is_some_and(Error::is_user_error);
+            eprintln!("error: {err:#}");
+            ExitCode::from(if user { 2 } else { 1 })
+        }
+    }
+}
+
+fn init_logging(quiet: bool) {
+    let level = if quiet {
+        tracing::Level::WARN
+    } else {
+        match std::env::var("PREFFLOW_LOG").unwrap_or_default().as_str() {
+            "debug" => tracing::Level::DEBUG,
+            "warn" => tracing::Level::WARN,
+            "error" => tracing::Level::ERROR,
+            _ => tracing::Level::INFO,
+        }
+    };
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .init();
+}
+
+/// Every kind this binary knows: the engine's generic kinds plus the benchmark domain's.
+fn registry() -> Registry {
+    let mut registry = Registry::with_generic_kinds();
+    prefflow_stages::register(&mut registry);
+    registry
+}
+
+fn load_plan(path: &Path, set: &[String]) -> anyhow::Result<Plan> {
+    let overrides = set
+        .iter()
+        .map(|s| Override::parse(s).map_err(Error::Usage))
+        .collect::<Result<Vec<_>, _>>()?;
+    let file = PipelineFile::load(path)?;
+    Ok(Plan::build(&file, &registry(), &overrides)?)
+}
+
+fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
+    let store = FsStore::new(&cli.store);
+    let workdir = PathBuf::from(".");
+    match &cli.command {
+        Command::Run {
+            pipeline,
+            select,
+            progress,
+            log_every,
+        } => {
+            let plan = Arc::new(load_plan(pipeline, &select.set)?);
+            let opts = RunOptions {
+                workdir,
+                only: select.only.clone(),
+                progress: match (cli.quiet, progress) {
+                    (true, _) | (_, ProgressArg::None) => ProgressMode::Quiet,
+                    (_, ProgressArg::Auto) => ProgressMode::Auto,
+                    (_, ProgressArg::Bars) => ProgressMode::Bars,
+                    (_, ProgressArg::Log) => ProgressMode::Log,
+                },
+                log_every: Duration::from_secs_f64(log_every.max(0.1)),
+            };
+            let report = exec::run(plan, Arc::new(store), &opts)?;
+            print_summary(&report.record);
+            Ok(report.exit_code() as u8)
+        }
+        Command::Plan { pipeline, select } => {
+            let plan = load_plan(pipeline, &select.set)?;
+            print_plan(&inspect::dry_run(&plan, &store, &workdir, &select.only)?);
+            Ok(0)
+        }
+        Command::Dag {
+            pipeline,
+            format,
+            set,
+        } => {
+            print!("{}", render_dag(&load_plan(pipeline, set)?, *format));
+            Ok(0)
+        }
+        Command::Show {
+            target,
+            pipeline,
+            variant,
+            head,
+            path,
+        } => {
+            show(
+                &store,
+                target,
+                pipeline.as_deref(),
+                variant.as_deref(),
+                *head,
+                *path,
+            )?;
+            Ok(0)
+        }
+        Command::Why {
+            stage,
+            pipeline,
+            set,
+        } => {
+            let file = match pipeline {
+                Some(p) => p.clone(),
+                None => most_recent_file(&store)?,
+            };
+            let plan = load_plan(&file, set)?;
+            for line in inspect::why(&plan, &store, &workdir, stage)? {
+                println!("{line}");
+            }
+            Ok(0)
+        }
+        Command::Gc { dry_run } => {
+            let report = inspect::gc(&store, *dry_run)?;
+            for key in &report.removed {
+                println!(
+                    "{} {key}",
+                    if *dry_run { "would remove" } else { "removed" }
+                );
+            }
+            println!(
+                "{} {} objects ({:.1} MiB), kept {}",
+                if *dry_run { "would remove" } else { "removed" },
+                report.removed.len(),
+                report.bytes as f64 / 1048576.0,
+                report.kept
+            );
+            Ok(0)
+        }
+        Command::Schema => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&prefflow_engine::config::json_schema())?
+            );
+            Ok(0)
+        }
+        Command::Kinds => {
+            for kind in registry().iter() {
+                println!(
+                    "{:<16} v{:<4} {}",
+                    kind.name(),
+                    kind.version(),
+                    kind.summary()
+                );
+            }
+            Ok(0)
+        }
+    }
+}
+
+fn most_recent_file(store: &FsStore) -> anyhow::Result<PathBuf> {
+    let record = inspect::record_for_show(store, None)?;
+    Ok(PathBuf::from(record.file))
+}
+
+fn print_summary(record: &RunRecord) {
+    for inst in &record.instances {
+        let status = match inst.status {
+            Status::Executed if inst.unchanged_output => "executed (output unchanged)",
+            Status::Executed => "executed",
+            Status::Cached => "cached",
+            Status::Failed => "FAILED",
+            Status::Skipped => "skipped",
+            Status::NotSelected => continue,
+        };
+        let rows: Vec<String> = inst
+            .tables
+            .iter()
+            .map(|(k, t)| format!("{k}={}", t.rows))
+            .collect();
+        let items = match (&inst.items, inst.status) {
+            (Some(i), Status::Cached) => format!(" ({} items, all cached)", i.total),
+            (Some(i), _) => format!(
+                " ({} of {} items run, {} cached)",
+                i.executed, i.total, i.cached
+            ),
+            _ => String::new(),
+        };
+        let message = inst
+            .message
+            .as_ref()
+            .map(|m| format!(" — {m}"))
+            .unwrap_or_default();
+        println!(
+            "  {status:<27} {:<36} {}{items}{message}",
+            inst.label(),
+            rows.join(" ")
+        );
+    }
+    let s = &record.summary;
+    println!(
+        "pipeline {}: {} stages executed, {} cached, {} failed, {} skipped; items: {} executed, {} cached, {} failed ({:.2}s)",
+        record.pipeline,
+        s.stages_executed,
+        s.stages_cached,
+        s.stages_failed,
+        s.stages_skipped,
+        s.items_executed,
+        s.items_cached,
+        s.items_failed,
+        record.seconds
+    );
+    for e in &record.errors {
+        let item = e
+            .item
+            .as_ref()
+            .map(|i| format!(" item `{i}`"))
+            .unwrap_or_default();
+        let variant = if e.variant.is_empty() {
+            String::new()
+        } else {
+            format!("[{}]", e.variant)
+        };
+        eprintln!(
+            "failed: {}{variant}{item} after {} attempt(s): {}",
+            e.stage, e.attempts, e.message
+        );
+    }
+    if !record.errors.is_empty() {
+        eprintln!("see all errors with: prefflow show errors");
+    }
+}
+
+fn print_plan(lines: &[inspect::PlanLine]) {
+    for line in lines {
+        match &line.status {
+            PlanStatus::Hit { .. } => println!("  hit    {}", line.label),
+            PlanStatus::NotSelected => {}
+            PlanStatus::AfterUpstream { upstream } => {
+                println!(
+                    "  later  {} (runs if `{upstream}` produces new output)",
+                    line.label
+                )
+            }
+            PlanStatus::Miss { reasons, items } => {
+                let items = items
+                    .as_ref()
+                    .map(|i| format!(" [{} of {} items to run]", i.total - i.cached, i.total))
+                    .unwrap_or_default();
+                println!("  miss   {}{items}", line.label);
+                for r in reasons {
+                    println!("           - {r}");
+                }
+            }
+        }
+    }
+}
+
+fn render_dag(plan: &Plan, format: DagFormat) -> String {
+    let mut out = String::new();
+    let variants = |stage: &str| plan.instances_of(stage).count();
+    match format {
+        DagFormat::Text => {
+            for s in &plan.stages {
+                let inputs = if s.upstream.is_empty() {
+                    String::new()
+                } else {
+                    format!(" ← {}", s.upstream.join(", "))
+                };
+                let item = s
+                    .per_item
+                    .as_ref()
+                    .map(|c| format!(" per_item={c}"))
+                    .unwrap_or_default();
+                let sweep = if s.sweep_dims.is_empty() {
+                    String::new()
+                } else {
+                    format!(" sweep={}", s.sweep_dims.join(","))
+                };
+                let n = variants(&s.name);
+                let n = if n > 1 {
+                    format!(" ({n} variants)")
+                } else {
+                    String::new()
+                };
+                out.push_str(&format!(
+                    "{} [{}]{inputs}{item}{sweep}{n}\n",
+                    s.name, s.kind
+                ));
+            }
+        }
+        DagFormat::Dot => {
+            out.push_str(&format!("digraph \"{}\" {{\n  rankdir=LR;\n", plan.name));
+            for s in &plan.stages {
+                out.push_str(&format!(
+                    "  \"{}\" [label=\"{}\\n{}\" shape=box];\n",
+                    s.name, s.name, s.kind
+                ));
+                for u in &s.upstream {
+                    out.push_str(&format!("  \"{u}\" -> \"{}\";\n", s.name));
+                }
+            }
+            out.push_str("}\n");
+        }
+        DagFormat::Mermaid => {
+            out.push_str("graph LR\n");
+            for s in &plan.stages {
+                out.push_str(&format!("  {}[\"{}: {}\"]\n", s.name, s.name, s.kind));
+                for u in &s.upstream {
+                    out.push_str(&format!("  {u} --> {}\n", s.name));
+                }
+            }
+        }
+    }
+    out
+}
+
+fn show(
+    store: &FsStore,
+    target: &str,
+    pipeline: Option<&str>,
+    variant: Option<&str>,
+    head: usize,
+    path: bool,
+) -> anyhow::Result<()> {
+    if target == "errors" {
+        let record = inspect::last_errors(store, pipeline)?;
+        if record.errors.is_empty() {
+            println!("no errors in the last run of `{}`", record.pipeline);
+        }
+        for e in &record.errors {
+            let variant = if e.variant.is_empty() {
+                String::new()
+            } else {
+                format!("[{}]", e.variant)
+            };
+            println!(
+                "{}{variant}\t{}\t{}\t{} attempt(s)\t{}",
+                e.stage,
+                e.item.as_deref().unwrap_or("-"),
+                e.kind,
+                e.attempts,
+                e.message
+            );
+        }
+        return Ok(());
+    }
+    let record = inspect::record_for_show(store, pipeline)?;
+    for (label, table, entry) in inspect::find_tables(&record, target, variant)? {
+        let key = prefflow_engine::artifact::blob_path(&entry.blob);
+        if path {
+            let p = store.local_path(&key).context("store has no local paths")?;
+            println!("{}", std::path::absolute(&p).unwrap_or(p).display());
+            continue;
+        }
+        let df = prefflow_engine::artifact::load_table(store, &entry.blob)?;
+        println!(
+            "{label}.{table}: {} rows × {} columns",
+            df.height(),
+            df.width()
+        );
+        // SAFETY-free: single-threaded here, before any printing.
+        std::env::set_var("POLARS_FMT_MAX_ROWS", head.to_string());
+        std::env::set_var("POLARS_FMT_STR_LEN", "60");
+        println!("{}", df.head(Some(head)));
+    }
+    Ok(())
+}

@@ -1,1 +1,9 @@
+//! Integration tests: the real `prefflow` binary on real pipeline files, stores and Parquet.
+//!
+//! One test crate on purpose: every test binary links polars, and linking is the slow part.
 
+mod common;
+mod engine_cache;
+mod engine_errors;
+mod engine_items;
+mod engine_tools;

@@ -1,1 +1,32 @@
-pub fn placeholder() {}
+//! # prefflow-engine
+//!
+//! A generic, declarative pipeline engine: YAML → validated [`plan::Plan`] → DAG of stage
+//! instances → content-addressed Parquet artifacts in a [`store::Store`].
+//!
+//! It knows nothing about agents, phones or benchmarks. Domain crates add stage kinds by
+//! implementing [`kind::Kind`] and registering them in a [`kind::Registry`].
+//!
+//! The flow, module by module:
+//! - [`config`] parses the pipeline file with source locations;
+//! - [`params`] resolves `${params.x}` and `--set` overrides; [`sweep`] expands grids to variants;
+//! - [`plan`] validates everything and produces stage instances in dependency order;
+//! - [`exec`] runs them, reusing results by recipe key ([`artifact`], [`keys`]);
+//! - [`record`] keeps what each run produced, for `show`, `why` and `gc` ([`inspect`]).
+
+pub mod artifact;
+pub mod config;
+pub mod error;
+pub mod exec;
+pub mod inspect;
+pub mod keys;
+pub mod kind;
+pub mod kinds;
+pub mod params;
+pub mod plan;
+pub mod progress;
+pub mod record;
+pub mod store;
+pub mod sweep;
+
+pub use error::{ConfigError, Error, Location, Result, StageError};
+pub use kind::{InputTable, Kind, Registry, StageContext, Tables};

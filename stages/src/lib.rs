@@ -1,1 +1,9 @@
+//! # prefflow-stages
+//!
+//! The benchmark domain: world, actors, judges, metrics, and one module per stage kind. This
+//! crate depends on the engine; the engine never depends on it.
 
+use prefflow_engine::Registry;
+
+/// Registers the domain's stage kinds so pipeline files can name them.
+pub fn register(_registry: &mut Registry) {}

@@ -1,0 +1,200 @@
+//! The pipeline file format: what users write, parsed with source locations.
+//!
+//! These types mirror the YAML one to one. They are deliberately loose (parameters are untyped
+//! JSON values) because a stage's parameters are only typed once its kind is known; `plan.rs`
+//! turns this into a validated [`crate::plan::Plan`].
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use crate::error::{ConfigError, Error, Location, Result};
+
+/// A whole pipeline file.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(
+    title = "prefflow pipeline",
+    description = "A prefflow pipeline: named stages forming a DAG"
+)]
+pub struct PipelineSpec {
+    /// The pipeline's name; run records and `show` are keyed by it.
+    #[schemars(with = "String")]
+    pub pipeline: Spanned<String>,
+    /// Free text for humans.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Pipeline-level parameters, referenced from stage params as `${params.NAME}`.
+    #[serde(default)]
+    #[schemars(with = "IndexMap<String, Value>")]
+    pub params: IndexMap<String, Spanned<Value>>,
+    /// Named resource pools (e.g. one per LLM endpoint) and how many items may hold each at once.
+    #[serde(default)]
+    #[schemars(with = "IndexMap<String, u32>")]
+    pub resources: IndexMap<String, Spanned<u32>>,
+    /// The stages, by name. Order does not matter: dependencies come from `inputs`.
+    #[schemars(with = "IndexMap<String, StageSpec>")]
+    pub stages: IndexMap<String, Spanned<StageSpec>>,
+}
+
+/// One stage of a pipeline.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StageSpec {
+    /// The registered stage kind (see `prefflow kinds`).
+    #[schemars(with = "String")]
+    pub kind: Spanned<String>,
+    /// Free text for humans.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// Upstream tables: `stage` (all its tables) or `stage.table`.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub inputs: Vec<Spanned<String>>,
+    /// The kind's parameters; strings may contain `${params.NAME}`.
+    #[serde(default)]
+    #[schemars(with = "IndexMap<String, Value>")]
+    pub params: IndexMap<String, Spanned<Value>>,
+    /// Map over the rows of the first input, grouped by this column; each group is one item,
+    /// cached and committed on its own.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub per_item: Option<Spanned<String>>,
+    /// A grid over parameter paths: `{ path: [v1, v2] }`, or
+    /// `{ grid: {...}, include: [{...}], exclude: [{...}] }`.
+    #[serde(default)]
+    #[schemars(with = "Option<IndexMap<String, Value>>")]
+    pub sweep: Option<Spanned<IndexMap<String, Value>>>,
+    /// At most this many items of this stage run at once (default: number of CPUs).
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub concurrency: Option<Spanned<u32>>,
+    /// Named resource pools each running item holds one slot of.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub resources: Vec<Spanned<String>>,
+    /// How many times a transient failure is retried (default 0).
+    #[serde(default)]
+    pub retries: Option<u32>,
+    /// First retry delay in milliseconds; doubles each attempt (default 200).
+    #[serde(default)]
+    pub retry_backoff_ms: Option<u64>,
+}
+
+/// A parsed pipeline file together with where it came from.
+#[derive(Debug)]
+pub struct PipelineFile {
+    /// The path as the user gave it (kept relative: it ends up in run records).
+    pub path: PathBuf,
+    /// The parsed content.
+    pub spec: PipelineSpec,
+}
+
+/// Converts a serde-saphyr location into ours.
+pub fn location(file: &Path, loc: &serde_saphyr::Location) -> Location {
+    Location {
+        file: file.to_path_buf(),
+        line: loc.line(),
+        column: loc.column(),
+    }
+}
+
+/// The location of a spanned value.
+pub fn at<T>(file: &Path, spanned: &Spanned<T>) -> Location {
+    location(file, &spanned.referenced)
+}
+
+impl PipelineFile {
+    /// Reads and parses a pipeline file; YAML and shape errors carry their location.
+    pub fn load(path: &Path) -> Result<Self> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::config(
+                Location::file(path),
+                format!("cannot read pipeline file: {e}"),
+                Some("check the path; pipelines usually live in pipelines/".into()),
+            )
+        })?;
+        Self::parse(path, &text)
+    }
+
+    /// Parses pipeline text; `path` is used for error locations only.
+    pub fn parse(path: &Path, text: &str) -> Result<Self> {
+        let spec: PipelineSpec = from_yaml(text).map_err(|e| yaml_error(path, &e))?;
+        Ok(Self {
+            path: path.to_path_buf(),
+            spec,
+        })
+    }
+}
+
+fn yaml_error(path: &Path, e: &serde_saphyr::Error) -> Error {
+    let loc = e
+        .location()
+        .map(|l| location(path, &l))
+        .unwrap_or_else(|| Location::file(path));
+    let raw = e.to_string();
+    // serde-saphyr renders a source snippet after the first line; keep the message itself.
+    let message = raw
+        .lines()
+        .next()
+        .unwrap_or("invalid YAML")
+        .trim()
+        .to_string();
+    let hint = if message.contains("unknown field") {
+        Some("allowed stage fields: kind, description, inputs, params, per_item, sweep, concurrency, resources, retries, retry_backoff_ms".into())
+    } else {
+        Some("see `prefflow schema` for the pipeline format".into())
+    };
+    Error::Config(vec![ConfigError::new(loc, message, hint)])
+}
+
+/// YAML parsing options shared by everything prefflow reads: YAML 1.2 booleans only, so `no`,
+/// `y` or `off` stay strings (the "Norway problem") while `true`/`false` are booleans.
+pub fn yaml_options() -> serde_saphyr::Options {
+    serde_saphyr::options! { strict_booleans: true }
+}
+
+/// Deserializes YAML text with [`yaml_options`]; errors carry line and column.
+pub fn from_yaml<T: serde::de::DeserializeOwned>(
+    text: &str,
+) -> std::result::Result<T, serde_saphyr::Error> {
+    serde_saphyr::from_str_with_options(text, yaml_options())
+}
+
+/// The JSON Schema of the pipeline format, published so editors can validate pipeline files.
+pub fn json_schema() -> Value {
+    let schema = schemars::schema_for!(PipelineSpec);
+    serde_json::to_value(schema).unwrap_or(Value::Null)
+}
+
+/// A reference to an upstream table as written in `inputs`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputRef {
+    /// Upstream stage name.
+    pub stage: String,
+    /// One table of it, or all of them.
+    pub table: Option<String>,
+}
+
+impl InputRef {
+    /// Splits `stage` or `stage.table`.
+    pub fn parse(text: &str) -> Option<Self> {
+        let mut parts = text.splitn(2, '.');
+        let stage = parts.next()?.trim();
+        if stage.is_empty() {
+            return None;
+        }
+        let table = parts.next().map(|t| t.trim().to_string());
+        if table.as_deref() == Some("") {
+            return None;
+        }
+        Some(Self {
+            stage: stage.to_string(),
+            table,
+        })
+    }
+}

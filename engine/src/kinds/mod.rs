@@ -1,0 +1,22 @@
+//! Generic stage kinds: enough to use the engine on its own (load, transform, export tables) and to
+//! exercise scheduling, retries and resume in tests (`probe`).
+
+mod probe;
+mod query;
+mod read_table;
+mod write_table;
+
+pub use probe::Probe;
+pub use query::Query;
+pub use read_table::{ReadTable, TableFormat};
+pub use write_table::WriteTable;
+
+use crate::kind::Registry;
+
+/// Registers every generic kind.
+pub fn register(registry: &mut Registry) {
+    registry.register(ReadTable);
+    registry.register(Query);
+    registry.register(WriteTable);
+    registry.register(Probe);
+}

@@ -1,0 +1,263 @@
+//! Run records: what the last run of each pipeline produced.
+//!
+//! `runs/<pipeline>/latest.json` holds, per stage instance, the last *successful* result (what
+//! `show` and `why` read); `runs/<pipeline>/last-run.json` holds exactly what the most recent run
+//! did, failures and errors included. `gc` keeps everything either of them reaches. Both are
+//! plain store objects, so any machine sharing the store sees them.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::artifact::{ItemCounts, TableEntry};
+use crate::error::{Error, Result};
+use crate::store::Store;
+
+/// What happened to one stage instance in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The result was already in the store.
+    Cached,
+    /// The stage ran.
+    Executed,
+    /// The stage (or some of its items) failed.
+    Failed,
+    /// Not run because an upstream instance failed.
+    Skipped,
+    /// Not needed for `--only`.
+    NotSelected,
+}
+
+impl Status {
+    /// True when the instance has a usable result.
+    pub fn succeeded(self) -> bool {
+        matches!(self, Status::Cached | Status::Executed)
+    }
+}
+
+/// The outcome of one stage instance.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct InstanceRecord {
+    /// Stage name.
+    pub stage: String,
+    /// Variant name (`""` when unswept).
+    pub variant: String,
+    /// Kind name.
+    pub kind: String,
+    /// What happened.
+    pub status: Status,
+    /// Recipe key, when it could be computed.
+    #[serde(default)]
+    pub recipe_key: Option<String>,
+    /// Data version of the output.
+    #[serde(default)]
+    pub data_version: Option<String>,
+    /// Output tables.
+    #[serde(default)]
+    pub tables: IndexMap<String, TableEntry>,
+    /// Item counts for per-item stages.
+    #[serde(default)]
+    pub items: Option<ItemCounts>,
+    /// Keys of the item manifests this instance is made of (kept alive by `gc`).
+    #[serde(default)]
+    pub item_keys: Vec<String>,
+    /// Wall time spent in this run.
+    #[serde(default)]
+    pub seconds: f64,
+    /// True when the stage re-ran but produced exactly its previous output (downstream keys
+    /// unchanged: early cutoff).
+    #[serde(default)]
+    pub unchanged_output: bool,
+    /// Failure or skip reason.
+    #[serde(default)]
+    pub message: Option<String>,
+}
+
+impl InstanceRecord {
+    /// `stage` or `stage[variant]`.
+    pub fn label(&self) -> String {
+        if self.variant.is_empty() {
+            self.stage.clone()
+        } else {
+            format!("{}[{}]", self.stage, self.variant)
+        }
+    }
+}
+
+/// One failed stage or item, as written to the errors table.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ErrorRow {
+    /// Stage name.
+    pub stage: String,
+    /// Variant name.
+    pub variant: String,
+    /// Item value, for per-item stages.
+    pub item: Option<String>,
+    /// Attempts made.
+    pub attempts: u32,
+    /// `input`, `transient` or `failed`.
+    pub kind: String,
+    /// The cause.
+    pub message: String,
+}
+
+/// Counts for the run summary.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    /// Instances that ran.
+    pub stages_executed: usize,
+    /// Instances served from the store.
+    pub stages_cached: usize,
+    /// Instances that failed.
+    pub stages_failed: usize,
+    /// Instances skipped because of an upstream failure.
+    pub stages_skipped: usize,
+    /// Items computed.
+    pub items_executed: usize,
+    /// Items served from the store (including those of cached instances).
+    pub items_cached: usize,
+    /// Items that failed.
+    pub items_failed: usize,
+}
+
+/// The record of a run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// Pipeline name.
+    pub pipeline: String,
+    /// Pipeline file as given (relative paths stay relative).
+    pub file: String,
+    /// Unique id of the run.
+    pub run_id: String,
+    /// Unix start time in seconds.
+    pub started_at: f64,
+    /// Wall time in seconds.
+    pub seconds: f64,
+    /// Counts.
+    pub summary: Summary,
+    /// Per instance, in dependency order.
+    pub instances: Vec<InstanceRecord>,
+    /// Failed stages and items.
+    #[serde(default)]
+    pub errors: Vec<ErrorRow>,
+    /// Blob hash of the errors table, when there were errors.
+    #[serde(default)]
+    pub errors_blob: Option<String>,
+}
+
+impl RunRecord {
+    /// The instance record for `stage` under `variant`.
+    pub fn instance(&self, stage: &str, variant: &str) -> Option<&InstanceRecord> {
+        self.instances
+            .iter()
+            .find(|i| i.stage == stage && i.variant == variant)
+    }
+
+    /// Recomputes the summary from the instance records.
+    pub fn summarize(&mut self, items_failed: usize) {
+        let mut s = Summary {
+            items_failed,
+            ..Summary::default()
+        };
+        for i in &self.instances {
+            match i.status {
+                Status::Executed => s.stages_executed += 1,
+                Status::Cached => s.stages_cached += 1,
+                Status::Failed => s.stages_failed += 1,
+                Status::Skipped => s.stages_skipped += 1,
+                Status::NotSelected => {}
+            }
+            if let Some(items) = &i.items {
+                if i.status == Status::Cached {
+                    s.items_cached += items.total;
+                } else {
+                    s.items_executed += items.executed;
+                    s.items_cached += items.cached;
+                }
+            }
+        }
+        self.summary = s;
+    }
+}
+
+fn latest_key(pipeline: &str) -> String {
+    format!("runs/{pipeline}/latest.json")
+}
+
+fn last_run_key(pipeline: &str) -> String {
+    format!("runs/{pipeline}/last-run.json")
+}
+
+const MOST_RECENT: &str = "runs/most-recent";
+
+/// Reads a record, `None` when absent or unreadable.
+fn load(store: &dyn Store, key: &str) -> Result<Option<RunRecord>> {
+    Ok(store
+        .get(key)?
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+}
+
+fn save(store: &dyn Store, key: &str, record: &RunRecord) -> Result<()> {
+    let bytes = serde_json::to_vec_pretty(record).map_err(|e| Error::Corrupt {
+        key: key.into(),
+        reason: e.to_string(),
+    })?;
+    store.put(key, &bytes)
+}
+
+/// The last successful state of every instance of `pipeline`.
+pub fn load_latest(store: &dyn Store, pipeline: &str) -> Result<Option<RunRecord>> {
+    load(store, &latest_key(pipeline))
+}
+
+/// Exactly what the most recent run of `pipeline` did.
+pub fn load_last_run(store: &dyn Store, pipeline: &str) -> Result<Option<RunRecord>> {
+    load(store, &last_run_key(pipeline))
+}
+
+/// The name of the pipeline run most recently in this store.
+pub fn most_recent_pipeline(store: &dyn Store) -> Result<Option<String>> {
+    Ok(store
+        .get(MOST_RECENT)?
+        .map(|b| String::from_utf8_lossy(&b).trim().to_string()))
+}
+
+/// Names of all pipelines with records in this store.
+pub fn pipelines(store: &dyn Store) -> Result<Vec<String>> {
+    let mut names: Vec<String> = store
+        .list("runs")?
+        .into_iter()
+        .filter_map(|k| {
+            let rest = k.strip_prefix("runs/")?;
+            let (name, file) = rest.rsplit_once('/')?;
+            (file == "latest.json" || file == "last-run.json").then(|| name.to_string())
+        })
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// Saves this run: `last-run.json` as is, and `latest.json` merged so that instances which did
+/// not succeed keep their previous successful state.
+pub fn save_run(store: &dyn Store, record: &RunRecord) -> Result<()> {
+    let previous = load_latest(store, &record.pipeline)?;
+    let mut latest = record.clone();
+    latest.instances = record
+        .instances
+        .iter()
+        .filter_map(|inst| {
+            if inst.status.succeeded() {
+                Some(inst.clone())
+            } else {
+                previous
+                    .as_ref()
+                    .and_then(|p| p.instance(&inst.stage, &inst.variant))
+                    .cloned()
+            }
+        })
+        .collect();
+    save(store, &last_run_key(&record.pipeline), record)?;
+    save(store, &latest_key(&record.pipeline), &latest)?;
+    store.put(MOST_RECENT, record.pipeline.as_bytes())
+}

@@ -1,0 +1,238 @@
+//! Sweeps: a grid over a stage's parameters, expanded into named variants.
+//!
+//! A variant is an ordered list of `(dimension, value)` pairs. Its name (`agent=oracle,top_k=50`)
+//! is stable and readable because it is derived only from the dimensions and values, never from
+//! positions in the grid — adding a value never renames another variant.
+
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use crate::config::at;
+use crate::error::ConfigError;
+use crate::params::compact;
+
+/// One point of a sweep.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Variant(pub Vec<(String, Value)>);
+
+impl Variant {
+    /// The readable name, `""` for the unswept case.
+    pub fn name(&self) -> String {
+        self.0
+            .iter()
+            .map(|(k, v)| format!("{k}={}", compact(v)))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// The value of dimension `dim`, if this variant sets it.
+    pub fn get(&self, dim: &str) -> Option<&Value> {
+        self.0.iter().find(|(k, _)| k == dim).map(|(_, v)| v)
+    }
+
+    /// True when both variants agree on every dimension they share.
+    pub fn compatible(&self, other: &Variant) -> bool {
+        self.0
+            .iter()
+            .all(|(k, v)| other.get(k).is_none_or(|w| w == v))
+    }
+
+    /// The union of two compatible variants, ordered by `order` (dimension declaration order).
+    pub fn merge(&self, other: &Variant, order: &[String]) -> Variant {
+        let mut pairs = self.0.clone();
+        for (k, v) in &other.0 {
+            if self.get(k).is_none() {
+                pairs.push((k.clone(), v.clone()));
+            }
+        }
+        pairs.sort_by_key(|(k, _)| order.iter().position(|o| o == k).unwrap_or(usize::MAX));
+        Variant(pairs)
+    }
+}
+
+/// A parsed `sweep:` block: dimensions (dotted parameter paths) and the points to run.
+#[derive(Debug, Clone, Default)]
+pub struct Sweep {
+    /// Dimension names, in declaration order; each is a dotted path into the stage's params.
+    pub dims: Vec<String>,
+    /// The points, each a full assignment of `dims`.
+    pub points: Vec<Variant>,
+}
+
+impl Sweep {
+    /// Parses either the shorthand grid `{dim: [values]}` or `{grid, include, exclude}`.
+    pub fn parse(
+        file: &Path,
+        spec: &Spanned<IndexMap<String, Value>>,
+    ) -> Result<Sweep, ConfigError> {
+        let map = &spec.value;
+        let structured = map.contains_key("grid")
+            && map
+                .keys()
+                .all(|k| matches!(k.as_str(), "grid" | "include" | "exclude"));
+        let fail =
+            |msg: String, hint: &str| ConfigError::new(at(file, spec), msg, Some(hint.into()));
+        let (grid, include, exclude) = if structured {
+            let grid = match map.get("grid") {
+                Some(Value::Object(g)) => g.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                _ => {
+                    return Err(fail(
+                        "`sweep.grid` must be a mapping of parameter → list of values".into(),
+                        "e.g. grid: { top_k: [10, 50] }",
+                    ))
+                }
+            };
+            (
+                grid,
+                list_of_maps(map.get("include")),
+                list_of_maps(map.get("exclude")),
+            )
+        } else {
+            let grid: Vec<(String, Value)> =
+                map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            (grid, Ok(vec![]), Ok(vec![]))
+        };
+        let include = include.map_err(|m| {
+            fail(
+                format!("`sweep.include` {m}"),
+                "write include: [{ dim: value, ... }]",
+            )
+        })?;
+        let exclude = exclude.map_err(|m| {
+            fail(
+                format!("`sweep.exclude` {m}"),
+                "write exclude: [{ dim: value }]",
+            )
+        })?;
+        let dims: Vec<String> = grid.iter().map(|(k, _)| k.clone()).collect();
+        let mut points = vec![Variant::default()];
+        for (dim, values) in &grid {
+            let Value::Array(values) = values else {
+                return Err(fail(
+                    format!("sweep dimension `{dim}` must be a list of values"),
+                    "e.g. sweep: { agent: [oracle, defaults] }",
+                ));
+            };
+            if values.is_empty() {
+                return Err(fail(
+                    format!("sweep dimension `{dim}` has no values"),
+                    "give at least one value",
+                ));
+            }
+            points = points
+                .iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut next = p.clone();
+                        next.0.push((dim.clone(), v.clone()));
+                        next
+                    })
+                })
+                .collect();
+        }
+        points.retain(|p| !exclude.iter().any(|ex| matches(p, ex)));
+        for extra in include {
+            let missing: Vec<&String> = dims.iter().filter(|d| !extra.contains_key(*d)).collect();
+            let unknown: Vec<&String> = extra.keys().filter(|k| !dims.contains(k)).collect();
+            if !missing.is_empty() || !unknown.is_empty() {
+                return Err(fail(
+                    format!(
+                        "`sweep.include` entry must set exactly the grid dimensions [{}]",
+                        dims.join(", ")
+                    ),
+                    "add the missing dimensions or a grid entry for the new one",
+                ));
+            }
+            let point = Variant(dims.iter().map(|d| (d.clone(), extra[d].clone())).collect());
+            if !points.contains(&point) {
+                points.push(point);
+            }
+        }
+        if points.is_empty() {
+            return Err(fail(
+                "the sweep excludes every point".into(),
+                "loosen `exclude`",
+            ));
+        }
+        Ok(Sweep { dims, points })
+    }
+}
+
+fn list_of_maps(value: Option<&Value>) -> Result<Vec<serde_json::Map<String, Value>>, String> {
+    match value {
+        None => Ok(vec![]),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|i| match i {
+                Value::Object(m) => Ok(m.clone()),
+                _ => Err("entries must be mappings".to_string()),
+            })
+            .collect(),
+        Some(_) => Err("must be a list of mappings".into()),
+    }
+}
+
+fn matches(point: &Variant, filter: &serde_json::Map<String, Value>) -> bool {
+    filter.iter().all(|(k, v)| point.get(k) == Some(v))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn sweep(yaml: &str) -> Result<Sweep, ConfigError> {
+        let spec: Spanned<IndexMap<String, Value>> =
+            crate::config::from_yaml(yaml).expect("test yaml");
+        Sweep::parse(Path::new("t.yaml"), &spec)
+    }
+
+    fn names(s: &Sweep) -> Vec<String> {
+        s.points.iter().map(Variant::name).collect()
+    }
+
+    #[test]
+    fn shorthand_grid_is_a_cartesian_product_in_declaration_order() {
+        let s = sweep("agent: [oracle, defaults]\ntop_k: [10, all]\n").expect("valid");
+        assert_eq!(
+            names(&s),
+            [
+                "agent=oracle,top_k=10",
+                "agent=oracle,top_k=all",
+                "agent=defaults,top_k=10",
+                "agent=defaults,top_k=all"
+            ]
+        );
+    }
+
+    #[test]
+    fn include_and_exclude_edit_the_grid() {
+        let s = sweep(
+            "grid: {a: [1, 2], b: [x, y]}\nexclude: [{a: 2, b: y}]\ninclude: [{a: 3, b: x}]\n",
+        )
+        .expect("valid");
+        assert_eq!(names(&s), ["a=1,b=x", "a=1,b=y", "a=2,b=x", "a=3,b=x"]);
+    }
+
+    #[test]
+    fn bad_sweeps_are_located_errors() {
+        let e = sweep("a: 3\n").expect_err("scalar is not a list");
+        assert!(e.message.contains("must be a list"), "{}", e.message);
+        assert_eq!(e.location.line, 1);
+        assert!(sweep("a: []\n").is_err());
+        assert!(sweep("grid: {a: [1]}\ninclude: [{b: 2}]\n").is_err());
+    }
+
+    #[test]
+    fn merging_orders_dimensions_by_declaration() {
+        let a = Variant(vec![("b".into(), json!(1))]);
+        let c = Variant(vec![("a".into(), json!("x"))]);
+        let order = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(a.merge(&c, &order).name(), "a=x,b=1");
+        assert!(a.compatible(&c));
+        assert!(!a.compatible(&Variant(vec![("b".into(), json!(2))])));
+    }
+}

@@ -1,0 +1,180 @@
+//! Helpers for driving the CLI in a scratch directory.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use polars::prelude::*;
+use serde_json::Value;
+
+/// A scratch working directory with its own store.
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+}
+
+/// The result of one CLI invocation.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    fn from(out: Output) -> Self {
+        Self {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Panics with the output when the exit code differs.
+    pub fn expect_code(self, code: i32) -> Self {
+        assert_eq!(
+            self.code, code,
+            "exit code\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+}
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_prefflow")
+}
+
+impl Workspace {
+    pub fn new() -> Self {
+        Self {
+            dir: tempfile::tempdir().expect("temp dir"),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn store(&self) -> PathBuf {
+        self.path().join(".prefflow")
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let p = self.path().join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(p, text).expect("write file");
+    }
+
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.current_dir(self.path())
+            .args(args)
+            .env("NO_COLOR", "1")
+            .env_remove("PREFFLOW_STORE");
+        cmd
+    }
+
+    pub fn cli(&self, args: &[&str]) -> Run {
+        Run::from(self.command(args).output().expect("spawn prefflow"))
+    }
+
+    /// `prefflow run FILE --progress none ARGS…`, expecting success.
+    pub fn run_ok(&self, file: &str, extra: &[&str]) -> Value {
+        let mut args = vec!["run", file, "--progress", "none"];
+        args.extend_from_slice(extra);
+        self.cli(&args).expect_code(0);
+        self.last_run(&pipeline_name(&self.path().join(file)))
+    }
+
+    /// The last-run record of a pipeline.
+    pub fn last_run(&self, pipeline: &str) -> Value {
+        let p = self
+            .store()
+            .join("runs")
+            .join(pipeline)
+            .join("last-run.json");
+        serde_json::from_slice(&std::fs::read(&p).expect("run record")).expect("record json")
+    }
+
+    /// Number of committed item manifests in the store.
+    pub fn committed_items(&self) -> usize {
+        count_files(&self.store().join("items"))
+    }
+
+    /// Reads a stage's table from the latest run via `show --path`.
+    pub fn table(&self, target: &str, variant: Option<&str>) -> DataFrame {
+        let mut args = vec!["show", target, "--path"];
+        if let Some(v) = variant {
+            args.extend(["--variant", v]);
+        }
+        let out = self.cli(&args).expect_code(0);
+        let path = out
+            .stdout
+            .lines()
+            .next()
+            .expect("a path")
+            .trim()
+            .to_string();
+        let file = std::fs::File::open(path).expect("parquet file");
+        ParquetReader::new(file).finish().expect("parquet")
+    }
+}
+
+pub fn pipeline_name(file: &Path) -> String {
+    let text = std::fs::read_to_string(file).expect("pipeline file");
+    text.lines()
+        .find_map(|l| l.strip_prefix("pipeline:"))
+        .map(|s| s.trim().to_string())
+        .expect("pipeline name")
+}
+
+pub fn count_files(dir: &Path) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| {
+            let p = e.path();
+            if p.is_dir() {
+                count_files(&p)
+            } else {
+                1
+            }
+        })
+        .sum()
+}
+
+/// Status of each instance label in a run record, e.g. `{"b": "executed"}`.
+pub fn statuses(record: &Value) -> std::collections::BTreeMap<String, String> {
+    record["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .map(|i| {
+            let stage = i["stage"].as_str().unwrap_or_default();
+            let variant = i["variant"].as_str().unwrap_or_default();
+            let label = if variant.is_empty() {
+                stage.to_string()
+            } else {
+                format!("{stage}[{variant}]")
+            };
+            (label, i["status"].as_str().unwrap_or_default().to_string())
+        })
+        .collect()
+}
+
+pub fn summary(record: &Value, field: &str) -> u64 {
+    record["summary"][field]
+        .as_u64()
+        .unwrap_or_else(|| panic!("summary.{field} in {record}"))
+}
+
+/// A CSV with `n` rows: id, group, value.
+pub fn numbers_csv(n: usize) -> String {
+    let mut s = String::from("id,grp,value\n");
+    for i in 0..n {
+        s.push_str(&format!("r{i:04},g{},{}\n", i % 3, i * 7 % 11));
+    }
+    s
+}

@@ -1,0 +1,226 @@
+//! Per-item stages: resume after SIGKILL, incremental items, failures, retries, pools.
+
+use std::time::{Duration, Instant};
+
+use crate::common::*;
+
+fn items_pipeline(delay_ms: u64, extra: &str) -> String {
+    format!(
+        r#"
+pipeline: items
+resources: {{ slots: 2 }}
+stages:
+  rows:
+    kind: read_table
+    params: {{ path: data/rows.csv }}
+  work:
+    kind: probe
+    inputs: [rows]
+    per_item: id
+    concurrency: 4
+    resources: [slots]
+    params: {{ delay_ms: {delay_ms}{extra} }}
+  total:
+    kind: query
+    inputs: [work]
+    params: {{ sql: "SELECT COUNT(*) AS n, SUM(value) AS s FROM work" }}
+"#
+    )
+}
+
+#[test]
+fn a_killed_run_resumes_with_exactly_the_uncommitted_items() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(40));
+    ws.write("items.yaml", &items_pipeline(150, ""));
+    let mut child = ws
+        .command(&["run", "items.yaml", "--progress", "none"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while ws.committed_items() < 6 {
+        assert!(Instant::now() < deadline, "no items committed in time");
+        assert!(
+            child.try_wait().expect("poll").is_none(),
+            "run ended before it could be killed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.kill().expect("SIGKILL");
+    child.wait().expect("reap");
+    let committed = ws.committed_items();
+    assert!(
+        committed < 40,
+        "the kill came too late to test resume ({committed} committed)"
+    );
+
+    let resumed = ws.run_ok("items.yaml", &[]);
+    let work = resumed["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .find(|i| i["stage"] == "work")
+        .expect("work");
+    assert_eq!(
+        work["items"]["cached"].as_u64(),
+        Some(committed as u64),
+        "committed items are reused"
+    );
+    assert_eq!(
+        work["items"]["executed"].as_u64(),
+        Some(40 - committed as u64),
+        "only the rest re-runs"
+    );
+
+    let clean = Workspace::new();
+    clean.write("data/rows.csv", &numbers_csv(40));
+    clean.write("items.yaml", &items_pipeline(150, ""));
+    clean.run_ok("items.yaml", &[]);
+    assert!(
+        ws.table("work", None).equals(&clean.table("work", None)),
+        "resumed output equals a clean run's"
+    );
+}
+
+#[test]
+fn new_rows_run_only_their_items() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(10));
+    ws.write("items.yaml", &items_pipeline(0, ""));
+    ws.run_ok("items.yaml", &[]);
+    ws.write("data/rows.csv", &numbers_csv(13));
+    let rec = ws.run_ok("items.yaml", &[]);
+    let work = rec["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .find(|i| i["stage"] == "work")
+        .expect("work");
+    assert_eq!(work["items"]["executed"].as_u64(), Some(3));
+    assert_eq!(work["items"]["cached"].as_u64(), Some(10));
+    assert_eq!(ws.table("work", None).height(), 13);
+}
+
+#[test]
+fn a_failing_item_is_recorded_while_its_siblings_complete() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(8));
+    ws.write("items.yaml", &items_pipeline(0, ", fail_items: [r0003]"));
+    let out = ws
+        .cli(&["run", "items.yaml", "--progress", "none"])
+        .expect_code(1);
+    assert!(
+        out.stderr.contains("r0003"),
+        "the failed item is named: {}",
+        out.stderr
+    );
+    let rec = ws.last_run("items");
+    assert_eq!(statuses(&rec)["work"], "failed");
+    assert_eq!(statuses(&rec)["total"], "skipped");
+    let errors = rec["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["item"], "r0003");
+    assert!(errors[0]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .contains("fail_items"));
+    assert_eq!(ws.committed_items(), 7, "siblings committed");
+    let shown = ws.cli(&["show", "errors"]).expect_code(0);
+    assert!(shown.stdout.contains("r0003"));
+
+    // A re-run retries only the failed item: its siblings come from the store.
+    ws.cli(&["run", "items.yaml", "--progress", "none"])
+        .expect_code(1);
+    let rec = ws.last_run("items");
+    let work = rec["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .find(|i| i["stage"] == "work")
+        .expect("work");
+    assert_eq!(work["items"]["cached"].as_u64(), Some(7));
+    assert_eq!(rec["errors"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn transient_failures_are_retried() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(4));
+    let yaml = items_pipeline(0, ", flaky_items: [r0001], flaky_attempts: 2").replace(
+        "concurrency: 4",
+        "concurrency: 4\n    retries: 2\n    retry_backoff_ms: 1",
+    );
+    ws.write("items.yaml", &yaml);
+    ws.run_ok("items.yaml", &[]);
+    let manifests = glob_json(&ws.store().join("items"));
+    let flaky = manifests
+        .iter()
+        .find(|m| m["key"]["item"]["value"] == "r0001")
+        .expect("flaky item manifest");
+    assert_eq!(flaky["attempts"], 3);
+
+    // Without enough retries the item fails with a transient error.
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(4));
+    ws.write("items.yaml", &yaml.replace("retries: 2", "retries: 1"));
+    ws.cli(&["run", "items.yaml", "--progress", "none"])
+        .expect_code(1);
+    let rec = ws.last_run("items");
+    assert_eq!(rec["errors"][0]["kind"], "transient");
+    assert_eq!(rec["errors"][0]["attempts"], 2);
+}
+
+#[test]
+fn resource_pools_bound_items_in_flight() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(12));
+    ws.write("items.yaml", &items_pipeline(30, ", timing: true"));
+    ws.run_ok("items.yaml", &[]);
+    let df = ws.table("work", None);
+    let start = df
+        .column("probe_start_us")
+        .expect("start")
+        .i64()
+        .expect("i64")
+        .clone();
+    let end = df
+        .column("probe_end_us")
+        .expect("end")
+        .i64()
+        .expect("i64")
+        .clone();
+    let spans: Vec<(i64, i64)> = start
+        .iter()
+        .zip(end.iter())
+        .map(|(s, e)| (s.unwrap_or(0), e.unwrap_or(0)))
+        .collect();
+    let max_overlap = spans
+        .iter()
+        .map(|(s, _)| spans.iter().filter(|(s2, e2)| s2 <= s && s < e2).count())
+        .max()
+        .unwrap_or(0);
+    assert!(
+        max_overlap <= 2,
+        "pool `slots: 2` was exceeded: {max_overlap} items in flight"
+    );
+}
+
+fn glob_json(dir: &std::path::Path) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(glob_json(&p));
+        } else if let Ok(bytes) = std::fs::read(&p) {
+            if let Ok(v) = serde_json::from_slice(&bytes) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
