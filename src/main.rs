@@ -5,6 +5,8 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+mod bench;
+
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
 use prefflow_engine::config::PipelineFile;
@@ -53,6 +55,21 @@ enum Command {
         /// Seconds between status lines when progress is logged.
         #[arg(long, default_value = "10")]
         log_every: f64,
+        /// Serve every model request from the record/replay cache; a miss is an error.
+        #[arg(long)]
+        offline: bool,
+        /// Print `peak_rss_kb: N` after the run (used by `prefflow bench`).
+        #[arg(long, hide = true)]
+        report_peak_rss: bool,
+    },
+    /// Measure the engine's performance on generated workloads (see BENCHMARKS.md).
+    Bench {
+        /// Scratch directory for the workloads.
+        #[arg(long, default_value = "target/prefflow-bench")]
+        dir: PathBuf,
+        /// Rows per workload (the 10-stage chain has this many items per stage).
+        #[arg(long, default_value = "1000")]
+        items: usize,
     },
     /// Show what `run` would execute, and why.
     Plan {
@@ -196,6 +213,8 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             select,
             progress,
             log_every,
+            report_peak_rss,
+            offline,
         } => {
             let plan = Arc::new(load_plan(pipeline, &select.set)?);
             let opts = RunOptions {
@@ -208,10 +227,25 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                     (_, ProgressArg::Log) => ProgressMode::Log,
                 },
                 log_every: Duration::from_secs_f64(log_every.max(0.1)),
+                offline: *offline,
             };
             let report = exec::run(plan, Arc::new(store), &opts)?;
-            print_summary(&report.record);
+            if !cli.quiet {
+                print_summary(&report.record);
+            } else {
+                print_errors(&report.record);
+            }
+            if *report_peak_rss {
+                println!("peak_rss_kb: {}", bench::peak_rss_kb().unwrap_or(0));
+            }
             Ok(report.exit_code() as u8)
+        }
+        Command::Bench { dir, items } => {
+            println!("| figure | measured | target |\n|---|---|---|");
+            for f in bench::engine(dir, *items)? {
+                println!("| {} | {} | {} |", f.name, f.value, f.target);
+            }
+            Ok(0)
         }
         Command::Plan { pipeline, select } => {
             let plan = load_plan(pipeline, &select.set)?;
@@ -348,6 +382,10 @@ fn print_summary(record: &RunRecord) {
         s.items_failed,
         record.seconds
     );
+    print_errors(record);
+}
+
+fn print_errors(record: &RunRecord) {
     for e in &record.errors {
         let item = e
             .item

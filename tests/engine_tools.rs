@@ -188,3 +188,51 @@ fn example_pipeline_runs_offline() {
     assert!(ws.path().join("out/usage-min5.csv").exists());
     assert!(ws.path().join("out/usage-min30.csv").exists());
 }
+
+#[test]
+fn only_runs_the_named_stage_and_what_it_needs() {
+    let ws = ws();
+    let rec = ws.run_ok("tools.yaml", &["--only", "filtered"]);
+    let s = statuses(&rec);
+    assert_eq!(s["source"], "executed");
+    assert_eq!(s["filtered"], "executed");
+    assert_eq!(s["export"], "not_selected");
+    assert!(!ws.path().join("out/filtered.csv").exists());
+    let bad = ws
+        .cli(&["run", "tools.yaml", "--only", "filterd"])
+        .expect_code(2);
+    assert!(
+        bad.stderr.contains("did you mean `filtered`"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn independent_stages_run_concurrently() {
+    let ws = Workspace::new();
+    ws.write("data/numbers.csv", &numbers_csv(3));
+    ws.write(
+        "par.yaml",
+        "pipeline: par\nstages:\n  source: { kind: read_table, params: { path: data/numbers.csv } }\n  a: { kind: probe, inputs: [source], params: { delay_ms: 400, timing: true } }\n  b: { kind: probe, inputs: [source], params: { delay_ms: 400, timing: true, label: b } }\n",
+    );
+    ws.run_ok("par.yaml", &[]);
+    let span = |stage: &str| {
+        let df = ws.table(stage, None);
+        let get = |c: &str| {
+            df.column(c)
+                .expect("timing column")
+                .i64()
+                .expect("i64")
+                .get(0)
+                .expect("value")
+        };
+        (get("probe_start_us"), get("probe_end_us"))
+    };
+    let (a0, a1) = span("a");
+    let (b0, b1) = span("b");
+    assert!(
+        a0 < b1 && b0 < a1,
+        "a [{a0}, {a1}] and b [{b0}, {b1}] should overlap"
+    );
+}

@@ -7,3 +7,4 @@ mod engine_cache;
 mod engine_errors;
 mod engine_items;
 mod engine_tools;
+mod llm_client;

@@ -137,13 +137,22 @@ pub fn blob_path(hash: &str) -> String {
     format!("blobs/{}/{hash}.parquet", &hash[..2.min(hash.len())])
 }
 
+/// Tables smaller than this are stored uncompressed: compression costs more than it saves on
+/// the many tiny tables items produce.
+const COMPRESS_FROM_ROWS: usize = 1024;
+
 /// Encodes a table as Parquet. Frames are rechunked first so equal data gives equal bytes.
 pub fn encode_parquet(df: &DataFrame) -> Result<Vec<u8>> {
     let mut df = df.clone();
     df.rechunk_mut();
     let mut buf = Vec::new();
+    let compression = if df.height() < COMPRESS_FROM_ROWS {
+        ParquetCompression::Uncompressed
+    } else {
+        ParquetCompression::Zstd(None)
+    };
     ParquetWriter::new(&mut buf)
-        .with_compression(ParquetCompression::Zstd(None))
+        .with_compression(compression)
         .set_parallel(df.height() > 100_000)
         .finish(&mut df)?;
     Ok(buf)

@@ -38,6 +38,8 @@ pub struct RunOptions {
     pub progress: ProgressMode,
     /// Period of status lines in log mode.
     pub log_every: Duration,
+    /// Forbid external calls that are not already cached (see [`StageContext::offline`]).
+    pub offline: bool,
 }
 
 impl Default for RunOptions {
@@ -47,6 +49,7 @@ impl Default for RunOptions {
             only: Vec::new(),
             progress: ProgressMode::Auto,
             log_every: Duration::from_secs(10),
+            offline: false,
         }
     }
 }
@@ -90,6 +93,7 @@ struct Runner {
     pools: HashMap<String, Arc<Semaphore>>,
     progress: Progress,
     previous: Option<RunRecord>,
+    offline: bool,
 }
 
 /// One item's outcome: its manifest and tables, or the attempts made and the error.
@@ -114,6 +118,7 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
         workdir: opts.workdir.clone(),
         progress: Progress::new(opts.progress),
         previous,
+        offline: opts.offline,
     });
     let ticker = runner.progress.spawn_ticker(opts.log_every);
 
@@ -495,6 +500,8 @@ impl Runner {
                 attempt,
                 workdir: &self.workdir,
                 inputs,
+                cache: self.store.as_ref(),
+                offline: self.offline,
             };
             let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 inst.kind.run(&inst.params, &ctx)

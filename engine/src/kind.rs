@@ -56,7 +56,6 @@ impl InputTable {
 
 /// Everything a stage sees while running: its inputs and where it runs. Stages talk to each other
 /// only through these tables.
-#[derive(Debug)]
 pub struct StageContext<'a> {
     /// The stage's name in the pipeline.
     pub stage: &'a str,
@@ -72,6 +71,11 @@ pub struct StageContext<'a> {
     pub workdir: &'a Path,
     /// Upstream tables in the order of `inputs`.
     pub inputs: &'a [InputTable],
+    /// The run's store, for kinds that memoize expensive external calls (e.g. model requests)
+    /// under their own key prefix, so a finished pipeline re-runs with no external calls.
+    pub cache: &'a dyn crate::store::Store,
+    /// When true, external calls must be served from `cache`; a miss is an error.
+    pub offline: bool,
 }
 
 impl StageContext<'_> {

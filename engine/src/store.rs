@@ -5,8 +5,10 @@
 //! every write goes to a temporary file first and is renamed into place, so a reader (or a run that
 //! was killed) never sees a half-written object.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use crate::error::{Error, Result};
 
@@ -33,6 +35,8 @@ pub trait Store: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct FsStore {
     root: PathBuf,
+    /// Directories already created by this process (saves a syscall per write).
+    made: Arc<Mutex<HashSet<PathBuf>>>,
 }
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -40,7 +44,10 @@ static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 impl FsStore {
     /// A store rooted at `root`.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        Self {
+            root: root.into(),
+            made: Arc::default(),
+        }
     }
 
     /// The root directory.
@@ -57,6 +64,17 @@ impl FsStore {
             path: path.to_path_buf(),
             source,
         }
+    }
+
+    fn ensure_dir(&self, dir: &Path) -> Result<()> {
+        let known = self.made.lock().map(|m| m.contains(dir)).unwrap_or(false);
+        if !known {
+            std::fs::create_dir_all(dir).map_err(|e| Self::io(dir, e))?;
+            if let Ok(mut made) = self.made.lock() {
+                made.insert(dir.to_path_buf());
+            }
+        }
+        Ok(())
     }
 
     fn tmp_path(&self) -> PathBuf {
@@ -81,7 +99,7 @@ impl Store for FsStore {
         let path = self.path(key);
         let tmp = self.tmp_path();
         for dir in [path.parent(), tmp.parent()].into_iter().flatten() {
-            std::fs::create_dir_all(dir).map_err(|e| Self::io(dir, e))?;
+            self.ensure_dir(dir)?;
         }
         std::fs::write(&tmp, bytes).map_err(|e| Self::io(&tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| {

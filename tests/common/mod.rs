@@ -1,5 +1,7 @@
 //! Helpers for driving the CLI in a scratch directory.
 
+pub mod http;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -1,0 +1,198 @@
+//! `prefflow bench`: the engine's performance figures, measured on generated workloads.
+//!
+//! Each figure is measured by running this same binary as a child process on a pipeline written
+//! to a scratch directory, so wall time and peak memory are those a user would see.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+
+/// One measured figure.
+pub struct Figure {
+    /// What was measured.
+    pub name: String,
+    /// The value, formatted with its unit.
+    pub value: String,
+    /// The target it is compared against.
+    pub target: String,
+}
+
+/// Runs every engine benchmark in `dir` (created if needed) with `items` rows per workload.
+pub fn engine(dir: &Path, items: usize) -> anyhow::Result<Vec<Figure>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let exe = std::env::current_exe().context("locating the prefflow binary")?;
+    let mut figures = Vec::new();
+
+    // 10 stages × `items` items: cold run, then a no-op re-run.
+    let chain = dir.join("chain");
+    reset(&chain)?;
+    write_rows(&chain.join("rows.csv"), items)?;
+    std::fs::write(chain.join("chain.yaml"), chain_pipeline(9))?;
+    let cold = timed_run(&exe, &chain, "chain.yaml")?;
+    let per_item_items = 9 * items;
+    figures.push(Figure {
+        name: format!("cold run, 10 stages × {items} items ({per_item_items} item commits)"),
+        value: format!(
+            "{:.2} s ({:.0} items/s)",
+            cold.seconds,
+            per_item_items as f64 / cold.seconds
+        ),
+        target: "—".into(),
+    });
+    let noop = timed_run(&exe, &chain, "chain.yaml")?;
+    figures.push(Figure {
+        name: format!("no-op re-run, 10 stages × {items} items"),
+        value: format!(
+            "{:.0} ms wall, {:.0} MB peak RSS",
+            noop.seconds * 1000.0,
+            noop.peak_rss_mb
+        ),
+        target: "≤ 300 ms, ≤ 200 MB".into(),
+    });
+
+    // Trivial item commit rate: one per-item stage over 10 × `items` rows.
+    let commit = dir.join("commit");
+    reset(&commit)?;
+    let n = 10 * items;
+    write_rows(&commit.join("rows.csv"), n)?;
+    std::fs::write(commit.join("commit.yaml"), chain_pipeline(1))?;
+    let run = timed_run(&exe, &commit, "commit.yaml")?;
+    let stage_seconds = stage_seconds(&commit, "chain", "s1")?;
+    figures.push(Figure {
+        name: format!("commit trivial items ({n} items, one stage)"),
+        value: format!(
+            "{:.0} items/s (stage {:.2} s, whole run {:.2} s)",
+            n as f64 / stage_seconds,
+            stage_seconds,
+            run.seconds
+        ),
+        target: "≥ 5,000 items/s".into(),
+    });
+
+    // Planning a 10×`items`-item stage whose input is known but whose items are not cached.
+    let plan = dir.join("plan");
+    reset(&plan)?;
+    write_rows(&plan.join("rows.csv"), n)?;
+    std::fs::write(plan.join("plan.yaml"), chain_pipeline(1))?;
+    child(
+        &exe,
+        &plan,
+        &[
+            "run",
+            "plan.yaml",
+            "--only",
+            "s0",
+            "--progress",
+            "none",
+            "-q",
+        ],
+    )?;
+    let started = Instant::now();
+    let out = child(&exe, &plan, &["plan", "plan.yaml"])?;
+    let seconds = started.elapsed().as_secs_f64();
+    if !out.contains(&format!("{n} of {n} items to run")) {
+        bail!("plan did not report {n} items to run:\n{out}");
+    }
+    figures.push(Figure {
+        name: format!("plan a {n}-item stage"),
+        value: format!("{:.0} ms", seconds * 1000.0),
+        target: "< 1 s".into(),
+    });
+    Ok(figures)
+}
+
+fn reset(dir: &Path) -> anyhow::Result<()> {
+    if dir.exists() {
+        std::fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    Ok(())
+}
+
+fn write_rows(path: &Path, n: usize) -> anyhow::Result<()> {
+    let mut csv = String::from("id,value\n");
+    for i in 0..n {
+        csv.push_str(&format!("item{i:06},{}\n", i % 97));
+    }
+    std::fs::write(path, csv).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `s0` reads the rows; `s1..=s{per_item}` each map over every row as one item.
+fn chain_pipeline(per_item: usize) -> String {
+    let mut yaml = String::from(
+        "pipeline: chain\nstages:\n  s0:\n    kind: read_table\n    params: { path: rows.csv }\n",
+    );
+    for i in 1..=per_item {
+        yaml.push_str(&format!(
+            "  s{i}:\n    kind: probe\n    inputs: [s{}]\n    per_item: id\n    concurrency: 8\n",
+            i - 1
+        ));
+    }
+    yaml
+}
+
+struct Timed {
+    seconds: f64,
+    peak_rss_mb: f64,
+}
+
+fn timed_run(exe: &Path, dir: &Path, file: &str) -> anyhow::Result<Timed> {
+    let started = Instant::now();
+    let out = child(
+        exe,
+        dir,
+        &["run", file, "--progress", "none", "-q", "--report-peak-rss"],
+    )?;
+    let seconds = started.elapsed().as_secs_f64();
+    let peak_rss_mb = out
+        .lines()
+        .find_map(|l| l.strip_prefix("peak_rss_kb: "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .map(|kb| kb / 1024.0)
+        .unwrap_or(f64::NAN);
+    Ok(Timed {
+        seconds,
+        peak_rss_mb,
+    })
+}
+
+fn stage_seconds(dir: &Path, pipeline: &str, stage: &str) -> anyhow::Result<f64> {
+    let path: PathBuf = dir
+        .join(".prefflow/runs")
+        .join(pipeline)
+        .join("last-run.json");
+    let record: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&path).with_context(|| path.display().to_string())?)?;
+    record["instances"]
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["stage"] == stage))
+        .and_then(|i| i["seconds"].as_f64())
+        .context("stage timing missing from the run record")
+}
+
+fn child(exe: &Path, dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+    let out = Command::new(exe)
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .context("spawning prefflow")?;
+    if !out.status.success() {
+        bail!(
+            "`prefflow {}` failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Peak resident memory of this process in kB (Linux), for `run --report-peak-rss`.
+pub fn peak_rss_kb() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}

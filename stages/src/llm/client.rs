@@ -1,0 +1,292 @@
+//! The client: request building, record/replay, retries.
+
+use std::time::Duration;
+
+use prefflow_engine::keys::hash_json;
+use prefflow_engine::store::Store;
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+
+use super::error::LlmError;
+use super::types::{ChatRequest, LlmConfig, ToolCall, Usage};
+
+/// Longest wait between attempts, whatever Retry-After says.
+const MAX_WAIT: Duration = Duration::from_secs(60);
+
+/// A model's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// Text content.
+    pub content: Option<String>,
+    /// Tool calls.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// Why generation stopped.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    /// Token usage (as recorded when the reply was first fetched).
+    pub usage: Usage,
+    /// True when served from the record/replay cache.
+    #[serde(skip)]
+    pub from_cache: bool,
+    /// Attempts the live call took (0 when cached).
+    #[serde(skip)]
+    pub attempts: u32,
+    /// The cache key of the request.
+    #[serde(skip)]
+    pub cache_key: String,
+}
+
+/// A recorded exchange, as stored in the cache.
+#[derive(Serialize, Deserialize)]
+struct Recorded {
+    request: Value,
+    reply: Reply,
+}
+
+/// A chat-completions client bound to one endpoint and one record/replay cache.
+pub struct LlmClient<'a> {
+    config: LlmConfig,
+    endpoint: String,
+    http: reqwest::blocking::Client,
+    cache: &'a dyn Store,
+    offline: bool,
+}
+
+impl<'a> LlmClient<'a> {
+    /// A client for `config`, recording into `cache`. With `offline`, only cached replies are used.
+    pub fn new(config: LlmConfig, cache: &'a dyn Store, offline: bool) -> Result<Self, LlmError> {
+        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let http = reqwest::blocking::Client::builder()
+            .timeout(Duration::from_secs_f64(config.timeout_s.max(0.001)))
+            .build()
+            .map_err(|e| LlmError::Cache(format!("cannot build HTTP client: {e}")))?;
+        Ok(Self {
+            config,
+            endpoint,
+            http,
+            cache,
+            offline,
+        })
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &LlmConfig {
+        &self.config
+    }
+
+    /// The request body sent to the server (and recorded with the reply).
+    fn body(&self, request: &ChatRequest) -> Value {
+        let mut body = json!({ "model": self.config.model, "messages": request.messages });
+        if !request.tools.is_empty() {
+            body["tools"] = json!(request.tools);
+        }
+        if request.json_mode {
+            body["response_format"] = json!({ "type": "json_object" });
+        }
+        if let Some(t) = self.config.temperature {
+            body["temperature"] = json!(t);
+        }
+        if let Some(s) = self.config.seed {
+            body["seed"] = json!(s);
+        }
+        if let Some(m) = self.config.max_tokens {
+            body["max_tokens"] = json!(m);
+        }
+        body
+    }
+
+    /// The record/replay key: endpoint, body and epoch. Never the key or any header.
+    pub fn cache_key(&self, request: &ChatRequest, epoch: u32) -> String {
+        hash_json(&json!({ "endpoint": self.endpoint, "body": self.body(request), "epoch": epoch }))
+    }
+
+    /// Sends `request` (or replays it). `epoch` separates independent repeats of one request.
+    pub fn chat(&self, request: &ChatRequest, epoch: u32) -> Result<Reply, LlmError> {
+        let key = self.cache_key(request, epoch);
+        let path = format!("llm/{}/{key}.json", &key[..2]);
+        if let Some(mut reply) = self.replay(&path)? {
+            reply.from_cache = true;
+            reply.cache_key = key;
+            return Ok(reply);
+        }
+        if self.offline {
+            return Err(LlmError::OfflineMiss {
+                model: self.config.model.clone(),
+                key,
+            });
+        }
+        let body = self.body(request);
+        let (mut reply, attempts) = self.call(&body)?;
+        let recorded = Recorded {
+            request: body,
+            reply: reply.clone(),
+        };
+        let bytes = serde_json::to_vec(&recorded).map_err(|e| LlmError::Cache(e.to_string()))?;
+        self.cache
+            .put(&path, &bytes)
+            .map_err(|e| LlmError::Cache(e.to_string()))?;
+        reply.attempts = attempts;
+        reply.cache_key = key;
+        Ok(reply)
+    }
+
+    fn replay(&self, path: &str) -> Result<Option<Reply>, LlmError> {
+        let Some(bytes) = self
+            .cache
+            .get(path)
+            .map_err(|e| LlmError::Cache(e.to_string()))?
+        else {
+            return Ok(None);
+        };
+        // An unreadable entry is treated as absent and re-recorded.
+        Ok(serde_json::from_slice::<Recorded>(&bytes)
+            .ok()
+            .map(|r| r.reply))
+    }
+
+    fn api_key(&self) -> Result<Option<String>, LlmError> {
+        match &self.config.api_key_env {
+            None => Ok(None),
+            Some(var) => std::env::var(var)
+                .map(Some)
+                .map_err(|_| LlmError::MissingKey { var: var.clone() }),
+        }
+    }
+
+    /// The live call with retries; returns the reply and the attempts used.
+    fn call(&self, body: &Value) -> Result<(Reply, u32), LlmError> {
+        let key = self.api_key()?;
+        let mut last = String::new();
+        for attempt in 0..=self.config.max_retries {
+            let mut req = self.http.post(&self.endpoint).json(body);
+            if let Some(k) = &key {
+                req = req.bearer_auth(k);
+            }
+            let wait = match req.send() {
+                Ok(resp) => {
+                    let status = resp.status();
+                    let retry_after = retry_after(&resp);
+                    if status.is_success() {
+                        match resp.text() {
+                            Ok(text) => {
+                                return parse_reply(&self.endpoint, &text).map(|r| (r, attempt + 1))
+                            }
+                            Err(e) => {
+                                last = format!("reading the response failed: {e}");
+                                None
+                            }
+                        }
+                    } else if status.as_u16() == 429 || status.is_server_error() {
+                        last = format!("HTTP {}", status.as_u16());
+                        retry_after
+                    } else {
+                        let text = resp.text().unwrap_or_default();
+                        return Err(LlmError::Http {
+                            endpoint: self.endpoint.clone(),
+                            status: status.as_u16(),
+                            body: excerpt(&text),
+                        });
+                    }
+                }
+                Err(e) => {
+                    last = describe(&e);
+                    None
+                }
+            };
+            if attempt < self.config.max_retries {
+                let delay = wait.unwrap_or_else(|| self.backoff(attempt)).min(MAX_WAIT);
+                tracing::debug!("{}: {last}; retrying in {:?}", self.endpoint, delay);
+                std::thread::sleep(delay);
+            }
+        }
+        Err(LlmError::Exhausted {
+            endpoint: self.endpoint.clone(),
+            attempts: self.config.max_retries + 1,
+            last,
+        })
+    }
+
+    /// Exponential backoff with jitter: base · 2^attempt, scaled by a random factor in [0.5, 1).
+    fn backoff(&self, attempt: u32) -> Duration {
+        let base = self
+            .config
+            .backoff_ms
+            .saturating_mul(1u64 << attempt.min(20));
+        let jittered = base as f64 * (0.5 + fastrand::f64() * 0.5);
+        Duration::from_millis(jittered as u64)
+    }
+}
+
+fn retry_after(resp: &reqwest::blocking::Response) -> Option<Duration> {
+    let value = resp
+        .headers()
+        .get(reqwest::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?;
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        "request timed out".into()
+    } else if e.is_connect() {
+        format!("connection failed: {e}")
+    } else {
+        format!("request failed: {e}")
+    }
+}
+
+fn excerpt(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+#[derive(Deserialize)]
+struct WireResponse {
+    choices: Vec<WireChoice>,
+    #[serde(default)]
+    usage: Option<Usage>,
+}
+
+#[derive(Deserialize)]
+struct WireChoice {
+    message: WireMessage,
+    #[serde(default)]
+    finish_reason: Option<String>,
+}
+
+#[derive(Deserialize)]
+struct WireMessage {
+    #[serde(default)]
+    content: Option<String>,
+    #[serde(default)]
+    tool_calls: Option<Vec<ToolCall>>,
+}
+
+fn parse_reply(endpoint: &str, text: &str) -> Result<Reply, LlmError> {
+    let malformed = |detail: String| LlmError::Malformed {
+        endpoint: endpoint.to_string(),
+        detail,
+        excerpt: excerpt(text),
+    };
+    let wire: WireResponse = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
+    let choice = wire
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| malformed("no choices".into()))?;
+    Ok(Reply {
+        content: choice.message.content,
+        tool_calls: choice.message.tool_calls.unwrap_or_default(),
+        finish_reason: choice.finish_reason,
+        usage: wire.usage.unwrap_or_default(),
+        from_cache: false,
+        attempts: 0,
+        cache_key: String::new(),
+    })
+}

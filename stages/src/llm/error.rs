@@ -1,0 +1,67 @@
+//! Typed LLM client errors.
+
+use prefflow_engine::StageError;
+
+/// Why a model call failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LlmError {
+    /// The API key variable named in the config is not set.
+    #[error("environment variable `{var}` (api_key_env) is not set; export it or remove api_key_env for keyless servers")]
+    MissingKey {
+        /// The variable name.
+        var: String,
+    },
+    /// `--offline` and the request is not in the record/replay cache.
+    #[error("offline: no recorded response for a `{model}` request (cache key {key}); run without --offline to record it")]
+    OfflineMiss {
+        /// Model name.
+        model: String,
+        /// Cache key of the request.
+        key: String,
+    },
+    /// The server kept failing transiently until retries ran out.
+    #[error("{endpoint}: gave up after {attempts} attempts: {last}")]
+    Exhausted {
+        /// Endpoint URL.
+        endpoint: String,
+        /// Attempts made.
+        attempts: u32,
+        /// The last failure.
+        last: String,
+    },
+    /// The server answered with a non-retryable HTTP error.
+    #[error("{endpoint}: HTTP {status}: {body}")]
+    Http {
+        /// Endpoint URL.
+        endpoint: String,
+        /// Status code.
+        status: u16,
+        /// Start of the response body.
+        body: String,
+    },
+    /// The response is not a valid chat completion.
+    #[error("{endpoint}: malformed response: {detail} (body starts: {excerpt:?})")]
+    Malformed {
+        /// Endpoint URL.
+        endpoint: String,
+        /// What is wrong.
+        detail: String,
+        /// Start of the body.
+        excerpt: String,
+    },
+    /// The record/replay cache could not be read or written.
+    #[error("model cache: {0}")]
+    Cache(String),
+}
+
+impl From<LlmError> for StageError {
+    fn from(e: LlmError) -> Self {
+        match e {
+            LlmError::Exhausted { .. } => StageError::Transient(e.to_string()),
+            LlmError::MissingKey { .. } | LlmError::OfflineMiss { .. } => {
+                StageError::Input(e.to_string())
+            }
+            _ => StageError::Failed(e.to_string()),
+        }
+    }
+}

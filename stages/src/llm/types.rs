@@ -1,0 +1,157 @@
+//! Wire and configuration types of the chat-completions API.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Where and how to call a model. Deserialized from stage params; the key itself is never here,
+/// only the name of the environment variable that holds it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmConfig {
+    /// Base URL up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: String,
+    /// Model name sent in requests.
+    pub model: String,
+    /// Environment variable holding the API key (none for keyless local servers).
+    #[serde(default)]
+    pub api_key_env: Option<String>,
+    /// Sampling temperature.
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    /// Sampling seed, for servers that honour it.
+    #[serde(default)]
+    pub seed: Option<u64>,
+    /// Completion token limit.
+    #[serde(default)]
+    pub max_tokens: Option<u32>,
+    /// Per-request timeout in seconds (default 120).
+    #[serde(default = "default_timeout")]
+    pub timeout_s: f64,
+    /// Retries after the first attempt for transient failures (default 6).
+    #[serde(default = "default_retries")]
+    pub max_retries: u32,
+    /// First backoff in milliseconds (default 500); doubles per retry, with jitter, capped at 60 s.
+    #[serde(default = "default_backoff")]
+    pub backoff_ms: u64,
+    /// Optional prices, for cost accounting.
+    #[serde(default)]
+    pub prices: Option<Prices>,
+}
+
+fn default_timeout() -> f64 {
+    120.0
+}
+fn default_retries() -> u32 {
+    6
+}
+fn default_backoff() -> u64 {
+    500
+}
+
+/// Prices per million tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Prices {
+    /// Price of one million prompt tokens.
+    pub prompt_per_mtok: f64,
+    /// Price of one million completion tokens.
+    pub completion_per_mtok: f64,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: String,
+    /// Text content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<String>,
+    /// Tool calls made by the assistant.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// For `tool` messages: the call answered.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    /// A message with text content.
+    pub fn new(role: &str, content: impl Into<String>) -> Self {
+        Self {
+            role: role.into(),
+            content: Some(content.into()),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool call requested by the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Call id, echoed in the tool result.
+    #[serde(default)]
+    pub id: String,
+    /// Always `function`.
+    #[serde(rename = "type", default = "function")]
+    pub kind: String,
+    /// The function and its JSON-encoded arguments.
+    pub function: FunctionCall,
+}
+
+fn function() -> String {
+    "function".into()
+}
+
+/// The function part of a tool call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FunctionCall {
+    /// Function name.
+    pub name: String,
+    /// Arguments as a JSON string (as the API sends them).
+    #[serde(default)]
+    pub arguments: String,
+}
+
+/// A tool offered to the model (OpenAI function-calling format).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Name, description and JSON-Schema parameters.
+    pub function: Value,
+}
+
+/// What to send: the conversation and tools. Sampling settings come from [`LlmConfig`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// The conversation.
+    pub messages: Vec<ChatMessage>,
+    /// Tools the model may call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolSpec>,
+    /// Ask for a JSON object reply (`response_format: json_object`).
+    #[serde(default)]
+    pub json_mode: bool,
+}
+
+/// Token usage of one call.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Completion tokens.
+    pub completion_tokens: u64,
+}
+
+impl Usage {
+    /// Cost under `prices` (0 when no prices are configured).
+    pub fn cost(&self, prices: Option<Prices>) -> f64 {
+        prices.map_or(0.0, |p| {
+            (self.prompt_tokens as f64 * p.prompt_per_mtok
+                + self.completion_tokens as f64 * p.completion_per_mtok)
+                / 1e6
+        })
+    }
+}

@@ -1,0 +1,239 @@
+//! The OpenAI-compatible client against a real HTTP server on 127.0.0.1: retries, error kinds,
+//! record/replay and offline mode.
+
+use std::time::{Duration, Instant};
+
+use prefflow_engine::store::{FsStore, Store};
+use prefflow_stages::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig, LlmError};
+
+use crate::common::http::{completion, Behavior, ScriptedServer};
+
+fn config(url: &str) -> LlmConfig {
+    LlmConfig {
+        base_url: url.to_string(),
+        model: "tiny".into(),
+        api_key_env: None,
+        temperature: Some(0.0),
+        seed: Some(1),
+        max_tokens: Some(64),
+        timeout_s: 5.0,
+        max_retries: 3,
+        backoff_ms: 1,
+        prices: None,
+    }
+}
+
+fn request(text: &str) -> ChatRequest {
+    ChatRequest {
+        messages: vec![
+            ChatMessage::new("system", "be brief"),
+            ChatMessage::new("user", text),
+        ],
+        ..ChatRequest::default()
+    }
+}
+
+#[test]
+fn replies_are_recorded_and_replayed_offline() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let server = ScriptedServer::start(
+        vec![Behavior::ok(completion("hello", 12, 3))],
+        Behavior::status(500),
+    );
+    let client = LlmClient::new(config(&server.url), &store, false).expect("client");
+    let first = client.chat(&request("hi"), 0).expect("live call");
+    assert_eq!(first.content.as_deref(), Some("hello"));
+    assert_eq!(
+        (first.usage.prompt_tokens, first.usage.completion_tokens),
+        (12, 3)
+    );
+    assert!(!first.from_cache);
+    let sent: serde_json::Value =
+        serde_json::from_str(&server.requests()[0].body).expect("json body");
+    assert_eq!(sent["model"], "tiny");
+    assert_eq!(sent["temperature"], 0.0);
+    assert_eq!(sent["messages"][1]["content"], "hi");
+    assert_eq!(server.requests()[0].path, "/v1/chat/completions");
+
+    let again = client.chat(&request("hi"), 0).expect("replay");
+    assert!(again.from_cache);
+    assert_eq!(again.content, first.content);
+    assert_eq!(server.requests().len(), 1, "a replay sends nothing");
+
+    drop(server);
+    let moved = LlmClient::new(config("http://127.0.0.1:9/v1"), &store, true)
+        .expect("client")
+        .chat(&request("hi"), 0);
+    assert!(
+        matches!(moved, Err(LlmError::OfflineMiss { .. })),
+        "the endpoint is part of the key"
+    );
+}
+
+#[test]
+fn offline_replay_uses_the_recorded_endpoint() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let server = ScriptedServer::start(vec![], Behavior::ok(completion("recorded", 1, 1)));
+    let url = server.url.clone();
+    LlmClient::new(config(&url), &store, false)
+        .expect("client")
+        .chat(&request("q"), 0)
+        .expect("record");
+    drop(server);
+    let replay = LlmClient::new(config(&url), &store, true)
+        .expect("client")
+        .chat(&request("q"), 0)
+        .expect("offline replay");
+    assert_eq!(replay.content.as_deref(), Some("recorded"));
+    let epoch = LlmClient::new(config(&url), &store, true)
+        .expect("client")
+        .chat(&request("q"), 1);
+    assert!(
+        matches!(epoch, Err(LlmError::OfflineMiss { .. })),
+        "epochs are recorded separately"
+    );
+    let miss = LlmClient::new(config(&url), &store, true)
+        .expect("client")
+        .chat(&request("other"), 0);
+    match miss {
+        Err(e @ LlmError::OfflineMiss { .. }) => {
+            assert!(e.to_string().contains("without --offline"))
+        }
+        other => panic!("expected an offline miss, got {other:?}"),
+    }
+}
+
+#[test]
+fn rate_limits_honour_retry_after_and_server_errors_are_retried() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let limited = Behavior::Reply {
+        status: 429,
+        headers: vec![("Retry-After".into(), "1".into())],
+        body: "{}".into(),
+    };
+    let server = ScriptedServer::start(
+        vec![
+            limited,
+            Behavior::status(500),
+            Behavior::status(502),
+            Behavior::ok(completion("finally", 1, 1)),
+        ],
+        Behavior::status(500),
+    );
+    let started = Instant::now();
+    let reply = LlmClient::new(config(&server.url), &store, false)
+        .expect("client")
+        .chat(&request("x"), 0)
+        .expect("retried");
+    assert_eq!(reply.content.as_deref(), Some("finally"));
+    assert_eq!(reply.attempts, 4);
+    assert_eq!(server.requests().len(), 4);
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After: 1 was honoured (backoff alone is 1 ms)"
+    );
+}
+
+#[test]
+fn timeouts_are_retried_and_exhaustion_is_a_typed_error() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let server = ScriptedServer::start(
+        vec![Behavior::Hang(Duration::from_secs(3))],
+        Behavior::ok(completion("ok", 1, 1)),
+    );
+    let mut cfg = config(&server.url);
+    cfg.timeout_s = 0.3;
+    let reply = LlmClient::new(cfg, &store, false)
+        .expect("client")
+        .chat(&request("x"), 0)
+        .expect("after a timeout");
+    assert_eq!(reply.attempts, 2);
+
+    let down = ScriptedServer::start(vec![], Behavior::status(503));
+    let mut cfg = config(&down.url);
+    cfg.max_retries = 2;
+    match LlmClient::new(cfg, &store, false)
+        .expect("client")
+        .chat(&request("y"), 0)
+    {
+        Err(LlmError::Exhausted { attempts, last, .. }) => {
+            assert_eq!(attempts, 3);
+            assert!(last.contains("503"), "{last}");
+        }
+        other => panic!("expected exhaustion, got {other:?}"),
+    }
+    assert_eq!(down.requests().len(), 3);
+    assert!(
+        store.list("llm").expect("list").len() == 1,
+        "failures are not recorded"
+    );
+}
+
+#[test]
+fn malformed_and_client_errors_are_not_retried() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let server = ScriptedServer::start(
+        vec![Behavior::ok(r#"{"choices": [{"message": {"content": "cut"#)],
+        Behavior::status(400),
+    );
+    match LlmClient::new(config(&server.url), &store, false)
+        .expect("client")
+        .chat(&request("x"), 0)
+    {
+        Err(e @ LlmError::Malformed { .. }) => assert!(e.to_string().contains("malformed"), "{e}"),
+        other => panic!("expected a malformed response error, got {other:?}"),
+    }
+    assert_eq!(server.requests().len(), 1);
+    match LlmClient::new(config(&server.url), &store, false)
+        .expect("client")
+        .chat(&request("y"), 0)
+    {
+        Err(LlmError::Http { status: 400, .. }) => {}
+        other => panic!("expected HTTP 400, got {other:?}"),
+    }
+    assert_eq!(server.requests().len(), 2, "a 400 is not retried");
+    assert!(store.list("llm").expect("list").is_empty());
+}
+
+#[test]
+fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let server = ScriptedServer::start(vec![], Behavior::ok(completion("ok", 1, 1)));
+    let mut cfg = config(&server.url);
+    cfg.api_key_env = Some("PREFFLOW_TEST_KEY_UNSET".into());
+    match LlmClient::new(cfg.clone(), &store, false)
+        .expect("client")
+        .chat(&request("x"), 0)
+    {
+        Err(e @ LlmError::MissingKey { .. }) => {
+            assert!(e.to_string().contains("PREFFLOW_TEST_KEY_UNSET"))
+        }
+        other => panic!("expected a missing key error, got {other:?}"),
+    }
+    std::env::set_var("PREFFLOW_TEST_KEY_SET", "sk-secret-123");
+    cfg.api_key_env = Some("PREFFLOW_TEST_KEY_SET".into());
+    LlmClient::new(cfg, &store, false)
+        .expect("client")
+        .chat(&request("x"), 0)
+        .expect("call");
+    let seen = server.requests();
+    let auth = seen[0]
+        .headers
+        .iter()
+        .find(|(k, _)| k == "authorization")
+        .map(|(_, v)| v.clone());
+    assert_eq!(auth.as_deref(), Some("Bearer sk-secret-123"));
+    for key in store.list("").expect("list") {
+        let bytes = store.get(&key).expect("get").unwrap_or_default();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains("sk-secret-123"),
+            "{key} leaks the key"
+        );
+    }
+}
