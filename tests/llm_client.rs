@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 use prefflow_engine::store::{FsStore, Store};
 use prefflow_stages::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig, LlmError};
 
-use crate::common::http::{completion, Behavior, ScriptedServer};
+use prefflow_stages::llm::mock::{completion, Behavior, ScriptedServer};
 
 fn config(url: &str) -> LlmConfig {
     LlmConfig {

@@ -8,3 +8,4 @@ mod engine_errors;
 mod engine_items;
 mod engine_tools;
 mod llm_client;
+mod llm_pipeline;

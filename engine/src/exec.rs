@@ -792,6 +792,11 @@ impl Runner {
             };
             for (name, df) in tables.0 {
                 match out.get_mut(&name) {
+                    // An item with nothing to say may return a column-less table.
+                    _ if df.width() == 0 => {
+                        out.entry(name).or_insert(df);
+                    }
+                    Some(acc) if acc.width() == 0 => *acc = df,
                     Some(acc) => acc.vstack_mut(&df).map(|_| ()).map_err(|e| {
                         StageError::Failed(format!(
                             "{}: item `{}` returned table `{name}` with a different schema: {e}",

@@ -1,7 +1,5 @@
 //! Helpers for driving the CLI in a scratch directory.
 
-pub mod http;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

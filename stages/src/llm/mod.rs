@@ -9,6 +9,7 @@
 
 mod client;
 mod error;
+pub mod mock;
 mod types;
 
 pub use client::{LlmClient, Reply};

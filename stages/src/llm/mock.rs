@@ -1,4 +1,8 @@
-//! A scripted HTTP/1.1 server on 127.0.0.1 for testing clients against real sockets.
+//! A scripted OpenAI-compatible server on 127.0.0.1.
+//!
+//! Tests and `prefflow bench` use it to exercise the client against real sockets: scripted
+//! replies, injected latency, rate limits, server errors, hangs and malformed bodies. It binds the
+//! loopback interface only and stops accepting when dropped.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -18,12 +22,14 @@ pub enum Behavior {
     },
     /// Say nothing for this long, then close.
     Hang(Duration),
-    /// Reply after a delay (for throughput tests).
-    #[allow(dead_code)]
+    /// Reply 200 with this body after a delay (injected latency).
     Delayed(Duration, String),
+    /// Answer every request with a completion echoing the last user message.
+    Echo(Duration),
 }
 
 impl Behavior {
+    /// 200 with `body`.
     pub fn ok(body: impl Into<String>) -> Self {
         Behavior::Reply {
             status: 200,
@@ -32,6 +38,7 @@ impl Behavior {
         }
     }
 
+    /// `status` with a small JSON error body.
     pub fn status(status: u16) -> Self {
         Behavior::Reply {
             status,
@@ -44,25 +51,38 @@ impl Behavior {
 /// One request as the server saw it.
 #[derive(Clone, Debug)]
 pub struct Seen {
+    /// Request path.
     pub path: String,
+    /// Headers, names lower-cased.
     pub headers: Vec<(String, String)>,
+    /// Body text.
     pub body: String,
 }
 
 /// The server; stops accepting when dropped.
 pub struct ScriptedServer {
+    /// Base URL including `/v1`.
     pub url: String,
-    pub seen: Arc<Mutex<Vec<Seen>>>,
+    seen: Arc<Mutex<Vec<Seen>>>,
     script: Arc<Mutex<VecDeque<Behavior>>>,
     stop: Arc<AtomicBool>,
     addr: std::net::SocketAddr,
 }
 
 impl ScriptedServer {
-    /// Starts a server answering from `script` in order, then with `fallback`.
+    /// Starts a server answering from `script` in order, then with `fallback`. Panics if
+    /// loopback cannot be bound (tests only; see [`Self::try_start`]).
     pub fn start(script: Vec<Behavior>, fallback: Behavior) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let addr = listener.local_addr().expect("addr");
+        match Self::try_start(script, fallback) {
+            Ok(server) => server,
+            Err(e) => panic!("cannot bind 127.0.0.1: {e}"),
+        }
+    }
+
+    /// Fails only if the loopback interface cannot be bound.
+    pub fn try_start(script: Vec<Behavior>, fallback: Behavior) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let addr = listener.local_addr()?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(VecDeque::from(script)));
         let stop = Arc::new(AtomicBool::new(false));
@@ -77,22 +97,25 @@ impl ScriptedServer {
                 std::thread::spawn(move || serve(stream, &seen, &script, &fallback));
             }
         });
-        Self {
+        Ok(Self {
             url: format!("http://{addr}/v1"),
             seen,
             script,
             stop,
             addr,
-        }
+        })
     }
 
+    /// Requests received so far.
     pub fn requests(&self) -> Vec<Seen> {
-        self.seen.lock().expect("lock").clone()
+        self.seen.lock().map(|s| s.clone()).unwrap_or_default()
     }
 
-    #[allow(dead_code)]
+    /// Queues one more scripted behavior.
     pub fn push(&self, b: Behavior) {
-        self.script.lock().expect("lock").push_back(b);
+        if let Ok(mut script) = self.script.lock() {
+            script.push_back(b);
+        }
     }
 }
 
@@ -109,7 +132,10 @@ fn serve(
     script: &Mutex<VecDeque<Behavior>>,
     fallback: &Behavior,
 ) {
-    let mut reader = BufReader::new(stream.try_clone().expect("clone stream"));
+    let Ok(read_half) = stream.try_clone() else {
+        return;
+    };
+    let mut reader = BufReader::new(read_half);
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
         return;
@@ -135,15 +161,19 @@ fn serve(
     }
     let mut body = vec![0; length];
     let _ = reader.read_exact(&mut body);
-    seen.lock().expect("lock").push(Seen {
-        path,
-        headers,
-        body: String::from_utf8_lossy(&body).into_owned(),
-    });
+    let body = String::from_utf8_lossy(&body).into_owned();
+    let echo = last_user_message(&body);
+    if let Ok(mut seen) = seen.lock() {
+        seen.push(Seen {
+            path,
+            headers,
+            body,
+        });
+    }
     let behavior = script
         .lock()
-        .expect("lock")
-        .pop_front()
+        .ok()
+        .and_then(|mut s| s.pop_front())
         .unwrap_or_else(|| fallback.clone());
     let mut stream = stream;
     match behavior {
@@ -157,7 +187,26 @@ fn serve(
             headers,
             body,
         } => respond(&mut stream, status, &headers, &body),
+        Behavior::Echo(d) => {
+            std::thread::sleep(d);
+            respond(
+                &mut stream,
+                200,
+                &[],
+                &completion(&format!("echo: {echo}"), 10, 5),
+            );
+        }
     }
+}
+
+fn last_user_message(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    v["messages"]
+        .as_array()
+        .and_then(|m| m.iter().rev().find(|m| m["role"] == "user"))
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
 }
 
 fn respond(stream: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {

@@ -1,0 +1,152 @@
+//! `llm_complete`: one model completion per input row, from a prompt template.
+//!
+//! The smallest useful LLM stage: experiments, candidate generation, and the end-to-end check
+//! that resource pools, retries and record/replay work together. Rows become template variables.
+
+use polars::prelude::*;
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig};
+
+/// Parameters of `llm_complete`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LlmCompleteParams {
+    /// Endpoint, model and sampling settings.
+    pub llm: LlmConfig,
+    /// User message template (minijinja); each column of the row is a variable.
+    pub prompt: String,
+    /// Optional system message template.
+    #[serde(default)]
+    pub system: Option<String>,
+    /// Repeat index: distinct epochs are distinct recorded requests.
+    #[serde(default)]
+    pub epoch: u32,
+}
+
+/// Completes a prompt per row; output `completions` = the input columns plus the reply.
+pub struct LlmComplete;
+
+impl Kind for LlmComplete {
+    type Params = LlmCompleteParams;
+    const NAME: &'static str = "llm_complete";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &["completions"];
+    const DETERMINISTIC: bool = false;
+    const SUMMARY: &'static str =
+        "one chat completion per row of the first input (params: llm, prompt, system?, epoch?) → `completions`";
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let input = ctx.inputs.first().ok_or_else(|| {
+            StageError::Input(format!(
+                "stage `{}`: llm_complete needs an input table",
+                ctx.stage
+            ))
+        })?;
+        let client = LlmClient::new(params.llm.clone(), ctx.cache, ctx.offline)?;
+        let mut env = minijinja::Environment::new();
+        env.add_template("prompt", &params.prompt).map_err(|e| {
+            StageError::Input(format!("stage `{}`: bad `prompt` template: {e}", ctx.stage))
+        })?;
+        if let Some(system) = &params.system {
+            env.add_template("system", system).map_err(|e| {
+                StageError::Input(format!("stage `{}`: bad `system` template: {e}", ctx.stage))
+            })?;
+        }
+        let rows = rows_as_json(&input.df);
+        let mut out = Completions::default();
+        for row in &rows {
+            let mut messages = Vec::new();
+            if params.system.is_some() {
+                messages.push(ChatMessage::new("system", render(&env, "system", row)?));
+            }
+            messages.push(ChatMessage::new("user", render(&env, "prompt", row)?));
+            let request = ChatRequest {
+                messages,
+                ..ChatRequest::default()
+            };
+            let reply = client.chat(&request, params.epoch)?;
+            out.push(&reply, params.llm.prices);
+        }
+        let mut df = input.df.clone();
+        for column in out.into_columns() {
+            df.with_column(column)?;
+        }
+        Ok(Tables::single("completions", df))
+    }
+}
+
+fn render(env: &minijinja::Environment<'_>, name: &str, row: &Value) -> Result<String, StageError> {
+    env.get_template(name)
+        .and_then(|t| t.render(row))
+        .map_err(|e| StageError::Input(format!("rendering `{name}`: {e}")))
+}
+
+/// Each row as a JSON object, for templates.
+pub fn rows_as_json(df: &DataFrame) -> Vec<Value> {
+    let columns = df.columns();
+    (0..df.height())
+        .map(|i| {
+            let mut obj = serde_json::Map::new();
+            for col in columns {
+                let v = col.get(i).map(|v| any_to_json(&v)).unwrap_or(Value::Null);
+                obj.insert(col.name().to_string(), v);
+            }
+            Value::Object(obj)
+        })
+        .collect()
+}
+
+fn any_to_json(v: &AnyValue) -> Value {
+    match v {
+        AnyValue::Null => Value::Null,
+        AnyValue::Boolean(b) => Value::Bool(*b),
+        AnyValue::String(s) => Value::String(s.to_string()),
+        AnyValue::StringOwned(s) => Value::String(s.to_string()),
+        AnyValue::Int8(x) => (*x).into(),
+        AnyValue::Int16(x) => (*x).into(),
+        AnyValue::Int32(x) => (*x).into(),
+        AnyValue::Int64(x) => (*x).into(),
+        AnyValue::UInt8(x) => (*x).into(),
+        AnyValue::UInt16(x) => (*x).into(),
+        AnyValue::UInt32(x) => (*x).into(),
+        AnyValue::UInt64(x) => (*x).into(),
+        AnyValue::Float32(x) => {
+            serde_json::Number::from_f64(f64::from(*x)).map_or(Value::Null, Value::Number)
+        }
+        AnyValue::Float64(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
+        AnyValue::List(s) => Value::Array(s.iter().map(|x| any_to_json(&x)).collect()),
+        other => Value::String(other.to_string()),
+    }
+}
+
+#[derive(Default)]
+struct Completions {
+    reply: Vec<Option<String>>,
+    prompt_tokens: Vec<u64>,
+    completion_tokens: Vec<u64>,
+    from_cache: Vec<bool>,
+    cost: Vec<f64>,
+}
+
+impl Completions {
+    fn push(&mut self, reply: &crate::llm::Reply, prices: Option<crate::llm::Prices>) {
+        self.reply.push(reply.content.clone());
+        self.prompt_tokens.push(reply.usage.prompt_tokens);
+        self.completion_tokens.push(reply.usage.completion_tokens);
+        self.from_cache.push(reply.from_cache);
+        self.cost.push(reply.usage.cost(prices));
+    }
+
+    fn into_columns(self) -> Vec<Column> {
+        vec![
+            Column::new("reply".into(), self.reply),
+            Column::new("prompt_tokens".into(), self.prompt_tokens),
+            Column::new("completion_tokens".into(), self.completion_tokens),
+            Column::new("from_cache".into(), self.from_cache),
+            Column::new("cost".into(), self.cost),
+        ]
+    }
+}

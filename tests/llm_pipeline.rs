@@ -1,0 +1,135 @@
+//! `llm_complete` through the real CLI: a resource pool, engine caching, record/replay of model
+//! calls, `--offline` replay and error rows, against a scripted server on 127.0.0.1.
+
+use std::time::Duration;
+
+use prefflow_stages::llm::mock::{Behavior, ScriptedServer};
+
+use crate::common::*;
+
+const PIPE: &str = r#"
+pipeline: llm
+params: { base_url: "http://127.0.0.1:9/v1" }
+resources: { llm_main: 2 }
+stages:
+  questions:
+    kind: read_table
+    params: { path: data/questions.csv }
+  answers:
+    kind: llm_complete
+    inputs: [questions]
+    per_item: id
+    concurrency: 8
+    resources: [llm_main]
+    params:
+      llm: { base_url: "${params.base_url}", model: tiny, temperature: 0, max_retries: 1, backoff_ms: 1, timeout_s: 5 }
+      system: "Answer briefly."
+      prompt: "Q{{ id }}: {{ text }}"
+"#;
+
+fn questions(n: usize) -> String {
+    let mut s = String::from("id,text\n");
+    for i in 0..n {
+        s.push_str(&format!("{i},what is {i} squared\n"));
+    }
+    s
+}
+
+#[test]
+fn model_calls_are_pooled_recorded_and_replayed_offline() {
+    let server = ScriptedServer::start(vec![], Behavior::Echo(Duration::from_millis(20)));
+    let ws = Workspace::new();
+    ws.write("data/questions.csv", &questions(6));
+    ws.write("llm.yaml", PIPE);
+    let url = format!("base_url={}", server.url);
+    ws.run_ok("llm.yaml", &["--set", &url]);
+    assert_eq!(server.requests().len(), 6);
+    let df = ws.table("answers", None);
+    let replies: Vec<String> = df
+        .column("reply")
+        .expect("reply")
+        .str()
+        .expect("str")
+        .iter()
+        .flatten()
+        .map(str::to_string)
+        .collect();
+    assert!(
+        replies.contains(&"echo: Q3: what is 3 squared".to_string()),
+        "{replies:?}"
+    );
+    let first: serde_json::Value = serde_json::from_str(&server.requests()[0].body).expect("body");
+    assert_eq!(first["messages"][0]["content"], "Answer briefly.");
+
+    // An unchanged re-run is served by the engine cache: no requests.
+    ws.run_ok("llm.yaml", &["--set", &url]);
+    assert_eq!(server.requests().len(), 6);
+
+    // Without the engine cache and without the server, --offline replays the recorded calls.
+    drop(server);
+    for dir in ["recipes", "items", "blobs"] {
+        std::fs::remove_dir_all(ws.store().join(dir)).expect("clear engine cache");
+    }
+    ws.run_ok("llm.yaml", &["--set", &url, "--offline"]);
+    let replayed = ws.table("answers", None);
+    assert!(replayed
+        .column("from_cache")
+        .expect("from_cache")
+        .bool()
+        .expect("bool")
+        .all());
+    assert!(replayed
+        .column("reply")
+        .expect("reply")
+        .equals(df.column("reply").expect("reply")));
+
+    // A new question cannot be answered offline: a located error row, exit 2.
+    ws.write("data/questions.csv", &questions(7));
+    let out = ws
+        .cli(&[
+            "run",
+            "llm.yaml",
+            "--progress",
+            "none",
+            "--set",
+            &url,
+            "--offline",
+        ])
+        .expect_code(2);
+    assert!(
+        out.stderr.contains("item `6`") && out.stderr.contains("without --offline"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_failing_endpoint_yields_error_rows_not_a_crash() {
+    let server = ScriptedServer::start(
+        vec![Behavior::ok(prefflow_stages::llm::mock::completion(
+            "fine", 1, 1,
+        ))],
+        Behavior::status(503),
+    );
+    let ws = Workspace::new();
+    ws.write("data/questions.csv", &questions(3));
+    ws.write(
+        "llm.yaml",
+        &PIPE.replace("concurrency: 8", "concurrency: 1"),
+    );
+    let url = format!("base_url={}", server.url);
+    ws.cli(&["run", "llm.yaml", "--progress", "none", "--set", &url])
+        .expect_code(1);
+    let rec = ws.last_run("llm");
+    let errors = rec["errors"].as_array().expect("errors");
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors
+        .iter()
+        .all(|e| e["kind"] == "transient"
+            && e["message"].as_str().unwrap_or_default().contains("503")));
+    assert_eq!(
+        server.requests().len(),
+        1 + 2 * 2,
+        "one success, then two attempts per failing item"
+    );
+}
