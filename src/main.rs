@@ -62,14 +62,20 @@ enum Command {
         #[arg(long, hide = true)]
         report_peak_rss: bool,
     },
-    /// Measure the engine's performance on generated workloads (see BENCHMARKS.md).
+    /// Measure performance on generated workloads (see BENCHMARKS.md).
     Bench {
+        /// Which figures: engine, llm or all.
+        #[arg(value_enum, default_value = "all")]
+        suite: BenchSuite,
         /// Scratch directory for the workloads.
         #[arg(long, default_value = "target/prefflow-bench")]
         dir: PathBuf,
-        /// Rows per workload (the 10-stage chain has this many items per stage).
+        /// Rows per engine workload (the 10-stage chain has this many items per stage).
         #[arg(long, default_value = "1000")]
         items: usize,
+        /// Model calls in the llm benchmark.
+        #[arg(long, default_value = "1920")]
+        requests: usize,
     },
     /// Show what `run` would execute, and why.
     Plan {
@@ -145,6 +151,13 @@ enum ProgressArg {
     Bars,
     Log,
     None,
+}
+
+#[derive(Clone, Copy, PartialEq, ValueEnum)]
+enum BenchSuite {
+    All,
+    Engine,
+    Llm,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -240,9 +253,21 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             }
             Ok(report.exit_code() as u8)
         }
-        Command::Bench { dir, items } => {
+        Command::Bench {
+            suite,
+            dir,
+            items,
+            requests,
+        } => {
+            let mut figures = Vec::new();
+            if matches!(suite, BenchSuite::All | BenchSuite::Engine) {
+                figures.extend(bench::engine(dir, *items)?);
+            }
+            if matches!(suite, BenchSuite::All | BenchSuite::Llm) {
+                figures.extend(bench::llm(dir, *requests, 64, 100)?);
+            }
             println!("| figure | measured | target |\n|---|---|---|");
-            for f in bench::engine(dir, *items)? {
+            for f in figures {
                 println!("| {} | {} | {} |", f.name, f.value, f.target);
             }
             Ok(0)

@@ -1,5 +1,7 @@
 //! The client: request building, record/replay, retries.
 
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use prefflow_engine::keys::hash_json;
@@ -57,10 +59,7 @@ impl<'a> LlmClient<'a> {
     /// A client for `config`, recording into `cache`. With `offline`, only cached replies are used.
     pub fn new(config: LlmConfig, cache: &'a dyn Store, offline: bool) -> Result<Self, LlmError> {
         let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
-        let http = reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs_f64(config.timeout_s.max(0.001)))
-            .build()
-            .map_err(|e| LlmError::Cache(format!("cannot build HTTP client: {e}")))?;
+        let http = shared_http_client(Duration::from_secs_f64(config.timeout_s.max(0.001)))?;
         Ok(Self {
             config,
             endpoint,
@@ -216,6 +215,25 @@ impl<'a> LlmClient<'a> {
         let jittered = base as f64 * (0.5 + fastrand::f64() * 0.5);
         Duration::from_millis(jittered as u64)
     }
+}
+
+/// One HTTP client per timeout for the whole process: building one (TLS roots, a runtime thread)
+/// costs far more than a request, and clients share connection pools.
+fn shared_http_client(timeout: Duration) -> Result<reqwest::blocking::Client, LlmError> {
+    static CLIENTS: OnceLock<Mutex<HashMap<u128, reqwest::blocking::Client>>> = OnceLock::new();
+    let clients = CLIENTS.get_or_init(Mutex::default);
+    let mut clients = clients
+        .lock()
+        .map_err(|_| LlmError::Cache("HTTP client registry poisoned".into()))?;
+    if let Some(client) = clients.get(&timeout.as_millis()) {
+        return Ok(client.clone());
+    }
+    let client = reqwest::blocking::Client::builder()
+        .timeout(timeout)
+        .build()
+        .map_err(|e| LlmError::Cache(format!("cannot build HTTP client: {e}")))?;
+    clients.insert(timeout.as_millis(), client.clone());
+    Ok(client)
 }
 
 fn retry_after(resp: &reqwest::blocking::Response) -> Option<Duration> {
