@@ -477,7 +477,7 @@ pub fn gc(store: &dyn Store, dry_run: bool) -> Result<GcReport> {
     let mut report = GcReport::default();
     for prefix in ["recipes", "items", "blobs", "tmp"] {
         for key in store.list(prefix)? {
-            if keep.contains(&key) {
+            if keep.contains(&key) || (prefix == "tmp" && writer_is_alive(&key)) {
                 report.kept += 1;
                 continue;
             }
@@ -489,4 +489,13 @@ pub fn gc(store: &dyn Store, dry_run: bool) -> Result<GcReport> {
         }
     }
     Ok(report)
+}
+
+/// Temporary files are named `<pid>-<n>.tmp`; one whose writer still runs is in flight.
+fn writer_is_alive(key: &str) -> bool {
+    let name = key.rsplit('/').next().unwrap_or_default();
+    let pid = name.split('-').next().unwrap_or_default();
+    !pid.is_empty()
+        && pid.chars().all(|c| c.is_ascii_digit())
+        && Path::new(&format!("/proc/{pid}")).exists()
 }
