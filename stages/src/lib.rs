@@ -3,9 +3,12 @@
 //! The benchmark domain: world, actors, judges, metrics, and one module per stage kind. This
 //! crate depends on the engine; the engine never depends on it.
 
+pub mod knowu;
 pub mod llm;
 
 use prefflow_engine::Registry;
 
 /// Registers the domain's stage kinds so pipeline files can name them.
-pub fn register(_registry: &mut Registry) {}
+pub fn register(registry: &mut Registry) {
+    knowu::register(registry);
+}
