@@ -7,4 +7,5 @@ mod engine_cache;
 mod engine_errors;
 mod engine_items;
 mod engine_tools;
+mod knowu;
 mod llm_client;

@@ -156,3 +156,65 @@ fn reply_decisions(
         UInt32Chunked::from_iter_options("reply_step".into(), at.into_iter()),
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn collect(steps: &DataFrame) -> DataFrame {
+        episode_features(steps)
+            .expect("features")
+            .sort(["episode_id"], SortMultipleOptions::default())
+            .collect()
+            .expect("collect")
+    }
+
+    fn u32s(df: &DataFrame, name: &str) -> Vec<Option<u32>> {
+        df.column(name)
+            .expect(name)
+            .u32()
+            .expect("u32")
+            .iter()
+            .collect()
+    }
+
+    #[test]
+    fn prefflow_alignment_counts_a_reply_on_the_next_step() {
+        // Without `ask_user_response`, the reply on the asking step (user_reply) belongs to the
+        // step after it, as in KnowU's logs.
+        let steps = df!(
+            "episode_id" => ["a", "a", "a", "b", "b"],
+            "step" => [1u32, 2, 3, 1, 2],
+            "action_type" => ["ask_user", "click", "ask_user", "ask_user", "wait"],
+            "arguments" => ["{}", "{}", "{}", "{}", "{}"],
+            "user_reply" => [Some("I reject that"), None, Some("fine, accept"), None, None],
+        )
+        .expect("frame");
+        let f = collect(&steps);
+        assert_eq!(u32s(&f, "first_reject_step"), [Some(2), None]);
+        assert_eq!(u32s(&f, "last_query_step"), [Some(3), Some(1)]);
+        assert_eq!(u32s(&f, "last_violation_step"), [Some(2), None]);
+        let decisions: Vec<Option<&str>> = f
+            .column("user_decision")
+            .expect("c")
+            .str()
+            .expect("s")
+            .iter()
+            .collect();
+        // The later accept (reply index 4) overrides the earlier reject (index 2).
+        assert_eq!(decisions, [Some("accept"), None]);
+    }
+
+    #[test]
+    fn an_empty_steps_table_gives_no_features() {
+        let steps = df!(
+            "episode_id" => Vec::<String>::new(),
+            "step" => Vec::<u32>::new(),
+            "action_type" => Vec::<String>::new(),
+            "arguments" => Vec::<String>::new(),
+            "user_reply" => Vec::<Option<String>>::new(),
+        )
+        .expect("frame");
+        assert_eq!(collect(&steps).height(), 0);
+    }
+}

@@ -27,6 +27,8 @@ pub mod tasks;
 pub mod traj;
 
 #[cfg(test)]
+mod scale_tests;
+#[cfg(test)]
 mod scenario_tests;
 #[cfg(test)]
 mod testkit;

@@ -656,3 +656,13 @@ fn export_refuses_duplicate_tasks() {
     let err = run_kind(&ExportKnowuRuns, json!({"dir": "x"}), s.path(), &inputs).expect_err("dup");
     assert!(err.to_string().contains("appears more than once"), "{err}");
 }
+
+#[test]
+fn an_empty_run_gives_empty_tables() {
+    let s = scenario();
+    s.file("empty/.keep", "");
+    let m = metrics(&s, &import(&s, "empty").expect("import"));
+    for table in ["episode_metrics", "splits", "policy", "personas", "overall"] {
+        assert_eq!(m.get(table).expect(table).height(), 0, "{table}");
+    }
+}
