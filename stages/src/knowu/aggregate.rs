@@ -60,66 +60,76 @@ fn split_aggs() -> Vec<Expr> {
     ]
 }
 
-/// Per split × difficulty (`all`, `easy`, `hard`), for every run, in a fixed row order.
+/// Grouping keys of the `splits` table.
+const SPLIT_KEYS: [&str; 4] = ["variant", "agent", "split", "difficulty"];
+
+/// Per split × difficulty (`all`, `easy`, `hard`), for every run, in a fixed row order. AvgScore
+/// is reported for personalized only, IE for personalized and proactive.
 pub fn splits(per_episode: &DataFrame, runs: &DataFrame) -> PolarsResult<DataFrame> {
+    let cells: Vec<(&str, &str)> = SPLITS
+        .into_iter()
+        .flat_map(|s| {
+            std::iter::once("all")
+                .chain(DIFFICULTIES)
+                .map(move |d| (s, d))
+        })
+        .collect();
+    let keys = SPLIT_KEYS.map(col);
+    let null = || lit(NULL).cast(DataType::Float64);
+    grid(runs, "split", "difficulty", &cells)?
+        .join(
+            split_stats(per_episode)?,
+            keys.clone(),
+            keys,
+            JoinArgs::new(JoinType::Left),
+        )
+        .sort(["run_order", "cell_order"], SortMultipleOptions::default())
+        .with_columns([
+            col("episodes").fill_null(lit(0u32)),
+            col("no_result_episodes").fill_null(lit(0u32)),
+            col("successes").fill_null(lit(0u32)),
+            when(col("split").eq(lit("personalized")))
+                .then(col("AvgScore"))
+                .otherwise(null())
+                .alias("AvgScore"),
+            when(col("split").eq(lit("general")))
+                .then(null())
+                .otherwise(col("IE"))
+                .alias("IE"),
+        ])
+        .drop(cols(["run_order", "cell_order"]))
+        .collect()
+}
+
+/// [`split_aggs`] per split (as difficulty `all`) and per split × difficulty, stacked.
+fn split_stats(per_episode: &DataFrame) -> PolarsResult<LazyFrame> {
     let matched = per_episode
         .clone()
         .lazy()
         .filter(col("split").is_not_null());
-    let keys = ["variant", "agent", "split", "difficulty"];
     let all = matched
         .clone()
         .group_by([col("variant"), col("agent"), col("split")])
         .agg(split_aggs())
         .with_column(lit("all").alias("difficulty"));
-    let by_level = matched.group_by(keys.map(col)).agg(split_aggs());
-    let order: Vec<Expr> = keys
+    let by_level = matched.group_by(SPLIT_KEYS.map(col)).agg(split_aggs());
+    let metrics = [
+        "episodes",
+        "no_result_episodes",
+        "successes",
+        "SR",
+        "AvgScore",
+    ];
+    let order: Vec<Expr> = SPLIT_KEYS
         .into_iter()
-        .chain([
-            "episodes",
-            "no_result_episodes",
-            "successes",
-            "SR",
-            "AvgScore",
-        ])
+        .chain(metrics)
         .chain(["AveSteps", "AveQueries", "IE"])
         .map(col)
         .collect();
-    let stats = concat(
+    concat(
         [all.select(order.clone()), by_level.select(order)],
         UnionArgs::default(),
-    )?;
-    let mut cells: Vec<(&str, &str)> = Vec::new();
-    for split in SPLITS {
-        for level in std::iter::once("all").chain(DIFFICULTIES) {
-            cells.push((split, level));
-        }
-    }
-    let grid = grid(runs, "split", "difficulty", &cells)?;
-    let personalized = col("split").eq(lit("personalized"));
-    let general = col("split").eq(lit("general"));
-    grid.join(
-        stats,
-        keys.map(col),
-        keys.map(col),
-        JoinArgs::new(JoinType::Left),
     )
-    .sort(["run_order", "cell_order"], SortMultipleOptions::default())
-    .with_columns([
-        col("episodes").fill_null(lit(0u32)),
-        col("no_result_episodes").fill_null(lit(0u32)),
-        col("successes").fill_null(lit(0u32)),
-        when(personalized)
-            .then(col("AvgScore"))
-            .otherwise(lit(NULL).cast(DataType::Float64))
-            .alias("AvgScore"),
-        when(general)
-            .then(lit(NULL).cast(DataType::Float64))
-            .otherwise(col("IE"))
-            .alias("IE"),
-    ])
-    .drop(cols(["run_order", "cell_order"]))
-    .collect()
 }
 
 /// Proactive Act / Silent / Stop with bucket sizes and the number of quirk-bucketed episodes.

@@ -229,51 +229,75 @@ fn required(value: &Option<String>, column: &str, row: usize) -> Result<String, 
 
 /// Steps per episode id, ordered by `step`, with KnowU's reply alignment.
 fn group_steps(steps: &DataFrame) -> Result<HashMap<String, Vec<TrajStep>>, KnowuError> {
-    let t = "steps";
-    let ids = columns::strings(steps, t, "episode_id")?;
-    let numbers = columns::u64s(steps, t, "step")?;
-    let types = columns::strings(steps, t, "action_type")?;
-    let arguments = columns::strings(steps, t, "arguments")?;
-    let observations = columns::strings(steps, t, "observation")?;
-    let raws = columns::strings(steps, t, "raw")?;
-    let replies = columns::strings(steps, t, "user_reply")?;
-    let aligned = steps.column("ask_user_response").is_ok();
-    let responses = columns::optional_strings(steps, t, "ask_user_response")?;
+    let cols = StepColumns::read(steps)?;
     let mut rows: HashMap<String, Vec<(u64, usize)>> = HashMap::new();
-    for (row, id) in ids.iter().enumerate() {
-        let id = id
-            .clone()
-            .ok_or_else(|| KnowuError::table(t, format!("`episode_id` is null in row {row}")))?;
-        rows.entry(id)
-            .or_default()
-            .push((numbers[row].unwrap_or(0), row));
+    for (row, id) in cols.ids.iter().enumerate() {
+        let id = id.clone().ok_or_else(|| {
+            KnowuError::table("steps", format!("`episode_id` is null in row {row}"))
+        })?;
+        let number = cols.numbers[row].unwrap_or(0);
+        rows.entry(id).or_default().push((number, row));
     }
-    let build = |order: &mut Vec<(u64, usize)>| -> Vec<TrajStep> {
-        order.sort_unstable();
-        let previous = |k: usize| k.checked_sub(1).map(|p| order[p].1);
-        (0..order.len())
-            .map(|k| {
-                let row = order[k].1;
-                let derived = previous(k)
-                    .filter(|&p| types[p].as_deref() == Some("ask_user"))
-                    .and_then(|p| replies[p].clone());
-                TrajStep {
-                    action_type: types[row].clone().unwrap_or_default(),
-                    arguments: arguments[row].clone().unwrap_or_else(|| "{}".into()),
-                    tool_call: observations[row].clone(),
-                    prediction: raws[row].clone(),
-                    ask_user_response: if aligned {
-                        responses[row].clone()
-                    } else {
-                        derived
-                    },
-                    task_goal: None,
-                }
-            })
-            .collect()
-    };
     Ok(rows
         .into_iter()
-        .map(|(id, mut order)| (id, build(&mut order)))
+        .map(|(id, mut order)| {
+            order.sort_unstable();
+            let traj = (0..order.len())
+                .map(|k| cols.traj_step(order[k].1, k.checked_sub(1).map(|p| order[p].1)))
+                .collect();
+            (id, traj)
+        })
         .collect())
+}
+
+/// The `steps` columns the exporter reads.
+struct StepColumns {
+    ids: Vec<Option<String>>,
+    numbers: Vec<Option<u64>>,
+    types: Vec<Option<String>>,
+    arguments: Vec<Option<String>>,
+    observations: Vec<Option<String>>,
+    raws: Vec<Option<String>>,
+    replies: Vec<Option<String>>,
+    /// `ask_user_response`, when the table carries KnowU's alignment.
+    responses: Option<Vec<Option<String>>>,
+}
+
+impl StepColumns {
+    fn read(steps: &DataFrame) -> Result<Self, KnowuError> {
+        let get = |name: &str| columns::strings(steps, "steps", name);
+        let responses = match steps.column("ask_user_response") {
+            Ok(_) => Some(get("ask_user_response")?),
+            Err(_) => None,
+        };
+        Ok(Self {
+            ids: get("episode_id")?,
+            numbers: columns::u64s(steps, "steps", "step")?,
+            types: get("action_type")?,
+            arguments: get("arguments")?,
+            observations: get("observation")?,
+            raws: get("raw")?,
+            replies: get("user_reply")?,
+            responses,
+        })
+    }
+
+    /// The trajectory entry of `row`; `previous` is the row of the episode's step before it,
+    /// whose `user_reply` becomes this entry's `ask_user_response` when it asked.
+    fn traj_step(&self, row: usize, previous: Option<usize>) -> TrajStep {
+        let ask_user_response = match &self.responses {
+            Some(responses) => responses[row].clone(),
+            None => previous
+                .filter(|&p| self.types[p].as_deref() == Some("ask_user"))
+                .and_then(|p| self.replies[p].clone()),
+        };
+        TrajStep {
+            action_type: self.types[row].clone().unwrap_or_default(),
+            arguments: self.arguments[row].clone().unwrap_or_else(|| "{}".into()),
+            tool_call: self.observations[row].clone(),
+            prediction: self.raws[row].clone(),
+            ask_user_response,
+            task_goal: None,
+        }
+    }
 }

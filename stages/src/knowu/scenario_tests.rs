@@ -666,3 +666,32 @@ fn an_empty_run_gives_empty_tables() {
         assert_eq!(m.get(table).expect(table).height(), 0, "{table}");
     }
 }
+
+#[test]
+fn export_derives_knowu_alignment_from_user_reply() {
+    // prefflow's own steps carry the reply only on the asking step (no ask_user_response).
+    let s = scenario();
+    let first = import(&s, "run").expect("import");
+    let steps = first
+        .get("steps")
+        .expect("s")
+        .drop("ask_user_response")
+        .expect("drop");
+    let inputs = [
+        input("episodes", first.get("episodes").expect("e").clone()),
+        input("steps", steps),
+    ];
+    run_kind(
+        &ExportKnowuRuns,
+        json!({"dir": "native"}),
+        s.path(),
+        &inputs,
+    )
+    .expect("export");
+    let second = import(&s, "native").expect("re-import");
+    let (a, b) = (
+        first.get("steps").expect("a"),
+        second.get("steps").expect("b"),
+    );
+    assert!(a.equals_missing(b), "steps differ:\n{a}\n{b}");
+}
