@@ -7,5 +7,6 @@ mod engine_cache;
 mod engine_errors;
 mod engine_items;
 mod engine_tools;
+mod knowu;
 mod llm_client;
 mod llm_pipeline;

@@ -4,6 +4,7 @@
 //! crate depends on the engine; the engine never depends on it.
 
 pub mod kinds;
+pub mod knowu;
 pub mod llm;
 
 use prefflow_engine::Registry;
@@ -11,4 +12,5 @@ use prefflow_engine::Registry;
 /// Registers the domain's stage kinds so pipeline files can name them.
 pub fn register(registry: &mut Registry) {
     registry.register(kinds::LlmComplete);
+    knowu::register(registry);
 }

@@ -1,0 +1,185 @@
+//! `import_knowu_runs`: a KnowU-Bench results directory → `episodes`, `steps`, `reports`.
+//!
+//! `<root>/<task_name>/traj.json` and `result.txt` per episode; directories whose name contains
+//! `_backup_` are ignored; `eval_report_*.json` files at the root become rows of `reports`.
+//! Episodes without a score (no `result.txt`, or no `score:` line) are kept with status
+//! `no_result`. With `tasks`, every task of tasks.csv without a directory is added as a
+//! `no_result` episode too, so per-persona means count it.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use super::error::KnowuError;
+use super::report::{self, EvalReport};
+use super::result_file::{self, EpisodeResult};
+use super::run::{self, RunEpisode};
+use super::tasks;
+use super::traj::{self, Trajectory};
+
+/// Directory names containing this are old copies KnowU-Bench keeps; never imported.
+const BACKUP_MARK: &str = "_backup_";
+
+/// Parameters of `import_knowu_runs`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportParams {
+    /// The results directory (KnowU's `log_file_root`), relative to the working directory.
+    pub root: String,
+    /// The run's label: the `variant` and `agent` of every imported episode.
+    pub label: String,
+    /// tasks.csv; when given, registered tasks without a directory become `no_result` episodes.
+    #[serde(default)]
+    pub tasks: Option<String>,
+}
+
+/// Imports a KnowU-Bench results directory; its whole content is part of the cache key.
+pub struct ImportKnowuRuns;
+
+impl Kind for ImportKnowuRuns {
+    type Params = ImportParams;
+    const NAME: &'static str = "import_knowu_runs";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &["episodes", "steps", "reports"];
+    const SUMMARY: &'static str = "import a KnowU-Bench results directory into tables episodes, steps and reports (params: root, label, tasks?)";
+
+    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        let mut files = vec![params.root.clone()];
+        files.extend(params.tasks.clone());
+        files
+    }
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let root = ctx.resolve(&params.root);
+        let mut dir = read_run_dir(&root)?;
+        if let Some(path) = &params.tasks {
+            add_missing_tasks(&mut dir.episodes, &tasks::read_names(&ctx.resolve(path))?);
+        }
+        Ok(Tables::new([
+            (
+                "episodes",
+                run::episodes_frame(&params.label, &dir.episodes)?,
+            ),
+            ("steps", run::steps_frame(&params.label, &dir.episodes)?),
+            ("reports", reports_frame(&params.label, &dir.reports)?),
+        ]))
+    }
+}
+
+/// Everything read from one results directory.
+#[derive(Debug, Default)]
+pub struct RunDir {
+    /// One per task directory, sorted by name.
+    pub episodes: Vec<RunEpisode>,
+    /// One per `eval_report_*.json`, sorted by file name.
+    pub reports: Vec<EvalReport>,
+}
+
+/// Reads a results directory.
+pub fn read_run_dir(root: &Path) -> Result<RunDir, KnowuError> {
+    if !root.is_dir() {
+        return Err(KnowuError::NotADirectory {
+            path: root.to_path_buf(),
+            param: "root",
+        });
+    }
+    let (task_dirs, report_files) = list_entries(root)?;
+    let episodes = task_dirs
+        .iter()
+        .map(|(name, dir)| read_episode(name, dir))
+        .collect::<Result<_, _>>()?;
+    let reports = report_files
+        .iter()
+        .map(|p| report::read(p))
+        .collect::<Result<_, _>>()?;
+    Ok(RunDir { episodes, reports })
+}
+
+type Entries = (Vec<(String, PathBuf)>, Vec<PathBuf>);
+
+/// Task directories (not backups) and report files at the root, each sorted by name.
+fn list_entries(root: &Path) -> Result<Entries, KnowuError> {
+    let mut dirs = Vec::new();
+    let mut reports = Vec::new();
+    let entries = std::fs::read_dir(root).map_err(|e| KnowuError::read(root, e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| KnowuError::read(root, e))?;
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() && !name.contains(BACKUP_MARK) {
+            dirs.push((name, path));
+        } else if path.is_file() && report::is_report_name(&name) {
+            reports.push(path);
+        }
+    }
+    dirs.sort();
+    reports.sort();
+    Ok((dirs, reports))
+}
+
+fn read_episode(name: &str, dir: &Path) -> Result<RunEpisode, KnowuError> {
+    let traj_path = dir.join("traj.json");
+    let traj = if traj_path.is_file() {
+        traj::read(&traj_path)?
+    } else {
+        Trajectory::default()
+    };
+    let result_path = dir.join("result.txt");
+    let result = if result_path.is_file() {
+        let bytes = std::fs::read(&result_path).map_err(|e| KnowuError::read(&result_path, e))?;
+        result_file::parse(&String::from_utf8_lossy(&bytes))
+    } else {
+        EpisodeResult {
+            score: None,
+            reason: None,
+        }
+    };
+    Ok(RunEpisode {
+        task_id: name.to_string(),
+        traj,
+        result,
+    })
+}
+
+/// Appends a `no_result` episode for every task name without a directory, keeping name order.
+fn add_missing_tasks(episodes: &mut Vec<RunEpisode>, names: &[String]) {
+    let present: BTreeSet<&str> = episodes.iter().map(|e| e.task_id.as_str()).collect();
+    let missing: Vec<RunEpisode> = names
+        .iter()
+        .filter(|n| !present.contains(n.as_str()))
+        .map(|n| RunEpisode {
+            task_id: n.clone(),
+            traj: Trajectory::default(),
+            result: EpisodeResult {
+                score: None,
+                reason: None,
+            },
+        })
+        .collect();
+    episodes.extend(missing);
+    episodes.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+}
+
+/// The `reports` table: one row per evaluation report.
+pub fn reports_frame(label: &str, reports: &[EvalReport]) -> PolarsResult<DataFrame> {
+    let n = reports.len();
+    let u = |f: fn(&EvalReport) -> Option<u64>| reports.iter().map(f).collect::<Vec<_>>();
+    let r = |f: fn(&EvalReport) -> Option<f64>| reports.iter().map(f).collect::<Vec<_>>();
+    let s = |f: fn(&EvalReport) -> Option<String>| reports.iter().map(f).collect::<Vec<_>>();
+    df!(
+        "label" => vec![label; n],
+        "file" => reports.iter().map(|r| r.file.clone()).collect::<Vec<_>>(),
+        "total_tasks_assigned" => u(|r| r.total_tasks_assigned),
+        "total_tasks_with_results" => u(|r| r.total_tasks_with_results),
+        "successful_tasks" => u(|r| r.successful_tasks),
+        "total_tasks_with_no_results" => u(|r| r.total_tasks_with_no_results),
+        "overall_success_rate" => r(|r| r.overall_success_rate),
+        "total_duration_seconds" => r(|r| r.total_duration_seconds),
+        "model_name" => s(|r| r.model_name.clone()),
+        "timestamp" => s(|r| r.timestamp.clone()),
+        "tasks_scored" => reports.iter().map(|r| r.tasks_scored).collect::<Vec<_>>(),
+    )
+}

@@ -1,0 +1,151 @@
+//! `eval_report_<YYYYmmdd_HHMMSS>.json`: the summary KnowU-Bench writes at the root of a full
+//! run. Imported as one row per report so a run's own totals can be checked against ours.
+
+use std::path::Path;
+
+use serde_json::{Map, Value};
+
+use super::error::KnowuError;
+
+/// The summary of one evaluation report. Counts absent from the file are `None`.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct EvalReport {
+    /// File name, e.g. `eval_report_20260402_101500.json`.
+    pub file: String,
+    /// `summary.total_tasks_assigned`.
+    pub total_tasks_assigned: Option<u64>,
+    /// `summary.total_tasks_with_results`.
+    pub total_tasks_with_results: Option<u64>,
+    /// `summary.successful_tasks`.
+    pub successful_tasks: Option<u64>,
+    /// `summary.total_tasks_with_no_results`.
+    pub total_tasks_with_no_results: Option<u64>,
+    /// `summary.overall_success_rate` (successful / with results).
+    pub overall_success_rate: Option<f64>,
+    /// `summary.total_duration_seconds`.
+    pub total_duration_seconds: Option<f64>,
+    /// `metadata.model_name`.
+    pub model_name: Option<String>,
+    /// `metadata.timestamp`.
+    pub timestamp: Option<String>,
+    /// Number of entries in `tasks_with_results` (per-task scores).
+    pub tasks_scored: u64,
+}
+
+/// True for file names KnowU-Bench gives its reports.
+pub fn is_report_name(name: &str) -> bool {
+    name.starts_with("eval_report_") && name.ends_with(".json")
+}
+
+/// Reads and checks the report at `path`.
+pub fn read(path: &Path) -> Result<EvalReport, KnowuError> {
+    let bytes = std::fs::read(path).map_err(|e| KnowuError::read(path, e))?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| KnowuError::json(path, &e))?;
+    parse(path, &value)
+}
+
+/// Extracts the summary from a parsed report; the summary may be nested under `summary` (as
+/// KnowU writes it) or be the top-level object.
+pub fn parse(path: &Path, value: &Value) -> Result<EvalReport, KnowuError> {
+    let root = value
+        .as_object()
+        .ok_or_else(|| KnowuError::shape(path, "(top level)", "an object", value))?;
+    let summary = object_field(path, root, "summary")?.unwrap_or(root);
+    let metadata = object_field(path, root, "metadata")?;
+    let count = |name: &str| uint(path, summary, name);
+    let real = |name: &str| float(path, summary, name);
+    let tasks_scored = match root.get("tasks_with_results") {
+        None | Some(Value::Null) => 0,
+        Some(Value::Array(items)) => items.len() as u64,
+        Some(other) => {
+            return Err(KnowuError::shape(
+                path,
+                "tasks_with_results",
+                "an array",
+                other,
+            ))
+        }
+    };
+    Ok(EvalReport {
+        file: path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        total_tasks_assigned: count("total_tasks_assigned")?,
+        total_tasks_with_results: count("total_tasks_with_results")?,
+        successful_tasks: count("successful_tasks")?,
+        total_tasks_with_no_results: count("total_tasks_with_no_results")?,
+        overall_success_rate: real("overall_success_rate")?,
+        total_duration_seconds: real("total_duration_seconds")?,
+        model_name: metadata.and_then(|m| m.get("model_name")?.as_str().map(str::to_string)),
+        timestamp: metadata.and_then(|m| m.get("timestamp")?.as_str().map(str::to_string)),
+        tasks_scored,
+    })
+}
+
+fn object_field<'a>(
+    path: &Path,
+    map: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a Map<String, Value>>, KnowuError> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Object(inner)) => Ok(Some(inner)),
+        Some(other) => Err(KnowuError::shape(path, name, "an object", other)),
+    }
+}
+
+fn uint(path: &Path, map: &Map<String, Value>, name: &str) -> Result<Option<u64>, KnowuError> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v.as_u64().map(Some).ok_or_else(|| {
+            KnowuError::shape(path, format!("summary.{name}"), "a non-negative integer", v)
+        }),
+    }
+}
+
+fn float(path: &Path, map: &Map<String, Value>, name: &str) -> Result<Option<f64>, KnowuError> {
+    match map.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(v) => v
+            .as_f64()
+            .map(Some)
+            .ok_or_else(|| KnowuError::shape(path, format!("summary.{name}"), "a number", v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn nested_summary_and_metadata() {
+        let v = json!({
+            "summary": {"total_tasks_assigned": 3, "total_tasks_with_results": 2,
+                        "successful_tasks": 1, "total_tasks_with_no_results": 1,
+                        "overall_success_rate": 0.5},
+            "metadata": {"model_name": "m1"},
+            "tasks_with_results": [{"task_name": "A", "score": 1.0}, {"task_name": "B", "score": 0.0}],
+        });
+        let r = parse(Path::new("eval_report_1.json"), &v).expect("valid");
+        assert_eq!(r.file, "eval_report_1.json");
+        assert_eq!(r.total_tasks_assigned, Some(3));
+        assert_eq!(r.successful_tasks, Some(1));
+        assert_eq!(r.overall_success_rate, Some(0.5));
+        assert_eq!(r.total_duration_seconds, None);
+        assert_eq!(r.model_name.as_deref(), Some("m1"));
+        assert_eq!(r.tasks_scored, 2);
+    }
+
+    #[test]
+    fn a_string_count_is_located() {
+        let v = json!({"summary": {"successful_tasks": "7"}});
+        let err = parse(Path::new("r/eval_report_x.json"), &v)
+            .expect_err("invalid")
+            .to_string();
+        assert!(err.contains("r/eval_report_x.json"), "{err}");
+        assert!(err.contains("`summary.successful_tasks`"), "{err}");
+        assert!(err.contains("\"7\""), "{err}");
+    }
+}

@@ -1,0 +1,697 @@
+//! End-to-end checks of import → metrics on a hand-built run directory whose answers were worked
+//! out by hand (see the comments on each episode), plus the import error paths and the
+//! export/import round trip.
+
+use polars::prelude::*;
+use serde_json::json;
+
+use super::testkit::{act, input, run_kind, say, shared, step, Scratch};
+use super::{ExportKnowuRuns, ImportKnowuRuns, KnowuLeaderboard, KnowuMetrics};
+
+const TASKS: &str = "\
+task_name,class_name,split,difficulty,profile,tags,apps,habit_keys,goal
+GenA,GenA,general,easy,,,,,
+GenB,GenB,general,hard,,,,,
+PrefA@alice,PrefA,personalized,easy,alice,,,,
+PrefB@alice,PrefB,personalized,hard,alice,,,,
+PrefA@bob,PrefA,personalized,easy,bob,,,,
+RoutA@alice,RoutA,proactive,easy,alice,,,habit_a,
+RoutA@bob,RoutA,proactive,easy,bob,,,habit_a,
+RoutB@alice,RoutB,proactive,hard,alice,,,habit_b,
+RoutB@bob,RoutB,proactive,hard,bob,,,habit_b,
+RoutC@alice,RoutC,proactive,easy,alice,,,habit_c,
+RoutD@bob,RoutD,proactive,hard,bob,,,habit_d,
+WeekendSleeperTask@carol,WeekendSleeperTask,proactive,easy,carol,,,weekend_sleeper;weekend_alarm,
+WeekendSleeperTask@alice,WeekendSleeperTask,proactive,easy,alice,,,weekend_sleeper;weekend_alarm,
+";
+
+/// alice: habit_a and weekend_sleeper; habit_b is an empty mapping (does not count).
+const ALICE: &str = "user_profile:\n  identity: {full_name: Alice}\n  habits:\n    habit_a: {trigger: {time: '08:00'}}\n    habit_b: {}\n    weekend_sleeper: {description: sleeps in}\n";
+/// bob: habit_b only.
+const BOB: &str = "user_profile:\n  habits:\n    habit_b: {trigger: {type: location}}\n";
+/// carol: only weekend_alarm — the WeekendSleeper quirk makes her bucket "need".
+const CAROL: &str = "user_profile:\n  habits:\n    weekend_alarm: {time: '07:30'}\n";
+
+/// The run directory `run/` with every case, plus tasks.csv and personas/.
+fn scenario() -> Scratch {
+    let s = Scratch::new();
+    s.file("tasks.csv", TASKS)
+        .file("personas/alice.yaml", ALICE)
+        .file("personas/bob.yaml", BOB)
+        .file("personas/carol.yaml", CAROL);
+    let ok = |score: &str| format!("score: {score}\nreason: judged\n");
+    // General: 1.0 succeeds; exactly 0.99 fails (strict).
+    s.episode(
+        "run",
+        "GenA",
+        vec![
+            step(act("click"), None),
+            step(act("click"), None),
+            step(act("finished"), None),
+        ],
+        Some(&ok("1.0")),
+    );
+    s.episode(
+        "run",
+        "GenB",
+        vec![step(act("click"), None)],
+        Some(&ok("0.99")),
+    );
+    // A backup copy that must be ignored (it would add a 15th, unmatched episode).
+    s.episode(
+        "run",
+        "GenB_backup_20260101",
+        vec![step(act("click"), None)],
+        Some(&ok("1.0")),
+    );
+    // Personalized: 0.991 succeeds; one ask (IE = 0.991 / 1).
+    s.episode(
+        "run",
+        "PrefA@alice",
+        vec![
+            step(say("ask_user", "Which colour?"), None),
+            step(act("click"), Some("Blue please")),
+            step(say("answer", "done"), None),
+        ],
+        Some(&ok("0.991")),
+    );
+    // Two asks: IE = 0.5 / 2.
+    s.episode(
+        "run",
+        "PrefB@alice",
+        vec![
+            step(say("ask_user", "q1"), None),
+            step(say("ask_user", "q2"), Some("a1")),
+            step(act("click"), Some("a2")),
+            step(act("finished"), None),
+        ],
+        Some(&ok("0.5")),
+    );
+    // No result.txt: no result (0 in the per-persona mean, absent elsewhere).
+    s.episode(
+        "run",
+        "PrefA@bob",
+        vec![step(act("click"), None), step(act("click"), None)],
+        None,
+    );
+    // P1 need, tag says accept although the prose says "reject": Act succeeds.
+    s.episode(
+        "run",
+        "RoutA@alice",
+        vec![
+            step(say("ask_user", "Turn on saver?"), None),
+            step(
+                act("click"),
+                Some("<decision>accept</decision> I would never reject this"),
+            ),
+            step(act("finished"), None),
+        ],
+        Some(&ok("1")),
+    );
+    // P2 noneed, trivial answer: Silent holds; zero queries: IE = 1.0 / max(0, 1).
+    s.episode(
+        "run",
+        "RoutA@bob",
+        vec![
+            step(act("wait"), None),
+            step(say("answer", " Task  Finished "), None),
+        ],
+        Some(&ok("1.0")),
+    );
+    // P3 noneed (alice's habit_b is empty), substantive answer: Silent fails.
+    s.episode(
+        "run",
+        "RoutB@alice",
+        vec![step(say("answer", "I turned on eye care for you"), None)],
+        Some(&ok("0.0")),
+    );
+    // P4 need but rejected at step 2, then clicks: Stop fails.
+    s.episode(
+        "run",
+        "RoutB@bob",
+        vec![
+            step(say("ask_user", "Enable?"), None),
+            step(act("click"), Some("No, I reject this.")),
+            step(say("answer", "ok"), None),
+        ],
+        Some(&ok("0.2")),
+    );
+    // P5 tag says reject although the prose says "accept"; only waits and answers after: Stop holds.
+    s.episode(
+        "run",
+        "RoutC@alice",
+        vec![
+            step(say("ask_user", "May I?"), None),
+            step(
+                act("wait"),
+                Some("I accept... no. <decision>reject</decision>"),
+            ),
+            step(say("answer", "Understood, I won't."), None),
+        ],
+        Some(&ok("1.0")),
+    );
+    // P6 noneed, only waiting: Silent holds even with score 0.
+    s.episode(
+        "run",
+        "RoutD@bob",
+        vec![
+            step(act("wait"), None),
+            step(act("wait"), None),
+            step(act("finished"), None),
+        ],
+        Some(&ok("0")),
+    );
+    // P7 the quirk: carol has only weekend_alarm, bucket need; Act fails (score 0).
+    s.episode(
+        "run",
+        "WeekendSleeperTask@carol",
+        vec![step(act("finished"), None)],
+        Some(&ok("0.0")),
+    );
+    // P8 a result.txt without a score line: no result.
+    s.episode(
+        "run",
+        "WeekendSleeperTask@alice",
+        vec![step(act("click"), None)],
+        Some("score: n/a\nreason: emulator crashed\n"),
+    );
+    // Not in tasks.csv: imported, but unmatched in the metrics.
+    s.episode(
+        "run",
+        "MysteryTask",
+        vec![step(act("click"), None)],
+        Some(&ok("1.0")),
+    );
+    s.file(
+        "run/eval_report_20260402_101500.json",
+        &json!({
+        "summary": {"total_tasks_assigned": 14, "total_tasks_with_results": 12,
+                    "successful_tasks": 6, "total_tasks_with_no_results": 2,
+                    "overall_success_rate": 0.5},
+        "metadata": {"model_name": "m1"},
+        "tasks_with_results": [], "tasks_with_no_results": ["PrefA@bob"]})
+        .to_string(),
+    );
+    s
+}
+
+fn import(s: &Scratch, root: &str) -> Result<Tables, StageError> {
+    run_kind(
+        &ImportKnowuRuns,
+        json!({"root": root, "label": "m1"}),
+        s.path(),
+        &[],
+    )
+}
+
+use prefflow_engine::{StageError, Tables};
+
+fn metrics(s: &Scratch, imported: &Tables) -> Tables {
+    let inputs = [
+        input(
+            "episodes",
+            imported.get("episodes").expect("episodes").clone(),
+        ),
+        input("steps", imported.get("steps").expect("steps").clone()),
+    ];
+    run_kind(
+        &KnowuMetrics,
+        json!({"tasks": "tasks.csv", "personas": "personas"}),
+        s.path(),
+        &inputs,
+    )
+    .expect("metrics")
+}
+
+fn strs(df: &DataFrame, name: &str) -> Vec<Option<String>> {
+    let c = df.column(name).expect(name).str().expect("str").clone();
+    c.iter().map(|v| v.map(str::to_string)).collect()
+}
+
+fn f64s(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
+    let c = df
+        .column(name)
+        .expect(name)
+        .cast(&DataType::Float64)
+        .expect("cast");
+    c.f64().expect("f64").iter().collect()
+}
+
+fn bools(df: &DataFrame, name: &str) -> Vec<Option<bool>> {
+    df.column(name)
+        .expect(name)
+        .bool()
+        .expect("bool")
+        .iter()
+        .collect()
+}
+
+/// The row of `df` where `key` equals `value`.
+fn row(df: &DataFrame, key: &str, value: &str) -> usize {
+    strs(df, key)
+        .iter()
+        .position(|v| v.as_deref() == Some(value))
+        .unwrap_or_else(|| panic!("no row {key} = {value}"))
+}
+
+fn close(actual: Option<f64>, expected: f64) {
+    let a = actual.unwrap_or(f64::NAN);
+    assert!((a - expected).abs() < 1e-9, "{a} != {expected}");
+}
+
+#[test]
+fn import_reads_episodes_alignment_tokens_and_reports() {
+    let s = scenario();
+    let t = import(&s, "run").expect("import");
+    let ep = t.get("episodes").expect("episodes");
+    assert_eq!(ep.height(), 14, "the _backup_ directory is ignored");
+    let i = row(ep, "task_id", "PrefA@bob");
+    assert_eq!(strs(ep, "status")[i].as_deref(), Some("no_result"));
+    assert_eq!(f64s(ep, "score")[i], None);
+    let i = row(ep, "task_id", "WeekendSleeperTask@alice");
+    assert_eq!(strs(ep, "status")[i].as_deref(), Some("no_result"));
+    assert_eq!(strs(ep, "reason")[i].as_deref(), Some("emulator crashed"));
+    let i = row(ep, "task_id", "PrefB@alice");
+    assert_eq!(
+        strs(ep, "episode_id")[i].as_deref(),
+        Some("PrefB@alice#m1#0")
+    );
+    assert_eq!(strs(ep, "persona")[i].as_deref(), Some("alice"));
+    assert_eq!(f64s(ep, "steps")[i], Some(4.0));
+    assert_eq!(f64s(ep, "ask_user_calls")[i], Some(2.0));
+    assert_eq!(f64s(ep, "prompt_tokens_agent")[i], Some(40.0));
+    assert_eq!(f64s(ep, "completion_tokens_agent")[i], Some(4.0));
+    assert_eq!(strs(ep, "persona")[row(ep, "task_id", "GenA")], None);
+    let i = row(ep, "task_id", "RoutC@alice");
+    assert_eq!(
+        strs(ep, "final_answer")[i].as_deref(),
+        Some("Understood, I won't.")
+    );
+
+    let st = t.get("steps").expect("steps");
+    let rows: Vec<usize> = strs(st, "episode_id")
+        .iter()
+        .enumerate()
+        .filter(|(_, id)| id.as_deref() == Some("PrefB@alice#m1#0"))
+        .map(|(i, _)| i)
+        .collect();
+    let pick = |name: &str| {
+        rows.iter()
+            .map(|&i| strs(st, name)[i].clone())
+            .collect::<Vec<_>>()
+    };
+    let some = |v: &[Option<&str>]| v.iter().map(|x| x.map(str::to_string)).collect::<Vec<_>>();
+    assert_eq!(
+        pick("action_type"),
+        some(&[
+            Some("ask_user"),
+            Some("ask_user"),
+            Some("click"),
+            Some("finished")
+        ])
+    );
+    // KnowU's alignment: the reply arrives with the next step …
+    assert_eq!(
+        pick("ask_user_response"),
+        some(&[None, Some("a1"), Some("a2"), None])
+    );
+    // … and prefflow's: on the step that asked.
+    assert_eq!(
+        pick("user_reply"),
+        some(&[Some("a1"), Some("a2"), None, None])
+    );
+    assert_eq!(pick("raw")[0].as_deref(), Some("thought \"ask_user\""));
+    assert_eq!(
+        pick("arguments")[0].as_deref(),
+        Some(r#"{"action_type":"ask_user","text":"q1"}"#)
+    );
+
+    let reports = t.get("reports").expect("reports");
+    assert_eq!(reports.height(), 1);
+    assert_eq!(f64s(reports, "successful_tasks"), [Some(6.0)]);
+    assert_eq!(strs(reports, "model_name"), [Some("m1".to_string())]);
+}
+
+#[test]
+fn per_episode_facts_match_the_hand_worked_answers() {
+    let s = scenario();
+    let m = metrics(&s, &import(&s, "run").expect("import"));
+    let e = m.get("episode_metrics").expect("episode_metrics");
+    let at = |task: &str| row(e, "task_id", task);
+    let (bucket, policy, quirk) = (
+        strs(e, "bucket"),
+        bools(e, "policy_success"),
+        bools(e, "bucket_from_quirk"),
+    );
+    let (success, decision) = (bools(e, "success"), strs(e, "user_decision"));
+    let cases: [(&str, Option<&str>, Option<bool>); 8] = [
+        ("RoutA@alice", Some("need"), Some(true)),
+        ("RoutA@bob", Some("noneed"), Some(true)),
+        ("RoutB@alice", Some("noneed"), Some(false)),
+        ("RoutB@bob", Some("reject"), Some(false)),
+        ("RoutC@alice", Some("reject"), Some(true)),
+        ("RoutD@bob", Some("noneed"), Some(true)),
+        ("WeekendSleeperTask@carol", Some("need"), Some(false)),
+        ("GenA", None, None),
+    ];
+    for (task, b, p) in cases {
+        assert_eq!(bucket[at(task)].as_deref(), b, "{task} bucket");
+        assert_eq!(policy[at(task)], p, "{task} policy");
+    }
+    assert_eq!(
+        decision[at("RoutA@alice")].as_deref(),
+        Some("accept"),
+        "tag beats the word reject"
+    );
+    assert_eq!(
+        decision[at("RoutC@alice")].as_deref(),
+        Some("reject"),
+        "tag beats the word accept"
+    );
+    assert_eq!(f64s(e, "first_reject_step")[at("RoutB@bob")], Some(2.0));
+    assert_eq!(f64s(e, "last_query_step")[at("PrefB@alice")], Some(2.0));
+    assert_eq!(success[at("GenB")], Some(false), "0.99 is not > 0.99");
+    assert_eq!(success[at("PrefA@alice")], Some(true), "0.991 is");
+    assert_eq!(quirk[at("WeekendSleeperTask@carol")], Some(true));
+    assert_eq!(quirk[at("RoutA@alice")], Some(false));
+    // Alice has weekend_sleeper itself: not the quirk (and she has no result anyway).
+    assert_eq!(quirk[at("WeekendSleeperTask@alice")], Some(false));
+    assert_eq!(
+        bools(e, "has_result")[at("WeekendSleeperTask@alice")],
+        Some(false)
+    );
+    assert_eq!(strs(e, "split")[at("MysteryTask")], None);
+}
+
+#[test]
+fn split_and_difficulty_means() {
+    let s = scenario();
+    let m = metrics(&s, &import(&s, "run").expect("import"));
+    let sp = m.get("splits").expect("splits");
+    assert_eq!(sp.height(), 9, "3 splits × (all, easy, hard)");
+    let keys: Vec<String> = strs(sp, "split")
+        .iter()
+        .zip(strs(sp, "difficulty"))
+        .map(|(a, b)| {
+            format!(
+                "{}/{}",
+                a.clone().unwrap_or_default(),
+                b.unwrap_or_default()
+            )
+        })
+        .collect();
+    let at = |k: &str| {
+        keys.iter()
+            .position(|x| x == k)
+            .unwrap_or_else(|| panic!("{k}"))
+    };
+    let get = |name: &str, k: &str| f64s(sp, name)[at(k)];
+    // general: GenA 1.0 (3 steps), GenB 0.99 (1 step).
+    close(get("SR", "general/all"), 0.5);
+    close(get("AveSteps", "general/all"), 2.0);
+    close(get("AveQueries", "general/all"), 0.0);
+    assert_eq!(get("AvgScore", "general/all"), None);
+    assert_eq!(get("IE", "general/all"), None);
+    close(get("SR", "general/easy"), 1.0);
+    close(get("SR", "general/hard"), 0.0);
+    // personalized: 0.991 (3 steps, 1 ask) and 0.5 (4 steps, 2 asks); PrefA@bob has no result.
+    close(get("episodes", "personalized/all"), 2.0);
+    close(get("no_result_episodes", "personalized/all"), 1.0);
+    close(get("SR", "personalized/all"), 0.5);
+    close(get("AvgScore", "personalized/all"), (0.991 + 0.5) / 2.0);
+    close(get("AveSteps", "personalized/all"), 3.5);
+    close(get("AveQueries", "personalized/all"), 1.5);
+    close(
+        get("IE", "personalized/all"),
+        (0.991 / 1.0 + 0.5 / 2.0) / 2.0,
+    );
+    close(get("AvgScore", "personalized/easy"), 0.991);
+    close(get("AvgScore", "personalized/hard"), 0.5);
+    // proactive P1..P7: scores 1, 1, 0, 0.2, 1, 0, 0; steps 3,2,1,3,3,3,1; asks 1,0,0,1,1,0,0.
+    close(get("episodes", "proactive/all"), 7.0);
+    close(get("SR", "proactive/all"), 3.0 / 7.0);
+    close(get("AveSteps", "proactive/all"), 16.0 / 7.0);
+    close(get("AveQueries", "proactive/all"), 3.0 / 7.0);
+    close(get("IE", "proactive/all"), 3.2 / 7.0);
+    assert_eq!(get("AvgScore", "proactive/all"), None);
+    close(get("SR", "proactive/easy"), 0.75);
+    close(get("SR", "proactive/hard"), 0.0);
+}
+
+#[test]
+fn policy_personas_and_overall() {
+    let s = scenario();
+    let m = metrics(&s, &import(&s, "run").expect("import"));
+    let p = m.get("policy").expect("policy");
+    assert_eq!(
+        strs(p, "metric"),
+        ["Act", "Silent", "Stop"].map(|x| Some(x.to_string()))
+    );
+    assert_eq!(f64s(p, "episodes"), [Some(2.0), Some(3.0), Some(2.0)]);
+    assert_eq!(f64s(p, "successes"), [Some(1.0), Some(2.0), Some(1.0)]);
+    close(f64s(p, "value")[1], 2.0 / 3.0);
+    assert_eq!(f64s(p, "quirk_episodes"), [Some(1.0), Some(0.0), Some(0.0)]);
+
+    let pe = m.get("personas").expect("personas");
+    let key: Vec<String> = strs(pe, "persona")
+        .iter()
+        .zip(strs(pe, "split"))
+        .map(|(a, b)| {
+            format!(
+                "{}/{}",
+                a.clone().unwrap_or_default(),
+                b.unwrap_or_default()
+            )
+        })
+        .collect();
+    let avg = |k: &str| {
+        f64s(pe, "avg_score")[key
+            .iter()
+            .position(|x| x == k)
+            .unwrap_or_else(|| panic!("{k}"))]
+    };
+    close(avg("alice/personalized"), (0.991 + 0.5) / 2.0);
+    close(avg("bob/personalized"), 0.0); // its only episode has no result: counted as 0
+    close(avg("alice/proactive"), (1.0 + 0.0 + 1.0 + 0.0) / 4.0); // not 2/3: no result = 0
+    close(avg("bob/proactive"), 1.2 / 3.0);
+    close(avg("carol/proactive"), 0.0);
+    assert_eq!(pe.height(), 5);
+
+    let o = m.get("overall").expect("overall");
+    assert_eq!(f64s(o, "episodes"), [Some(14.0)]);
+    assert_eq!(f64s(o, "episodes_with_results"), [Some(11.0)]);
+    assert_eq!(f64s(o, "successes"), [Some(5.0)]);
+    assert_eq!(f64s(o, "no_result_episodes"), [Some(2.0)]);
+    assert_eq!(f64s(o, "unmatched_episodes"), [Some(1.0)]);
+    assert_eq!(f64s(o, "quirk_episodes"), [Some(1.0)]);
+    close(f64s(o, "overall_SR")[0], 5.0 / 11.0);
+}
+
+#[test]
+fn leaderboard_ranks_our_run_among_the_published_ones() {
+    let s = scenario();
+    let m = metrics(&s, &import(&s, "run").expect("import"));
+    let lb_path = shared("leaderboard.json");
+    let inputs = [
+        input("overall", m.get("overall").expect("overall").clone()),
+        input("splits", m.get("splits").expect("splits").clone()),
+    ];
+    let params = json!({"path": lb_path.to_string_lossy(), "date": "2026-05-01"});
+    let t = run_kind(&KnowuLeaderboard, params, s.path(), &inputs).expect("leaderboard");
+    let board = t.get("leaderboard").expect("leaderboard");
+    assert_eq!(board.height(), 9, "8 published rows + ours");
+    let i = row(board, "Model & Date", "m1 (2026-05-01)");
+    // Overall 5/11 = 45.45 % ranks between Seed 2.0 Pro (51.6) and Gemini 3.1 Pro (44.3).
+    assert_eq!(f64s(board, "Rank")[i], Some(3.0));
+    close(f64s(board, "Overall")[i], 500.0 / 11.0);
+    close(f64s(board, "General")[i], 50.0);
+    close(f64s(board, "Proactive")[i], 300.0 / 7.0);
+    assert_eq!(
+        f64s(board, "Rank")[row(board, "Model & Date", "Claude Sonnet 4.6 (2026-04-03)")],
+        Some(1.0)
+    );
+    let text: Vec<Option<String>> = strs(t.get("text").expect("text"), "line");
+    assert_eq!(text[0].as_deref(), Some("| Rank | Model & Date | Approach & Details | Overall | General | Personalized | Proactive |"));
+    assert_eq!(
+        text[4].as_deref(),
+        Some("| 3 | m1 (2026-05-01) | prefflow run `m1` | 45.5 | 50.0 | 50.0 | 42.9 |")
+    );
+}
+
+#[test]
+fn malformed_files_are_located() {
+    let s = Scratch::new();
+    s.file(
+        "bad/Broken@alice/traj.json",
+        "{\"0\": {\"traj\": [\n  {\"action\": }\n]}}",
+    );
+    let err = import(&s, "bad").expect_err("malformed");
+    let StageError::Input(msg) = err else {
+        panic!("not an input error: {err:?}")
+    };
+    assert!(
+        msg.contains("Broken@alice/traj.json:2:14: invalid JSON: expected value"),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("_backup_"),
+        "the message says how to skip the episode: {msg}"
+    );
+
+    let s = Scratch::new();
+    s.file(
+        "bad/T/traj.json",
+        r#"{"0": {"traj": [{"action": {"action_type": "click"}}, {"action": [1]}]}}"#,
+    );
+    let StageError::Input(msg) = import(&s, "bad").expect_err("shape") else {
+        panic!("kind")
+    };
+    assert!(
+        msg.contains("T/traj.json: field `0.traj[1].action` must be an object, found an array"),
+        "{msg}"
+    );
+
+    let s = Scratch::new();
+    s.file("bad/eval_report_1.json", "not json");
+    let StageError::Input(msg) = import(&s, "bad").expect_err("report") else {
+        panic!("kind")
+    };
+    assert!(
+        msg.contains("eval_report_1.json:1:2: invalid JSON: expected ident; fix the file"),
+        "{msg}"
+    );
+
+    let StageError::Input(msg) = import(&s, "missing").expect_err("no dir") else {
+        panic!("kind")
+    };
+    assert!(
+        msg.contains("missing: not a directory; `root` must name a directory"),
+        "{msg}"
+    );
+}
+
+#[test]
+fn unknown_params_are_rejected() {
+    let s = Scratch::new();
+    let err = run_kind(
+        &ImportKnowuRuns,
+        json!({"root": ".", "label": "x", "lable": "y"}),
+        s.path(),
+        &[],
+    )
+    .expect_err("typo");
+    assert!(err.to_string().contains("unknown field `lable`"), "{err}");
+}
+
+#[test]
+fn tasks_without_a_directory_become_no_result_episodes() {
+    let s = scenario();
+    let t = run_kind(
+        &ImportKnowuRuns,
+        json!({"root": "run", "label": "m1", "tasks": "tasks.csv"}),
+        s.path(),
+        &[],
+    )
+    .expect("import");
+    let ep = t.get("episodes").expect("episodes");
+    // Every task of tasks.csv has a directory (13), plus the unlisted MysteryTask.
+    assert_eq!(ep.height(), 14);
+    s.file(
+        "tasks2.csv",
+        &format!("{TASKS}NewTask@dave,NewTask,personalized,easy,dave,,,,\n"),
+    );
+    let t = run_kind(
+        &ImportKnowuRuns,
+        json!({"root": "run", "label": "m1", "tasks": "tasks2.csv"}),
+        s.path(),
+        &[],
+    )
+    .expect("import");
+    let ep = t.get("episodes").expect("episodes");
+    assert_eq!(ep.height(), 15);
+    let i = row(ep, "task_id", "NewTask@dave");
+    assert_eq!(strs(ep, "status")[i].as_deref(), Some("no_result"));
+    assert_eq!(f64s(ep, "steps")[i], Some(0.0));
+}
+
+#[test]
+fn export_then_import_gives_back_the_same_tables() {
+    let s = scenario();
+    let first = import(&s, "run").expect("import");
+    let inputs = [
+        input("episodes", first.get("episodes").expect("e").clone()),
+        input("steps", first.get("steps").expect("s").clone()),
+    ];
+    let written = run_kind(
+        &ExportKnowuRuns,
+        json!({"dir": "exported"}),
+        s.path(),
+        &inputs,
+    )
+    .expect("export");
+    assert_eq!(written.get("written").expect("written").height(), 14);
+    let second = import(&s, "exported").expect("re-import");
+    for table in ["episodes", "steps"] {
+        let (a, b) = (first.get(table).expect("a"), second.get(table).expect("b"));
+        assert!(a.equals_missing(b), "{table} differs:\n{a}\n{b}");
+    }
+    // The report is not exported, and the no-result episode without a reason has no result.txt.
+    assert!(!s.path().join("exported/PrefA@bob/result.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(s.path().join("exported/GenB/result.txt")).expect("result"),
+        "score: 0.99\nreason: judged\n"
+    );
+}
+
+#[test]
+fn export_refuses_duplicate_tasks() {
+    let s = scenario();
+    let first = import(&s, "run").expect("import");
+    let ep = first.get("episodes").expect("e");
+    let doubled = ep.vstack(ep).expect("vstack");
+    let inputs = [
+        input("episodes", doubled),
+        input("steps", first.get("steps").expect("s").clone()),
+    ];
+    let err = run_kind(&ExportKnowuRuns, json!({"dir": "x"}), s.path(), &inputs).expect_err("dup");
+    assert!(err.to_string().contains("appears more than once"), "{err}");
+}
+
+#[test]
+fn an_empty_run_gives_empty_tables() {
+    let s = scenario();
+    s.file("empty/.keep", "");
+    let m = metrics(&s, &import(&s, "empty").expect("import"));
+    for table in ["episode_metrics", "splits", "policy", "personas", "overall"] {
+        assert_eq!(m.get(table).expect(table).height(), 0, "{table}");
+    }
+}
+
+#[test]
+fn export_derives_knowu_alignment_from_user_reply() {
+    // prefflow's own steps carry the reply only on the asking step (no ask_user_response).
+    let s = scenario();
+    let first = import(&s, "run").expect("import");
+    let steps = first
+        .get("steps")
+        .expect("s")
+        .drop("ask_user_response")
+        .expect("drop");
+    let inputs = [
+        input("episodes", first.get("episodes").expect("e").clone()),
+        input("steps", steps),
+    ];
+    run_kind(
+        &ExportKnowuRuns,
+        json!({"dir": "native"}),
+        s.path(),
+        &inputs,
+    )
+    .expect("export");
+    let second = import(&s, "native").expect("re-import");
+    let (a, b) = (
+        first.get("steps").expect("a"),
+        second.get("steps").expect("b"),
+    );
+    assert!(a.equals_missing(b), "steps differ:\n{a}\n{b}");
+}

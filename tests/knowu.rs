@@ -1,0 +1,162 @@
+//! KnowU-Bench kinds through the real binary: import a fabricated run directory, compute the
+//! metrics against the shared task list and persona profiles (read in place), place the run on
+//! the leaderboard; editing the run directory re-runs the import; a malformed file exits 2.
+
+use std::path::PathBuf;
+
+use polars::prelude::*;
+use serde_json::json;
+
+use crate::common::*;
+
+/// The shared KnowU-Bench data, beside the repository.
+fn shared(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../shared/knowu-bench")
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+fn pipeline() -> String {
+    format!(
+        "pipeline: knowu
+stages:
+  runs:
+    kind: import_knowu_runs
+    params: {{ root: run, label: m1 }}
+  metrics:
+    kind: knowu_metrics
+    inputs: [runs.episodes, runs.steps]
+    params: {{ tasks: '{}', personas: '{}' }}
+  board:
+    kind: knowu_leaderboard
+    inputs: [metrics.overall, metrics.splits]
+    params: {{ path: '{}', date: '2026-05-01' }}
+",
+        shared("tasks.csv"),
+        shared("user_profile"),
+        shared("leaderboard.json")
+    )
+}
+
+/// Writes one episode: `actions` as (type, text) pairs, and result.txt when `score` is given.
+fn episode(ws: &Workspace, task: &str, actions: &[(&str, &str)], score: Option<&str>) {
+    let traj: Vec<_> = actions
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, text))| json!({"step": i + 1, "prediction": "", "action": {"action_type": kind, "text": text}}))
+        .collect();
+    ws.write(
+        &format!("run/{task}/traj.json"),
+        &json!({"0": {"traj": traj}}).to_string(),
+    );
+    if let Some(s) = score {
+        ws.write(
+            &format!("run/{task}/result.txt"),
+            &format!("score: {s}\nreason: r\n"),
+        );
+    }
+}
+
+/// Five episodes with results (3 successes) and one without.
+fn fabricated_run(ws: &Workspace) {
+    episode(
+        ws,
+        "BatterySaverGeneralTask",
+        &[("click", ""), ("finished", "")],
+        Some("1.0"),
+    );
+    episode(ws, "BuyColaGeneralTask", &[("click", "")], Some("0.3"));
+    episode(
+        ws,
+        "BuyColaPreferenceTask@user",
+        &[("ask_user", "Which cola?"), ("click", "")],
+        Some("0.995"),
+    );
+    // student has the weekend_sleeper habit: need, and it succeeded.
+    episode(
+        ws,
+        "WeekendSleeperTask@student",
+        &[("click", ""), ("finished", "")],
+        Some("1.0"),
+    );
+    // student has no low_battery_saver habit: noneed, and a substantive answer breaks Silent.
+    episode(
+        ws,
+        "BatterySaverRoutineTask@student",
+        &[("answer", "Battery saver is on")],
+        Some("0.0"),
+    );
+    episode(
+        ws,
+        "BatterySaverRoutineTask@developer",
+        &[("click", "")],
+        None,
+    );
+    ws.write("pipe.yaml", &pipeline());
+}
+
+fn column_f64(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
+    let c = df
+        .column(name)
+        .expect(name)
+        .cast(&DataType::Float64)
+        .expect("cast");
+    c.f64().expect("f64").iter().collect()
+}
+
+#[test]
+fn knowu_import_metrics_and_leaderboard_from_the_cli() {
+    let ws = Workspace::new();
+    fabricated_run(&ws);
+    ws.run_ok("pipe.yaml", &[]);
+
+    let overall = ws.table("metrics.overall", None);
+    assert_eq!(column_f64(&overall, "episodes_with_results"), [Some(5.0)]);
+    assert_eq!(column_f64(&overall, "no_result_episodes"), [Some(1.0)]);
+    assert_eq!(column_f64(&overall, "overall_SR"), [Some(0.6)]);
+    let policy = ws.table("metrics.policy", None);
+    // Act: 1 of 1; Silent: 0 of 1; Stop: no episode.
+    assert_eq!(
+        column_f64(&policy, "episodes"),
+        [Some(1.0), Some(1.0), Some(0.0)]
+    );
+    assert_eq!(column_f64(&policy, "value"), [Some(1.0), Some(0.0), None]);
+    let board = ws.table("board.leaderboard", None);
+    // 60.0 % ranks second, after Claude Sonnet 4.6's 60.4 %.
+    let ours = board
+        .column("source")
+        .expect("source")
+        .str()
+        .expect("str")
+        .iter()
+        .position(|s| s == Some("prefflow"))
+        .expect("our row");
+    assert_eq!(column_f64(&board, "Rank")[ours], Some(2.0));
+
+    // The run directory's content is part of the import's cache key.
+    ws.write(
+        "run/BuyColaGeneralTask/result.txt",
+        "score: 1.0\nreason: re-judged\n",
+    );
+    ws.run_ok("pipe.yaml", &[]);
+    let overall = ws.table("metrics.overall", None);
+    assert_eq!(column_f64(&overall, "successes"), [Some(4.0)]);
+}
+
+#[test]
+fn knowu_malformed_traj_exits_2_naming_the_file() {
+    let ws = Workspace::new();
+    fabricated_run(&ws);
+    ws.write("run/BuyColaGeneralTask/traj.json", "{\"0\": {\"traj\": [}");
+    let out = ws
+        .cli(&["run", "pipe.yaml", "--progress", "none"])
+        .expect_code(2);
+    assert!(
+        out.stderr
+            .contains("BuyColaGeneralTask/traj.json:1:17: invalid JSON"),
+        "{}",
+        out.stderr
+    );
+}
