@@ -1,0 +1,12 @@
+//! The world: apps as data, one persona with a hidden profile and a visible history, and the
+//! simulated phone an episode runs on. Everything here is deterministic and offline.
+
+pub mod app;
+pub mod clock;
+pub mod error;
+pub mod template;
+pub mod types;
+mod yaml;
+
+pub use app::Catalog;
+pub use error::{Loc, Problem, ProblemKind, Result, WorldError};
