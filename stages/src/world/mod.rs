@@ -10,3 +10,6 @@ mod yaml;
 
 pub use app::Catalog;
 pub use error::{Loc, Problem, ProblemKind, Result, WorldError};
+
+#[cfg(test)]
+mod dataset_tests;

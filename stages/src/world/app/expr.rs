@@ -77,7 +77,7 @@ impl ExprScope<'_> {
     /// a literal.
     pub fn expr(&self, v: &Value) -> Result<(Expr, Option<Ty>), String> {
         match v {
-            Value::String(s) if s.starts_with('$') => {
+            Value::String(s) if is_path(s) => {
                 let (p, ty) = self.path(&s[1..])?;
                 Ok((Expr::Path(p), Some(ty)))
             }
@@ -88,6 +88,11 @@ impl ExprScope<'_> {
             other => Ok((Expr::Lit(other.clone()), None)),
         }
     }
+}
+
+/// Whether a string is a `$path` expression: `$` followed by a letter (so `"$$"` stays text).
+pub(crate) fn is_path(s: &str) -> bool {
+    s.strip_prefix('$').and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_alphabetic())
 }
 
 /// Whether a value of type `src` may be stored in `dst`; `Err` explains why not. Text fields

@@ -73,9 +73,9 @@ pub struct Operation {
     pub title: String,
     /// What it does.
     pub description: String,
-    /// The table on whose detail pages the form is offered (its first ref field to that table
-    /// is prefilled with the record shown).
-    pub entity: Option<usize>,
+    /// The table (of any app) on whose detail pages this app offers the form; its first ref
+    /// field to that table is prefilled with the record shown.
+    pub entity: Option<TableId>,
     /// Whether it pays, sends or books — something a careful agent confirms first.
     pub irreversible: bool,
     /// Form fields.
@@ -160,8 +160,8 @@ pub enum Effect {
     Update {
         /// Target table.
         table: TableId,
-        /// The record id.
-        record: Path,
+        /// The record id: a `$path` to a ref, or a literal id (e.g. a settings singleton).
+        record: Expr,
         /// Field index and value expression.
         values: Vec<(usize, Expr)>,
     },
@@ -169,8 +169,8 @@ pub enum Effect {
     Delete {
         /// Target table.
         table: TableId,
-        /// The record id.
-        record: Path,
+        /// The record id (as for `Update`).
+        record: Expr,
     },
 }
 

@@ -7,11 +7,11 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::expr::{assignable, ExprScope, Ty};
+use super::expr::{assignable, is_path, ExprScope, Ty};
 use super::fields::{lower_field, value_problem_kind, FieldCtx, FieldSite};
 use super::model::{Catalog, Check, CheckTest, Effect, Expr, Operation, Path};
 use super::raw::{RawCheck, RawEffect, RawOperation};
-use super::sink::Sink;
+use super::sink::{PendingRef, Sink};
 use crate::world::error::{Loc, Problem, ProblemKind};
 use crate::world::types::{check_value, FieldDef, FieldKind, TableId};
 use crate::world::yaml::at;
@@ -98,40 +98,15 @@ pub(crate) fn lower_operation(
     }
 }
 
-fn lower_entity(
-    cat: &Catalog,
-    app: usize,
-    file: &str,
-    op: &str,
-    e: &Spanned<String>,
-    fields: &[FieldDef],
-    sink: &mut Sink,
-) -> Option<usize> {
-    let Some(&t) = cat.apps[app].table_index.get(&e.value) else {
-        sink.push(Problem::new(
-            ProblemKind::UnknownDisplayField,
-            at(file, e),
-            format!("operation `{op}` names unknown entity table `{}`", e.value),
-            "name a table of this app",
-        ));
+fn lower_entity(cat: &Catalog, app: usize, file: &str, op: &str, e: &Spanned<String>, fields: &[FieldDef], sink: &mut Sink) -> Option<TableId> {
+    let Some(tid) = cat.table_id(&e.value, Some(app)) else {
+        sink.push(Problem::new(ProblemKind::UnknownDisplayField, at(file, e), format!("operation `{op}` names unknown entity table `{}`", e.value), "name a table of this app, or `<app>.<table>`"));
         return None;
     };
-    let tid = TableId {
-        app: app as u16,
-        table: t as u16,
-    };
     if !fields.iter().any(|f| f.kind == FieldKind::Ref(tid)) {
-        sink.push(Problem::new(
-            ProblemKind::UnknownDisplayField,
-            at(file, e),
-            format!(
-                "operation `{op}` is offered on `{}` pages but has no ref field to it",
-                e.value
-            ),
-            "add a ref field to that table, or remove `entity`",
-        ));
+        sink.push(Problem::new(ProblemKind::UnknownDisplayField, at(file, e), format!("operation `{op}` is offered on `{}` pages but has no ref field to it", e.value), "add a ref field to that table, or remove `entity`"));
     }
-    Some(t)
+    Some(tid)
 }
 
 fn template_or_problem(
@@ -159,7 +134,7 @@ fn path_or_problem(
     s: &Spanned<String>,
     sink: &mut Sink,
 ) -> Option<(Path, Ty)> {
-    let Some(dotted) = s.value.strip_prefix('$') else {
+    let Some(dotted) = s.value.strip_prefix('$').filter(|_| is_path(&s.value)) else {
         sink.push(Problem::new(
             ProblemKind::BadExpression,
             at(file, s),
@@ -312,37 +287,22 @@ fn lower_effect(
     }
 }
 
-fn lower_record_path(
-    scope: &ExprScope,
-    table: TableId,
-    file: &str,
-    e: &Spanned<RawEffect>,
-    sink: &mut Sink,
-) -> Option<Path> {
+fn lower_record_path(scope: &ExprScope, table: TableId, file: &str, e: &Spanned<RawEffect>, sink: &mut Sink) -> Option<Expr> {
     let Some(rec) = &e.value.record else {
-        sink.push(Problem::new(
-            ProblemKind::BadExpression,
-            at(file, e),
-            "update/delete needs `record: $field`",
-            "add `record:` naming a ref field to the target table",
-        ));
+        sink.push(Problem::new(ProblemKind::BadExpression, at(file, e), "update/delete needs `record:`", "add `record: $field` (a ref to the target table) or `record: <literal id>`"));
         return None;
     };
+    if !is_path(&rec.value) {
+        let value = Value::String(rec.value.clone());
+        sink.refs.push(PendingRef { table, value: value.clone(), at: at(file, rec), what: "`record` of an effect".into() });
+        return Some(Expr::Lit(value));
+    }
     let (p, ty) = path_or_problem(scope, file, rec, sink)?;
     if ty != (FieldKind::Ref(table), false) {
-        sink.push(Problem::new(
-            ProblemKind::ExpressionTypeMismatch,
-            at(file, rec),
-            format!(
-                "`{}` is not a ref to {}",
-                rec.value,
-                scope.cat.table_name(table)
-            ),
-            "use a ref field whose `to` is the target table",
-        ));
+        sink.push(Problem::new(ProblemKind::ExpressionTypeMismatch, at(file, rec), format!("`{}` is not a ref to {}", rec.value, scope.cat.table_name(table)), "use a ref field whose `to` is the target table"));
         return None;
     }
-    Some(p)
+    Some(Expr::Path(p))
 }
 
 fn check_insert_complete(
@@ -398,7 +358,12 @@ fn lower_values(
                 "use `$field`, `$field.subfield`, a `{…}` template or a literal",
             )),
             Ok((Expr::Lit(lit), _)) => match check_value(dst, &lit) {
-                Ok(norm) => out.push((fi, Expr::Lit(norm))),
+                Ok(norm) => {
+                    if let FieldKind::Ref(t) = dst.kind {
+                        sink.refs.push(PendingRef { table: t, value: norm.clone(), at: here, what: format!("value for `{name}`") });
+                    }
+                    out.push((fi, Expr::Lit(norm)))
+                }
                 Err(e) => sink.push(Problem::new(
                     value_problem_kind(&e),
                     here,
