@@ -111,6 +111,11 @@ impl Time {
         (h < 24 && m < 60 && s < 60).then_some(Time(h * 3600 + m * 60 + s))
     }
 
+    /// A time from seconds since midnight (wrapping at 24 h).
+    pub fn from_seconds(secs: u32) -> Self {
+        Time(secs % 86_400)
+    }
+
     /// Parses `HH:MM` or `HH:MM:SS`.
     pub fn parse(s: &str) -> Option<Self> {
         let parts: Vec<&str> = s.split(':').collect();
@@ -185,6 +190,25 @@ fn split_offset(s: &str) -> Option<(&str, Option<i32>)> {
 impl fmt::Display for DateTime {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}T{}", self.date, self.time)
+    }
+}
+
+impl serde::Serialize for DateTime {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DateTime {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        DateTime::parse(&s).ok_or_else(|| serde::de::Error::custom(format!("not a datetime: {s}")))
+    }
+}
+
+impl serde::Serialize for Date {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
     }
 }
 

@@ -2,14 +2,20 @@
 //! simulated phone an episode runs on. Everything here is deterministic and offline.
 
 pub mod app;
+mod assemble;
 pub mod clock;
 pub mod error;
+pub mod history;
+pub mod persona;
 pub mod template;
 pub mod types;
 mod yaml;
 
 pub use app::Catalog;
+pub use assemble::World;
 pub use error::{Loc, Problem, ProblemKind, Result, WorldError};
+pub use history::{HistoryEvent, HistoryParams, Label};
+pub use persona::Persona;
 
 #[cfg(test)]
 mod dataset_tests;

@@ -92,7 +92,9 @@ impl ExprScope<'_> {
 
 /// Whether a string is a `$path` expression: `$` followed by a letter (so `"$$"` stays text).
 pub(crate) fn is_path(s: &str) -> bool {
-    s.strip_prefix('$').and_then(|r| r.chars().next()).is_some_and(|c| c.is_ascii_alphabetic())
+    s.strip_prefix('$')
+        .and_then(|r| r.chars().next())
+        .is_some_and(|c| c.is_ascii_alphabetic())
 }
 
 /// Whether a value of type `src` may be stored in `dst`; `Err` explains why not. Text fields

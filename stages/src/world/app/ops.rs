@@ -98,13 +98,34 @@ pub(crate) fn lower_operation(
     }
 }
 
-fn lower_entity(cat: &Catalog, app: usize, file: &str, op: &str, e: &Spanned<String>, fields: &[FieldDef], sink: &mut Sink) -> Option<TableId> {
+fn lower_entity(
+    cat: &Catalog,
+    app: usize,
+    file: &str,
+    op: &str,
+    e: &Spanned<String>,
+    fields: &[FieldDef],
+    sink: &mut Sink,
+) -> Option<TableId> {
     let Some(tid) = cat.table_id(&e.value, Some(app)) else {
-        sink.push(Problem::new(ProblemKind::UnknownDisplayField, at(file, e), format!("operation `{op}` names unknown entity table `{}`", e.value), "name a table of this app, or `<app>.<table>`"));
+        sink.push(Problem::new(
+            ProblemKind::UnknownDisplayField,
+            at(file, e),
+            format!("operation `{op}` names unknown entity table `{}`", e.value),
+            "name a table of this app, or `<app>.<table>`",
+        ));
         return None;
     };
     if !fields.iter().any(|f| f.kind == FieldKind::Ref(tid)) {
-        sink.push(Problem::new(ProblemKind::UnknownDisplayField, at(file, e), format!("operation `{op}` is offered on `{}` pages but has no ref field to it", e.value), "add a ref field to that table, or remove `entity`"));
+        sink.push(Problem::new(
+            ProblemKind::UnknownDisplayField,
+            at(file, e),
+            format!(
+                "operation `{op}` is offered on `{}` pages but has no ref field to it",
+                e.value
+            ),
+            "add a ref field to that table, or remove `entity`",
+        ));
     }
     Some(tid)
 }
@@ -287,19 +308,44 @@ fn lower_effect(
     }
 }
 
-fn lower_record_path(scope: &ExprScope, table: TableId, file: &str, e: &Spanned<RawEffect>, sink: &mut Sink) -> Option<Expr> {
+fn lower_record_path(
+    scope: &ExprScope,
+    table: TableId,
+    file: &str,
+    e: &Spanned<RawEffect>,
+    sink: &mut Sink,
+) -> Option<Expr> {
     let Some(rec) = &e.value.record else {
-        sink.push(Problem::new(ProblemKind::BadExpression, at(file, e), "update/delete needs `record:`", "add `record: $field` (a ref to the target table) or `record: <literal id>`"));
+        sink.push(Problem::new(
+            ProblemKind::BadExpression,
+            at(file, e),
+            "update/delete needs `record:`",
+            "add `record: $field` (a ref to the target table) or `record: <literal id>`",
+        ));
         return None;
     };
     if !is_path(&rec.value) {
         let value = Value::String(rec.value.clone());
-        sink.refs.push(PendingRef { table, value: value.clone(), at: at(file, rec), what: "`record` of an effect".into() });
+        sink.refs.push(PendingRef {
+            table,
+            value: value.clone(),
+            at: at(file, rec),
+            what: "`record` of an effect".into(),
+        });
         return Some(Expr::Lit(value));
     }
     let (p, ty) = path_or_problem(scope, file, rec, sink)?;
     if ty != (FieldKind::Ref(table), false) {
-        sink.push(Problem::new(ProblemKind::ExpressionTypeMismatch, at(file, rec), format!("`{}` is not a ref to {}", rec.value, scope.cat.table_name(table)), "use a ref field whose `to` is the target table"));
+        sink.push(Problem::new(
+            ProblemKind::ExpressionTypeMismatch,
+            at(file, rec),
+            format!(
+                "`{}` is not a ref to {}",
+                rec.value,
+                scope.cat.table_name(table)
+            ),
+            "use a ref field whose `to` is the target table",
+        ));
         return None;
     }
     Some(Expr::Path(p))
@@ -360,7 +406,12 @@ fn lower_values(
             Ok((Expr::Lit(lit), _)) => match check_value(dst, &lit) {
                 Ok(norm) => {
                     if let FieldKind::Ref(t) = dst.kind {
-                        sink.refs.push(PendingRef { table: t, value: norm.clone(), at: here, what: format!("value for `{name}`") });
+                        sink.refs.push(PendingRef {
+                            table: t,
+                            value: norm.clone(),
+                            at: here,
+                            what: format!("value for `{name}`"),
+                        });
                     }
                     out.push((fi, Expr::Lit(norm)))
                 }

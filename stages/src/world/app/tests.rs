@@ -83,7 +83,10 @@ fn base_app_loads_with_cross_app_effect() {
     let app = cat.app("dinespot").unwrap();
     let op = app.operation("book_table").unwrap();
     assert!(op.irreversible);
-    assert_eq!(op.entity.map(|t| cat.table_name(t)).as_deref(), Some("dinespot.restaurants"));
+    assert_eq!(
+        op.entity.map(|t| cat.table_name(t)).as_deref(),
+        Some("dinespot.restaurants")
+    );
     assert_eq!(op.effects.len(), 2);
     let Effect::Insert { table, .. } = &op.effects[1] else {
         panic!("insert expected")
