@@ -7,6 +7,7 @@ pub mod clock;
 pub mod error;
 pub mod history;
 pub mod persona;
+pub mod phone;
 pub mod template;
 pub mod types;
 mod yaml;

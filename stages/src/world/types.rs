@@ -174,6 +174,22 @@ fn in_range(x: f64, range: Option<(f64, f64)>) -> Result<(), ValueError> {
     }
 }
 
+/// Whether a stored value satisfies a wanted value: list values match by membership, numbers
+/// by numeric equality, everything else by equality. Used by bindings and list filters.
+pub fn value_matches(have: &Value, want: &Value) -> bool {
+    match have {
+        Value::Array(items) => items.iter().any(|i| scalar_eq(i, want)),
+        _ => scalar_eq(have, want),
+    }
+}
+
+fn scalar_eq(a: &Value, b: &Value) -> bool {
+    match (a.as_f64(), b.as_f64()) {
+        (Some(x), Some(y)) => x == y,
+        _ => a == b,
+    }
+}
+
 /// A value as a short string for messages (long values are cut).
 pub fn short(v: &Value) -> String {
     let s = v.to_string();

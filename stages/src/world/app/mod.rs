@@ -19,6 +19,7 @@ pub use model::{
 
 use fields::{lower_field, FieldCtx, FieldSite};
 use raw::RawApp;
+pub(crate) use records::is_record_id;
 use records::{check_pending_refs, is_name, lower_records};
 use sink::Sink;
 

@@ -6,23 +6,7 @@ use serde_json::Value;
 use super::model::{At, Binding, EventTemplate, Var, Want};
 use crate::world::app::{Catalog, Record};
 use crate::world::template::Template;
-use crate::world::types::write_display;
-
-/// Whether a record's value satisfies a wanted value: list fields match by membership, numbers
-/// by numeric equality, everything else by equality.
-pub(crate) fn value_matches(have: &Value, want: &Value) -> bool {
-    match have {
-        Value::Array(items) => items.iter().any(|i| scalar_eq(i, want)),
-        _ => scalar_eq(have, want),
-    }
-}
-
-fn scalar_eq(a: &Value, b: &Value) -> bool {
-    match (a.as_f64(), b.as_f64()) {
-        (Some(x), Some(y)) => x == y,
-        _ => a == b,
-    }
-}
+use crate::world::types::{value_matches, write_display};
 
 fn wanted<'v>(want: &'v Want, value: &'v Value, chosen: &[&'v Record]) -> Option<Value> {
     match want {
