@@ -66,6 +66,8 @@ pub enum Source {
     Inferable,
     /// Only the user can say it.
     AskOnly,
+    /// Imported profiles (KnowU) that do not say.
+    Unspecified,
 }
 
 impl Source {
@@ -74,6 +76,7 @@ impl Source {
         match self {
             Source::Inferable => "inferable",
             Source::AskOnly => "ask_only",
+            Source::Unspecified => "unspecified",
         }
     }
 }

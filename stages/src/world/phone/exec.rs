@@ -99,7 +99,7 @@ pub(crate) fn run(
         match w {
             Write::Insert(t, r) => state.insert(t, r),
             Write::Put(t, r) => state.put(t, r),
-            Write::Delete(t, id) => state.delete(t, &id),
+            Write::Delete(t, id) => state.delete(cat, t, &id),
         }
     }
     let last = inserted.last().map(|(_, id)| id.as_str());

@@ -176,19 +176,17 @@ impl<'w> Phone<'w> {
             None => Err(format!("unknown tool `{tool}`")),
             Some(ToolRef::List(t)) => tools::list(cat, &self.state, t, args),
             Some(ToolRef::Get(t)) => tools::get(cat, &self.state, t, args),
-            Some(ToolRef::Op(a, o)) => exec::bind_args(
-                cat,
-                &self.state,
-                &cat.apps[a].operations[o],
-                args,
-            )
-            .and_then(|values| {
-                let n = self.log.len();
-                self.execute(a, o, values).map(|message| {
+            Some(ToolRef::Op(a, o)) => {
+                exec::bind_args(cat, &self.state, &cat.apps[a].operations[o], args).and_then(
+                    |values| {
+                        let n = self.log.len();
+                        self.execute(a, o, values).map(|message| {
                     json!({ "ok": true, "message": message, "inserted": self.log[n].inserted })
                         .to_string()
                 })
-            }),
+                    },
+                )
+            }
         };
         match result {
             Ok(text) => Observation::ok(text),

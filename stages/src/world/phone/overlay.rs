@@ -17,6 +17,10 @@ pub(crate) struct TableDelta {
     pub changed: HashMap<String, Option<Record>>,
     /// Ids that did not exist in the world, in insertion order.
     pub inserted: Vec<String>,
+    /// World records currently deleted.
+    deleted_base: usize,
+    /// Inserted records not deleted since.
+    live_inserted: usize,
 }
 
 /// All changes of an episode relative to the world.
@@ -65,31 +69,19 @@ impl Overlay {
         base.chain(inserted)
     }
 
-    /// Number of current records of a table.
+    /// Number of current records of a table, in O(1).
     pub fn count(&self, cat: &Catalog, t: TableId) -> usize {
         let base = cat.table(t).records.len();
-        match self.tables.get(&t) {
-            None => base,
-            Some(d) => {
-                let deleted_base = d
-                    .changed
-                    .iter()
-                    .filter(|(id, r)| r.is_none() && cat.table(t).record(id).is_some())
-                    .count();
-                let live_inserted = d
-                    .inserted
-                    .iter()
-                    .filter(|id| matches!(d.changed.get(*id), Some(Some(_))))
-                    .count();
-                base - deleted_base + live_inserted
-            }
-        }
+        self.tables
+            .get(&t)
+            .map_or(base, |d| base - d.deleted_base + d.live_inserted)
     }
 
     /// Adds a new record; the caller guarantees its id is unused.
     pub(crate) fn insert(&mut self, t: TableId, record: Record) {
         let d = self.tables.entry(t).or_default();
         d.inserted.push(record.id.clone());
+        d.live_inserted += 1;
         d.changed.insert(record.id.clone(), Some(record));
     }
 
@@ -102,13 +94,22 @@ impl Overlay {
             .insert(record.id.clone(), Some(record));
     }
 
-    /// Deletes a record.
-    pub(crate) fn delete(&mut self, t: TableId, id: &str) {
-        self.tables
-            .entry(t)
-            .or_default()
-            .changed
-            .insert(id.to_string(), None);
+    /// Deletes an existing record.
+    pub(crate) fn delete(&mut self, cat: &Catalog, t: TableId, id: &str) {
+        let in_base = cat.table(t).record(id).is_some();
+        let d = self.tables.entry(t).or_default();
+        let was_live = match d.changed.get(id) {
+            Some(r) => r.is_some(),
+            None => in_base,
+        };
+        if was_live {
+            if in_base {
+                d.deleted_base += 1;
+            } else {
+                d.live_inserted -= 1;
+            }
+        }
+        d.changed.insert(id.to_string(), None);
     }
 
     /// A fresh id for a new record of `t`: `<table>-<n>` with the first free `n`.

@@ -174,7 +174,7 @@ fn apply_edit(
             if !state.exists(cat, t, id) {
                 return Err(bad(format!("{table} has no record \"{id}\"")));
             }
-            state.delete(t, id);
+            state.delete(cat, t, id);
         }
     }
     Ok(())

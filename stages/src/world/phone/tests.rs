@@ -649,3 +649,36 @@ fn overlay_stores_only_changes() {
         .collect();
     assert_eq!(ids.len(), 57, "generated ids are unique");
 }
+
+#[test]
+fn counts_stay_right_through_inserts_and_deletes() {
+    let mut p = tools_phone();
+    let base = p.state().records("calendar", "events").unwrap().count();
+    call(
+        &mut p,
+        "calendar.create_event",
+        json!({ "title": "A", "date": "2025-10-09" }),
+    );
+    let id = p.operations()[0].inserted[0].id.clone();
+    call(
+        &mut p,
+        "calendar.delete_event",
+        json!({ "event": "ev-focus" }),
+    );
+    call(&mut p, "calendar.delete_event", json!({ "event": id }));
+    let t = default_world()
+        .catalog
+        .table_id("calendar.events", None)
+        .unwrap();
+    assert_eq!(p.state.count(&default_world().catalog, t), base - 1);
+    assert_eq!(
+        p.state().records("calendar", "events").unwrap().count(),
+        base - 1
+    );
+    let d = p.diff();
+    let ev = d.table("calendar", "events").unwrap();
+    assert!(
+        ev.inserted.is_empty() && ev.deleted.len() == 1,
+        "insert-then-delete leaves no trace: {ev:?}"
+    );
+}
