@@ -1,0 +1,50 @@
+//! The world as one value: the app catalog, the persona and its synthesized history. Immutable
+//! once built; episodes run on a copy-on-write overlay of it (see `phone`).
+
+use std::path::Path;
+
+use super::app::Catalog;
+use super::clock::DateTime;
+use super::error::Result;
+use super::history::{synthesize, HistoryEvent, HistoryParams};
+use super::persona::Persona;
+
+/// Apps + app data + persona + history.
+#[derive(Debug, Clone)]
+pub struct World {
+    /// Every app with its seed records.
+    pub catalog: Catalog,
+    /// The simulated user (hidden profile included).
+    pub persona: Persona,
+    /// The visible history, in time order.
+    pub history: Vec<HistoryEvent>,
+}
+
+impl World {
+    /// Loads `apps_dir/*.yaml` and the persona file, then synthesizes the history.
+    pub fn build(apps_dir: &Path, persona_path: &Path, params: &HistoryParams) -> Result<World> {
+        let catalog = Catalog::load_dir(apps_dir)?;
+        let persona = Persona::load(persona_path, &catalog)?;
+        let history = synthesize(&catalog, &persona, params)?;
+        Ok(World {
+            catalog,
+            persona,
+            history,
+        })
+    }
+
+    /// The default episode clock (the persona's `now`).
+    pub fn now(&self) -> DateTime {
+        self.persona.now
+    }
+
+    /// The events that evidence a profile entry.
+    pub fn evidence_of<'a>(
+        &'a self,
+        entry_id: &'a str,
+    ) -> impl Iterator<Item = &'a HistoryEvent> + 'a {
+        self.history
+            .iter()
+            .filter(move |e| e.supports.iter().any(|s| s == entry_id))
+    }
+}

@@ -1,0 +1,256 @@
+//! Proofs of the history guarantees, computed from the produced data of the default world.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::*;
+use crate::world::dataset_tests::default_world;
+use crate::world::persona::text::mentions;
+
+fn by_entry(events: &[HistoryEvent]) -> BTreeMap<&str, Vec<&HistoryEvent>> {
+    let mut m: BTreeMap<&str, Vec<&HistoryEvent>> = BTreeMap::new();
+    for e in events {
+        for s in &e.supports {
+            m.entry(s.as_str()).or_default().push(e);
+        }
+    }
+    m
+}
+
+#[test]
+fn size_span_order_and_ids() {
+    let w = default_world();
+    let h = &w.history;
+    assert_eq!(h.len(), 3051);
+    let (first, last) = (h[0].time.date, h[h.len() - 1].time.date);
+    assert!(
+        first.days_until(last) >= 182,
+        "history spans only {first} … {last}"
+    );
+    assert!(
+        h.windows(2).all(|p| p[0].time <= p[1].time),
+        "not in time order"
+    );
+    let ids: BTreeSet<&str> = h.iter().map(|e| e.event_id.as_str()).collect();
+    assert_eq!(ids.len(), h.len());
+    assert_eq!(h[0].event_id, "ev_0001");
+    let months: BTreeSet<String> = h.iter().map(|e| e.time.date.month_key()).collect();
+    assert!(months.len() >= 6, "{months:?}");
+}
+
+#[test]
+fn every_inferable_entry_has_consistent_evidence() {
+    let w = default_world();
+    let ev = by_entry(&w.history);
+    for e in w
+        .persona
+        .profile
+        .iter()
+        .filter(|e| e.source == Source::Inferable)
+    {
+        let events = ev
+            .get(e.id.as_str())
+            .unwrap_or_else(|| panic!("no evidence for {}", e.id));
+        assert!(events.len() >= 3, "{} has {} events", e.id, events.len());
+        for x in events {
+            assert_eq!(x.label, Label::Signal);
+            let m = e.mention_on(x.time.date);
+            assert!(
+                mentions(&x.text, m),
+                "{}: \"{}\" lacks \"{m}\"",
+                e.id,
+                x.text
+            );
+        }
+    }
+    // Evidence often spans apps (cross-app transfer needs it).
+    let multi_app = ev
+        .values()
+        .filter(|xs| xs.iter().map(|x| &x.app).collect::<BTreeSet<_>>().len() >= 2)
+        .count();
+    assert!(
+        multi_app * 10 >= ev.len() * 8,
+        "only {multi_app}/{} entries evidenced in ≥ 2 apps",
+        ev.len()
+    );
+}
+
+#[test]
+fn shifted_entries_show_the_old_value_before_and_the_new_after() {
+    let w = default_world();
+    let ev = by_entry(&w.history);
+    let shifted: Vec<_> = w
+        .persona
+        .profile
+        .iter()
+        .filter(|e| e.shift.is_some())
+        .collect();
+    assert!(shifted.len() >= 4);
+    for e in shifted {
+        let s = e.shift.as_ref().unwrap();
+        let (before, after): (Vec<&&HistoryEvent>, Vec<_>) = ev[e.id.as_str()]
+            .iter()
+            .partition(|x| x.time.date < s.changed);
+        assert!(
+            before.len() >= 3 && after.len() >= 3,
+            "{}: {} before, {} after",
+            e.id,
+            before.len(),
+            after.len()
+        );
+        for x in &before {
+            assert!(
+                mentions(&x.text, &s.from_mention) && !mentions(&x.text, &e.mention),
+                "{} before {}: {}",
+                e.id,
+                s.changed,
+                x.text
+            );
+        }
+        for x in &after {
+            assert!(
+                mentions(&x.text, &e.mention) && !mentions(&x.text, &s.from_mention),
+                "{} after {}: {}",
+                e.id,
+                s.changed,
+                x.text
+            );
+        }
+    }
+}
+
+#[test]
+fn noise_supports_nothing_and_mentions_no_profile_value() {
+    let w = default_world();
+    let noise: Vec<_> = w
+        .history
+        .iter()
+        .filter(|e| e.label == Label::Noise)
+        .collect();
+    assert_eq!(noise.len(), (3051.0f64 * 0.2).round() as usize);
+    let phrases: Vec<&str> = w
+        .persona
+        .profile
+        .iter()
+        .filter(|e| e.source == Source::Inferable)
+        .flat_map(|e| {
+            std::iter::once(e.mention.as_str())
+                .chain(e.shift.iter().map(|s| s.from_mention.as_str()))
+        })
+        .collect();
+    for n in noise {
+        assert!(n.supports.is_empty() && n.category == "noise");
+        assert!(
+            !phrases.iter().any(|p| mentions(&n.text, p)),
+            "noise evidences: {}",
+            n.text
+        );
+    }
+    assert!(w
+        .history
+        .iter()
+        .filter(|e| e.label == Label::Signal)
+        .all(|e| e.supports.len() == 1));
+}
+
+#[test]
+fn no_ask_only_value_appears_anywhere_in_history() {
+    let w = default_world();
+    let leaks = crate::world::persona::leak_phrases(&w.persona);
+    assert!(leaks.len() >= 10);
+    for e in &w.history {
+        for l in &leaks {
+            assert!(
+                !mentions(&e.text, l) && !mentions(&e.location, l),
+                "{} leaks \"{l}\": {}",
+                e.event_id,
+                e.text
+            );
+        }
+    }
+    let ask_only: Vec<_> = w
+        .persona
+        .profile
+        .iter()
+        .filter(|e| e.source == Source::AskOnly)
+        .collect();
+    assert!(!ask_only.is_empty());
+    assert!(w.history.iter().all(|e| e
+        .supports
+        .iter()
+        .all(|s| ask_only.iter().all(|a| &a.id != s))));
+}
+
+#[test]
+fn evidence_names_real_app_records() {
+    // din_cuisine events name a DineSpot restaurant whose cuisine is the value in effect.
+    let w = default_world();
+    let table = w
+        .catalog
+        .app("dinespot")
+        .unwrap()
+        .table("restaurants")
+        .unwrap();
+    let cuisine = table.field_idx("cuisine").unwrap();
+    let entry = w.persona.entry("din_cuisine").unwrap();
+    for x in w.evidence_of("din_cuisine") {
+        let want = entry.value_on(x.time.date);
+        let named: Vec<_> = table
+            .records
+            .iter()
+            .filter(|r| x.text.contains(&table.label(r)))
+            .collect();
+        assert!(!named.is_empty(), "no restaurant named in {}", x.text);
+        assert!(
+            named.iter().any(|r| &r.values[cuisine] == want),
+            "{} names no {want} restaurant",
+            x.text
+        );
+    }
+}
+
+#[test]
+fn same_seed_same_history_other_seed_different() {
+    let w = default_world();
+    let again = synthesize(&w.catalog, &w.persona, &HistoryParams::default()).unwrap();
+    assert_eq!(again, w.history);
+    let other = synthesize(
+        &w.catalog,
+        &w.persona,
+        &HistoryParams {
+            seed: 8,
+            ..HistoryParams::default()
+        },
+    )
+    .unwrap();
+    assert_eq!(other.len(), again.len());
+    assert_ne!(other, again);
+}
+
+#[test]
+fn params_are_honoured_and_checked() {
+    let w = default_world();
+    let p = HistoryParams {
+        events: 600,
+        noise: 0.5,
+        seed: 1,
+        min_per_entry: 2,
+    };
+    let h = synthesize(&w.catalog, &w.persona, &p).unwrap();
+    assert_eq!(h.len(), 600);
+    assert_eq!(h.iter().filter(|e| e.label == Label::Noise).count(), 300);
+    let too_few = HistoryParams {
+        events: 100,
+        ..HistoryParams::default()
+    };
+    assert!(
+        matches!(synthesize(&w.catalog, &w.persona, &too_few), Err(WorldError::Synthesis(m)) if m.contains("needed"))
+    );
+    let bad_noise = HistoryParams {
+        noise: 1.0,
+        ..HistoryParams::default()
+    };
+    assert!(matches!(
+        synthesize(&w.catalog, &w.persona, &bad_noise),
+        Err(WorldError::Synthesis(_))
+    ));
+}

@@ -1,0 +1,25 @@
+//! The world: apps as data, one persona with a hidden profile and a visible history, and the
+//! simulated phone an episode runs on. Everything here is deterministic and offline.
+
+pub mod app;
+mod assemble;
+pub mod clock;
+pub mod error;
+pub mod history;
+pub mod knowu;
+pub mod persona;
+pub mod phone;
+pub mod summary;
+pub mod tables;
+pub mod template;
+pub mod types;
+mod yaml;
+
+pub use app::Catalog;
+pub use assemble::World;
+pub use error::{Loc, Problem, ProblemKind, Result, WorldError};
+pub use history::{HistoryEvent, HistoryParams, Label};
+pub use persona::Persona;
+
+#[cfg(test)]
+mod dataset_tests;

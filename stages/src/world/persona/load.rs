@@ -1,0 +1,690 @@
+//! Lowering and validation of a persona file against the app catalog: ids, dimensions, shifts,
+//! bindings, templates, and the lexical guarantees (evidence mentions its value, noise mentions
+//! no value, no template leaks an ask-only value).
+
+use std::collections::HashSet;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::bind::{choose, render, render_at};
+use super::model::{
+    At, Binding, EventTemplate, Period, Persona, ProfileEntry, Shift, SituationalFact, Source, Var,
+    Want, DIMENSIONS,
+};
+use super::raw::{RawBind, RawEntry, RawPersona, RawPlace, RawShift, RawSituational, RawTemplate};
+use super::text::mentions;
+use crate::world::app::Catalog;
+use crate::world::clock::{Date, DateTime};
+use crate::world::error::{Loc, Problem, ProblemKind as K, Problems, Result, WorldError};
+use crate::world::template;
+use crate::world::types::display;
+use crate::world::yaml::{at, parse};
+
+/// Lowering state for one file.
+struct Lower<'a> {
+    cat: &'a Catalog,
+    file: &'a str,
+    places: &'a IndexMap<String, Spanned<RawPlace>>,
+    problems: Vec<Problem>,
+}
+
+impl Lower<'_> {
+    fn push(&mut self, kind: K, at: Loc, msg: impl Into<String>, fix: impl Into<String>) {
+        self.problems.push(Problem::new(kind, at, msg, fix));
+    }
+    fn at<T>(&self, s: &Spanned<T>) -> Loc {
+        at(self.file, s)
+    }
+}
+
+/// Parses and validates a persona from YAML text.
+pub(crate) fn from_source(file: &str, text: &str, cat: &Catalog) -> Result<Persona> {
+    let raw: RawPersona = parse(file, text)?;
+    let mut lw = Lower {
+        cat,
+        file,
+        places: &raw.places,
+        problems: Vec::new(),
+    };
+    let persona = lower_persona(&mut lw, &raw);
+    if let (true, Some(p)) = (lw.problems.is_empty(), &persona) {
+        check_lexical(&mut lw, p, &raw);
+    }
+    match (lw.problems.is_empty(), persona) {
+        (true, Some(p)) => Ok(p),
+        _ => Err(WorldError::Invalid(Problems(lw.problems))),
+    }
+}
+
+fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
+    let start = lower_date(lw, &raw.history.start);
+    let end = lower_date(lw, &raw.history.end);
+    let now = DateTime::parse(&raw.now.value);
+    if now.is_none() {
+        lw.push(
+            K::BadShift,
+            lw.at(&raw.now),
+            format!("`now` is not a datetime: {}", raw.now.value),
+            "write YYYY-MM-DDTHH:MM",
+        );
+    }
+    let (start, end, now) = (start?, end?, now?);
+    if end <= start {
+        lw.push(
+            K::BadShift,
+            lw.at(&raw.history.end),
+            "history ends before it starts",
+            "make `end` later than `start`",
+        );
+    }
+    check_ids(lw, raw);
+    let profile: Vec<ProfileEntry> = raw
+        .profile
+        .iter()
+        .filter_map(|e| lower_entry(lw, e, start, end))
+        .collect();
+    let situational = raw.situational.iter().map(lower_situational).collect();
+    let noise = raw
+        .noise
+        .iter()
+        .filter_map(|t| lower_template(lw, t, &[], false))
+        .collect();
+    Some(Persona {
+        id: raw.persona.value.clone(),
+        name: raw.name.clone(),
+        age: raw.age,
+        city: raw.city.clone(),
+        occupation: raw.occupation.clone(),
+        summary: raw.summary.clone(),
+        start,
+        end,
+        now,
+        places: raw
+            .places
+            .iter()
+            .map(|(k, v)| (k.clone(), v.value.label.clone()))
+            .collect(),
+        routines: raw.routines.clone(),
+        profile,
+        situational,
+        noise,
+    })
+}
+
+fn lower_date(lw: &mut Lower, s: &Spanned<String>) -> Option<Date> {
+    let d = Date::parse(&s.value);
+    if d.is_none() {
+        lw.push(
+            K::BadShift,
+            lw.at(s),
+            format!("\"{}\" is not a date", s.value),
+            "write YYYY-MM-DD",
+        );
+    }
+    d
+}
+
+fn check_ids(lw: &mut Lower, raw: &RawPersona) {
+    let mut seen = HashSet::new();
+    let ids = raw
+        .profile
+        .iter()
+        .map(|e| &e.value.id)
+        .chain(raw.situational.iter().map(|s| &s.value.id));
+    for id in ids {
+        if !seen.insert(id.value.clone()) {
+            lw.push(
+                K::DuplicateId,
+                lw.at(id),
+                format!("id `{}` is used twice", id.value),
+                "give every profile entry and situational fact its own id",
+            );
+        }
+    }
+}
+
+fn lower_situational(s: &Spanned<RawSituational>) -> SituationalFact {
+    let r = &s.value;
+    SituationalFact {
+        id: r.id.value.clone(),
+        key: r.key.clone(),
+        value: r.value.clone(),
+        about: r.about.clone(),
+        leaks: r.leaks.clone(),
+    }
+}
+
+fn lower_entry(
+    lw: &mut Lower,
+    e: &Spanned<RawEntry>,
+    start: Date,
+    end: Date,
+) -> Option<ProfileEntry> {
+    let r = &e.value;
+    if !DIMENSIONS.contains(&r.dimension.value.as_str()) {
+        lw.push(
+            K::UnknownDimension,
+            lw.at(&r.dimension),
+            format!("unknown dimension `{}`", r.dimension.value),
+            format!("use one of {}", DIMENSIONS.join(", ")),
+        );
+    }
+    let source = lower_source(lw, r)?;
+    let shift = r
+        .shift
+        .as_ref()
+        .and_then(|s| lower_shift(lw, s, start, end));
+    // Shared bindings are lowered once; if they fail, templates would only repeat the problem.
+    let shared = lower_binds(lw, &[], &r.bind)?;
+    let evidence: Vec<EventTemplate> = r
+        .evidence
+        .iter()
+        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some()))
+        .collect();
+    if evidence.len() == r.evidence.len() {
+        check_evidence_presence(lw, e, source, &shift, &evidence);
+    }
+    Some(ProfileEntry {
+        id: r.id.value.clone(),
+        dimension: r.dimension.value.clone(),
+        key: r.key.clone(),
+        value: r.value.value.clone(),
+        mention: r
+            .mention
+            .as_ref()
+            .map_or_else(|| display(&r.value.value), |m| m.value.clone()),
+        source,
+        shift,
+        weight: r.weight.unwrap_or(1.0).max(0.0),
+        note: r.note.clone(),
+        evidence,
+    })
+}
+
+fn lower_source(lw: &mut Lower, r: &RawEntry) -> Option<Source> {
+    match r.source.as_ref().map(|s| s.value.as_str()) {
+        None | Some("inferable") => Some(Source::Inferable),
+        Some("ask_only") => Some(Source::AskOnly),
+        Some(other) => {
+            let here = r.source.as_ref().map_or_else(|| lw.at(&r.id), |s| lw.at(s));
+            lw.push(
+                K::NoEvidence,
+                here,
+                format!("unknown source `{other}`"),
+                "use inferable or ask_only",
+            );
+            None
+        }
+    }
+}
+
+fn check_evidence_presence(
+    lw: &mut Lower,
+    e: &Spanned<RawEntry>,
+    source: Source,
+    shift: &Option<Shift>,
+    evidence: &[EventTemplate],
+) {
+    let id = &e.value.id.value;
+    if source == Source::AskOnly {
+        if !evidence.is_empty() {
+            lw.push(
+                K::NoEvidence,
+                lw.at(e),
+                format!("ask-only entry `{id}` has evidence"),
+                "remove `evidence` or make the entry inferable",
+            );
+        }
+        return;
+    }
+    let sides: &[Option<Period>] = if shift.is_some() {
+        &[Some(Period::Before), Some(Period::After)]
+    } else {
+        &[None]
+    };
+    for side in sides {
+        let usable = evidence
+            .iter()
+            .any(|t| side.is_none() || t.period.is_none() || t.period == *side);
+        if !usable {
+            let which = side.map_or("", |p| {
+                if p == Period::Before {
+                    " before the shift"
+                } else {
+                    " after the shift"
+                }
+            });
+            lw.push(
+                K::NoEvidence,
+                lw.at(e),
+                format!("inferable entry `{id}` has no evidence template{which}"),
+                "add evidence templates (with `period` only when they fit one side)",
+            );
+        }
+    }
+}
+
+fn lower_shift(lw: &mut Lower, s: &Spanned<RawShift>, start: Date, end: Date) -> Option<Shift> {
+    let changed = lower_date(lw, &s.value.changed)?;
+    if changed <= start || changed > end {
+        lw.push(
+            K::BadShift,
+            lw.at(&s.value.changed),
+            format!("shift date {changed} is outside the history window ({start} … {end})"),
+            "pick a change date inside the history window so both values get evidence",
+        );
+        return None;
+    }
+    let from = s.value.from.value.clone();
+    let from_mention = s
+        .value
+        .from_mention
+        .clone()
+        .unwrap_or_else(|| display(&from));
+    Some(Shift {
+        from,
+        from_mention,
+        changed,
+    })
+}
+
+fn lower_template(
+    lw: &mut Lower,
+    t: &Spanned<RawTemplate>,
+    shared: &[Binding],
+    shifted: bool,
+) -> Option<EventTemplate> {
+    let r = &t.value;
+    let Some(_) = lw.cat.app(&r.app.value) else {
+        lw.push(
+            K::UnknownEvidenceApp,
+            lw.at(&r.app),
+            format!("unknown app `{}`", r.app.value),
+            "name an app in datasets/apps/",
+        );
+        return None;
+    };
+    let binds = lower_binds(lw, shared, &r.bind)?;
+    let text = lower_text(lw, &r.text, &binds)?;
+    let at = lower_at(lw, &r.at, &binds)?;
+    let place_hours = lw
+        .places
+        .get(&r.at.value)
+        .and_then(|p| p.value.hours.as_ref());
+    let hours = lower_hours(lw, r.hours.as_ref().or(place_hours));
+    let period = lower_period(lw, r, shifted);
+    Some(EventTemplate {
+        app: r.app.value.clone(),
+        at,
+        text,
+        hours,
+        period,
+        binds,
+    })
+}
+
+/// The hour window: the template's, else its place's, else 08–22.
+fn lower_hours(lw: &mut Lower, hours: Option<&Spanned<(u32, u32)>>) -> (u32, u32) {
+    match hours {
+        None => (8, 22),
+        Some(h) if h.value.0 < h.value.1 && h.value.1 <= 24 => h.value,
+        Some(h) => {
+            lw.push(
+                K::BadTemplate,
+                lw.at(h),
+                format!("hours {:?} are not a window within a day", h.value),
+                "write hours: [from, to] with 0 ≤ from < to ≤ 24",
+            );
+            (8, 22)
+        }
+    }
+}
+
+fn lower_period(lw: &mut Lower, r: &RawTemplate, shifted: bool) -> Option<Period> {
+    let p = r.period.as_ref()?;
+    let period = match p.value.as_str() {
+        "before" => Period::Before,
+        "after" => Period::After,
+        other => {
+            lw.push(
+                K::BadShift,
+                lw.at(p),
+                format!("unknown period `{other}`"),
+                "use before or after",
+            );
+            return None;
+        }
+    };
+    if !shifted {
+        lw.push(
+            K::BadShift,
+            lw.at(p),
+            "`period` on an entry without a shift",
+            "remove `period` or add a `shift`",
+        );
+    }
+    Some(period)
+}
+
+fn lower_binds(
+    lw: &mut Lower,
+    shared: &[Binding],
+    own: &IndexMap<String, Spanned<RawBind>>,
+) -> Option<Vec<Binding>> {
+    let mut binds: Vec<Binding> = shared.to_vec();
+    let mut ok = true;
+    for (name, b) in own {
+        if binds.iter().any(|x| &x.name == name) {
+            lw.push(
+                K::BadBinding,
+                lw.at(b),
+                format!("binding `{name}` is defined twice"),
+                "rename one of them",
+            );
+            ok = false;
+            continue;
+        }
+        match lower_bind(lw, name, b, &binds) {
+            Some(x) => binds.push(x),
+            None => ok = false,
+        }
+    }
+    ok.then_some(binds)
+}
+
+fn lower_bind(
+    lw: &mut Lower,
+    name: &str,
+    b: &Spanned<RawBind>,
+    earlier: &[Binding],
+) -> Option<Binding> {
+    let from = &b.value.from;
+    let Some(table) = from
+        .value
+        .contains('.')
+        .then(|| lw.cat.table_id(&from.value, None))
+        .flatten()
+    else {
+        lw.push(
+            K::BadBinding,
+            lw.at(from),
+            format!("binding `{name}` reads unknown table `{}`", from.value),
+            "write `from: <app>.<table>`",
+        );
+        return None;
+    };
+    let t = lw.cat.table(table);
+    let mut filters = Vec::new();
+    for (field, want) in &b.value.filter {
+        let fi = if field == "id" {
+            None
+        } else {
+            Some(t.field_idx(field))
+        };
+        let Some(fi) = fi.map_or(Some(None), |x| x.map(Some)) else {
+            lw.push(
+                K::BadBinding,
+                lw.at(want),
+                format!("`{}` has no field `{field}`", lw.cat.table_name(table)),
+                "filter on a declared field (or id)",
+            );
+            return None;
+        };
+        filters.push((fi, lower_want(lw, want, earlier)?));
+    }
+    Some(Binding {
+        name: name.to_string(),
+        table,
+        filters,
+    })
+}
+
+fn lower_want(lw: &mut Lower, want: &Spanned<Value>, earlier: &[Binding]) -> Option<Want> {
+    let Value::String(s) = &want.value else {
+        return Some(Want::Lit(want.value.clone()));
+    };
+    let Some(path) = s
+        .strip_prefix('$')
+        .filter(|p| p.starts_with(|c: char| c.is_ascii_alphabetic()))
+    else {
+        return Some(Want::Lit(want.value.clone()));
+    };
+    if path == "value" {
+        return Some(Want::Value);
+    }
+    let (b, field) = path.split_once('.').unwrap_or((path, "id"));
+    let found = earlier.iter().position(|x| x.name == b).and_then(|bi| {
+        if field == "id" {
+            return Some(Want::Bound(bi, None));
+        }
+        lw.cat
+            .table(earlier[bi].table)
+            .field_idx(field)
+            .map(|fi| Want::Bound(bi, Some(fi)))
+    });
+    if found.is_none() {
+        lw.push(
+            K::BadBinding,
+            lw.at(want),
+            format!("`{s}` names no earlier binding field"),
+            "use $value, a literal, or $<earlier binding>.<field>",
+        );
+    }
+    found
+}
+
+fn lower_text(
+    lw: &mut Lower,
+    s: &Spanned<String>,
+    binds: &[Binding],
+) -> Option<template::Template<Var>> {
+    let parsed = template::parse(&s.value)
+        .and_then(|t| t.resolve(|p: Vec<String>| resolve_var(lw.cat, &p, binds)));
+    match parsed {
+        Ok(t) => Some(t),
+        Err(m) => {
+            lw.push(
+                K::BadTemplate,
+                lw.at(s),
+                m,
+                "use {value}, {mention}, {binding} or {binding.field}",
+            );
+            None
+        }
+    }
+}
+
+fn resolve_var(
+    cat: &Catalog,
+    path: &[String],
+    binds: &[Binding],
+) -> std::result::Result<Var, String> {
+    match path {
+        [v] if v == "value" => return Ok(Var::Value),
+        [m] if m == "mention" => return Ok(Var::Mention),
+        _ => {}
+    }
+    let bi = binds
+        .iter()
+        .position(|b| b.name == path[0])
+        .ok_or_else(|| format!("`{{{}}}` names no binding", path.join(".")))?;
+    match path {
+        [_] => Ok(Var::Label(bi)),
+        [_, f] if f == "id" => Ok(Var::Id(bi)),
+        [_, f] => cat
+            .table(binds[bi].table)
+            .field_idx(f)
+            .map(|fi| Var::Field(bi, fi))
+            .ok_or_else(|| format!("`{}` has no field `{f}`", cat.table_name(binds[bi].table))),
+        _ => Err(format!(
+            "`{{{}}}` is too deep; use {{binding.field}}",
+            path.join(".")
+        )),
+    }
+}
+
+fn lower_at(lw: &mut Lower, s: &Spanned<String>, binds: &[Binding]) -> Option<At> {
+    if s.value.contains('{') {
+        return lower_text(lw, s, binds).map(At::Template);
+    }
+    match lw.places.get(&s.value) {
+        Some(place) => Some(At::Label(place.value.label.clone())),
+        None => {
+            let keys: Vec<&String> = lw.places.keys().collect();
+            lw.push(
+                K::UnknownPlace,
+                lw.at(s),
+                format!("unknown place `{}`", s.value),
+                format!("use one of {keys:?} or a {{binding.field}} template"),
+            );
+            None
+        }
+    }
+}
+
+/// Renders every template once per value it can carry (first matching records) and checks the
+/// lexical guarantees that make history honest.
+fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
+    let leaks = leak_phrases(p);
+    let all_mentions: Vec<&str> = p
+        .profile
+        .iter()
+        .filter(|e| e.source == Source::Inferable)
+        .flat_map(|e| {
+            std::iter::once(e.mention.as_str())
+                .chain(e.shift.iter().map(|s| s.from_mention.as_str()))
+        })
+        .collect();
+    for (e, re) in p.profile.iter().zip(&raw.profile) {
+        for (t, rt) in e.evidence.iter().zip(&re.value.evidence) {
+            for (value, mention, other) in sides(e, t) {
+                check_one(lw, t, rt, value, mention, other, &leaks, e);
+            }
+        }
+    }
+    for (t, rt) in p.noise.iter().zip(&raw.noise) {
+        let Ok(chosen) = choose(lw.cat, &t.binds, &Value::Null, &mut |_| 0) else {
+            lw.push(
+                K::BadBinding,
+                lw.at(&rt.value.text),
+                "a noise binding matches no record",
+                "loosen the `where` filter",
+            );
+            continue;
+        };
+        let text = render(lw.cat, &t.text, &t.binds, &chosen, &Value::Null, "");
+        if let Some(m) = all_mentions.iter().find(|m| mentions(&text, m)) {
+            lw.push(
+                K::NoiseEvidences,
+                lw.at(&rt.value.text),
+                format!("noise \"{text}\" mentions profile value \"{m}\""),
+                "reword the noise so it evidences nothing",
+            );
+        }
+        check_leaks(lw, &text, &leaks, &rt.value.text);
+    }
+}
+
+/// (value, mention, other side's mention) for each side a template serves.
+fn sides<'e>(e: &'e ProfileEntry, t: &EventTemplate) -> Vec<(&'e Value, &'e str, Option<&'e str>)> {
+    match &e.shift {
+        None => vec![(&e.value, e.mention.as_str(), None)],
+        Some(s) => {
+            let mut v = Vec::new();
+            if t.period != Some(Period::After) {
+                v.push((&s.from, s.from_mention.as_str(), Some(e.mention.as_str())));
+            }
+            if t.period != Some(Period::Before) {
+                v.push((&e.value, e.mention.as_str(), Some(s.from_mention.as_str())));
+            }
+            v
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn check_one(
+    lw: &mut Lower,
+    t: &EventTemplate,
+    rt: &Spanned<RawTemplate>,
+    value: &Value,
+    mention: &str,
+    other: Option<&str>,
+    leaks: &[String],
+    e: &ProfileEntry,
+) {
+    let here = lw.at(&rt.value.text);
+    let Ok(chosen) = choose(lw.cat, &t.binds, value, &mut |_| 0) else {
+        lw.push(
+            K::BadBinding,
+            here,
+            format!(
+                "for `{}` = {}, a binding matches no record",
+                e.id,
+                display(value)
+            ),
+            "add matching seed records or loosen the `where` filter",
+        );
+        return;
+    };
+    let text = render(lw.cat, &t.text, &t.binds, &chosen, value, mention);
+    if !mentions(&text, mention) {
+        lw.push(
+            K::EvidenceMissesValue,
+            here.clone(),
+            format!(
+                "evidence \"{text}\" for `{}` never mentions \"{mention}\"",
+                e.id
+            ),
+            "include {mention} (or the phrase itself) in the text",
+        );
+    }
+    if let Some(o) = other.filter(|o| mentions(&text, o)) {
+        lw.push(
+            K::EvidenceMissesValue,
+            here.clone(),
+            format!(
+                "evidence \"{text}\" for `{}` also mentions the other side of the shift \"{o}\"",
+                e.id
+            ),
+            "keep each template to one side, or use `period`",
+        );
+    }
+    check_leaks(lw, &text, leaks, &rt.value.text);
+    let at_text = render_at(lw.cat, t, &chosen, value, mention);
+    check_leaks(lw, &at_text, leaks, &rt.value.at);
+}
+
+fn check_leaks(lw: &mut Lower, text: &str, leaks: &[String], here: &Spanned<String>) {
+    if let Some(l) = leaks.iter().find(|l| mentions(text, l)) {
+        lw.push(
+            K::LeakInTemplate,
+            lw.at(here),
+            format!("\"{text}\" reveals ask-only \"{l}\""),
+            "reword it; ask-only values must never appear in history",
+        );
+    }
+}
+
+/// Every phrase that would reveal an ask-only value: situational `leaks`, plus non-numeric
+/// string values, plus the mentions of ask-only profile entries.
+pub(crate) fn leak_phrases(p: &Persona) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for s in &p.situational {
+        out.extend(s.leaks.iter().cloned());
+        if let Value::String(v) = &s.value {
+            if v.parse::<f64>().is_err() && v.chars().count() >= 3 {
+                out.push(v.clone());
+            }
+        }
+    }
+    out.extend(
+        p.profile
+            .iter()
+            .filter(|e| e.source == Source::AskOnly)
+            .map(|e| e.mention.clone()),
+    );
+    out
+}

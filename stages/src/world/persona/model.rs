@@ -1,0 +1,232 @@
+//! The validated persona: identity, places, the hidden profile (with shifts and evidence
+//! templates), ask-only situational facts and noise templates.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::world::clock::{Date, DateTime};
+use crate::world::template::Template;
+use crate::world::types::TableId;
+
+/// The 13 profile dimensions of iPrefBench (§C.2); authored personas must use these.
+pub const DIMENSIONS: [&str; 13] = [
+    "dining",
+    "food",
+    "shopping",
+    "travel",
+    "transport",
+    "schedule",
+    "communication",
+    "social",
+    "entertainment",
+    "health_fitness",
+    "finance",
+    "home",
+    "work",
+];
+
+/// One simulated user.
+#[derive(Debug, Clone)]
+pub struct Persona {
+    /// Stable id (file stem).
+    pub id: String,
+    /// Full name.
+    pub name: String,
+    /// Age in years.
+    pub age: u32,
+    /// Home city.
+    pub city: String,
+    /// Job.
+    pub occupation: String,
+    /// A few sentences for the user simulator.
+    pub summary: String,
+    /// First day of history.
+    pub start: Date,
+    /// Last day of history (inclusive).
+    pub end: Date,
+    /// The episode clock's default.
+    pub now: DateTime,
+    /// Named places (`home`, `work`, …) and the location label events show.
+    pub places: IndexMap<String, String>,
+    /// Free-text routines for the user simulator.
+    pub routines: Vec<String>,
+    /// The hidden profile.
+    pub profile: Vec<ProfileEntry>,
+    /// Ask-only facts that must never appear in history.
+    pub situational: Vec<SituationalFact>,
+    pub(crate) noise: Vec<EventTemplate>,
+}
+
+/// Whether history can reveal an entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Source {
+    /// History evidences it.
+    Inferable,
+    /// Only the user can say it.
+    AskOnly,
+    /// Imported profiles (KnowU) that do not say.
+    Unspecified,
+}
+
+impl Source {
+    /// The YAML/table spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Source::Inferable => "inferable",
+            Source::AskOnly => "ask_only",
+            Source::Unspecified => "unspecified",
+        }
+    }
+}
+
+/// One fact about the user.
+#[derive(Debug, Clone)]
+pub struct ProfileEntry {
+    /// Unique id, referenced by history `supports` and by task slots.
+    pub id: String,
+    /// One of [`DIMENSIONS`] (imported personas may use their own).
+    pub dimension: String,
+    /// What the fact is about, e.g. `favourite_cuisine`.
+    pub key: String,
+    /// The current value.
+    pub value: Value,
+    /// The phrase that reveals the current value in history text.
+    pub mention: String,
+    /// Inferable or ask-only.
+    pub source: Source,
+    /// An earlier value, if the preference changed during the history window.
+    pub shift: Option<Shift>,
+    /// Relative share of signal events beyond the minimum.
+    pub weight: f64,
+    /// Author's note for reviewers.
+    pub note: String,
+    pub(crate) evidence: Vec<EventTemplate>,
+}
+
+/// A preference change: `from` held until the day before `changed`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Shift {
+    /// The earlier value.
+    pub from: Value,
+    /// The phrase that reveals the earlier value.
+    pub from_mention: String,
+    /// The first day the current value holds.
+    pub changed: Date,
+}
+
+/// A situational, ask-only fact (e.g. the party size of one dinner).
+#[derive(Debug, Clone)]
+pub struct SituationalFact {
+    /// Unique id, referenced by task slots.
+    pub id: String,
+    /// What it is about.
+    pub key: String,
+    /// The value the user would give.
+    pub value: Value,
+    /// Human description of the situation.
+    pub about: String,
+    /// Phrases that would leak the value; none may appear in history.
+    pub leaks: Vec<String>,
+}
+
+/// Which side of a shift a template is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Period {
+    /// Before the change date (earlier value).
+    Before,
+    /// On or after the change date (current value).
+    After,
+}
+
+/// A placeholder in an event template.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Var {
+    /// The value in effect at the event's time.
+    Value,
+    /// The mention in effect at the event's time.
+    Mention,
+    /// A bound record's label (its title field, else id).
+    Label(usize),
+    /// A bound record's field.
+    Field(usize, usize),
+    /// A bound record's id.
+    Id(usize),
+}
+
+/// What a binding filter compares against.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Want {
+    /// A constant.
+    Lit(Value),
+    /// The value in effect.
+    Value,
+    /// A field (or id, `None`) of an earlier binding's record.
+    Bound(usize, Option<usize>),
+}
+
+/// A named draw of one app record.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Binding {
+    pub name: String,
+    pub table: TableId,
+    /// Field index (`None` = id) and wanted value; list fields match by membership.
+    pub filters: Vec<(Option<usize>, Want)>,
+}
+
+/// Where an event happened.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum At {
+    /// A fixed label (from `places`).
+    Label(String),
+    /// A template over bindings.
+    Template(Template<Var>),
+}
+
+/// A history-event template.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct EventTemplate {
+    pub app: String,
+    pub at: At,
+    pub text: Template<Var>,
+    /// Hour window [from, to).
+    pub hours: (u32, u32),
+    pub period: Option<Period>,
+    pub binds: Vec<Binding>,
+}
+
+impl Persona {
+    /// Looks a profile entry up by id.
+    pub fn entry(&self, id: &str) -> Option<&ProfileEntry> {
+        self.profile.iter().find(|e| e.id == id)
+    }
+
+    /// Number of noise templates.
+    pub fn noise_template_count(&self) -> usize {
+        self.noise.len()
+    }
+}
+
+impl ProfileEntry {
+    /// The value in effect on `day`.
+    pub fn value_on(&self, day: Date) -> &Value {
+        match &self.shift {
+            Some(s) if day < s.changed => &s.from,
+            _ => &self.value,
+        }
+    }
+
+    /// The mention in effect on `day`.
+    pub fn mention_on(&self, day: Date) -> &str {
+        match &self.shift {
+            Some(s) if day < s.changed => &s.from_mention,
+            _ => &self.mention,
+        }
+    }
+
+    /// Number of evidence templates.
+    pub fn evidence_template_count(&self) -> usize {
+        self.evidence.len()
+    }
+}

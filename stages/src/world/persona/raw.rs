@@ -1,0 +1,109 @@
+//! The persona YAML schema exactly as written (serde types with spans); lowered by `load.rs`.
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+/// One `datasets/personas/<id>.yaml` file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPersona {
+    pub persona: Spanned<String>,
+    pub name: String,
+    pub age: u32,
+    pub city: String,
+    pub occupation: String,
+    #[serde(default)]
+    pub summary: String,
+    pub history: RawWindow,
+    pub now: Spanned<String>,
+    pub places: IndexMap<String, Spanned<RawPlace>>,
+    #[serde(default)]
+    pub routines: Vec<String>,
+    pub profile: Vec<Spanned<RawEntry>>,
+    #[serde(default)]
+    pub situational: Vec<Spanned<RawSituational>>,
+    #[serde(default)]
+    pub noise: Vec<Spanned<RawTemplate>>,
+}
+
+/// A named place: the label events show, and the hours events there usually happen.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawPlace {
+    pub label: String,
+    pub hours: Option<Spanned<(u32, u32)>>,
+}
+
+/// The history window.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawWindow {
+    pub start: Spanned<String>,
+    pub end: Spanned<String>,
+}
+
+/// A hidden profile entry.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawEntry {
+    pub id: Spanned<String>,
+    pub dimension: Spanned<String>,
+    pub key: String,
+    pub value: Spanned<Value>,
+    pub mention: Option<Spanned<String>>,
+    pub source: Option<Spanned<String>>,
+    pub shift: Option<Spanned<RawShift>>,
+    pub weight: Option<f64>,
+    #[serde(default)]
+    pub note: String,
+    #[serde(default)]
+    pub bind: IndexMap<String, Spanned<RawBind>>,
+    #[serde(default)]
+    pub evidence: Vec<Spanned<RawTemplate>>,
+}
+
+/// An earlier value and the day the preference changed.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawShift {
+    pub from: Spanned<Value>,
+    pub from_mention: Option<String>,
+    pub changed: Spanned<String>,
+}
+
+/// A named draw of one app record, filtered by field values.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawBind {
+    pub from: Spanned<String>,
+    #[serde(default, rename = "where")]
+    pub filter: IndexMap<String, Spanned<Value>>,
+}
+
+/// A history-event template (evidence or noise).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTemplate {
+    pub app: Spanned<String>,
+    pub at: Spanned<String>,
+    pub text: Spanned<String>,
+    pub hours: Option<Spanned<(u32, u32)>>,
+    pub period: Option<Spanned<String>>,
+    #[serde(default)]
+    pub bind: IndexMap<String, Spanned<RawBind>>,
+}
+
+/// An ask-only fact about one situation.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSituational {
+    pub id: Spanned<String>,
+    pub key: String,
+    pub value: Value,
+    #[serde(default)]
+    pub about: String,
+    #[serde(default)]
+    pub leaks: Vec<String>,
+}

@@ -1,0 +1,340 @@
+//! The simulated phone: one generic engine serves every app defined as data, in two action
+//! spaces (`gui` screens or `tools` calls), plus `ask_user`, `answer` and `finish`. An episode
+//! runs on a copy-on-write overlay of the immutable [`World`], with a pinned clock and per-task
+//! overrides; judges read its final state and its diff against the initial state.
+
+mod action;
+mod diff;
+mod eval;
+mod exec;
+mod gui;
+mod overlay;
+mod overrides;
+mod screens;
+mod tools;
+mod user;
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+pub use action::{Action, ActionSpace, Direction, Observation, Status};
+pub use diff::{TableDiff, UpdatedRecord, WorldDiff};
+pub use exec::OpOutcome;
+pub use overlay::Overlay;
+pub use overrides::{DataEdit, OverrideError, Overrides, ProfileEdit};
+pub use tools::{tool_specs, ParamSpec, ToolSpec};
+pub use user::{AskUser, NoUser};
+
+use crate::world::app::{Catalog, Record};
+use crate::world::clock::DateTime;
+use crate::world::history::HistoryEvent;
+use crate::world::World;
+
+use screens::Screen;
+use tools::ToolRef;
+
+/// How an episode starts.
+#[derive(Debug, Clone, Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EpisodeConfig {
+    /// GUI or tools.
+    pub space: ActionSpace,
+    /// The pinned clock (default: the persona's `now`).
+    pub clock: Option<DateTime>,
+    /// Task overrides.
+    pub overrides: Overrides,
+}
+
+impl Default for EpisodeConfig {
+    fn default() -> Self {
+        Self {
+            space: ActionSpace::Tools,
+            clock: None,
+            overrides: Overrides::default(),
+        }
+    }
+}
+
+/// A successful operation, for judges ("was the operation done").
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OpRecord {
+    /// `app.operation`.
+    pub tool: String,
+    /// Every field's submitted value, defaults included.
+    pub args: Map<String, Value>,
+    /// The result message shown.
+    pub message: String,
+    /// Records the operation inserted.
+    pub inserted: Vec<RecordRef>,
+}
+
+/// Names one record: `app.table` and id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RecordRef {
+    /// `app.table`.
+    pub table: String,
+    /// Record id.
+    pub id: String,
+}
+
+/// One `ask_user` exchange.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AskRecord {
+    /// The agent's question.
+    pub question: String,
+    /// The user's reply.
+    pub reply: String,
+}
+
+/// One episode's phone.
+pub struct Phone<'w> {
+    world: &'w World,
+    initial: Overlay,
+    state: Overlay,
+    clock: DateTime,
+    space: ActionSpace,
+    stack: Vec<Screen>,
+    user: Box<dyn AskUser + 'w>,
+    log: Vec<OpRecord>,
+    asks: Vec<AskRecord>,
+    answer: Option<String>,
+    finished: bool,
+}
+
+impl<'w> Phone<'w> {
+    /// Starts an episode: applies the overrides to a fresh overlay and pins the clock.
+    pub fn new(
+        world: &'w World,
+        config: EpisodeConfig,
+        user: Box<dyn AskUser + 'w>,
+    ) -> Result<Self, OverrideError> {
+        let mut state = Overlay::default();
+        overrides::apply(world, &config.overrides, &mut state)?;
+        Ok(Phone {
+            world,
+            initial: state.clone(),
+            state,
+            clock: config.clock.unwrap_or(world.persona.now),
+            space: config.space,
+            stack: vec![Screen::Home],
+            user,
+            log: Vec::new(),
+            asks: Vec::new(),
+            answer: None,
+            finished: false,
+        })
+    }
+
+    /// Performs one action. Invalid actions give an error observation and change nothing.
+    pub fn step(&mut self, action: &Action) -> Observation {
+        if self.finished {
+            return Observation::error("the episode has finished");
+        }
+        match (action, self.space) {
+            (Action::AskUser { text }, _) => self.ask(text),
+            (Action::Answer { text }, _) => {
+                self.answer = Some(text.clone());
+                Observation::ok("answer recorded")
+            }
+            (Action::Finish, _) => {
+                self.finished = true;
+                Observation { status: Status::Done, text: "episode finished".into() }
+            }
+            (Action::Call { tool, args }, ActionSpace::Tools) => self.call(tool, args),
+            (Action::Call { .. }, ActionSpace::Gui) => Observation::error("`call` is a tools action; this episode uses the GUI (open_app, tap, type, select, scroll, back, home)"),
+            (_, ActionSpace::Gui) => self.gui(action),
+            (_, ActionSpace::Tools) => Observation::error("GUI actions are not available in tools mode; use `call` with a tool name"),
+        }
+    }
+
+    /// What the agent sees before acting: the current screen (GUI) or a tool overview (tools).
+    pub fn observe(&self) -> Observation {
+        match self.space {
+            ActionSpace::Gui => Observation::ok(self.screen_text()),
+            ActionSpace::Tools => Observation::ok(format!(
+                "{} tools available; see Phone::tools()",
+                tool_specs(&self.world.catalog).len()
+            )),
+        }
+    }
+
+    fn ask(&mut self, text: &str) -> Observation {
+        if text.trim().is_empty() {
+            return Observation::error("ask_user needs a question");
+        }
+        let reply = self.user.ask(text);
+        self.asks.push(AskRecord {
+            question: text.to_string(),
+            reply: reply.clone(),
+        });
+        Observation::ok(reply)
+    }
+
+    fn call(&mut self, tool: &str, args: &Map<String, Value>) -> Observation {
+        let cat = &self.world.catalog;
+        let result = match tools::resolve(cat, tool) {
+            None => Err(format!("unknown tool `{tool}`")),
+            Some(ToolRef::List(t)) => tools::list(cat, &self.state, t, args),
+            Some(ToolRef::Get(t)) => tools::get(cat, &self.state, t, args),
+            Some(ToolRef::Op(a, o)) => {
+                exec::bind_args(cat, &self.state, &cat.apps[a].operations[o], args).and_then(
+                    |values| {
+                        let n = self.log.len();
+                        self.execute(a, o, values).map(|message| {
+                    json!({ "ok": true, "message": message, "inserted": self.log[n].inserted })
+                        .to_string()
+                })
+                    },
+                )
+            }
+        };
+        match result {
+            Ok(text) => Observation::ok(text),
+            Err(e) => Observation::error(e),
+        }
+    }
+
+    /// Runs a bound operation and logs it; shared by GUI submit and tool calls.
+    fn execute(&mut self, app: usize, op: usize, values: Vec<Value>) -> Result<String, String> {
+        let cat = &self.world.catalog;
+        let o = &cat.apps[app].operations[op];
+        let out = exec::run(cat, &mut self.state, o, &values, self.clock)?;
+        let args = o
+            .fields
+            .iter()
+            .map(|f| f.name.clone())
+            .zip(values)
+            .collect();
+        let inserted = out
+            .inserted
+            .iter()
+            .map(|(t, id)| RecordRef {
+                table: cat.table_name(*t),
+                id: id.clone(),
+            })
+            .collect();
+        self.log.push(OpRecord {
+            tool: format!("{}.{}", cat.apps[app].id, o.name),
+            args,
+            message: out.message.clone(),
+            inserted,
+        });
+        Ok(out.message)
+    }
+
+    /// Every tool of this world.
+    pub fn tools(&self) -> Vec<ToolSpec> {
+        tool_specs(&self.world.catalog)
+    }
+
+    /// Read access to the current (final, once finished) state.
+    pub fn state(&self) -> StateView<'_> {
+        StateView {
+            cat: &self.world.catalog,
+            overlay: &self.state,
+        }
+    }
+
+    /// Read access to the state the episode started from (after overrides).
+    pub fn initial_state(&self) -> StateView<'_> {
+        StateView {
+            cat: &self.world.catalog,
+            overlay: &self.initial,
+        }
+    }
+
+    /// What the agent changed since the episode started.
+    pub fn diff(&self) -> WorldDiff {
+        diff::diff(&self.world.catalog, &self.initial, &self.state)
+    }
+
+    /// Successful operations, in order.
+    pub fn operations(&self) -> &[OpRecord] {
+        &self.log
+    }
+
+    /// `ask_user` exchanges, in order.
+    pub fn asks(&self) -> &[AskRecord] {
+        &self.asks
+    }
+
+    /// The final answer, if one was given.
+    pub fn answer(&self) -> Option<&str> {
+        self.answer.as_deref()
+    }
+
+    /// Whether `finish` was called.
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// The pinned clock.
+    pub fn clock(&self) -> DateTime {
+        self.clock
+    }
+
+    /// The action space.
+    pub fn space(&self) -> ActionSpace {
+        self.space
+    }
+
+    /// The history this episode exposes: the world's plus events appended by overrides, by time.
+    pub fn history(&self) -> Vec<&HistoryEvent> {
+        let mut all: Vec<&HistoryEvent> = self
+            .world
+            .history
+            .iter()
+            .chain(&self.state.history)
+            .collect();
+        all.sort_by_key(|e| e.time);
+        all
+    }
+
+    /// A profile entry's value for this episode (overridden or original).
+    pub fn profile_value(&self, id: &str) -> Option<&Value> {
+        self.state
+            .profile
+            .get(id)
+            .or_else(|| self.world.persona.entry(id).map(|e| &e.value))
+    }
+}
+
+/// Read-only access to one state of an episode.
+#[derive(Clone, Copy)]
+pub struct StateView<'a> {
+    cat: &'a Catalog,
+    overlay: &'a Overlay,
+}
+
+impl<'a> StateView<'a> {
+    /// The current records of `app.table`, or `None` if the table does not exist.
+    pub fn records(&self, app: &str, table: &str) -> Option<impl Iterator<Item = &'a Record> + 'a> {
+        let t = self.cat.table_id(&format!("{app}.{table}"), None)?;
+        Some(self.overlay.records(self.cat, t))
+    }
+
+    /// The current records of `app.table` as JSON objects.
+    pub fn records_json(&self, app: &str, table: &str) -> Option<Vec<Value>> {
+        let t = self.cat.table_id(&format!("{app}.{table}"), None)?;
+        Some(
+            self.overlay
+                .records(self.cat, t)
+                .map(|r| self.cat.table(t).record_json(r))
+                .collect(),
+        )
+    }
+
+    /// One current record.
+    pub fn get(&self, app: &str, table: &str, id: &str) -> Option<&'a Record> {
+        let t = self.cat.table_id(&format!("{app}.{table}"), None)?;
+        self.overlay.get(self.cat, t, id)
+    }
+
+    /// The catalog, for field lookups.
+    pub fn catalog(&self) -> &'a Catalog {
+        self.cat
+    }
+}
+
+#[cfg(test)]
+mod tests;

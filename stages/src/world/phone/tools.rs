@@ -1,0 +1,314 @@
+//! The tools action space: every operation is a typed function (`app.operation`), and every
+//! table can be read with `app.list_<table>` / `app.get_<table>`. Specs carry types, options,
+//! ranges and defaults so an LLM client can build function schemas from them.
+
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+
+use crate::world::app::{App, Catalog, Operation, Table};
+use crate::world::types::{value_matches, FieldDef, FieldKind, TableId};
+
+use super::overlay::Overlay;
+
+/// One parameter of a tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParamSpec {
+    /// Argument name.
+    pub name: String,
+    /// `text`, `int`, `float`, `bool`, `date`, `time`, `datetime`, `enum`, `ref` or `object`.
+    #[serde(rename = "type")]
+    pub type_name: &'static str,
+    /// Whether the caller must pass it.
+    pub required: bool,
+    /// What is used when it is left out.
+    pub default: Option<Value>,
+    /// Allowed values of an enum.
+    pub options: Option<Vec<String>>,
+    /// Inclusive numeric range.
+    pub range: Option<(f64, f64)>,
+    /// For refs: the `app.table` whose record ids are accepted.
+    pub refers_to: Option<String>,
+    /// Human explanation.
+    pub description: String,
+}
+
+/// One callable tool.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// `app.operation`, `app.list_<table>` or `app.get_<table>`.
+    pub name: String,
+    /// What it does.
+    pub description: String,
+    /// Whether it pays, sends or books.
+    pub irreversible: bool,
+    /// Parameters.
+    pub params: Vec<ParamSpec>,
+}
+
+impl ToolSpec {
+    /// The name with `__` instead of `.`, as function-calling APIs require.
+    pub fn function_name(&self) -> String {
+        self.name.replace('.', "__")
+    }
+
+    /// A JSON Schema object for the parameters.
+    pub fn json_schema(&self) -> Value {
+        let mut props = Map::new();
+        for p in &self.params {
+            let mut s = Map::new();
+            let ty = match p.type_name {
+                "int" => "integer",
+                "float" => "number",
+                "bool" => "boolean",
+                "object" => "object",
+                _ => "string",
+            };
+            s.insert("type".into(), json!(ty));
+            let mut desc = p.description.clone();
+            if let Some(t) = &p.refers_to {
+                desc = format!("{desc} (id of a {t} record)").trim().to_string();
+            }
+            s.insert("description".into(), json!(desc));
+            if let Some(o) = &p.options {
+                s.insert("enum".into(), json!(o));
+            }
+            if let Some((lo, hi)) = p.range {
+                s.insert("minimum".into(), json!(lo));
+                s.insert("maximum".into(), json!(hi));
+            }
+            if let Some(d) = &p.default {
+                s.insert("default".into(), d.clone());
+            }
+            props.insert(p.name.clone(), Value::Object(s));
+        }
+        let required: Vec<&str> = self
+            .params
+            .iter()
+            .filter(|p| p.required)
+            .map(|p| p.name.as_str())
+            .collect();
+        json!({ "type": "object", "properties": props, "required": required })
+    }
+}
+
+/// What a tool name refers to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ToolRef {
+    /// An operation (app index, op index).
+    Op(usize, usize),
+    /// Listing a table.
+    List(TableId),
+    /// Reading one record.
+    Get(TableId),
+}
+
+/// Resolves `app.name` or `app__name`.
+pub(crate) fn resolve(cat: &Catalog, name: &str) -> Option<ToolRef> {
+    let (app, rest) = name.split_once('.').or_else(|| name.split_once("__"))?;
+    let ai = cat.app_idx(app)?;
+    let a = &cat.apps[ai];
+    if let Some(oi) = a.op_idx(rest) {
+        return Some(ToolRef::Op(ai, oi));
+    }
+    let table = |t: &str| {
+        a.tables.iter().position(|x| x.name == t).map(|ti| TableId {
+            app: ai as u16,
+            table: ti as u16,
+        })
+    };
+    if let Some(t) = rest.strip_prefix("list_") {
+        return table(t).map(ToolRef::List);
+    }
+    rest.strip_prefix("get_").and_then(table).map(ToolRef::Get)
+}
+
+/// Every tool of every app: reads first, then operations.
+pub fn tool_specs(cat: &Catalog) -> Vec<ToolSpec> {
+    let mut out = Vec::new();
+    for a in &cat.apps {
+        for t in &a.tables {
+            out.push(list_spec(a, t));
+            out.push(get_spec(a, t));
+        }
+        out.extend(a.operations.iter().map(|o| op_spec(cat, a, o)));
+    }
+    out
+}
+
+fn param(cat: &Catalog, f: &FieldDef) -> ParamSpec {
+    let (options, range, refers_to) = match &f.kind {
+        FieldKind::Enum(o) => (Some(o.clone()), None, None),
+        FieldKind::Int(r) => (None, r.map(|(a, b)| (a as f64, b as f64)), None),
+        FieldKind::Float(r) => (None, *r, None),
+        FieldKind::Ref(t) => (None, None, Some(cat.table_name(*t))),
+        _ => (None, None, None),
+    };
+    ParamSpec {
+        name: f.name.clone(),
+        type_name: f.kind.type_name(),
+        required: f.required,
+        default: f.default.clone(),
+        options,
+        range,
+        refers_to,
+        description: f.description.clone(),
+    }
+}
+
+fn op_spec(cat: &Catalog, a: &App, o: &Operation) -> ToolSpec {
+    let description = if o.description.is_empty() {
+        format!("{}: {}", a.name, o.title)
+    } else {
+        format!("{}: {}. {}", a.name, o.title, o.description)
+    };
+    ToolSpec {
+        name: format!("{}.{}", a.id, o.name),
+        description,
+        irreversible: o.irreversible,
+        params: o.fields.iter().map(|f| param(cat, f)).collect(),
+    }
+}
+
+fn plain(
+    name: &str,
+    type_name: &'static str,
+    required: bool,
+    default: Option<Value>,
+    description: &str,
+) -> ParamSpec {
+    ParamSpec {
+        name: name.into(),
+        type_name,
+        required,
+        default,
+        options: None,
+        range: None,
+        refers_to: None,
+        description: description.into(),
+    }
+}
+
+fn list_spec(a: &App, t: &Table) -> ToolSpec {
+    ToolSpec {
+        name: format!("{}.list_{}", a.id, t.name),
+        description: format!("{}: list {} ({})", a.name, t.name, t.description),
+        irreversible: false,
+        params: vec![
+            plain(
+                "where",
+                "object",
+                false,
+                Some(json!({})),
+                "field → value filters; list fields match by membership",
+            ),
+            plain(
+                "limit",
+                "int",
+                false,
+                Some(json!(20)),
+                "at most this many records (≤ 100)",
+            ),
+            plain(
+                "offset",
+                "int",
+                false,
+                Some(json!(0)),
+                "skip this many records",
+            ),
+        ],
+    }
+}
+
+fn get_spec(a: &App, t: &Table) -> ToolSpec {
+    ToolSpec {
+        name: format!("{}.get_{}", a.id, t.name),
+        description: format!("{}: one {} record by id", a.name, t.name),
+        irreversible: false,
+        params: vec![plain("id", "text", true, None, "record id")],
+    }
+}
+
+/// Runs a list read.
+pub(crate) fn list(
+    cat: &Catalog,
+    state: &Overlay,
+    t: TableId,
+    args: &Map<String, Value>,
+) -> Result<String, String> {
+    if let Some(k) = args
+        .keys()
+        .find(|k| !["where", "limit", "offset"].contains(&k.as_str()))
+    {
+        return Err(format!(
+            "unknown argument `{k}`; list tools take where, limit, offset"
+        ));
+    }
+    let table = cat.table(t);
+    let filters = filters(table, args.get("where"))?;
+    let limit = uint_arg(args, "limit", 20)?.min(100);
+    let offset = uint_arg(args, "offset", 0)?;
+    let matching = state.records(cat, t).filter(|r| {
+        filters.iter().all(|(fi, want)| match fi {
+            None => r.id == want.as_str().unwrap_or_default(),
+            Some(fi) => value_matches(&r.values[*fi], want),
+        })
+    });
+    let mut total = 0;
+    let mut records = Vec::new();
+    for r in matching {
+        if total >= offset && records.len() < limit {
+            records.push(table.record_json(r));
+        }
+        total += 1;
+    }
+    Ok(json!({ "total": total, "records": records }).to_string())
+}
+
+fn filters<'a>(
+    table: &Table,
+    w: Option<&'a Value>,
+) -> Result<Vec<(Option<usize>, &'a Value)>, String> {
+    let Some(w) = w else { return Ok(Vec::new()) };
+    let obj = w
+        .as_object()
+        .ok_or("`where` must be an object of field → value")?;
+    obj.iter()
+        .map(|(k, v)| match k.as_str() {
+            "id" => Ok((None, v)),
+            _ => table
+                .field_idx(k)
+                .map(|fi| (Some(fi), v))
+                .ok_or_else(|| format!("`{}` has no field `{k}`", table.name)),
+        })
+        .collect()
+}
+
+fn uint_arg(args: &Map<String, Value>, name: &str, default: usize) -> Result<usize, String> {
+    match args.get(name) {
+        None => Ok(default),
+        Some(v) => v
+            .as_u64()
+            .map(|n| n as usize)
+            .ok_or_else(|| format!("`{name}` must be a non-negative integer")),
+    }
+}
+
+/// Runs a get read.
+pub(crate) fn get(
+    cat: &Catalog,
+    state: &Overlay,
+    t: TableId,
+    args: &Map<String, Value>,
+) -> Result<String, String> {
+    if let Some(k) = args.keys().find(|k| k.as_str() != "id") {
+        return Err(format!("unknown argument `{k}`; get tools take id"));
+    }
+    let id = args
+        .get("id")
+        .and_then(Value::as_str)
+        .ok_or("missing `id` (text)")?;
+    let r = state
+        .get(cat, t, id)
+        .ok_or_else(|| format!("{} has no record \"{id}\"", cat.table_name(t)))?;
+    Ok(cat.table(t).record_json(r).to_string())
+}

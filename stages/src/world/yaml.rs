@@ -1,0 +1,95 @@
+//! Reading authored files: YAML parsing with located errors, and the small helpers that turn
+//! `serde_saphyr` locations into [`Loc`]s.
+
+use std::path::Path;
+
+use serde::de::DeserializeOwned;
+use serde_saphyr::{Location, Spanned};
+
+use super::error::{Loc, Result, WorldError};
+
+/// Reads a whole text file, naming the path on failure.
+pub(crate) fn read(path: &Path) -> Result<String> {
+    std::fs::read_to_string(path).map_err(|source| WorldError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Parses YAML text into `T`; a parse or schema error becomes [`WorldError::Syntax`] at the
+/// parser's location in `file`.
+pub(crate) fn parse<T: DeserializeOwned>(file: &str, text: &str) -> Result<T> {
+    serde_saphyr::from_str::<T>(text).map_err(|e| {
+        let at = e
+            .location()
+            .map_or_else(|| Loc::file(file), |l| loc(file, &l));
+        let message = e.without_snippet().to_string();
+        let message = strip_position(&message).to_string();
+        WorldError::Syntax { at, message }
+    })
+}
+
+/// Drops the parser's own `error: line N column M:` prefix, since [`Loc`] already says it.
+fn strip_position(message: &str) -> &str {
+    let m = message.strip_prefix("error: ").unwrap_or(message);
+    match m.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
+        Some((pos, rest)) if pos.contains("column") => rest,
+        _ => m,
+    }
+}
+
+/// Converts a parser location into a [`Loc`] in `file`.
+pub(crate) fn loc(file: &str, l: &Location) -> Loc {
+    Loc {
+        file: file.to_string(),
+        line: l.line() as u32,
+        column: l.column() as u32,
+    }
+}
+
+/// The [`Loc`] where a spanned value was written.
+pub(crate) fn at<T>(file: &str, s: &Spanned<T>) -> Loc {
+    loc(file, &s.referenced)
+}
+
+/// Lists the `*.yaml`/`*.yml` files of a directory in name order, so loading is deterministic.
+pub(crate) fn yaml_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let read_err = |source| WorldError::Read {
+        path: dir.display().to_string(),
+        source,
+    };
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).map_err(read_err)? {
+        let path = entry.map_err(read_err)?.path();
+        let ext = path.extension().and_then(|e| e.to_str());
+        if matches!(ext, Some("yaml" | "yml")) {
+            files.push(path);
+        }
+    }
+    files.sort();
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(deny_unknown_fields)]
+    #[allow(dead_code)]
+    struct Small {
+        name: String,
+    }
+
+    #[test]
+    fn syntax_errors_carry_file_line_and_column() {
+        let err = parse::<Small>("a.yaml", "name: x\nnmae: y\n").unwrap_err();
+        let text = err.to_string();
+        assert!(text.starts_with("a.yaml:2:1: "), "{text}");
+        assert!(text.contains("unknown field `nmae`"), "{text}");
+        assert!(
+            !text.contains("line 2 column 1"),
+            "position said twice: {text}"
+        );
+    }
+}
