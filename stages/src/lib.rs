@@ -14,5 +14,6 @@ use prefflow_engine::Registry;
 /// Registers the domain's stage kinds so pipeline files can name them.
 pub fn register(registry: &mut Registry) {
     registry.register(kinds::LlmComplete);
+    registry.register(kinds::BuildWorld);
     knowu::register(registry);
 }

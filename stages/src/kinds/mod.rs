@@ -1,5 +1,7 @@
 //! The domain's stage kinds, one per file.
 
+mod build_world;
 mod llm_complete;
 
-pub use llm_complete::LlmComplete;
+pub use build_world::{input_error, BuildWorld, WORLD_TABLES};
+pub use llm_complete::{rows_as_json, LlmComplete};

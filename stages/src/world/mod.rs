@@ -5,6 +5,7 @@ pub mod app;
 mod assemble;
 pub mod clock;
 pub mod error;
+pub mod from_tables;
 pub mod history;
 pub mod knowu;
 pub mod persona;

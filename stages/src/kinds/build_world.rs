@@ -1,0 +1,169 @@
+//! `build_world`: apps + persona → profile, history, apps, app records (and the sources later
+//! stages rebuild the world from).
+
+use std::path::Path;
+
+use polars::prelude::*;
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use crate::world::summary::{summary, WorldSummary};
+use crate::world::{tables, HistoryParams, World, WorldError};
+
+/// Parameters of `build_world`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuildWorldParams {
+    /// Persona YAML file.
+    pub persona: String,
+    /// Directory of app YAML files.
+    #[serde(default = "default_apps")]
+    pub apps: String,
+    /// History events to synthesize.
+    #[serde(default = "default_events")]
+    pub events: usize,
+    /// Fraction of noise events.
+    #[serde(default = "default_noise")]
+    pub noise: f64,
+    /// Synthesis seed.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    /// Minimum evidence events per inferable entry.
+    #[serde(default = "default_min")]
+    pub min_per_entry: usize,
+}
+
+fn default_apps() -> String {
+    "datasets/apps".into()
+}
+fn default_events() -> usize {
+    HistoryParams::default().events
+}
+fn default_noise() -> f64 {
+    HistoryParams::default().noise
+}
+fn default_seed() -> u64 {
+    HistoryParams::default().seed
+}
+fn default_min() -> usize {
+    HistoryParams::default().min_per_entry
+}
+
+/// Builds the world the benchmark runs in, deterministically from its seed.
+pub struct BuildWorld;
+
+/// The tables `build_world` produces.
+pub const WORLD_TABLES: &[&str] = &[
+    "profile_entries",
+    "history_events",
+    "apps",
+    "app_records",
+    "sources",
+    "summary",
+];
+
+impl Kind for BuildWorld {
+    type Params = BuildWorldParams;
+    const NAME: &'static str = "build_world";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = WORLD_TABLES;
+    const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary (params: persona, apps, events, noise, seed)";
+
+    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        vec![params.persona.clone(), params.apps.clone()]
+    }
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let history = HistoryParams {
+            events: params.events,
+            noise: params.noise,
+            seed: params.seed,
+            min_per_entry: params.min_per_entry,
+        };
+        let apps_dir = ctx.resolve(&params.apps);
+        let persona_path = ctx.resolve(&params.persona);
+        let world = World::build(&apps_dir, &persona_path, &history).map_err(input_error)?;
+        let out = Tables::new([
+            (
+                "profile_entries",
+                tables::profile_entries(&world).map_err(input_error)?,
+            ),
+            (
+                "history_events",
+                tables::history_events(&world.history).map_err(input_error)?,
+            ),
+            ("apps", tables::apps(&world.catalog).map_err(input_error)?),
+            (
+                "app_records",
+                tables::app_records(&world.catalog).map_err(input_error)?,
+            ),
+            ("sources", sources_table(&apps_dir, &persona_path)?),
+            ("summary", summary_table(&summary(&world))?),
+        ]);
+        Ok(out)
+    }
+}
+
+/// World errors are problems in the user's dataset files: exit code 2 with the located message.
+pub fn input_error(e: WorldError) -> StageError {
+    StageError::Input(e.to_string())
+}
+
+/// The YAML texts the world was built from, so later stages rebuild it from tables alone.
+fn sources_table(apps_dir: &Path, persona: &Path) -> Result<DataFrame, StageError> {
+    let mut kind = Vec::new();
+    let mut name = Vec::new();
+    let mut text = Vec::new();
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(apps_dir)
+        .map_err(|e| StageError::Input(format!("{}: {e}", apps_dir.display())))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let read = |p: &Path| {
+        std::fs::read_to_string(p).map_err(|e| StageError::Input(format!("{}: {e}", p.display())))
+    };
+    for f in &files {
+        kind.push("app");
+        name.push(file_name(f));
+        text.push(read(f)?);
+    }
+    kind.push("persona");
+    name.push(file_name(persona));
+    text.push(read(persona)?);
+    Ok(df!("kind" => kind, "name" => name, "text" => text)?)
+}
+
+fn file_name(p: &Path) -> String {
+    p.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
+}
+
+/// The summary as rows of (section, key, count), printable with `prefflow show world.summary`.
+fn summary_table(s: &WorldSummary) -> Result<DataFrame, StageError> {
+    let mut rows: Vec<(&str, String, u64)> = vec![
+        ("total", "apps".into(), s.apps as u64),
+        ("total", "records".into(), s.records as u64),
+        ("total", "events".into(), s.events as u64),
+        ("total", "signal".into(), s.signal as u64),
+        ("total", "noise".into(), s.noise as u64),
+        ("total", "profile_entries".into(), s.entries as u64),
+        ("total", "situational_facts".into(), s.situational as u64),
+    ];
+    let sections = [
+        ("records_per_app", &s.records_per_app),
+        ("events_per_app", &s.events_per_app),
+        ("events_per_month", &s.events_per_month),
+        ("entries_per_dimension", &s.entries_per_dimension),
+    ];
+    for (section, map) in sections {
+        rows.extend(map.iter().map(|(k, v)| (section, k.clone(), *v as u64)));
+    }
+    Ok(df!(
+        "section" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "key" => rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>(),
+        "count" => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+    )?)
+}
