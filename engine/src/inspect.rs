@@ -18,7 +18,7 @@ use crate::plan::{Instance, Plan};
 use crate::record::{
     load_last_run, load_latest, most_recent_pipeline, pipelines, InstanceRecord, RunRecord, Status,
 };
-use crate::store::Store;
+use crate::store::{Store, TMP_SUFFIX};
 
 /// Item counts a run would see.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -477,7 +477,7 @@ pub fn gc(store: &dyn Store, dry_run: bool) -> Result<GcReport> {
     let mut report = GcReport::default();
     for prefix in ["recipes", "items", "blobs", "tmp"] {
         for key in store.list(prefix)? {
-            if keep.contains(&key) || (prefix == "tmp" && writer_is_alive(&key)) {
+            if keep.contains(&key) || (key.ends_with(TMP_SUFFIX) && writer_is_alive(&key)) {
                 report.kept += 1;
                 continue;
             }
@@ -491,10 +491,14 @@ pub fn gc(store: &dyn Store, dry_run: bool) -> Result<GcReport> {
     Ok(report)
 }
 
-/// Temporary files are named `<pid>-<n>.tmp`; one whose writer still runs is in flight.
+/// Temporary files are named `.<name>.<pid>-<n>.tmp`; one whose writer still runs is in flight.
 fn writer_is_alive(key: &str) -> bool {
     let name = key.rsplit('/').next().unwrap_or_default();
-    let pid = name.split('-').next().unwrap_or_default();
+    let pid = name
+        .rsplit('.')
+        .nth(1)
+        .and_then(|p| p.split('-').next())
+        .unwrap_or_default();
     !pid.is_empty()
         && pid.chars().all(|c| c.is_ascii_digit())
         && Path::new(&format!("/proc/{pid}")).exists()

@@ -77,13 +77,20 @@ impl FsStore {
         Ok(())
     }
 
-    fn tmp_path(&self) -> PathBuf {
+    /// A temporary name next to `path`: renames stay within one directory, and concurrent
+    /// writers spread over the store's shard directories instead of contending on one.
+    fn tmp_path(&self, path: &Path) -> PathBuf {
         let n = TMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-        self.root
-            .join("tmp")
-            .join(format!("{}-{n}.tmp", std::process::id()))
+        let name = path
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        path.with_file_name(format!(".{name}.{}-{n}{TMP_SUFFIX}", std::process::id()))
     }
 }
+
+/// Suffix of in-flight temporary files (`gc` removes those whose writer is gone).
+pub const TMP_SUFFIX: &str = ".tmp";
 
 impl Store for FsStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
@@ -97,8 +104,8 @@ impl Store for FsStore {
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
         let path = self.path(key);
-        let tmp = self.tmp_path();
-        for dir in [path.parent(), tmp.parent()].into_iter().flatten() {
+        let tmp = self.tmp_path(&path);
+        if let Some(dir) = path.parent() {
             self.ensure_dir(dir)?;
         }
         std::fs::write(&tmp, bytes).map_err(|e| Self::io(&tmp, e))?;
@@ -173,7 +180,11 @@ mod tests {
         );
         assert_eq!(store.get("a/missing").expect("get"), None);
         assert_eq!(store.list("a").expect("list"), vec!["a/b.json".to_string()]);
-        assert!(store.list("tmp").expect("list tmp").is_empty());
+        assert!(store
+            .list("a")
+            .expect("list")
+            .iter()
+            .all(|k| !k.ends_with(TMP_SUFFIX)));
         store.delete("a/b.json").expect("delete");
         assert!(!store.exists("a/b.json").expect("exists"));
         let _ = std::fs::remove_dir_all(dir);
