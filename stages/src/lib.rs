@@ -15,5 +15,6 @@ use prefflow_engine::Registry;
 pub fn register(registry: &mut Registry) {
     registry.register(kinds::LlmComplete);
     registry.register(kinds::BuildWorld);
+    registry.register(kinds::ImportPersona);
     knowu::register(registry);
 }
