@@ -97,7 +97,7 @@ enum Command {
     },
     /// Print a stage's tables from the latest successful run (or `errors` for the last run's errors).
     Show {
-        /// STAGE, STAGE.TABLE, or `errors`.
+        /// STAGE, STAGE.TABLE, STAGE.* (every table), or `errors`.
         target: String,
         /// Pipeline name (default: the most recently run).
         #[arg(long, short)]
@@ -560,6 +560,14 @@ fn show(
             df.height(),
             df.width()
         );
+        // A world summary prints whole, grouped, like the papers' statistics.
+        if let Some(text) = (table == "summary")
+            .then(|| prefflow_stages::world::summary::render_table(&df))
+            .flatten()
+        {
+            print!("{text}");
+            continue;
+        }
         // SAFETY-free: single-threaded here, before any printing.
         std::env::set_var("POLARS_FMT_MAX_ROWS", head.to_string());
         std::env::set_var("POLARS_FMT_STR_LEN", "60");
