@@ -40,7 +40,11 @@ fn knowu_personas_pipeline_imports_the_published_counts() {
         .args(["run", file, "--progress", "none"])
         .output()
         .expect("spawn prefflow");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     for (name, clean, noisy) in [
         ("developer", 138, 184),
         ("student", 96, 128),
@@ -51,9 +55,15 @@ fn knowu_personas_pipeline_imports_the_published_counts() {
         assert_eq!((c.height(), n.height()), (clean, noisy), "{name}");
         assert!(strs(&c, "label").iter().all(|l| l == "signal"), "{name}");
         let signal = strs(&n, "label").iter().filter(|l| *l == "signal").count();
-        assert_eq!(signal, clean, "{name}: the noisy log keeps every signal entry");
+        assert_eq!(
+            signal, clean,
+            "{name}: the noisy log keeps every signal entry"
+        );
         assert!(strs(&n, "persona").iter().all(|p| p == name));
-        same_as_log(&n, &knowu_dir().join(format!("user_logs/{name}_noise_25pct.json")));
+        same_as_log(
+            &n,
+            &knowu_dir().join(format!("user_logs/{name}_noise_25pct.json")),
+        );
         let p = ws.table(&format!("{name}.profile_entries"), None);
         assert!(p.height() >= 40, "{name}: {} entries", p.height());
         let dims = strs(&p, "dimension");
@@ -73,9 +83,17 @@ fn same_as_log(df: &DataFrame, log: &Path) {
     for (i, r) in raw.iter().enumerate() {
         let t = r["time"].as_str().expect("time");
         assert!(t.starts_with(&time[i]), "row {i}: {t} vs {}", time[i]);
-        assert_eq!(r["location"].as_str(), Some(location[i].as_str()), "row {i}");
+        assert_eq!(
+            r["location"].as_str(),
+            Some(location[i].as_str()),
+            "row {i}"
+        );
         assert_eq!(r["action"].as_str(), Some(text[i].as_str()), "row {i}");
-        assert_eq!(r["category"].as_str(), Some(category[i].as_str()), "row {i}");
+        assert_eq!(
+            r["category"].as_str(),
+            Some(category[i].as_str()),
+            "row {i}"
+        );
     }
 }
 
@@ -138,16 +156,22 @@ fn bad_persona_files_are_input_errors_naming_the_place() {
     let ws = Workspace::new();
     let bad = LOG.replace("2026-02-02T21:30:00+00:00", "last tuesday");
     fabricated(&ws, "ada/bad.json", &bad);
-    let run = ws.cli(&["run", "ada.yaml", "--progress", "none"]).expect_code(2);
+    let run = ws
+        .cli(&["run", "ada.yaml", "--progress", "none"])
+        .expect_code(2);
     assert!(
         run.stderr.contains("ada/bad.json entry #3") && run.stderr.contains("last tuesday"),
         "{}",
         run.stderr
     );
     ws.write("ada/profile.yaml", "user_profile: [unclosed\n");
-    let run = ws.cli(&["run", "ada.yaml", "--progress", "none"]).expect_code(2);
+    let run = ws
+        .cli(&["run", "ada.yaml", "--progress", "none"])
+        .expect_code(2);
     assert!(run.stderr.contains("ada/profile.yaml:"), "{}", run.stderr);
     std::fs::remove_file(ws.path().join("ada/profile.yaml")).expect("rm");
-    let run = ws.cli(&["run", "ada.yaml", "--progress", "none"]).expect_code(2);
+    let run = ws
+        .cli(&["run", "ada.yaml", "--progress", "none"])
+        .expect_code(2);
     assert!(run.stderr.contains("ada/profile.yaml"), "{}", run.stderr);
 }
