@@ -129,6 +129,8 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Serve the simulated phone over HTTP/JSON (see README: "Serving the phone").
+    ServeEnv(ServeArgs),
     /// Print the JSON Schema of the pipeline format.
     Schema,
     /// List the registered stage kinds.
@@ -143,6 +145,28 @@ struct Select {
     /// Run only this stage and what it needs (repeatable).
     #[arg(long)]
     only: Vec<String>,
+}
+
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Interface to bind; the phone has no authentication, so keep it on loopback.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: std::net::IpAddr,
+    /// Port; 0 picks a free one (the first stdout line says which).
+    #[arg(long, default_value = "8765")]
+    port: u16,
+    /// Directory of app YAML files.
+    #[arg(long, default_value = "datasets/apps")]
+    apps: PathBuf,
+    /// Persona YAML file.
+    #[arg(long, default_value = "datasets/personas/maya.yaml")]
+    persona: PathBuf,
+    /// History events to synthesize.
+    #[arg(long, default_value = "3051")]
+    events: usize,
+    /// History synthesis seed.
+    #[arg(long, default_value = "7")]
+    seed: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -334,6 +358,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
+        Command::ServeEnv(args) => serve_env(args).map(|()| 0),
         Command::Schema => {
             println!(
                 "{}",
@@ -353,6 +378,29 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
     }
+}
+
+fn serve_env(a: &ServeArgs) -> anyhow::Result<()> {
+    use prefflow_stages::serve::{serve_env, ServeOptions};
+    let opts = ServeOptions {
+        bind: a.bind,
+        port: a.port,
+        apps: a.apps.clone(),
+        persona: a.persona.clone(),
+        history: prefflow_stages::world::HistoryParams {
+            events: a.events,
+            seed: a.seed,
+            ..Default::default()
+        },
+    };
+    let ready = |addr| {
+        println!("listening on http://{addr}");
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    };
+    serve_env(&opts, ready).map_err(|e| match e.is_user_error() {
+        true => Error::Usage(e.to_string()).into(),
+        false => e.into(),
+    })
 }
 
 fn most_recent_file(store: &FsStore) -> anyhow::Result<PathBuf> {

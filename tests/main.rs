@@ -12,3 +12,4 @@ mod llm_client;
 mod llm_pipeline;
 mod world_evidence;
 mod world_import;
+mod world_serve;
