@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod bench;
+mod bench_world;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -64,7 +65,7 @@ enum Command {
     },
     /// Measure performance on generated workloads (see BENCHMARKS.md).
     Bench {
-        /// Which figures: engine, llm or all.
+        /// Which figures: engine, llm, world or all.
         #[arg(value_enum, default_value = "all")]
         suite: BenchSuite,
         /// Scratch directory for the workloads.
@@ -182,6 +183,7 @@ enum BenchSuite {
     All,
     Engine,
     Llm,
+    World,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -289,6 +291,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             }
             if matches!(suite, BenchSuite::All | BenchSuite::Llm) {
                 figures.extend(bench::llm(dir, *requests, 64, 100)?);
+            }
+            if matches!(suite, BenchSuite::All | BenchSuite::World) {
+                figures.extend(bench_world::world(Path::new("datasets"))?);
             }
             println!("| figure | measured | target |\n|---|---|---|");
             for f in figures {
