@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod bench;
+mod bench_world;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -64,7 +65,7 @@ enum Command {
     },
     /// Measure performance on generated workloads (see BENCHMARKS.md).
     Bench {
-        /// Which figures: engine, llm or all.
+        /// Which figures: engine, llm, world or all.
         #[arg(value_enum, default_value = "all")]
         suite: BenchSuite,
         /// Scratch directory for the workloads.
@@ -97,7 +98,7 @@ enum Command {
     },
     /// Print a stage's tables from the latest successful run (or `errors` for the last run's errors).
     Show {
-        /// STAGE, STAGE.TABLE, or `errors`.
+        /// STAGE, STAGE.TABLE, STAGE.* (every table), or `errors`.
         target: String,
         /// Pipeline name (default: the most recently run).
         #[arg(long, short)]
@@ -129,6 +130,8 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Serve the simulated phone over HTTP/JSON (see README: "Serving the phone").
+    ServeEnv(ServeArgs),
     /// Print the JSON Schema of the pipeline format.
     Schema,
     /// List the registered stage kinds.
@@ -145,6 +148,28 @@ struct Select {
     only: Vec<String>,
 }
 
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Interface to bind; the phone has no authentication, so keep it on loopback.
+    #[arg(long, default_value = "127.0.0.1")]
+    bind: std::net::IpAddr,
+    /// Port; 0 picks a free one (the first stdout line says which).
+    #[arg(long, default_value = "8765")]
+    port: u16,
+    /// Directory of app YAML files.
+    #[arg(long, default_value = "datasets/apps")]
+    apps: PathBuf,
+    /// Persona YAML file.
+    #[arg(long, default_value = "datasets/personas/maya.yaml")]
+    persona: PathBuf,
+    /// History events to synthesize.
+    #[arg(long, default_value = "3051")]
+    events: usize,
+    /// History synthesis seed.
+    #[arg(long, default_value = "7")]
+    seed: u64,
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum ProgressArg {
     Auto,
@@ -158,6 +183,7 @@ enum BenchSuite {
     All,
     Engine,
     Llm,
+    World,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -266,6 +292,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             if matches!(suite, BenchSuite::All | BenchSuite::Llm) {
                 figures.extend(bench::llm(dir, *requests, 64, 100)?);
             }
+            if matches!(suite, BenchSuite::All | BenchSuite::World) {
+                figures.extend(bench_world::world(Path::new("datasets"))?);
+            }
             println!("| figure | measured | target |\n|---|---|---|");
             for f in figures {
                 println!("| {} | {} | {} |", f.name, f.value, f.target);
@@ -334,6 +363,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             );
             Ok(0)
         }
+        Command::ServeEnv(args) => serve_env(args).map(|()| 0),
         Command::Schema => {
             println!(
                 "{}",
@@ -353,6 +383,29 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
     }
+}
+
+fn serve_env(a: &ServeArgs) -> anyhow::Result<()> {
+    use prefflow_stages::serve::{serve_env, ServeOptions};
+    let opts = ServeOptions {
+        bind: a.bind,
+        port: a.port,
+        apps: a.apps.clone(),
+        persona: a.persona.clone(),
+        history: prefflow_stages::world::HistoryParams {
+            events: a.events,
+            seed: a.seed,
+            ..Default::default()
+        },
+    };
+    let ready = |addr| {
+        println!("listening on http://{addr}");
+        let _ = std::io::Write::flush(&mut std::io::stdout());
+    };
+    serve_env(&opts, ready).map_err(|e| match e.is_user_error() {
+        true => Error::Usage(e.to_string()).into(),
+        false => e.into(),
+    })
 }
 
 fn most_recent_file(store: &FsStore) -> anyhow::Result<PathBuf> {
@@ -560,6 +613,14 @@ fn show(
             df.height(),
             df.width()
         );
+        // A world summary prints whole, grouped, like the papers' statistics.
+        if let Some(text) = (table == "summary")
+            .then(|| prefflow_stages::world::summary::render_table(&df))
+            .flatten()
+        {
+            print!("{text}");
+            continue;
+        }
         // SAFETY-free: single-threaded here, before any printing.
         std::env::set_var("POLARS_FMT_MAX_ROWS", head.to_string());
         std::env::set_var("POLARS_FMT_STR_LEN", "60");

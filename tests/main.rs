@@ -10,3 +10,6 @@ mod engine_tools;
 mod knowu;
 mod llm_client;
 mod llm_pipeline;
+mod world_evidence;
+mod world_import;
+mod world_serve;

@@ -344,14 +344,15 @@ pub fn record_for_show(store: &dyn Store, pipeline: Option<&str>) -> Result<RunR
     })
 }
 
-/// The tables `show STAGE[.table] [--variant V]` refers to.
+/// The tables `show STAGE[.table] [--variant V]` refers to; `STAGE.*` means every table.
 pub fn find_tables(
     record: &RunRecord,
     target: &str,
     variant: Option<&str>,
 ) -> Result<Vec<(String, String, TableEntry)>> {
     let (stage, table) = match target.split_once('.') {
-        Some((s, t)) => (s, Some(t)),
+        Some((s, t)) if t != "*" => (s, Some(t)),
+        Some((s, _)) => (s, None),
         None => (target, None),
     };
     let all: Vec<&InstanceRecord> = record

@@ -1,12 +1,13 @@
 //! # prefflow-stages
 //!
 //! The benchmark domain: the `world` (apps, persona, history and the simulated phone), model
-//! calls, KnowU-Bench interop, and one module per stage kind. This crate depends on the engine;
-//! the engine never depends on it.
+//! calls, KnowU-Bench interop, the phone served over HTTP (`serve`), and one module per stage
+//! kind. This crate depends on the engine; the engine never depends on it.
 
 pub mod kinds;
 pub mod knowu;
 pub mod llm;
+pub mod serve;
 pub mod world;
 
 use prefflow_engine::Registry;
@@ -15,5 +16,6 @@ use prefflow_engine::Registry;
 pub fn register(registry: &mut Registry) {
     registry.register(kinds::LlmComplete);
     registry.register(kinds::BuildWorld);
+    registry.register(kinds::ImportPersona);
     knowu::register(registry);
 }

@@ -65,7 +65,7 @@ pub const WORLD_TABLES: &[&str] = &[
 impl Kind for BuildWorld {
     type Params = BuildWorldParams;
     const NAME: &'static str = "build_world";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = WORLD_TABLES;
     const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary (params: persona, apps, events, noise, seed)";
 
@@ -142,7 +142,7 @@ fn file_name(p: &Path) -> String {
 }
 
 /// The summary as rows of (section, key, count), printable with `prefflow show world.summary`.
-fn summary_table(s: &WorldSummary) -> Result<DataFrame, StageError> {
+pub(crate) fn summary_table(s: &WorldSummary) -> Result<DataFrame, StageError> {
     let mut rows: Vec<(&str, String, u64)> = vec![
         ("total", "apps".into(), s.apps as u64),
         ("total", "records".into(), s.records as u64),

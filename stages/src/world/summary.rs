@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use polars::prelude::{DataFrame, DataType};
 use serde::Serialize;
 
 use super::history::{HistoryEvent, Label};
@@ -99,6 +100,29 @@ impl fmt::Display for WorldSummary {
     }
 }
 
+/// Renders a `summary` table (columns `section`, `key`, `count`, as `build_world` and
+/// `import_persona` write it) as grouped text like the papers' statistics tables, so
+/// `prefflow show world.summary` reads at a glance. `None` when the columns do not fit.
+pub fn render_table(df: &DataFrame) -> Option<String> {
+    let section = df.column("section").ok()?.str().ok()?;
+    let key = df.column("key").ok()?.str().ok()?;
+    let count = df.column("count").ok()?.cast(&DataType::UInt64).ok()?;
+    let count = count.u64().ok()?;
+    let mut out = String::new();
+    let mut current = None;
+    for i in 0..df.height() {
+        let s = section.get(i).unwrap_or_default();
+        if current != Some(s) {
+            out.push_str(&format!("{}:\n", s.replace('_', " ")));
+            current = Some(s);
+        }
+        let k = key.get(i).unwrap_or_default();
+        let n = count.get(i).unwrap_or_default();
+        out.push_str(&format!("  {k:<24} {n:>6}\n"));
+    }
+    Some(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -118,5 +142,23 @@ mod tests {
             text.contains("events per month:") && text.contains("2025-03"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn summary_tables_render_grouped_and_other_tables_do_not() {
+        let df = polars::df!(
+            "section" => ["total", "total", "events_per_month"],
+            "key" => ["apps", "events", "2025-03"],
+            "count" => [26u64, 3051, 400],
+        )
+        .unwrap();
+        let text = render_table(&df).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "total:");
+        assert!(lines[2].starts_with("  events") && lines[2].ends_with("3051"));
+        assert_eq!(lines[3], "events per month:");
+        assert_eq!(lines.len(), 5);
+        let other = polars::df!("a" => [1u64]).unwrap();
+        assert!(render_table(&other).is_none());
     }
 }

@@ -33,7 +33,8 @@ fn list(name: &str, values: impl Iterator<Item = Vec<String>>) -> Column {
 }
 
 /// One row per profile entry: id, dimension, key, value (display text), value_json, mention,
-/// source, shift_from, shift_changed (null when no shift), evidence (ids of supporting events).
+/// source, shift_from, shift_from_mention, shift_changed (null when no shift), evidence (ids of
+/// supporting events).
 pub fn profile_entries(world: &World) -> Result<DataFrame> {
     profile_table(&world.persona.profile, &world.history)
 }
@@ -53,6 +54,10 @@ pub fn profile_table(entries: &[ProfileEntry], history: &[HistoryEvent]) -> Resu
         .iter()
         .map(|e| e.shift.as_ref().map(|s| display(&s.from)))
         .collect();
+    let shift_from_mention: Vec<Option<String>> = entries
+        .iter()
+        .map(|e| e.shift.as_ref().map(|s| s.from_mention.clone()))
+        .collect();
     let shift_changed: Vec<Option<String>> = entries
         .iter()
         .map(|e| e.shift.as_ref().map(|s| s.changed.to_string()))
@@ -66,6 +71,7 @@ pub fn profile_table(entries: &[ProfileEntry], history: &[HistoryEvent]) -> Resu
         text("mention", entries.iter().map(|e| &e.mention)),
         text("source", entries.iter().map(|e| e.source.as_str())),
         Column::new("shift_from".into(), shift_from),
+        Column::new("shift_from_mention".into(), shift_from_mention),
         Column::new("shift_changed".into(), shift_changed),
         list(
             "evidence",
@@ -177,6 +183,7 @@ mod tests {
                 "mention",
                 "source",
                 "shift_from",
+                "shift_from_mention",
                 "shift_changed",
                 "evidence"
             ]

@@ -1,0 +1,311 @@
+//! The world's evidence properties, proven from `pipelines/world.yaml`'s output Parquet tables
+//! (not from the library's in-memory structures), plus the tables → world round trip and
+//! `show world.*`.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use polars::prelude::*;
+use prefflow_stages::world::from_tables::world_from_tables;
+use prefflow_stages::world::{tables, HistoryParams, World};
+
+use crate::common::Workspace;
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir").flatten() {
+        let p = entry.path();
+        if p.is_dir() {
+            copy_dir(&p, &to.join(entry.file_name()));
+        } else {
+            std::fs::copy(&p, to.join(entry.file_name())).expect("copy");
+        }
+    }
+}
+
+/// A workspace holding the repository's datasets and world pipeline, already run.
+fn world_workspace() -> Workspace {
+    let ws = Workspace::new();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    copy_dir(&root.join("datasets"), &ws.path().join("datasets"));
+    copy_dir(&root.join("pipelines"), &ws.path().join("pipelines"));
+    ws.run_ok("pipelines/world.yaml", &[]);
+    ws
+}
+
+fn strs(df: &DataFrame, col: &str) -> Vec<Option<String>> {
+    df.column(col)
+        .expect("column")
+        .str()
+        .expect("str column")
+        .iter()
+        .map(|s| s.map(str::to_string))
+        .collect()
+}
+
+fn text(df: &DataFrame, col: &str) -> Vec<String> {
+    strs(df, col)
+        .into_iter()
+        .map(Option::unwrap_or_default)
+        .collect()
+}
+
+fn lists(df: &DataFrame, col: &str) -> Vec<Vec<String>> {
+    let ca = df.column(col).expect("column").list().expect("list column");
+    (0..df.height())
+        .map(|i| {
+            ca.get_as_series(i)
+                .map(|s| {
+                    s.str()
+                        .expect("str items")
+                        .iter()
+                        .flatten()
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// Whole-word, case-insensitive occurrence (a phrase may not continue a word at either end).
+fn mentions(text: &str, phrase: &str) -> bool {
+    let (text, phrase) = (text.to_lowercase(), phrase.trim().to_lowercase());
+    if phrase.is_empty() {
+        return false;
+    }
+    let word = |c: Option<char>| c.is_some_and(char::is_alphanumeric);
+    let starts = word(phrase.chars().next());
+    let ends = word(phrase.chars().last());
+    text.match_indices(&phrase).any(|(i, _)| {
+        (!starts || !word(text[..i].chars().last()))
+            && (!ends || !word(text[i + phrase.len()..].chars().next()))
+    })
+}
+
+/// Days since 0000-03-01 of a `YYYY-MM-DD…` timestamp (civil calendar).
+fn day_number(t: &str) -> i64 {
+    let y: i64 = t[0..4].parse().expect("year");
+    let m: i64 = t[5..7].parse().expect("month");
+    let d: i64 = t[8..10].parse().expect("day");
+    let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+    365 * y + y / 4 - y / 100 + y / 400 + (153 * m + 2) / 5 + d - 1
+}
+
+struct History {
+    id: Vec<String>,
+    time: Vec<String>,
+    text: Vec<String>,
+    label: Vec<String>,
+    supports: Vec<Vec<String>>,
+}
+
+impl History {
+    fn read(df: &DataFrame) -> Self {
+        Self {
+            id: text(df, "event_id"),
+            time: text(df, "time"),
+            text: text(df, "text"),
+            label: text(df, "label"),
+            supports: lists(df, "supports"),
+        }
+    }
+
+    /// Row indices of the events supporting each entry id.
+    fn by_entry(&self) -> HashMap<&str, Vec<usize>> {
+        let mut out: HashMap<&str, Vec<usize>> = HashMap::new();
+        for (i, s) in self.supports.iter().enumerate() {
+            for e in s {
+                out.entry(e.as_str()).or_default().push(i);
+            }
+        }
+        out
+    }
+}
+
+#[test]
+fn world_tables_prove_the_evidence_properties() {
+    let ws = world_workspace();
+    let h = History::read(&ws.table("world.history_events", None));
+    let p = ws.table("world.profile_entries", None);
+    // 3,051 events in time order over at least six months.
+    assert_eq!(h.id.len(), 3051);
+    assert!(h.time.windows(2).all(|w| w[0] <= w[1]), "time order");
+    let span = day_number(&h.time[3050]) - day_number(&h.time[0]);
+    assert!(span >= 182, "history spans {span} days");
+    let by_entry = h.by_entry();
+    let (ids, source) = (text(&p, "id"), text(&p, "source"));
+    let (mention, evidence) = (text(&p, "mention"), lists(&p, "evidence"));
+    let (from_mention, changed) = (strs(&p, "shift_from_mention"), strs(&p, "shift_changed"));
+    let mut inferable = 0;
+    for (r, id) in ids.iter().enumerate() {
+        let rows = by_entry.get(id.as_str()).cloned().unwrap_or_default();
+        let ev_ids: Vec<&String> = rows.iter().map(|&i| &h.id[i]).collect();
+        assert_eq!(
+            ev_ids.len(),
+            evidence[r].len(),
+            "{id}: the two tables agree"
+        );
+        assert!(rows.iter().all(|&i| h.label[i] == "signal"), "{id}");
+        if source[r] == "inferable" {
+            inferable += 1;
+            assert!(rows.len() >= 3, "{id}: {} supporting events", rows.len());
+        } else {
+            assert!(rows.is_empty(), "{id} ({}) is evidenced", source[r]);
+        }
+        if let (Some(from), Some(day)) = (&from_mention[r], &changed[r]) {
+            let (before, after): (Vec<usize>, Vec<usize>) =
+                rows.iter().partition(|&&i| h.time[i][..10] < *day.as_str());
+            assert!(before.len() >= 3 && after.len() >= 3, "{id}: shift sides");
+            for i in before {
+                assert!(
+                    mentions(&h.text[i], from) && !mentions(&h.text[i], &mention[r]),
+                    "{id} before {day}: {}",
+                    h.text[i]
+                );
+            }
+            for i in after {
+                assert!(
+                    mentions(&h.text[i], &mention[r]) && !mentions(&h.text[i], from),
+                    "{id} after {day}: {}",
+                    h.text[i]
+                );
+            }
+        }
+    }
+    assert!(inferable >= 92, "{inferable} inferable entries");
+    assert!(changed.iter().flatten().count() >= 4, "shifted entries");
+    noise_supports_nothing(&h, &p);
+    ask_only_values_never_appear(&ws, &h, &p);
+}
+
+fn noise_supports_nothing(h: &History, p: &DataFrame) {
+    let inferable: Vec<(String, Option<String>)> = text(p, "source")
+        .iter()
+        .zip(
+            text(p, "mention")
+                .into_iter()
+                .zip(strs(p, "shift_from_mention")),
+        )
+        .filter(|(s, _)| *s == "inferable")
+        .map(|(_, m)| m)
+        .collect();
+    let mut noise = 0;
+    for i in (0..h.id.len()).filter(|&i| h.label[i] == "noise") {
+        noise += 1;
+        assert!(h.supports[i].is_empty(), "{}", h.id[i]);
+        for (m, from) in &inferable {
+            assert!(!mentions(&h.text[i], m), "noise {} mentions {m}", h.id[i]);
+            if let Some(f) = from {
+                assert!(!mentions(&h.text[i], f), "noise {} mentions {f}", h.id[i]);
+            }
+        }
+    }
+    assert_eq!(noise, 610, "noise fraction 0.2 of 3,051");
+}
+
+/// Ask-only entries (from `profile_entries`) and situational facts (from the persona source in
+/// `sources`) never leak into any history text.
+fn ask_only_values_never_appear(ws: &Workspace, h: &History, p: &DataFrame) {
+    let mut phrases: Vec<String> = text(p, "source")
+        .iter()
+        .zip(text(p, "mention"))
+        .filter(|(s, _)| *s == "ask_only")
+        .map(|(_, m)| m)
+        .collect();
+    let world = world_from_tables(
+        &ws.table("world.sources", None),
+        &ws.table("world.history_events", None),
+    )
+    .expect("world from tables");
+    for s in &world.persona.situational {
+        phrases.extend(s.leaks.iter().cloned());
+        if let Some(v) = s.value.as_str().filter(|v| v.len() >= 3) {
+            phrases.push(v.to_string());
+        }
+    }
+    assert!(phrases.len() >= 10, "{phrases:?}");
+    for (i, t) in h.text.iter().enumerate() {
+        for ph in &phrases {
+            assert!(!mentions(t, ph), "{} leaks {ph}: {t}", h.id[i]);
+        }
+    }
+}
+
+#[test]
+fn the_world_rebuilt_from_tables_equals_the_built_one() {
+    let ws = world_workspace();
+    let sources = ws.table("world.sources", None);
+    let history = ws.table("world.history_events", None);
+    let rebuilt = world_from_tables(&sources, &history).expect("world from tables");
+    let d = ws.path().join("datasets");
+    let built = World::build(
+        &d.join("apps"),
+        &d.join("personas/maya.yaml"),
+        &HistoryParams::default(),
+    )
+    .expect("world builds");
+    assert_eq!(rebuilt.history, built.history);
+    assert_eq!(rebuilt.persona.id, built.persona.id);
+    assert_eq!(rebuilt.persona.now, built.persona.now);
+    assert_eq!(
+        rebuilt.persona.situational.len(),
+        built.persona.situational.len()
+    );
+    let same = |a: DataFrame, b: DataFrame| a.equals_missing(&b);
+    assert!(same(
+        tables::app_records(&rebuilt.catalog).expect("table"),
+        ws.table("world.app_records", None)
+    ));
+    assert!(same(
+        tables::apps(&rebuilt.catalog).expect("table"),
+        tables::apps(&built.catalog).expect("table")
+    ));
+    assert!(same(
+        tables::profile_entries(&rebuilt).expect("table"),
+        ws.table("world.profile_entries", None)
+    ));
+}
+
+#[test]
+fn show_world_star_prints_every_table_and_the_whole_summary() {
+    let ws = world_workspace();
+    let out = ws
+        .cli(&["show", "world.*", "--head", "2"])
+        .expect_code(0)
+        .stdout;
+    for t in [
+        "profile_entries: 103",
+        "history_events: 3051",
+        "apps: 26",
+        "app_records",
+        "sources",
+        "summary",
+    ] {
+        assert!(out.contains(&format!("world.{t}")), "missing {t}:\n{out}");
+    }
+    let summary = out.split("world.summary").nth(1).expect("summary last");
+    for line in [
+        "total:",
+        "events per month:",
+        "entries per dimension:",
+        "events per app:",
+    ] {
+        assert!(
+            summary.lines().any(|l| l == line),
+            "missing {line}:\n{summary}"
+        );
+    }
+    // Every app and all seven months are listed despite --head 2.
+    assert!(
+        summary
+            .lines()
+            .filter(|l| l.trim_start().starts_with("2025-"))
+            .count()
+            >= 7
+    );
+    assert!(
+        summary.contains("  zipride") && summary.contains("  noise"),
+        "{summary}"
+    );
+}
