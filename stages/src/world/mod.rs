@@ -5,6 +5,7 @@ pub mod app;
 mod assemble;
 pub mod clock;
 pub mod error;
+mod hash;
 pub mod history;
 pub mod knowu;
 pub mod persona;
