@@ -11,7 +11,7 @@ use super::overlay::Overlay;
 
 /// What a successful submission did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OpOutcome {
+pub(crate) struct OpOutcome {
     /// The rendered result message.
     pub message: String,
     /// `(table, id)` of each record inserted, in order.

@@ -19,7 +19,6 @@ use serde_json::{Map, Value};
 
 pub use action::{Action, ActionSpace, Direction, Observation, Status};
 pub use diff::{TableDiff, UpdatedRecord, WorldDiff};
-pub use exec::OpOutcome;
 pub use overlay::Overlay;
 pub use overrides::{DataEdit, OverrideError, Overrides, ProfileEdit};
 pub use tools::{tool_specs, ParamSpec, ToolSpec};
