@@ -32,29 +32,52 @@ fn args(v: Value) -> Map<String, Value> {
     v.as_object().cloned().unwrap_or_default()
 }
 
+/// Runs the sections whose name contains the first non-flag argument (all when none is given),
+/// e.g. `cargo bench -p prefflow-stages --bench world -- tools`.
 fn main() {
+    let filter = std::env::args()
+        .skip(1)
+        .find(|a| !a.starts_with("--"))
+        .unwrap_or_default();
+    let on = |name: &str| name.contains(filter.as_str());
     let d = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../datasets");
     let (apps, persona) = (d.join("apps"), d.join("personas/maya.yaml"));
+    let world = World::build(&apps, &persona, &HistoryParams::default()).expect("world builds");
+    if on("load") {
+        load_and_synthesize(&apps, &persona, &world);
+    }
+    if on("tools") {
+        tool_steps(&world);
+    }
+    if on("gui") {
+        gui_steps(&world);
+    }
+    if on("tables") {
+        table_times(&world);
+    }
+}
+
+fn load_and_synthesize(apps: &std::path::Path, persona: &std::path::Path, world: &World) {
     let load = time(20, || {
-        let cat = Catalog::load_dir(&apps).expect("apps load");
-        Persona::load(&persona, &cat).expect("persona loads")
+        let cat = Catalog::load_dir(apps).expect("apps load");
+        Persona::load(persona, &cat).expect("persona loads")
     });
     println!("load 26 apps + persona (validated):   {load:>10.2?}");
-    let world = World::build(&apps, &persona, &HistoryParams::default()).expect("world builds");
     let synth = time(20, || {
         synthesize(&world.catalog, &world.persona, &HistoryParams::default()).expect("synthesizes")
     });
     println!("synthesize 3,051 history events:       {synth:>10.2?}");
     let new = time(1000, || {
-        Phone::new(&world, EpisodeConfig::default(), Box::new(NoUser)).map(|p| p.is_finished())
+        Phone::new(world, EpisodeConfig::default(), Box::new(NoUser)).map(|p| p.is_finished())
     });
     println!("Phone::new (empty overlay):            {new:>10.2?}");
-    tool_steps(&world);
-    gui_steps(&world);
+}
+
+fn table_times(world: &World) {
     for (name, secs) in [
         (
             "profile_entries",
-            time(20, || tables::profile_entries(&world).map(|t| t.height())).as_secs_f64(),
+            time(20, || tables::profile_entries(world).map(|t| t.height())).as_secs_f64(),
         ),
         (
             "history_events",

@@ -162,6 +162,11 @@ fn split_counts(
     if n_signal < needed {
         return Err(WorldError::Synthesis(format!("{n_signal} signal events cannot give {} inferable entries {} events each ({needed} needed); raise `events` or lower `noise`", entries.len(), params.min_per_entry)));
     }
+    if n_signal > 0 && entries.is_empty() {
+        return Err(WorldError::Synthesis(
+            "signal events requested but the persona has no inferable entries".into(),
+        ));
+    }
     if n_noise > 0 && persona.noise_template_count() == 0 {
         return Err(WorldError::Synthesis(
             "noise requested but the persona has no noise templates".into(),
@@ -271,6 +276,12 @@ fn signal_events(
             .iter()
             .filter(|t| period.is_none() || t.period.is_none() || t.period == period)
             .collect();
+        if templates.is_empty() {
+            return Err(WorldError::Synthesis(format!(
+                "entry `{}` has no evidence template for this period",
+                e.id
+            )));
+        }
         let offset = rng.random_range(0..templates.len());
         for i in 0..n {
             let t = templates[(offset + i) % templates.len()];

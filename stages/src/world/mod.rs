@@ -1,11 +1,13 @@
 //! The world: apps as data, one persona with a hidden profile and a visible history, and the
 //! simulated phone an episode runs on. Everything here is deterministic and offline.
+#![deny(missing_docs)]
 
 pub mod app;
 mod assemble;
 pub mod clock;
 pub mod error;
 pub mod from_tables;
+mod hash;
 pub mod history;
 pub mod knowu;
 pub mod persona;

@@ -97,64 +97,79 @@ impl std::fmt::Display for ValueError {
 /// `HH:MM` times, `YYYY-MM-DDTHH:MM` datetimes). `Ref` fields only get a shape check here; the
 /// caller checks that the id exists.
 pub fn check_value(def: &FieldDef, v: &Value) -> Result<Value, ValueError> {
+    check_value_owned(def, v.clone())
+}
+
+/// [`check_value`] taking ownership, so an already-normalized value is returned without a copy.
+pub fn check_value_owned(def: &FieldDef, v: Value) -> Result<Value, ValueError> {
     if !def.many {
-        return check_scalar(&def.kind, v);
+        return check_scalar_owned(&def.kind, v);
     }
     match v {
         Value::Array(items) => items
-            .iter()
-            .map(|i| check_scalar(&def.kind, i))
+            .into_iter()
+            .map(|i| check_scalar_owned(&def.kind, i))
             .collect::<Result<_, _>>()
             .map(Value::Array),
-        _ => Err(ValueError::Type(format!(
+        other => Err(ValueError::Type(format!(
             "expected a list of {}, got {}",
             def.kind.type_name(),
-            short(v)
+            short(&other)
         ))),
     }
 }
 
 /// Checks one scalar against a kind; see [`check_value`].
 pub fn check_scalar(kind: &FieldKind, v: &Value) -> Result<Value, ValueError> {
-    let mismatch = || ValueError::Type(format!("expected {}, got {}", kind.type_name(), short(v)));
+    check_scalar_owned(kind, v.clone())
+}
+
+fn check_scalar_owned(kind: &FieldKind, v: Value) -> Result<Value, ValueError> {
+    let mismatch =
+        |v: &Value| ValueError::Type(format!("expected {}, got {}", kind.type_name(), short(v)));
+    let when =
+        |what: &str, v: &Value| ValueError::Type(format!("expected {what}, got {}", short(v)));
     match kind {
-        FieldKind::Text | FieldKind::Ref(_) => v.as_str().map(|_| v.clone()).ok_or_else(mismatch),
-        FieldKind::Bool => v.as_bool().map(|_| v.clone()).ok_or_else(mismatch),
+        FieldKind::Text | FieldKind::Ref(_) if v.is_string() => Ok(v),
+        FieldKind::Bool if v.is_boolean() => Ok(v),
+        FieldKind::Text | FieldKind::Ref(_) | FieldKind::Bool => Err(mismatch(&v)),
         FieldKind::Int(range) => {
-            let n = v.as_i64().ok_or_else(mismatch)?;
+            let n = v.as_i64().ok_or_else(|| mismatch(&v))?;
             in_range(n as f64, range.map(|(a, b)| (a as f64, b as f64)))?;
-            Ok(Value::from(n))
+            Ok(v)
         }
         FieldKind::Float(range) => {
-            let x = v.as_f64().ok_or_else(mismatch)?;
+            let x = v.as_f64().ok_or_else(|| mismatch(&v))?;
             in_range(x, *range)?;
-            Ok(Value::from(x))
+            Ok(if v.is_f64() { v } else { Value::from(x) })
         }
         FieldKind::Date => {
-            let d = v.as_str().and_then(Date::parse).ok_or_else(|| {
-                ValueError::Type(format!("expected a date YYYY-MM-DD, got {}", short(v)))
-            })?;
-            Ok(Value::String(d.to_string()))
+            let d = v
+                .as_str()
+                .and_then(Date::parse)
+                .ok_or_else(|| when("a date YYYY-MM-DD", &v))?;
+            Ok(canonical(v, 10, || d.to_string()))
         }
         FieldKind::Time => {
-            let t = v.as_str().and_then(Time::parse).ok_or_else(|| {
-                ValueError::Type(format!("expected a time HH:MM, got {}", short(v)))
-            })?;
-            Ok(Value::String(t.hhmm()))
+            let t = v
+                .as_str()
+                .and_then(Time::parse)
+                .ok_or_else(|| when("a time HH:MM", &v))?;
+            Ok(canonical(v, 5, || t.hhmm()))
         }
         FieldKind::DateTime => {
-            let dt = v.as_str().and_then(DateTime::parse).ok_or_else(|| {
-                ValueError::Type(format!(
-                    "expected a datetime YYYY-MM-DDTHH:MM, got {}",
-                    short(v)
-                ))
-            })?;
-            Ok(Value::String(format!("{}T{}", dt.date, dt.time.hhmm())))
+            let dt = v
+                .as_str()
+                .and_then(DateTime::parse)
+                .ok_or_else(|| when("a datetime YYYY-MM-DDTHH:MM", &v))?;
+            Ok(canonical(v, 16, || {
+                format!("{}T{}", dt.date, dt.time.hhmm())
+            }))
         }
         FieldKind::Enum(options) => {
-            let s = v.as_str().ok_or_else(mismatch)?;
+            let s = v.as_str().ok_or_else(|| mismatch(&v))?;
             if options.iter().any(|o| o == s) {
-                Ok(v.clone())
+                Ok(v)
             } else {
                 Err(ValueError::NotAnOption(format!(
                     "\"{s}\" is not one of {}",
@@ -162,6 +177,15 @@ pub fn check_scalar(kind: &FieldKind, v: &Value) -> Result<Value, ValueError> {
                 )))
             }
         }
+    }
+}
+
+/// A parsed date/time string is canonical when it has the canonical length and a `T` separator
+/// where one belongs; then it is reused instead of re-formatted.
+fn canonical(v: Value, len: usize, format: impl FnOnce() -> String) -> Value {
+    match v.as_str() {
+        Some(s) if s.len() == len && (len != 16 || s.as_bytes()[10] == b'T') => v,
+        _ => Value::String(format()),
     }
 }
 

@@ -10,7 +10,7 @@ mod raw;
 mod records;
 mod sink;
 
-use std::collections::HashMap;
+use crate::world::hash::FastMap;
 use std::path::Path;
 
 pub use model::{
@@ -121,7 +121,7 @@ fn skeleton(raws: &[(&str, RawApp)], sink: &mut Sink) -> Catalog {
                 .enumerate()
                 .map(|(i, n)| (n.clone(), i))
                 .collect(),
-            op_index: HashMap::new(),
+            op_index: FastMap::default(),
         });
         for (n, t) in &raw.entities {
             if !is_name(n) {
@@ -140,8 +140,8 @@ fn empty_table(name: &str, description: &str) -> Table {
         summary: Vec::new(),
         fields: Vec::new(),
         records: Vec::new(),
-        field_index: HashMap::new(),
-        id_index: HashMap::new(),
+        field_index: FastMap::default(),
+        id_index: FastMap::default(),
     }
 }
 

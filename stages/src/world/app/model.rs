@@ -1,7 +1,7 @@
 //! The validated app model: every name is resolved to an index, every default and seed value
 //! is type-checked, and every expression is typed. The phone runs on this model only.
 
-use std::collections::HashMap;
+use crate::world::hash::FastMap;
 
 use serde_json::Value;
 
@@ -13,7 +13,7 @@ use crate::world::types::{FieldDef, TableId};
 pub struct Catalog {
     /// The apps, in file-name order.
     pub apps: Vec<App>,
-    pub(crate) app_index: HashMap<String, usize>,
+    pub(crate) app_index: FastMap<String, usize>,
 }
 
 /// One mock app.
@@ -31,8 +31,8 @@ pub struct App {
     pub tables: Vec<Table>,
     /// Operations.
     pub operations: Vec<Operation>,
-    pub(crate) table_index: HashMap<String, usize>,
-    pub(crate) op_index: HashMap<String, usize>,
+    pub(crate) table_index: FastMap<String, usize>,
+    pub(crate) op_index: FastMap<String, usize>,
 }
 
 /// An entity table: schema plus immutable seed records.
@@ -50,8 +50,8 @@ pub struct Table {
     pub fields: Vec<FieldDef>,
     /// Seed records.
     pub records: Vec<Record>,
-    pub(crate) field_index: HashMap<String, usize>,
-    pub(crate) id_index: HashMap<String, usize>,
+    pub(crate) field_index: FastMap<String, usize>,
+    pub(crate) id_index: FastMap<String, usize>,
 }
 
 /// One record: its id and one value per declared field, in field order. Positional storage keeps
@@ -86,7 +86,7 @@ pub struct Operation {
     pub effects: Vec<Effect>,
     /// Message shown after success.
     pub result: Option<Template<Path>>,
-    pub(crate) field_index: HashMap<String, usize>,
+    pub(crate) field_index: FastMap<String, usize>,
 }
 
 /// Where a path starts.

@@ -1,7 +1,7 @@
 //! Lowering of operations: form fields, the detail-page entity, checks, effects and the result
 //! message, each validated against the whole catalog (effects may write to other apps).
 
-use std::collections::HashMap;
+use crate::world::hash::FastMap;
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -37,7 +37,7 @@ pub(crate) fn lower_operation(
         .iter()
         .filter_map(|(n, f)| lower_field(&ctx, n, f, sink))
         .collect();
-    let field_index: HashMap<String, usize> = fields
+    let field_index: FastMap<String, usize> = fields
         .iter()
         .enumerate()
         .map(|(i, f)| (f.name.clone(), i))

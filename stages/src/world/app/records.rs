@@ -1,7 +1,7 @@
 //! Lowering of seed records: ids, declared fields, defaults for omitted fields, type checks, and
 //! the deferred check that every ref value names an existing record.
 
-use std::collections::HashMap;
+use crate::world::hash::FastMap;
 
 use indexmap::IndexMap;
 use serde_json::Value;
@@ -36,9 +36,9 @@ pub(crate) fn lower_records(
     file: &str,
     raws: &[RawRecord],
     sink: &mut Sink,
-) -> (Vec<Record>, HashMap<String, usize>) {
+) -> (Vec<Record>, FastMap<String, usize>) {
     let mut records = Vec::with_capacity(raws.len());
-    let mut index = HashMap::with_capacity(raws.len());
+    let mut index = FastMap::with_capacity_and_hasher(raws.len(), Default::default());
     for raw in raws {
         let Some(rec) = lower_record(table, file, raw, sink) else {
             continue;

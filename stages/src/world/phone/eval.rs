@@ -1,12 +1,14 @@
 //! Evaluating typed operation expressions against episode state, with staged writes visible so
 //! later effects can read what earlier effects of the same submission wrote.
 
+use std::borrow::Cow;
+
 use serde_json::Value;
 
 use crate::world::app::{Catalog, Expr, ExprPath, Record, Root};
 use crate::world::clock::DateTime;
 use crate::world::template::Template;
-use crate::world::types::{write_display, TableId};
+use crate::world::types::{write_display, FieldKind, TableId};
 
 use super::overlay::Overlay;
 
@@ -21,13 +23,31 @@ pub(crate) enum Write {
     Delete(TableId, String),
 }
 
+/// The pinned clock as the text values `$now` and `$today` evaluate to, formatted once per
+/// episode rather than once per expression.
+#[derive(Debug, Clone)]
+pub(crate) struct ClockText {
+    pub now: Value,
+    pub today: Value,
+}
+
+impl ClockText {
+    /// Formats a clock.
+    pub fn new(t: DateTime) -> Self {
+        Self {
+            now: Value::String(format!("{}T{}", t.date, t.time.hhmm())),
+            today: Value::String(t.date.to_string()),
+        }
+    }
+}
+
 /// Everything an expression can read.
 pub(crate) struct Scope<'a> {
     pub cat: &'a Catalog,
     pub state: &'a Overlay,
     pub staged: &'a [Write],
     pub args: &'a [Value],
-    pub now: DateTime,
+    pub clock: &'a ClockText,
     pub inserted: Option<&'a str>,
 }
 
@@ -46,13 +66,18 @@ impl Scope<'_> {
         self.state.get(self.cat, t, id)
     }
 
-    /// Evaluates a path.
-    pub fn path(&self, p: &ExprPath) -> Result<Value, String> {
-        let mut v = match p.root {
-            Root::Arg(i) => self.args.get(i).cloned().unwrap_or(Value::Null),
-            Root::Now => Value::String(format!("{}T{}", self.now.date, self.now.time.hhmm())),
-            Root::Today => Value::String(self.now.date.to_string()),
-            Root::Inserted => Value::String(self.inserted.unwrap_or_default().to_string()),
+    /// Evaluates a path, borrowing whatever it reads.
+    pub fn path_ref(&self, p: &ExprPath) -> Result<Cow<'_, Value>, String> {
+        let mut v: Cow<'_, Value> = match p.root {
+            Root::Arg(i) => self
+                .args
+                .get(i)
+                .map_or(Cow::Owned(Value::Null), Cow::Borrowed),
+            Root::Now => Cow::Borrowed(&self.clock.now),
+            Root::Today => Cow::Borrowed(&self.clock.today),
+            Root::Inserted => {
+                Cow::Owned(Value::String(self.inserted.unwrap_or_default().to_string()))
+            }
         };
         for &(t, f) in &p.steps {
             let id = v
@@ -61,9 +86,17 @@ impl Scope<'_> {
             let r = self
                 .record(t, id)
                 .ok_or_else(|| format!("{} has no record \"{id}\"", self.cat.table_name(t)))?;
-            v = r.values.get(f).cloned().unwrap_or(Value::Null);
+            v = r
+                .values
+                .get(f)
+                .map_or(Cow::Owned(Value::Null), Cow::Borrowed);
         }
         Ok(v)
+    }
+
+    /// Evaluates a path into an owned value.
+    pub fn path(&self, p: &ExprPath) -> Result<Value, String> {
+        self.path_ref(p).map(Cow::into_owned)
     }
 
     /// Evaluates an expression.
@@ -75,30 +108,41 @@ impl Scope<'_> {
         }
     }
 
+    /// Evaluates an expression, borrowing where possible.
+    pub fn expr_ref<'s>(&'s self, e: &'s Expr) -> Result<Cow<'s, Value>, String> {
+        match e {
+            Expr::Lit(v) => Ok(Cow::Borrowed(v)),
+            Expr::Path(p) => self.path_ref(p),
+            Expr::Text(t) => self.text(t).map(|s| Cow::Owned(Value::String(s))),
+        }
+    }
+
     /// Renders a template; an unreadable placeholder is an error.
     pub fn text(&self, t: &Template<ExprPath>) -> Result<String, String> {
         let mut err = None;
-        let s = t.render(|p, out| match self.path(p) {
-            Ok(v) => write_display(&self.display_ref(p, v), out),
+        let s = t.render(|p, out| match self.path_ref(p) {
+            Ok(v) => self.write_ref(p, &v, out),
             Err(e) => err = Some(e),
         });
         err.map_or(Ok(s), Err)
     }
 
-    /// For a path that ends on a ref id, the referenced record's label reads better than the id.
-    fn display_ref(&self, p: &ExprPath, v: Value) -> Value {
-        let target = match (p.root, p.steps.last()) {
-            (_, Some(&(t, f))) => match &self.cat.table(t).fields[f].kind {
-                crate::world::types::FieldKind::Ref(r) => Some(*r),
+    /// Writes a value; for a path that ends on a ref id, the referenced record's label reads
+    /// better than the id.
+    fn write_ref(&self, p: &ExprPath, v: &Value, out: &mut String) {
+        let target = p
+            .steps
+            .last()
+            .and_then(|&(t, f)| match &self.cat.table(t).fields[f].kind {
+                FieldKind::Ref(r) => Some(*r),
                 _ => None,
-            },
-            _ => None,
-        };
+            });
         match (target, v.as_str()) {
-            (Some(t), Some(id)) => self
-                .record(t, id)
-                .map_or(v.clone(), |r| Value::String(self.cat.table(t).label(r))),
-            _ => v,
+            (Some(t), Some(id)) => match self.record(t, id) {
+                Some(r) => out.push_str(&self.cat.table(t).label(r)),
+                None => write_display(v, out),
+            },
+            _ => write_display(v, out),
         }
     }
 }

@@ -4,15 +4,14 @@
 use serde_json::{Map, Value};
 
 use crate::world::app::{Catalog, CheckTest, Effect, Operation, Record};
-use crate::world::clock::DateTime;
-use crate::world::types::{check_value, display, FieldDef, FieldKind, TableId};
+use crate::world::types::{check_value, check_value_owned, display, FieldDef, FieldKind, TableId};
 
-use super::eval::{Scope, Write};
+use super::eval::{ClockText, Scope, Write};
 use super::overlay::Overlay;
 
 /// What a successful submission did.
 #[derive(Debug, Clone, PartialEq)]
-pub struct OpOutcome {
+pub(crate) struct OpOutcome {
     /// The rendered result message.
     pub message: String,
     /// `(table, id)` of each record inserted, in order.
@@ -74,9 +73,9 @@ pub(crate) fn run(
     state: &mut Overlay,
     op: &Operation,
     args: &[Value],
-    now: DateTime,
+    clock: &ClockText,
 ) -> Result<OpOutcome, String> {
-    check_all(cat, state, op, args, now)?;
+    check_all(cat, state, op, args, clock)?;
     let mut staged: Vec<Write> = Vec::with_capacity(op.effects.len());
     let mut inserted: Vec<(TableId, String)> = Vec::new();
     for e in &op.effects {
@@ -86,7 +85,7 @@ pub(crate) fn run(
             state,
             staged: &staged,
             args,
-            now,
+            clock,
             inserted: last,
         };
         let w = stage(&scope, e, &inserted)?;
@@ -108,7 +107,7 @@ pub(crate) fn run(
         state,
         staged: &[],
         args,
-        now,
+        clock,
         inserted: last,
     };
     let message = match &op.result {
@@ -125,26 +124,27 @@ fn check_all(
     state: &Overlay,
     op: &Operation,
     args: &[Value],
-    now: DateTime,
+    clock: &ClockText,
 ) -> Result<(), String> {
     let scope = Scope {
         cat,
         state,
         staged: &[],
         args,
-        now,
+        clock,
         inserted: None,
     };
     for c in &op.checks {
-        let v = scope.path(&c.value)?;
+        let v = scope.path_ref(&c.value)?;
+        let v = v.as_ref();
         let ok = match &c.test {
             CheckTest::In(p) => scope
-                .path(p)?
+                .path_ref(p)?
                 .as_array()
-                .is_some_and(|items| items.contains(&v)),
-            CheckTest::Equals(e) => scope.expr(e)? == v,
-            CheckTest::Min(e) => compare(&v, &scope.expr(e)?).is_some_and(|o| o.is_ge()),
-            CheckTest::Max(e) => compare(&v, &scope.expr(e)?).is_some_and(|o| o.is_le()),
+                .is_some_and(|items| items.contains(v)),
+            CheckTest::Equals(e) => scope.expr_ref(e)?.as_ref() == v,
+            CheckTest::Min(e) => compare(v, scope.expr_ref(e)?.as_ref()).is_some_and(|o| o.is_ge()),
+            CheckTest::Max(e) => compare(v, scope.expr_ref(e)?.as_ref()).is_some_and(|o| o.is_le()),
         };
         if !ok {
             return Err(scope.text(&c.message).unwrap_or_else(|e| e));
@@ -202,7 +202,7 @@ fn target<'a>(
     table: TableId,
     record: &crate::world::app::Expr,
 ) -> Result<&'a Record, String> {
-    let id = scope.expr(record)?;
+    let id = scope.expr_ref(record)?;
     let id = id
         .as_str()
         .ok_or_else(|| format!("record id must be text, got {id}"))?;
@@ -221,7 +221,7 @@ fn assign(
     for (fi, e) in values {
         let f = &t.fields[*fi];
         let v = coerce(scope.expr(e)?, f);
-        rec.values[*fi] = check_value(f, &v).map_err(|err| {
+        rec.values[*fi] = check_value_owned(f, v).map_err(|err| {
             format!(
                 "cannot store in {}.{}: {err}",
                 scope.cat.table_name(table),

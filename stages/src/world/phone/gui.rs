@@ -156,7 +156,8 @@ impl Phone<'_> {
         {
             return Err(format!("fill in `{}` first", f.name));
         }
-        let message = self.execute(app, op, values)?;
+        self.execute(app, op, values)?;
+        let message = self.last_message();
         if let Some(top) = self.stack.last_mut() {
             *top = Screen::Done { message };
         }

@@ -15,11 +15,10 @@ mod tools;
 mod user;
 
 use serde::Serialize;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 pub use action::{Action, ActionSpace, Direction, Observation, Status};
 pub use diff::{TableDiff, UpdatedRecord, WorldDiff};
-pub use exec::OpOutcome;
 pub use overlay::Overlay;
 pub use overrides::{DataEdit, OverrideError, Overrides, ProfileEdit};
 pub use tools::{tool_specs, ParamSpec, ToolSpec};
@@ -28,6 +27,7 @@ pub use user::{AskUser, NoUser};
 use crate::world::app::{Catalog, Record};
 use crate::world::clock::DateTime;
 use crate::world::history::HistoryEvent;
+use crate::world::types::TableId;
 use crate::world::World;
 
 use screens::Screen;
@@ -68,13 +68,42 @@ pub struct OpRecord {
     pub inserted: Vec<RecordRef>,
 }
 
-/// Names one record: `app.table` and id.
+/// Names one record: app, table and id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RecordRef {
-    /// `app.table`.
+    /// App id.
+    pub app: String,
+    /// Table name.
     pub table: String,
     /// Record id.
     pub id: String,
+}
+
+/// The compact form an operation is logged in during an episode (no strings are built per step);
+/// [`Phone::operations`] expands it for judges.
+#[derive(Debug, Clone)]
+struct LogEntry {
+    app: usize,
+    op: usize,
+    values: Vec<Value>,
+    message: String,
+    inserted: Vec<(TableId, String)>,
+}
+
+/// A record reference borrowed from the catalog, for tool results.
+#[derive(Serialize)]
+struct InsertedRef<'a> {
+    app: &'a str,
+    table: &'a str,
+    id: &'a str,
+}
+
+/// The JSON a successful operation call returns.
+#[derive(Serialize)]
+struct CallResult<'a> {
+    ok: bool,
+    message: &'a str,
+    inserted: Vec<InsertedRef<'a>>,
 }
 
 /// One `ask_user` exchange.
@@ -92,10 +121,11 @@ pub struct Phone<'w> {
     initial: Overlay,
     state: Overlay,
     clock: DateTime,
+    clock_text: eval::ClockText,
     space: ActionSpace,
     stack: Vec<Screen>,
     user: Box<dyn AskUser + 'w>,
-    log: Vec<OpRecord>,
+    log: Vec<LogEntry>,
     asks: Vec<AskRecord>,
     answer: Option<String>,
     finished: bool,
@@ -115,6 +145,7 @@ impl<'w> Phone<'w> {
             initial: state.clone(),
             state,
             clock: config.clock.unwrap_or(world.persona.now),
+            clock_text: eval::ClockText::new(config.clock.unwrap_or(world.persona.now)),
             space: config.space,
             stack: vec![Screen::Home],
             user,
@@ -177,15 +208,9 @@ impl<'w> Phone<'w> {
             Some(ToolRef::List(t)) => tools::list(cat, &self.state, t, args),
             Some(ToolRef::Get(t)) => tools::get(cat, &self.state, t, args),
             Some(ToolRef::Op(a, o)) => {
-                exec::bind_args(cat, &self.state, &cat.apps[a].operations[o], args).and_then(
-                    |values| {
-                        let n = self.log.len();
-                        self.execute(a, o, values).map(|message| {
-                    json!({ "ok": true, "message": message, "inserted": self.log[n].inserted })
-                        .to_string()
-                })
-                    },
-                )
+                exec::bind_args(cat, &self.state, &cat.apps[a].operations[o], args)
+                    .and_then(|values| self.execute(a, o, values))
+                    .map(|()| self.last_result_json())
             }
         };
         match result {
@@ -195,31 +220,49 @@ impl<'w> Phone<'w> {
     }
 
     /// Runs a bound operation and logs it; shared by GUI submit and tool calls.
-    fn execute(&mut self, app: usize, op: usize, values: Vec<Value>) -> Result<String, String> {
+    fn execute(&mut self, app: usize, op: usize, values: Vec<Value>) -> Result<(), String> {
         let cat = &self.world.catalog;
         let o = &cat.apps[app].operations[op];
-        let out = exec::run(cat, &mut self.state, o, &values, self.clock)?;
-        let args = o
-            .fields
-            .iter()
-            .map(|f| f.name.clone())
-            .zip(values)
-            .collect();
-        let inserted = out
+        let out = exec::run(cat, &mut self.state, o, &values, &self.clock_text)?;
+        self.log.push(LogEntry {
+            app,
+            op,
+            values,
+            message: out.message,
+            inserted: out.inserted,
+        });
+        Ok(())
+    }
+
+    /// The message of the last logged operation.
+    fn last_message(&self) -> String {
+        self.log
+            .last()
+            .map(|e| e.message.clone())
+            .unwrap_or_default()
+    }
+
+    /// The tool-call result of the last logged operation.
+    fn last_result_json(&self) -> String {
+        let cat = &self.world.catalog;
+        let Some(e) = self.log.last() else {
+            return String::new();
+        };
+        let inserted = e
             .inserted
             .iter()
-            .map(|(t, id)| RecordRef {
-                table: cat.table_name(*t),
-                id: id.clone(),
+            .map(|(t, id)| InsertedRef {
+                app: &cat.apps[t.app as usize].id,
+                table: &cat.table(*t).name,
+                id,
             })
             .collect();
-        self.log.push(OpRecord {
-            tool: format!("{}.{}", cat.apps[app].id, o.name),
-            args,
-            message: out.message.clone(),
+        serde_json::to_string(&CallResult {
+            ok: true,
+            message: &e.message,
             inserted,
-        });
-        Ok(out.message)
+        })
+        .unwrap_or_default()
     }
 
     /// Every tool of this world.
@@ -248,9 +291,34 @@ impl<'w> Phone<'w> {
         diff::diff(&self.world.catalog, &self.initial, &self.state)
     }
 
-    /// Successful operations, in order.
-    pub fn operations(&self) -> &[OpRecord] {
-        &self.log
+    /// Successful operations, in order, with every field's submitted value.
+    pub fn operations(&self) -> Vec<OpRecord> {
+        let cat = &self.world.catalog;
+        self.log
+            .iter()
+            .map(|e| {
+                let o = &cat.apps[e.app].operations[e.op];
+                OpRecord {
+                    tool: format!("{}.{}", cat.apps[e.app].id, o.name),
+                    args: o
+                        .fields
+                        .iter()
+                        .map(|f| f.name.clone())
+                        .zip(e.values.iter().cloned())
+                        .collect(),
+                    message: e.message.clone(),
+                    inserted: e
+                        .inserted
+                        .iter()
+                        .map(|(t, id)| RecordRef {
+                            app: cat.apps[t.app as usize].id.clone(),
+                            table: cat.table(*t).name.clone(),
+                            id: id.clone(),
+                        })
+                        .collect(),
+                }
+            })
+            .collect()
     }
 
     /// `ask_user` exchanges, in order.

@@ -2,7 +2,7 @@
 //! stored; everything else is read through to the immutable world. Creating an overlay costs
 //! nothing, and every read or write is O(1) in the size of the world.
 
-use std::collections::HashMap;
+use crate::world::hash::FastMap;
 
 use serde_json::Value;
 
@@ -14,7 +14,7 @@ use crate::world::types::TableId;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct TableDelta {
     /// Id → new record, or `None` when deleted.
-    pub changed: HashMap<String, Option<Record>>,
+    pub changed: FastMap<String, Option<Record>>,
     /// Ids that did not exist in the world, in insertion order.
     pub inserted: Vec<String>,
     /// World records currently deleted.
@@ -26,11 +26,11 @@ pub(crate) struct TableDelta {
 /// All changes of an episode relative to the world.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Overlay {
-    pub(crate) tables: HashMap<TableId, TableDelta>,
+    pub(crate) tables: FastMap<TableId, TableDelta>,
     /// History events appended by task overrides.
     pub(crate) history: Vec<HistoryEvent>,
     /// Profile entry id → replacement value (task overrides).
-    pub(crate) profile: HashMap<String, Value>,
+    pub(crate) profile: FastMap<String, Value>,
 }
 
 impl Overlay {
