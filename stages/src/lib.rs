@@ -7,6 +7,7 @@
 pub mod kinds;
 pub mod knowu;
 pub mod llm;
+pub mod tasks;
 pub mod world;
 
 use prefflow_engine::Registry;
@@ -15,5 +16,6 @@ use prefflow_engine::Registry;
 pub fn register(registry: &mut Registry) {
     registry.register(kinds::LlmComplete);
     registry.register(kinds::BuildWorld);
+    registry.register(kinds::GenerateTasks);
     knowu::register(registry);
 }
