@@ -157,9 +157,11 @@ fn complete_event(ctx: &Ctx<'_, '_>, i: usize, e: &mut Value) {
 
 fn slot(ctx: &Ctx<'_, '_>, id: &str, raw: &RawSlot, ov: &Overrides) -> Result<Slot, TaskError> {
     let here = |m: String| ctx.err(format!("slot `{id}`: {m}"));
+    let fill = |s: &String| fill_text(s, ctx.vars, &[]).map_err(here);
     let (source, value, evidence, entry) = match (&raw.profile, &raw.situational, &raw.ask) {
-        (Some(p), None, None) => profile_slot(ctx, p, ov).map_err(here)?,
+        (Some(p), None, None) => profile_slot(ctx, &fill(p)?, ov).map_err(here)?,
         (None, Some(s), None) => {
+            let s = &fill(s)?;
             let fact = ctx.ix.world.persona.situational.iter().find(|f| &f.id == s);
             let fact =
                 fact.ok_or_else(|| here(format!("no situational fact `{s}` in the persona")))?;

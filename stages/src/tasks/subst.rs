@@ -80,7 +80,7 @@ pub fn fill_text(text: &str, vars: &Vars, slots: &[Slot]) -> Result<String, Stri
     Ok(out)
 }
 
-/// Fills variables everywhere in a JSON value; slot placeholders become `{$slot: id}` (a whole
+/// Fills variables everywhere in a JSON value (map keys take variables only); slot placeholders become `{$slot: id}` (a whole
 /// string) or `{$fmt: text}` (inside text). A string that is exactly `{var}` keeps the variable's
 /// type, so numbers stay numbers.
 pub fn fill_json(v: &Value, vars: &Vars) -> Result<Value, String> {
@@ -93,8 +93,8 @@ pub fn fill_json(v: &Value, vars: &Vars) -> Result<Value, String> {
             .map(Value::Array),
         Value::Object(m) => m
             .iter()
-            .map(|(k, x)| fill_json(x, vars).map(|x| (k.clone(), x)))
-            .collect::<Result<_, _>>()
+            .map(|(k, x)| Ok((fill_text(k, vars, &[])?, fill_json(x, vars)?)))
+            .collect::<Result<_, String>>()
             .map(Value::Object),
         _ => Ok(v.clone()),
     }

@@ -307,14 +307,14 @@ fn leaks(ix: &WorldIndex<'_>, b: &TaskBundle) -> Vec<Rejection> {
         .collect()
 }
 
-/// Lower-cased phrases that would reveal an ask-only value: the value itself when it is
-/// distinctive text (four or more characters with a letter), the leak phrases of its
-/// situational fact, or the mention of its profile entry.
+/// Lower-cased phrases that would reveal an ask-only value: the leak phrases of its situational
+/// fact, the mention of its profile entry, and the value itself when it is a phrase of two or
+/// more words (single common words like "white" or "evening" would match unrelated events).
 fn leak_phrases(ix: &WorldIndex<'_>, s: &Slot) -> Vec<String> {
     let persona = &ix.world.persona;
     let mut out = Vec::new();
     let text = display(&s.value);
-    if text.chars().count() >= 4 && text.chars().any(char::is_alphabetic) {
+    if text.split_whitespace().count() >= 2 {
         out.push(text.to_lowercase());
     }
     if let Some(id) = &s.profile_entry {
@@ -326,6 +326,14 @@ fn leak_phrases(ix: &WorldIndex<'_>, s: &Slot) -> Vec<String> {
     }
     out.retain(|p| !p.is_empty());
     out
+}
+
+/// Whether `phrase` occurs in `text` as whole words.
+fn contains_words(text: &str, phrase: &str) -> bool {
+    let boundary = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+    text.match_indices(phrase).any(|(i, m)| {
+        boundary(text[..i].chars().next_back()) && boundary(text[i + m.len()..].chars().next())
+    })
 }
 
 fn unavailable(b: &TaskBundle) -> Vec<Rejection> {
