@@ -17,5 +17,9 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::LlmComplete);
     registry.register(kinds::BuildWorld);
     registry.register(kinds::GenerateTasks);
+    registry.register(kinds::ExportReview);
+    registry.register(kinds::ImportReview);
+    registry.register(kinds::ValidateTasks);
+    registry.register(kinds::TaskStats);
     knowu::register(registry);
 }

@@ -83,7 +83,7 @@ fn build(ctx: &Ctx<'_, '_>) -> Result<TaskBundle, TaskError> {
         .and_then(|a| cat.app(a))
         .map(|a| a.category.clone())
         .ok_or_else(|| ctx.err("the solution calls no app and no check names one"))?;
-    let cross_app = cross_app(ctx.ix, &overrides, &apps, &slots);
+    let cross_app = ctx.ix.cross_app(&overrides.history, &apps, &slots);
     let hidden_context = hidden_context(ctx, &slots)?;
     let mut bundle = TaskBundle {
         task: Task {
@@ -413,19 +413,6 @@ fn push_app(apps: &mut Vec<String>, dotted: &str) {
     if !apps.iter().any(|a| a == app) {
         apps.push(app.to_string());
     }
-}
-
-/// True when some inferable slot is evidenced only in apps the task does not use (D.2).
-fn cross_app(ix: &WorldIndex<'_>, ov: &Overrides, apps: &[String], slots: &[Slot]) -> bool {
-    slots
-        .iter()
-        .filter(|s| s.source == Source::Inferable && !s.evidence.is_empty())
-        .any(|s| {
-            s.evidence.iter().all(|e| {
-                ix.event_app(e, &ov.history)
-                    .is_some_and(|a| !apps.iter().any(|x| x == a))
-            })
-        })
 }
 
 fn hidden_context(ctx: &Ctx<'_, '_>, slots: &[Slot]) -> Result<HiddenContext, TaskError> {

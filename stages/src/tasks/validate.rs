@@ -292,7 +292,7 @@ fn leaks(ix: &WorldIndex<'_>, b: &TaskBundle) -> Vec<Rejection> {
                 let text = e.text.to_lowercase();
                 phrases
                     .iter()
-                    .find(|p| text.contains(p.as_str()))
+                    .find(|p| contains_words(&text, p))
                     .map(|p| (e, p))
             })?;
             Some(reject(

@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 
+use super::model::{Slot, Source};
 use crate::world::history::HistoryEvent;
 use crate::world::World;
 
@@ -60,5 +61,19 @@ impl<'w> WorldIndex<'w> {
                 .find(|e| e.event_id == id)
                 .map(|e| e.app.as_str())
         })
+    }
+
+    /// True when some inferable slot is evidenced only in apps the task does not use: the
+    /// preference must transfer across apps (iPrefBench D.2).
+    pub fn cross_app(&self, extra: &[HistoryEvent], apps: &[String], slots: &[Slot]) -> bool {
+        slots
+            .iter()
+            .filter(|s| s.source == Source::Inferable && !s.evidence.is_empty())
+            .any(|s| {
+                s.evidence.iter().all(|e| {
+                    self.event_app(e, extra)
+                        .is_some_and(|a| !apps.iter().any(|x| x == a))
+                })
+            })
     }
 }
