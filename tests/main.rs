@@ -10,3 +10,4 @@ mod engine_tools;
 mod knowu;
 mod llm_client;
 mod llm_pipeline;
+mod taskset;

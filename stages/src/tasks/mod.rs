@@ -27,6 +27,8 @@ pub use predicate::Predicate;
 #[cfg(test)]
 mod eval_tests;
 #[cfg(test)]
+mod review_tests;
+#[cfg(test)]
 mod testkit;
 #[cfg(test)]
 mod tests;

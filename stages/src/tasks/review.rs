@@ -52,8 +52,11 @@ pub fn apply_round(
     for r in rows {
         by_task.entry(r.task_id.as_str()).or_default().push(r);
     }
-    for task_rows in by_task.values() {
-        check_conflicts(task_rows)?;
+    // In task order, so the first conflict reported is the same on every run.
+    for b in &bundles {
+        if let Some(task_rows) = by_task.get(b.task.task_id.as_str()) {
+            check_conflicts(task_rows)?;
+        }
     }
     let mut kept = Vec::new();
     let mut audit = Vec::new();

@@ -277,7 +277,7 @@ fn parse_row(
     if !shown.is_empty() && shown != bundle.task.instruction.trim() {
         return Err(err(
             "instruction",
-            "this column only shows the task; write the rewrite in `new_instruction`".into(),
+            "differs from the task's instruction: this column only shows the task, so write a rewrite in `new_instruction` (or re-export the sheet if the task changed since)".into(),
         ));
     }
     let new_instruction = Some(cell("new_instruction")).filter(|s| !s.is_empty());

@@ -22,3 +22,13 @@ pub fn world() -> &'static World {
         .unwrap_or_else(|e| panic!("{e}"))
     })
 }
+
+/// Every instance of the authored templates over the default world, built once.
+pub fn candidates() -> &'static [super::TaskBundle] {
+    static ALL: std::sync::OnceLock<Vec<super::TaskBundle>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let files = super::template::load_dir(&datasets().join("tasks"), "datasets/tasks")
+            .unwrap_or_else(|e| panic!("{e}"));
+        super::generate::instantiate_all(world(), &files).unwrap_or_else(|e| panic!("{e}"))
+    })
+}
