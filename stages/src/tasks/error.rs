@@ -68,6 +68,9 @@ pub enum TaskError {
     /// The world could not be rebuilt from its tables.
     #[error(transparent)]
     World(#[from] WorldError),
+    /// Building or reading a table failed.
+    #[error("table error: {0}")]
+    Polars(#[from] polars::prelude::PolarsError),
 }
 
 impl TaskError {
@@ -85,12 +88,6 @@ impl TaskError {
             self,
             TaskError::Template { .. } | TaskError::Sheet { .. } | TaskError::File { .. }
         )
-    }
-}
-
-impl From<polars::prelude::PolarsError> for TaskError {
-    fn from(e: polars::prelude::PolarsError) -> Self {
-        TaskError::table("?", e.to_string())
     }
 }
 

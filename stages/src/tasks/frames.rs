@@ -3,7 +3,6 @@
 //! so per-item stages over `task_id` see everything about one task in one row).
 
 use polars::prelude::*;
-use serde_json::Value;
 
 use super::error::TaskError;
 use super::model::TaskBundle;
@@ -173,10 +172,4 @@ pub fn bundles_from_table(df: &DataFrame) -> Result<Vec<TaskBundle>, TaskError> 
                 .map_err(|e| TaskError::table("bundles", format!("row {i}: {e}")))
         })
         .collect()
-}
-
-/// Decodes a JSON cell, for tables that store JSON text.
-pub fn json_cell(table: &str, row: usize, cell: Option<&str>) -> Result<Value, TaskError> {
-    serde_json::from_str(cell.unwrap_or("null"))
-        .map_err(|e| TaskError::table(table, format!("row {row}: {e}")))
 }

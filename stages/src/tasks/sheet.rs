@@ -250,22 +250,13 @@ fn parse_row(
     };
     let task_id = cell("task_id");
     let bundle = *tasks.get(task_id.as_str()).ok_or_else(|| {
+        let round = round.as_str();
         err(
             "task_id",
-            format!(
-                "unknown task `{task_id}`: it is not among the tasks under {} review",
-                round.as_str()
-            ),
+            format!("unknown task `{task_id}`: it is not among the tasks under {round} review"),
         )
     })?;
-    let decision = cell("decision");
-    let [keep, drop] = round.decisions();
-    if decision != keep && decision != drop {
-        return Err(err(
-            "decision",
-            format!("`{decision}` is not a decision; write `{keep}` or `{drop}`"),
-        ));
-    }
+    let (decision, keep) = decision(round, &cell("decision")).map_err(|m| err("decision", m))?;
     let reviewer = cell("reviewer");
     if reviewer.is_empty() {
         return Err(err(
@@ -280,42 +271,56 @@ fn parse_row(
             "differs from the task's instruction: this column only shows the task, so write a rewrite in `new_instruction` (or re-export the sheet if the task changed since)".into(),
         ));
     }
-    let new_instruction = Some(cell("new_instruction")).filter(|s| !s.is_empty());
-    let set_source = assignments(&cell("set_source"))
-        .map_err(|m| err("set_source", m))?
-        .into_iter()
-        .map(|(slot, v)| {
-            check_slot(bundle, &slot).map_err(|m| err("set_source", m))?;
-            Source::parse(&v).map(|s| (slot.clone(), s)).ok_or_else(|| {
-                err(
-                    "set_source",
-                    format!("`{v}` is not a source for `{slot}`; write inferable or ask_only"),
-                )
-            })
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    let set_value = assignments(&cell("set_value"))
-        .map_err(|m| err("set_value", m))?
-        .into_iter()
-        .map(|(slot, v)| {
-            let old = check_slot(bundle, &slot).map_err(|m| err("set_value", m))?;
-            typed_like(old, &v)
-                .map(|value| (slot.clone(), value))
-                .map_err(|m| err("set_value", format!("`{slot}`: {m}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
     Ok(SheetRow {
         file: file.to_string(),
         row,
-        task_id,
-        keep: decision == keep,
+        keep,
         decision,
-        new_instruction,
-        set_source,
-        set_value,
+        new_instruction: Some(cell("new_instruction")).filter(|s| !s.is_empty()),
+        set_source: sources(bundle, &cell("set_source")).map_err(|m| err("set_source", m))?,
+        set_value: values(bundle, &cell("set_value")).map_err(|m| err("set_value", m))?,
         reviewer,
         note: cell("note"),
+        task_id,
     })
+}
+
+/// The decision as written and whether it keeps the task.
+fn decision(round: Round, text: &str) -> Result<(String, bool), String> {
+    let [keep, drop] = round.decisions();
+    if text == keep || text == drop {
+        Ok((text.to_string(), text == keep))
+    } else {
+        Err(format!(
+            "`{text}` is not a decision; write `{keep}` or `{drop}`"
+        ))
+    }
+}
+
+/// Parses `slot=inferable; slot2=ask_only`.
+fn sources(bundle: &TaskBundle, text: &str) -> Result<Vec<(String, Source)>, String> {
+    assignments(text)?
+        .into_iter()
+        .map(|(slot, v)| {
+            check_slot(bundle, &slot)?;
+            Source::parse(&v).map(|s| (slot.clone(), s)).ok_or_else(|| {
+                format!("`{v}` is not a source for `{slot}`; write inferable or ask_only")
+            })
+        })
+        .collect()
+}
+
+/// Parses `slot=value; …`, each value typed like the slot's current one.
+fn values(bundle: &TaskBundle, text: &str) -> Result<Vec<(String, Value)>, String> {
+    assignments(text)?
+        .into_iter()
+        .map(|(slot, v)| {
+            let old = check_slot(bundle, &slot)?;
+            typed_like(old, &v)
+                .map(|value| (slot.clone(), value))
+                .map_err(|m| format!("`{slot}`: {m}"))
+        })
+        .collect()
 }
 
 /// Splits `a=x; b=y` into pairs; an empty cell gives none.
