@@ -8,6 +8,7 @@ pub mod kinds;
 pub mod knowu;
 pub mod llm;
 pub mod serve;
+pub mod tasks;
 pub mod world;
 
 use prefflow_engine::Registry;
@@ -17,5 +18,10 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::LlmComplete);
     registry.register(kinds::BuildWorld);
     registry.register(kinds::ImportPersona);
+    registry.register(kinds::GenerateTasks);
+    registry.register(kinds::ExportReview);
+    registry.register(kinds::ImportReview);
+    registry.register(kinds::ValidateTasks);
+    registry.register(kinds::TaskStats);
     knowu::register(registry);
 }

@@ -1,9 +1,19 @@
 //! The domain's stage kinds, one per file.
 
 mod build_world;
+mod export_review;
+mod generate_tasks;
 mod import_persona;
+mod import_review;
 mod llm_complete;
+mod task_stats;
+mod validate_tasks;
 
 pub use build_world::{input_error, BuildWorld, WORLD_TABLES};
+pub use export_review::ExportReview;
+pub use generate_tasks::GenerateTasks;
 pub use import_persona::ImportPersona;
+pub use import_review::ImportReview;
 pub use llm_complete::{rows_as_json, LlmComplete};
+pub use task_stats::TaskStats;
+pub use validate_tasks::ValidateTasks;

@@ -1,0 +1,131 @@
+//! `import_review`: task bundles + the reviewers' sheets of one round → the reviewed tasks and
+//! the audit trail of every applied edit (appended to the upstream `audit`, if any).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use polars::prelude::*;
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use crate::tasks::error::TaskError;
+use crate::tasks::frames::{bundles_from_table, task_tables};
+use crate::tasks::review::{apply_round, AuditRow};
+use crate::tasks::sheet::{read_sheet, Round, SheetRow};
+use crate::tasks::TaskBundle;
+
+/// Parameters of `import_review`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportReviewParams {
+    /// `refinement` (accept/reject) or `validation` (confirm/flag).
+    pub round: Round,
+    /// Sheet files, or directories whose `*.csv` files are read in name order.
+    pub sheets: Vec<String>,
+}
+
+/// Applies one review round (iPrefBench D.1); a bad sheet fails the stage and applies nothing.
+pub struct ImportReview;
+
+impl Kind for ImportReview {
+    type Params = ImportReviewParams;
+    const NAME: &'static str = "import_review";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "bundles", "audit"];
+    const SUMMARY: &'static str = "bundles (+ audit) + review sheets of one round → reviewed tasks, slots, criteria, bundles, audit (params: round, sheets)";
+
+    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        params.sheets.clone()
+    }
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let bundles = bundles_from_table(ctx.input("bundles")?)?;
+        let rows = read_all(params, ctx, &bundles)?;
+        let (kept, audit) = apply_round(bundles, &rows, params.round)?;
+        let mut audit_df = audit_frame(&audit)?;
+        if let Some(prev) = ctx.inputs.iter().find(|t| t.table == "audit") {
+            audit_df = prev.df.vstack(&audit_df)?;
+        }
+        tracing::info!(
+            "{} review: {} rows from {} sheet(s), {} tasks kept",
+            params.round.as_str(),
+            rows.len(),
+            params.sheets.len(),
+            kept.len()
+        );
+        let mut out: Vec<(&str, DataFrame)> = task_tables(&kept)?;
+        out.push(("audit", audit_df));
+        Ok(Tables::new(out))
+    }
+}
+
+/// Reads every sheet, in the order given (directories expanded in name order).
+fn read_all(
+    params: &ImportReviewParams,
+    ctx: &StageContext<'_>,
+    bundles: &[TaskBundle],
+) -> Result<Vec<SheetRow>, TaskError> {
+    let by_id: HashMap<&str, &TaskBundle> = bundles
+        .iter()
+        .map(|b| (b.task.task_id.as_str(), b))
+        .collect();
+    let mut rows = Vec::new();
+    for (path, shown) in sheet_files(params, ctx)? {
+        rows.extend(read_sheet(&path, &shown, params.round, &by_id)?);
+    }
+    Ok(rows)
+}
+
+fn sheet_files(
+    params: &ImportReviewParams,
+    ctx: &StageContext<'_>,
+) -> Result<Vec<(PathBuf, String)>, TaskError> {
+    let mut out = Vec::new();
+    for s in &params.sheets {
+        let path = ctx.resolve(s);
+        if !path.is_dir() {
+            out.push((path, s.clone()));
+            continue;
+        }
+        let entries = std::fs::read_dir(&path).map_err(|e| TaskError::File {
+            file: s.clone(),
+            message: e.to_string(),
+        })?;
+        let mut files: Vec<PathBuf> = entries
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+            .collect();
+        files.sort();
+        for f in files {
+            let name = f
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            out.push((f, format!("{}/{name}", s.trim_end_matches('/'))));
+        }
+    }
+    Ok(out)
+}
+
+/// The `audit` table.
+fn audit_frame(rows: &[AuditRow]) -> Result<DataFrame, TaskError> {
+    let text = |name: &str, f: &dyn Fn(&AuditRow) -> String| {
+        Column::new(name.into(), rows.iter().map(f).collect::<Vec<String>>())
+    };
+    let columns = vec![
+        text("task_id", &|r| r.task_id.clone()),
+        text("round", &|r| r.round.clone()),
+        text("field", &|r| r.field.clone()),
+        text("old", &|r| r.old.clone()),
+        text("new", &|r| r.new.clone()),
+        text("reviewer", &|r| r.reviewer.clone()),
+        text("note", &|r| r.note.clone()),
+        text("sheet", &|r| r.sheet.clone()),
+        Column::new(
+            "row".into(),
+            rows.iter().map(|r| r.row).collect::<Vec<u32>>(),
+        ),
+    ];
+    DataFrame::new(rows.len(), columns).map_err(TaskError::from)
+}

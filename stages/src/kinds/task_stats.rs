@@ -1,0 +1,33 @@
+//! `task_stats`: a task set's `tasks`, `slots` and `criteria` → the `stats` table, comparable to
+//! iPrefBench Table D.1 (with the paper's figures alongside).
+
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use crate::tasks::stats::{compute, stats_frame};
+
+/// Parameters of `task_stats` (none).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TaskStatsParams {}
+
+/// Summarizes a task set.
+pub struct TaskStats;
+
+impl Kind for TaskStats {
+    type Params = TaskStatsParams;
+    const NAME: &'static str = "task_stats";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &["stats"];
+    const SUMMARY: &'static str =
+        "tasks, slots, criteria → stats (section, key, value, paper), like iPrefBench Table D.1";
+
+    fn run(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let stats = compute(
+            ctx.input("tasks")?,
+            ctx.input("slots")?,
+            ctx.input("criteria")?,
+        )?;
+        Ok(Tables::single("stats", stats_frame(&stats)?))
+    }
+}

@@ -1,0 +1,77 @@
+//! `validate_tasks` (per item over `task_id`): each reviewed task is run in the simulated phone
+//! (reference solution, defaults-only agent, untouched state) and linted; valid tasks form the
+//! released set, the rest land in `rejections` with their reasons.
+
+use polars::prelude::*;
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use crate::tasks::error::TaskError;
+use crate::tasks::frames::{bundles_from_table, task_tables};
+use crate::tasks::validate::{validate, Rejection};
+use crate::tasks::world_cache::world_from_inputs;
+use crate::tasks::world_index::WorldIndex;
+use crate::tasks::TaskBundle;
+
+/// Parameters of `validate_tasks` (none yet; the checks are fixed).
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateTasksParams {}
+
+/// Execution-based validation of tasks (iPrefBench D.1).
+pub struct ValidateTasks;
+
+impl Kind for ValidateTasks {
+    type Params = ValidateTasksParams;
+    const NAME: &'static str = "validate_tasks";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] =
+        &["tasks", "slots", "criteria", "bundles", "rejections"];
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
+
+    fn run(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let world = world_from_inputs(ctx.input("sources")?, ctx.input("history_events")?)?;
+        let ix = WorldIndex::new(&world);
+        let mut valid: Vec<TaskBundle> = Vec::new();
+        let mut rejected: Vec<(String, Rejection)> = Vec::new();
+        for mut b in bundles_from_table(ctx.input("bundles")?)? {
+            let reasons = validate(&ix, &b);
+            if reasons.is_empty() {
+                b.task.cross_app = ix.cross_app(&b.task.overrides.history, &b.task.apps, &b.slots);
+                valid.push(b);
+            } else {
+                rejected.extend(reasons.into_iter().map(|r| (b.task.task_id.clone(), r)));
+            }
+        }
+        let mut out: Vec<(&str, DataFrame)> = task_tables(&valid)?;
+        out.push(("rejections", rejections_frame(&rejected)?));
+        Ok(Tables::new(out))
+    }
+}
+
+/// The `rejections` table: task_id, check, subject (criterion or slot), reason.
+fn rejections_frame(rows: &[(String, Rejection)]) -> Result<DataFrame, TaskError> {
+    let columns = vec![
+        Column::new(
+            "task_id".into(),
+            rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "check".into(),
+            rows.iter()
+                .map(|r| r.1.check.as_str().to_string())
+                .collect::<Vec<_>>(),
+        ),
+        Column::new(
+            "subject".into(),
+            rows.iter()
+                .map(|r| r.1.subject.clone())
+                .collect::<Vec<Option<String>>>(),
+        ),
+        Column::new(
+            "reason".into(),
+            rows.iter().map(|r| r.1.reason.clone()).collect::<Vec<_>>(),
+        ),
+    ];
+    DataFrame::new(rows.len(), columns).map_err(TaskError::from)
+}

@@ -1,0 +1,280 @@
+//! Evaluating predicates against an episode: the phone's final state, its diff against the
+//! initial state, the operations called, the questions asked and the final answer.
+
+use serde_json::Value;
+
+use super::model::Slot;
+use super::predicate::{Change, Condition, Predicate, Test, ValueRef};
+use crate::world::app::{Catalog, Operation};
+use crate::world::phone::{Phone, WorldDiff};
+use crate::world::types::{display, value_matches, FieldKind, TableId};
+
+/// One finished (or untouched) episode, ready to be judged.
+pub struct Episode<'a, 'w> {
+    phone: &'a Phone<'w>,
+    slots: &'a [Slot],
+    diff: WorldDiff,
+}
+
+/// Where the first segment of a condition path is declared, so hops know the ref targets.
+#[derive(Clone, Copy)]
+enum Schema<'c> {
+    Table(TableId),
+    Op(&'c Operation),
+}
+
+impl<'a, 'w> Episode<'a, 'w> {
+    /// Judges `phone` as it is now, with `slots` supplying `$slot` values.
+    pub fn new(phone: &'a Phone<'w>, slots: &'a [Slot]) -> Self {
+        Self {
+            phone,
+            slots,
+            diff: phone.diff(),
+        }
+    }
+
+    fn cat(&self) -> &'a Catalog {
+        self.phone.state().catalog()
+    }
+
+    /// Whether the predicate holds.
+    pub fn check(&self, p: &Predicate) -> bool {
+        match p {
+            Predicate::Record {
+                change,
+                table,
+                conditions,
+            } => self.record(*change, table, conditions),
+            Predicate::Called { tool, args } => self.called(tool, args),
+            Predicate::AnswerContains { any, texts } => self.answer_contains(*any, texts),
+            Predicate::AnswerEquals(want) => match (self.answer(), self.resolve(want)) {
+                (Some(a), Some(w)) => normalize(&a) == normalize(&display(&w)),
+                _ => false,
+            },
+            Predicate::AnswerMentions {
+                table,
+                field,
+                conditions,
+            } => self.answer_mentions(table, field, conditions),
+            Predicate::Asked(slot) => self.asked(slot),
+            Predicate::All(ps) => ps.iter().all(|p| self.check(p)),
+            Predicate::Any(ps) => ps.iter().any(|p| self.check(p)),
+            Predicate::Not(p) => !self.check(p),
+        }
+    }
+
+    fn records(&self, change: Change, table: &str) -> Vec<Value> {
+        let Some((app, name)) = table.split_once('.') else {
+            return Vec::new();
+        };
+        let diff = self.diff.table(app, name);
+        match change {
+            Change::Inserted => diff.map(|d| d.inserted.clone()).unwrap_or_default(),
+            Change::Updated => diff
+                .map(|d| d.updated.iter().map(|u| u.after.clone()).collect())
+                .unwrap_or_default(),
+            Change::Deleted => diff.map(|d| d.deleted.clone()).unwrap_or_default(),
+            Change::Exists => self
+                .phone
+                .state()
+                .records_json(app, name)
+                .unwrap_or_default(),
+        }
+    }
+
+    fn record(&self, change: Change, table: &str, conditions: &[Condition]) -> bool {
+        let Some(t) = self.cat().table_id(table, None) else {
+            return false;
+        };
+        self.records(change, table)
+            .iter()
+            .any(|r| self.all_hold(Schema::Table(t), r, conditions))
+    }
+
+    fn called(&self, tool: &str, args: &[Condition]) -> bool {
+        let Some(op) = operation(self.cat(), tool) else {
+            return false;
+        };
+        self.phone
+            .operations()
+            .iter()
+            .filter(|o| o.tool == tool)
+            .any(|o| self.all_hold(Schema::Op(op), &Value::Object(o.args.clone()), args))
+    }
+
+    fn answer(&self) -> Option<String> {
+        self.phone.answer().map(str::to_string)
+    }
+
+    fn answer_contains(&self, any: bool, texts: &[ValueRef]) -> bool {
+        let Some(answer) = self.answer().map(|a| a.to_lowercase()) else {
+            return false;
+        };
+        let found = |t: &ValueRef| {
+            self.resolve(t)
+                .map(|v| answer.contains(&display(&v).to_lowercase()))
+                .unwrap_or(false)
+        };
+        if any {
+            texts.iter().any(found)
+        } else {
+            texts.iter().all(found)
+        }
+    }
+
+    fn answer_mentions(&self, table: &str, field: &str, conditions: &[Condition]) -> bool {
+        let (Some(answer), Some(t)) = (self.answer(), self.cat().table_id(table, None)) else {
+            return false;
+        };
+        let answer = answer.to_lowercase();
+        let named: Vec<Value> = self
+            .records(Change::Exists, table)
+            .into_iter()
+            .filter(|r| {
+                let name = r.get(field).map(display).unwrap_or_default().to_lowercase();
+                !name.is_empty() && answer.contains(&name)
+            })
+            .collect();
+        !named.is_empty()
+            && named
+                .iter()
+                .all(|r| self.all_hold(Schema::Table(t), r, conditions))
+    }
+
+    fn asked(&self, slot: &str) -> bool {
+        let Some(s) = self.slots.iter().find(|s| s.slot_id == slot) else {
+            return false;
+        };
+        self.phone.asks().iter().any(|a| {
+            let q = a.question.to_lowercase();
+            s.keywords.iter().any(|k| q.contains(&k.to_lowercase()))
+        })
+    }
+
+    fn all_hold(&self, schema: Schema<'_>, subject: &Value, conditions: &[Condition]) -> bool {
+        conditions.iter().all(|c| {
+            self.lookup(schema, subject, &c.path)
+                .is_some_and(|have| self.test(&have, &c.test))
+        })
+    }
+
+    /// Follows a field path from `subject` through ref fields; `None` if any step is missing.
+    fn lookup(&self, schema: Schema<'_>, subject: &Value, path: &[String]) -> Option<Value> {
+        let cat = self.cat();
+        let (first, rest) = path.split_first()?;
+        let mut value = subject.get(first)?.clone();
+        let mut target = ref_target(cat, schema, first);
+        for seg in rest {
+            let t = target?;
+            let id = value.as_str()?;
+            let app = &cat.apps[t.app as usize].id;
+            let table = cat.table(t);
+            let record = self.phone.state().get(app, &table.name, id)?;
+            value = table.get(record, seg)?.clone();
+            target = ref_target(cat, Schema::Table(t), seg);
+        }
+        Some(value)
+    }
+
+    fn test(&self, have: &Value, test: &Test) -> bool {
+        let eq = |want: &ValueRef| self.resolve(want).is_some_and(|w| value_matches(have, &w));
+        match test {
+            Test::Eq(w) => eq(w),
+            Test::Ne(w) => !eq(w),
+            Test::OneOf(ws) => ws.iter().any(eq),
+            Test::Contains(w) => self.resolve(w).is_some_and(|w| {
+                display(have)
+                    .to_lowercase()
+                    .contains(&display(&w).to_lowercase())
+            }),
+            Test::Min(x) => have.as_f64().is_some_and(|h| h >= *x),
+            Test::Max(x) => have.as_f64().is_some_and(|h| h <= *x),
+        }
+    }
+
+    /// A predicate value with slot references filled in.
+    pub fn resolve(&self, v: &ValueRef) -> Option<Value> {
+        resolve_ref(v, self.slots)
+    }
+}
+
+/// A predicate value with slot references filled in from `slots`; `None` if a slot is missing.
+pub fn resolve_ref(v: &ValueRef, slots: &[Slot]) -> Option<Value> {
+    match v {
+        ValueRef::Lit(v) => Some(v.clone()),
+        ValueRef::Slot(id) => slots
+            .iter()
+            .find(|s| &s.slot_id == id)
+            .map(|s| s.value.clone()),
+        ValueRef::Fmt(text) => render_fmt(text, slots).map(Value::String),
+    }
+}
+
+/// Replaces every `{slot.<id>}` in `text` by the slot's value as text.
+pub fn render_fmt(text: &str, slots: &[Slot]) -> Option<String> {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find("{slot.") {
+        out.push_str(&rest[..start]);
+        let after = &rest[start + "{slot.".len()..];
+        let (id, tail) = after.split_once('}')?;
+        let slot = slots.iter().find(|s| s.slot_id == id)?;
+        out.push_str(&display(&slot.value));
+        rest = tail;
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// Fills slot references (`{$slot: id}`, `{$fmt: text}`) anywhere in a JSON value; `Err` names
+/// the first unknown slot.
+pub fn resolve_json(v: &Value, slots: &[Slot]) -> Result<Value, String> {
+    match v {
+        Value::Object(m) => {
+            if let Ok(r) = super::predicate::value_ref(v, "$") {
+                if !matches!(r, ValueRef::Lit(_)) {
+                    return resolve_ref(&r, slots).ok_or_else(|| format!("unknown slot in {v}"));
+                }
+            }
+            m.iter()
+                .map(|(k, x)| resolve_json(x, slots).map(|x| (k.clone(), x)))
+                .collect::<Result<_, _>>()
+                .map(Value::Object)
+        }
+        Value::Array(items) => items
+            .iter()
+            .map(|x| resolve_json(x, slots))
+            .collect::<Result<_, _>>()
+            .map(Value::Array),
+        _ => Ok(v.clone()),
+    }
+}
+
+/// The operation behind `app.operation`.
+pub fn operation<'c>(cat: &'c Catalog, tool: &str) -> Option<&'c Operation> {
+    let (app, op) = tool.split_once('.')?;
+    cat.app(app)?.operation(op)
+}
+
+fn ref_target(cat: &Catalog, schema: Schema<'_>, field: &str) -> Option<TableId> {
+    let def = match schema {
+        Schema::Table(t) => {
+            let table = cat.table(t);
+            &table.fields[table.field_idx(field)?]
+        }
+        Schema::Op(op) => &op.fields[op.field_idx(field)?],
+    };
+    match def.kind {
+        FieldKind::Ref(t) => Some(t),
+        _ => None,
+    }
+}
+
+/// Lower-cased, whitespace-collapsed text without a final period, for answer equality.
+fn normalize(s: &str) -> String {
+    s.split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .trim_end_matches('.')
+        .to_lowercase()
+}

@@ -1,0 +1,122 @@
+//! Predicates evaluated on the real simulated phone over the default world.
+
+use serde_json::{json, Value};
+
+use super::eval::Episode;
+use super::model::{Slot, Source};
+use super::predicate::Predicate;
+use super::testkit::world;
+use crate::world::phone::{Action, EpisodeConfig, NoUser, Phone};
+
+fn slot(id: &str, value: Value, keywords: &[&str]) -> Slot {
+    Slot {
+        slot_id: id.into(),
+        source: Source::AskOnly,
+        evidence: vec![],
+        value,
+        keywords: keywords.iter().map(|s| s.to_string()).collect(),
+        app_default: None,
+        profile_entry: None,
+    }
+}
+
+fn act(p: &mut Phone<'_>, v: Value) {
+    let a: Action = serde_json::from_value(v).unwrap();
+    let o = p.step(&a);
+    assert!(!o.is_error(), "{}", o.text);
+}
+
+fn holds(p: &Phone<'_>, slots: &[Slot], pred: Value) -> bool {
+    Episode::new(p, slots).check(&Predicate::parse(&pred).unwrap())
+}
+
+#[test]
+fn record_checks_follow_refs_and_read_slots() {
+    let mut p = Phone::new(world(), EpisodeConfig::default(), Box::new(NoUser)).unwrap();
+    let slots = [slot("party", json!(4), &["how many"])];
+    let booked = json!({ "inserted": "dinespot.reservations", "where": { "restaurant.cuisine": "thai", "party_size": { "$slot": "party" } } });
+    assert!(!holds(&p, &slots, booked.clone()), "nothing booked yet");
+    act(
+        &mut p,
+        json!({ "action": "call", "tool": "dinespot.book_table", "args": { "restaurant": "baan-thai", "date": "2025-10-03", "party_size": 4 } }),
+    );
+    assert!(holds(&p, &slots, booked));
+    let wrong_size = [slot("party", json!(5), &[])];
+    assert!(!holds(
+        &p,
+        &wrong_size,
+        json!({ "inserted": "dinespot.reservations", "where": { "party_size": { "$slot": "party" } } })
+    ));
+    assert!(holds(
+        &p,
+        &slots,
+        json!({ "inserted": "calendar.events", "where": { "title": { "contains": "baan thai" }, "start": "19:00" } })
+    ));
+    assert!(!holds(
+        &p,
+        &slots,
+        json!({ "not": { "inserted": "dinespot.reservations" } })
+    ));
+    assert!(holds(
+        &p,
+        &slots,
+        json!({ "called": "dinespot.book_table", "args": { "seating": "indoor", "restaurant.price": "$$" } })
+    ));
+    assert!(!holds(
+        &p,
+        &slots,
+        json!({ "called": "dinespot.book_table", "args": { "seating": { "not": "indoor" } } })
+    ));
+    assert!(holds(
+        &p,
+        &slots,
+        json!({ "exists": "dinespot.reservations", "where": { "id": "res-0920" } })
+    ));
+}
+
+#[test]
+fn answer_and_question_checks() {
+    let slots = [slot("party", json!(4), &["how many", "people"])];
+    let mut p = Phone::new(world(), EpisodeConfig::default(), Box::new(NoUser)).unwrap();
+    act(
+        &mut p,
+        json!({ "action": "ask_user", "text": "Which day works?" }),
+    );
+    assert!(!holds(&p, &slots, json!({ "asked": "party" })));
+    act(
+        &mut p,
+        json!({ "action": "ask_user", "text": "How many PEOPLE are coming?" }),
+    );
+    assert!(holds(&p, &slots, json!({ "asked": "party" })));
+    act(
+        &mut p,
+        json!({ "action": "answer", "text": "Take AS 1211, the 07:05 nonstop." }),
+    );
+    let nonstop_alaska = json!({ "answer_mentions": "skyway.flights", "field": "number", "where": { "airline": "Alaska Airlines", "stops": 0 } });
+    assert!(holds(&p, &slots, nonstop_alaska.clone()));
+    assert!(holds(
+        &p,
+        &slots,
+        json!({ "answer_contains": ["as 1211", "07:05"] })
+    ));
+    assert!(!holds(
+        &p,
+        &slots,
+        json!({ "answer_contains": ["as 1211", "united"] })
+    ));
+    assert!(holds(
+        &p,
+        &slots,
+        json!({ "answer_contains_any": ["united", "nonstop"] })
+    ));
+    act(
+        &mut p,
+        json!({ "action": "answer", "text": "AS 1211 or UA 562." }),
+    );
+    assert!(
+        !holds(&p, &slots, nonstop_alaska),
+        "naming a United flight too must not pass"
+    );
+    act(&mut p, json!({ "action": "answer", "text": " four " }));
+    assert!(holds(&p, &slots, json!({ "answer_equals": "Four." })));
+}

@@ -1,0 +1,34 @@
+//! Tasks (design §1, iPrefBench §3.3 and D.1): the task model, the authoring templates and their
+//! instantiation over the world, the predicate language criteria are checked with, the
+//! human-review round trip, execution-based validation, and the statistics of a task set.
+
+pub mod check;
+pub mod error;
+pub mod eval;
+pub mod frames;
+pub mod generate;
+pub mod instantiate;
+pub mod model;
+pub mod predicate;
+pub mod review;
+pub mod sheet;
+pub mod stats;
+pub mod subst;
+pub mod template;
+pub mod user;
+pub mod validate;
+pub mod world_cache;
+pub mod world_index;
+
+pub use error::{PredicateError, TaskError};
+pub use model::{Criterion, CriterionKind, Perturbation, Slot, Source, Task, TaskBundle, TaskType};
+pub use predicate::Predicate;
+
+#[cfg(test)]
+mod eval_tests;
+#[cfg(test)]
+mod review_tests;
+#[cfg(test)]
+mod testkit;
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,178 @@
+//! The authoring format: task templates in `datasets/tasks/*.yaml`. A template is one task shape
+//! (instruction, slots, criteria, reference solution, overrides) with `{placeholders}`; each of
+//! its `variants` fills them to give one candidate task. The schema is documented in
+//! `docs/tasks.md`; this module only parses it, with located errors.
+
+use std::path::{Path, PathBuf};
+
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::error::TaskError;
+use super::model::{CriterionKind, Perturbation, TaskType};
+use super::subst::Vars;
+
+/// One template file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateFile {
+    /// The templates, in authoring order.
+    pub templates: Vec<Spanned<RawTemplate>>,
+}
+
+/// One task shape.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTemplate {
+    /// Unique id; task ids are `<id>-<variant number>`.
+    pub id: String,
+    /// What the user says, with `{var}` placeholders; no slot values.
+    pub instruction: String,
+    /// Operation (default) or question.
+    #[serde(default)]
+    pub task_type: TaskType,
+    /// The perturbation tested (default none).
+    #[serde(default)]
+    pub perturbation: Perturbation,
+    /// The omitted user-dependent details, by slot id.
+    pub slots: IndexMap<String, RawSlot>,
+    /// Rubric lines.
+    pub criteria: Vec<RawCriterion>,
+    /// The reference solution.
+    pub solution: Vec<RawStep>,
+    /// Per-task environment changes (app data, extra history events, profile edits).
+    #[serde(default)]
+    pub overrides: Option<Value>,
+    /// Situational facts for the user simulator (e.g. what to do if an option is gone).
+    #[serde(default)]
+    pub facts: Vec<String>,
+    /// Options the overrides make unavailable: `{tool, arg, value}`.
+    #[serde(default)]
+    pub unavailable: Vec<Value>,
+    /// Values for the placeholders; one candidate task per variant.
+    pub variants: Vec<Vars>,
+}
+
+/// Where a slot's value comes from: exactly one of `profile`, `situational`, `ask`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSlot {
+    /// A profile entry id: inferable entries give inferable slots (evidence from history).
+    #[serde(default)]
+    pub profile: Option<String>,
+    /// A persona situational fact id: an ask-only slot.
+    #[serde(default)]
+    pub situational: Option<String>,
+    /// An ask-only value written in the template (may be `{var}`).
+    #[serde(default)]
+    pub ask: Option<Value>,
+    /// Words a question about the slot contains.
+    pub keywords: Vec<String>,
+    /// `app.operation.field` whose default the slot competes with.
+    #[serde(default)]
+    pub default: Option<String>,
+}
+
+/// One rubric line.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCriterion {
+    /// Unique within the template.
+    pub id: String,
+    /// Defaults to `personalization` when `slot` is given, else `action`.
+    #[serde(default)]
+    pub kind: Option<CriterionKind>,
+    /// The slot a personalization criterion judges.
+    #[serde(default)]
+    pub slot: Option<String>,
+    /// The natural-language line (placeholders filled at generation).
+    pub rubric: String,
+    /// The predicate (see `docs/tasks.md`).
+    pub check: Value,
+}
+
+/// One step of a reference solution: exactly one of `call`, `ask`, `answer`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawStep {
+    /// `app.operation` (or a read tool) to call with `args`.
+    #[serde(default)]
+    pub call: Option<String>,
+    /// Arguments of the call.
+    #[serde(default)]
+    pub args: Option<Value>,
+    /// For a call: required arguments as an agent that never personalizes fills them; for an
+    /// answer: that agent's answer.
+    #[serde(default)]
+    pub plain: Option<Value>,
+    /// A question to the user.
+    #[serde(default)]
+    pub ask: Option<String>,
+    /// A final answer.
+    #[serde(default)]
+    pub answer: Option<String>,
+}
+
+/// A parsed template file with the name used in messages.
+pub struct LoadedFile {
+    /// Path as shown to users (relative to the working directory when possible).
+    pub name: String,
+    /// Its templates.
+    pub file: TemplateFile,
+}
+
+/// Loads every `*.yaml` file of `dir` in name order.
+pub fn load_dir(dir: &Path, shown: &str) -> Result<Vec<LoadedFile>, TaskError> {
+    let err = |message: String| TaskError::File {
+        file: shown.to_string(),
+        message,
+    };
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| err(format!("cannot read the templates directory: {e}")))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+        .collect();
+    paths.sort();
+    if paths.is_empty() {
+        return Err(err("no *.yaml template files".into()));
+    }
+    paths
+        .iter()
+        .map(|p| {
+            let name = format!(
+                "{}/{}",
+                shown.trim_end_matches('/'),
+                p.file_name()
+                    .map(|n| n.to_string_lossy())
+                    .unwrap_or_default()
+            );
+            let text = std::fs::read_to_string(p).map_err(|e| TaskError::File {
+                file: name.clone(),
+                message: e.to_string(),
+            })?;
+            parse(&name, &text).map(|file| LoadedFile { name, file })
+        })
+        .collect()
+}
+
+/// Parses one template file's text.
+pub fn parse(name: &str, text: &str) -> Result<TemplateFile, TaskError> {
+    prefflow_engine::config::from_yaml::<TemplateFile>(text).map_err(|e| {
+        let at = match e.location() {
+            Some(l) => format!("{name}:{}:{}", l.line(), l.column()),
+            None => name.to_string(),
+        };
+        TaskError::Template {
+            at,
+            message: e.without_snippet().to_string(),
+        }
+    })
+}
+
+/// `file:line:column` of a spanned template, for messages.
+pub fn place<T>(file: &str, t: &Spanned<T>) -> String {
+    format!("{file}:{}:{}", t.referenced.line(), t.referenced.column())
+}
