@@ -278,7 +278,7 @@ fn the_released_set_rebuilds_byte_identically_and_its_stats_match_its_tables() {
     let record = a.run_ok("taskset.yaml", &[]);
     b.run_ok("taskset.yaml", &[]);
     let (ba, bb) = (blobs(&a), blobs(&b));
-    assert!(ba.contains_key("taskset.tasks") && ba.contains_key("stats.stats"));
+    assert!(ba.contains_key("taskset.tasks") && ba.contains_key("taskset.stats"));
     assert_eq!(ba, bb, "two rebuilds differ");
     let bytes = |ws: &Workspace| {
         let out = ws.cli(&["show", "taskset.tasks", "--path"]).expect_code(0);
@@ -289,7 +289,7 @@ fn the_released_set_rebuilds_byte_identically_and_its_stats_match_its_tables() {
 
     let tasks = a.table("taskset.tasks", None);
     assert_eq!(tasks.height(), 130);
-    let stats = stats_by_key(&a.table("stats.stats", None));
+    let stats = stats_by_key(&a.table("taskset.stats", None));
     let recomputed = recompute(
         &tasks,
         &a.table("taskset.slots", None),
@@ -421,8 +421,8 @@ fn editing_one_review_row_reruns_only_that_tasks_validation() {
         .as_array()
         .expect("instances")
         .iter()
-        .find(|i| i["stage"] == "taskset")
-        .expect("taskset")
+        .find(|i| i["stage"] == "validated")
+        .expect("validated")
         .clone();
     assert_eq!(taskset["items"]["executed"], Value::from(1), "{taskset}");
     // Items are the reviewed tasks: the 130 released plus the ones validation rejects.

@@ -1,5 +1,6 @@
 //! `task_stats`: a task set's `tasks`, `slots` and `criteria` → the `stats` table, comparable to
-//! iPrefBench Table D.1 (with the paper's figures alongside).
+//! iPrefBench Table D.1 (with the paper's figures alongside). The task set passes through, so
+//! the released set and its statistics live in one stage (`taskset.tasks`, `taskset.stats`).
 
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
@@ -17,17 +18,23 @@ pub struct TaskStats;
 impl Kind for TaskStats {
     type Params = TaskStatsParams;
     const NAME: &'static str = "task_stats";
-    const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["stats"];
+    const VERSION: &'static str = "2";
+    const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "stats"];
     const SUMMARY: &'static str =
-        "tasks, slots, criteria → stats (section, key, value, paper), like iPrefBench Table D.1";
+        "tasks, slots, criteria → the same tables plus stats (section, key, value, paper), like iPrefBench Table D.1";
 
     fn run(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let stats = compute(
+        let (tasks, slots, criteria) = (
             ctx.input("tasks")?,
             ctx.input("slots")?,
             ctx.input("criteria")?,
-        )?;
-        Ok(Tables::single("stats", stats_frame(&stats)?))
+        );
+        let stats = stats_frame(&compute(tasks, slots, criteria)?)?;
+        Ok(Tables::new([
+            ("tasks", tasks.clone()),
+            ("slots", slots.clone()),
+            ("criteria", criteria.clone()),
+            ("stats", stats),
+        ]))
     }
 }
