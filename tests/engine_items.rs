@@ -57,12 +57,7 @@ fn a_killed_run_resumes_with_exactly_the_uncommitted_items() {
     );
 
     let resumed = ws.run_ok("items.yaml", &[]);
-    let work = resumed["instances"]
-        .as_array()
-        .expect("instances")
-        .iter()
-        .find(|i| i["stage"] == "work")
-        .expect("work");
+    let work = instance(&resumed, "work");
     assert_eq!(
         work["items"]["cached"].as_u64(),
         Some(committed as u64),
@@ -92,12 +87,7 @@ fn new_rows_run_only_their_items() {
     ws.run_ok("items.yaml", &[]);
     ws.write("data/rows.csv", &numbers_csv(13));
     let rec = ws.run_ok("items.yaml", &[]);
-    let work = rec["instances"]
-        .as_array()
-        .expect("instances")
-        .iter()
-        .find(|i| i["stage"] == "work")
-        .expect("work");
+    let work = instance(&rec, "work");
     assert_eq!(work["items"]["executed"].as_u64(), Some(3));
     assert_eq!(work["items"]["cached"].as_u64(), Some(10));
     assert_eq!(ws.table("work", None).height(), 13);
@@ -134,12 +124,7 @@ fn a_failing_item_is_recorded_while_its_siblings_complete() {
     ws.cli(&["run", "items.yaml", "--progress", "none"])
         .expect_code(1);
     let rec = ws.last_run("items");
-    let work = rec["instances"]
-        .as_array()
-        .expect("instances")
-        .iter()
-        .find(|i| i["stage"] == "work")
-        .expect("work");
+    let work = instance(&rec, "work");
     assert_eq!(work["items"]["cached"].as_u64(), Some(7));
     assert_eq!(rec["errors"].as_array().map(Vec::len), Some(1));
 }

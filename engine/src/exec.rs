@@ -246,20 +246,7 @@ fn error_kind(e: &StageError) -> &'static str {
 
 impl Runner {
     fn record(&self, inst: &Instance, status: Status) -> InstanceRecord {
-        InstanceRecord {
-            stage: inst.stage.clone(),
-            variant: inst.variant.name(),
-            kind: inst.kind.name().to_string(),
-            status,
-            recipe_key: None,
-            data_version: None,
-            tables: IndexMap::new(),
-            items: None,
-            item_keys: Vec::new(),
-            seconds: 0.0,
-            unchanged_output: false,
-            message: None,
-        }
+        InstanceRecord::empty(&inst.stage, inst.variant.name(), inst.kind.name(), status)
     }
 
     fn error_row(
@@ -356,12 +343,13 @@ impl Runner {
         m: &Manifest,
         started: Instant,
     ) -> InstanceRecord {
-        let mut rec = self.record(inst, status);
-        rec.recipe_key = Some(m.recipe_key.clone());
-        rec.data_version = Some(m.data_version.clone());
-        rec.tables = m.tables.clone();
-        rec.items = m.items.clone();
-        rec.item_keys = m.item_keys.clone();
+        let mut rec = InstanceRecord::from_manifest(
+            &inst.stage,
+            inst.variant.name(),
+            inst.kind.name(),
+            status,
+            m,
+        );
         rec.seconds = started.elapsed().as_secs_f64();
         rec.unchanged_output = status == Status::Executed
             && self
@@ -601,7 +589,7 @@ impl Runner {
         };
         let item_parts: Vec<KeyParts> = groups
             .iter()
-            .map(|g| item_key_parts(&parts, &main, &column, g))
+            .map(|g| item_key_parts(&parts, &main.label(), &column, g))
             .collect();
         let this = self.clone();
         let keys: Vec<String> = item_parts.iter().map(KeyParts::key).collect();
@@ -817,9 +805,11 @@ impl Runner {
     }
 }
 
-fn item_key_parts(parts: &KeyParts, main: &InputTable, column: &str, g: &ItemGroup) -> KeyParts {
+/// The key parts of one item: the stage's recipe without the main input's data version, plus
+/// the item's identity (its column, value and rows). Shared by `run` and `plan`.
+pub fn item_key_parts(parts: &KeyParts, main_label: &str, column: &str, g: &ItemGroup) -> KeyParts {
     let mut p = parts.clone();
-    p.inputs.remove(&main.label());
+    p.inputs.remove(main_label);
     p.item = Some(ItemIdentity {
         column: column.to_string(),
         value: g.value.clone(),

@@ -12,7 +12,7 @@ use crate::artifact::{
     Manifest, TableEntry,
 };
 use crate::error::{Error, Result};
-use crate::exec::key_parts;
+use crate::exec::{item_key_parts, key_parts};
 use crate::keys::item_groups;
 use crate::plan::{Instance, Plan};
 use crate::record::{
@@ -118,20 +118,13 @@ pub fn dry_run(
 }
 
 fn simulated(inst: &Instance, m: &Manifest) -> InstanceRecord {
-    InstanceRecord {
-        stage: inst.stage.clone(),
-        variant: inst.variant.name(),
-        kind: inst.kind.name().to_string(),
-        status: Status::Cached,
-        recipe_key: Some(m.recipe_key.clone()),
-        data_version: Some(m.data_version.clone()),
-        tables: m.tables.clone(),
-        items: m.items.clone(),
-        item_keys: m.item_keys.clone(),
-        seconds: 0.0,
-        unchanged_output: false,
-        message: None,
-    }
+    InstanceRecord::from_manifest(
+        &inst.stage,
+        inst.variant.name(),
+        inst.kind.name(),
+        Status::Cached,
+        m,
+    )
 }
 
 /// The key parts of the last successful run of this instance, if known.
@@ -190,13 +183,7 @@ fn item_plan(
     };
     let mut cached = 0;
     for g in &groups {
-        let mut p = parts.clone();
-        p.inputs.remove(&label);
-        p.item = Some(crate::artifact::ItemIdentity {
-            column: column.clone(),
-            value: g.value.clone(),
-            rows: g.content_hash.clone(),
-        });
+        let p = item_key_parts(parts, &label, column, g);
         if store.exists(&item_path(&p.key()))? {
             cached += 1;
         }

@@ -8,7 +8,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use crate::artifact::{ItemCounts, TableEntry};
+use crate::artifact::{ItemCounts, Manifest, TableEntry};
 use crate::error::{Error, Result};
 use crate::store::Store;
 
@@ -74,6 +74,42 @@ pub struct InstanceRecord {
 }
 
 impl InstanceRecord {
+    /// A record with no result yet (failed, skipped, not selected).
+    pub fn empty(stage: &str, variant: String, kind: &str, status: Status) -> Self {
+        Self {
+            stage: stage.to_string(),
+            variant,
+            kind: kind.to_string(),
+            status,
+            recipe_key: None,
+            data_version: None,
+            tables: IndexMap::new(),
+            items: None,
+            item_keys: Vec::new(),
+            seconds: 0.0,
+            unchanged_output: false,
+            message: None,
+        }
+    }
+
+    /// The record of a result described by `manifest`.
+    pub fn from_manifest(
+        stage: &str,
+        variant: String,
+        kind: &str,
+        status: Status,
+        manifest: &Manifest,
+    ) -> Self {
+        Self {
+            recipe_key: Some(manifest.recipe_key.clone()),
+            data_version: Some(manifest.data_version.clone()),
+            tables: manifest.tables.clone(),
+            items: manifest.items.clone(),
+            item_keys: manifest.item_keys.clone(),
+            ..Self::empty(stage, variant, kind, status)
+        }
+    }
+
     /// `stage` or `stage[variant]`.
     pub fn label(&self) -> String {
         if self.variant.is_empty() {

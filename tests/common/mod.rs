@@ -178,3 +178,11 @@ pub fn numbers_csv(n: usize) -> String {
     }
     s
 }
+
+/// The record of stage `stage` in a run record (the first variant).
+pub fn instance<'a>(record: &'a Value, stage: &str) -> &'a Value {
+    record["instances"]
+        .as_array()
+        .and_then(|a| a.iter().find(|i| i["stage"] == stage))
+        .unwrap_or_else(|| panic!("no instance `{stage}` in {record}"))
+}
