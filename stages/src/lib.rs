@@ -4,6 +4,7 @@
 //! calls, KnowU-Bench interop, the phone served over HTTP (`serve`), and one module per stage
 //! kind. This crate depends on the engine; the engine never depends on it.
 
+pub mod episodes;
 pub mod kinds;
 pub mod knowu;
 pub mod llm;
@@ -23,5 +24,6 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::ImportReview);
     registry.register(kinds::ValidateTasks);
     registry.register(kinds::TaskStats);
+    registry.register(kinds::RunEpisodes);
     knowu::register(registry);
 }

@@ -6,6 +6,7 @@ mod generate_tasks;
 mod import_persona;
 mod import_review;
 mod llm_complete;
+mod run_episodes;
 mod task_stats;
 mod validate_tasks;
 
@@ -15,5 +16,6 @@ pub use generate_tasks::GenerateTasks;
 pub use import_persona::ImportPersona;
 pub use import_review::ImportReview;
 pub use llm_complete::{rows_as_json, LlmComplete};
+pub use run_episodes::{RunEpisodes, RunEpisodesParams};
 pub use task_stats::TaskStats;
 pub use validate_tasks::ValidateTasks;

@@ -358,6 +358,12 @@ impl<'w> Phone<'w> {
         all
     }
 
+    /// Events the task's overrides appended to the world's history (the rest is
+    /// `World::history`), so callers can hold both without borrowing the phone.
+    pub fn extra_history(&self) -> &[HistoryEvent] {
+        &self.state.history
+    }
+
     /// A profile entry's value for this episode (overridden or original).
     pub fn profile_value(&self, id: &str) -> Option<&Value> {
         self.state

@@ -1,0 +1,88 @@
+//! The agent side of an episode. An agent is built per episode (so it may read the task bundle
+//! when it is a reference bound such as `oracle`), is told the instruction, the tools and the
+//! history events the variant exposes, may ask clarifying questions before acting, and then
+//! returns one action per step. Model-backed agents report token usage per turn.
+
+use thiserror::Error;
+
+use crate::llm::{LlmError, Usage};
+use crate::tasks::TaskBundle;
+use crate::world::history::HistoryEvent;
+use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, ToolSpec};
+
+/// What an agent knows when the episode starts. Honest agents read only this; the task bundle
+/// is handed to the factory for reference agents (`oracle`, `defaults`) and kept out of here.
+pub struct Brief<'a> {
+    /// What the user said.
+    pub instruction: &'a str,
+    /// GUI screens or tool calls.
+    pub space: ActionSpace,
+    /// The phone's tools (tools mode; also a description of the apps in GUI mode).
+    pub tools: &'a [ToolSpec],
+    /// The history events this variant exposes, in time order.
+    pub history: &'a [&'a HistoryEvent],
+    /// The phone's clock, as text.
+    pub now: &'a str,
+    /// The first observation (home screen or tool overview).
+    pub observation: &'a Observation,
+}
+
+/// One agent turn: the action (or why the output could not be parsed), the model's raw output
+/// and the tokens it cost.
+#[derive(Debug, Clone)]
+pub struct Turn<T = Action> {
+    /// The parsed decision, or the parse error shown back to the agent.
+    pub decision: Result<T, String>,
+    /// The model's raw output, when a model produced it.
+    pub raw: Option<String>,
+    /// Tokens spent on this turn.
+    pub usage: Usage,
+}
+
+impl<T> Turn<T> {
+    /// A turn decided without a model.
+    pub fn plain(decision: T) -> Self {
+        Self {
+            decision: Ok(decision),
+            raw: None,
+            usage: Usage::default(),
+        }
+    }
+}
+
+/// Why an agent (or simulator) could not take its turn at all; the episode ends with status
+/// `error` and this message.
+#[derive(Debug, Error)]
+pub enum AgentError {
+    /// The model endpoint failed after retries, or an offline replay missed.
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    /// Anything else (bad prompt template, …).
+    #[error("{0}")]
+    Other(String),
+}
+
+/// An agent playing one episode.
+pub trait Agent {
+    /// Pre-execution clarification (iPrefBench G.5): short questions about details that cannot
+    /// be settled, asked before the first action. Empty when none; the default asks nothing.
+    fn clarify(&mut self, _brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
+        Ok(Turn::plain(Vec::new()))
+    }
+
+    /// Starts the episode, with the answers to any clarification questions.
+    fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError>;
+
+    /// The next action, given what the previous action returned (the first observation for
+    /// the first step).
+    fn next(&mut self, last: &Observation) -> Result<Turn, AgentError>;
+}
+
+/// Builds one agent per episode.
+pub trait AgentFactory: Send + Sync {
+    /// The name episodes record in the `agent` column (`oracle`, `llm:<model>`, …).
+    fn name(&self) -> String;
+
+    /// A fresh agent for `task`, seeded for this episode.
+    fn make<'a>(&'a self, task: &'a TaskBundle, seed: u64) -> Box<dyn Agent + 'a>;
+}

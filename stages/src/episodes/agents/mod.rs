@@ -1,0 +1,59 @@
+//! The agents prefflow ships. `oracle` and `defaults` are reference bounds that read the task's
+//! solutions; `ask_all` and `heuristic` are honest baselines that see only the brief; `llm`
+//! drives a chat-completions model.
+
+mod scripted;
+
+use prefflow_engine::{StageContext, StageError};
+use serde::{Deserialize, Serialize};
+
+pub use scripted::{Defaults, Oracle, ScriptedAgent};
+
+use super::agent::AgentFactory;
+use crate::kinds::RunEpisodesParams;
+
+/// The agent a `run_episodes` stage plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AgentName {
+    /// Plays the reference solution (upper bound).
+    Oracle,
+    /// Completes the operation with app defaults, never asks (no personalization).
+    Defaults,
+    /// Asks about every open field, then acts on the answers.
+    AskAll,
+    /// Retrieves evidence per open field, infers when it agrees, asks otherwise.
+    Heuristic,
+    /// A chat-completions model.
+    Llm,
+}
+
+impl AgentName {
+    /// The parameter spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentName::Oracle => "oracle",
+            AgentName::Defaults => "defaults",
+            AgentName::AskAll => "ask_all",
+            AgentName::Heuristic => "heuristic",
+            AgentName::Llm => "llm",
+        }
+    }
+}
+
+/// The factory for the stage's agent.
+pub fn factory<'a>(
+    params: &'a RunEpisodesParams,
+    ctx: &'a StageContext<'a>,
+) -> Result<Box<dyn AgentFactory + 'a>, StageError> {
+    let _ = ctx;
+    match params.agent {
+        AgentName::Oracle => Ok(Box::new(Oracle)),
+        AgentName::Defaults => Ok(Box::new(Defaults)),
+        other => Err(StageError::Input(format!(
+            "stage `{}`: agent `{}` is not available yet",
+            ctx.stage,
+            other.as_str()
+        ))),
+    }
+}

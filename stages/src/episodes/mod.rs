@@ -1,0 +1,31 @@
+//! Episodes (iPrefBench §3.2, §4.4; KnowU-Bench §3.3): an agent acts in an environment on one
+//! task, asking a user simulator when it chooses to, shown the history events its variant
+//! exposes. The runner turns that into `episodes` / `steps` / `diffs` rows; judges replay the
+//! steps later (see [`codec`]).
+//!
+//! - [`agent`]: the agent trait and what an agent is told ([`Brief`]).
+//! - [`agents`]: the built-in agents.
+//! - [`simulator`]: who answers `ask_user`, with a disclosure audit.
+//! - [`exposure`] / [`retrieval`]: which history events an agent sees.
+//! - [`env`]: where actions land (the simulated phone, or a remote device).
+//! - [`runner`]: the episode loop; [`frames`]: its rows as tables.
+
+pub mod agent;
+pub mod agents;
+pub mod codec;
+pub mod env;
+pub mod exposure;
+pub mod frames;
+pub mod record;
+pub mod retrieval;
+pub mod runner;
+pub mod seed;
+pub mod simulator;
+pub mod simulators;
+
+pub use agent::{Agent, AgentError, AgentFactory, Brief, Turn};
+pub use env::{Environment, PhoneEnv};
+pub use exposure::{Exposure, LogKind};
+pub use record::{EpisodeRow, EpisodeRun, StepRow};
+pub use runner::{run_episode, EpisodeSpec};
+pub use simulator::{ScriptedUser, Simulator, UserReply};

@@ -1,0 +1,146 @@
+//! Lexical retrieval over history events (Okapi BM25). The `top_k:N` history exposure and the
+//! `heuristic` agent use it to pick the events relevant to a query; it is deterministic (ties
+//! broken by event order) so the same query always shows the same events.
+
+use std::collections::HashMap;
+
+use crate::world::history::HistoryEvent;
+
+const K1: f64 = 1.2;
+const B: f64 = 0.75;
+
+/// A BM25 index over a slice of events (text, app, location and category are indexed).
+pub struct Bm25<'s, 'e> {
+    events: &'s [&'e HistoryEvent],
+    docs: Vec<HashMap<String, u32>>,
+    lengths: Vec<f64>,
+    avg_len: f64,
+    doc_freq: HashMap<String, u32>,
+}
+
+/// Lower-cased alphanumeric words of at least two characters.
+pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| w.len() >= 2)
+        .map(str::to_lowercase)
+}
+
+impl<'s, 'e> Bm25<'s, 'e> {
+    /// Indexes `events`.
+    pub fn new(events: &'s [&'e HistoryEvent]) -> Self {
+        let mut doc_freq: HashMap<String, u32> = HashMap::new();
+        let mut docs = Vec::with_capacity(events.len());
+        let mut lengths = Vec::with_capacity(events.len());
+        for e in events {
+            let mut tf: HashMap<String, u32> = HashMap::new();
+            let fields = [&e.text, &e.app, &e.location, &e.category];
+            let mut len = 0u32;
+            for w in fields.iter().flat_map(|f| tokens(f)) {
+                *tf.entry(w).or_default() += 1;
+                len += 1;
+            }
+            for w in tf.keys() {
+                *doc_freq.entry(w.clone()).or_default() += 1;
+            }
+            docs.push(tf);
+            lengths.push(len as f64);
+        }
+        let avg_len = if lengths.is_empty() {
+            0.0
+        } else {
+            lengths.iter().sum::<f64>() / lengths.len() as f64
+        };
+        Self {
+            events,
+            docs,
+            lengths,
+            avg_len,
+            doc_freq,
+        }
+    }
+
+    /// The score of every event for `query`.
+    pub fn scores(&self, query: &str) -> Vec<f64> {
+        let n = self.docs.len() as f64;
+        let mut terms: Vec<String> = tokens(query).collect();
+        terms.sort();
+        terms.dedup();
+        let idf: Vec<(String, f64)> = terms
+            .into_iter()
+            .filter_map(|t| {
+                let df = *self.doc_freq.get(&t)? as f64;
+                Some((t, ((n - df + 0.5) / (df + 0.5) + 1.0).ln()))
+            })
+            .collect();
+        self.docs
+            .iter()
+            .zip(&self.lengths)
+            .map(|(tf, len)| {
+                idf.iter()
+                    .map(|(t, idf)| {
+                        let f = *tf.get(t).unwrap_or(&0) as f64;
+                        if f == 0.0 {
+                            return 0.0;
+                        }
+                        let norm = K1 * (1.0 - B + B * len / self.avg_len.max(1e-9));
+                        idf * f * (K1 + 1.0) / (f + norm)
+                    })
+                    .sum()
+            })
+            .collect()
+    }
+
+    /// The `k` best-scoring events with a positive score, best first (ties: earlier event first).
+    pub fn top_k(&self, query: &str, k: usize) -> Vec<&'e HistoryEvent> {
+        let scores = self.scores(query);
+        let mut order: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] > 0.0).collect();
+        order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
+        order.truncate(k);
+        order.into_iter().map(|i| self.events[i]).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::world::history::Label;
+
+    fn event(id: &str, text: &str) -> HistoryEvent {
+        HistoryEvent {
+            event_id: id.into(),
+            time: crate::world::clock::DateTime::parse("2025-01-01T10:00").unwrap(),
+            utc_offset_minutes: None,
+            app: "notes".into(),
+            location: "home".into(),
+            text: text.into(),
+            label: Label::Signal,
+            category: "x".into(),
+            supports: vec![],
+        }
+    }
+
+    #[test]
+    fn the_matching_event_ranks_first_and_non_matches_are_dropped() {
+        let evs = [
+            event("a", "bought oat milk latte"),
+            event("b", "booked a window seat on the train"),
+            event("c", "ordered an oat milk flat white, oat again"),
+        ];
+        let refs: Vec<&HistoryEvent> = evs.iter().collect();
+        let ix = Bm25::new(&refs);
+        let top: Vec<&str> = ix
+            .top_k("oat milk", 5)
+            .iter()
+            .map(|e| e.event_id.as_str())
+            .collect();
+        assert_eq!(top.len(), 2);
+        assert!(top.contains(&"a") && top.contains(&"c"));
+        let seat: Vec<&str> = ix
+            .top_k("window seat", 1)
+            .iter()
+            .map(|e| e.event_id.as_str())
+            .collect();
+        assert_eq!(seat, ["b"]);
+        assert!(ix.top_k("zebra", 3).is_empty());
+    }
+}

@@ -1,0 +1,113 @@
+//! The user simulator: who answers `ask_user`. Every reply carries a disclosure audit — which
+//! slots it disclosed, which of those were volunteered (not asked about), and whether it claimed
+//! something the hidden context does not ground — so a leaky simulator shows up in the tables
+//! instead of silently inflating scores.
+
+use crate::llm::Usage;
+use crate::tasks::user::SlotUser;
+use crate::tasks::{Slot, Source};
+use crate::world::types::display;
+
+use super::agent::AgentError;
+
+/// What the simulator says back, with its audit.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct UserReply {
+    /// The reply text the agent sees.
+    pub text: String,
+    /// Slot ids whose value the reply disclosed.
+    pub disclosed: Vec<String>,
+    /// Disclosed slot ids the question did not ask about.
+    pub volunteered: Vec<String>,
+    /// Whether the reply states something not grounded in the hidden context or profile.
+    pub ungrounded: bool,
+    /// Tokens spent (model-backed simulators).
+    pub usage: Usage,
+}
+
+/// Answers the agent's questions for one episode.
+pub trait Simulator {
+    /// The reply to one `ask_user` message.
+    fn reply(&mut self, question: &str) -> Result<UserReply, AgentError>;
+}
+
+/// What the user answers when a question matches nothing they know.
+pub const DONT_KNOW: &str = "I don't know.";
+
+/// The default simulator: matches the question to ask-only slots by the task's keywords and
+/// answers exactly those from the hidden context; says it does not know otherwise; never
+/// volunteers.
+pub struct ScriptedUser<'a> {
+    slots: &'a [Slot],
+}
+
+impl<'a> ScriptedUser<'a> {
+    /// A user who knows these slots' ask-only values.
+    pub fn new(slots: &'a [Slot]) -> Self {
+        Self { slots }
+    }
+}
+
+impl Simulator for ScriptedUser<'_> {
+    fn reply(&mut self, question: &str) -> Result<UserReply, AgentError> {
+        let matched = SlotUser::new(self.slots).matched(question);
+        let text = if matched.is_empty() {
+            DONT_KNOW.to_string()
+        } else {
+            matched
+                .iter()
+                .map(|s| display(&s.value))
+                .collect::<Vec<_>>()
+                .join("; ")
+        };
+        Ok(UserReply {
+            text,
+            disclosed: matched.iter().map(|s| s.slot_id.clone()).collect(),
+            volunteered: Vec::new(),
+            ungrounded: false,
+            usage: Usage::default(),
+        })
+    }
+}
+
+/// Audits a free-text reply (from a model-backed simulator): a slot is disclosed when its value
+/// appears in the reply, volunteered when the question did not ask about it (by keywords), and
+/// the reply is ungrounded when it discloses nothing yet is not a "don't know".
+pub fn audit(question: &str, reply: &str, slots: &[Slot]) -> (Vec<String>, Vec<String>, bool) {
+    let lower = reply.to_lowercase();
+    let asked: Vec<&str> = SlotUser::new(slots)
+        .matched(question)
+        .iter()
+        .map(|s| s.slot_id.as_str())
+        .collect();
+    let disclosed: Vec<String> = slots
+        .iter()
+        .filter(|s| s.source == Source::AskOnly)
+        .filter(|s| {
+            let v = display(&s.value).to_lowercase();
+            !v.is_empty() && lower.contains(&v)
+        })
+        .map(|s| s.slot_id.clone())
+        .collect();
+    let volunteered = disclosed
+        .iter()
+        .filter(|d| !asked.contains(&d.as_str()))
+        .cloned()
+        .collect();
+    let ungrounded = disclosed.is_empty() && !is_dont_know(&lower);
+    (disclosed, volunteered, ungrounded)
+}
+
+/// Whether a reply declines to answer.
+pub fn is_dont_know(lower: &str) -> bool {
+    [
+        "don't know",
+        "do not know",
+        "not sure",
+        "no idea",
+        "no preference",
+        "doesn't matter",
+    ]
+    .iter()
+    .any(|p| lower.contains(p))
+}

@@ -1,0 +1,191 @@
+//! `run_episodes` (per item over `task_id`): plays each task with one agent configuration in the
+//! simulated phone, `epochs` times, and writes `episodes`, `steps` and `diffs`. Sweep `agent`,
+//! `history`, `clarify`, `simulator`… in the pipeline to compare configurations; each variant's
+//! episodes are cached per task, so changing one variant re-runs only its episodes.
+
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use crate::episodes::agents::{self, AgentName};
+use crate::episodes::exposure::{self, Exposure, LogKind};
+use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
+use crate::episodes::seed::{episode_id, episode_seed};
+use crate::episodes::simulators::{self, SimulatorName};
+use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, PhoneEnv};
+use crate::llm::LlmConfig;
+use crate::tasks::frames::bundles_from_table;
+use crate::tasks::world_cache::world_from_inputs;
+use crate::tasks::TaskBundle;
+use crate::world::history::HistoryEvent;
+use crate::world::phone::{ActionSpace, EpisodeConfig};
+use crate::world::World;
+
+/// Parameters of `run_episodes`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunEpisodesParams {
+    /// `oracle`, `defaults`, `ask_all`, `heuristic` or `llm`.
+    pub agent: AgentName,
+    /// History exposure: `all`, `top_k:N` or `none` (default `all`).
+    #[serde(default)]
+    pub history: Exposure,
+    /// `noisy` (as recorded, default) or `clean` (signal events only).
+    #[serde(default)]
+    pub log: LogKind,
+    /// Pre-execution clarification (iPrefBench G.5): the agent may ask before acting.
+    #[serde(default)]
+    pub clarify: bool,
+    /// Who answers ask_user: `scripted` (default) or `llm`.
+    #[serde(default)]
+    pub simulator: SimulatorName,
+    /// Independent repeats per task (default 1).
+    #[serde(default = "one")]
+    pub epochs: u32,
+    /// Step bound per episode (default 30).
+    #[serde(default = "thirty")]
+    pub max_steps: u32,
+    /// `tools` (default) or `gui`.
+    #[serde(default = "tools")]
+    pub space: ActionSpace,
+    /// Root seed; each episode's seed is hash(seed, task, variant, epoch).
+    #[serde(default)]
+    pub seed: u64,
+    /// The agent's model (agent `llm`).
+    #[serde(default)]
+    pub llm: Option<LlmConfig>,
+    /// The simulator's model (simulator `llm`).
+    #[serde(default)]
+    pub user_llm: Option<LlmConfig>,
+    /// Directory of prompt templates (default `datasets/prompts`).
+    #[serde(default = "prompts_dir")]
+    pub prompts: String,
+    /// Run only when this environment variable is set (e.g. the LLM endpoint); otherwise write
+    /// empty tables and say so.
+    #[serde(default)]
+    pub skip_unless_env: Option<String>,
+}
+
+fn one() -> u32 {
+    1
+}
+fn thirty() -> u32 {
+    30
+}
+fn tools() -> ActionSpace {
+    ActionSpace::Tools
+}
+fn prompts_dir() -> String {
+    "datasets/prompts".into()
+}
+
+/// Plays tasks with one agent configuration.
+pub struct RunEpisodes;
+
+impl Kind for RunEpisodes {
+    type Params = RunEpisodesParams;
+    const NAME: &'static str = "run_episodes";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
+    const DETERMINISTIC: bool = true;
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_steps, space, seed, llm, user_llm; use per_item: task_id)";
+
+    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        let uses_prompts = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;
+        if uses_prompts {
+            vec![params.prompts.clone()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        if let Some(var) = &params.skip_unless_env {
+            if std::env::var_os(var).is_none() {
+                tracing::warn!(
+                    "stage `{}`: skipped ({var} is not set); set {var} to run the `{}` agent",
+                    ctx.stage,
+                    params.agent.as_str()
+                );
+                return tables(&[]);
+            }
+        }
+        let world = world_from_inputs(ctx.input("sources")?, ctx.input("history_events")?)?;
+        let factory = agents::factory(params, ctx)?;
+        let mut runs = Vec::new();
+        for bundle in bundles_from_table(ctx.input("bundles")?)? {
+            for epoch in 0..params.epochs {
+                runs.push(play(params, ctx, &world, &bundle, factory.as_ref(), epoch)?);
+            }
+        }
+        tables(&runs)
+    }
+}
+
+fn tables(runs: &[EpisodeRun]) -> Result<Tables, StageError> {
+    Ok(Tables::new(episode_tables(runs)?))
+}
+
+/// Plays one episode of `bundle`.
+fn play(
+    params: &RunEpisodesParams,
+    ctx: &StageContext<'_>,
+    world: &World,
+    bundle: &TaskBundle,
+    factory: &dyn crate::episodes::AgentFactory,
+    epoch: u32,
+) -> Result<EpisodeRun, StageError> {
+    let task = &bundle.task;
+    let seed = episode_seed(params.seed, &task.task_id, ctx.variant, epoch);
+    let config = EpisodeConfig {
+        space: params.space,
+        clock: None,
+        overrides: task.overrides.clone(),
+    };
+    let mut env = PhoneEnv::new(world, config).map_err(|e| {
+        StageError::Input(format!(
+            "task `{}`: overrides do not apply to this world: {e}",
+            task.task_id
+        ))
+    })?;
+    let extra: Vec<HistoryEvent> = env.phone.extra_history().to_vec();
+    let mut history: Vec<&HistoryEvent> = world.history.iter().chain(&extra).collect();
+    history.sort_by_key(|e| e.time);
+    let shown = exposure::select(&history, params.history, params.log, &task.instruction);
+    let mut agent = factory.make(bundle, seed);
+    let mut user = simulators::make(params, ctx, world, bundle, seed)?;
+    let row = EpisodeRow {
+        episode_id: episode_id(&task.task_id, ctx.variant, epoch),
+        task_id: task.task_id.clone(),
+        variant: ctx.variant.to_string(),
+        epoch,
+        persona: Some(task.persona.clone()),
+        agent: factory.name(),
+        seed,
+        exposure: format!("{}/{}", params.history, log_name(params.log)),
+        ..EpisodeRow::default()
+    };
+    let spec = EpisodeSpec {
+        row,
+        instruction: task.instruction.clone(),
+        space: params.space,
+        max_steps: params.max_steps,
+        clarify: params.clarify,
+    };
+    let mut run = run_episode(&mut env, agent.as_mut(), user.as_mut(), &shown, spec);
+    run.episode.cost_agent = run
+        .episode
+        .agent_usage
+        .cost(params.llm.as_ref().and_then(|l| l.prices));
+    run.episode.cost_user = run
+        .episode
+        .user_usage
+        .cost(params.user_llm.as_ref().and_then(|l| l.prices));
+    Ok(run)
+}
+
+fn log_name(log: LogKind) -> &'static str {
+    match log {
+        LogKind::Noisy => "noisy",
+        LogKind::Clean => "clean",
+    }
+}
