@@ -172,3 +172,32 @@ fn set_on_a_swept_parameter_pins_the_sweep() {
     assert_eq!(s.len(), 2, "{s:?}");
     assert_eq!(s["pick[params.limit=4]"], "executed");
 }
+
+/// A `gather` stage sees every upstream variant's rows in one table and runs once; adding a
+/// variant re-runs it (its input changed) but not the untouched variants.
+#[test]
+fn a_gather_stage_collects_every_variant_once() {
+    let ws = Workspace::new();
+    ws.write("data/numbers.csv", &numbers_csv(12));
+    let yaml = "pipeline: gathered\nparams: { limit: 1 }\nstages:\n  source: { kind: read_table, params: { path: data/numbers.csv } }\n  pick:\n    kind: query\n    inputs: [source]\n    sweep: { params.limit: LIMITS }\n    params: { sql: \"SELECT *, ${params.limit} AS lim FROM source LIMIT ${params.limit}\" }\n  total:\n    kind: query\n    inputs: [pick]\n    gather: true\n    params: { sql: \"SELECT lim, COUNT(*) AS n FROM pick GROUP BY lim ORDER BY lim\" }\n";
+    ws.write("g.yaml", &yaml.replace("LIMITS", "[2, 5]"));
+    let first = ws.run_ok("g.yaml", &[]);
+    let s = statuses(&first);
+    assert_eq!(s["total"], "executed", "{s:?}");
+    assert_eq!(s.keys().filter(|k| k.starts_with("total")).count(), 1);
+    let t = ws.table("total", None);
+    let n: Vec<Option<u32>> = t.column("n").expect("n").u32().expect("u32").iter().collect();
+    assert_eq!(n, [Some(2), Some(5)]);
+
+    let again = ws.run_ok("g.yaml", &[]);
+    assert_eq!(statuses(&again)["total"], "cached");
+
+    ws.write("g.yaml", &yaml.replace("LIMITS", "[2, 5, 3]"));
+    let third = ws.run_ok("g.yaml", &[]);
+    let s = statuses(&third);
+    assert_eq!(s["pick[params.limit=2]"], "cached");
+    assert_eq!(s["pick[params.limit=3]"], "executed");
+    assert_eq!(s["total"], "executed");
+    let t = ws.table("total", None);
+    assert_eq!(t.height(), 3);
+}

@@ -83,6 +83,11 @@ pub struct StageSpec {
     /// First retry delay in milliseconds; doubles each attempt (default 200).
     #[serde(default)]
     pub retry_backoff_ms: Option<u64>,
+    /// Collect every variant of the (swept) inputs into one table each (rows concatenated in
+    /// variant order) and run once, instead of once per variant. For comparisons across
+    /// variants: aggregate tables, paired differences, reports.
+    #[serde(default)]
+    pub gather: bool,
 }
 
 /// A parsed pipeline file together with where it came from.
@@ -145,7 +150,7 @@ fn yaml_error(path: &Path, e: &serde_saphyr::Error) -> Error {
         .trim()
         .to_string();
     let hint = if message.contains("unknown field") {
-        Some("allowed stage fields: kind, description, inputs, params, per_item, sweep, concurrency, resources, retries, retry_backoff_ms".into())
+        Some("allowed stage fields: kind, description, inputs, params, per_item, sweep, concurrency, resources, retries, retry_backoff_ms, gather".into())
     } else {
         Some("see `prefflow schema` for the pipeline format".into())
     };

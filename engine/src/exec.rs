@@ -212,7 +212,11 @@ pub fn key_parts(inst: &Instance, upstream: &[Arc<InstanceRecord>], workdir: &Pa
     for (b, up) in inst.bindings.iter().zip(upstream) {
         for t in &b.tables {
             if let Some(entry) = up.tables.get(t) {
-                inputs.insert(format!("{}.{t}", b.stage), entry.blob.clone());
+                let label = match &b.gathered_variant {
+                    Some(v) => format!("{}[{v}].{t}", b.stage),
+                    None => format!("{}.{t}", b.stage),
+                };
+                inputs.insert(label, entry.blob.clone());
             }
         }
     }
@@ -404,7 +408,7 @@ impl Runner {
             }
         }
         let store = self.store.clone();
-        tokio::task::spawn_blocking(move || {
+        let loaded = tokio::task::spawn_blocking(move || {
             wanted
                 .into_iter()
                 .map(|(stage, table, blob)| {
@@ -413,7 +417,8 @@ impl Runner {
                 .collect::<Result<Vec<_>>>()
         })
         .await
-        .map_err(|e| Error::RunFailed(format!("internal error: {e}")))?
+        .map_err(|e| Error::RunFailed(format!("internal error: {e}")))??;
+        gather_variants(loaded)
     }
 
     async fn acquire_pools(&self, inst: &Instance) -> Vec<OwnedSemaphorePermit> {
@@ -850,4 +855,27 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
         .map(|s| s.to_string())
         .or_else(|| panic.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "unknown panic".into())
+}
+
+/// Concatenates the tables a `gather` stage receives once per upstream variant, keeping the
+/// first appearance's order; ordinary stages never receive the same table twice.
+fn gather_variants(tables: Vec<InputTable>) -> Result<Vec<InputTable>> {
+    let mut out: Vec<InputTable> = Vec::new();
+    for t in tables {
+        match out.iter_mut().find(|o| o.stage == t.stage && o.table == t.table) {
+            None => out.push(t),
+            Some(acc) => {
+                acc.df.vstack_mut(&t.df).map_err(|e| {
+                    Error::RunFailed(format!(
+                        "gather: the variants of `{}` have different columns ({e}); a kind must write the same columns in every variant",
+                        t.label()
+                    ))
+                })?;
+            }
+        }
+    }
+    for t in &mut out {
+        t.df.rechunk_mut();
+    }
+    Ok(out)
 }

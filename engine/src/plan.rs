@@ -100,6 +100,9 @@ pub struct Binding {
     pub stage: String,
     /// The tables taken from it.
     pub tables: Vec<String>,
+    /// Set on `gather` stages: the upstream variant's name, so each variant's tables have their
+    /// own place in the cache key.
+    pub gathered_variant: Option<String>,
 }
 
 struct Checked<'a> {
@@ -162,7 +165,7 @@ impl Plan {
                     variant,
                     kind: c.kind.clone(),
                     params,
-                    bindings: bindings(c, &upstream_ids),
+                    bindings: bindings(c, &upstream_ids, &instances),
                     per_item: c.spec.per_item.as_ref().map(|p| p.value.clone()),
                     concurrency: c
                         .spec
@@ -591,16 +594,23 @@ fn check_dimension_clashes(
     }
 }
 
-/// Every (variant, upstream instance per input) this stage runs under.
+/// Every (variant, upstream instances as (input index, instance)) this stage runs under.
 fn combinations(
     c: &Checked,
     by_stage: &HashMap<&str, Vec<usize>>,
     instances: &[Instance],
     order: &[String],
-) -> Vec<(Variant, Vec<usize>)> {
-    let mut combos: Vec<(Variant, Vec<usize>)> = vec![(Variant::default(), Vec::new())];
-    for (r, _) in &c.refs {
+) -> Vec<(Variant, Vec<(usize, usize)>)> {
+    let mut combos: Vec<(Variant, Vec<(usize, usize)>)> = vec![(Variant::default(), Vec::new())];
+    for (i, (r, _)) in c.refs.iter().enumerate() {
         let upstream = by_stage.get(r.stage.as_str()).cloned().unwrap_or_default();
+        if c.spec.gather {
+            // One combination holding every upstream variant of this input.
+            for (_, ids) in &mut combos {
+                ids.extend(upstream.iter().map(|&u| (i, u)));
+            }
+            continue;
+        }
         combos = combos
             .iter()
             .flat_map(|(variant, ids)| {
@@ -608,7 +618,7 @@ fn combinations(
                     let up = &instances[u].variant;
                     variant.compatible(up).then(|| {
                         let mut ids = ids.clone();
-                        ids.push(u);
+                        ids.push((i, u));
                         (variant.merge(up, order), ids)
                     })
                 })
@@ -629,18 +639,24 @@ fn combinations(
         .collect()
 }
 
-fn bindings(c: &Checked, upstream_ids: &[usize]) -> Vec<Binding> {
-    c.refs
+fn bindings(c: &Checked, upstream_ids: &[(usize, usize)], instances: &[Instance]) -> Vec<Binding> {
+    upstream_ids
         .iter()
-        .zip(upstream_ids)
-        .map(|((r, tables), &instance)| Binding {
-            reference: match &r.table {
-                Some(t) => format!("{}.{t}", r.stage),
-                None => r.stage.clone(),
-            },
-            instance,
-            stage: r.stage.clone(),
-            tables: tables.clone(),
+        .map(|&(i, instance)| {
+            let (r, tables) = &c.refs[i];
+            Binding {
+                reference: match &r.table {
+                    Some(t) => format!("{}.{t}", r.stage),
+                    None => r.stage.clone(),
+                },
+                instance,
+                stage: r.stage.clone(),
+                tables: tables.clone(),
+                gathered_variant: c
+                    .spec
+                    .gather
+                    .then(|| instances[instance].variant.name()),
+            }
         })
         .collect()
 }
