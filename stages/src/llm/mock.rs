@@ -126,6 +126,8 @@ impl Drop for ScriptedServer {
     }
 }
 
+/// Serves requests on one connection until the client closes it (keep-alive, as real model
+/// servers do), so a benchmark measures the client rather than connection setup.
 fn serve(
     stream: TcpStream,
     seen: &Mutex<Vec<Seen>>,
@@ -136,9 +138,28 @@ fn serve(
         return;
     };
     let mut reader = BufReader::new(read_half);
+    let mut stream = stream;
+    while let Some(request) = read_request(&mut reader) {
+        let echo = last_user_message(&request.body);
+        if let Ok(mut seen) = seen.lock() {
+            seen.push(request);
+        }
+        let behavior = script
+            .lock()
+            .ok()
+            .and_then(|mut s| s.pop_front())
+            .unwrap_or_else(|| fallback.clone());
+        if !answer(&mut stream, behavior, &echo) {
+            return;
+        }
+    }
+}
+
+/// Reads one HTTP request; `None` when the connection closed.
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
     let mut line = String::new();
     if reader.read_line(&mut line).unwrap_or(0) == 0 {
-        return;
+        return None;
     }
     let path = line
         .split_whitespace()
@@ -160,43 +181,41 @@ fn serve(
         }
     }
     let mut body = vec![0; length];
-    let _ = reader.read_exact(&mut body);
-    let body = String::from_utf8_lossy(&body).into_owned();
-    let echo = last_user_message(&body);
-    if let Ok(mut seen) = seen.lock() {
-        seen.push(Seen {
-            path,
-            headers,
-            body,
-        });
-    }
-    let behavior = script
-        .lock()
-        .ok()
-        .and_then(|mut s| s.pop_front())
-        .unwrap_or_else(|| fallback.clone());
-    let mut stream = stream;
+    reader.read_exact(&mut body).ok()?;
+    Some(Seen {
+        path,
+        headers,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
+}
+
+/// Plays one behavior; false when the connection must close (a hang).
+fn answer(stream: &mut TcpStream, behavior: Behavior, echo: &str) -> bool {
     match behavior {
-        Behavior::Hang(d) => std::thread::sleep(d),
+        Behavior::Hang(d) => {
+            std::thread::sleep(d);
+            return false;
+        }
         Behavior::Delayed(d, body) => {
             std::thread::sleep(d);
-            respond(&mut stream, 200, &[], &body);
+            respond(stream, 200, &[], &body);
         }
         Behavior::Reply {
             status,
             headers,
             body,
-        } => respond(&mut stream, status, &headers, &body),
+        } => respond(stream, status, &headers, &body),
         Behavior::Echo(d) => {
             std::thread::sleep(d);
             respond(
-                &mut stream,
+                stream,
                 200,
                 &[],
                 &completion(&format!("echo: {echo}"), 10, 5),
             );
         }
     }
+    true
 }
 
 fn last_user_message(body: &str) -> String {
@@ -210,7 +229,7 @@ fn last_user_message(body: &str) -> String {
 }
 
 fn respond(stream: &mut TcpStream, status: u16, headers: &[(String, String)], body: &str) {
-    let mut out = format!("HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n", body.len());
+    let mut out = format!("HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: keep-alive\r\n", body.len());
     for (k, v) in headers {
         out.push_str(&format!("{k}: {v}\r\n"));
     }
