@@ -103,7 +103,8 @@ pub fn engine(dir: &Path, items: usize) -> anyhow::Result<Vec<Figure>> {
     Ok(figures)
 }
 
-fn reset(dir: &Path) -> anyhow::Result<()> {
+/// Empties (or creates) a scratch directory.
+pub fn reset(dir: &Path) -> anyhow::Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("clearing {}", dir.display()))?;
     }
@@ -133,12 +134,16 @@ fn chain_pipeline(per_item: usize) -> String {
     yaml
 }
 
-struct Timed {
-    seconds: f64,
-    peak_rss_mb: f64,
+/// Wall time and peak memory of one child run.
+pub struct Timed {
+    /// Wall seconds.
+    pub seconds: f64,
+    /// Peak resident memory in MB.
+    pub peak_rss_mb: f64,
 }
 
-fn timed_run(exe: &Path, dir: &Path, file: &str) -> anyhow::Result<Timed> {
+/// Runs `prefflow run FILE` in `dir` and measures it.
+pub fn timed_run(exe: &Path, dir: &Path, file: &str) -> anyhow::Result<Timed> {
     let started = Instant::now();
     let out = child(
         exe,
@@ -158,21 +163,40 @@ fn timed_run(exe: &Path, dir: &Path, file: &str) -> anyhow::Result<Timed> {
     })
 }
 
-fn stage_seconds(dir: &Path, pipeline: &str, stage: &str) -> anyhow::Result<f64> {
+/// Seconds of every instance (variant) of `stage` in the last run, summed.
+pub fn stage_seconds_sum(dir: &Path, pipeline: &str, stage: &str) -> anyhow::Result<f64> {
+    let record = last_run(dir, pipeline)?;
+    Ok(record["instances"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter(|i| i["stage"] == stage)
+                .filter_map(|i| i["seconds"].as_f64())
+                .sum()
+        })
+        .unwrap_or(0.0))
+}
+
+fn last_run(dir: &Path, pipeline: &str) -> anyhow::Result<serde_json::Value> {
     let path: PathBuf = dir
         .join(".prefflow/runs")
         .join(pipeline)
         .join("last-run.json");
-    let record: serde_json::Value =
-        serde_json::from_slice(&std::fs::read(&path).with_context(|| path.display().to_string())?)?;
-    record["instances"]
+    Ok(serde_json::from_slice(
+        &std::fs::read(&path).with_context(|| path.display().to_string())?,
+    )?)
+}
+
+fn stage_seconds(dir: &Path, pipeline: &str, stage: &str) -> anyhow::Result<f64> {
+    last_run(dir, pipeline)?["instances"]
         .as_array()
         .and_then(|a| a.iter().find(|i| i["stage"] == stage))
         .and_then(|i| i["seconds"].as_f64())
         .context("stage timing missing from the run record")
 }
 
-fn child(exe: &Path, dir: &Path, args: &[&str]) -> anyhow::Result<String> {
+/// Runs the binary in `dir`; its stdout, or an error with its stderr.
+pub fn child(exe: &Path, dir: &Path, args: &[&str]) -> anyhow::Result<String> {
     let out = Command::new(exe)
         .current_dir(dir)
         .args(args)

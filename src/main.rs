@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod bench;
+mod bench_episodes;
 mod bench_world;
 
 use anyhow::Context;
@@ -184,6 +185,7 @@ enum BenchSuite {
     Engine,
     Llm,
     World,
+    Episodes,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -294,6 +296,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             }
             if matches!(suite, BenchSuite::All | BenchSuite::World) {
                 figures.extend(bench_world::world(Path::new("datasets"))?);
+            }
+            if matches!(suite, BenchSuite::All | BenchSuite::Episodes) {
+                figures.extend(bench_episodes::episodes(dir)?);
             }
             println!("| figure | measured | target |\n|---|---|---|");
             for f in figures {
