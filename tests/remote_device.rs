@@ -40,7 +40,11 @@ fn task(i: usize) -> (FakeTask, Value) {
 
 fn tasks(n: usize) -> (Vec<FakeTask>, String) {
     let (fakes, rows): (Vec<_>, Vec<_>) = (0..n).map(task).unzip();
-    let jsonl = rows.iter().map(Value::to_string).collect::<Vec<_>>().join("\n");
+    let jsonl = rows
+        .iter()
+        .map(Value::to_string)
+        .collect::<Vec<_>>()
+        .join("\n");
     (fakes, jsonl)
 }
 
@@ -84,7 +88,11 @@ stages:
 fn strs(df: &DataFrame, col: &str) -> Vec<String> {
     df.column(col)
         .and_then(|c| c.str().cloned())
-        .map(|c| c.iter().map(|v| v.unwrap_or_default().to_string()).collect())
+        .map(|c| {
+            c.iter()
+                .map(|v| v.unwrap_or_default().to_string())
+                .collect()
+        })
         .unwrap_or_else(|e| panic!("column {col}: {e}"))
 }
 
@@ -133,7 +141,10 @@ fn two_devices_play_four_tasks_never_two_at_once_and_score_them() {
     let steps = ws.table("play.steps", None);
     let types = strs(&steps, "action_type");
     let replies = steps.column("user_reply").unwrap().str().unwrap().clone();
-    let i = types.iter().position(|t| t == "ask_user").expect("an ask_user step");
+    let i = types
+        .iter()
+        .position(|t| t == "ask_user")
+        .expect("an ask_user step");
     assert_eq!(replies.get(i), Some("word0, as always"));
 }
 
@@ -148,7 +159,12 @@ fn an_unhealthy_device_is_waited_for_and_the_episode_replayed() {
 
     let episodes = ws.table("play.episodes", None);
     let ids = strs(&episodes, "task_id");
-    let attempts = episodes.column("device_attempts").unwrap().u32().unwrap().clone();
+    let attempts = episodes
+        .column("device_attempts")
+        .unwrap()
+        .u32()
+        .unwrap()
+        .clone();
     let scores = episodes.column("score").unwrap().f64().unwrap().clone();
     for (i, id) in ids.iter().enumerate() {
         let want = if id == "Task1@student" { 2 } else { 1 };
@@ -156,7 +172,11 @@ fn an_unhealthy_device_is_waited_for_and_the_episode_replayed() {
         assert_eq!(scores.get(i), Some(1.0), "{id}");
     }
     let inits = d.stats().inits;
-    assert_eq!(inits.iter().filter(|t| *t == "Task1@student").count(), 2, "{inits:?}");
+    assert_eq!(
+        inits.iter().filter(|t| *t == "Task1@student").count(),
+        2,
+        "{inits:?}"
+    );
 }
 
 #[test]
@@ -176,9 +196,15 @@ fn a_device_down_for_one_task_fails_that_item_while_its_sibling_completes() {
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["item"], "Task0@student");
     let message = errors[0]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("POST /task/init answered 503"), "{message}");
+    assert!(
+        message.contains("POST /task/init answered 503"),
+        "{message}"
+    );
     assert!(message.contains(d.url()), "{message}");
     let stats = d.stats();
     assert_eq!(stats.completed, vec!["Task1@student".to_string()]);
-    assert_eq!(stats.inits.iter().filter(|t| *t == "Task0@student").count(), 3);
+    assert_eq!(
+        stats.inits.iter().filter(|t| *t == "Task0@student").count(),
+        3
+    );
 }

@@ -202,9 +202,8 @@ fn read_tasks(ctx: &StageContext<'_>) -> Result<Vec<RemoteTask>, StageError> {
     let actions = optional_strings(df, &table, "actions")?;
     let mut out = Vec::new();
     for (row, ((id, goal), acts)) in ids.into_iter().zip(goals).zip(actions).enumerate() {
-        let task_id = id.ok_or_else(|| {
-            StageError::Input(format!("{table} row {row}: `task_id` is empty"))
-        })?;
+        let task_id =
+            id.ok_or_else(|| StageError::Input(format!("{table} row {row}: `task_id` is empty")))?;
         let actions = acts
             .map(|text| {
                 serde_json::from_str::<Vec<Action>>(&text).map_err(|e| {

@@ -47,7 +47,9 @@ impl Agent for ReplayAgent {
     }
 
     fn next(&mut self, _last: &Observation) -> Result<Turn, AgentError> {
-        Ok(Turn::plain(self.queue.pop_front().unwrap_or(Action::Finish)))
+        Ok(Turn::plain(
+            self.queue.pop_front().unwrap_or(Action::Finish),
+        ))
     }
 }
 

@@ -97,25 +97,38 @@ mod tests {
     #[test]
     fn navigation_and_dialogue_map_to_their_knowu_types() {
         assert_eq!(
-            one(Action::OpenApp { app: "Messages".into() }),
+            one(Action::OpenApp {
+                app: "Messages".into()
+            }),
             json!({"action_type": "open_app", "app_name": "Messages"})
         );
         assert_eq!(one(Action::Back), json!({"action_type": "navigate_back"}));
         assert_eq!(one(Action::Home), json!({"action_type": "navigate_home"}));
         assert_eq!(
-            one(Action::Scroll { direction: Direction::Down }),
+            one(Action::Scroll {
+                direction: Direction::Down
+            }),
             json!({"action_type": "scroll", "direction": "down"})
         );
         assert_eq!(
-            one(Action::AskUser { text: "Which day?".into() }),
+            one(Action::AskUser {
+                text: "Which day?".into()
+            }),
             json!({"action_type": "ask_user", "text": "Which day?"})
         );
         assert_eq!(
-            one(Action::Answer { text: "3 km".into() }),
+            one(Action::Answer {
+                text: "3 km".into()
+            }),
             json!({"action_type": "answer", "text": "3 km"})
         );
         assert!(to_device(&Action::Finish, &[]).unwrap().is_empty());
-        assert!(ends_episode(&Action::Finish) && ends_episode(&Action::Answer { text: String::new() }));
+        assert!(
+            ends_episode(&Action::Finish)
+                && ends_episode(&Action::Answer {
+                    text: String::new()
+                })
+        );
         assert!(!ends_episode(&Action::Back));
     }
 
@@ -126,7 +139,10 @@ mod tests {
             json!({"action_type": "click", "x": 100, "y": 120})
         );
         let typed = to_device(
-            &Action::Type { element: 2, text: "Mom".into() },
+            &Action::Type {
+                element: 2,
+                text: "Mom".into(),
+            },
             &screen(),
         )
         .unwrap();
@@ -145,22 +161,41 @@ mod tests {
     fn device_tools_pass_through_and_other_tools_are_refused() {
         let args = json!({"x": 5, "y": 6}).as_object().unwrap().clone();
         assert_eq!(
-            one(Action::Call { tool: "device.long_press".into(), args }),
+            one(Action::Call {
+                tool: "device.long_press".into(),
+                args
+            }),
             json!({"action_type": "long_press", "x": 5, "y": 6})
         );
         assert_eq!(
-            one(Action::Call { tool: "device__wait".into(), args: Map::new() }),
+            one(Action::Call {
+                tool: "device__wait".into(),
+                args: Map::new()
+            }),
             json!({"action_type": "wait"})
         );
         let e = to_device(
-            &Action::Call { tool: "notes.create_note".into(), args: Map::new() },
+            &Action::Call {
+                tool: "notes.create_note".into(),
+                args: Map::new(),
+            },
             &[],
         )
         .unwrap_err();
         assert!(e.contains("device.wait"), "{e}");
-        assert!(to_device(&Action::Call { tool: "device.".into(), args: Map::new() }, &[]).is_err());
+        assert!(to_device(
+            &Action::Call {
+                tool: "device.".into(),
+                args: Map::new()
+            },
+            &[]
+        )
+        .is_err());
         let e = to_device(
-            &Action::Select { element: 1, option: "x".into() },
+            &Action::Select {
+                element: 1,
+                option: "x".into(),
+            },
             &[],
         )
         .unwrap_err();

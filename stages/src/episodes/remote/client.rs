@@ -81,16 +81,16 @@ impl DeviceClient {
 
     /// `POST /suite_family/switch?target_family=…&…`: every suite field is a query parameter.
     pub fn switch_suite(&self, suite: &BTreeMap<String, String>) -> Result<(), DeviceError> {
-        let req = self
-            .http
-            .post(self.at("/suite_family/switch"))
-            .query(suite);
+        let req = self.http.post(self.at("/suite_family/switch")).query(suite);
         self.send(req, "POST /suite_family/switch").map(drop)
     }
 
     /// `POST /task/init {task_name, req_device}`: resets the device to the task's snapshot.
     pub fn init_task(&self, task: &str) -> Result<(), DeviceError> {
-        let req = self.http.post(self.at("/task/init")).json(&self.task_body(task));
+        let req = self
+            .http
+            .post(self.at("/task/init"))
+            .json(&self.task_body(task));
         self.send(req, "POST /task/init").map(drop)
     }
 
@@ -136,7 +136,10 @@ impl DeviceClient {
     /// reads it): the score and reason.
     pub fn eval(&self, task: &str) -> Result<Evaluation, DeviceError> {
         let what = "GET /task/eval";
-        let req = self.http.get(self.at("/task/eval")).json(&self.task_body(task));
+        let req = self
+            .http
+            .get(self.at("/task/eval"))
+            .json(&self.task_body(task));
         let body = self.send(req, what)?;
         let eval: Evaluation = serde_json::from_value(body)
             .map_err(|e| self.malformed(what, format!("expected {{score, reason}}: {e}")))?;
@@ -188,7 +191,9 @@ impl DeviceClient {
         let body: Option<Value> = serde_json::from_str(&text).ok();
         match status {
             200..=299 if text.trim().is_empty() => Ok(Value::Null),
-            200..=299 => body.ok_or_else(|| self.malformed(what, format!("not JSON: {}", clip(&text)))),
+            200..=299 => {
+                body.ok_or_else(|| self.malformed(what, format!("not JSON: {}", clip(&text))))
+            }
             400..=499 => Err(DeviceError::Rejected {
                 url: self.base.clone(),
                 what: what.into(),

@@ -119,7 +119,10 @@ impl Environment for RemoteEnv {
             Ok(a) => a,
             Err(why) => return Observation::error(why),
         };
-        let result = match s.send(&device_actions).and_then(|r| s.refresh().map(|()| r)) {
+        let result = match s
+            .send(&device_actions)
+            .and_then(|r| s.refresh().map(|()| r))
+        {
             Ok(r) => r,
             Err(DeviceError::Rejected { detail, .. }) => return Observation::error(detail),
             Err(e) => return s.fail(e),

@@ -8,7 +8,9 @@ use thiserror::Error;
 #[derive(Debug, Error)]
 pub enum DeviceError {
     /// No HTTP answer at all: connection refused, reset, DNS, or the request timed out.
-    #[error("device {url}: {what} got no answer ({cause}); is the env server running and reachable?")]
+    #[error(
+        "device {url}: {what} got no answer ({cause}); is the env server running and reachable?"
+    )]
     Unreachable {
         /// The device's base URL.
         url: String,

@@ -196,7 +196,10 @@ async fn health(State(s): State<Shared>) -> Response {
 async fn switch_suite(State(s): State<Shared>, RawQuery(raw): RawQuery) -> Response {
     let q = parse_query(raw.as_deref().unwrap_or(""));
     if !q.contains_key("target_family") {
-        return fail(StatusCode::UNPROCESSABLE_ENTITY, "target_family is required");
+        return fail(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "target_family is required",
+        );
     }
     lock(&s).stats.suites.push(q);
     Json(json!({"switched": true})).into_response()
@@ -213,10 +216,16 @@ async fn init(State(s): State<Shared>, Json(op): Json<TaskOp>) -> Response {
         let mut st = lock(&s);
         st.stats.inits.push(op.task_name.clone());
         if st.config.down_for.as_deref() == Some(op.task_name.as_str()) {
-            return fail(StatusCode::SERVICE_UNAVAILABLE, "Device is not healthy: emulator-5554");
+            return fail(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "Device is not healthy: emulator-5554",
+            );
         }
         if !st.config.tasks.iter().any(|t| t.name == op.task_name) {
-            return fail(StatusCode::NOT_FOUND, &format!("unknown task {}", op.task_name));
+            return fail(
+                StatusCode::NOT_FOUND,
+                &format!("unknown task {}", op.task_name),
+            );
         }
         if st.active.is_some() {
             st.stats.overlaps += 1;
@@ -251,18 +260,27 @@ async fn step(State(s): State<Shared>, Json(body): Json<StepBody>) -> Response {
     tokio::time::sleep(delay).await;
     let mut st = lock(&s);
     let Some(task) = st.active.clone() else {
-        return fail(StatusCode::CONFLICT, "no task is running; POST /task/init first");
+        return fail(
+            StatusCode::CONFLICT,
+            "no task is running; POST /task/init first",
+        );
     };
     if st.config.unhealthy_once.as_deref() == Some(task.as_str()) && !st.spell_used {
         st.spell_used = true;
         st.unhealthy_polls = 1;
         st.active = None;
-        return fail(StatusCode::SERVICE_UNAVAILABLE, "Device is not healthy: emulator-5554");
+        return fail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Device is not healthy: emulator-5554",
+        );
     }
     let action = body.action;
     st.stats.actions.push((task.clone(), action.clone()));
     st.episode_actions.push(action.clone());
-    let kind = action.get("action_type").and_then(Value::as_str).unwrap_or("");
+    let kind = action
+        .get("action_type")
+        .and_then(Value::as_str)
+        .unwrap_or("");
     let result = match kind {
         "ask_user" => {
             let q = action.get("text").and_then(Value::as_str).unwrap_or("");
@@ -271,7 +289,10 @@ async fn step(State(s): State<Shared>, Json(body): Json<StepBody>) -> Response {
             reply.map(|t| t.reply.clone()).unwrap_or_default()
         }
         "open_app" => {
-            st.app = action.get("app_name").and_then(Value::as_str).map(str::to_string);
+            st.app = action
+                .get("app_name")
+                .and_then(Value::as_str)
+                .map(str::to_string);
             "OK".into()
         }
         "navigate_home" => {
@@ -302,7 +323,10 @@ async fn a11y(State(s): State<Shared>) -> Response {
 async fn eval(State(s): State<Shared>, Json(op): Json<TaskOp>) -> Response {
     let st = lock(&s);
     if st.active.as_deref() != Some(op.task_name.as_str()) {
-        return fail(StatusCode::CONFLICT, "Requested task is not the currently running task");
+        return fail(
+            StatusCode::CONFLICT,
+            "Requested task is not the currently running task",
+        );
     }
     let Some(task) = st.config.tasks.iter().find(|t| t.name == op.task_name) else {
         return fail(StatusCode::NOT_FOUND, "unknown task");
@@ -353,7 +377,9 @@ fn decode(s: &str) -> String {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        let hex = bytes.get(i + 1..i + 3).and_then(|h| std::str::from_utf8(h).ok());
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
         match (bytes[i], hex.and_then(|h| u8::from_str_radix(h, 16).ok())) {
             (b'%', Some(b)) => {
                 out.push(b);

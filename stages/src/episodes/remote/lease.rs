@@ -135,7 +135,11 @@ mod tests {
         for t in threads {
             t.join().unwrap();
         }
-        assert_eq!(peak.load(Ordering::SeqCst), 1, "a device was leased twice at once");
+        assert_eq!(
+            peak.load(Ordering::SeqCst),
+            1,
+            "a device was leased twice at once"
+        );
     }
 
     #[test]

@@ -31,9 +31,16 @@ fn alarm_task() -> FakeTask {
 
 fn alarm_actions() -> HashMap<String, Vec<Action>> {
     let actions = vec![
-        Action::AskUser { text: "What time?".into() },
-        Action::OpenApp { app: "Clock".into() },
-        Action::Type { element: 1, text: "07:00".into() },
+        Action::AskUser {
+            text: "What time?".into(),
+        },
+        Action::OpenApp {
+            app: "Clock".into(),
+        },
+        Action::Type {
+            element: 1,
+            text: "07:00".into(),
+        },
         Action::Finish,
     ];
     HashMap::from([("SetAlarm@student".to_string(), actions)])
@@ -73,16 +80,29 @@ fn a_full_episode_asks_on_device_clicks_by_bounds_and_carries_the_score() {
     })
     .unwrap();
     let factory = Replay::new(alarm_actions());
-    let played = play_remote(&client(device.url()), &policy(0), &factory, &spec("SetAlarm@student"))
-        .unwrap();
+    let played = play_remote(
+        &client(device.url()),
+        &policy(0),
+        &factory,
+        &spec("SetAlarm@student"),
+    )
+    .unwrap();
     let ep = &played.run.episode;
-    assert_eq!((ep.status.as_str(), ep.score), ("ok", Some(1.0)), "{played:?}");
+    assert_eq!(
+        (ep.status.as_str(), ep.score),
+        ("ok", Some(1.0)),
+        "{played:?}"
+    );
     assert_eq!(played.attempts, 1);
     assert_eq!(ep.ask_user_calls, 1);
     let ask = &played.run.steps[0];
     assert_eq!(ask.action_type, "ask_user");
     assert_eq!(ask.user_reply.as_deref(), Some("7 am, please."));
-    assert!(played.run.steps[1].observation.as_deref().unwrap().contains("[1] Clock: message"));
+    assert!(played.run.steps[1]
+        .observation
+        .as_deref()
+        .unwrap()
+        .contains("[1] Clock: message"));
     assert_eq!(played.run.diff, "null");
     let stats = device.stats();
     assert_eq!(stats.questions, vec!["What time?".to_string()]);
@@ -98,15 +118,25 @@ fn a_wrong_episode_scores_zero_and_the_goal_comes_from_the_device() {
     .unwrap();
     let factory = Replay::new(HashMap::from([(
         "SetAlarm@student".to_string(),
-        vec![Action::Home, Action::Answer { text: "done".into() }],
+        vec![
+            Action::Home,
+            Action::Answer {
+                text: "done".into(),
+            },
+        ],
     )]));
-    let played = play_remote(&client(device.url()), &policy(0), &factory, &spec("SetAlarm@student"))
-        .unwrap();
+    let played = play_remote(
+        &client(device.url()),
+        &policy(0),
+        &factory,
+        &spec("SetAlarm@student"),
+    )
+    .unwrap();
     assert_eq!(played.run.episode.score, Some(0.0));
     assert_eq!(played.run.episode.final_answer.as_deref(), Some("done"));
     // `answer` ends the episode, as in KnowU-Bench's runner.
     assert_eq!(played.run.steps.len(), 2);
-    assert_eq!(played.eval.unwrap().reason.contains("expected"), true);
+    assert!(played.eval.unwrap().reason.contains("expected"));
 }
 
 #[test]
@@ -118,8 +148,13 @@ fn an_unhealthy_spell_is_retried_from_a_fresh_init() {
     })
     .unwrap();
     let factory = Replay::new(alarm_actions());
-    let played = play_remote(&client(device.url()), &policy(2), &factory, &spec("SetAlarm@student"))
-        .unwrap();
+    let played = play_remote(
+        &client(device.url()),
+        &policy(2),
+        &factory,
+        &spec("SetAlarm@student"),
+    )
+    .unwrap();
     assert_eq!(played.attempts, 2);
     assert_eq!(played.run.episode.score, Some(1.0));
     // Only the successful attempt is recorded: 4 agent steps, numbered from 1.
@@ -127,7 +162,11 @@ fn an_unhealthy_spell_is_retried_from_a_fresh_init() {
     assert_eq!(steps, vec![1, 2, 3, 4]);
     let stats = device.stats();
     assert_eq!(stats.inits.len(), 2, "{:?}", stats.inits);
-    assert!(stats.health_checks >= 3, "health was not re-checked: {}", stats.health_checks);
+    assert!(
+        stats.health_checks >= 3,
+        "health was not re-checked: {}",
+        stats.health_checks
+    );
 }
 
 #[test]
@@ -139,9 +178,17 @@ fn a_device_that_stays_down_fails_with_its_cause_after_the_retries() {
     })
     .unwrap();
     let factory = Replay::new(alarm_actions());
-    let e = play_remote(&client(device.url()), &policy(2), &factory, &spec("SetAlarm@student"))
-        .unwrap_err();
-    assert!(matches!(e, DeviceError::Unhealthy { status: 503, .. }), "{e}");
+    let e = play_remote(
+        &client(device.url()),
+        &policy(2),
+        &factory,
+        &spec("SetAlarm@student"),
+    )
+    .unwrap_err();
+    assert!(
+        matches!(e, DeviceError::Unhealthy { status: 503, .. }),
+        "{e}"
+    );
     assert!(e.to_string().contains("POST /task/init"), "{e}");
     assert_eq!(device.stats().inits.len(), 3, "1 attempt + 2 retries");
 }
@@ -155,16 +202,28 @@ fn client_failures_are_classified() {
     .unwrap();
     let c = client(device.url());
     c.health().unwrap();
-    assert_eq!(c.goal("SetAlarm@student").unwrap(), "Set my usual weekday alarm.");
+    assert_eq!(
+        c.goal("SetAlarm@student").unwrap(),
+        "Set my usual weekday alarm."
+    );
     let e = c.init_task("NoSuchTask").unwrap_err();
-    assert!(matches!(e, DeviceError::Rejected { status: 404, .. }) && !e.is_retryable(), "{e}");
+    assert!(
+        matches!(e, DeviceError::Rejected { status: 404, .. }) && !e.is_retryable(),
+        "{e}"
+    );
     assert!(e.to_string().contains("unknown task NoSuchTask"), "{e}");
     let e = c.step(&json!({"action_type": "wait"})).unwrap_err();
-    assert!(matches!(e, DeviceError::Rejected { status: 409, .. }), "{e}");
+    assert!(
+        matches!(e, DeviceError::Rejected { status: 409, .. }),
+        "{e}"
+    );
     let url = device.url().to_string();
     drop(device);
     let e = client(&url).health().unwrap_err();
-    assert!(matches!(e, DeviceError::Unreachable { .. }) && e.is_retryable(), "{e}");
+    assert!(
+        matches!(e, DeviceError::Unreachable { .. }) && e.is_retryable(),
+        "{e}"
+    );
     assert!(DeviceClient::new("localhost:1", "d", Duration::from_secs(1)).is_err());
 }
 
