@@ -195,6 +195,7 @@ fn a_device_down_for_one_task_fails_that_item_while_its_sibling_completes() {
     let errors = rec["errors"].as_array().expect("errors");
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert_eq!(errors[0]["item"], "Task0@student");
+    assert_eq!(errors[0]["kind"], "transient", "a device may recover");
     let message = errors[0]["message"].as_str().unwrap_or_default();
     assert!(
         message.contains("POST /task/init answered 503"),

@@ -18,7 +18,7 @@ use crate::episodes::agents::{self, Replay};
 use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
 use crate::episodes::remote::lease::{self, Lease, Suite};
 use crate::episodes::remote::{
-    play_remote, DeviceClient, Played, RemoteSpec, RetryPolicy, DEFAULT_DEVICE_ID,
+    play_remote, DeviceClient, DeviceError, Played, RemoteSpec, RetryPolicy, DEFAULT_DEVICE_ID,
 };
 use crate::episodes::seed::{episode_id, episode_seed};
 use crate::episodes::{AgentFactory, EpisodeRow, EpisodeRun};
@@ -159,25 +159,54 @@ impl Kind for RunRemoteEpisodes {
             backoff: Duration::from_millis(params.retry_backoff_ms),
             health_polls: params.health_polls,
         };
-        switch_suite(&lease, &client, &policy, suite)?;
-        let mut played = Vec::new();
-        for task in &tasks {
-            for epoch in 0..params.epochs {
-                let spec = spec(params, ctx, task, factory.name(), epoch);
-                let p = play_remote(&client, &policy, factory.as_ref(), &spec).map_err(|e| {
-                    StageError::Failed(format!(
-                        "task `{}` epoch {epoch} on device {}: {e} (after {} attempt(s); check \
-                         `{}/health` or raise `device_retries`)",
-                        task.task_id,
-                        lease.url(),
-                        params.device_retries + 1,
-                        lease.url()
-                    ))
-                })?;
-                played.push(p);
-            }
-        }
+        let played = switch_suite(&lease, &client, &policy, suite)
+            .and_then(|()| play_all(params, ctx, &tasks, &client, &policy, factory.as_ref()));
+        lease.record(played.is_ok());
+        let played = played.map_err(|e| give_up(e, lease.url(), params))?;
         tables(&played, lease.url())
+    }
+}
+
+/// Every task × epoch of this item on the leased device.
+fn play_all(
+    params: &RunRemoteEpisodesParams,
+    ctx: &StageContext<'_>,
+    tasks: &[RemoteTask],
+    client: &Rc<DeviceClient>,
+    policy: &RetryPolicy,
+    factory: &dyn AgentFactory,
+) -> Result<Vec<Played>, (String, DeviceError)> {
+    let mut played = Vec::new();
+    for task in tasks {
+        for epoch in 0..params.epochs {
+            let spec = spec(params, ctx, task, factory.name(), epoch);
+            let mut p = play_remote(client, policy, factory, &spec)
+                .map_err(|e| (format!("task `{}` epoch {epoch}", task.task_id), e))?;
+            let prices = params.llm.as_ref().and_then(|l| l.prices);
+            p.run.episode.cost_agent = p.run.episode.agent_usage.cost(prices);
+            played.push(p);
+        }
+    }
+    Ok(played)
+}
+
+/// The item's error. A device that may recover gives a transient error, so a stage with
+/// `retries:` re-runs the item — on another device when one is free (the lease table now ranks
+/// this one last).
+fn give_up(
+    (what, e): (String, DeviceError),
+    url: &str,
+    params: &RunRemoteEpisodesParams,
+) -> StageError {
+    let message = format!(
+        "{what} on device {url}: {e} (gave up after {} attempt(s); check `{url}/health`, raise \
+         `device_retries`, or set `retries:` on the stage to move the item to another device)",
+        params.device_retries + 1
+    );
+    if e.is_retryable() {
+        StageError::Transient(message)
+    } else {
+        StageError::Failed(message)
     }
 }
 
@@ -286,7 +315,7 @@ fn switch_suite(
     client: &DeviceClient,
     policy: &RetryPolicy,
     suite: Option<Suite>,
-) -> Result<(), StageError> {
+) -> Result<(), (String, DeviceError)> {
     let Some(suite) = suite else {
         return Ok(());
     };
@@ -296,7 +325,7 @@ fn switch_suite(
     policy
         .wait_healthy(client)
         .and_then(|()| client.switch_suite(&suite))
-        .map_err(|e| StageError::Failed(format!("switching the suite: {e}")))?;
+        .map_err(|e| ("switching the suite".to_string(), e))?;
     lease.set_suite(Some(suite));
     Ok(())
 }
@@ -348,4 +377,54 @@ fn add_device_columns(df: &mut DataFrame, played: &[Played], url: &str) -> Resul
     df.with_column(Column::new("device_attempts".into(), attempts))?;
     df.with_column(Column::new("eval_reason".into(), reasons))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::episodes::agents::AgentName;
+
+    fn params(yaml: serde_json::Value) -> RunRemoteEpisodesParams {
+        serde_json::from_value(yaml).unwrap()
+    }
+
+    #[test]
+    fn the_llm_agent_gets_gui_run_episodes_params_with_its_model() {
+        let p = params(serde_json::json!({
+            "devices": ["http://127.0.0.1:1"],
+            "agent": "llm",
+            "seed": 7,
+            "llm": {"base_url": "http://127.0.0.1:2/v1", "model": "m", "temperature": 0.0},
+        }));
+        let e = llm_params(&p).unwrap();
+        assert_eq!(e.agent, AgentName::Llm);
+        assert_eq!(e.space, crate::world::phone::ActionSpace::Gui);
+        assert_eq!(e.seed, 7);
+        assert_eq!(e.llm, p.llm);
+        assert_eq!(e.max_steps, 50);
+    }
+
+    #[test]
+    fn replay_actions_come_from_the_column_unless_the_param_names_the_task() {
+        let p = params(serde_json::json!({
+            "devices": ["http://127.0.0.1:1"],
+            "agent": "replay",
+            "actions": {"a": [{"action": "home"}]},
+        }));
+        let tasks = vec![
+            RemoteTask {
+                task_id: "a".into(),
+                goal: None,
+                actions: Some(vec![Action::Back]),
+            },
+            RemoteTask {
+                task_id: "b".into(),
+                goal: None,
+                actions: Some(vec![Action::Back]),
+            },
+        ];
+        let got = replay_actions(&p, &tasks);
+        assert_eq!(got["a"], vec![Action::Home]);
+        assert_eq!(got["b"], vec![Action::Back]);
+    }
 }

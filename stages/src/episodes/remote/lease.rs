@@ -2,7 +2,8 @@
 //! bounds how many items run at once; this process-wide table decides *which* URL each running
 //! item gets, so two items never share an emulator even when the pool is larger than the URL
 //! list or two stages list the same URLs. A lease also remembers the suite each device was last
-//! switched to, so the (slow, emulator-restarting) switch happens once per device, not per task.
+//! switched to, so the (slow, emulator-restarting) switch happens once per device, not per task,
+//! and how many items in a row gave up on it, so a retried item goes to a device that works.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
@@ -14,6 +15,7 @@ pub type Suite = BTreeMap<String, String>;
 struct Device {
     busy: bool,
     served: u64,
+    failures: u32,
     suite: Option<Suite>,
 }
 
@@ -40,8 +42,9 @@ pub struct Lease {
     url: String,
 }
 
-/// Blocks until one of `urls` is free and leases it; among free devices the one that has served
-/// the fewest leases wins, so work spreads over every device. `urls` must not be empty.
+/// Blocks until one of `urls` is free and leases it. Among free devices, those with the fewest
+/// consecutive give-ups win, then those that served the fewest leases, so work spreads over every
+/// device and avoids a dead one while others are free. `urls` must not be empty.
 pub fn acquire(urls: &[String]) -> Lease {
     let t = table();
     let mut devices = lock(t);
@@ -49,7 +52,7 @@ pub fn acquire(urls: &[String]) -> Lease {
         let free = urls
             .iter()
             .filter(|u| !devices.get(*u).is_some_and(|d| d.busy))
-            .min_by_key(|u| devices.get(*u).map_or(0, |d| d.served));
+            .min_by_key(|u| devices.get(*u).map_or((0, 0), |d| (d.failures, d.served)));
         if let Some(url) = free {
             let url = url.clone();
             devices.entry(url.clone()).or_default().busy = true;
@@ -68,6 +71,14 @@ impl Lease {
     /// The suite this device was last switched to by this process.
     pub fn suite(&self) -> Option<Suite> {
         lock(table()).get(&self.url).and_then(|d| d.suite.clone())
+    }
+
+    /// Records whether the item using this lease finished (resets the give-up count) or gave up
+    /// on the device.
+    pub fn record(&self, worked: bool) {
+        if let Some(d) = lock(table()).get_mut(&self.url) {
+            d.failures = if worked { 0 } else { d.failures + 1 };
+        }
     }
 
     /// Records a successful suite switch.
@@ -140,6 +151,27 @@ mod tests {
             1,
             "a device was leased twice at once"
         );
+    }
+
+    #[test]
+    fn a_device_that_was_given_up_on_is_leased_last() {
+        let urls: Vec<String> = vec!["http://lease-test-f".into(), "http://lease-test-g".into()];
+        let first = acquire(&urls);
+        let dead = first.url().to_string();
+        first.record(false);
+        drop(first);
+        for _ in 0..3 {
+            let l = acquire(&urls);
+            assert_ne!(l.url(), dead, "the failed device was preferred");
+            l.record(true);
+        }
+        let (a, b) = (acquire(&urls), acquire(&urls));
+        assert_eq!(b.url(), dead, "still used when it is the only free one");
+        a.record(true);
+        b.record(true);
+        drop((a, b));
+        // Recovered: its lower use count makes it first again.
+        assert_eq!(acquire(&urls).url(), dead);
     }
 
     #[test]
