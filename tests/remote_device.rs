@@ -209,3 +209,20 @@ fn a_device_down_for_one_task_fails_that_item_while_its_sibling_completes() {
         3
     );
 }
+
+#[test]
+fn an_unreachable_device_fails_the_item_with_the_transport_cause() {
+    let (fakes, jsonl) = tasks(1);
+    let gone = device(&fakes, |_| {});
+    let ws = Workspace::new();
+    ws.write("tasks.jsonl", &jsonl);
+    ws.write("remote.yaml", &pipeline(&[&gone]));
+    let url = gone.url().to_string();
+    drop(gone); // nothing listens on its port any more
+    ws.cli(&["run", "remote.yaml", "--progress", "none"])
+        .expect_code(1);
+    let rec = ws.last_run("remote");
+    let message = rec["errors"][0]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("GET /health got no answer"), "{message}");
+    assert!(message.contains(&url), "{message}");
+}
