@@ -146,6 +146,11 @@ fn two_devices_play_four_tasks_never_two_at_once_and_score_them() {
         .position(|t| t == "ask_user")
         .expect("an ask_user step");
     assert_eq!(replies.get(i), Some("word0, as always"));
+
+    // Finished tasks are cached items: a second run touches no device.
+    let inits = a.stats().inits.len() + b.stats().inits.len();
+    ws.run_ok("remote.yaml", &[]);
+    assert_eq!(a.stats().inits.len() + b.stats().inits.len(), inits);
 }
 
 #[test]

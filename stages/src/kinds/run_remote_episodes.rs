@@ -161,7 +161,8 @@ impl Kind for RunRemoteEpisodes {
         };
         let played = switch_suite(&lease, &client, &policy, suite)
             .and_then(|()| play_all(params, ctx, &tasks, &client, &policy, factory.as_ref()));
-        lease.record(played.is_ok());
+        // A rejected request says nothing against the device; only failures it may recover from count.
+        lease.record(!matches!(&played, Err((_, e)) if e.is_retryable()));
         let played = played.map_err(|e| give_up(e, lease.url(), params))?;
         tables(&played, lease.url())
     }
