@@ -25,5 +25,6 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::ValidateTasks);
     registry.register(kinds::TaskStats);
     registry.register(kinds::RunEpisodes);
+    registry.register(kinds::RunRemoteEpisodes);
     knowu::register(registry);
 }

@@ -17,6 +17,7 @@ pub mod env;
 pub mod exposure;
 pub mod frames;
 pub mod record;
+pub mod remote;
 pub mod retrieval;
 pub mod runner;
 pub mod seed;

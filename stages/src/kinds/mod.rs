@@ -7,6 +7,7 @@ mod import_persona;
 mod import_review;
 mod llm_complete;
 mod run_episodes;
+mod run_remote_episodes;
 mod task_stats;
 mod validate_tasks;
 
@@ -17,5 +18,6 @@ pub use import_persona::ImportPersona;
 pub use import_review::ImportReview;
 pub use llm_complete::{rows_as_json, LlmComplete};
 pub use run_episodes::{RunEpisodes, RunEpisodesParams};
+pub use run_remote_episodes::{RunRemoteEpisodes, RunRemoteEpisodesParams};
 pub use task_stats::TaskStats;
 pub use validate_tasks::ValidateTasks;
