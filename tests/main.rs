@@ -10,6 +10,7 @@ mod engine_tools;
 mod knowu;
 mod llm_client;
 mod llm_pipeline;
+mod report;
 mod taskset;
 mod world_evidence;
 mod world_import;

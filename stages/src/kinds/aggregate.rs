@@ -46,9 +46,18 @@ pub const AGGREGATE_TABLES: [&str; 6] = [
 /// Aggregates judged episodes into the paper's tables.
 pub struct Aggregate;
 
-/// The input table called `name`, when the stage lists it (optional inputs).
+/// The input `name` (a table name, a `stage.table` label or a one-table stage, as
+/// [`StageContext::input`] resolves it) when the stage lists it: for optional inputs.
 pub fn optional_input<'a>(ctx: &'a StageContext<'_>, name: &str) -> Option<&'a DataFrame> {
-    ctx.inputs.iter().find(|t| t.table == name).map(|t| &t.df)
+    let listed = ctx
+        .inputs
+        .iter()
+        .any(|t| t.table == name || t.stage == name || t.label() == name);
+    if listed {
+        ctx.input(name).ok()
+    } else {
+        None
+    }
 }
 
 impl Kind for Aggregate {

@@ -7,7 +7,7 @@ use std::path::Path;
 use minijinja::Value;
 use polars::prelude::*;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use super::aggregate::optional_input;
 use crate::report::drilldown::{drilldown, DrillInputs};
@@ -93,8 +93,46 @@ impl Kind for Report {
     }
 }
 
-fn view(ctx: &StageContext<'_>, name: &str) -> Result<Option<TableView>, StageError> {
-    Ok(optional_input(ctx, name).map(table_view).transpose()?)
+/// One table section of the page.
+#[derive(Serialize)]
+struct Section {
+    id: &'static str,
+    heading: &'static str,
+    note: &'static str,
+    collapsed: bool,
+    table: TableView,
+}
+
+/// The optional aggregate tables, in page order: (input, id, heading, note, collapsed).
+const SECTIONS: [(&str, &str, &str, &str, bool); 6] = [
+    ("paired", "paired", "Paired differences (variant − baseline, same tasks)", "wins / ties / losses count tasks; n/a when no common task defines the metric.", false),
+    ("pass_k", "pass-k", "pass^k and pass@k", "pass^k: all k epochs succeed; pass@k: at least one does (tasks with ≥ k epochs).", false),
+    ("agreement", "agreement", "Judge validation", "Agreement and Cohen's κ against human labels; κ is n/a when undefined (a single label used by both raters).", false),
+    ("perturbations", "perturbations", "Perturbation subsets (Figure 2 data)", "", true),
+    ("history_curve", "history-curve", "History exposure (Figure 4 data)", "", true),
+    ("failure_labels", "failure-labels", "Failure labels (Figure 3 data)", "", true),
+];
+
+fn sections(ctx: &StageContext<'_>, table1: &DataFrame) -> Result<Vec<Section>, StageError> {
+    let mut out = vec![Section {
+        id: "table1",
+        heading: "Table 1",
+        note: "Cells: value [95% CI] (n tasks).",
+        collapsed: false,
+        table: table1_view(table1)?,
+    }];
+    for (input, id, heading, note, collapsed) in SECTIONS {
+        if let Some(df) = optional_input(ctx, input) {
+            out.push(Section {
+                id,
+                heading,
+                note,
+                collapsed,
+                table: table_view(df)?,
+            });
+        }
+    }
+    Ok(out)
 }
 
 fn svg(text: String) -> Value {
@@ -132,12 +170,7 @@ fn context(params: &ReportParams, ctx: &StageContext<'_>) -> Result<(Value, usiz
     let count = tasks.len();
     let context = minijinja::context! {
         title => params.title.clone(),
-        table1 => Value::from_serialize(table1_view(table1)?),
-        table1_long => Value::from_serialize(table_view(table1)?),
-        paired => Value::from_serialize(view(ctx, "paired")?),
-        pass_k => Value::from_serialize(view(ctx, "pass_k")?),
-        perturbations => Value::from_serialize(view(ctx, "perturbations")?),
-        agreement => Value::from_serialize(view(ctx, "agreement")?),
+        sections => Value::from_serialize(sections(ctx, table1)?),
         figures => figures_out,
         tasks => Value::from_serialize(&tasks),
     };

@@ -151,3 +151,17 @@ fn pass_k_frame(tasks: &PerTask) -> PolarsResult<DataFrame> {
     }
     df!("variant" => variant, "k" => k, "pass_hat_k" => hat, "pass_at_k" => at, "n" => n)
 }
+
+/// Table 1 for terminals (`prefflow show iprefbench.table1`): metrics down, variants across,
+/// each cell `value [95% CI] (n=tasks)`. None when `df` does not look like a `table1`.
+pub fn render_table(df: &DataFrame) -> Option<String> {
+    let schema = df.schema();
+    let is_table1 = ["variant", "metric", "display", "n"]
+        .iter()
+        .all(|c| schema.contains(c));
+    if !is_table1 {
+        return None;
+    }
+    let view = crate::report::table1_view(df).ok()?;
+    Some(crate::report::render_text(&view))
+}

@@ -39,6 +39,7 @@ pub fn perturbation_deltas(perturbations: &DataFrame, metric: &str) -> PolarsRes
         &format!("Figure 2: {metric}, perturbation subset minus overall (pp)"),
         &items,
         true,
+        true,
     ))
 }
 
@@ -63,6 +64,7 @@ pub fn failure_bars(failure_labels: &DataFrame) -> PolarsResult<String> {
         "Figure 3: failure labels (share of failed criteria)",
         &items,
         true,
+        false,
     ))
 }
 

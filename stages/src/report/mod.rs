@@ -128,3 +128,30 @@ pub fn table1_view(table1: &DataFrame) -> PolarsResult<TableView> {
         .collect();
     Ok(TableView { columns, rows })
 }
+
+/// A table view as aligned plain text, for terminals.
+pub fn render_text(view: &TableView) -> String {
+    let width = |i: usize| {
+        std::iter::once(&view.columns[i])
+            .chain(view.rows.iter().map(|r| &r[i]))
+            .map(|s| s.chars().count())
+            .max()
+            .unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..view.columns.len()).map(width).collect();
+    let line = |cells: &[String]| -> String {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
+            .collect();
+        format!("{}\n", padded.join("  ").trim_end())
+    };
+    let mut out = line(&view.columns);
+    let rule: Vec<String> = widths.iter().map(|w| "-".repeat(*w)).collect();
+    out.push_str(&line(&rule));
+    for row in &view.rows {
+        out.push_str(&line(row));
+    }
+    out
+}

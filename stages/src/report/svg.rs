@@ -11,8 +11,14 @@ pub fn esc(s: &str) -> String {
 }
 
 /// A horizontal bar chart of `(label, value)`; negative values extend left of a zero axis (the
-/// Figure 2 deltas). `percent` formats values ×100 with a `%`/`pp` suffix.
-pub fn bars(id: &str, title: &str, items: &[(String, Option<f64>)], percent: bool) -> String {
+/// Figure 2 deltas). `percent` shows values ×100; `signed` marks them as differences (`+3.0`).
+pub fn bars(
+    id: &str,
+    title: &str,
+    items: &[(String, Option<f64>)],
+    percent: bool,
+    signed: bool,
+) -> String {
     let (w, label_w, row_h) = (760.0, 300.0, 22.0);
     let h = 40.0 + row_h * items.len().max(1) as f64;
     let vals: Vec<f64> = items.iter().filter_map(|i| i.1).collect();
@@ -55,8 +61,10 @@ pub fn bars(id: &str, title: &str, items: &[(String, Option<f64>)], percent: boo
             (x(*v), zero)
         };
         let fill = if *v >= 0.0 { "#3b7dd8" } else { "#d8553b" };
-        let shown = if percent {
+        let shown = if percent && min < 0.0 || percent && signed {
             format!("{:+.1}", v * 100.0)
+        } else if percent {
+            format!("{:.1}%", v * 100.0)
         } else {
             format!("{v:.2}")
         };
