@@ -61,7 +61,7 @@ pub fn bars(
             (x(*v), zero)
         };
         let fill = if *v >= 0.0 { "#3b7dd8" } else { "#d8553b" };
-        let shown = if percent && min < 0.0 || percent && signed {
+        let shown = if percent && (signed || min < 0.0) {
             format!("{:+.1}", v * 100.0)
         } else if percent {
             format!("{:.1}%", v * 100.0)
