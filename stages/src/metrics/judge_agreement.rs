@@ -269,6 +269,9 @@ const fn label(b: bool) -> &'static str {
     }
 }
 
+/// A rater's label of a labelled criterion: pass (true), fail, or none given.
+type Rater<'a> = Box<dyn Fn(&HumanLabel, &str) -> Option<bool> + 'a>;
+
 /// Agreement at every level, for the rule judge, the LLM judge (when present) and humans.
 pub fn judge_agreement(
     labels: &[HumanLabel],
@@ -300,8 +303,7 @@ pub fn judge_agreement(
             .copied()
     };
     let human = |l: &HumanLabel, _: &str| Some(l.positive);
-    let mut raters: Vec<(String, Box<dyn Fn(&HumanLabel, &str) -> Option<bool> + '_>)> =
-        vec![("human".into(), Box::new(human))];
+    let mut raters: Vec<(String, Rater<'_>)> = vec![("human".into(), Box::new(human))];
     for m in &modes {
         let m = m.to_string();
         raters.push((
