@@ -410,3 +410,58 @@ fn judge_agreement_at_criterion_success_and_slot_level() {
     assert!(close(sl.agreement.kappa, 1.0));
     assert!(rows.iter().any(|r| r.pair == "llm~rule"));
 }
+
+/// 100,000 episodes (500 tasks × 4 variants × 50 epochs) and 500,000 verdicts: the size the
+/// lead benchmarks (`cargo test -p prefflow-stages --release scale -- --ignored`). Checks the
+/// shapes, not the time.
+#[test]
+#[ignore = "scale check; run with --ignored"]
+fn scale_100k_episodes() {
+    let n = 100_000usize;
+    let task = |i: usize| format!("t{}", i % 500);
+    let variant = |i: usize| format!("v{}", (i / 500) % 4);
+    let ids: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
+    let scores = df!(
+        "episode_id" => &ids,
+        "task_id" => (0..n).map(task).collect::<Vec<_>>(),
+        "variant" => (0..n).map(variant).collect::<Vec<_>>(),
+        "perturbation" => (0..n).map(|i| if i % 7 == 0 { "preference_shift" } else { "none" }).collect::<Vec<_>>(),
+        "success" => (0..n).map(|i| i % 3 == 0).collect::<Vec<_>>(),
+        "action" => (0..n).map(|i| (i % 5) as f64 / 4.0).collect::<Vec<_>>(),
+        "personalization" => (0..n).map(|i| (i % 4) as f64 / 3.0).collect::<Vec<_>>(),
+        "inferable" => (0..n).map(|i| (i % 2) as f64).collect::<Vec<_>>(),
+        "ask_only" => (0..n).map(|i| (i % 3 == 1).then_some(1.0)).collect::<Vec<_>>(),
+        "steps" => (0..n).map(|i| (i % 9) as u32).collect::<Vec<_>>(),
+        "ask_user_calls" => (0..n).map(|i| (i % 2) as u32).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let interaction = df!(
+        "task_id" => (0..n).map(task).collect::<Vec<_>>(),
+        "variant" => (0..n).map(variant).collect::<Vec<_>>(),
+        "requests" => (0..n).map(|i| (i % 2) as u32).collect::<Vec<_>>(),
+        "matched_requests" => (0..n).map(|i| (i % 4 == 1) as u32).collect::<Vec<_>>(),
+        "ask_only_slots" => vec![1u32; n],
+        "matched_ask_only" => (0..n).map(|i| (i % 4 == 1) as u32).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let m = 5 * n;
+    let verdicts = df!(
+        "variant" => (0..m).map(|i| variant(i / 5)).collect::<Vec<_>>(),
+        "mode" => vec!["rule"; m],
+        "verdict" => (0..m).map(|i| if i % 3 == 0 { "fail" } else { "pass" }).collect::<Vec<_>>(),
+        "failure_label" => (0..m).map(|i| if i % 3 == 0 { Some("silent_default") } else { None }).collect::<Vec<_>>(),
+    )
+    .unwrap();
+    let a = aggregate(
+        &scores,
+        Some(&interaction),
+        Some(&verdicts),
+        None,
+        &AggregateOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(a.table1.height(), 4 * 9);
+    let n_col = a.table1.column("n").unwrap().u32().unwrap().clone();
+    assert_eq!(n_col.get(0), Some(500), "success over 500 tasks");
+    assert_eq!(a.pass_k.height(), 4 * 50);
+}
