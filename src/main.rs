@@ -626,6 +626,14 @@ fn show(
             print!("{text}");
             continue;
         }
+        // Table 1 prints as the paper lays it out: metrics down, variants across.
+        if let Some(text) = (table == "table1")
+            .then(|| prefflow_stages::metrics::table1::render_table(&df))
+            .flatten()
+        {
+            print!("{text}");
+            continue;
+        }
         // SAFETY-free: single-threaded here, before any printing.
         std::env::set_var("POLARS_FMT_MAX_ROWS", head.to_string());
         std::env::set_var("POLARS_FMT_STR_LEN", "60");

@@ -11,6 +11,7 @@ mod knowu;
 mod llm_client;
 mod llm_pipeline;
 mod remote_device;
+mod report;
 mod taskset;
 mod world_evidence;
 mod world_import;

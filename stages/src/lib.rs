@@ -8,6 +8,8 @@ pub mod episodes;
 pub mod kinds;
 pub mod knowu;
 pub mod llm;
+pub mod metrics;
+pub mod report;
 pub mod serve;
 pub mod tasks;
 pub mod world;
@@ -26,5 +28,8 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::TaskStats);
     registry.register(kinds::RunEpisodes);
     registry.register(kinds::RunRemoteEpisodes);
+    registry.register(kinds::Aggregate);
+    registry.register(kinds::JudgeAgreement);
+    registry.register(kinds::Report);
     knowu::register(registry);
 }

@@ -1,22 +1,28 @@
 //! The domain's stage kinds, one per file.
 
+mod aggregate;
 mod build_world;
 mod export_review;
 mod generate_tasks;
 mod import_persona;
 mod import_review;
+mod judge_agreement;
 mod llm_complete;
+mod report;
 mod run_episodes;
 mod run_remote_episodes;
 mod task_stats;
 mod validate_tasks;
 
+pub use aggregate::{optional_input, Aggregate, AGGREGATE_TABLES};
 pub use build_world::{input_error, BuildWorld, WORLD_TABLES};
 pub use export_review::ExportReview;
 pub use generate_tasks::GenerateTasks;
 pub use import_persona::ImportPersona;
 pub use import_review::ImportReview;
+pub use judge_agreement::JudgeAgreement;
 pub use llm_complete::{rows_as_json, LlmComplete};
+pub use report::Report;
 pub use run_episodes::{RunEpisodes, RunEpisodesParams};
 pub use run_remote_episodes::{RunRemoteEpisodes, RunRemoteEpisodesParams};
 pub use task_stats::TaskStats;

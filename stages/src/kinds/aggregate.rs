@@ -1,0 +1,101 @@
+//! `aggregate`: the judge's per-episode tables → Table 1 of iPrefBench with bootstrap CIs, paired
+//! differences, pass^k, and the subset tables behind Figures 2–4. Put `gather: true` on the stage
+//! so it sees every variant of its inputs at once (all tables carry `variant`).
+
+use polars::prelude::DataFrame;
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use crate::metrics::{aggregate, AggregateOptions, Bootstrap};
+
+/// Parameters of `aggregate`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AggregateParams {
+    /// Bootstrap resamples over tasks (default 1000; 0 disables intervals).
+    #[serde(default = "thousand")]
+    pub resamples: u32,
+    /// Bootstrap seed (default 0): the same inputs give the same intervals.
+    #[serde(default)]
+    pub seed: u64,
+    /// Confidence level (default 0.95).
+    #[serde(default = "level")]
+    pub level: f64,
+    /// The variant paired differences are taken against (default: the first by name).
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+fn thousand() -> u32 {
+    1000
+}
+fn level() -> f64 {
+    0.95
+}
+
+/// The aggregate tables, in output order.
+pub const AGGREGATE_TABLES: [&str; 6] = [
+    "table1",
+    "paired",
+    "pass_k",
+    "perturbations",
+    "history_curve",
+    "failure_labels",
+];
+
+/// Aggregates judged episodes into the paper's tables.
+pub struct Aggregate;
+
+/// The input `name` (a table name, a `stage.table` label or a one-table stage, as
+/// [`StageContext::input`] resolves it) when the stage lists it: for optional inputs.
+pub fn optional_input<'a>(ctx: &'a StageContext<'_>, name: &str) -> Option<&'a DataFrame> {
+    let listed = ctx
+        .inputs
+        .iter()
+        .any(|t| t.table == name || t.stage == name || t.label() == name);
+    if listed {
+        ctx.input(name).ok()
+    } else {
+        None
+    }
+}
+
+impl Kind for Aggregate {
+    type Params = AggregateParams;
+    const NAME: &'static str = "aggregate";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &AGGREGATE_TABLES;
+    const SUMMARY: &'static str = "scores (+ interaction, verdicts, episodes) → table1, paired, pass_k, perturbations, history_curve, failure_labels (params: resamples, seed, level, baseline; use gather: true)";
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        if !(params.level > 0.0 && params.level < 1.0) {
+            return Err(StageError::Input(format!(
+                "parameter `level` is {}; give a confidence level between 0 and 1, e.g. 0.95",
+                params.level
+            )));
+        }
+        let options = AggregateOptions {
+            bootstrap: Bootstrap {
+                resamples: params.resamples,
+                seed: params.seed,
+                level: params.level,
+            },
+            baseline: params.baseline.clone(),
+        };
+        let a = aggregate(
+            ctx.input("scores")?,
+            optional_input(ctx, "interaction"),
+            optional_input(ctx, "verdicts"),
+            optional_input(ctx, "episodes"),
+            &options,
+        )?;
+        Ok(Tables::new([
+            ("table1", a.table1),
+            ("paired", a.paired),
+            ("pass_k", a.pass_k),
+            ("perturbations", a.perturbations),
+            ("history_curve", a.history_curve),
+            ("failure_labels", a.failure_labels),
+        ]))
+    }
+}

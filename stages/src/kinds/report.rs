@@ -1,0 +1,189 @@
+//! `report`: the aggregate tables (and, for the drill-down, episodes, steps and verdicts) → one
+//! self-contained HTML file. An export: its file lives outside the store, so a cached run whose
+//! file was deleted runs again.
+
+use std::path::Path;
+
+use minijinja::Value;
+use polars::prelude::*;
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::{Deserialize, Serialize};
+
+use super::aggregate::optional_input;
+use crate::report::drilldown::{drilldown, DrillInputs};
+use crate::report::{figures, table1_view, table_view, TableView};
+
+/// Parameters of `report`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReportParams {
+    /// Where to write the HTML (default `out/report.html`).
+    #[serde(default = "out")]
+    pub path: String,
+    /// The page template (default `datasets/report/report.html.j2`).
+    #[serde(default = "template")]
+    pub template: String,
+    /// The page title.
+    #[serde(default = "title")]
+    pub title: String,
+    /// Tasks in the drill-down (first by id; default 200), to keep the file small.
+    #[serde(default = "two_hundred")]
+    pub max_tasks: usize,
+}
+
+fn out() -> String {
+    "out/report.html".into()
+}
+fn template() -> String {
+    "datasets/report/report.html.j2".into()
+}
+fn title() -> String {
+    "iPrefBench report".into()
+}
+fn two_hundred() -> usize {
+    200
+}
+
+/// Writes the HTML report.
+pub struct Report;
+
+impl Kind for Report {
+    type Params = ReportParams;
+    const NAME: &'static str = "report";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &["report"];
+    const SUMMARY: &'static str = "table1 (+ paired, pass_k, perturbations, history_curve, failure_labels, agreement, episodes, steps, verdicts, scores, tasks) → a self-contained HTML file (params: path, template, title, max_tasks)";
+
+    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        vec![params.template.clone()]
+    }
+
+    fn cached_output_is_valid(&self, params: &Self::Params, workdir: &Path) -> bool {
+        workdir.join(&params.path).is_file()
+    }
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let source = std::fs::read_to_string(ctx.resolve(&params.template)).map_err(|e| {
+            StageError::Input(format!(
+                "parameter `template`: cannot read `{}`: {e}",
+                params.template
+            ))
+        })?;
+        let mut env = minijinja::Environment::new();
+        env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
+        env.add_template("report", &source)
+            .map_err(|e| StageError::Input(format!("template `{}`: {e}", params.template)))?;
+        let (context, tasks) = context(params, ctx)?;
+        let html = env
+            .get_template("report")
+            .and_then(|t| t.render(context))
+            .map_err(|e| StageError::Input(format!("template `{}`: {e}", params.template)))?;
+        write_atomic(&ctx.resolve(&params.path), &params.path, html.as_bytes())?;
+        tracing::info!(
+            "report written to {} ({} tasks in the drill-down)",
+            params.path,
+            tasks
+        );
+        let table = df!(
+            "path" => [params.path.as_str()],
+            "bytes" => [html.len() as u64],
+            "tasks" => [tasks as u32],
+        )?;
+        Ok(Tables::single("report", table))
+    }
+}
+
+/// One table section of the page.
+#[derive(Serialize)]
+struct Section {
+    id: &'static str,
+    heading: &'static str,
+    note: &'static str,
+    collapsed: bool,
+    table: TableView,
+}
+
+/// The optional aggregate tables, in page order: (input, id, heading, note, collapsed).
+const SECTIONS: [(&str, &str, &str, &str, bool); 6] = [
+    ("paired", "paired", "Paired differences (variant − baseline, same tasks)", "wins / ties / losses count tasks; n/a when no common task defines the metric.", false),
+    ("pass_k", "pass-k", "pass^k and pass@k", "pass^k: all k epochs succeed; pass@k: at least one does (tasks with ≥ k epochs).", false),
+    ("agreement", "agreement", "Judge validation", "Agreement and Cohen's κ against human labels; κ is n/a when undefined (a single label used by both raters).", false),
+    ("perturbations", "perturbations", "Perturbation subsets (Figure 2 data)", "", true),
+    ("history_curve", "history-curve", "History exposure (Figure 4 data)", "", true),
+    ("failure_labels", "failure-labels", "Failure labels (Figure 3 data)", "", true),
+];
+
+fn sections(ctx: &StageContext<'_>, table1: &DataFrame) -> Result<Vec<Section>, StageError> {
+    let mut out = vec![Section {
+        id: "table1",
+        heading: "Table 1",
+        note: "Cells: value [95% CI] (n tasks).",
+        collapsed: false,
+        table: table1_view(table1)?,
+    }];
+    for (input, id, heading, note, collapsed) in SECTIONS {
+        if let Some(df) = optional_input(ctx, input) {
+            out.push(Section {
+                id,
+                heading,
+                note,
+                collapsed,
+                table: table_view(df)?,
+            });
+        }
+    }
+    Ok(out)
+}
+
+fn svg(text: String) -> Value {
+    Value::from_safe_string(text)
+}
+
+/// The template's variables, and the number of tasks drilled into.
+fn context(params: &ReportParams, ctx: &StageContext<'_>) -> Result<(Value, usize), StageError> {
+    let table1 = ctx.input("table1")?;
+    let mut figures_out: Vec<Value> = Vec::new();
+    if let Some(p) = optional_input(ctx, "perturbations") {
+        for metric in ["success", "personalization"] {
+            figures_out.push(svg(figures::perturbation_deltas(p, metric)?));
+        }
+    }
+    if let Some(c) = optional_input(ctx, "history_curve") {
+        figures_out.push(svg(figures::history_curve(c, "personalization")?));
+    }
+    if let Some(f) = optional_input(ctx, "failure_labels") {
+        figures_out.push(svg(figures::failure_bars(f)?));
+    }
+    let tasks = match optional_input(ctx, "episodes") {
+        Some(episodes) => drilldown(
+            &DrillInputs {
+                episodes,
+                steps: optional_input(ctx, "steps"),
+                verdicts: optional_input(ctx, "verdicts"),
+                scores: optional_input(ctx, "scores"),
+                tasks: optional_input(ctx, "tasks"),
+            },
+            params.max_tasks,
+        )?,
+        None => Vec::new(),
+    };
+    let count = tasks.len();
+    let context = minijinja::context! {
+        title => params.title.clone(),
+        sections => Value::from_serialize(sections(ctx, table1)?),
+        figures => figures_out,
+        tasks => Value::from_serialize(&tasks),
+    };
+    Ok((context, count))
+}
+
+/// Writes `bytes` next to `path` and renames, so a reader never sees half a report.
+fn write_atomic(path: &Path, shown: &str, bytes: &[u8]) -> Result<(), StageError> {
+    let fail = |e: std::io::Error| StageError::Failed(format!("writing the report `{shown}`: {e}"));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(fail)?;
+    }
+    let tmp = path.with_extension("html.tmp");
+    std::fs::write(&tmp, bytes).map_err(fail)?;
+    std::fs::rename(&tmp, path).map_err(fail)
+}

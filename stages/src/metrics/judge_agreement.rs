@@ -1,0 +1,389 @@
+//! Judge validation (iPrefBench §4.5): human labels imported from CSV, compared with the rule
+//! judge, the LLM judge and each other at criterion level, task-success level (an episode
+//! succeeds when every labelled criterion passes) and slot level (was an ask-only slot asked —
+//! what interaction recall counts).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+use prefflow_engine::StageError;
+
+use super::kappa::{agreement, Agreement};
+use super::pertask::require;
+
+/// What a human label is about.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Subject {
+    /// A criterion's verdict: label `pass` (true) or `fail`.
+    Criterion(String),
+    /// Whether the agent asked for a slot: `asked` (true) or `not_asked`.
+    Slot(String),
+}
+
+/// One human judgement, with where it came from so errors and reports can point at it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HumanLabel {
+    /// The labelled episode.
+    pub episode_id: String,
+    /// Criterion or slot.
+    pub subject: Subject,
+    /// pass / asked.
+    pub positive: bool,
+    /// The CSV file, as shown to users.
+    pub file: String,
+    /// 1-based line in the file (the header is line 1).
+    pub line: u32,
+}
+
+/// The CSV files under `path` (a file, or a directory's `*.csv` sorted by name).
+fn label_files(path: &Path, shown: &str) -> Result<Vec<PathBuf>, StageError> {
+    if path.is_file() {
+        return Ok(vec![path.to_path_buf()]);
+    }
+    let entries = std::fs::read_dir(path).map_err(|e| {
+        StageError::Input(format!(
+            "labels `{shown}`: {e}; point `labels` at a CSV file or a directory of CSV files"
+        ))
+    })?;
+    let mut files: Vec<PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
+        .collect();
+    files.sort();
+    Ok(files)
+}
+
+/// Reads every label file under `path` (`shown` is the path as the user wrote it).
+pub fn read_labels(path: &Path, shown: &str) -> Result<Vec<HumanLabel>, StageError> {
+    let mut labels = Vec::new();
+    for file in label_files(path, shown)? {
+        let name = file
+            .strip_prefix(path)
+            .map(|rel| Path::new(shown).join(rel))
+            .unwrap_or_else(|_| file.clone())
+            .display()
+            .to_string();
+        labels.extend(read_file(&file, &name)?);
+    }
+    Ok(labels)
+}
+
+fn read_file(file: &Path, name: &str) -> Result<Vec<HumanLabel>, StageError> {
+    let df = CsvReadOptions::default()
+        .with_has_header(true)
+        .with_infer_schema_length(Some(0))
+        .try_into_reader_with_file_path(Some(file.to_path_buf()))
+        .and_then(|r| r.finish())
+        .map_err(|e| StageError::Input(format!("labels file `{name}`: {e}")))?;
+    let has = |c: &str| df.schema().contains(c);
+    if !has("episode_id") || !has("label") || !(has("criterion_id") || has("slot_id")) {
+        return Err(StageError::Input(format!(
+            "labels file `{name}`: the header must have `episode_id`, `criterion_id` and/or `slot_id`, and `label`"
+        )));
+    }
+    let text = |c: &str| -> Result<Vec<String>, StageError> {
+        if !has(c) {
+            return Ok(vec![String::new(); df.height()]);
+        }
+        Ok(df
+            .column(c)?
+            .str()?
+            .iter()
+            .map(|v| v.unwrap_or_default().trim().to_string())
+            .collect())
+    };
+    let (episodes, criteria) = (text("episode_id")?, text("criterion_id")?);
+    let (slots, values) = (text("slot_id")?, text("label")?);
+    (0..df.height())
+        .map(|i| {
+            let at = format!("labels file `{name}` line {}", i + 2);
+            parse_row(&at, &episodes[i], &criteria[i], &slots[i], &values[i]).map(
+                |(subject, positive)| HumanLabel {
+                    episode_id: episodes[i].clone(),
+                    subject,
+                    positive,
+                    file: name.to_string(),
+                    line: i as u32 + 2,
+                },
+            )
+        })
+        .collect()
+}
+
+fn parse_row(
+    at: &str,
+    episode: &str,
+    criterion: &str,
+    slot: &str,
+    label: &str,
+) -> Result<(Subject, bool), StageError> {
+    if episode.is_empty() {
+        return Err(StageError::Input(format!("{at}: `episode_id` is empty")));
+    }
+    let subject = match (criterion.is_empty(), slot.is_empty()) {
+        (false, true) => Subject::Criterion(criterion.to_string()),
+        (true, false) => Subject::Slot(slot.to_string()),
+        _ => {
+            return Err(StageError::Input(format!(
+                "{at}: fill exactly one of `criterion_id` and `slot_id`"
+            )))
+        }
+    };
+    let positive = match (&subject, label.to_ascii_lowercase().as_str()) {
+        (Subject::Criterion(_), "pass") | (Subject::Slot(_), "asked") => true,
+        (Subject::Criterion(_), "fail") | (Subject::Slot(_), "not_asked" | "not") => false,
+        (Subject::Criterion(_), other) => {
+            return Err(StageError::Input(format!(
+                "{at}: label `{other}` for a criterion; write `pass` or `fail`"
+            )))
+        }
+        (Subject::Slot(_), other) => {
+            return Err(StageError::Input(format!(
+                "{at}: label `{other}` for a slot; write `asked` or `not_asked`"
+            )))
+        }
+    };
+    Ok((subject, positive))
+}
+
+/// The labels as a table: episode_id, criterion_id?, slot_id?, label, file, line.
+pub fn labels_frame(labels: &[HumanLabel]) -> PolarsResult<DataFrame> {
+    let of = |f: fn(&Subject) -> Option<String>| -> Vec<Option<String>> {
+        labels.iter().map(|l| f(&l.subject)).collect()
+    };
+    df!(
+        "episode_id" => labels.iter().map(|l| l.episode_id.clone()).collect::<Vec<_>>(),
+        "criterion_id" => of(|s| match s { Subject::Criterion(c) => Some(c.clone()), _ => None }),
+        "slot_id" => of(|s| match s { Subject::Slot(c) => Some(c.clone()), _ => None }),
+        "label" => labels.iter().map(|l| match (&l.subject, l.positive) {
+            (Subject::Criterion(_), true) => "pass",
+            (Subject::Criterion(_), false) => "fail",
+            (Subject::Slot(_), true) => "asked",
+            (Subject::Slot(_), false) => "not_asked",
+        }).collect::<Vec<_>>(),
+        "file" => labels.iter().map(|l| l.file.clone()).collect::<Vec<_>>(),
+        "line" => labels.iter().map(|l| l.line).collect::<Vec<_>>(),
+    )
+}
+
+/// (episode, criterion) → verdict per mode (`pass` → true; unscored left out).
+type JudgeVerdicts = HashMap<(String, String), BTreeMap<String, bool>>;
+
+/// The scored verdicts of the labelled episodes (a join first, so 500,000 verdict rows never
+/// reach a Rust loop).
+fn judge_verdicts(verdicts: &DataFrame, episodes: &[String]) -> Result<JudgeVerdicts, StageError> {
+    require(
+        verdicts,
+        "verdicts",
+        &["episode_id", "criterion_id", "mode", "verdict"],
+    )?;
+    let wanted = df!("episode_id" => episodes)?;
+    let df = verdicts
+        .clone()
+        .lazy()
+        .join(
+            wanted.lazy(),
+            [col("episode_id")],
+            [col("episode_id")],
+            JoinArgs::new(JoinType::Inner),
+        )
+        .filter(col("verdict").neq(lit("unscored")))
+        .select([
+            col("episode_id"),
+            col("criterion_id"),
+            col("mode"),
+            col("verdict"),
+        ])
+        .collect()?;
+    let strs = |c: &str| -> PolarsResult<Vec<String>> {
+        Ok(df
+            .column(c)?
+            .str()?
+            .iter()
+            .map(|v| v.unwrap_or_default().to_string())
+            .collect())
+    };
+    let (ep, cr, mode, verdict) = (
+        strs("episode_id")?,
+        strs("criterion_id")?,
+        strs("mode")?,
+        strs("verdict")?,
+    );
+    let mut out = JudgeVerdicts::new();
+    for i in 0..df.height() {
+        out.entry((ep[i].clone(), cr[i].clone()))
+            .or_default()
+            .insert(mode[i].clone(), verdict[i] == "pass");
+    }
+    Ok(out)
+}
+
+/// (episode, slot) pairs the interaction judge matched a request to.
+fn asked_slots(
+    requests: &DataFrame,
+    episodes: &[String],
+) -> Result<BTreeSet<(String, String)>, StageError> {
+    require(requests, "requests", &["episode_id", "slot_id"])?;
+    let wanted = df!("episode_id" => episodes)?;
+    let df = requests
+        .clone()
+        .lazy()
+        .join(
+            wanted.lazy(),
+            [col("episode_id")],
+            [col("episode_id")],
+            JoinArgs::new(JoinType::Inner),
+        )
+        .filter(col("slot_id").is_not_null())
+        .select([col("episode_id"), col("slot_id")])
+        .collect()?;
+    let ep = df.column("episode_id")?.str()?.clone();
+    let slot = df.column("slot_id")?.str()?.clone();
+    Ok(ep
+        .iter()
+        .zip(slot.iter())
+        .filter_map(|(e, s)| Some((e?.to_string(), s?.to_string())))
+        .collect())
+}
+
+/// One row of the `agreement` table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgreementRow {
+    /// `criterion`, `success` or `slot`.
+    pub level: &'static str,
+    /// e.g. `rule~human`.
+    pub pair: String,
+    /// The statistics.
+    pub agreement: Agreement,
+    /// Labelled items left out because a rater had no (scored) verdict for them.
+    pub excluded: u32,
+}
+
+const fn label(b: bool) -> &'static str {
+    if b {
+        "pos"
+    } else {
+        "neg"
+    }
+}
+
+/// A rater's label of a labelled criterion: pass (true), fail, or none given.
+type Rater<'a> = Box<dyn Fn(&HumanLabel, &str) -> Option<bool> + 'a>;
+
+/// Agreement at every level, for the rule judge, the LLM judge (when present) and humans.
+pub fn judge_agreement(
+    labels: &[HumanLabel],
+    verdicts: &DataFrame,
+    requests: Option<&DataFrame>,
+) -> Result<Vec<AgreementRow>, StageError> {
+    let episodes: Vec<String> = labels
+        .iter()
+        .map(|l| l.episode_id.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let judged = judge_verdicts(verdicts, &episodes)?;
+    let criteria: Vec<(&HumanLabel, &str)> = labels
+        .iter()
+        .filter_map(|l| match &l.subject {
+            Subject::Criterion(c) => Some((l, c.as_str())),
+            Subject::Slot(_) => None,
+        })
+        .collect();
+    let modes: BTreeSet<&str> = judged
+        .values()
+        .flat_map(|m| m.keys().map(String::as_str))
+        .collect();
+    let of = |l: &HumanLabel, c: &str, mode: &str| -> Option<bool> {
+        judged
+            .get(&(l.episode_id.clone(), c.to_string()))?
+            .get(mode)
+            .copied()
+    };
+    let human = |l: &HumanLabel, _: &str| Some(l.positive);
+    let mut raters: Vec<(String, Rater<'_>)> = vec![("human".into(), Box::new(human))];
+    for m in &modes {
+        let m = m.to_string();
+        raters.push((
+            m.clone(),
+            Box::new(move |l: &HumanLabel, c: &str| of(l, c, &m)),
+        ));
+    }
+    let mut rows = Vec::new();
+    // Pairs: each judge mode against humans, then judge modes against each other.
+    let pairs: Vec<(usize, usize)> = (1..raters.len())
+        .map(|j| (j, 0))
+        .chain((1..raters.len()).flat_map(|a| (a + 1..raters.len()).map(move |b| (a, b))))
+        .collect();
+    for (a, b) in pairs {
+        let (name_a, ra) = &raters[a];
+        let (name_b, rb) = &raters[b];
+        let pair = format!("{name_a}~{name_b}");
+        // Criterion level.
+        let both: Vec<(bool, bool)> = criteria
+            .iter()
+            .filter_map(|(l, c)| Some((ra(l, c)?, rb(l, c)?)))
+            .collect();
+        rows.push(row("criterion", &pair, &both, criteria.len()));
+        // Task-success level: every labelled criterion of the episode passes.
+        let mut by_episode: BTreeMap<&str, Vec<(&HumanLabel, &str)>> = BTreeMap::new();
+        for (l, c) in &criteria {
+            by_episode.entry(&l.episode_id).or_default().push((l, c));
+        }
+        let success: Vec<(bool, bool)> = by_episode
+            .values()
+            .filter_map(|items| {
+                let all = |r: &dyn Fn(&HumanLabel, &str) -> Option<bool>| {
+                    // Like `scores.success`: undefined when any criterion is unscored.
+                    items.iter().try_fold(true, |acc, (l, c)| {
+                        let passed = r(l, c)?;
+                        Some(acc && passed)
+                    })
+                };
+                Some((all(ra.as_ref())?, all(rb.as_ref())?))
+            })
+            .collect();
+        rows.push(row("success", &pair, &success, by_episode.len()));
+    }
+    if let Some(requests) = requests {
+        let asked = asked_slots(requests, &episodes)?;
+        let slots: Vec<(bool, bool)> = labels
+            .iter()
+            .filter_map(|l| match &l.subject {
+                Subject::Slot(s) => Some((
+                    asked.contains(&(l.episode_id.clone(), s.clone())),
+                    l.positive,
+                )),
+                Subject::Criterion(_) => None,
+            })
+            .collect();
+        rows.push(row("slot", "interaction~human", &slots, slots.len()));
+    }
+    Ok(rows)
+}
+
+fn row(level: &'static str, pair: &str, both: &[(bool, bool)], labelled: usize) -> AgreementRow {
+    let pairs: Vec<(&str, &str)> = both.iter().map(|&(a, b)| (label(a), label(b))).collect();
+    AgreementRow {
+        level,
+        pair: pair.to_string(),
+        agreement: agreement(&pairs),
+        excluded: labelled.saturating_sub(both.len()) as u32,
+    }
+}
+
+/// `agreement`: level, pair, n, agree, p_o, p_e, kappa (null when undefined), excluded.
+pub fn agreement_frame(rows: &[AgreementRow]) -> PolarsResult<DataFrame> {
+    df!(
+        "level" => rows.iter().map(|r| r.level).collect::<Vec<_>>(),
+        "pair" => rows.iter().map(|r| r.pair.clone()).collect::<Vec<_>>(),
+        "n" => rows.iter().map(|r| r.agreement.n).collect::<Vec<_>>(),
+        "agree" => rows.iter().map(|r| r.agreement.agree).collect::<Vec<_>>(),
+        "p_o" => rows.iter().map(|r| r.agreement.p_o).collect::<Vec<_>>(),
+        "p_e" => rows.iter().map(|r| r.agreement.p_e).collect::<Vec<_>>(),
+        "kappa" => rows.iter().map(|r| r.agreement.kappa).collect::<Vec<_>>(),
+        "excluded" => rows.iter().map(|r| r.excluded).collect::<Vec<_>>(),
+    )
+}

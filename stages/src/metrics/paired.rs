@@ -1,0 +1,79 @@
+//! Paired differences between a variant and the baseline on the tasks both ran: the mean
+//! difference with a bootstrap interval that resamples tasks jointly, and the per-task
+//! wins / ties / losses (ties explicit, as a 0 difference is common on pass/fail metrics).
+
+use std::collections::HashMap;
+
+use polars::prelude::*;
+
+use super::bootstrap::{Bootstrap, Ratio};
+use super::pertask::{PerTask, TaskRow, METRICS};
+
+/// `paired`: variant, baseline, metric, diff (variant − baseline), ci_low, ci_high, n (common
+/// tasks where both define the metric), wins, ties, losses (per task).
+pub fn paired(tasks: &PerTask, baseline: &str, boot: &Bootstrap) -> PolarsResult<DataFrame> {
+    let base: HashMap<&str, &TaskRow> = tasks
+        .variants
+        .iter()
+        .find(|(v, _)| v == baseline)
+        .map(|(_, rows)| rows.iter().map(|r| (r.task_id.as_str(), r)).collect())
+        .unwrap_or_default();
+    let mut t = Columns::default();
+    for (variant, rows) in tasks.variants.iter().filter(|(v, _)| v != baseline) {
+        for metric in METRICS {
+            let pairs: Vec<(Ratio, Ratio)> = rows
+                .iter()
+                .filter_map(|r| {
+                    let b = base.get(r.task_id.as_str())?.get(metric)?;
+                    Some((b, r.get(metric)?))
+                })
+                .collect();
+            let key = format!("{variant}-{baseline}/{}", metric.name());
+            let est = boot.paired(&key, &pairs);
+            let (mut wins, mut ties, mut losses) = (0u32, 0u32, 0u32);
+            for (a, b) in &pairs {
+                match (b.value(), a.value()) {
+                    (Some(vb), Some(va)) if (vb - va).abs() < 1e-12 => ties += 1,
+                    (Some(vb), Some(va)) if vb > va => wins += 1,
+                    (Some(_), Some(_)) => losses += 1,
+                    _ => {}
+                }
+            }
+            t.variant.push(variant.clone());
+            t.metric.push(metric.name());
+            t.diff.push(est.value);
+            t.low.push(est.ci_low);
+            t.high.push(est.ci_high);
+            t.n.push(est.n);
+            t.wins.push(wins);
+            t.ties.push(ties);
+            t.losses.push(losses);
+        }
+    }
+    let baselines = vec![baseline.to_string(); t.variant.len()];
+    df!(
+        "variant" => t.variant,
+        "baseline" => baselines,
+        "metric" => t.metric,
+        "diff" => t.diff,
+        "ci_low" => t.low,
+        "ci_high" => t.high,
+        "n" => t.n,
+        "wins" => t.wins,
+        "ties" => t.ties,
+        "losses" => t.losses,
+    )
+}
+
+#[derive(Default)]
+struct Columns {
+    variant: Vec<String>,
+    metric: Vec<&'static str>,
+    diff: Vec<Option<f64>>,
+    low: Vec<Option<f64>>,
+    high: Vec<Option<f64>>,
+    n: Vec<u32>,
+    wins: Vec<u32>,
+    ties: Vec<u32>,
+    losses: Vec<u32>,
+}

@@ -1,0 +1,148 @@
+//! Subset tables behind the paper's figures: each perturbation subset minus overall
+//! (Figure 2), metrics per history exposure (Figure 4) and the failure-label distribution of
+//! failed criteria (Figure 3).
+
+use std::collections::BTreeMap;
+
+use polars::prelude::*;
+use prefflow_engine::StageError;
+
+use super::bootstrap::{Bootstrap, Ratio};
+use super::pertask::{require, Metric, PerTask, TaskRow};
+
+/// Metrics the subset tables report.
+const SUBSET_METRICS: [Metric; 7] = [
+    Metric::Success,
+    Metric::Action,
+    Metric::Personalization,
+    Metric::Inferable,
+    Metric::AskOnly,
+    Metric::Recall,
+    Metric::Precision,
+];
+
+/// The metrics of the history curve.
+const CURVE_METRICS: [Metric; 4] = [
+    Metric::Personalization,
+    Metric::Inferable,
+    Metric::AskOnly,
+    Metric::Success,
+];
+
+fn ratio(rows: &[&TaskRow], metric: Metric) -> (Option<f64>, u32) {
+    let items: Vec<Ratio> = rows.iter().filter_map(|r| r.get(metric)).collect();
+    let (num, den) = items
+        .iter()
+        .fold((0.0, 0.0), |(n, d), r| (n + r.num, d + r.den));
+    ((den > 0.0).then(|| num / den), items.len() as u32)
+}
+
+/// `perturbations`: variant, perturbation, metric, value (on the subset), overall (all tasks
+/// of the variant), delta (value − overall; null when either is undefined), n (subset tasks).
+pub fn perturbations(tasks: &PerTask) -> PolarsResult<DataFrame> {
+    let (mut variant, mut subset, mut metric) = (vec![], vec![], vec![]);
+    let (mut value, mut overall, mut delta, mut n) = (vec![], vec![], vec![], vec![]);
+    for (v, rows) in &tasks.variants {
+        let all: Vec<&TaskRow> = rows.iter().collect();
+        let mut by_subset: BTreeMap<&str, Vec<&TaskRow>> = BTreeMap::new();
+        for r in rows {
+            by_subset.entry(&r.perturbation).or_default().push(r);
+        }
+        for (p, members) in &by_subset {
+            for m in SUBSET_METRICS {
+                let (val, count) = ratio(members, m);
+                let (ov, _) = ratio(&all, m);
+                variant.push(v.clone());
+                subset.push(p.to_string());
+                metric.push(m.name());
+                value.push(val);
+                overall.push(ov);
+                delta.push(val.zip(ov).map(|(a, b)| a - b));
+                n.push(count);
+            }
+        }
+    }
+    df!("variant" => variant, "perturbation" => subset, "metric" => metric, "value" => value,
+        "overall" => overall, "delta" => delta, "n" => n)
+}
+
+/// The k of an exposure label: `top_k:10/noisy` → 10, `none/…` → 0, `all/…` and unknown → null.
+pub fn top_k(exposure: &str) -> Option<u32> {
+    let head = exposure.split('/').next().unwrap_or_default();
+    match head {
+        "none" => Some(0),
+        _ => head.strip_prefix("top_k:")?.parse().ok(),
+    }
+}
+
+/// `history_curve`: variant, exposure, top_k (null for `all`), metric, value, ci_low, ci_high,
+/// n — personalization (and its inferable / ask-only split) and success per exposure.
+pub fn history_curve(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
+    let (mut variant, mut exposure, mut k, mut metric) = (vec![], vec![], vec![], vec![]);
+    let (mut value, mut low, mut high, mut n) = (vec![], vec![], vec![], vec![]);
+    for (v, rows) in &tasks.variants {
+        let mut by_exposure: BTreeMap<&str, Vec<&TaskRow>> = BTreeMap::new();
+        for r in rows {
+            by_exposure.entry(&r.exposure).or_default().push(r);
+        }
+        for (e, members) in &by_exposure {
+            for m in CURVE_METRICS {
+                let items: Vec<Ratio> = members.iter().filter_map(|r| r.get(m)).collect();
+                let est = boot.ratio(&format!("{v}/{e}/{}", m.name()), &items);
+                variant.push(v.clone());
+                exposure.push(e.to_string());
+                k.push(top_k(e));
+                metric.push(m.name());
+                value.push(est.value);
+                low.push(est.ci_low);
+                high.push(est.ci_high);
+                n.push(est.n);
+            }
+        }
+    }
+    df!("variant" => variant, "exposure" => exposure, "top_k" => k, "metric" => metric,
+        "value" => value, "ci_low" => low, "ci_high" => high, "n" => n)
+}
+
+/// `failure_labels`: variant, mode, failure_label (`unlabelled` when the judge gave
+/// none), count, share (of the failed criteria of that variant and judge mode).
+pub fn failure_labels(verdicts: Option<&DataFrame>) -> Result<DataFrame, StageError> {
+    let Some(verdicts) = verdicts else {
+        return Ok(df!(
+            "variant" => Vec::<String>::new(), "mode" => Vec::<String>::new(),
+            "failure_label" => Vec::<String>::new(),
+            "count" => Vec::<u32>::new(), "share" => Vec::<f64>::new())?);
+    };
+    require(
+        verdicts,
+        "verdicts",
+        &["variant", "mode", "verdict", "failure_label"],
+    )?;
+    let failed_in_group = col("count")
+        .sum()
+        .over([col("variant"), col("mode")])?
+        .cast(DataType::Float64);
+    let out = verdicts
+        .clone()
+        .lazy()
+        .filter(col("verdict").eq(lit("fail")))
+        .with_column(
+            col("failure_label")
+                .cast(DataType::String)
+                .fill_null(lit("unlabelled")),
+        )
+        .group_by([col("variant"), col("mode"), col("failure_label")])
+        .agg([len().cast(DataType::UInt32).alias("count")])
+        .with_column((col("count").cast(DataType::Float64) / failed_in_group).alias("share"))
+        .sort_by_exprs(
+            [
+                col("variant"),
+                col("mode"),
+                col("count"),
+                col("failure_label"),
+            ],
+            SortMultipleOptions::default().with_order_descending_multi([false, false, true, false]),
+        )
+        .collect()?;
+    Ok(out)
+}

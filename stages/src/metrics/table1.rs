@@ -1,0 +1,167 @@
+//! Table 1 of iPrefBench per variant, and [`aggregate`], the one function that builds every
+//! aggregate table (the function the lead benchmarks on 100,000 episodes).
+
+use polars::prelude::*;
+use prefflow_engine::StageError;
+
+use super::bootstrap::{Bootstrap, Estimate};
+use super::paired::paired;
+use super::passk::pass_k;
+use super::pertask::{per_task, Metric, PerTask, METRICS};
+use super::subsets::{failure_labels, history_curve, perturbations};
+
+/// Settings of [`aggregate`].
+#[derive(Debug, Clone, Default)]
+pub struct AggregateOptions {
+    /// Bootstrap resamples, seed and level.
+    pub bootstrap: Bootstrap,
+    /// The variant paired differences are taken against (default: the first variant by name).
+    pub baseline: Option<String>,
+}
+
+/// Every table the `aggregate` kind writes.
+#[derive(Debug, Clone)]
+pub struct Aggregates {
+    /// Table 1: per variant × metric with CIs.
+    pub table1: DataFrame,
+    /// Paired differences of each variant against the baseline.
+    pub paired: DataFrame,
+    /// pass^k and pass@k per variant and k.
+    pub pass_k: DataFrame,
+    /// Figure 2: each perturbation subset minus overall.
+    pub perturbations: DataFrame,
+    /// Figure 4: metrics per history exposure.
+    pub history_curve: DataFrame,
+    /// Figure 3: failure labels of failed criteria.
+    pub failure_labels: DataFrame,
+}
+
+/// Builds all aggregate tables from the judge's `scores`, `interaction` and `verdicts` and the
+/// runner's `episodes` (for the exposure). Inputs may hold many variants (`variant` column).
+pub fn aggregate(
+    scores: &DataFrame,
+    interaction: Option<&DataFrame>,
+    verdicts: Option<&DataFrame>,
+    episodes: Option<&DataFrame>,
+    options: &AggregateOptions,
+) -> Result<Aggregates, StageError> {
+    let tasks = per_task(scores, interaction, episodes)?;
+    let boot = &options.bootstrap;
+    let baseline = options
+        .baseline
+        .clone()
+        .or_else(|| tasks.variants.first().map(|(v, _)| v.clone()));
+    if let Some(b) = &options.baseline {
+        if !tasks.variants.iter().any(|(v, _)| v == b) {
+            let known: Vec<&str> = tasks.variants.iter().map(|(v, _)| v.as_str()).collect();
+            return Err(StageError::Input(format!(
+                "parameter `baseline`: no variant `{b}` in the scores (variants: [{}])",
+                known.join(", ")
+            )));
+        }
+    }
+    Ok(Aggregates {
+        table1: table1(&tasks, boot)?,
+        paired: paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
+        pass_k: pass_k_frame(&tasks)?,
+        perturbations: perturbations(&tasks)?,
+        history_curve: history_curve(&tasks, boot)?,
+        failure_labels: failure_labels(verdicts)?,
+    })
+}
+
+/// `table1`: variant, metric, value, ci_low, ci_high, n, display.
+pub fn table1(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
+    let mut rows = EstimateRows::default();
+    for (variant, task_rows) in &tasks.variants {
+        for metric in METRICS {
+            let items: Vec<_> = task_rows.iter().filter_map(|t| t.get(metric)).collect();
+            let est = boot.ratio(&format!("{variant}/{}", metric.name()), &items);
+            rows.push(variant, metric, est);
+        }
+    }
+    rows.frame()
+}
+
+/// Columns of estimate tables, collected row by row (one row per variant × metric: small).
+#[derive(Default)]
+struct EstimateRows {
+    variant: Vec<String>,
+    metric: Vec<&'static str>,
+    value: Vec<Option<f64>>,
+    low: Vec<Option<f64>>,
+    high: Vec<Option<f64>>,
+    n: Vec<u32>,
+    display: Vec<String>,
+}
+
+impl EstimateRows {
+    fn push(&mut self, variant: &str, metric: Metric, e: Estimate) {
+        self.variant.push(variant.to_string());
+        self.metric.push(metric.name());
+        self.value.push(e.value);
+        self.low.push(e.ci_low);
+        self.high.push(e.ci_high);
+        self.n.push(e.n);
+        self.display.push(display(metric, &e));
+    }
+
+    fn frame(self) -> PolarsResult<DataFrame> {
+        df!(
+            "variant" => self.variant,
+            "metric" => self.metric,
+            "value" => self.value,
+            "ci_low" => self.low,
+            "ci_high" => self.high,
+            "n" => self.n,
+            "display" => self.display,
+        )
+    }
+}
+
+/// `61.5% [53.1, 70.0]` for rates, `3.20 [2.90, 3.50]` for counts, `n/a` when undefined.
+pub fn display(metric: Metric, e: &Estimate) -> String {
+    let Some(v) = e.value else {
+        return "n/a".into();
+    };
+    let (scale, digits, unit) = if metric.is_rate() {
+        (100.0, 1, "%")
+    } else {
+        (1.0, 2, "")
+    };
+    let ci = match (e.ci_low, e.ci_high) {
+        (Some(l), Some(h)) => format!(" [{:.*}, {:.*}]", digits, l * scale, digits, h * scale),
+        _ => String::new(),
+    };
+    format!("{:.*}{unit}{ci}", digits, v * scale)
+}
+
+/// `pass_k`: variant, k, pass_hat_k, pass_at_k, n (tasks with at least k scored epochs).
+fn pass_k_frame(tasks: &PerTask) -> PolarsResult<DataFrame> {
+    let (mut variant, mut k, mut hat, mut at, mut n) = (vec![], vec![], vec![], vec![], vec![]);
+    for (v, rows) in &tasks.variants {
+        let counts: Vec<(u32, u32)> = rows.iter().map(|t| (t.epochs, t.successes)).collect();
+        for p in pass_k(&counts) {
+            variant.push(v.clone());
+            k.push(p.k);
+            hat.push(p.pass_hat_k);
+            at.push(p.pass_at_k);
+            n.push(p.n);
+        }
+    }
+    df!("variant" => variant, "k" => k, "pass_hat_k" => hat, "pass_at_k" => at, "n" => n)
+}
+
+/// Table 1 for terminals (`prefflow show iprefbench.table1`): metrics down, variants across,
+/// each cell `value [95% CI] (n=tasks)`. None when `df` does not look like a `table1`.
+pub fn render_table(df: &DataFrame) -> Option<String> {
+    let schema = df.schema();
+    let is_table1 = ["variant", "metric", "display", "n"]
+        .iter()
+        .all(|c| schema.contains(c));
+    if !is_table1 {
+        return None;
+    }
+    let view = crate::report::table1_view(df).ok()?;
+    Some(crate::report::render_text(&view))
+}
