@@ -16,6 +16,7 @@ pub mod codec;
 pub mod env;
 pub mod exposure;
 pub mod frames;
+pub mod prompts;
 pub mod record;
 pub mod retrieval;
 pub mod runner;

@@ -2,11 +2,13 @@
 //! solutions; `ask_all` and `heuristic` are honest baselines that see only the brief; `llm`
 //! drives a chat-completions model.
 
+pub mod llm;
 mod scripted;
 
 use prefflow_engine::{StageContext, StageError};
 use serde::{Deserialize, Serialize};
 
+pub use llm::{LlmAgent, LlmFactory};
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
@@ -50,6 +52,7 @@ pub fn factory<'a>(
     match params.agent {
         AgentName::Oracle => Ok(Box::new(Oracle)),
         AgentName::Defaults => Ok(Box::new(Defaults)),
+        AgentName::Llm => Ok(Box::new(LlmFactory::new(params, ctx)?)),
         other => Err(StageError::Input(format!(
             "stage `{}`: agent `{}` is not available yet",
             ctx.stage,
