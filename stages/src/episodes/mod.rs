@@ -24,6 +24,9 @@ pub mod seed;
 pub mod simulator;
 pub mod simulators;
 
+#[cfg(test)]
+mod llm_tests;
+
 pub use agent::{Agent, AgentError, AgentFactory, Brief, Turn};
 pub use env::{Environment, PhoneEnv};
 pub use exposure::{Exposure, LogKind};

@@ -29,7 +29,13 @@ pub const USER_SYSTEM: &str = "user_system.j2";
 pub const USER_QUESTION: &str = "user_question.j2";
 
 /// The templates an LLM agent needs.
-pub const AGENT_TEMPLATES: [&str; 5] = [AGENT_TOOLS, AGENT_GUI, AGENT_TASK, AGENT_OBSERVATION, CLARIFY];
+pub const AGENT_TEMPLATES: [&str; 5] = [
+    AGENT_TOOLS,
+    AGENT_GUI,
+    AGENT_TASK,
+    AGENT_OBSERVATION,
+    CLARIFY,
+];
 /// The templates the LLM user simulator needs.
 pub const USER_TEMPLATES: [&str; 2] = [USER_SYSTEM, USER_QUESTION];
 
@@ -58,9 +64,8 @@ impl Prompts {
             if !name.ends_with(".j2") {
                 continue;
             }
-            let text = std::fs::read_to_string(entry.path()).map_err(|e| {
-                StageError::Input(format!("prompt template `{dir}/{name}`: {e}"))
-            })?;
+            let text = std::fs::read_to_string(entry.path())
+                .map_err(|e| StageError::Input(format!("prompt template `{dir}/{name}`: {e}")))?;
             sources.insert(name, text);
         }
         let prompts = Self {
@@ -156,10 +161,16 @@ mod tests {
     fn undefined_variables_are_errors_and_includes_work() {
         let p = Prompts::from_sources(
             "p",
-            &[("a.j2", "{% include 'b.j2' %} {{ who }}"), ("b.j2", "hello")],
+            &[
+                ("a.j2", "{% include 'b.j2' %} {{ who }}"),
+                ("b.j2", "hello"),
+            ],
         )
         .unwrap();
-        assert_eq!(p.render("a.j2", &json!({"who": "Maya"})).unwrap(), "hello Maya");
+        assert_eq!(
+            p.render("a.j2", &json!({"who": "Maya"})).unwrap(),
+            "hello Maya"
+        );
         let e = p.render("a.j2", &json!({})).unwrap_err().to_string();
         assert!(e.contains("p/a.j2") && e.contains("undefined"), "{e}");
     }
@@ -167,7 +178,11 @@ mod tests {
     #[test]
     fn the_shipped_prompts_parse() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-        let all: Vec<&str> = AGENT_TEMPLATES.iter().chain(&USER_TEMPLATES).copied().collect();
+        let all: Vec<&str> = AGENT_TEMPLATES
+            .iter()
+            .chain(&USER_TEMPLATES)
+            .copied()
+            .collect();
         Prompts::load(&root, "datasets/prompts", &all).unwrap();
     }
 }

@@ -74,9 +74,7 @@ impl From<LlmError> for StageError {
             LlmError::Exhausted { .. } => StageError::Transient(e.to_string()),
             LlmError::MissingKey { .. }
             | LlmError::MissingBaseUrl { .. }
-            | LlmError::OfflineMiss { .. } => {
-                StageError::Input(e.to_string())
-            }
+            | LlmError::OfflineMiss { .. } => StageError::Input(e.to_string()),
             _ => StageError::Failed(e.to_string()),
         }
     }

@@ -194,11 +194,8 @@ impl<'a> LlmAgent<'a> {
         let raw = serde_json::to_string(&calls).ok();
         for call in calls.iter().skip(1) {
             let single = serde_json::to_string(call).ok();
-            self.queued.push_back((
-                call.id.clone(),
-                call_to_action(call, &self.tools),
-                single,
-            ));
+            self.queued
+                .push_back((call.id.clone(), call_to_action(call, &self.tools), single));
         }
         self.awaiting = Some(first.id.clone());
         Turn {
@@ -210,7 +207,8 @@ impl<'a> LlmAgent<'a> {
 
     fn take_gui_reply(&mut self, reply: Reply) -> Turn {
         let text = reply.content.unwrap_or_default();
-        self.messages.push(ChatMessage::new("assistant", text.clone()));
+        self.messages
+            .push(ChatMessage::new("assistant", text.clone()));
         Turn {
             decision: parse_json_action(&text),
             raw: Some(text),
@@ -339,9 +337,7 @@ fn status_name(s: Status) -> &'static str {
 /// The functions offered in tools mode: every phone tool (named with `__`, as function-calling
 /// APIs require) and the three actions every episode has.
 pub fn function_specs(tools: &[ToolSpec]) -> Vec<llm::ToolSpec> {
-    let text = |what: &str| {
-        json!({ "type": "object", "properties": { "text": { "type": "string", "description": what } }, "required": ["text"] })
-    };
+    let text = |what: &str| json!({ "type": "object", "properties": { "text": { "type": "string", "description": what } }, "required": ["text"] });
     let mut out: Vec<llm::ToolSpec> = tools
         .iter()
         .map(|t| function(&t.function_name(), &t.description, t.json_schema()))
@@ -473,14 +469,20 @@ mod tests {
         let Action::Call { tool, args } = a else {
             panic!("{a:?}")
         };
-        assert_eq!((tool.as_str(), &args["title"]), ("notes.create_note", &json!("x")));
+        assert_eq!(
+            (tool.as_str(), &args["title"]),
+            ("notes.create_note", &json!("x"))
+        );
         assert_eq!(
             call_to_action(&call("ask_user", r#"{"text": "Which size?"}"#), &tools).unwrap(),
             Action::AskUser {
                 text: "Which size?".into()
             }
         );
-        assert_eq!(call_to_action(&call("finish", ""), &tools).unwrap(), Action::Finish);
+        assert_eq!(
+            call_to_action(&call("finish", ""), &tools).unwrap(),
+            Action::Finish
+        );
         let e = call_to_action(&call("shop__order", "{}"), &tools).unwrap_err();
         assert!(e.contains("shop__order"), "{e}");
         let e = call_to_action(&call("ask_user", "{\"text\": "), &tools).unwrap_err();
@@ -510,7 +512,10 @@ mod tests {
             parse_questions(r#"{"questions": ["How many people?", " "]}"#).unwrap(),
             vec!["How many people?".to_string()]
         );
-        assert_eq!(parse_questions(r#"["a?"]"#).unwrap(), vec!["a?".to_string()]);
+        assert_eq!(
+            parse_questions(r#"["a?"]"#).unwrap(),
+            vec!["a?".to_string()]
+        );
         assert!(parse_questions(r#"{"questions": []}"#).unwrap().is_empty());
         assert!(parse_questions(r#"{"q": 1}"#).is_err());
         assert!(parse_questions("none").is_err());
@@ -523,8 +528,12 @@ mod tests {
             .iter()
             .map(|s| s.function["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["notes__create_note", "ask_user", "answer", "finish"]);
-        assert!(specs.iter().all(|s| s.kind == "function"
-            && s.function["parameters"]["type"] == "object"));
+        assert_eq!(
+            names,
+            ["notes__create_note", "ask_user", "answer", "finish"]
+        );
+        assert!(specs
+            .iter()
+            .all(|s| s.kind == "function" && s.function["parameters"]["type"] == "object"));
     }
 }

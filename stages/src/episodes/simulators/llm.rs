@@ -60,7 +60,8 @@ impl Simulator for LlmUser<'_> {
             .map(|c| c.trim().to_string())
             .filter(|c| !c.is_empty())
             .unwrap_or_else(|| DONT_KNOW.to_string());
-        self.messages.push(ChatMessage::new("assistant", text.clone()));
+        self.messages
+            .push(ChatMessage::new("assistant", text.clone()));
         let (disclosed, volunteered, ungrounded) = audit(question, &text, self.slots);
         Ok(UserReply {
             text,

@@ -10,8 +10,8 @@ pub use llm::LlmUser;
 use super::agents::llm::{check_endpoint, episode_config, prefix};
 use super::prompts::{self, Prompts};
 use super::simulator::{ScriptedUser, Simulator};
-use crate::llm::LlmClient;
 use crate::kinds::RunEpisodesParams;
+use crate::llm::LlmClient;
 use crate::tasks::TaskBundle;
 use crate::world::World;
 
