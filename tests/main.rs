@@ -9,6 +9,7 @@ mod engine_items;
 mod engine_tools;
 mod knowu;
 mod llm_client;
+mod llm_episodes;
 mod llm_pipeline;
 mod taskset;
 mod world_evidence;
