@@ -107,10 +107,9 @@ fn tables(ws: &Workspace) -> Vec<DataFrame> {
     out
 }
 
+/// Forgets `play`'s cached results so the next run plays every episode again.
 fn clear_engine_cache(ws: &Workspace) {
-    for dir in ["recipes", "items", "blobs"] {
-        std::fs::remove_dir_all(ws.store().join(dir)).expect("clear engine cache");
-    }
+    forget_stage(ws, "play");
 }
 
 /// Both spaces, with the llm simulator: the agent asks every turn (a reply carrying the
@@ -175,6 +174,7 @@ fn llm_episodes_are_skipped_recorded_replayed_and_replayed_offline() {
     ok(run(&ws, Some(&server.url), &[]));
     clear_engine_cache(&ws);
     ok(run(&ws, Some(&server.url), &[]));
+    assert_executed(&ws, "llm_episodes", "play");
     assert_eq!(server.requests().len(), 36);
     assert_eq!(tables(&ws), first);
 
@@ -183,6 +183,7 @@ fn llm_episodes_are_skipped_recorded_replayed_and_replayed_offline() {
     drop(server);
     clear_engine_cache(&ws);
     ok(run(&ws, Some(&url), &["--offline"]));
+    assert_executed(&ws, "llm_episodes", "play");
     assert_eq!(tables(&ws), first);
 
     // A task never recorded cannot be played offline: exit 2, naming the episode.

@@ -10,6 +10,7 @@ mod engine_tools;
 mod knowu;
 mod llm_client;
 mod llm_episodes;
+mod llm_local;
 mod llm_pipeline;
 mod taskset;
 mod world_evidence;
