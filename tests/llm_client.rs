@@ -11,6 +11,7 @@ use prefflow_stages::llm::mock::{completion, Behavior, ScriptedServer};
 fn config(url: &str) -> LlmConfig {
     LlmConfig {
         base_url: url.to_string(),
+        base_url_env: None,
         model: "tiny".into(),
         api_key_env: None,
         temperature: Some(0.0),

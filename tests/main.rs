@@ -9,6 +9,8 @@ mod engine_items;
 mod engine_tools;
 mod knowu;
 mod llm_client;
+mod llm_episodes;
+mod llm_local;
 mod llm_pipeline;
 mod remote_device;
 mod report;

@@ -186,3 +186,45 @@ pub fn instance<'a>(record: &'a Value, stage: &str) -> &'a Value {
         .and_then(|a| a.iter().find(|i| i["stage"] == stage))
         .unwrap_or_else(|| panic!("no instance `{stage}` in {record}"))
 }
+
+/// Deletes the recipe and item manifests of `stage` (every variant), so the next run executes
+/// that stage again while upstream stages stay cached.
+pub fn forget_stage(ws: &Workspace, stage: &str) {
+    for dir in ["recipes", "items"] {
+        forget_in(&ws.store().join(dir), stage);
+    }
+}
+
+fn forget_in(dir: &Path, stage: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            forget_in(&p, stage);
+            continue;
+        }
+        let manifest: Value = std::fs::read(&p)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default();
+        if manifest["stage"] == stage {
+            std::fs::remove_file(&p).expect("remove manifest");
+        }
+    }
+}
+
+/// Asserts that every instance of `stage` in the pipeline's last run executed (was not served
+/// from the engine cache), e.g. after [`forget_stage`].
+pub fn assert_executed(ws: &Workspace, pipeline: &str, stage: &str) {
+    let record = ws.last_run(pipeline);
+    let mine: Vec<(String, String)> = statuses(&record)
+        .into_iter()
+        .filter(|(label, _)| label == stage || label.starts_with(&format!("{stage}[")))
+        .collect();
+    assert!(!mine.is_empty(), "no instance of `{stage}` in {record}");
+    for (label, status) in mine {
+        assert!(status.starts_with("executed"), "{label}: {status}");
+    }
+}

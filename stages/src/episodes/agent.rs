@@ -25,6 +25,9 @@ pub struct Brief<'a> {
     pub now: &'a str,
     /// The first observation (home screen or tool overview).
     pub observation: &'a Observation,
+    /// The episode's repeat index: model-backed agents pass it to the client so repeats of one
+    /// task are distinct recorded requests.
+    pub epoch: u32,
 }
 
 /// One agent turn: the action (or why the output could not be parsed), the model's raw output

@@ -16,6 +16,7 @@ pub mod codec;
 pub mod env;
 pub mod exposure;
 pub mod frames;
+pub mod prompts;
 pub mod record;
 pub mod remote;
 pub mod retrieval;
@@ -23,6 +24,9 @@ pub mod runner;
 pub mod seed;
 pub mod simulator;
 pub mod simulators;
+
+#[cfg(test)]
+mod llm_tests;
 
 pub use agent::{Agent, AgentError, AgentFactory, Brief, Turn};
 pub use env::{Environment, PhoneEnv};

@@ -76,6 +76,7 @@ fn play(
         history,
         now: &now,
         observation: &first,
+        epoch: spec.row.epoch,
     };
     let mut answered = Vec::new();
     if spec.clarify {

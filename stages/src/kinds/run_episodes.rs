@@ -91,16 +91,21 @@ impl Kind for RunEpisodes {
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         let uses_prompts = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;
+        let mut inputs = Vec::new();
         if uses_prompts {
-            vec![params.prompts.clone()]
-        } else {
-            Vec::new()
+            inputs.push(params.prompts.clone());
         }
+        // A skipped run (empty tables) must not be reused once the variable is set: while it is
+        // unset, a marker path (which never exists, so it hashes as `missing`) joins the key.
+        if let Some(marker) = skip_marker(params) {
+            inputs.push(marker);
+        }
+        inputs
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         if let Some(var) = &params.skip_unless_env {
-            if std::env::var_os(var).is_none() {
+            if skip_marker(params).is_some() {
                 tracing::warn!(
                     "stage `{}`: skipped ({var} is not set); set {var} to run the `{}` agent",
                     ctx.stage,
@@ -114,10 +119,31 @@ impl Kind for RunEpisodes {
         let mut runs = Vec::new();
         for bundle in bundles_from_table(ctx.input("bundles")?)? {
             for epoch in 0..params.epochs {
-                runs.push(play(params, ctx, &world, &bundle, factory.as_ref(), epoch)?);
+                let run = play(params, ctx, &world, &bundle, factory.as_ref(), epoch)?;
+                refuse_offline_errors(ctx, &run)?;
+                runs.push(run);
             }
         }
         tables(&runs)
+    }
+}
+
+/// The external-input marker of a stage skipped for want of its variable, if it is skipped.
+fn skip_marker(params: &RunEpisodesParams) -> Option<String> {
+    let var = params.skip_unless_env.as_ref()?;
+    let unset = std::env::var_os(var).is_none_or(|v| v.is_empty());
+    unset.then(|| format!(".prefflow-skipped-unless-env/{var}"))
+}
+
+/// Offline, a failed episode means a request was never recorded (or the cache is unreadable):
+/// fail the item (exit 2) instead of caching an `error` episode that an online run would reuse.
+fn refuse_offline_errors(ctx: &StageContext<'_>, run: &EpisodeRun) -> Result<(), StageError> {
+    match (&run.episode.error, ctx.offline) {
+        (Some(e), true) => Err(StageError::Input(format!(
+            "stage `{}`: episode `{}` cannot be replayed offline: {e}",
+            ctx.stage, run.episode.episode_id
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -152,7 +178,7 @@ fn play(
     history.sort_by_key(|e| e.time);
     let shown = exposure::select(&history, params.history, params.log, &task.instruction);
     let mut agent = factory.make(bundle, seed);
-    let mut user = simulators::make(params, ctx, world, bundle, seed)?;
+    let mut user = simulators::make(params, ctx, world, bundle, seed, epoch)?;
     let row = EpisodeRow {
         episode_id: episode_id(&task.task_id, ctx.variant, epoch),
         task_id: task.task_id.clone(),

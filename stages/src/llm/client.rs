@@ -58,7 +58,8 @@ pub struct LlmClient<'a> {
 impl<'a> LlmClient<'a> {
     /// A client for `config`, recording into `cache`. With `offline`, only cached replies are used.
     pub fn new(config: LlmConfig, cache: &'a dyn Store, offline: bool) -> Result<Self, LlmError> {
-        let endpoint = format!("{}/chat/completions", config.base_url.trim_end_matches('/'));
+        let base_url = config.resolved_base_url()?;
+        let endpoint = format!("{}/chat/completions", base_url.trim_end_matches('/'));
         let http = shared_http_client(Duration::from_secs_f64(config.timeout_s.max(0.001)))?;
         Ok(Self {
             config,

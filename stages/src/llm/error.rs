@@ -11,6 +11,12 @@ pub enum LlmError {
         /// The variable name.
         var: String,
     },
+    /// Neither `base_url` nor the variable named by `base_url_env` gives an endpoint.
+    #[error("no model endpoint: {}", missing_base_url(.var))]
+    MissingBaseUrl {
+        /// The variable named by `base_url_env`, if any.
+        var: Option<String>,
+    },
     /// `--offline` and the request is not in the record/replay cache.
     #[error("offline: no recorded response for a `{model}` request (cache key {key}); run without --offline to record it")]
     OfflineMiss {
@@ -54,13 +60,21 @@ pub enum LlmError {
     Cache(String),
 }
 
+/// The fix for a missing endpoint, naming the variable when there is one.
+fn missing_base_url(var: &Option<String>) -> String {
+    match var {
+        Some(v) => format!("environment variable `{v}` (base_url_env) is not set and `base_url` is empty; export {v}=http://HOST:PORT/v1 or set base_url"),
+        None => "`base_url` is empty; set base_url (e.g. http://127.0.0.1:8080/v1) or base_url_env".into(),
+    }
+}
+
 impl From<LlmError> for StageError {
     fn from(e: LlmError) -> Self {
         match e {
             LlmError::Exhausted { .. } => StageError::Transient(e.to_string()),
-            LlmError::MissingKey { .. } | LlmError::OfflineMiss { .. } => {
-                StageError::Input(e.to_string())
-            }
+            LlmError::MissingKey { .. }
+            | LlmError::MissingBaseUrl { .. }
+            | LlmError::OfflineMiss { .. } => StageError::Input(e.to_string()),
             _ => StageError::Failed(e.to_string()),
         }
     }

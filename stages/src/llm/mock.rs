@@ -248,3 +248,30 @@ pub fn completion(content: &str, prompt: u64, completion: u64) -> String {
     })
     .to_string()
 }
+
+/// A chat-completions response whose message makes tool calls: `calls` are (function name,
+/// arguments as JSON text), given ids `call_1`, `call_2`, … in order; `content` may ride along.
+pub fn tool_call_completion(
+    content: Option<&str>,
+    calls: &[(&str, &str)],
+    prompt: u64,
+    completion: u64,
+) -> String {
+    let calls: Vec<serde_json::Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, args))| {
+            serde_json::json!({
+                "id": format!("call_{}", i + 1), "type": "function",
+                "function": { "name": name, "arguments": args }
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "id": "x", "object": "chat.completion",
+        "choices": [{ "index": 0, "finish_reason": "tool_calls",
+                      "message": { "role": "assistant", "content": content, "tool_calls": calls } }],
+        "usage": { "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion }
+    })
+    .to_string()
+}

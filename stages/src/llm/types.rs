@@ -8,8 +8,15 @@ use serde_json::Value;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct LlmConfig {
-    /// Base URL up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`.
+    /// Base URL up to and including `/v1`, e.g. `http://127.0.0.1:8080/v1`. May be left out
+    /// when `base_url_env` names the variable that holds it.
+    #[serde(default)]
     pub base_url: String,
+    /// Environment variable holding the base URL, read at run time (it wins over `base_url`).
+    /// Lets a pipeline ship an endpoint block that works on any machine that sets the variable,
+    /// without putting machine-specific URLs in the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url_env: Option<String>,
     /// Model name sent in requests.
     pub model: String,
     /// Environment variable holding the API key (none for keyless local servers).
@@ -36,6 +43,25 @@ pub struct LlmConfig {
     /// Optional prices, for cost accounting.
     #[serde(default)]
     pub prices: Option<Prices>,
+}
+
+impl LlmConfig {
+    /// The base URL to call: `$base_url_env` when that variable is set and non-empty, otherwise
+    /// `base_url`; an error naming both when neither gives one.
+    pub fn resolved_base_url(&self) -> Result<String, super::LlmError> {
+        let from_env = self
+            .base_url_env
+            .as_ref()
+            .and_then(|var| std::env::var(var).ok())
+            .filter(|v| !v.trim().is_empty());
+        match from_env {
+            Some(url) => Ok(url.trim().to_string()),
+            None if !self.base_url.trim().is_empty() => Ok(self.base_url.clone()),
+            None => Err(super::LlmError::MissingBaseUrl {
+                var: self.base_url_env.clone(),
+            }),
+        }
+    }
 }
 
 fn default_timeout() -> f64 {

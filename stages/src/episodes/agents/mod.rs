@@ -3,12 +3,14 @@
 //! drives a chat-completions model.
 
 mod replay;
+pub mod llm;
 mod scripted;
 
 use prefflow_engine::{StageContext, StageError};
 use serde::{Deserialize, Serialize};
 
 pub use replay::Replay;
+pub use llm::{LlmAgent, LlmFactory};
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
@@ -52,6 +54,7 @@ pub fn factory<'a>(
     match params.agent {
         AgentName::Oracle => Ok(Box::new(Oracle)),
         AgentName::Defaults => Ok(Box::new(Defaults)),
+        AgentName::Llm => Ok(Box::new(LlmFactory::new(params, ctx)?)),
         other => Err(StageError::Input(format!(
             "stage `{}`: agent `{}` is not available yet",
             ctx.stage,

@@ -1,0 +1,539 @@
+//! `llm`: a chat-completions model as the agent (iPrefBench G.2). It keeps the whole transcript
+//! of the episode. In tools mode the phone's tools (plus `ask_user`, `answer`, `finish`) are
+//! offered as functions and the model's `tool_calls` become actions; in GUI mode the model
+//! answers one JSON action per turn (`{"action": "tap", "element": 3}`) under JSON mode.
+//! Output that is not a valid action becomes an `unknown` step and the model is told why — a
+//! weak model costs steps, never the run. Transport failures (after the client's retries) end
+//! the episode with status `error`.
+
+use std::collections::VecDeque;
+
+use prefflow_engine::store::Store;
+use prefflow_engine::{StageContext, StageError};
+use serde_json::{json, Map, Value};
+
+use crate::episodes::agent::{Agent, AgentError, AgentFactory, Brief, Turn};
+use crate::episodes::prompts::{self, Prompts};
+use crate::kinds::RunEpisodesParams;
+use crate::llm::{self, ChatMessage, ChatRequest, LlmClient, LlmConfig, Reply, ToolCall};
+use crate::tasks::TaskBundle;
+use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status, ToolSpec};
+
+/// Builds one [`LlmAgent`] per episode; holds what all episodes of a stage share.
+pub struct LlmFactory<'a> {
+    config: LlmConfig,
+    cache: &'a dyn Store,
+    offline: bool,
+    prompts: Prompts,
+}
+
+impl<'a> LlmFactory<'a> {
+    /// Checks everything that would otherwise fail every episode alike — the `llm` block, the
+    /// endpoint, the key variable, the templates — and fails the stage with the fix instead.
+    pub fn new(params: &RunEpisodesParams, ctx: &StageContext<'a>) -> Result<Self, StageError> {
+        let config = params.llm.clone().ok_or_else(|| {
+            StageError::Input(format!(
+                "stage `{}`: agent `llm` needs `llm: {{ model, base_url or base_url_env }}` in params",
+                ctx.stage
+            ))
+        })?;
+        Self::from_parts(config, ctx.cache, ctx.offline, ctx.workdir, &params.prompts)
+            .map_err(|e| prefix(ctx.stage, e))
+    }
+
+    /// The factory from its parts (tests drive it without a stage).
+    pub fn from_parts(
+        config: LlmConfig,
+        cache: &'a dyn Store,
+        offline: bool,
+        workdir: &std::path::Path,
+        prompts_dir: &str,
+    ) -> Result<Self, StageError> {
+        check_endpoint(&config, offline)?;
+        let prompts = Prompts::load(workdir, prompts_dir, &prompts::AGENT_TEMPLATES)?;
+        Ok(Self {
+            config,
+            cache,
+            offline,
+            prompts,
+        })
+    }
+}
+
+/// Fails early (exit 2) when the endpoint or key is missing, rather than once per episode.
+pub(crate) fn check_endpoint(config: &LlmConfig, offline: bool) -> Result<(), StageError> {
+    config.resolved_base_url()?;
+    if let (Some(var), false) = (&config.api_key_env, offline) {
+        if std::env::var_os(var).is_none() {
+            return Err(llm::LlmError::MissingKey { var: var.clone() }.into());
+        }
+    }
+    Ok(())
+}
+
+/// Names the stage in an input error.
+pub(crate) fn prefix(stage: &str, e: StageError) -> StageError {
+    match e {
+        StageError::Input(m) => StageError::Input(format!("stage `{stage}`: {m}")),
+        other => other,
+    }
+}
+
+/// The sampling seed of one episode: the configured one, else the episode's own, kept to 31
+/// bits because servers differ in the integer width they accept.
+pub(crate) fn episode_config(config: &LlmConfig, seed: u64) -> LlmConfig {
+    let mut config = config.clone();
+    config.seed = config.seed.or(Some(seed & 0x7fff_ffff));
+    config
+}
+
+impl AgentFactory for LlmFactory<'_> {
+    fn name(&self) -> String {
+        format!("llm:{}", self.config.model)
+    }
+
+    fn make<'b>(&'b self, _task: &'b TaskBundle, seed: u64) -> Box<dyn Agent + 'b> {
+        Box::new(LlmAgent {
+            factory: self,
+            config: episode_config(&self.config, seed),
+            client: None,
+            epoch: 0,
+            space: ActionSpace::Tools,
+            tools: Vec::new(),
+            functions: Vec::new(),
+            messages: Vec::new(),
+            fresh: true,
+            awaiting: None,
+            queued: VecDeque::new(),
+            calls: 0,
+        })
+    }
+}
+
+/// A decision waiting to be played: a tool call the model made beside the one being played.
+type Queued = (String, Result<Action, String>, Option<String>);
+
+/// One episode's model-backed agent.
+pub struct LlmAgent<'a> {
+    factory: &'a LlmFactory<'a>,
+    config: LlmConfig,
+    client: Option<LlmClient<'a>>,
+    epoch: u32,
+    space: ActionSpace,
+    tools: Vec<ToolSpec>,
+    functions: Vec<llm::ToolSpec>,
+    messages: Vec<ChatMessage>,
+    /// True until the first `next`, whose observation the task message already shows.
+    fresh: bool,
+    /// The tool call whose result the next observation is.
+    awaiting: Option<String>,
+    /// Further tool calls of the last reply, played one per step without asking the model.
+    queued: VecDeque<Queued>,
+    /// Tool calls seen, for ids of calls that came without one.
+    calls: u32,
+}
+
+impl<'a> LlmAgent<'a> {
+    fn chat(&mut self, request: &ChatRequest) -> Result<Reply, AgentError> {
+        if self.client.is_none() {
+            let f = self.factory;
+            self.client = Some(LlmClient::new(self.config.clone(), f.cache, f.offline)?);
+        }
+        match &self.client {
+            Some(client) => Ok(client.chat(request, self.epoch)?),
+            None => Err(AgentError::Other("model client unavailable".into())),
+        }
+    }
+
+    fn system_prompt(&self, context: &Value) -> Result<String, AgentError> {
+        let name = match self.space {
+            ActionSpace::Tools => prompts::AGENT_TOOLS,
+            ActionSpace::Gui => prompts::AGENT_GUI,
+        };
+        self.factory.prompts.render(name, context)
+    }
+
+    fn observation_message(&mut self, obs: &Observation) -> Result<ChatMessage, AgentError> {
+        let text = self.factory.prompts.render(
+            prompts::AGENT_OBSERVATION,
+            &json!({ "status": status_name(obs.status), "text": obs.text }),
+        )?;
+        Ok(match self.awaiting.take() {
+            Some(id) => ChatMessage {
+                role: "tool".into(),
+                content: Some(text),
+                tool_calls: Vec::new(),
+                tool_call_id: Some(id),
+            },
+            None => ChatMessage::new("user", text),
+        })
+    }
+
+    /// Records a tools-mode reply and turns its first call into this turn's decision.
+    fn take_tool_reply(&mut self, reply: Reply) -> Turn {
+        let mut calls = reply.tool_calls;
+        for call in &mut calls {
+            self.calls += 1;
+            if call.id.is_empty() {
+                call.id = format!("call_{}", self.calls);
+            }
+        }
+        self.messages.push(ChatMessage {
+            role: "assistant".into(),
+            content: reply.content.clone().or_else(|| Some(String::new())),
+            tool_calls: calls.clone(),
+            tool_call_id: None,
+        });
+        let Some(first) = calls.first() else {
+            return Turn {
+                decision: Err("the reply has no function call; call one function per turn (ask_user to ask, answer to reply, finish when done)".into()),
+                raw: Some(reply.content.unwrap_or_default()),
+                usage: reply.usage,
+            };
+        };
+        let raw = serde_json::to_string(&calls).ok();
+        for call in calls.iter().skip(1) {
+            let single = serde_json::to_string(call).ok();
+            self.queued
+                .push_back((call.id.clone(), call_to_action(call, &self.tools), single));
+        }
+        self.awaiting = Some(first.id.clone());
+        Turn {
+            decision: call_to_action(first, &self.tools),
+            raw,
+            usage: reply.usage,
+        }
+    }
+
+    fn take_gui_reply(&mut self, reply: Reply) -> Turn {
+        let text = reply.content.unwrap_or_default();
+        self.messages
+            .push(ChatMessage::new("assistant", text.clone()));
+        Turn {
+            decision: parse_json_action(&text),
+            raw: Some(text),
+            usage: reply.usage,
+        }
+    }
+}
+
+impl Agent for LlmAgent<'_> {
+    fn clarify(&mut self, brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
+        self.adopt(brief);
+        let context = context(brief, &[]);
+        let request = ChatRequest {
+            messages: vec![
+                ChatMessage::new("system", self.system_prompt(&context)?),
+                ChatMessage::new(
+                    "user",
+                    self.factory.prompts.render(prompts::CLARIFY, &context)?,
+                ),
+            ],
+            tools: Vec::new(),
+            json_mode: true,
+        };
+        let reply = self.chat(&request)?;
+        let text = reply.content.unwrap_or_default();
+        Ok(Turn {
+            decision: parse_questions(&text),
+            raw: Some(text),
+            usage: reply.usage,
+        })
+    }
+
+    fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError> {
+        self.adopt(brief);
+        let context = context(brief, clarifications);
+        self.messages = vec![
+            ChatMessage::new("system", self.system_prompt(&context)?),
+            ChatMessage::new(
+                "user",
+                self.factory.prompts.render(prompts::AGENT_TASK, &context)?,
+            ),
+        ];
+        self.fresh = true;
+        Ok(())
+    }
+
+    fn next(&mut self, last: &Observation) -> Result<Turn, AgentError> {
+        if !std::mem::take(&mut self.fresh) {
+            let message = self.observation_message(last)?;
+            self.messages.push(message);
+        }
+        if let Some((id, decision, raw)) = self.queued.pop_front() {
+            self.awaiting = Some(id);
+            return Ok(Turn {
+                decision,
+                raw,
+                usage: Default::default(),
+            });
+        }
+        let request = ChatRequest {
+            messages: self.messages.clone(),
+            tools: self.functions.clone(),
+            json_mode: self.space == ActionSpace::Gui,
+        };
+        let reply = self.chat(&request)?;
+        Ok(match self.space {
+            ActionSpace::Tools => self.take_tool_reply(reply),
+            ActionSpace::Gui => self.take_gui_reply(reply),
+        })
+    }
+}
+
+impl LlmAgent<'_> {
+    /// Takes the episode's space, tools and epoch from the brief.
+    fn adopt(&mut self, brief: &Brief<'_>) {
+        self.space = brief.space;
+        self.epoch = brief.epoch;
+        self.tools = brief.tools.to_vec();
+        self.functions = match brief.space {
+            ActionSpace::Tools => function_specs(brief.tools),
+            ActionSpace::Gui => Vec::new(),
+        };
+    }
+}
+
+/// The template variables every agent prompt sees (see datasets/prompts/README.md).
+fn context(brief: &Brief<'_>, clarifications: &[AskRecord]) -> Value {
+    let history: Vec<Value> = brief
+        .history
+        .iter()
+        .map(|e| {
+            json!({
+                "event_id": e.event_id, "time": e.time.to_string(), "app": e.app,
+                "location": e.location, "text": e.text,
+            })
+        })
+        .collect();
+    let tools: Vec<Value> = brief
+        .tools
+        .iter()
+        .map(|t| json!({ "name": t.name, "description": t.description }))
+        .collect();
+    let clarifications: Vec<Value> = clarifications
+        .iter()
+        .map(|c| json!({ "question": c.question, "reply": c.reply }))
+        .collect();
+    json!({
+        "instruction": brief.instruction,
+        "now": brief.now,
+        "space": match brief.space { ActionSpace::Tools => "tools", ActionSpace::Gui => "gui" },
+        "history": history,
+        "observation": brief.observation.text,
+        "clarifications": clarifications,
+        "tools": tools,
+    })
+}
+
+fn status_name(s: Status) -> &'static str {
+    match s {
+        Status::Ok => "ok",
+        Status::Error => "error",
+        Status::Done => "done",
+    }
+}
+
+/// The functions offered in tools mode: every phone tool (named with `__`, as function-calling
+/// APIs require) and the three actions every episode has.
+pub fn function_specs(tools: &[ToolSpec]) -> Vec<llm::ToolSpec> {
+    let text = |what: &str| json!({ "type": "object", "properties": { "text": { "type": "string", "description": what } }, "required": ["text"] });
+    let mut out: Vec<llm::ToolSpec> = tools
+        .iter()
+        .map(|t| function(&t.function_name(), &t.description, t.json_schema()))
+        .collect();
+    out.push(function(
+        "ask_user",
+        "Ask the user one short question about a detail that matters and that neither the request nor the activity log settles.",
+        text("the question"),
+    ));
+    out.push(function(
+        "answer",
+        "Give the user the answer to their question.",
+        text("the answer"),
+    ));
+    out.push(function(
+        "finish",
+        "End the episode once the task is completely done.",
+        json!({ "type": "object", "properties": {} }),
+    ));
+    out
+}
+
+fn function(name: &str, description: &str, parameters: Value) -> llm::ToolSpec {
+    llm::ToolSpec {
+        kind: "function".into(),
+        function: json!({ "name": name, "description": description, "parameters": parameters }),
+    }
+}
+
+/// The action a tool call stands for, or why it stands for none.
+pub fn call_to_action(call: &ToolCall, tools: &[ToolSpec]) -> Result<Action, String> {
+    let name = call.function.name.as_str();
+    let args = parse_arguments(name, &call.function.arguments)?;
+    match name {
+        "ask_user" | "answer" | "finish" => {
+            let mut tagged = args;
+            tagged.insert("action".into(), Value::String(name.into()));
+            serde_json::from_value(Value::Object(tagged))
+                .map_err(|e| format!("bad arguments for `{name}`: {e}"))
+        }
+        _ => tools
+            .iter()
+            .find(|t| t.function_name() == name || t.name == name)
+            .map(|t| Action::Call {
+                tool: t.name.clone(),
+                args,
+            })
+            .ok_or_else(|| format!("`{name}` is not one of the offered functions")),
+    }
+}
+
+fn parse_arguments(name: &str, text: &str) -> Result<Map<String, Value>, String> {
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(format!(
+            "arguments of `{name}` must be a JSON object, got {other}"
+        )),
+        Err(e) => Err(format!("arguments of `{name}` are not valid JSON: {e}")),
+    }
+}
+
+/// The JSON object in a reply (code fences and surrounding prose tolerated).
+fn json_object(text: &str) -> Result<&str, String> {
+    let start = text.find('{');
+    let end = text.rfind('}');
+    match (start, end) {
+        (Some(s), Some(e)) if s < e => Ok(&text[s..=e]),
+        _ => Err("the reply contains no JSON object; reply with one action such as {\"action\": \"tap\", \"element\": 3}".into()),
+    }
+}
+
+/// A GUI-mode reply as an action: exactly the phone's action JSON.
+pub fn parse_json_action(text: &str) -> Result<Action, String> {
+    let object = json_object(text)?;
+    serde_json::from_str::<Action>(object).map_err(|e| format!("not a valid action: {e}"))
+}
+
+/// A clarification reply as questions: `{"questions": [...]}` or a bare list of strings.
+pub fn parse_questions(text: &str) -> Result<Vec<String>, String> {
+    let trimmed = text.trim();
+    let value: Value = match trimmed.starts_with('[') {
+        true => serde_json::from_str(trimmed),
+        false => serde_json::from_str(json_object(trimmed)?),
+    }
+    .map_err(|e| format!("not valid JSON: {e}"))?;
+    let list = match &value {
+        Value::Array(a) => a,
+        Value::Object(o) => match o.get("questions") {
+            Some(Value::Array(a)) => a,
+            _ => return Err("expected {\"questions\": [...]}".into()),
+        },
+        _ => return Err("expected {\"questions\": [...]}".into()),
+    };
+    list.iter()
+        .map(|q| match q {
+            Value::String(s) => Ok(s.trim().to_string()),
+            other => Err(format!("a question must be a string, got {other}")),
+        })
+        .filter(|q| !matches!(q, Ok(s) if s.is_empty()))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::ToolCall;
+
+    fn call(name: &str, args: &str) -> ToolCall {
+        serde_json::from_value(json!({"id": "c1", "function": {"name": name, "arguments": args}}))
+            .unwrap()
+    }
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            irreversible: false,
+            params: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn tool_calls_map_to_phone_actions_by_function_name() {
+        let tools = [spec("notes.create_note")];
+        let a = call_to_action(&call("notes__create_note", r#"{"title": "x"}"#), &tools).unwrap();
+        let Action::Call { tool, args } = a else {
+            panic!("{a:?}")
+        };
+        assert_eq!(
+            (tool.as_str(), &args["title"]),
+            ("notes.create_note", &json!("x"))
+        );
+        assert_eq!(
+            call_to_action(&call("ask_user", r#"{"text": "Which size?"}"#), &tools).unwrap(),
+            Action::AskUser {
+                text: "Which size?".into()
+            }
+        );
+        assert_eq!(
+            call_to_action(&call("finish", ""), &tools).unwrap(),
+            Action::Finish
+        );
+        let e = call_to_action(&call("shop__order", "{}"), &tools).unwrap_err();
+        assert!(e.contains("shop__order"), "{e}");
+        let e = call_to_action(&call("ask_user", "{\"text\": "), &tools).unwrap_err();
+        assert!(e.contains("not valid JSON"), "{e}");
+        let e = call_to_action(&call("answer", "{}"), &tools).unwrap_err();
+        assert!(e.contains("answer"), "{e}");
+    }
+
+    #[test]
+    fn gui_replies_parse_with_fences_and_reject_non_actions() {
+        assert_eq!(
+            parse_json_action("```json\n{\"action\": \"tap\", \"element\": 3}\n```").unwrap(),
+            Action::Tap { element: 3 }
+        );
+        assert!(parse_json_action("I will tap the button")
+            .unwrap_err()
+            .contains("no JSON object"));
+        assert!(parse_json_action("{\"action\": \"fly\"}")
+            .unwrap_err()
+            .contains("not a valid action"));
+        assert!(parse_json_action("{\"action\": \"tap\", \"element\": ").is_err());
+    }
+
+    #[test]
+    fn clarification_replies_accept_objects_and_lists() {
+        assert_eq!(
+            parse_questions(r#"{"questions": ["How many people?", " "]}"#).unwrap(),
+            vec!["How many people?".to_string()]
+        );
+        assert_eq!(
+            parse_questions(r#"["a?"]"#).unwrap(),
+            vec!["a?".to_string()]
+        );
+        assert!(parse_questions(r#"{"questions": []}"#).unwrap().is_empty());
+        assert!(parse_questions(r#"{"q": 1}"#).is_err());
+        assert!(parse_questions("none").is_err());
+    }
+
+    #[test]
+    fn every_phone_tool_and_the_three_builtins_are_offered() {
+        let specs = function_specs(&[spec("notes.create_note")]);
+        let names: Vec<&str> = specs
+            .iter()
+            .map(|s| s.function["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["notes__create_note", "ask_user", "answer", "finish"]
+        );
+        assert!(specs
+            .iter()
+            .all(|s| s.kind == "function" && s.function["parameters"]["type"] == "object"));
+    }
+}

@@ -1,0 +1,188 @@
+//! Prompt templates for model-backed agents and simulators, read from a directory of minijinja
+//! files (`datasets/prompts/` by default). Prompts are data: editing one changes the stage's
+//! cache key (the directory is an external input of `run_episodes`), so results always say
+//! which wording produced them. Every file is parsed when loaded, so a syntax error stops the
+//! stage before any episode runs, with the file and line in the message.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use minijinja::{Environment, UndefinedBehavior};
+use prefflow_engine::StageError;
+use serde_json::Value;
+
+use super::agent::AgentError;
+
+/// Agent system prompt in tools mode (function calling).
+pub const AGENT_TOOLS: &str = "agent_system.j2";
+/// Agent system prompt in GUI mode (one JSON action per turn).
+pub const AGENT_GUI: &str = "agent_gui.j2";
+/// The first user message of an episode: instruction, clock, history, clarifications, screen.
+pub const AGENT_TASK: &str = "agent_task.j2";
+/// How an observation is shown back to the agent.
+pub const AGENT_OBSERVATION: &str = "agent_observation.j2";
+/// The pre-execution clarification request (iPrefBench G.5).
+pub const CLARIFY: &str = "clarify.j2";
+/// The user simulator's system prompt (iPrefBench G.1).
+pub const USER_SYSTEM: &str = "user_system.j2";
+/// How an agent question is put to the user simulator.
+pub const USER_QUESTION: &str = "user_question.j2";
+
+/// The templates an LLM agent needs.
+pub const AGENT_TEMPLATES: [&str; 5] = [
+    AGENT_TOOLS,
+    AGENT_GUI,
+    AGENT_TASK,
+    AGENT_OBSERVATION,
+    CLARIFY,
+];
+/// The templates the LLM user simulator needs.
+pub const USER_TEMPLATES: [&str; 2] = [USER_SYSTEM, USER_QUESTION];
+
+/// A loaded, syntax-checked template directory.
+#[derive(Debug, Clone)]
+pub struct Prompts {
+    /// The directory as configured (for messages).
+    dir: String,
+    /// File name → template text.
+    sources: BTreeMap<String, String>,
+}
+
+impl Prompts {
+    /// Reads every `*.j2` file of `dir` (relative to `workdir`) and checks that `required` are
+    /// among them and that every file parses.
+    pub fn load(workdir: &Path, dir: &str, required: &[&str]) -> Result<Self, StageError> {
+        let path = workdir.join(dir);
+        let entries = std::fs::read_dir(&path).map_err(|e| {
+            StageError::Input(format!(
+                "prompts directory `{dir}`: {e}; set `prompts` to a directory of .j2 templates (see datasets/prompts/README.md)"
+            ))
+        })?;
+        let mut sources = BTreeMap::new();
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !name.ends_with(".j2") {
+                continue;
+            }
+            let text = std::fs::read_to_string(entry.path())
+                .map_err(|e| StageError::Input(format!("prompt template `{dir}/{name}`: {e}")))?;
+            sources.insert(name, text);
+        }
+        let prompts = Self {
+            dir: dir.to_string(),
+            sources,
+        };
+        prompts.check(required)?;
+        Ok(prompts)
+    }
+
+    /// Templates from memory (tests).
+    pub fn from_sources(dir: &str, sources: &[(&str, &str)]) -> Result<Self, StageError> {
+        let prompts = Self {
+            dir: dir.to_string(),
+            sources: sources
+                .iter()
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .collect(),
+        };
+        prompts.check(&[])?;
+        Ok(prompts)
+    }
+
+    fn check(&self, required: &[&str]) -> Result<(), StageError> {
+        if let Some(missing) = required.iter().find(|n| !self.sources.contains_key(**n)) {
+            return Err(StageError::Input(format!(
+                "prompt template `{}/{missing}` is missing; copy it from datasets/prompts/ (see its README.md for the variables)",
+                self.dir
+            )));
+        }
+        self.environment()
+            .map(|_| ())
+            .map_err(|e| StageError::Input(e.to_string()))
+    }
+
+    /// An environment with every template added; strict about undefined variables so a typo
+    /// in a template is an error, not an empty string in the prompt.
+    fn environment(&self) -> Result<Environment<'_>, AgentError> {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        for (name, text) in &self.sources {
+            env.add_template(name, text)
+                .map_err(|e| self.error(name, &e))?;
+        }
+        Ok(env)
+    }
+
+    /// Renders template `name` with `context`; the error names the file and the fault.
+    pub fn render(&self, name: &str, context: &Value) -> Result<String, AgentError> {
+        let env = self.environment()?;
+        let template = env.get_template(name).map_err(|e| self.error(name, &e))?;
+        template
+            .render(context)
+            .map(|s| s.trim().to_string())
+            .map_err(|e| self.error(name, &e))
+    }
+
+    fn error(&self, name: &str, e: &minijinja::Error) -> AgentError {
+        let line = e.line().map(|l| format!(":{l}")).unwrap_or_default();
+        let mut detail = e.to_string();
+        let mut source = std::error::Error::source(e);
+        while let Some(s) = source {
+            detail.push_str(&format!(": {s}"));
+            source = s.source();
+        }
+        AgentError::Other(format!(
+            "prompt template `{}/{name}{line}`: {detail}",
+            self.dir
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn syntax_errors_and_missing_files_name_the_template() {
+        let e = Prompts::from_sources("p", &[("a.j2", "line one\n{% if x %}never closed")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("p/a.j2:2"), "{e}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("agent_gui.j2"), "ok").unwrap();
+        let e = Prompts::load(dir.path(), ".", &[AGENT_GUI, CLARIFY])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("clarify.j2") && e.contains("missing"), "{e}");
+    }
+
+    #[test]
+    fn undefined_variables_are_errors_and_includes_work() {
+        let p = Prompts::from_sources(
+            "p",
+            &[
+                ("a.j2", "{% include 'b.j2' %} {{ who }}"),
+                ("b.j2", "hello"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(
+            p.render("a.j2", &json!({"who": "Maya"})).unwrap(),
+            "hello Maya"
+        );
+        let e = p.render("a.j2", &json!({})).unwrap_err().to_string();
+        assert!(e.contains("p/a.j2") && e.contains("undefined"), "{e}");
+    }
+
+    #[test]
+    fn the_shipped_prompts_parse() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let all: Vec<&str> = AGENT_TEMPLATES
+            .iter()
+            .chain(&USER_TEMPLATES)
+            .copied()
+            .collect();
+        Prompts::load(&root, "datasets/prompts", &all).unwrap();
+    }
+}

@@ -1,0 +1,100 @@
+//! `llm`: a chat model playing the user (iPrefBench G.1). Its system prompt carries the
+//! persona, its profile entries and the task's hidden context (ask-only values, situational
+//! facts); it keeps the conversation so follow-up questions read naturally. Each reply is
+//! audited against the task's slots ([`audit`]), so a simulator that leaks or invents shows up
+//! per episode in the `volunteered` / `ungrounded` columns.
+
+use serde_json::{json, Value};
+
+use crate::episodes::agent::AgentError;
+use crate::episodes::prompts::{self, Prompts};
+use crate::episodes::simulator::{audit, Simulator, UserReply, DONT_KNOW};
+use crate::llm::{ChatMessage, ChatRequest, LlmClient};
+use crate::tasks::{Slot, TaskBundle};
+use crate::world::persona::Persona;
+use crate::world::types::display;
+
+/// The model-backed user of one episode.
+pub struct LlmUser<'a> {
+    client: LlmClient<'a>,
+    prompts: Prompts,
+    slots: &'a [Slot],
+    messages: Vec<ChatMessage>,
+    epoch: u32,
+}
+
+impl<'a> LlmUser<'a> {
+    /// A user for `bundle`'s task, speaking as `persona`; its system prompt is rendered now, so
+    /// a template fault is reported before the episode starts.
+    pub fn new(
+        client: LlmClient<'a>,
+        prompts: Prompts,
+        persona: &Persona,
+        bundle: &'a TaskBundle,
+        epoch: u32,
+    ) -> Result<Self, AgentError> {
+        let system = prompts.render(prompts::USER_SYSTEM, &context(persona, bundle))?;
+        Ok(Self {
+            client,
+            prompts,
+            slots: &bundle.slots,
+            messages: vec![ChatMessage::new("system", system)],
+            epoch,
+        })
+    }
+}
+
+impl Simulator for LlmUser<'_> {
+    fn reply(&mut self, question: &str) -> Result<UserReply, AgentError> {
+        let asked = self
+            .prompts
+            .render(prompts::USER_QUESTION, &json!({ "question": question }))?;
+        self.messages.push(ChatMessage::new("user", asked));
+        let request = ChatRequest {
+            messages: self.messages.clone(),
+            ..ChatRequest::default()
+        };
+        let reply = self.client.chat(&request, self.epoch)?;
+        let text = reply
+            .content
+            .map(|c| c.trim().to_string())
+            .filter(|c| !c.is_empty())
+            .unwrap_or_else(|| DONT_KNOW.to_string());
+        self.messages
+            .push(ChatMessage::new("assistant", text.clone()));
+        let (disclosed, volunteered, ungrounded) = audit(question, &text, self.slots);
+        Ok(UserReply {
+            text,
+            disclosed,
+            volunteered,
+            ungrounded,
+            usage: reply.usage,
+        })
+    }
+}
+
+/// The template variables of the simulator prompt (see datasets/prompts/README.md).
+pub fn context(persona: &Persona, bundle: &TaskBundle) -> Value {
+    let profile: Vec<Value> = persona
+        .profile
+        .iter()
+        .map(|p| json!({ "dimension": p.dimension, "key": p.key, "value": display(&p.value) }))
+        .collect();
+    let hidden = &bundle.task.hidden_context;
+    let ask_only: Vec<Value> = hidden
+        .ask_only
+        .iter()
+        .map(|(slot, value)| json!({ "slot": slot, "value": display(value) }))
+        .collect();
+    json!({
+        "instruction": bundle.task.instruction,
+        "persona": {
+            "name": persona.name, "age": persona.age, "city": persona.city,
+            "occupation": persona.occupation, "summary": persona.summary,
+            "routines": persona.routines,
+        },
+        "profile": profile,
+        "ask_only": ask_only,
+        "facts": hidden.facts,
+    })
+}

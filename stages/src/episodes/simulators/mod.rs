@@ -1,0 +1,55 @@
+//! Choosing the user simulator a `run_episodes` stage uses.
+
+mod llm;
+
+use prefflow_engine::{StageContext, StageError};
+use serde::{Deserialize, Serialize};
+
+pub use llm::LlmUser;
+
+use super::agents::llm::{check_endpoint, episode_config, prefix};
+use super::prompts::{self, Prompts};
+use super::simulator::{ScriptedUser, Simulator};
+use crate::kinds::RunEpisodesParams;
+use crate::llm::LlmClient;
+use crate::tasks::TaskBundle;
+use crate::world::World;
+
+/// Who answers `ask_user`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SimulatorName {
+    /// Keyword-matched answers from the hidden context (default; free and exact).
+    #[default]
+    Scripted,
+    /// A chat model playing the user over profile and hidden context (iPrefBench G.1).
+    Llm,
+}
+
+/// The simulator for one episode (`epoch` keeps repeats distinct recorded requests).
+pub fn make<'a>(
+    params: &'a RunEpisodesParams,
+    ctx: &'a StageContext<'a>,
+    world: &'a World,
+    bundle: &'a TaskBundle,
+    seed: u64,
+    epoch: u32,
+) -> Result<Box<dyn Simulator + 'a>, StageError> {
+    match params.simulator {
+        SimulatorName::Scripted => Ok(Box::new(ScriptedUser::new(&bundle.slots))),
+        SimulatorName::Llm => {
+            let input = |m: String| StageError::Input(format!("stage `{}`: {m}", ctx.stage));
+            // The simulator's own model, else the agent's.
+            let config = params.user_llm.as_ref().or(params.llm.as_ref()).ok_or_else(|| {
+                input("simulator `llm` needs `user_llm: { model, base_url or base_url_env }` (or `llm`) in params".into())
+            })?;
+            check_endpoint(config, ctx.offline).map_err(|e| prefix(ctx.stage, e))?;
+            let prompts = Prompts::load(ctx.workdir, &params.prompts, &prompts::USER_TEMPLATES)
+                .map_err(|e| prefix(ctx.stage, e))?;
+            let client = LlmClient::new(episode_config(config, seed), ctx.cache, ctx.offline)?;
+            let user = LlmUser::new(client, prompts, &world.persona, bundle, epoch)
+                .map_err(|e| input(e.to_string()))?;
+            Ok(Box::new(user))
+        }
+    }
+}

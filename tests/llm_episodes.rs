@@ -1,0 +1,260 @@
+//! `run_episodes` with the `llm` agent and the `llm` user simulator through the real CLI,
+//! against a scripted OpenAI-compatible server on 127.0.0.1: skipped until the endpoint
+//! variable is set (and not stuck skipped after), both action spaces, record/replay (an engine
+//! re-run and a model-cache re-run send nothing), `--offline` replay giving the same tables, an
+//! unrecorded episode failing offline with exit 2, and transport faults becoming `error`
+//! episodes while sibling tasks finish.
+
+use std::path::PathBuf;
+use std::process::Output;
+use std::time::Duration;
+
+use polars::prelude::*;
+use prefflow_stages::llm::mock::{completion, tool_call_completion, Behavior, ScriptedServer};
+
+use crate::common::*;
+
+/// The variable the test pipelines read their endpoint from.
+const URL_VAR: &str = "PREFFLOW_TEST_EPISODES_URL";
+
+fn repo(rel: &str) -> String {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The world, `count` candidate tasks, and `play`: the llm agent on each task.
+fn pipeline(count: usize, play: &str) -> String {
+    format!(
+        "pipeline: llm_episodes
+resources: {{ llm_main: 1 }}
+stages:
+  world:
+    kind: build_world
+    params: {{ persona: '{persona}', apps: '{apps}' }}
+  candidates:
+    kind: generate_tasks
+    inputs: [world.sources, world.history_events]
+    params: {{ templates: '{templates}', count: {count}, seed: 3 }}
+  play:
+    kind: run_episodes
+    inputs: [candidates.bundles, world.sources, world.history_events]
+    per_item: task_id
+    concurrency: 1
+    resources: [llm_main]
+{play}",
+        persona = repo("datasets/personas/maya.yaml"),
+        apps = repo("datasets/apps"),
+        templates = repo("datasets/tasks"),
+    )
+}
+
+fn llm_block(timeout_s: f64) -> String {
+    format!("{{ base_url_env: {URL_VAR}, model: tiny, temperature: 0, max_retries: 3, backoff_ms: 1, timeout_s: {timeout_s} }}")
+}
+
+/// `prefflow run` with the endpoint variable set to `url` (or unset).
+fn run(ws: &Workspace, url: Option<&str>, extra: &[&str]) -> Output {
+    let mut args = vec!["run", "p.yaml", "--progress", "none"];
+    args.extend_from_slice(extra);
+    let mut cmd = ws.command(&args);
+    match url {
+        Some(u) => cmd.env(URL_VAR, u),
+        None => cmd.env_remove(URL_VAR),
+    };
+    cmd.output().expect("spawn prefflow")
+}
+
+fn ok(out: Output) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert_eq!(out.status.code(), Some(0), "stderr:\n{stderr}");
+    stderr
+}
+
+fn strs(df: &DataFrame, col: &str) -> Vec<String> {
+    df.column(col)
+        .expect("column")
+        .str()
+        .expect("strings")
+        .iter()
+        .map(|s| s.unwrap_or_default().to_string())
+        .collect()
+}
+
+fn u64s(df: &DataFrame, col: &str) -> Vec<u64> {
+    df.column(col)
+        .expect("column")
+        .cast(&DataType::UInt64)
+        .expect("cast")
+        .u64()
+        .expect("u64")
+        .iter()
+        .map(|v| v.unwrap_or_default())
+        .collect()
+}
+
+/// Every table of `play` for both variants, with wall time (the one column a replay cannot
+/// reproduce) dropped.
+fn tables(ws: &Workspace) -> Vec<DataFrame> {
+    let mut out = Vec::new();
+    for variant in ["space=gui", "space=tools"] {
+        for table in ["episodes", "steps", "diffs"] {
+            let df = ws.table(&format!("play.{table}"), Some(variant));
+            out.push(df.drop("duration_s").unwrap_or(df));
+        }
+    }
+    out
+}
+
+/// Forgets `play`'s cached results so the next run plays every episode again.
+fn clear_engine_cache(ws: &Workspace) {
+    forget_stage(ws, "play");
+}
+
+/// Both spaces, with the llm simulator: the agent asks every turn (a reply carrying the
+/// question both as JSON content and as a tool call), so every episode uses both models.
+const PLAY: &str = "    sweep: { space: [gui, tools] }
+    params:
+      agent: llm
+      simulator: llm
+      history: \"top_k:5\"
+      max_steps: 3
+      prompts: 'PROMPTS'
+      skip_unless_env: PREFFLOW_TEST_EPISODES_URL
+      llm: LLM
+";
+
+#[test]
+fn llm_episodes_are_skipped_recorded_replayed_and_replayed_offline() {
+    let ask = tool_call_completion(
+        Some("{\"action\": \"ask_user\", \"text\": \"Which one do you prefer?\"}"),
+        &[("ask_user", "{\"text\": \"Which one do you prefer?\"}")],
+        40,
+        9,
+    );
+    let server = ScriptedServer::start(vec![], Behavior::ok(ask));
+    let ws = Workspace::new();
+    let play = PLAY
+        .replace("PROMPTS", &repo("datasets/prompts"))
+        .replace("LLM", &llm_block(5.0));
+    ws.write("p.yaml", &pipeline(3, &play));
+
+    // Without the endpoint variable: empty tables, and the log says why.
+    let stderr = ok(run(&ws, None, &[]));
+    assert!(
+        stderr.contains("skipped") && stderr.contains(URL_VAR),
+        "{stderr}"
+    );
+    assert_eq!(ws.table("play.episodes", Some("space=gui")).height(), 0);
+    assert!(server.requests().is_empty());
+
+    // With it, the skipped result is not reused: 3 tasks × 2 spaces × (3 agent + 3 user) calls.
+    ok(run(&ws, Some(&server.url), &[]));
+    assert_eq!(server.requests().len(), 36);
+    let first = tables(&ws);
+    for variant in ["space=gui", "space=tools"] {
+        let episodes = ws.table("play.episodes", Some(variant));
+        assert_eq!(episodes.height(), 3, "{variant}");
+        assert!(strs(&episodes, "status").iter().all(|s| s == "max_steps"));
+        assert!(strs(&episodes, "agent").iter().all(|s| s == "llm:tiny"));
+        assert_eq!(u64s(&episodes, "ask_user_calls"), [3, 3, 3]);
+        let steps = ws.table("play.steps", Some(variant));
+        assert!(strs(&steps, "action_type").iter().all(|a| a == "ask_user"));
+        assert!(strs(&steps, "user_reply").iter().all(|r| !r.is_empty()));
+        for col in episodes.get_column_names() {
+            if col.contains("tokens") && !col.ends_with("judge") {
+                assert!(u64s(&episodes, col).iter().all(|t| *t > 0), "{col}");
+            }
+        }
+    }
+
+    // An unchanged re-run is an engine cache hit; without the engine cache the model calls
+    // replay from the record cache. Either way the server hears nothing.
+    ok(run(&ws, Some(&server.url), &[]));
+    clear_engine_cache(&ws);
+    ok(run(&ws, Some(&server.url), &[]));
+    assert_executed(&ws, "llm_episodes", "play");
+    assert_eq!(server.requests().len(), 36);
+    assert_eq!(tables(&ws), first);
+
+    // Offline, with the server gone: the same tables.
+    let url = server.url.clone();
+    drop(server);
+    clear_engine_cache(&ws);
+    ok(run(&ws, Some(&url), &["--offline"]));
+    assert_executed(&ws, "llm_episodes", "play");
+    assert_eq!(tables(&ws), first);
+
+    // A task never recorded cannot be played offline: exit 2, naming the episode.
+    ws.write("p.yaml", &pipeline(4, &play));
+    let out = run(&ws, Some(&url), &["--offline"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("cannot be replayed offline") && stderr.contains("without --offline"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn transport_faults_become_error_episodes_while_siblings_finish() {
+    let retry_after = Behavior::Reply {
+        status: 429,
+        headers: vec![("Retry-After".into(), "0".into())],
+        body: "{\"error\": \"slow down\"}".into(),
+    };
+    let finish = completion("{\"action\": \"finish\"}", 30, 4);
+    let script = vec![
+        // Episode 1: rate limited, server error, a hang past the timeout, server error again:
+        // four attempts, all transient, then it gives up.
+        retry_after,
+        Behavior::status(500),
+        Behavior::Hang(Duration::from_secs(3)),
+        Behavior::status(500),
+        // Episode 2: a truncated body is malformed, which no retry fixes.
+        Behavior::ok(&finish[..finish.len() / 2]),
+    ];
+    let server = ScriptedServer::start(script, Behavior::ok(finish));
+    let ws = Workspace::new();
+    let play = format!(
+        "    params:
+      agent: llm
+      space: gui
+      history: none
+      max_steps: 2
+      prompts: '{}'
+      llm: {}
+",
+        repo("datasets/prompts"),
+        llm_block(1.0)
+    );
+    ws.write("p.yaml", &pipeline(3, &play));
+    ok(run(&ws, Some(&server.url), &[]));
+    assert_eq!(server.requests().len(), 6);
+
+    let episodes = ws.table("play.episodes", None);
+    let mut statuses = strs(&episodes, "status");
+    statuses.sort();
+    assert_eq!(statuses, ["error", "error", "ok"]);
+    let errors: Vec<String> = episodes
+        .column("error")
+        .expect("error")
+        .str()
+        .expect("str")
+        .iter()
+        .flatten()
+        .map(str::to_string)
+        .collect();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("gave up after 4 attempts") && e.contains("HTTP 500")),
+        "{errors:?}"
+    );
+    assert!(
+        errors.iter().any(|e| e.contains("malformed response")),
+        "{errors:?}"
+    );
+}
