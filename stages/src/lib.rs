@@ -5,6 +5,7 @@
 //! kind. This crate depends on the engine; the engine never depends on it.
 
 pub mod episodes;
+pub mod judging;
 pub mod kinds;
 pub mod knowu;
 pub mod llm;
@@ -25,5 +26,6 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::ValidateTasks);
     registry.register(kinds::TaskStats);
     registry.register(kinds::RunEpisodes);
+    registry.register(kinds::Judge);
     knowu::register(registry);
 }
