@@ -62,7 +62,12 @@ fn strs(df: &DataFrame, col: &str) -> Vec<Option<String>> {
 }
 
 fn bools(df: &DataFrame, col: &str) -> Vec<Option<bool>> {
-    df.column(col).expect("column").bool().expect("bools").iter().collect()
+    df.column(col)
+        .expect("column")
+        .bool()
+        .expect("bools")
+        .iter()
+        .collect()
 }
 
 #[test]
@@ -74,9 +79,15 @@ fn oracle_passes_defaults_fail_with_labels_and_reruns_are_cached() {
     let defaults = ws.table("judged.scores", Some("agent=defaults"));
     let episodes = ws.table("episodes.episodes", Some("agent=oracle"));
     assert!(oracle.height() > 0);
-    assert_eq!(oracle.height(), episodes.height(), "one score row per episode");
+    assert_eq!(
+        oracle.height(),
+        episodes.height(),
+        "one score row per episode"
+    );
     assert!(bools(&oracle, "success").iter().all(|s| *s == Some(true)));
-    assert!(bools(&defaults, "success").iter().all(|s| *s == Some(false)));
+    assert!(bools(&defaults, "success")
+        .iter()
+        .all(|s| *s == Some(false)));
 
     let verdicts = ws.table("judged.verdicts", Some("agent=defaults"));
     let verdict = strs(&verdicts, "verdict");
@@ -85,21 +96,41 @@ fn oracle_passes_defaults_fail_with_labels_and_reruns_are_cached() {
     let mut by_label: BTreeMap<String, usize> = BTreeMap::new();
     for i in 0..verdicts.height() {
         let failed = verdict[i].as_deref() == Some("fail");
-        assert_eq!(failed, labels[i].is_some(), "row {i}: a label exactly on failures");
+        assert_eq!(
+            failed,
+            labels[i].is_some(),
+            "row {i}: a label exactly on failures"
+        );
         if kinds[i].as_deref() == Some("personalization") {
             assert!(failed, "row {i}: defaults never personalize");
-            *by_label.entry(labels[i].clone().unwrap_or_default()).or_default() += 1;
+            *by_label
+                .entry(labels[i].clone().unwrap_or_default())
+                .or_default() += 1;
         }
     }
     assert!(!by_label.is_empty(), "{by_label:?}");
 
     let interaction = ws.table("judged.interaction", Some("agent=defaults"));
     let precision = interaction.column("precision").expect("precision");
-    assert_eq!(precision.null_count(), interaction.height(), "no questions: precision undefined");
+    assert_eq!(
+        precision.null_count(),
+        interaction.height(),
+        "no questions: precision undefined"
+    );
     let asked = ws.table("judged.interaction", Some("agent=oracle"));
     let (slots, matched) = (
-        asked.column("ask_only_slots").expect("c").u32().expect("u32").sum(),
-        asked.column("matched_ask_only").expect("c").u32().expect("u32").sum(),
+        asked
+            .column("ask_only_slots")
+            .expect("c")
+            .u32()
+            .expect("u32")
+            .sum(),
+        asked
+            .column("matched_ask_only")
+            .expect("c")
+            .u32()
+            .expect("u32")
+            .sum(),
     );
     assert_eq!(slots, matched, "the oracle asks every ask-only slot");
 
@@ -110,7 +141,10 @@ fn oracle_passes_defaults_fail_with_labels_and_reruns_are_cached() {
 #[test]
 fn an_llm_mode_without_a_model_is_an_input_error() {
     let ws = Workspace::new();
-    ws.write("p.yaml", &pipeline().replace("params: { prompts:", "params: { mode: llm, prompts:"));
+    ws.write(
+        "p.yaml",
+        &pipeline().replace("params: { prompts:", "params: { mode: llm, prompts:"),
+    );
     let run = ws.cli(&["run", "p.yaml", "--progress", "none"]);
     assert_eq!(run.code, 2, "stderr: {}", run.stderr);
     assert!(run.stderr.contains("need `llm"), "{}", run.stderr);

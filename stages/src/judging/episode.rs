@@ -326,9 +326,7 @@ fn scores(verdicts: &[VerdictRow], mode: Mode, lambda: f64) -> ScoreRow {
         Mode::Llm => one(fractions(&of("llm")), None),
         Mode::Hybrid => {
             let (r, l) = (fractions(&of("rule")), fractions(&of("llm")));
-            let mix = |a: Option<f64>, b: Option<f64>| {
-                Some(lambda * a? + (1.0 - lambda) * b?)
-            };
+            let mix = |a: Option<f64>, b: Option<f64>| Some(lambda * a? + (1.0 - lambda) * b?);
             one(
                 Fractions {
                     all: mix(r.all, l.all),
@@ -356,7 +354,14 @@ pub fn judge_batch(
     let chunk = episodes.len().div_ceil(threads.max(1)).max(1);
     let one = |ep: &EpisodeInfo| {
         let bundle = index.bundle(ep)?;
-        judge_episode(world, bundle, ep, index.steps_of(&ep.episode_id), opts, None)
+        judge_episode(
+            world,
+            bundle,
+            ep,
+            index.steps_of(&ep.episode_id),
+            opts,
+            None,
+        )
     };
     std::thread::scope(|s| {
         let handles: Vec<_> = episodes

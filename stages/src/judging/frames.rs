@@ -43,11 +43,15 @@ pub fn verdicts_frame(judged: &[EpisodeJudgement]) -> PolarsResult<DataFrame> {
         col("criterion_id", &rows, |(_, v)| v.criterion_id.clone()),
         col("kind", &rows, |(_, v)| v.kind.as_str().to_string()),
         col("slot_id", &rows, |(_, v)| v.slot_id.clone()),
-        col("source", &rows, |(_, v)| v.source.map(|s| s.as_str().to_string())),
+        col("source", &rows, |(_, v)| {
+            v.source.map(|s| s.as_str().to_string())
+        }),
         col("mode", &rows, |(_, v)| v.mode.to_string()),
         col("verdict", &rows, |(_, v)| v.verdict.as_str().to_string()),
         col("reason", &rows, |(_, v)| Some(v.reason.clone())),
-        col("failure_label", &rows, |(_, v)| v.failure_label.map(str::to_string)),
+        col("failure_label", &rows, |(_, v)| {
+            v.failure_label.map(str::to_string)
+        }),
     ])
 }
 
@@ -75,7 +79,9 @@ pub fn scores_frame(judged: &[EpisodeJudgement]) -> PolarsResult<DataFrame> {
         col("divergent_steps", j, |j| j.score.divergent_steps),
         col("divergence", j, |j| j.score.divergence.clone()),
         col("prompt_tokens_judge", j, |j| j.score.usage.prompt_tokens),
-        col("completion_tokens_judge", j, |j| j.score.usage.completion_tokens),
+        col("completion_tokens_judge", j, |j| {
+            j.score.usage.completion_tokens
+        }),
         col("cost_judge", j, |j| j.score.cost),
     ])
 }
@@ -112,7 +118,9 @@ pub fn interaction_frame(judged: &[EpisodeJudgement]) -> PolarsResult<DataFrame>
         col("matched_ask_only", j, |j| j.interaction.matched_ask_only),
         col("recall", j, |j| j.interaction.recall),
         col("precision", j, |j| j.interaction.precision),
-        col("closed_set_requests", j, |j| j.interaction.closed_set_requests),
+        col("closed_set_requests", j, |j| {
+            j.interaction.closed_set_requests
+        }),
         col("offered_options", j, |j| j.interaction.offered_options),
     ])
 }

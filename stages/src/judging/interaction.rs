@@ -231,7 +231,10 @@ pub fn summarize(requests: &[Request], bundle: &TaskBundle) -> Interaction {
         .iter()
         .filter(|r| r.slot_source == Some(Source::AskOnly) && !r.repeat)
         .collect();
-    let distinct: HashSet<&str> = matched.iter().filter_map(|r| r.slot_id.as_deref()).collect();
+    let distinct: HashSet<&str> = matched
+        .iter()
+        .filter_map(|r| r.slot_id.as_deref())
+        .collect();
     let n = requests.len() as u32;
     let ratio = |a: u32, b: u32| (b > 0).then(|| f64::from(a) / f64::from(b));
     Interaction {

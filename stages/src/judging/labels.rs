@@ -141,7 +141,10 @@ fn unavailable(c: &Criterion, f: &Facts<'_>) -> Option<Label> {
             .attempts
             .iter()
             .filter(|a| {
-                a.tool == u.tool && a.args.get(&u.arg).is_some_and(|v| value_matches(v, &u.value))
+                a.tool == u.tool
+                    && a.args
+                        .get(&u.arg)
+                        .is_some_and(|v| value_matches(v, &u.value))
             })
             .count();
         if tried >= 2 {

@@ -88,7 +88,12 @@ impl<'a> LlmJudge<'a> {
         usage.cost(self.prices)
     }
 
-    fn ask(&self, template: &str, name: &str, vars: &impl Serialize) -> Result<(Option<String>, Usage), JudgeError> {
+    fn ask(
+        &self,
+        template: &str,
+        name: &str,
+        vars: &impl Serialize,
+    ) -> Result<(Option<String>, Usage), JudgeError> {
         let prompt = minijinja::Environment::new()
             .render_str(template, vars)
             .map_err(|e| JudgeError::Input(format!("rendering judge prompt {name}: {e}")))?;
@@ -102,7 +107,10 @@ impl<'a> LlmJudge<'a> {
     }
 
     /// Judges one criterion; an unreadable reply is [`Verdict::Unscored`].
-    pub fn criterion(&self, ctx: &CriterionContext<'_>) -> Result<(Verdict, String, Usage), JudgeError> {
+    pub fn criterion(
+        &self,
+        ctx: &CriterionContext<'_>,
+    ) -> Result<(Verdict, String, Usage), JudgeError> {
         let (content, usage) = self.ask(&self.criterion, CRITERION_TEMPLATE, ctx)?;
         let text = content.unwrap_or_default();
         Ok(match parse_verdict(&text) {
@@ -198,7 +206,10 @@ pub fn trajectory(steps: &[StepRec]) -> String {
                 .as_deref()
                 .map(|r| format!(" → user: {r}"))
                 .unwrap_or_default();
-            format!("{}. {} {} [{status}]{reply}", s.step, s.action_type, s.arguments)
+            format!(
+                "{}. {} {} [{status}]{reply}",
+                s.step, s.action_type, s.arguments
+            )
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -58,7 +58,9 @@ pub struct Replay<'w> {
 
 /// GUI episodes are recognized by their GUI actions; everything else replays with tools.
 fn space_of(steps: &[StepRec]) -> ActionSpace {
-    const GUI: [&str; 7] = ["open_app", "tap", "type", "select", "scroll", "back", "home"];
+    const GUI: [&str; 7] = [
+        "open_app", "tap", "type", "select", "scroll", "back", "home",
+    ];
     if steps.iter().any(|s| GUI.contains(&s.action_type.as_str())) {
         ActionSpace::Gui
     } else {
@@ -68,8 +70,8 @@ fn space_of(steps: &[StepRec]) -> ActionSpace {
 
 /// The action a step encodes; `Err` says why it cannot be decoded.
 fn decode_step(s: &StepRec) -> Result<Action, String> {
-    let args: Value = serde_json::from_str(&s.arguments)
-        .map_err(|e| format!("`arguments` is not JSON ({e})"))?;
+    let args: Value =
+        serde_json::from_str(&s.arguments).map_err(|e| format!("`arguments` is not JSON ({e})"))?;
     decode(&s.action_type, &args)
 }
 

@@ -95,7 +95,13 @@ fn judge_runs(
 }
 
 fn judge_one(b: &TaskBundle, run: EpisodeRun) -> EpisodeJudgement {
-    judge_runs(&[run], std::slice::from_ref(b), &JudgeOptions::default(), None).remove(0)
+    judge_runs(
+        &[run],
+        std::slice::from_ref(b),
+        &JudgeOptions::default(),
+        None,
+    )
+    .remove(0)
 }
 
 fn verdict<'a>(j: &'a EpisodeJudgement, id: &str) -> &'a VerdictRow {
@@ -128,14 +134,24 @@ fn oracle_episodes_pass_every_criterion_and_ask_every_ask_only_slot() {
     for j in judge_runs(&runs, &tasks, &JudgeOptions::default(), None) {
         let id = &j.episode.episode_id;
         for v in &j.verdicts {
-            assert_eq!(v.verdict, Verdict::Pass, "{id} {}: {}", v.criterion_id, v.reason);
+            assert_eq!(
+                v.verdict,
+                Verdict::Pass,
+                "{id} {}: {}",
+                v.criterion_id,
+                v.reason
+            );
             assert_eq!(v.failure_label, None);
         }
         assert_eq!(j.score.success, Some(true), "{id}");
         assert_eq!(j.score.score, 1.0, "{id}");
         assert_eq!(j.score.divergent_steps, 0, "{id}: {:?}", j.score.divergence);
         let i = &j.interaction;
-        assert_eq!(i.matched_ask_only, i.ask_only_slots, "{id}: {:?}", j.requests);
+        assert_eq!(
+            i.matched_ask_only, i.ask_only_slots,
+            "{id}: {:?}",
+            j.requests
+        );
         if i.ask_only_slots > 0 {
             assert_eq!(i.recall, Some(1.0));
         }
@@ -150,17 +166,41 @@ fn defaults_episodes_fail_personalization_with_silent_defaults_and_missed_infere
     let mut silent_defaults = 0;
     for j in &judged {
         assert_eq!(j.interaction.requests, 0);
-        assert_eq!(j.interaction.precision, None, "no request: precision undefined");
+        assert_eq!(
+            j.interaction.precision, None,
+            "no request: precision undefined"
+        );
         let unavailable = j.perturbation == Perturbation::UnavailableOption.as_str();
-        for v in j.verdicts.iter().filter(|v| v.kind == CriterionKind::Personalization) {
-            assert_eq!(v.verdict, Verdict::Fail, "{} {}", j.episode.episode_id, v.criterion_id);
+        for v in j
+            .verdicts
+            .iter()
+            .filter(|v| v.kind == CriterionKind::Personalization)
+        {
+            assert_eq!(
+                v.verdict,
+                Verdict::Fail,
+                "{} {}",
+                j.episode.episode_id,
+                v.criterion_id
+            );
             let label = v.failure_label.unwrap();
             let allowed: &[&str] = match (unavailable, v.source) {
-                (true, _) => &["unavailable_substituted", "unavailable_skipped", "unavailable_kept_trying"],
-                (false, Some(Source::AskOnly)) => &["silent_default", "silent_guess", "action_incomplete"],
+                (true, _) => &[
+                    "unavailable_substituted",
+                    "unavailable_skipped",
+                    "unavailable_kept_trying",
+                ],
+                (false, Some(Source::AskOnly)) => {
+                    &["silent_default", "silent_guess", "action_incomplete"]
+                }
                 _ => &["missed_inference", "wrong_inference", "action_incomplete"],
             };
-            assert!(allowed.contains(&label), "{} {}: {label}", j.episode.episode_id, v.criterion_id);
+            assert!(
+                allowed.contains(&label),
+                "{} {}: {label}",
+                j.episode.episode_id,
+                v.criterion_id
+            );
             silent_defaults += usize::from(label == "silent_default");
         }
     }
@@ -169,8 +209,14 @@ fn defaults_episodes_fail_personalization_with_silent_defaults_and_missed_infere
     // and indoor seating.
     let b = task("dinespot_dinner");
     let j = judge_one(&b, play(&b, &Defaults));
-    assert_eq!(verdict(&j, "party_size").failure_label, Some("silent_default"));
-    assert_eq!(verdict(&j, "seating").failure_label, Some("missed_inference"));
+    assert_eq!(
+        verdict(&j, "party_size").failure_label,
+        Some("silent_default")
+    );
+    assert_eq!(
+        verdict(&j, "seating").failure_label,
+        Some("missed_inference")
+    );
     assert_eq!(verdict(&j, "time").failure_label, Some("missed_inference"));
     assert_eq!(verdict(&j, "booked").verdict, Verdict::Pass);
     assert_eq!(j.score.success, Some(false));
@@ -216,9 +262,15 @@ fn a_wrong_unasked_ask_only_value_is_a_silent_guess() {
     let b = task("dinespot_dinner");
     let truth = b.slot("party_size").unwrap().value.as_u64().unwrap();
     let wrong = if truth == 9 { 8 } else { 9 };
-    let j = judge_one(&b, scripted(&b, json!([booking(&b, json!({"party_size": wrong}))])));
+    let j = judge_one(
+        &b,
+        scripted(&b, json!([booking(&b, json!({"party_size": wrong}))])),
+    );
     let v = verdict(&j, "party_size");
-    assert_eq!((v.verdict, v.failure_label), (Verdict::Fail, Some("silent_guess")));
+    assert_eq!(
+        (v.verdict, v.failure_label),
+        (Verdict::Fail, Some("silent_guess"))
+    );
     assert_eq!(v.source, Some(Source::AskOnly));
     assert_eq!(verdict(&j, "seating").verdict, Verdict::Pass);
     assert_eq!(j.interaction.recall, Some(0.0));
@@ -237,7 +289,10 @@ fn asking_about_an_inferable_slot_is_over_asking() {
     );
     let j = judge_one(&b, run);
     let v = verdict(&j, "seating");
-    assert_eq!((v.verdict, v.failure_label), (Verdict::Fail, Some("over_ask")));
+    assert_eq!(
+        (v.verdict, v.failure_label),
+        (Verdict::Fail, Some("over_ask"))
+    );
     let seat = &j.requests[0];
     assert_eq!(seat.slot_id.as_deref(), Some("seating"));
     assert_eq!(seat.slot_source, Some(Source::Inferable));
@@ -283,7 +338,10 @@ fn a_choice_is_one_request_and_repeats_count_separately() {
     let i = &j.interaction;
     assert_eq!(i.recall, None, "no ask-only slot: recall undefined");
     assert_eq!(i.precision, Some(0.0));
-    assert_eq!((i.requests, i.closed_set_requests, i.offered_options), (4, 2, 1));
+    assert_eq!(
+        (i.requests, i.closed_set_requests, i.offered_options),
+        (4, 2, 1)
+    );
 }
 
 #[test]
@@ -295,7 +353,9 @@ fn scripted_matching_splits_questions_and_ignores_statements() {
     );
     let slots: Vec<Option<&str>> = pieces.iter().map(|p| p.slot_id.as_deref()).collect();
     assert_eq!(slots, vec![Some("time"), Some("party_size")]);
-    assert!(pieces.iter().all(|p| p.text == "How many people, and what time?"));
+    assert!(pieces
+        .iter()
+        .all(|p| p.text == "How many people, and what time?"));
     let none = scripted_pieces("Is it raining?", &b.slots);
     assert_eq!(none.len(), 1);
     assert_eq!(none[0].slot_id, None);
@@ -307,14 +367,22 @@ fn scripted_matching_splits_questions_and_ignores_statements() {
 fn unavailable_options_mishandled_are_labelled_by_how() {
     let b = task("dinespot_time_gone");
     let u = &b.task.hidden_context.unavailable[0];
-    let at = |time: &Value| json!({"action": "call", "tool": "dinespot.book_table",
-        "args": {"restaurant": "baan-thai", "date": booking(&b, json!({}))["args"]["date"], "time": time}});
+    let at = |time: &Value| {
+        json!({"action": "call", "tool": "dinespot.book_table",
+        "args": {"restaurant": "baan-thai", "date": booking(&b, json!({}))["args"]["date"], "time": time}})
+    };
     let label = |steps: Value| {
         let j = judge_one(&b, scripted(&b, steps));
         verdict(&j, "fallback_time").failure_label
     };
-    assert_eq!(label(json!([at(&u.value), at(&u.value)])), Some("unavailable_kept_trying"));
-    assert_eq!(label(json!([at(&json!("17:30"))])), Some("unavailable_substituted"));
+    assert_eq!(
+        label(json!([at(&u.value), at(&u.value)])),
+        Some("unavailable_kept_trying")
+    );
+    assert_eq!(
+        label(json!([at(&json!("17:30"))])),
+        Some("unavailable_substituted")
+    );
     assert_eq!(label(json!([])), Some("unavailable_skipped"));
 }
 
@@ -332,7 +400,10 @@ fn a_step_that_replays_differently_is_reported() {
     let j = judge_one(&b, run);
     assert_eq!(j.score.divergent_steps, 1);
     let d = j.score.divergence.unwrap();
-    assert!(d.contains(&format!("step {step}")) && d.contains("`error`"), "{d}");
+    assert!(
+        d.contains(&format!("step {step}")) && d.contains("`error`"),
+        "{d}"
+    );
 }
 
 #[test]
@@ -344,7 +415,10 @@ fn the_index_is_built_once_per_table_and_batches_match_single_episodes() {
     let bundles = bundles_table(&tasks).unwrap();
     let a = cached_index(&tables[1].1, &bundles).unwrap();
     let b = cached_index(&tables[1].1.clone(), &bundles.clone()).unwrap();
-    assert!(Arc::ptr_eq(&a, &b), "a clone of the same table reuses the index");
+    assert!(
+        Arc::ptr_eq(&a, &b),
+        "a clone of the same table reuses the index"
+    );
     let other = episode_tables(&runs[..1]).unwrap();
     let c = cached_index(&other[1].1, &bundles).unwrap();
     assert!(!Arc::ptr_eq(&a, &c));
@@ -391,7 +465,13 @@ fn llm_verdicts_are_parsed_unparseable_ones_unscored_and_reruns_come_from_cache(
         mode: Mode::Llm,
         ..JudgeOptions::default()
     };
-    let first = judge_runs(&[run.clone()], &[b.clone()], &opts, Some(&judge)).remove(0);
+    let first = judge_runs(
+        std::slice::from_ref(&run),
+        std::slice::from_ref(&b),
+        &opts,
+        Some(&judge),
+    )
+    .remove(0);
     let n = b.criteria.len();
     assert_eq!(server.requests().len(), n, "one request per criterion");
     assert!(server.requests()[0].body.contains(&b.criteria[0].rubric));
@@ -406,12 +486,19 @@ fn llm_verdicts_are_parsed_unparseable_ones_unscored_and_reruns_come_from_cache(
     assert_eq!(first.verdicts[0].reason, "no booking on that date");
     assert!(first.verdicts[1].reason.contains("Looks fine"));
     assert_eq!(first.verdicts[1].failure_label, None);
-    assert_eq!(first.score.success, None, "an unscored criterion leaves success unknown");
+    assert_eq!(
+        first.score.success, None,
+        "an unscored criterion leaves success unknown"
+    );
     assert_eq!(first.score.unscored, 1);
     assert_eq!(first.score.score, (n - 2) as f64 / n as f64);
     assert_eq!(first.score.usage.prompt_tokens, 10 * n as u64);
     let again = judge_runs(&[run], &[b], &opts, Some(&judge)).remove(0);
-    assert_eq!(server.requests().len(), n, "the re-run is served from the cache");
+    assert_eq!(
+        server.requests().len(),
+        n,
+        "the re-run is served from the cache"
+    );
     assert_eq!(again.verdicts, first.verdicts);
 }
 
@@ -422,18 +509,33 @@ fn hybrid_scores_mix_rule_and_llm_with_the_tasks_lambda() {
     let server = ScriptedServer::start(vec![], reply("fail", "not convinced"));
     let store_dir = tempfile::tempdir().unwrap();
     let store = prefflow_engine::store::FsStore::new(store_dir.path());
-    let judge =
-        LlmJudge::new(llm_config(&server.url), &store, false, &datasets().join("prompts")).unwrap();
+    let judge = LlmJudge::new(
+        llm_config(&server.url),
+        &store,
+        false,
+        &datasets().join("prompts"),
+    )
+    .unwrap();
     let opts = JudgeOptions {
         mode: Mode::Hybrid,
         lambda: 0.25,
         ..JudgeOptions::default()
     };
-    let j = judge_runs(&[run.clone()], &[b.clone()], &opts, Some(&judge)).remove(0);
+    let j = judge_runs(
+        std::slice::from_ref(&run),
+        std::slice::from_ref(&b),
+        &opts,
+        Some(&judge),
+    )
+    .remove(0);
     let n = b.criteria.len();
     assert_eq!(j.verdicts.len(), 2 * n, "hybrid writes rule and llm rows");
-    assert!(j.verdicts[..n].iter().all(|v| v.mode == "rule" && v.verdict == Verdict::Pass));
-    assert!(j.verdicts[n..].iter().all(|v| v.mode == "llm" && v.verdict == Verdict::Fail));
+    assert!(j.verdicts[..n]
+        .iter()
+        .all(|v| v.mode == "rule" && v.verdict == Verdict::Pass));
+    assert!(j.verdicts[n..]
+        .iter()
+        .all(|v| v.mode == "llm" && v.verdict == Verdict::Fail));
     assert_eq!((j.score.score, j.score.lambda), (0.25, Some(0.25)));
     assert_eq!(j.score.success, Some(false));
     b.task.lambda = Some(0.8);
@@ -446,22 +548,40 @@ fn hybrid_scores_mix_rule_and_llm_with_the_tasks_lambda() {
 fn the_llm_matcher_splits_requests_and_falls_back_when_unreadable() {
     let b = task("dinespot_dinner");
     let run = play(&b, &Oracle);
-    let asks = run.steps.iter().filter(|s| s.action_type == "ask_user").count();
+    let asks = run
+        .steps
+        .iter()
+        .filter(|s| s.action_type == "ask_user")
+        .count();
     assert_eq!(asks, 1);
     let split = json!({"requests": [
         {"request": "how many people", "slot_id": "party_size"},
         {"request": "which city", "slot_id": "nonexistent"}
     ]});
-    let server = ScriptedServer::start(vec![Behavior::ok(completion(&split.to_string(), 5, 5))], Behavior::ok(completion("??", 1, 1)));
+    let server = ScriptedServer::start(
+        vec![Behavior::ok(completion(&split.to_string(), 5, 5))],
+        Behavior::ok(completion("??", 1, 1)),
+    );
     let store_dir = tempfile::tempdir().unwrap();
     let store = prefflow_engine::store::FsStore::new(store_dir.path());
-    let judge =
-        LlmJudge::new(llm_config(&server.url), &store, false, &datasets().join("prompts")).unwrap();
+    let judge = LlmJudge::new(
+        llm_config(&server.url),
+        &store,
+        false,
+        &datasets().join("prompts"),
+    )
+    .unwrap();
     let opts = JudgeOptions {
         matcher: MatcherName::Llm,
         ..JudgeOptions::default()
     };
-    let j = judge_runs(&[run.clone()], &[b.clone()], &opts, Some(&judge)).remove(0);
+    let j = judge_runs(
+        std::slice::from_ref(&run),
+        std::slice::from_ref(&b),
+        &opts,
+        Some(&judge),
+    )
+    .remove(0);
     let got: Vec<(Option<&str>, &str)> = j
         .requests
         .iter()
@@ -469,10 +589,17 @@ fn the_llm_matcher_splits_requests_and_falls_back_when_unreadable() {
         .collect();
     assert_eq!(got, vec![(Some("party_size"), "llm"), (None, "llm")]);
     assert_eq!(j.interaction.precision, Some(0.5));
-    assert!(j.verdicts.iter().all(|v| v.mode == "rule"), "rule verdicts, llm matcher");
+    assert!(
+        j.verdicts.iter().all(|v| v.mode == "rule"),
+        "rule verdicts, llm matcher"
+    );
     // A different question gets the unreadable reply: the scripted matcher steps in.
     let mut other = run;
-    for s in other.steps.iter_mut().filter(|s| s.action_type == "ask_user") {
+    for s in other
+        .steps
+        .iter_mut()
+        .filter(|s| s.action_type == "ask_user")
+    {
         s.arguments = json!({"text": "How many guests are coming?"}).to_string();
     }
     let j = judge_runs(&[other], &[b], &opts, Some(&judge)).remove(0);

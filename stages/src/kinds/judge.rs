@@ -101,7 +101,14 @@ impl Kind for Judge {
         for ep in &episodes {
             let bundle = index.bundle(ep)?;
             let steps = index.steps_of(&ep.episode_id);
-            judged.push(judge_episode(&world, bundle, ep, steps, &opts, llm.as_ref())?);
+            judged.push(judge_episode(
+                &world,
+                bundle,
+                ep,
+                steps,
+                &opts,
+                llm.as_ref(),
+            )?);
         }
         Ok(Tables::new(judge_tables(&judged)?))
     }
