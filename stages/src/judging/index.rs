@@ -5,13 +5,15 @@
 //! stage's items) and built once.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 use polars::prelude::*;
 
 use super::JudgeError;
 use crate::tasks::frames::bundles_from_table;
+use crate::tasks::world_cache::world_from_inputs;
 use crate::tasks::TaskBundle;
+use crate::world::World;
 
 /// One `steps` row, as judges read it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -177,20 +179,51 @@ fn u32s(df: &DataFrame, table: &str, name: &str) -> Result<Vec<Option<u32>>, Jud
     Ok(c.u32()?.iter().collect())
 }
 
-/// Indexes kept at most; a run judges one steps table, tests a few.
+/// Entries kept per memo; a run judges one steps table in one world, tests a few.
 const CAPACITY: usize = 4;
 
-/// A cached index with clones of the tables it was built from: holding them keeps their buffers
-/// alive, so the buffer addresses that key the entry cannot be reused by other tables.
-struct Entry {
+/// A memoized value with clones of the two tables it was built from: holding them keeps their
+/// buffers alive, so the buffer addresses that key the entry cannot be reused by other tables.
+struct Entry<T> {
     key: Vec<usize>,
     _tables: (DataFrame, DataFrame),
-    index: Arc<JudgeIndex>,
+    value: Arc<T>,
 }
 
-fn cache() -> &'static Mutex<Vec<Entry>> {
-    static CACHE: OnceLock<Mutex<Vec<Entry>>> = OnceLock::new();
-    CACHE.get_or_init(|| Mutex::new(Vec::new()))
+/// A memo keyed by the identity of two tables' buffers: O(columns) per lookup, where hashing
+/// the content would be O(rows) for every item.
+struct Memo<T>(Mutex<Vec<Entry<T>>>);
+
+impl<T> Memo<T> {
+    const fn new() -> Self {
+        Self(Mutex::new(Vec::new()))
+    }
+
+    fn get_or_build<E>(
+        &self,
+        a: &DataFrame,
+        b: &DataFrame,
+        build: impl FnOnce() -> Result<Arc<T>, E>,
+    ) -> Result<Arc<T>, E> {
+        let mut key = Vec::new();
+        identity(a, &mut key);
+        identity(b, &mut key);
+        // Held while building, so concurrent items wait for one build instead of repeating it.
+        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(e) = entries.iter().find(|e| e.key == key) {
+            return Ok(e.value.clone());
+        }
+        let value = build()?;
+        if entries.len() >= CAPACITY {
+            entries.remove(0);
+        }
+        entries.push(Entry {
+            key,
+            _tables: (a.clone(), b.clone()),
+            value: value.clone(),
+        });
+        Ok(value)
+    }
 }
 
 /// The identity of a table's buffers: its height and the address of every column's chunks.
@@ -208,22 +241,17 @@ fn identity(df: &DataFrame, out: &mut Vec<usize>) {
 
 /// The index of `steps` and `bundles`, built once per pair of tables and shared by every item.
 pub fn cached_index(steps: &DataFrame, bundles: &DataFrame) -> Result<Arc<JudgeIndex>, JudgeError> {
-    let mut key = Vec::new();
-    identity(steps, &mut key);
-    identity(bundles, &mut key);
-    // Held while building, so concurrent items wait for one build instead of repeating it.
-    let mut entries = cache().lock().unwrap_or_else(|p| p.into_inner());
-    if let Some(e) = entries.iter().find(|e| e.key == key) {
-        return Ok(e.index.clone());
-    }
-    let index = Arc::new(JudgeIndex::build(steps, bundles)?);
-    if entries.len() >= CAPACITY {
-        entries.remove(0);
-    }
-    entries.push(Entry {
-        key,
-        _tables: (steps.clone(), bundles.clone()),
-        index: index.clone(),
-    });
-    Ok(index)
+    static MEMO: Memo<JudgeIndex> = Memo::new();
+    MEMO.get_or_build(steps, bundles, || {
+        JudgeIndex::build(steps, bundles).map(Arc::new)
+    })
+}
+
+/// The world of `sources` and `history_events`, looked up by buffer identity before falling back
+/// to [`world_from_inputs`] (which hashes the tables' content on every call).
+pub fn cached_world(sources: &DataFrame, history: &DataFrame) -> Result<Arc<World>, JudgeError> {
+    static MEMO: Memo<World> = Memo::new();
+    MEMO.get_or_build(sources, history, || {
+        world_from_inputs(sources, history).map_err(|e| JudgeError::Input(e.to_string()))
+    })
 }

@@ -8,11 +8,10 @@ use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::judging::frames::{judge_tables, JUDGE_TABLES};
-use crate::judging::index::{cached_index, episodes_from_table};
+use crate::judging::index::{cached_index, cached_world, episodes_from_table};
 use crate::judging::llm::LlmJudge;
 use crate::judging::{judge_episode, JudgeOptions, MatcherName, Mode};
 use crate::llm::LlmConfig;
-use crate::tasks::world_cache::world_from_inputs;
 
 /// Parameters of `judge`.
 #[derive(Debug, Deserialize)]
@@ -91,7 +90,7 @@ impl Kind for Judge {
         };
         let episodes = episodes_from_table(ctx.input("episodes")?)?;
         let index = cached_index(ctx.input("steps")?, ctx.input("bundles")?)?;
-        let world = world_from_inputs(ctx.input("sources")?, ctx.input("history_events")?)?;
+        let world = cached_world(ctx.input("sources")?, ctx.input("history_events")?)?;
         let opts = JudgeOptions {
             mode: params.mode,
             matcher: params.matcher,
