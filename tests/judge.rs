@@ -149,3 +149,61 @@ fn an_llm_mode_without_a_model_is_an_input_error() {
     assert_eq!(run.code, 2, "stderr: {}", run.stderr);
     assert!(run.stderr.contains("need `llm"), "{}", run.stderr);
 }
+
+fn f64s(df: &DataFrame, col: &str) -> Vec<Option<f64>> {
+    df.column(col)
+        .expect("column")
+        .f64()
+        .expect("f64")
+        .iter()
+        .collect()
+}
+
+#[test]
+fn hybrid_scores_mix_both_judges_and_llm_verdicts_replay_offline() {
+    use prefflow_stages::llm::mock::{completion, Behavior, ScriptedServer};
+    let verdict = serde_json::json!({"verdict": "pass", "reason": "the trajectory shows it"});
+    let server =
+        ScriptedServer::start(vec![], Behavior::ok(completion(&verdict.to_string(), 7, 3)));
+    let ws = Workspace::new();
+    let llm = format!(
+        "params: {{ mode: hybrid, lambda: 0.5, llm: {{ base_url: '{}', model: judge, max_retries: 0 }}, prompts:",
+        server.url
+    );
+    ws.write("p.yaml", &pipeline().replace("params: { prompts:", &llm));
+    ws.run_ok("p.yaml", &[]);
+    let calls = server.requests().len();
+    let verdicts = ws.table("judged.verdicts", Some("agent=defaults"));
+    assert_eq!(
+        calls,
+        verdicts.height(),
+        "one LLM call per criterion of every episode of both variants"
+    );
+    let scores = ws.table("judged.scores", Some("agent=defaults"));
+    // Recompute each episode's rule fraction from its rule verdict rows; the LLM passed all.
+    let (ids, modes, verdict) = (
+        strs(&verdicts, "episode_id"),
+        strs(&verdicts, "mode"),
+        strs(&verdicts, "verdict"),
+    );
+    for (i, id) in strs(&scores, "episode_id").iter().enumerate() {
+        let rule: Vec<bool> = (0..verdicts.height())
+            .filter(|&r| ids[r] == *id && modes[r].as_deref() == Some("rule"))
+            .map(|r| verdict[r].as_deref() == Some("pass"))
+            .collect();
+        let s_rule = rule.iter().filter(|p| **p).count() as f64 / rule.len() as f64;
+        let score = f64s(&scores, "score")[i].expect("score");
+        assert!(
+            (score - (0.5 * s_rule + 0.5)).abs() < 1e-9,
+            "{id:?}: {score} vs {s_rule}"
+        );
+    }
+    assert!(f64s(&scores, "lambda").iter().all(|l| *l == Some(0.5)));
+
+    // A new λ re-runs the stage; offline, every verdict comes from the recorded calls.
+    ws.run_ok("p.yaml", &["--offline", "--set", "judged.lambda=0.25"]);
+    assert_eq!(server.requests().len(), calls, "no new model call");
+    let scores = ws.table("judged.scores", Some("agent=oracle"));
+    assert!(f64s(&scores, "score").iter().all(|s| *s == Some(1.0)));
+    assert!(f64s(&scores, "lambda").iter().all(|l| *l == Some(0.25)));
+}
