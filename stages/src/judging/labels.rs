@@ -134,9 +134,15 @@ fn unasked(
     }
 }
 
-/// Unavailable-option mishandling, when the agent never raised the missing option.
+/// Unavailable-option mishandling, when the agent never raised the missing option. Criteria on
+/// a slot used in another argument (the seating of a booking whose time is gone) are not about
+/// the missing option and keep their ordinary labels.
 fn unavailable(c: &Criterion, f: &Facts<'_>) -> Option<Label> {
+    let binding = c.slot_id.as_deref().and_then(|id| f.bindings.get(id));
     for u in &f.bundle.task.hidden_context.unavailable {
+        if binding.is_some_and(|(tool, arg)| (tool, arg) != (&u.tool, &u.arg)) {
+            continue;
+        }
         let tried = f
             .attempts
             .iter()
