@@ -168,6 +168,12 @@ pub fn judge_episode(
         verdicts.extend(rows(bundle, "llm", decided.into_iter(), &facts));
     }
     let lambda = bundle.task.lambda.unwrap_or(opts.lambda);
+    if !(0.0..=1.0).contains(&lambda) {
+        return Err(JudgeError::Input(format!(
+            "task `{}`: hybrid λ must lie in [0, 1], got {lambda}; fix the task's `lambda`",
+            bundle.task.task_id
+        )));
+    }
     let mut score = scores(&verdicts, opts.mode, lambda);
     score.divergent_steps = r.divergences.len() as u32;
     score.divergence = r.divergences.first().map(|d| d.detail.clone());

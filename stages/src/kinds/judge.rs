@@ -88,7 +88,11 @@ impl Kind for Judge {
             }
             _ => None,
         };
-        let episodes = episodes_from_table(ctx.input("episodes")?)?;
+        // The first input holds this item's episodes (the engine filters it per item).
+        let first = ctx.inputs.first().ok_or_else(|| {
+            bad("needs inputs [episodes, steps, bundles, sources, history_events]".into())
+        })?;
+        let episodes = episodes_from_table(&first.df)?;
         let index = cached_index(ctx.input("steps")?, ctx.input("bundles")?)?;
         let world = cached_world(ctx.input("sources")?, ctx.input("history_events")?)?;
         let opts = JudgeOptions {
