@@ -50,3 +50,50 @@ pub fn episodes(dir: &Path) -> anyhow::Result<Vec<Figure>> {
     });
     Ok(figures)
 }
+
+/// Model-call throughput in the realistic shape: `llm`-agent episodes (GUI, 10 steps each)
+/// through a resource pool of 64 against a loopback server answering every call after
+/// `latency_ms`. 128 tasks × 2 epochs keep the pool full: two rounds of 64 episodes, 2,560 calls.
+pub fn llm_episodes(dir: &Path, latency_ms: u64) -> anyhow::Result<Vec<Figure>> {
+    use prefflow_stages::llm::mock::{completion, Behavior, ScriptedServer};
+    let exe = std::env::current_exe().context("locating the prefflow binary")?;
+    let taskset = std::fs::read_to_string("pipelines/taskset.yaml")
+        .context("reading pipelines/taskset.yaml (run `prefflow bench` from the repository root)")?;
+    let datasets = std::fs::canonicalize("datasets").context("locating datasets/")?;
+    let server = ScriptedServer::try_start(
+        vec![],
+        Behavior::Delayed(
+            std::time::Duration::from_millis(latency_ms),
+            completion(r#"{"action": "home"}"#, 50, 8),
+        ),
+    )
+    .context("binding a loopback server")?;
+    let work = dir.join("llm-episodes");
+    reset(&work)?;
+    std::os::unix::fs::symlink(&datasets, work.join("datasets")).context("linking datasets/")?;
+    let (pool, tasks, epochs, steps) = (64, 128, 2, 10);
+    let stages = format!(
+        "  subset:\n    kind: query\n    inputs: [validated.bundles]\n    params: {{ sql: \"SELECT * FROM bundles ORDER BY task_id LIMIT {tasks}\" }}\n  calls:\n    kind: run_episodes\n    inputs: [subset, world.sources, world.history_events]\n    per_item: task_id\n    concurrency: {pool}\n    resources: [llm]\n    params:\n      agent: llm\n      space: gui\n      history: none\n      epochs: {epochs}\n      max_steps: {steps}\n      llm: {{ base_url: \"{}\", model: bench, max_retries: 0 }}\n",
+        server.url
+    );
+    let yaml = taskset.replacen("stages:\n", &format!("resources: {{ llm: {pool} }}\nstages:\n"), 1);
+    std::fs::write(work.join("llm.yaml"), format!("{yaml}{stages}"))?;
+    child(&exe, &work, &["run", "llm.yaml", "--only", "subset", "--progress", "none", "-q"])?;
+    timed_run(&exe, &work, "llm.yaml")?;
+    let seconds = stage_seconds_sum(&work, "taskset", "calls")?;
+    let calls = tasks * epochs * steps;
+    let served = server.requests().len();
+    anyhow::ensure!(served == calls, "the server saw {served} requests, expected {calls}");
+    let ideal = pool as f64 * 1000.0 / latency_ms as f64;
+    let rate = calls as f64 / seconds;
+    Ok(vec![Figure {
+        name: format!(
+            "{calls} model calls as llm-agent episodes ({tasks} tasks × {epochs} epochs × {steps} steps), pool {pool}, {latency_ms} ms latency"
+        ),
+        value: format!(
+            "{rate:.0} requests/s = {:.1}% of the ideal {ideal:.0}/s ({seconds:.2} s)",
+            100.0 * rate / ideal
+        ),
+        target: "≥ 95% of 640 requests/s".into(),
+    }])
+}

@@ -293,6 +293,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             }
             if matches!(suite, BenchSuite::All | BenchSuite::Llm) {
                 figures.extend(bench::llm(dir, *requests, 64, 100)?);
+                figures.extend(bench_episodes::llm_episodes(dir, 100)?);
             }
             if matches!(suite, BenchSuite::All | BenchSuite::World) {
                 figures.extend(bench_world::world(Path::new("datasets"))?);

@@ -5,6 +5,7 @@
 //! kind. This crate depends on the engine; the engine never depends on it.
 
 pub mod episodes;
+pub mod judging;
 pub mod kinds;
 pub mod knowu;
 pub mod llm;
@@ -31,5 +32,6 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::Aggregate);
     registry.register(kinds::JudgeAgreement);
     registry.register(kinds::Report);
+    registry.register(kinds::Judge);
     knowu::register(registry);
 }

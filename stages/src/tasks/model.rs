@@ -174,6 +174,10 @@ pub struct Task {
     /// What an agent that never personalizes does: the same operations with only required
     /// fields (choices a form forces taken plainly), never asking.
     pub defaults_solution: Vec<Value>,
+    /// λ of the hybrid judge score S = λ·S_rule + (1−λ)·S_llm for this task; the `judge` stage's
+    /// `lambda` applies when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lambda: Option<f64>,
 }
 
 /// One user-dependent detail the instruction omits (the `slots` table row).

@@ -129,6 +129,7 @@ pub fn bundle(task_id: &str, goal: &str, persona: Option<&str>) -> TaskBundle {
             hidden_context: Default::default(),
             reference_solution: Vec::new(),
             defaults_solution: Vec::new(),
+            lambda: None,
         },
         slots: Vec::new(),
         criteria: Vec::new(),

@@ -1,0 +1,253 @@
+//! The interaction judge (iPrefBench §3.4, E.3, G.4): every `ask_user` message is decomposed into
+//! separately answerable information requests (a choice among alternatives is one request), each
+//! matched to a slot or to nothing; a request for a slot already asked about is a repeat. Recall
+//! counts the distinct ask-only slots asked, precision the share of requests that newly ask for
+//! an ask-only slot (inferable, irrelevant and repeated requests count against it). Where a
+//! slot's options form a small closed set, the judge also checks the question offered them.
+
+use std::collections::{HashMap, HashSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::replay::Ask;
+use crate::tasks::predicate::slot_refs_in;
+use crate::tasks::{Slot, Source, TaskBundle};
+use crate::world::types::FieldKind;
+use crate::world::Catalog;
+
+/// Options a field may have to count as a small closed set the question should offer.
+pub const CLOSED_SET_MAX: usize = 6;
+
+/// Who decomposes and matches requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MatcherName {
+    /// The task's slot keywords (default; free and exact).
+    #[default]
+    Scripted,
+    /// An LLM following iPrefBench G.4.
+    Llm,
+}
+
+/// One information request of a message, before repeats and options are checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Piece {
+    /// The request's text.
+    pub text: String,
+    /// The slot it asks for, if any.
+    pub slot_id: Option<String>,
+}
+
+/// One `requests` row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The asking step.
+    pub step: u32,
+    /// The request's text.
+    pub request: String,
+    /// The matched slot.
+    pub slot_id: Option<String>,
+    /// The matched slot's source (null: irrelevant).
+    pub slot_source: Option<Source>,
+    /// The slot (or the same unmatched text) was asked before.
+    pub repeat: bool,
+    /// The slot's options form a small closed set.
+    pub closed_set: bool,
+    /// The question offered those options (null when not a closed set).
+    pub offered_options: Option<bool>,
+    /// Which matcher produced it (`scripted`, `llm`, or `scripted_fallback` after an unreadable
+    /// LLM reply).
+    pub matcher: &'static str,
+}
+
+/// One `interaction` row's counts.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Interaction {
+    /// All requests, repeats included.
+    pub requests: u32,
+    /// Requests newly asking for an ask-only slot.
+    pub matched_requests: u32,
+    /// Ask-only slots of the task.
+    pub ask_only_slots: u32,
+    /// Distinct ask-only slots asked.
+    pub matched_ask_only: u32,
+    /// matched_ask_only / ask_only_slots; null without ask-only slots.
+    pub recall: Option<f64>,
+    /// matched_requests / requests; null without requests.
+    pub precision: Option<f64>,
+    /// Requests about a closed-set slot.
+    pub closed_set_requests: u32,
+    /// Of those, the ones that offered the options.
+    pub offered_options: u32,
+}
+
+/// The sentences of a message that ask something: those ending in `?`, or the whole message
+/// when none does ("Tell me the party size.").
+fn questions(message: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let chars: Vec<char> = message.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        current.push(c);
+        let boundary = matches!(c, '.' | '?' | '!' | '\n')
+            && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
+        if boundary {
+            out.push(std::mem::take(&mut current).trim().to_string());
+        }
+    }
+    out.push(current.trim().to_string());
+    out.retain(|s| !s.is_empty());
+    let asking: Vec<String> = out.iter().filter(|s| s.ends_with('?')).cloned().collect();
+    if asking.is_empty() {
+        vec![message.trim().to_string()]
+    } else {
+        asking
+    }
+}
+
+/// Whether `text` contains one of the slot's keywords, ignoring case.
+pub fn mentions(text: &str, slot: &Slot) -> bool {
+    let t = text.to_lowercase();
+    slot.keywords.iter().any(|k| t.contains(&k.to_lowercase()))
+}
+
+/// The scripted matcher: each asking sentence is one request per slot whose keywords it
+/// contains (so "How many people, and what time?" is two), or one unmatched request.
+pub fn scripted_pieces(message: &str, slots: &[Slot]) -> Vec<Piece> {
+    let mut out = Vec::new();
+    for q in questions(message) {
+        let matched: Vec<&Slot> = slots.iter().filter(|s| mentions(&q, s)).collect();
+        if matched.is_empty() {
+            out.push(Piece {
+                text: q.clone(),
+                slot_id: None,
+            });
+        }
+        for s in matched {
+            out.push(Piece {
+                text: q.clone(),
+                slot_id: Some(s.slot_id.clone()),
+            });
+        }
+    }
+    out
+}
+
+/// Where each slot is used: the `(tool, argument)` of the reference solution's call that takes
+/// its value.
+pub fn bindings(bundle: &TaskBundle) -> HashMap<String, (String, String)> {
+    let mut out = HashMap::new();
+    for step in &bundle.task.reference_solution {
+        let (Some(tool), Some(args)) = (
+            step.get("tool").and_then(Value::as_str),
+            step.get("args").and_then(Value::as_object),
+        ) else {
+            continue;
+        };
+        for (arg, v) in args {
+            let mut refs = Vec::new();
+            slot_refs_in(v, &mut refs);
+            for r in refs {
+                out.entry(r).or_insert((tool.to_string(), arg.clone()));
+            }
+        }
+    }
+    out
+}
+
+/// The options of a slot's field when they form a small closed set.
+pub fn closed_options(cat: &Catalog, binding: Option<&(String, String)>) -> Option<Vec<String>> {
+    let (tool, arg) = binding?;
+    let op = crate::tasks::eval::operation(cat, tool)?;
+    let field = &op.fields[op.field_idx(arg)?];
+    match &field.kind {
+        FieldKind::Enum(options) if options.len() <= CLOSED_SET_MAX => Some(options.clone()),
+        _ => None,
+    }
+}
+
+/// Whether a question offers the options: it names at least two of them (all, if fewer).
+pub fn offers(question: &str, options: &[String]) -> bool {
+    let q = question.to_lowercase();
+    let named = options
+        .iter()
+        .filter(|o| {
+            let o = o.to_lowercase();
+            q.contains(&o) || q.contains(&o.replace('_', " "))
+        })
+        .count();
+    named >= options.len().min(2)
+}
+
+/// Turns matched pieces of every ask into `requests` rows: marks repeats, closed sets and
+/// offered options. `pieces` gives each ask's pieces and the matcher that produced them.
+pub fn requests(
+    asks: &[Ask],
+    bundle: &TaskBundle,
+    cat: &Catalog,
+    mut pieces: impl FnMut(&Ask) -> (Vec<Piece>, &'static str),
+) -> Vec<Request> {
+    let binds = bindings(bundle);
+    let mut seen_slots: HashSet<String> = HashSet::new();
+    let mut seen_texts: HashSet<String> = HashSet::new();
+    let mut out = Vec::new();
+    for ask in asks {
+        let (ps, matcher) = pieces(ask);
+        for p in ps {
+            let slot = p.slot_id.as_deref().and_then(|id| bundle.slot(id));
+            let repeat = match slot {
+                Some(s) => seen_slots.contains(&s.slot_id),
+                None => seen_texts.contains(&p.text.to_lowercase()),
+            };
+            let options = slot.and_then(|s| closed_options(cat, binds.get(&s.slot_id)));
+            out.push(Request {
+                step: ask.step,
+                request: p.text.clone(),
+                slot_id: slot.map(|s| s.slot_id.clone()),
+                slot_source: slot.map(|s| s.source),
+                repeat,
+                closed_set: options.is_some(),
+                offered_options: options.map(|o| offers(&ask.question, &o)),
+                matcher,
+            });
+            match slot {
+                Some(s) => seen_slots.insert(s.slot_id.clone()),
+                None => seen_texts.insert(p.text.to_lowercase()),
+            };
+        }
+    }
+    out
+}
+
+/// The episode's interaction counts.
+pub fn summarize(requests: &[Request], bundle: &TaskBundle) -> Interaction {
+    let ask_only_slots = bundle
+        .slots
+        .iter()
+        .filter(|s| s.source == Source::AskOnly)
+        .count() as u32;
+    let matched: Vec<&Request> = requests
+        .iter()
+        .filter(|r| r.slot_source == Some(Source::AskOnly) && !r.repeat)
+        .collect();
+    let distinct: HashSet<&str> = matched
+        .iter()
+        .filter_map(|r| r.slot_id.as_deref())
+        .collect();
+    let n = requests.len() as u32;
+    let ratio = |a: u32, b: u32| (b > 0).then(|| f64::from(a) / f64::from(b));
+    Interaction {
+        requests: n,
+        matched_requests: matched.len() as u32,
+        ask_only_slots,
+        matched_ask_only: distinct.len() as u32,
+        recall: ratio(distinct.len() as u32, ask_only_slots),
+        precision: ratio(matched.len() as u32, n),
+        closed_set_requests: requests.iter().filter(|r| r.closed_set).count() as u32,
+        offered_options: requests
+            .iter()
+            .filter(|r| r.offered_options == Some(true))
+            .count() as u32,
+    }
+}

@@ -1,0 +1,118 @@
+//! `judge` (per item over `episode_id`): judges each episode of its item against its task —
+//! every criterion by rule, LLM or both, every question split into information requests and
+//! matched to slots, failed criteria labelled — and writes `verdicts`, `scores`, `requests` and
+//! `interaction` (docs/judging.md). Inputs: `episodes` (first, per item), `steps`, `bundles`,
+//! `sources`, `history_events`.
+
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use crate::judging::frames::{judge_tables, JUDGE_TABLES};
+use crate::judging::index::{cached_index, cached_world, episodes_from_table};
+use crate::judging::llm::LlmJudge;
+use crate::judging::{judge_episode, JudgeOptions, MatcherName, Mode};
+use crate::llm::LlmConfig;
+
+/// Parameters of `judge`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct JudgeParams {
+    /// `rule` (default), `llm` or `hybrid`.
+    #[serde(default)]
+    pub mode: Mode,
+    /// Request matcher: `scripted` (default) or `llm`.
+    #[serde(default)]
+    pub matcher: MatcherName,
+    /// λ of hybrid scores for tasks that carry none (default 0.5).
+    #[serde(default = "half")]
+    pub lambda: f64,
+    /// The judge model (mode `llm`/`hybrid`, matcher `llm`).
+    #[serde(default)]
+    pub llm: Option<LlmConfig>,
+    /// Directory of the judge prompt templates (default `datasets/prompts`).
+    #[serde(default = "prompts_dir")]
+    pub prompts: String,
+}
+
+fn half() -> f64 {
+    0.5
+}
+fn prompts_dir() -> String {
+    "datasets/prompts".into()
+}
+
+impl JudgeParams {
+    fn uses_llm(&self) -> bool {
+        self.mode.uses_llm() || self.matcher == MatcherName::Llm
+    }
+}
+
+/// Judges episodes.
+pub struct Judge;
+
+impl Kind for Judge {
+    type Params = JudgeParams;
+    const NAME: &'static str = "judge";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &JUDGE_TABLES;
+    const DETERMINISTIC: bool = true;
+    const SUMMARY: &'static str = "episodes + steps + bundles + world (sources, history_events) → verdicts, scores, requests, interaction (params: mode rule|llm|hybrid, matcher scripted|llm, lambda, llm, prompts; use per_item: episode_id)";
+
+    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        if params.uses_llm() {
+            vec![params.prompts.clone()]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let bad = |m: String| StageError::Input(format!("stage `{}`: {m}", ctx.stage));
+        if !(0.0..=1.0).contains(&params.lambda) {
+            return Err(bad(format!(
+                "`lambda` must lie in [0, 1], got {}",
+                params.lambda
+            )));
+        }
+        let llm = match (&params.llm, params.uses_llm()) {
+            (Some(config), true) => Some(LlmJudge::new(
+                config.clone(),
+                ctx.cache,
+                ctx.offline,
+                &ctx.resolve(&params.prompts),
+            )?),
+            (None, true) => {
+                return Err(bad(
+                    "mode `llm`/`hybrid` and matcher `llm` need `llm: {base_url, model}`".into(),
+                ))
+            }
+            _ => None,
+        };
+        // The first input holds this item's episodes (the engine filters it per item).
+        let first = ctx.inputs.first().ok_or_else(|| {
+            bad("needs inputs [episodes, steps, bundles, sources, history_events]".into())
+        })?;
+        let episodes = episodes_from_table(&first.df)?;
+        let index = cached_index(ctx.input("steps")?, ctx.input("bundles")?)?;
+        let world = cached_world(ctx.input("sources")?, ctx.input("history_events")?)?;
+        let opts = JudgeOptions {
+            mode: params.mode,
+            matcher: params.matcher,
+            lambda: params.lambda,
+        };
+        let mut judged = Vec::new();
+        for ep in &episodes {
+            let bundle = index.bundle(ep)?;
+            let steps = index.steps_of(&ep.episode_id);
+            judged.push(judge_episode(
+                &world,
+                bundle,
+                ep,
+                steps,
+                &opts,
+                llm.as_ref(),
+            )?);
+        }
+        Ok(Tables::new(judge_tables(&judged)?))
+    }
+}
