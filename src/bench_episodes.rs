@@ -18,8 +18,9 @@ fn episodes_stage(sweep: &str, epochs: u32) -> String {
 /// Runs both episode figures in `dir`.
 pub fn episodes(dir: &Path) -> anyhow::Result<Vec<Figure>> {
     let exe = std::env::current_exe().context("locating the prefflow binary")?;
-    let taskset = std::fs::read_to_string("pipelines/taskset.yaml")
-        .context("reading pipelines/taskset.yaml (run `prefflow bench` from the repository root)")?;
+    let taskset = std::fs::read_to_string("pipelines/taskset.yaml").context(
+        "reading pipelines/taskset.yaml (run `prefflow bench` from the repository root)",
+    )?;
     let datasets = std::fs::canonicalize("datasets").context("locating datasets/")?;
     let work = dir.join("episodes");
     reset(&work)?;
@@ -27,8 +28,23 @@ pub fn episodes(dir: &Path) -> anyhow::Result<Vec<Figure>> {
     let mut figures = Vec::new();
 
     let sweep = "{ agent: [oracle, defaults, ask_all, heuristic], history: [all, \"top_k:10\"] }";
-    std::fs::write(work.join("grid.yaml"), format!("{taskset}{}", episodes_stage(sweep, 1)))?;
-    child(&exe, &work, &["run", "grid.yaml", "--only", "taskset", "--progress", "none", "-q"])?;
+    std::fs::write(
+        work.join("grid.yaml"),
+        format!("{taskset}{}", episodes_stage(sweep, 1)),
+    )?;
+    child(
+        &exe,
+        &work,
+        &[
+            "run",
+            "grid.yaml",
+            "--only",
+            "taskset",
+            "--progress",
+            "none",
+            "-q",
+        ],
+    )?;
     let cold = timed_run(&exe, &work, "grid.yaml")?;
     let stage = stage_seconds_sum(&work, "taskset", "episodes")?;
     figures.push(Figure {
@@ -41,11 +57,17 @@ pub fn episodes(dir: &Path) -> anyhow::Result<Vec<Figure>> {
     });
 
     let many = "{ agent: [heuristic] }";
-    std::fs::write(work.join("many.yaml"), format!("{taskset}{}", episodes_stage(many, 77)))?;
+    std::fs::write(
+        work.join("many.yaml"),
+        format!("{taskset}{}", episodes_stage(many, 77)),
+    )?;
     let big = timed_run(&exe, &work, "many.yaml")?;
     figures.push(Figure {
         name: "10,010 episodes (130 tasks × 77 epochs, heuristic, history all)".into(),
-        value: format!("{:.2} s wall, {:.0} MB peak RSS", big.seconds, big.peak_rss_mb),
+        value: format!(
+            "{:.2} s wall, {:.0} MB peak RSS",
+            big.seconds, big.peak_rss_mb
+        ),
         target: "peak RSS < 500 MB".into(),
     });
     Ok(figures)
@@ -57,8 +79,9 @@ pub fn episodes(dir: &Path) -> anyhow::Result<Vec<Figure>> {
 pub fn llm_episodes(dir: &Path, latency_ms: u64) -> anyhow::Result<Vec<Figure>> {
     use prefflow_stages::llm::mock::{completion, Behavior, ScriptedServer};
     let exe = std::env::current_exe().context("locating the prefflow binary")?;
-    let taskset = std::fs::read_to_string("pipelines/taskset.yaml")
-        .context("reading pipelines/taskset.yaml (run `prefflow bench` from the repository root)")?;
+    let taskset = std::fs::read_to_string("pipelines/taskset.yaml").context(
+        "reading pipelines/taskset.yaml (run `prefflow bench` from the repository root)",
+    )?;
     let datasets = std::fs::canonicalize("datasets").context("locating datasets/")?;
     let server = ScriptedServer::try_start(
         vec![],
@@ -76,14 +99,33 @@ pub fn llm_episodes(dir: &Path, latency_ms: u64) -> anyhow::Result<Vec<Figure>> 
         "  subset:\n    kind: query\n    inputs: [validated.bundles]\n    params: {{ sql: \"SELECT * FROM bundles ORDER BY task_id LIMIT {tasks}\" }}\n  calls:\n    kind: run_episodes\n    inputs: [subset, world.sources, world.history_events]\n    per_item: task_id\n    concurrency: {pool}\n    resources: [llm]\n    params:\n      agent: llm\n      space: gui\n      history: none\n      epochs: {epochs}\n      max_steps: {steps}\n      llm: {{ base_url: \"{}\", model: bench, max_retries: 0 }}\n",
         server.url
     );
-    let yaml = taskset.replacen("stages:\n", &format!("resources: {{ llm: {pool} }}\nstages:\n"), 1);
+    let yaml = taskset.replacen(
+        "stages:\n",
+        &format!("resources: {{ llm: {pool} }}\nstages:\n"),
+        1,
+    );
     std::fs::write(work.join("llm.yaml"), format!("{yaml}{stages}"))?;
-    child(&exe, &work, &["run", "llm.yaml", "--only", "subset", "--progress", "none", "-q"])?;
+    child(
+        &exe,
+        &work,
+        &[
+            "run",
+            "llm.yaml",
+            "--only",
+            "subset",
+            "--progress",
+            "none",
+            "-q",
+        ],
+    )?;
     timed_run(&exe, &work, "llm.yaml")?;
     let seconds = stage_seconds_sum(&work, "taskset", "calls")?;
     let calls = tasks * epochs * steps;
     let served = server.requests().len();
-    anyhow::ensure!(served == calls, "the server saw {served} requests, expected {calls}");
+    anyhow::ensure!(
+        served == calls,
+        "the server saw {served} requests, expected {calls}"
+    );
     let ideal = pool as f64 * 1000.0 / latency_ms as f64;
     let rate = calls as f64 / seconds;
     Ok(vec![Figure {

@@ -186,7 +186,13 @@ fn a_gather_stage_collects_every_variant_once() {
     assert_eq!(s["total"], "executed", "{s:?}");
     assert_eq!(s.keys().filter(|k| k.starts_with("total")).count(), 1);
     let t = ws.table("total", None);
-    let n: Vec<Option<u32>> = t.column("n").expect("n").u32().expect("u32").iter().collect();
+    let n: Vec<Option<u32>> = t
+        .column("n")
+        .expect("n")
+        .u32()
+        .expect("u32")
+        .iter()
+        .collect();
     assert_eq!(n, [Some(2), Some(5)]);
 
     let again = ws.run_ok("g.yaml", &[]);

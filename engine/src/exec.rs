@@ -862,7 +862,10 @@ fn panic_text(panic: &Box<dyn std::any::Any + Send>) -> String {
 fn gather_variants(tables: Vec<InputTable>) -> Result<Vec<InputTable>> {
     let mut out: Vec<InputTable> = Vec::new();
     for t in tables {
-        match out.iter_mut().find(|o| o.stage == t.stage && o.table == t.table) {
+        match out
+            .iter_mut()
+            .find(|o| o.stage == t.stage && o.table == t.table)
+        {
             None => out.push(t),
             Some(acc) => {
                 acc.df.vstack_mut(&t.df).map_err(|e| {

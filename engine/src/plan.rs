@@ -652,10 +652,7 @@ fn bindings(c: &Checked, upstream_ids: &[(usize, usize)], instances: &[Instance]
                 instance,
                 stage: r.stage.clone(),
                 tables: tables.clone(),
-                gathered_variant: c
-                    .spec
-                    .gather
-                    .then(|| instances[instance].variant.name()),
+                gathered_variant: c.spec.gather.then(|| instances[instance].variant.name()),
             }
         })
         .collect()

@@ -106,11 +106,13 @@ impl Kind for RunEpisodes {
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         if let Some(var) = &params.skip_unless_env {
             if skip_marker(params).is_some() {
-                tracing::warn!(
-                    "stage `{}`: skipped ({var} is not set); set {var} to run the `{}` agent",
-                    ctx.stage,
-                    params.agent.as_str()
-                );
+                if first_skip_of(ctx) {
+                    tracing::warn!(
+                        "stage `{}`: skipped ({var} is not set); set {var} to run the `{}` agent",
+                        ctx.stage,
+                        params.agent.as_str()
+                    );
+                }
                 return tables(&[]);
             }
         }
@@ -145,6 +147,19 @@ fn refuse_offline_errors(ctx: &StageContext<'_>, run: &EpisodeRun) -> Result<(),
         ))),
         _ => Ok(()),
     }
+}
+
+/// Whether this is the first skipped item of this stage variant in this process, so the skip
+/// is said once rather than once per task.
+fn first_skip_of(ctx: &StageContext<'_>) -> bool {
+    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+    let key = format!("{}[{}]", ctx.stage, ctx.variant);
+    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
+    if said.contains(&key) {
+        return false;
+    }
+    said.push(key);
+    true
 }
 
 fn tables(runs: &[EpisodeRun]) -> Result<Tables, StageError> {

@@ -2,15 +2,15 @@
 //! solutions; `ask_all` and `heuristic` are honest baselines that see only the brief; `llm`
 //! drives a chat-completions model.
 
-mod replay;
 pub mod llm;
+mod replay;
 mod scripted;
 
 use prefflow_engine::{StageContext, StageError};
 use serde::{Deserialize, Serialize};
 
-pub use replay::Replay;
 pub use llm::{LlmAgent, LlmFactory};
+pub use replay::Replay;
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
