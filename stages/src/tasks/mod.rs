@@ -29,6 +29,6 @@ mod eval_tests;
 #[cfg(test)]
 mod review_tests;
 #[cfg(test)]
-mod testkit;
+pub(crate) mod testkit;
 #[cfg(test)]
 mod tests;

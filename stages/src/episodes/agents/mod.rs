@@ -2,11 +2,19 @@
 //! solutions; `ask_all` and `heuristic` are honest baselines that see only the brief; `llm`
 //! drives a chat-completions model.
 
+mod ask_all;
+mod driver;
+mod heuristic;
+pub mod plan;
 mod scripted;
+pub mod values;
 
 use prefflow_engine::{StageContext, StageError};
 use serde::{Deserialize, Serialize};
 
+pub use ask_all::{AskAll, AskAllPolicy};
+pub use driver::{Decision, FieldKey, PlanAgent, Policy};
+pub use heuristic::{Heuristic, HeuristicPolicy, TOP_K};
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
@@ -50,6 +58,8 @@ pub fn factory<'a>(
     match params.agent {
         AgentName::Oracle => Ok(Box::new(Oracle)),
         AgentName::Defaults => Ok(Box::new(Defaults)),
+        AgentName::AskAll => Ok(Box::new(AskAll)),
+        AgentName::Heuristic => Ok(Box::new(Heuristic)),
         other => Err(StageError::Input(format!(
             "stage `{}`: agent `{}` is not available yet",
             ctx.stage,
@@ -57,3 +67,6 @@ pub fn factory<'a>(
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests;

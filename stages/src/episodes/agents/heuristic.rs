@@ -1,0 +1,158 @@
+//! `heuristic`: a real non-LLM baseline. For each open field of its plan it retrieves the
+//! history events most relevant to the field (BM25 over the events the variant exposed, query =
+//! field name, description, options, operation and instruction; top [`TOP_K`]) and counts how
+//! often each candidate value (an enum option, a record of a ref field's table, a clock time)
+//! appears in them:
+//!
+//! - the instruction names exactly one candidate → use it (the user said so);
+//! - one candidate clearly dominates the evidence → infer it;
+//! - no evidence at all → ask the user (as `ask_all` would);
+//! - evidence that disagrees → keep the app default (a guess would be as likely wrong, and a
+//!   question about a detail the history already covers is one the user should not need).
+//!
+//! With `history: none` it has no evidence and asks about everything; with more exposure it finds
+//! more evidence and infers more — the inferable-slot score rises with exposure. Unavailable
+//! options are surfaced by the shared driver (see [`super::driver`]).
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+
+use crate::episodes::retrieval::Bm25;
+use crate::tasks::TaskBundle;
+use crate::world::phone::ParamSpec;
+
+use super::super::agent::{Agent, AgentFactory, Brief};
+use super::driver::{Decision, FieldKey, PlanAgent, Policy};
+use super::plan::{words, OpCall, Plan};
+use super::values::{candidates, mentioned, times, Candidate};
+
+/// Events retrieved per field. The history *exposure* (what the ablation sweeps) bounds what
+/// these come from.
+pub const TOP_K: usize = 10;
+
+/// Infers from retrieved evidence; asks when there is none.
+pub struct HeuristicPolicy {
+    k: usize,
+    instruction: String,
+    /// Lower-cased text of the events retrieved for each open field.
+    evidence: HashMap<FieldKey, Vec<String>>,
+}
+
+impl HeuristicPolicy {
+    /// A policy retrieving `k` events per field.
+    pub fn new(k: usize) -> Self {
+        Self {
+            k,
+            instruction: String::new(),
+            evidence: HashMap::new(),
+        }
+    }
+}
+
+/// The retrieval query for a field.
+fn query(op: &OpCall, p: &ParamSpec, instruction: &str) -> String {
+    let app = op.tool.split('.').next().unwrap_or_default();
+    let options = p.options.as_deref().unwrap_or_default().join(" ");
+    format!(
+        "{} {} {options} {app} {} {instruction}",
+        words(&p.name),
+        p.description,
+        op.title
+    )
+}
+
+/// Votes per value: each event counts once for every value it mentions.
+fn votes(texts: &[String], p: &ParamSpec, cands: &[Candidate]) -> Vec<(Value, usize)> {
+    let mut tally: Vec<(Value, usize)> = Vec::new();
+    let mut add = |v: Value| match tally.iter_mut().find(|(x, _)| *x == v) {
+        Some((_, n)) => *n += 1,
+        None => tally.push((v, 1)),
+    };
+    for text in texts {
+        if p.type_name == "time" {
+            let mut seen = times(text);
+            seen.dedup();
+            seen.into_iter().for_each(|t| add(json!(t)));
+        } else {
+            mentioned(text, cands)
+                .into_iter()
+                .for_each(|c| add(c.value.clone()));
+        }
+    }
+    tally.sort_by(|a, b| b.1.cmp(&a.1));
+    tally
+}
+
+/// The value the votes agree on: the leader has at least twice the runner-up's votes.
+fn agreed(tally: &[(Value, usize)]) -> Option<Value> {
+    let (best, n) = tally.first()?;
+    let second = tally.get(1).map_or(0, |t| t.1);
+    (*n >= 1 && *n >= 2 * second && *n > second).then(|| best.clone())
+}
+
+impl Policy for HeuristicPolicy {
+    fn prepare(&mut self, brief: &Brief<'_>, plan: &Plan) {
+        self.instruction = brief.instruction.to_lowercase();
+        let index = Bm25::new(brief.history);
+        for (step, op, p) in plan.open_fields() {
+            let texts = index
+                .top_k(&query(op, p, brief.instruction), self.k)
+                .iter()
+                .map(|e| e.text.to_lowercase())
+                .collect();
+            self.evidence.insert((step, p.name.clone()), texts);
+        }
+    }
+
+    fn decide(
+        &self,
+        key: &FieldKey,
+        _op: &OpCall,
+        p: &ParamSpec,
+        records: Option<&[Value]>,
+    ) -> Decision {
+        if p.type_name == "ref" && records.is_none() {
+            return Decision::NeedRecords;
+        }
+        let cands = candidates(p, records);
+        if let [said] = mentioned(&self.instruction, &cands)[..] {
+            return Decision::Set(said.value.clone());
+        }
+        let texts = self.evidence.get(key).map(Vec::as_slice).unwrap_or_default();
+        let tally = votes(texts, p, &cands);
+        if tally.is_empty() {
+            return Decision::Ask;
+        }
+        agreed(&tally).map_or(Decision::Leave, Decision::Set)
+    }
+}
+
+/// The `heuristic` factory. Reads only the task's defaults-only plan (see [`super::plan`]).
+pub struct Heuristic;
+
+impl AgentFactory for Heuristic {
+    fn name(&self) -> String {
+        "heuristic".into()
+    }
+
+    fn make<'a>(&'a self, task: &'a TaskBundle, _seed: u64) -> Box<dyn Agent + 'a> {
+        Box::new(PlanAgent::new(
+            &task.task.defaults_solution,
+            HeuristicPolicy::new(TOP_K),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_agrees_only_when_the_leader_doubles_the_runner_up() {
+        assert_eq!(agreed(&[(json!("patio"), 3), (json!("indoor"), 1)]), Some(json!("patio")));
+        assert_eq!(agreed(&[(json!("patio"), 1)]), Some(json!("patio")));
+        assert_eq!(agreed(&[(json!("patio"), 3), (json!("indoor"), 2)]), None);
+        assert_eq!(agreed(&[]), None);
+    }
+}
