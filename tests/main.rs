@@ -7,6 +7,7 @@ mod engine_cache;
 mod engine_errors;
 mod engine_items;
 mod engine_tools;
+mod episodes;
 mod knowu;
 mod llm_client;
 mod llm_pipeline;
