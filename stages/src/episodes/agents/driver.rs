@@ -11,6 +11,7 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::{Map, Value};
 
+use crate::episodes::simulator::is_dont_know;
 use crate::world::phone::{Action, AskRecord, Observation, ParamSpec, Status, ToolSpec};
 use crate::world::types::display;
 
@@ -182,9 +183,19 @@ impl<'a, P: Policy> PlanAgent<'a, P> {
             .as_ref()
             .and_then(|p| from_reply(p, reply, records))
             .filter(|v| *v != old);
-        match (alt, op) {
+        // No preference about an optional field the agent chose itself: drop the choice and let
+        // the app default apply. A refusal ("no other time") or a required field stops.
+        let open = op
+            .as_ref()
+            .is_some_and(|o| o.open.iter().any(|p| &p.name == name));
+        let fallback = match alt {
+            Some(v) => Some(Some(v)),
+            None if open && is_dont_know(&reply.to_lowercase()) => Some(None),
+            None => None,
+        };
+        match (fallback, op) {
             (Some(v), Some(op)) => {
-                self.decided.insert(key.clone(), Some(v));
+                self.decided.insert(key.clone(), v);
                 let args = self.call_args(*step).unwrap_or_default();
                 self.pending = Pending::Calling(*step);
                 Action::Call {

@@ -25,11 +25,14 @@ use crate::world::phone::ParamSpec;
 use super::super::agent::{Agent, AgentFactory, Brief};
 use super::driver::{Decision, FieldKey, PlanAgent, Policy};
 use super::plan::{words, OpCall, Plan};
-use super::values::{candidates, mentioned, times, Candidate};
+use super::values::{candidates, mentioned, mentions, numbers, times, Candidate};
 
 /// Events retrieved per field. The history *exposure* (what the ablation sweeps) bounds what
 /// these come from.
 pub const TOP_K: usize = 10;
+
+/// Events that must agree before a value is inferred: one mention is an anecdote.
+const MIN_VOTES: usize = 2;
 
 /// Infers from retrieved evidence; asks when there is none.
 pub struct HeuristicPolicy {
@@ -69,15 +72,34 @@ fn votes(texts: &[String], p: &ParamSpec, cands: &[Candidate]) -> Vec<(Value, us
         Some((_, n)) => *n += 1,
         None => tally.push((v, 1)),
     };
+    let field = words(&p.name);
+    let about_field = |text: &str| {
+        field
+            .split(' ')
+            .filter(|w| w.len() >= 3)
+            .any(|w| text.contains(w))
+    };
     for text in texts {
-        if p.type_name == "time" {
-            let mut seen = times(text);
-            seen.dedup();
-            seen.into_iter().for_each(|t| add(json!(t)));
-        } else {
-            mentioned(text, cands)
+        match p.type_name {
+            "time" => {
+                let mut seen = times(text);
+                seen.dedup();
+                seen.into_iter().for_each(|t| add(json!(t)));
+            }
+            "int" if about_field(text) => {
+                let mut seen = numbers(text);
+                seen.dedup();
+                seen.into_iter().for_each(|n| add(json!(n)));
+            }
+            "bool" if mentions(text, &field) => {
+                let negated = ["no ", "without ", "skip ", "skipped "]
+                    .iter()
+                    .any(|neg| text.contains(&format!("{neg}{field}")));
+                add(json!(!negated));
+            }
+            _ => mentioned(text, cands)
                 .into_iter()
-                .for_each(|c| add(c.value.clone()));
+                .for_each(|c| add(c.value.clone())),
         }
     }
     tally.sort_by(|a, b| b.1.cmp(&a.1));
@@ -88,7 +110,7 @@ fn votes(texts: &[String], p: &ParamSpec, cands: &[Candidate]) -> Vec<(Value, us
 fn agreed(tally: &[(Value, usize)]) -> Option<Value> {
     let (best, n) = tally.first()?;
     let second = tally.get(1).map_or(0, |t| t.1);
-    (*n >= 1 && *n >= 2 * second && *n > second).then(|| best.clone())
+    (*n >= MIN_VOTES && *n >= 2 * second).then(|| best.clone())
 }
 
 impl Policy for HeuristicPolicy {
@@ -151,7 +173,8 @@ mod tests {
     #[test]
     fn evidence_agrees_only_when_the_leader_doubles_the_runner_up() {
         assert_eq!(agreed(&[(json!("patio"), 3), (json!("indoor"), 1)]), Some(json!("patio")));
-        assert_eq!(agreed(&[(json!("patio"), 1)]), Some(json!("patio")));
+        assert_eq!(agreed(&[(json!("patio"), 2)]), Some(json!("patio")));
+        assert_eq!(agreed(&[(json!("patio"), 1)]), None, "one event is not agreement");
         assert_eq!(agreed(&[(json!("patio"), 3), (json!("indoor"), 2)]), None);
         assert_eq!(agreed(&[]), None);
     }

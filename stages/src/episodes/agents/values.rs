@@ -38,7 +38,7 @@ pub fn candidates(p: &ParamSpec, records: Option<&[Value]>) -> Vec<Candidate> {
     if p.type_name != "ref" {
         return Vec::new();
     }
-    records
+    let mut cands: Vec<Candidate> = records
         .unwrap_or_default()
         .iter()
         .filter_map(|r| {
@@ -54,6 +54,44 @@ pub fn candidates(p: &ParamSpec, records: Option<&[Value]>) -> Vec<Candidate> {
                 phrases,
             })
         })
+        .collect();
+    add_distinctive_words(&mut cands);
+    cands
+}
+
+/// People name records by part of their name ("the Sapphire card" for "Chase Sapphire
+/// Preferred"): every word of four or more letters that names exactly one candidate becomes a
+/// phrase of it too.
+fn add_distinctive_words(cands: &mut [Candidate]) {
+    let words_of = |c: &Candidate| -> Vec<String> {
+        let mut w: Vec<String> = c
+            .phrases
+            .iter()
+            .flat_map(|ph| ph.split(|ch: char| !ch.is_alphanumeric()))
+            .filter(|w| w.len() >= 4 && w.chars().all(char::is_alphabetic))
+            .map(str::to_string)
+            .collect();
+        w.sort();
+        w.dedup();
+        w
+    };
+    let all: Vec<Vec<String>> = cands.iter().map(words_of).collect();
+    for (i, c) in cands.iter_mut().enumerate() {
+        for w in &all[i] {
+            let unique = all.iter().enumerate().all(|(j, o)| j == i || !o.contains(w));
+            if unique && !c.phrases.contains(w) {
+                c.phrases.push(w.clone());
+            }
+        }
+    }
+}
+
+/// Whole numbers written as a word of their own (`20`, `20%`, `3x`), not parts of times or
+/// dates.
+pub fn numbers(text: &str) -> Vec<i64> {
+    text.split_whitespace()
+        .map(|w| w.trim_matches(|c: char| ",.;:!?()\"'".contains(c)))
+        .filter_map(|w| w.trim_end_matches(['%', 'x']).parse().ok())
         .collect()
 }
 
