@@ -87,7 +87,10 @@ fn the_shipped_ablations_sweep_their_dimension_over_every_agent_variant() {
             .find(|l| l.starts_with("episodes "))
             .unwrap_or_else(|| panic!("{file}: no episodes stage in\n{}", out.stdout));
         assert!(line.contains(dims), "{file}: {line}");
-        assert!(line.contains(&format!("({variants} variants)")), "{file}: {line}");
+        assert!(
+            line.contains(&format!("({variants} variants)")),
+            "{file}: {line}"
+        );
     }
 }
 
@@ -96,8 +99,11 @@ fn changing_one_exposure_reruns_only_that_variants_episodes() {
     let ws = Workspace::new();
     let templates = ws.path().join("templates");
     std::fs::create_dir_all(&templates).expect("mkdir");
-    std::fs::copy(repo("datasets/tasks/dining.yaml"), templates.join("dining.yaml"))
-        .expect("copy templates");
+    std::fs::copy(
+        repo("datasets/tasks/dining.yaml"),
+        templates.join("dining.yaml"),
+    )
+    .expect("copy templates");
     let t = templates.to_string_lossy().into_owned();
     ws.write("ablation.yaml", &ablation(&t, r#"["none", "top_k:10"]"#));
     let first = ws.run_ok("ablation.yaml", &[]);

@@ -42,8 +42,13 @@ pub trait Policy {
 
     /// The decision for one open field. `records` are the referenced table's records for a
     /// ref field once read (`None` before, e.g. in the clarification phase).
-    fn decide(&self, key: &FieldKey, op: &OpCall, p: &ParamSpec, records: Option<&[Value]>)
-        -> Decision;
+    fn decide(
+        &self,
+        key: &FieldKey,
+        op: &OpCall,
+        p: &ParamSpec,
+        records: Option<&[Value]>,
+    ) -> Decision;
 }
 
 /// How many times one call may be retried after surfacing an unavailable value.
@@ -143,7 +148,9 @@ impl<'a, P: Policy> PlanAgent<'a, P> {
     /// A call failed: if the error names a value the call passed, ask about it; otherwise give
     /// the step up.
     fn surface(&mut self, step: usize, last: &Observation) -> Option<Action> {
-        let culprit = self.call_args(step).and_then(|args| culprit(&args, &last.text));
+        let culprit = self
+            .call_args(step)
+            .and_then(|args| culprit(&args, &last.text));
         let tries = self.surfaced.entry(step).or_default();
         match culprit {
             Some((name, value)) if *tries < MAX_SURFACING => {
@@ -173,7 +180,10 @@ impl<'a, P: Policy> PlanAgent<'a, P> {
     fn follow(&mut self, key: FieldKey, old: Value, reply: &str) -> Action {
         let (step, name) = &key;
         let op = self.op(*step).cloned();
-        let spec = op.as_ref().and_then(|op| self.spec(&op.tool, name)).cloned();
+        let spec = op
+            .as_ref()
+            .and_then(|op| self.spec(&op.tool, name))
+            .cloned();
         let records = spec
             .as_ref()
             .and_then(|p| p.refers_to.as_ref())
@@ -235,7 +245,11 @@ impl<'a, P: Policy> PlanAgent<'a, P> {
             if self.stopped {
                 return Action::Finish;
             }
-            let Some(step) = self.plan.as_ref().and_then(|p| p.steps.get(self.step)).cloned()
+            let Some(step) = self
+                .plan
+                .as_ref()
+                .and_then(|p| p.steps.get(self.step))
+                .cloned()
             else {
                 return Action::Finish;
             };
@@ -350,7 +364,8 @@ impl<P: Policy> Agent for PlanAgent<'_, P> {
         for (step, op, p) in plan.open_fields() {
             let q = question(op, p);
             if let Some(rec) = clarifications.iter().find(|r| r.question == q) {
-                self.answers.insert((step, p.name.clone()), rec.reply.clone());
+                self.answers
+                    .insert((step, p.name.clone()), rec.reply.clone());
             }
         }
         Ok(())

@@ -1,11 +1,12 @@
 //! `heuristic`: a real non-LLM baseline. For each open field of its plan it retrieves the
 //! history events most relevant to the field (BM25 over the events the variant exposed, query =
 //! field name, description, options, operation and instruction; top [`TOP_K`]) and counts how
-//! often each candidate value (an enum option, a record of a ref field's table, a clock time)
-//! appears in them:
+//! many of them mention each candidate value (an enum option, a record of a ref field's table by
+//! name, a clock time for time fields, a number in an event about the field for int fields, the
+//! field itself for flags):
 //!
 //! - the instruction names exactly one candidate → use it (the user said so);
-//! - one candidate clearly dominates the evidence → infer it;
+//! - one value has at least two agreeing events and twice the runner-up's → infer it;
 //! - no evidence at all → ask the user (as `ask_all` would);
 //! - evidence that disagrees → keep the app default (a guess would be as likely wrong, and a
 //!   question about a detail the history already covers is one the user should not need).
@@ -102,7 +103,7 @@ fn votes(texts: &[String], p: &ParamSpec, cands: &[Candidate]) -> Vec<(Value, us
                 .for_each(|c| add(c.value.clone())),
         }
     }
-    tally.sort_by(|a, b| b.1.cmp(&a.1));
+    tally.sort_by_key(|t| std::cmp::Reverse(t.1));
     tally
 }
 
@@ -141,7 +142,11 @@ impl Policy for HeuristicPolicy {
         if let [said] = mentioned(&self.instruction, &cands)[..] {
             return Decision::Set(said.value.clone());
         }
-        let texts = self.evidence.get(key).map(Vec::as_slice).unwrap_or_default();
+        let texts = self
+            .evidence
+            .get(key)
+            .map(Vec::as_slice)
+            .unwrap_or_default();
         let tally = votes(texts, p, &cands);
         if tally.is_empty() {
             return Decision::Ask;
@@ -172,9 +177,16 @@ mod tests {
 
     #[test]
     fn evidence_agrees_only_when_the_leader_doubles_the_runner_up() {
-        assert_eq!(agreed(&[(json!("patio"), 3), (json!("indoor"), 1)]), Some(json!("patio")));
+        assert_eq!(
+            agreed(&[(json!("patio"), 3), (json!("indoor"), 1)]),
+            Some(json!("patio"))
+        );
         assert_eq!(agreed(&[(json!("patio"), 2)]), Some(json!("patio")));
-        assert_eq!(agreed(&[(json!("patio"), 1)]), None, "one event is not agreement");
+        assert_eq!(
+            agreed(&[(json!("patio"), 1)]),
+            None,
+            "one event is not agreement"
+        );
         assert_eq!(agreed(&[(json!("patio"), 3), (json!("indoor"), 2)]), None);
         assert_eq!(agreed(&[]), None);
     }

@@ -76,12 +76,20 @@ fn measure(factory: &dyn AgentFactory, history: Exposure, clarify: bool) -> Scor
             clarify,
         };
         let run = run_episode(&mut env, agent.as_mut(), &mut user, &shown, spec);
-        assert_ne!(run.episode.status, "error", "{}: {:?}", task.task_id, run.episode.error);
+        assert_ne!(
+            run.episode.status, "error",
+            "{}: {:?}",
+            task.task_id, run.episode.error
+        );
         let judge = Episode::new(&env.phone, &bundle.slots);
         for c in &bundle.criteria {
             let pass = judge.check(&c.predicate);
             add(&mut score.criteria, pass);
-            let source = c.slot_id.as_deref().and_then(|s| bundle.slot(s)).map(|s| s.source);
+            let source = c
+                .slot_id
+                .as_deref()
+                .and_then(|s| bundle.slot(s))
+                .map(|s| s.source);
             match (c.kind, source) {
                 (CriterionKind::Action, _) => add(&mut score.action, pass),
                 (_, Some(Source::AskOnly)) => add(&mut score.ask_only, pass),
@@ -134,7 +142,10 @@ fn the_baselines_order_as_the_papers_report() {
             .collect();
         handles
             .into_iter()
-            .map(|h| h.join().unwrap_or_else(|_| panic!("a measurement panicked")))
+            .map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| panic!("a measurement panicked"))
+            })
             .collect()
     });
     let [oracle, defaults, ask_all, ask_all_clarify, heur_none, heur_10, heur_50, heur_all, heur_clarify] =
@@ -147,22 +158,43 @@ fn the_baselines_order_as_the_papers_report() {
         report(name, s);
     }
 
-    assert_eq!(oracle.criteria.0, oracle.criteria.1, "the oracle passes every criterion");
+    assert_eq!(
+        oracle.criteria.0, oracle.criteria.1,
+        "the oracle passes every criterion"
+    );
     let personalization = (
         defaults.inferable.0 + defaults.ask_only.0,
         defaults.inferable.1 + defaults.ask_only.1,
     );
-    assert!(rate(personalization) < 0.05, "defaults ≈ 0 on personalization: {personalization:?}");
+    assert!(
+        rate(personalization) < 0.05,
+        "defaults ≈ 0 on personalization: {personalization:?}"
+    );
     assert_eq!(defaults.precision.1, 0, "defaults never asks");
 
-    assert!(rate(heur_10.inferable) > rate(heur_none.inferable), "more exposure, more inference");
+    assert!(
+        rate(heur_10.inferable) > rate(heur_none.inferable),
+        "more exposure, more inference"
+    );
     assert!(rate(heur_50.inferable) > rate(heur_none.inferable));
     assert!(rate(heur_all.inferable) > rate(heur_none.inferable));
-    assert!(rate(heur_all.inferable) > rate(ask_all.inferable), "history beats asking on inferable details");
+    assert!(
+        rate(heur_all.inferable) > rate(ask_all.inferable),
+        "history beats asking on inferable details"
+    );
 
-    assert!(ask_all.precision.1 > heur_all.precision.1, "ask_all asks more");
-    assert!(rate(ask_all.recall) > rate(heur_all.recall), "ask_all recalls more ask-only details");
-    assert!(rate(ask_all.precision) < rate(heur_all.precision), "but with lower precision");
+    assert!(
+        ask_all.precision.1 > heur_all.precision.1,
+        "ask_all asks more"
+    );
+    assert!(
+        rate(ask_all.recall) > rate(heur_all.recall),
+        "ask_all recalls more ask-only details"
+    );
+    assert!(
+        rate(ask_all.precision) < rate(heur_all.precision),
+        "but with lower precision"
+    );
     assert!(rate(ask_all.ask_only) > rate(defaults.ask_only));
 
     // Clarifying up front asks the same questions, so it scores the same.
@@ -171,27 +203,4 @@ fn the_baselines_order_as_the_papers_report() {
     assert_eq!(heur_clarify.criteria, heur_all.criteria);
     assert_eq!(ask_all.clarify_asks + heur_all.clarify_asks, 0);
     assert!(ask_all_clarify.clarify_asks > 0 && heur_clarify.clarify_asks > 0);
-}
-
-#[test]
-fn zz_debug_dump() {
-    for bundle in tasks() {
-        let task = &bundle.task;
-        let config = EpisodeConfig { space: ActionSpace::Tools, clock: None, overrides: task.overrides.clone() };
-        let mut env = PhoneEnv::new(world(), config).unwrap();
-        let all: Vec<&HistoryEvent> = world().history.iter().collect();
-        let shown = exposure::select(&all, Exposure::All, LogKind::Noisy, &task.instruction);
-        let mut agent = Heuristic.make(bundle, 0);
-        let mut user = ScriptedUser::new(&bundle.slots);
-        let spec = EpisodeSpec { row: EpisodeRow::default(), instruction: task.instruction.clone(), space: ActionSpace::Tools, max_steps: 30, clarify: false };
-        let run = run_episode(&mut env, agent.as_mut(), &mut user, &shown, spec);
-        let judge = Episode::new(&env.phone, &bundle.slots);
-        let fails: Vec<String> = bundle.criteria.iter().filter(|c| !judge.check(&c.predicate)).map(|c| format!("{}({:?})", c.criterion_id, c.slot_id.as_deref().and_then(|s| bundle.slot(s)).map(|s| (s.source.as_str(), s.value.to_string())))).collect();
-        println!("== {} [{}] fails: {}", task.task_id, task.instruction, fails.join(", "));
-        for s in &run.steps {
-            let obs: String = s.observation.clone().unwrap_or_default().chars().take(140).collect();
-            let args: String = s.arguments.chars().take(200).collect();
-            println!("   {} {} {} -> {} {}", s.phase, s.action_type, args, s.observation_status, if s.action_type.contains("list_") { String::new() } else { obs });
-        }
-    }
 }

@@ -78,7 +78,10 @@ fn add_distinctive_words(cands: &mut [Candidate]) {
     let all: Vec<Vec<String>> = cands.iter().map(words_of).collect();
     for (i, c) in cands.iter_mut().enumerate() {
         for w in &all[i] {
-            let unique = all.iter().enumerate().all(|(j, o)| j == i || !o.contains(w));
+            let unique = all
+                .iter()
+                .enumerate()
+                .all(|(j, o)| j == i || !o.contains(w));
             if unique && !c.phrases.contains(w) {
                 c.phrases.push(w.clone());
             }
@@ -235,12 +238,25 @@ mod tests {
     #[test]
     fn replies_map_to_values_of_the_fields_type() {
         let occ = spec("enum", Some(&["none", "birthday", "date_night"]));
-        assert_eq!(from_reply(&occ, "date_night", None), Some(json!("date_night")));
-        assert_eq!(from_reply(&occ, "A date night, please", None), Some(json!("date_night")));
+        assert_eq!(
+            from_reply(&occ, "date_night", None),
+            Some(json!("date_night"))
+        );
+        assert_eq!(
+            from_reply(&occ, "A date night, please", None),
+            Some(json!("date_night"))
+        );
         assert_eq!(from_reply(&occ, "I don't know.", None), None);
         assert_eq!(from_reply(&spec("int", None), "4", None), Some(json!(4)));
-        assert_eq!(from_reply(&spec("int", None), "40 people", None), None, "out of range");
-        assert_eq!(from_reply(&spec("time", None), "20:30", None), Some(json!("20:30")));
+        assert_eq!(
+            from_reply(&spec("int", None), "40 people", None),
+            None,
+            "out of range"
+        );
+        assert_eq!(
+            from_reply(&spec("time", None), "20:30", None),
+            Some(json!("20:30"))
+        );
         assert_eq!(from_reply(&spec("time", None), "no other time", None), None);
         let store = ParamSpec {
             type_name: "ref",
@@ -261,11 +277,23 @@ mod tests {
         assert!(mentions("asked for patio seating", "patio"));
         assert!(!mentions("patios", "patio"));
         let milk = [
-            Candidate { value: json!("milk"), phrases: vec!["milk".into()] },
-            Candidate { value: json!("oat"), phrases: vec!["oat milk".into()] },
+            Candidate {
+                value: json!("milk"),
+                phrases: vec!["milk".into()],
+            },
+            Candidate {
+                value: json!("oat"),
+                phrases: vec!["oat milk".into()],
+            },
         ];
-        let hits: Vec<&Value> = mentioned("bought oat milk", &milk).iter().map(|c| &c.value).collect();
+        let hits: Vec<&Value> = mentioned("bought oat milk", &milk)
+            .iter()
+            .map(|c| &c.value)
+            .collect();
         assert_eq!(hits, [&json!("oat")]);
-        assert_eq!(times("at 19:30, or 7:05; not 123:456 nor 10:00-12:00"), ["19:30", "07:05", "10:00", "12:00"]);
+        assert_eq!(
+            times("at 19:30, or 7:05; not 123:456 nor 10:00-12:00"),
+            ["19:30", "07:05", "10:00", "12:00"]
+        );
     }
 }
