@@ -1,9 +1,9 @@
 //! `heuristic`: a real non-LLM baseline. For each open field of its plan it retrieves the
 //! history events most relevant to the field (BM25 over the events the variant exposed, query =
-//! field name, description, options, operation and instruction; top [`TOP_K`]) and counts how
-//! many of them mention each candidate value (an enum option, a record of a ref field's table by
-//! name, a clock time for time fields, a number in an event about the field for int fields, the
-//! field itself for flags):
+//! field name, description, options, operation and instruction), keeps the best [`TOP_K`] that
+//! mention some value of the field — an enum option, a record of a ref field's table by name, a
+//! clock time for time fields, a number in an event about the field for int fields, the field
+//! itself for flags — and counts how many of them mention each value:
 //!
 //! - the instruction names exactly one candidate → use it (the user said so);
 //! - one value has at least two agreeing events and twice the runner-up's → infer it;
@@ -32,6 +32,9 @@ use super::values::{candidates, mentioned, mentions, numbers, times, Candidate};
 /// these come from.
 pub const TOP_K: usize = 10;
 
+/// How many ranked events per evidence slot are kept to find the `k` that carry a value.
+const RANKED_PER_K: usize = 20;
+
 /// Events that must agree before a value is inferred: one mention is an anecdote.
 const MIN_VOTES: usize = 2;
 
@@ -39,7 +42,7 @@ const MIN_VOTES: usize = 2;
 pub struct HeuristicPolicy {
     k: usize,
     instruction: String,
-    /// Lower-cased text of the events retrieved for each open field.
+    /// Lower-cased text of the events retrieved for each open field, best first.
     evidence: HashMap<FieldKey, Vec<String>>,
 }
 
@@ -66,41 +69,49 @@ fn query(op: &OpCall, p: &ParamSpec, instruction: &str) -> String {
     )
 }
 
-/// Votes per value: each event counts once for every value it mentions.
-fn votes(texts: &[String], p: &ParamSpec, cands: &[Candidate]) -> Vec<(Value, usize)> {
-    let mut tally: Vec<(Value, usize)> = Vec::new();
-    let mut add = |v: Value| match tally.iter_mut().find(|(x, _)| *x == v) {
-        Some((_, n)) => *n += 1,
-        None => tally.push((v, 1)),
-    };
-    let field = words(&p.name);
-    let about_field = |text: &str| {
+/// The values one event mentions for the field (each once).
+fn values_in(text: &str, p: &ParamSpec, field: &str, cands: &[Candidate]) -> Vec<Value> {
+    let about_field = || {
         field
             .split(' ')
             .filter(|w| w.len() >= 3)
             .any(|w| text.contains(w))
     };
-    for text in texts {
-        match p.type_name {
-            "time" => {
-                let mut seen = times(text);
-                seen.dedup();
-                seen.into_iter().for_each(|t| add(json!(t)));
-            }
-            "int" if about_field(text) => {
-                let mut seen = numbers(text);
-                seen.dedup();
-                seen.into_iter().for_each(|n| add(json!(n)));
-            }
-            "bool" if mentions(text, &field) => {
-                let negated = ["no ", "without ", "skip ", "skipped "]
-                    .iter()
-                    .any(|neg| text.contains(&format!("{neg}{field}")));
-                add(json!(!negated));
-            }
-            _ => mentioned(text, cands)
-                .into_iter()
-                .for_each(|c| add(c.value.clone())),
+    let mut out: Vec<Value> = match p.type_name {
+        "time" => times(text).into_iter().map(Value::String).collect(),
+        "int" if about_field() => numbers(text).into_iter().map(|n| json!(n)).collect(),
+        "int" => Vec::new(),
+        "bool" if mentions(text, field) => {
+            let negated = ["no ", "without ", "skip ", "skipped "]
+                .iter()
+                .any(|neg| text.contains(&format!("{neg}{field}")));
+            vec![json!(!negated)]
+        }
+        "bool" => Vec::new(),
+        _ => mentioned(text, cands)
+            .into_iter()
+            .map(|c| c.value.clone())
+            .collect(),
+    };
+    out.dedup();
+    out
+}
+
+/// Votes per value over the `k` best-ranked events that mention any value of the field (an
+/// event about the restaurant but not the time is no evidence about the time): each counts once
+/// for every value it mentions.
+fn votes(ranked: &[String], k: usize, p: &ParamSpec, cands: &[Candidate]) -> Vec<(Value, usize)> {
+    let field = words(&p.name);
+    let mut tally: Vec<(Value, usize)> = Vec::new();
+    let evidence = ranked
+        .iter()
+        .map(|text| values_in(text, p, &field, cands))
+        .filter(|vals| !vals.is_empty())
+        .take(k);
+    for v in evidence.flatten() {
+        match tally.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, n)) => *n += 1,
+            None => tally.push((v, 1)),
         }
     }
     tally.sort_by_key(|t| std::cmp::Reverse(t.1));
@@ -120,7 +131,7 @@ impl Policy for HeuristicPolicy {
         let index = Bm25::new(brief.history);
         for (step, op, p) in plan.open_fields() {
             let texts = index
-                .top_k(&query(op, p, brief.instruction), self.k)
+                .top_k(&query(op, p, brief.instruction), self.k * RANKED_PER_K)
                 .iter()
                 .map(|e| e.text.to_lowercase())
                 .collect();
@@ -147,7 +158,7 @@ impl Policy for HeuristicPolicy {
             .get(key)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        let tally = votes(texts, p, &cands);
+        let tally = votes(texts, self.k, p, &cands);
         if tally.is_empty() {
             return Decision::Ask;
         }
@@ -174,6 +185,34 @@ impl AgentFactory for Heuristic {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_the_k_best_events_that_carry_a_value_vote() {
+        let time = ParamSpec {
+            name: "time".into(),
+            type_name: "time",
+            required: false,
+            default: None,
+            options: None,
+            range: None,
+            refers_to: None,
+            description: String::new(),
+        };
+        let ranked: Vec<String> = [
+            "booked a table at baan thai",
+            "texted sam: \"baan thai at 19:30?\"",
+            "booked a table at baan thai",
+            "reserved baan thai for 19:30",
+            "dentist at 08:00",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        assert_eq!(votes(&ranked, 2, &time, &[]), [(json!("19:30"), 2)]);
+        let three = votes(&ranked, 3, &time, &[]);
+        assert_eq!(three, [(json!("19:30"), 2), (json!("08:00"), 1)]);
+        assert_eq!(agreed(&three), Some(json!("19:30")));
+    }
 
     #[test]
     fn evidence_agrees_only_when_the_leader_doubles_the_runner_up() {
