@@ -204,3 +204,122 @@ fn the_baselines_order_as_the_papers_report() {
     assert_eq!(ask_all.clarify_asks + heur_all.clarify_asks, 0);
     assert!(ask_all_clarify.clarify_asks > 0 && heur_clarify.clarify_asks > 0);
 }
+
+/// Plays one task with the scripted user and returns the run and whether each criterion passed.
+fn play(
+    factory: &dyn AgentFactory,
+    bundle: &TaskBundle,
+    history: Exposure,
+) -> (crate::episodes::EpisodeRun, Vec<(String, bool)>) {
+    let task = &bundle.task;
+    let config = EpisodeConfig {
+        space: ActionSpace::Tools,
+        clock: None,
+        overrides: task.overrides.clone(),
+    };
+    let mut env = PhoneEnv::new(world(), config).unwrap_or_else(|e| panic!("{e}"));
+    let all: Vec<&HistoryEvent> = world().history.iter().collect();
+    let shown = exposure::select(&all, history, LogKind::Noisy, &task.instruction);
+    let mut agent = factory.make(bundle, 0);
+    let mut user = ScriptedUser::new(&bundle.slots);
+    let spec = EpisodeSpec {
+        row: EpisodeRow::default(),
+        instruction: task.instruction.clone(),
+        space: ActionSpace::Tools,
+        max_steps: 30,
+        clarify: false,
+    };
+    let run = run_episode(&mut env, agent.as_mut(), &mut user, &shown, spec);
+    let judge = Episode::new(&env.phone, &bundle.slots);
+    let passed = bundle
+        .criteria
+        .iter()
+        .map(|c| (c.criterion_id.clone(), judge.check(&c.predicate)))
+        .collect();
+    (run, passed)
+}
+
+fn task(id: &str) -> TaskBundle {
+    candidates()
+        .iter()
+        .find(|b| b.task.task_id == id)
+        .cloned()
+        .unwrap_or_else(|| panic!("no candidate {id}"))
+}
+
+#[test]
+fn an_unavailable_choice_is_surfaced_and_the_users_alternative_is_booked() {
+    let bundle = task("dinespot_time_gone-01");
+    let (run, passed) = play(&Heuristic, &bundle, Exposure::All);
+    let surfaced = run
+        .steps
+        .iter()
+        .find(|s| s.action_type == "ask_user" && s.arguments.contains("not available"))
+        .unwrap_or_else(|| panic!("no surfacing question in {:#?}", run.steps));
+    assert!(
+        surfaced.arguments.contains("19:30"),
+        "{}",
+        surfaced.arguments
+    );
+    assert_eq!(surfaced.disclosed_slots, ["fallback_time"]);
+    assert!(passed.iter().all(|(_, p)| *p), "{passed:?}");
+}
+
+#[test]
+fn when_the_user_wants_no_alternative_the_agent_stops_and_says_so() {
+    let mut bundle = task("dinespot_time_gone-01");
+    let slot = bundle
+        .slot_mut("fallback_time")
+        .unwrap_or_else(|| panic!("fallback slot"));
+    slot.value = serde_json::json!("no other time");
+    let (run, _) = play(&Heuristic, &bundle, Exposure::All);
+    let answer = run.episode.final_answer.unwrap_or_default();
+    assert!(
+        answer.contains("not available") && answer.contains("19:30"),
+        "{answer}"
+    );
+    let calls = run
+        .steps
+        .iter()
+        .filter(|s| s.action_type == "dinespot.book_table")
+        .count();
+    assert_eq!(calls, 1, "the failed attempt only, no substitute booking");
+    let diff: serde_json::Value = serde_json::from_str(&run.diff).unwrap_or_default();
+    let tables = diff["tables"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a world diff: {}", run.diff));
+    assert!(tables.is_empty(), "nothing booked or added: {}", run.diff);
+}
+
+#[test]
+fn the_baselines_never_read_the_answers_only_the_users_replies() {
+    for id in [
+        "dinespot_dinner-01",
+        "tixly_show-01",
+        "freshcart_store_gone-01",
+    ] {
+        let honest = task(id);
+        let mut blind = honest.clone();
+        blind.task.reference_solution.clear();
+        blind.criteria.clear();
+        for s in blind
+            .slots
+            .iter_mut()
+            .filter(|s| s.source == Source::Inferable)
+        {
+            s.value = serde_json::json!("zzz-not-the-answer");
+            s.evidence.clear();
+        }
+        for factory in [&AskAll as &dyn AgentFactory, &Heuristic] {
+            let steps = |b: &TaskBundle| -> Vec<(String, String)> {
+                play(factory, b, Exposure::All)
+                    .0
+                    .steps
+                    .into_iter()
+                    .map(|s| (s.action_type, s.arguments))
+                    .collect()
+            };
+            assert_eq!(steps(&honest), steps(&blind), "{id} / {}", factory.name());
+        }
+    }
+}
