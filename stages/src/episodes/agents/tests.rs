@@ -29,6 +29,8 @@ struct Score {
     precision: (u32, u32),
     /// Questions asked in the clarification phase.
     clarify_asks: u32,
+    /// Episodes that ran out of steps.
+    out_of_steps: u32,
 }
 
 fn rate((n, d): (u32, u32)) -> f64 {
@@ -81,6 +83,7 @@ fn measure(factory: &dyn AgentFactory, history: Exposure, clarify: bool) -> Scor
             "{}: {:?}",
             task.task_id, run.episode.error
         );
+        score.out_of_steps += u32::from(run.episode.status == "max_steps");
         let judge = Episode::new(&env.phone, &bundle.slots);
         for c in &bundle.criteria {
             let pass = judge.check(&c.predicate);
@@ -162,6 +165,12 @@ fn the_baselines_order_as_the_papers_report() {
         oracle.criteria.0, oracle.criteria.1,
         "the oracle passes every criterion"
     );
+    for ((name, ..), s) in configs.iter().zip(&scores) {
+        assert_eq!(
+            s.out_of_steps, 0,
+            "{name}: every episode ends within 30 steps"
+        );
+    }
     let personalization = (
         defaults.inferable.0 + defaults.ask_only.0,
         defaults.inferable.1 + defaults.ask_only.1,
