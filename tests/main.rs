@@ -8,6 +8,7 @@ mod engine_errors;
 mod engine_items;
 mod engine_tools;
 mod judge;
+mod episodes;
 mod knowu;
 mod llm_client;
 mod llm_episodes;

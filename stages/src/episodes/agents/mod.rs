@@ -4,13 +4,21 @@
 
 pub mod llm;
 mod replay;
+mod ask_all;
+mod driver;
+mod heuristic;
+pub mod plan;
 mod scripted;
+pub mod values;
 
 use prefflow_engine::{StageContext, StageError};
 use serde::{Deserialize, Serialize};
 
 pub use llm::{LlmAgent, LlmFactory};
 pub use replay::Replay;
+pub use ask_all::{AskAll, AskAllPolicy};
+pub use driver::{Decision, FieldKey, PlanAgent, Policy};
+pub use heuristic::{Heuristic, HeuristicPolicy, TOP_K};
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
@@ -50,15 +58,14 @@ pub fn factory<'a>(
     params: &'a RunEpisodesParams,
     ctx: &'a StageContext<'a>,
 ) -> Result<Box<dyn AgentFactory + 'a>, StageError> {
-    let _ = ctx;
     match params.agent {
         AgentName::Oracle => Ok(Box::new(Oracle)),
         AgentName::Defaults => Ok(Box::new(Defaults)),
         AgentName::Llm => Ok(Box::new(LlmFactory::new(params, ctx)?)),
-        other => Err(StageError::Input(format!(
-            "stage `{}`: agent `{}` is not available yet",
-            ctx.stage,
-            other.as_str()
-        ))),
+        AgentName::AskAll => Ok(Box::new(AskAll)),
+        AgentName::Heuristic => Ok(Box::new(Heuristic)),
     }
 }
+
+#[cfg(test)]
+mod tests;
