@@ -12,6 +12,12 @@ const B: f64 = 0.75;
 /// A BM25 index over a slice of events (text, app, location and category are indexed).
 pub struct Bm25<'s, 'e> {
     events: &'s [&'e HistoryEvent],
+    index: TextIndex,
+}
+
+/// BM25 over plain texts: the scoring behind [`Bm25`], reusable for anything with text (e.g.
+/// choosing which tools to offer a model).
+pub struct TextIndex {
     docs: Vec<HashMap<String, u32>>,
     lengths: Vec<f64>,
     avg_len: f64,
@@ -25,17 +31,16 @@ pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
         .map(str::to_lowercase)
 }
 
-impl<'s, 'e> Bm25<'s, 'e> {
-    /// Indexes `events`.
-    pub fn new(events: &'s [&'e HistoryEvent]) -> Self {
+impl TextIndex {
+    /// Indexes one document per text.
+    pub fn new<S: AsRef<str>>(texts: impl Iterator<Item = S>) -> Self {
         let mut doc_freq: HashMap<String, u32> = HashMap::new();
-        let mut docs = Vec::with_capacity(events.len());
-        let mut lengths = Vec::with_capacity(events.len());
-        for e in events {
+        let mut docs = Vec::new();
+        let mut lengths = Vec::new();
+        for text in texts {
             let mut tf: HashMap<String, u32> = HashMap::new();
-            let fields = [&e.text, &e.app, &e.location, &e.category];
             let mut len = 0u32;
-            for w in fields.iter().flat_map(|f| tokens(f)) {
+            for w in tokens(text.as_ref()) {
                 *tf.entry(w).or_default() += 1;
                 len += 1;
             }
@@ -51,7 +56,6 @@ impl<'s, 'e> Bm25<'s, 'e> {
             lengths.iter().sum::<f64>() / lengths.len() as f64
         };
         Self {
-            events,
             docs,
             lengths,
             avg_len,
@@ -59,7 +63,7 @@ impl<'s, 'e> Bm25<'s, 'e> {
         }
     }
 
-    /// The score of every event for `query`.
+    /// The score of every document for `query`.
     pub fn scores(&self, query: &str) -> Vec<f64> {
         let n = self.docs.len() as f64;
         let mut terms: Vec<String> = tokens(query).collect();
@@ -90,13 +94,41 @@ impl<'s, 'e> Bm25<'s, 'e> {
             .collect()
     }
 
-    /// The `k` best-scoring events with a positive score, best first (ties: earlier event first).
-    pub fn top_k(&self, query: &str, k: usize) -> Vec<&'e HistoryEvent> {
+    /// Indices of the `k` best-scoring documents with a positive score, best first (ties: lower
+    /// index first).
+    pub fn top_k(&self, query: &str, k: usize) -> Vec<usize> {
         let scores = self.scores(query);
         let mut order: Vec<usize> = (0..scores.len()).filter(|&i| scores[i] > 0.0).collect();
         order.sort_by(|&a, &b| scores[b].total_cmp(&scores[a]).then(a.cmp(&b)));
         order.truncate(k);
-        order.into_iter().map(|i| self.events[i]).collect()
+        order
+    }
+}
+
+impl<'s, 'e> Bm25<'s, 'e> {
+    /// Indexes `events`.
+    pub fn new(events: &'s [&'e HistoryEvent]) -> Self {
+        let texts = events
+            .iter()
+            .map(|e| format!("{} {} {} {}", e.text, e.app, e.location, e.category));
+        Self {
+            events,
+            index: TextIndex::new(texts),
+        }
+    }
+
+    /// The score of every event for `query`.
+    pub fn scores(&self, query: &str) -> Vec<f64> {
+        self.index.scores(query)
+    }
+
+    /// The `k` best-scoring events with a positive score, best first (ties: earlier event first).
+    pub fn top_k(&self, query: &str, k: usize) -> Vec<&'e HistoryEvent> {
+        self.index
+            .top_k(query, k)
+            .into_iter()
+            .map(|i| self.events[i])
+            .collect()
     }
 }
 

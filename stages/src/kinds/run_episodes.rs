@@ -59,6 +59,10 @@ pub struct RunEpisodesParams {
     /// Directory of prompt templates (default `datasets/prompts`).
     #[serde(default = "prompts_dir")]
     pub prompts: String,
+    /// `llm` agent in tools mode: offer at most this many phone tools, the most relevant to the
+    /// instruction (hosted APIs cap function lists, e.g. 128); default: all.
+    #[serde(default)]
+    pub max_tools: Option<usize>,
     /// Run only when this environment variable is set (e.g. the LLM endpoint); otherwise write
     /// empty tables and say so.
     #[serde(default)]

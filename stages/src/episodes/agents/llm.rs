@@ -22,6 +22,9 @@ use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status, T
 /// Builds one [`LlmAgent`] per episode; holds what all episodes of a stage share.
 pub struct LlmFactory<'a> {
     config: LlmConfig,
+    /// Offer at most this many phone tools (the most relevant to the instruction by BM25);
+    /// hosted APIs cap function lists (OpenAI: 128) while the phone has ~220 tools.
+    max_tools: Option<usize>,
     cache: &'a dyn Store,
     offline: bool,
     prompts: Prompts,
@@ -37,8 +40,11 @@ impl<'a> LlmFactory<'a> {
                 ctx.stage
             ))
         })?;
-        Self::from_parts(config, ctx.cache, ctx.offline, ctx.workdir, &params.prompts)
-            .map_err(|e| prefix(ctx.stage, e))
+        let mut factory =
+            Self::from_parts(config, ctx.cache, ctx.offline, ctx.workdir, &params.prompts)
+                .map_err(|e| prefix(ctx.stage, e))?;
+        factory.max_tools = params.max_tools;
+        Ok(factory)
     }
 
     /// The factory from its parts (tests drive it without a stage).
@@ -53,6 +59,7 @@ impl<'a> LlmFactory<'a> {
         let prompts = Prompts::load(workdir, prompts_dir, &prompts::AGENT_TEMPLATES)?;
         Ok(Self {
             config,
+            max_tools: None,
             cache,
             offline,
             prompts,
@@ -286,12 +293,35 @@ impl LlmAgent<'_> {
     fn adopt(&mut self, brief: &Brief<'_>) {
         self.space = brief.space;
         self.epoch = brief.epoch;
-        self.tools = brief.tools.to_vec();
+        self.tools = offered_tools(brief.tools, brief.instruction, self.factory.max_tools);
         self.functions = match brief.space {
-            ActionSpace::Tools => function_specs(brief.tools),
+            ActionSpace::Tools => function_specs(&self.tools),
             ActionSpace::Gui => Vec::new(),
         };
     }
+}
+
+/// The tools offered: all of them, or the `max` most relevant to the instruction (BM25 over
+/// name, description and parameter names; topped up in catalog order), kept in catalog order.
+pub fn offered_tools(tools: &[ToolSpec], instruction: &str, max: Option<usize>) -> Vec<ToolSpec> {
+    let Some(max) = max.filter(|&m| m < tools.len()) else {
+        return tools.to_vec();
+    };
+    let texts = tools.iter().map(|t| {
+        let params: Vec<&str> = t.params.iter().map(|p| p.name.as_str()).collect();
+        format!(
+            "{} {} {}",
+            t.name.replace(['.', '_'], " "),
+            t.description,
+            params.join(" ")
+        )
+    });
+    let mut keep = crate::episodes::retrieval::TextIndex::new(texts).top_k(instruction, max);
+    // Fewer relevant tools than the cap: fill up with the rest, in catalog order.
+    let rest: Vec<usize> = (0..tools.len()).filter(|i| !keep.contains(i)).collect();
+    keep.extend(rest.into_iter().take(max.saturating_sub(keep.len())));
+    keep.sort_unstable();
+    keep.into_iter().map(|i| tools[i].clone()).collect()
 }
 
 /// The template variables every agent prompt sees (see datasets/prompts/README.md).
@@ -460,6 +490,24 @@ mod tests {
             irreversible: false,
             params: Vec::new(),
         }
+    }
+
+    #[test]
+    fn a_tool_cap_keeps_the_most_relevant_tools_in_catalog_order() {
+        let tools = [
+            spec("notes.create_note"),
+            spec("dinespot.book_table"),
+            spec("weather.get_forecast"),
+            spec("dinespot.list_restaurants"),
+        ];
+        let kept = offered_tools(&tools, "Book a table, any restaurants tonight", Some(2));
+        let names: Vec<&str> = kept.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["dinespot.book_table", "dinespot.list_restaurants"]);
+        let topped = offered_tools(&tools, "weather", Some(2));
+        let names: Vec<&str> = topped.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(names, ["notes.create_note", "weather.get_forecast"]);
+        assert_eq!(offered_tools(&tools, "anything", None).len(), 4);
+        assert_eq!(offered_tools(&tools, "anything", Some(10)).len(), 4);
     }
 
     #[test]

@@ -2,23 +2,23 @@
 //! solutions; `ask_all` and `heuristic` are honest baselines that see only the brief; `llm`
 //! drives a chat-completions model.
 
-pub mod llm;
-mod replay;
 mod ask_all;
 mod driver;
 mod heuristic;
+pub mod llm;
 pub mod plan;
+mod replay;
 mod scripted;
 pub mod values;
 
 use prefflow_engine::{StageContext, StageError};
 use serde::{Deserialize, Serialize};
 
-pub use llm::{LlmAgent, LlmFactory};
-pub use replay::Replay;
 pub use ask_all::{AskAll, AskAllPolicy};
 pub use driver::{Decision, FieldKey, PlanAgent, Policy};
 pub use heuristic::{Heuristic, HeuristicPolicy, TOP_K};
+pub use llm::{LlmAgent, LlmFactory};
+pub use replay::Replay;
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
