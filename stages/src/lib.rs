@@ -7,6 +7,7 @@
 pub mod episodes;
 pub mod kinds;
 pub mod knowu;
+pub mod knowu_sim;
 pub mod llm;
 pub mod serve;
 pub mod tasks;
@@ -25,5 +26,7 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::ValidateTasks);
     registry.register(kinds::TaskStats);
     registry.register(kinds::RunEpisodes);
+    registry.register(kinds::BuildKnowuWorld);
+    registry.register(kinds::GenerateKnowuTasks);
     knowu::register(registry);
 }

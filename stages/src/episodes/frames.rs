@@ -41,7 +41,7 @@ pub fn episodes_frame(rows: &[EpisodeRow]) -> PolarsResult<DataFrame> {
         col("steps", rows, |r| r.steps),
         col("ask_user_calls", rows, |r| r.ask_user_calls),
         col("final_answer", rows, |r| r.final_answer.clone()),
-        col("score", rows, |_| None::<f64>),
+        col("score", rows, |r| r.score),
         col("duration_s", rows, |r| r.duration_s),
         col("prompt_tokens_agent", rows, |r| r.agent_usage.prompt_tokens),
         col("completion_tokens_agent", rows, |r| {

@@ -26,6 +26,8 @@ pub struct EpisodeRow {
     pub ask_user_calls: u32,
     /// The last `answer` text.
     pub final_answer: Option<String>,
+    /// A score carried with the episode (KnowU tasks: their rule score; null otherwise).
+    pub score: Option<f64>,
     /// Wall time.
     pub duration_s: f64,
     /// Agent tokens.

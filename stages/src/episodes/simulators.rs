@@ -29,6 +29,10 @@ pub fn make<'a>(
 ) -> Result<Box<dyn Simulator + 'a>, StageError> {
     let _ = (world, seed);
     match params.simulator {
+        // KnowU tasks: consent decisions and profile answers (knowu_sim::consent).
+        SimulatorName::Scripted if bundle.task.knowu.is_some() => {
+            Ok(Box::new(crate::knowu_sim::consent::KnowuUser::new(bundle)))
+        }
         SimulatorName::Scripted => Ok(Box::new(ScriptedUser::new(&bundle.slots))),
         SimulatorName::Llm => Err(StageError::Input(format!(
             "stage `{}`: simulator `llm` is not available yet",

@@ -138,7 +138,7 @@ fn play(
     let seed = episode_seed(params.seed, &task.task_id, ctx.variant, epoch);
     let config = EpisodeConfig {
         space: params.space,
-        clock: None,
+        clock: crate::knowu_sim::situation_clock(task),
         overrides: task.overrides.clone(),
     };
     let mut env = PhoneEnv::new(world, config).map_err(|e| {
@@ -172,6 +172,8 @@ fn play(
         clarify: params.clarify,
     };
     let mut run = run_episode(&mut env, agent.as_mut(), user.as_mut(), &shown, spec);
+    // KnowU tasks carry their rule score (the `score` KnowU's metrics read).
+    run.episode.score = crate::knowu_sim::score::score(bundle, &env.phone);
     run.episode.cost_agent = run
         .episode
         .agent_usage

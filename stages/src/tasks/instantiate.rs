@@ -100,6 +100,7 @@ fn build(ctx: &Ctx<'_, '_>) -> Result<TaskBundle, TaskError> {
             hidden_context,
             reference_solution: reference,
             defaults_solution: defaults,
+            knowu: None,
         },
         slots,
         criteria,

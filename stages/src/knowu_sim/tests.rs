@@ -1,0 +1,1 @@
+//! Unit tests of KnowU task generation, consent and scoring.
