@@ -9,6 +9,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::profile::{text, KnowuPersona};
+use crate::world::clock::Date;
 use crate::world::history::HistoryEvent;
 
 /// The `sources` kind of the row holding the KnowU profile YAML.
@@ -19,10 +20,13 @@ pub const PROFILE_KIND: &str = "knowu_profile";
 pub fn persona_stub(p: &KnowuPersona, log: &[HistoryEvent]) -> String {
     let identity = p.profile.get("identity");
     let field = |k: &str| identity.and_then(|i| i.get(k));
-    let (start, end) = match (log.first(), log.last()) {
-        (Some(a), Some(b)) => (a.time.to_string(), b.time.to_string()),
-        _ => ("2026-01-01T00:00".into(), "2026-01-01T00:00".into()),
-    };
+    let fallback = Date::from_ymd(2026, 1, 1);
+    let start = log.first().map(|e| e.time.date).or(fallback);
+    let last = log.last().map(|e| e.time.date).or(fallback);
+    let now = log.last().map_or_else(|| "2026-01-01T00:00".to_string(), |e| e.time.to_string());
+    // Our persona schema needs a window of at least a day.
+    let end = last.zip(start).map(|(l, s)| if l <= s { s.add_days(1) } else { l });
+    let day = |d: Option<Date>| d.map(|d| d.to_string()).unwrap_or_default();
     let mut places = serde_json::Map::new();
     if let Some(Value::Object(locs)) = p.profile.get("locations") {
         for (k, v) in locs {
@@ -51,8 +55,8 @@ pub fn persona_stub(p: &KnowuPersona, log: &[HistoryEvent]) -> String {
         "city": city,
         "occupation": field("occupation").map(text).unwrap_or_default(),
         "summary": "Imported from a KnowU-Bench profile; preferences and habits live in the knowu_profile source.",
-        "history": { "start": &start[..10], "end": &end[..10] },
-        "now": &end[..16],
+        "history": { "start": day(start), "end": day(end) },
+        "now": now.get(..16).unwrap_or(&now),
         "places": places,
         "profile": [],
     })
