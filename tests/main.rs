@@ -8,6 +8,7 @@ mod engine_errors;
 mod engine_items;
 mod engine_tools;
 mod knowu;
+mod knowu_pipeline;
 mod llm_client;
 mod llm_pipeline;
 mod taskset;
