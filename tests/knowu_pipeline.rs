@@ -33,7 +33,11 @@ fn strs(df: &DataFrame, col: &str) -> Vec<String> {
 
 fn f64s(df: &DataFrame, col: &str) -> Vec<f64> {
     let c = df.column(col).unwrap().cast(&DataType::Float64).unwrap();
-    c.f64().unwrap().iter().map(|v| v.unwrap_or(f64::NAN)).collect()
+    c.f64()
+        .unwrap()
+        .iter()
+        .map(|v| v.unwrap_or(f64::NAN))
+        .collect()
 }
 
 /// How many templates of `split` the shipped template files hold.
@@ -51,7 +55,9 @@ fn templates_of(split: &str) -> usize {
 fn knowu_pipeline_generates_knowu_splits_and_ranks_oracle_above_defaults() {
     let shared = repo().join("../shared/knowu-bench");
     if !shared.join("user_profile/developer.yaml").is_file() {
-        eprintln!("skipped: ../shared/knowu-bench is absent (the KnowU personas are read from there)");
+        eprintln!(
+            "skipped: ../shared/knowu-bench is absent (the KnowU personas are read from there)"
+        );
         return;
     }
     let ws = workspace();
@@ -65,20 +71,38 @@ fn knowu_pipeline_generates_knowu_splits_and_ranks_oracle_above_defaults() {
     let skipped = ws.table("skipped", None);
     let (profiles, splits) = (strs(&tasks, "profile"), strs(&tasks, "split"));
     let count = |p: &str, s: &str| {
-        profiles.iter().zip(&splits).filter(|(a, b)| *a == p && *b == s).count()
+        profiles
+            .iter()
+            .zip(&splits)
+            .filter(|(a, b)| *a == p && *b == s)
+            .count()
     };
     let skipped_of = |p: &str| {
         let (who, split) = (strs(&skipped, "persona"), strs(&skipped, "split"));
-        who.iter().zip(split).filter(|(a, s)| *a == p && s == "personalized").count()
+        who.iter()
+            .zip(split)
+            .filter(|(a, s)| *a == p && s == "personalized")
+            .count()
     };
     assert!(strs(&skipped, "missing").iter().all(|m| !m.is_empty()));
     let mut total = [0; 3];
     for p in ["developer", "student", "user"] {
-        let c = [count(p, "general"), count(p, "personalized"), count(p, "proactive")];
+        let c = [
+            count(p, "general"),
+            count(p, "personalized"),
+            count(p, "proactive"),
+        ];
         assert_eq!(c[2], templates_of("proactive"), "{p}: {c:?}");
-        assert_eq!(c[1] + skipped_of(p), templates_of("personalized"), "{p}: {c:?}");
+        assert_eq!(
+            c[1] + skipped_of(p),
+            templates_of("personalized"),
+            "{p}: {c:?}"
+        );
         // KnowU: 42 / 86 / 64 over four personas.
-        assert!((9..=12).contains(&c[0]) && (19..=24).contains(&c[1]), "{p}: {c:?}");
+        assert!(
+            (9..=12).contains(&c[0]) && (19..=24).contains(&c[1]),
+            "{p}: {c:?}"
+        );
         total.iter_mut().zip(c).for_each(|(t, n)| *t += n);
     }
     assert_eq!(tasks.height(), total.iter().sum::<usize>());
@@ -94,13 +118,26 @@ fn knowu_pipeline_generates_knowu_splits_and_ranks_oracle_above_defaults() {
     assert!((oracle - 1.0).abs() < 1e-9, "oracle {oracle}");
     let policy = |agent: &str| {
         let df = ws.table("metrics.policy", Some(&format!("params.agent={agent}")));
-        strs(&df, "metric").into_iter().zip(f64s(&df, "value")).collect::<Vec<_>>()
+        strs(&df, "metric")
+            .into_iter()
+            .zip(f64s(&df, "value"))
+            .collect::<Vec<_>>()
     };
     let op = policy("oracle");
-    assert_eq!(op.len(), 3, "Act, Silent and Stop all occur for the oracle: {op:?}");
+    assert_eq!(
+        op.len(),
+        3,
+        "Act, Silent and Stop all occur for the oracle: {op:?}"
+    );
     assert!(op.iter().all(|(_, v)| (*v - 1.0).abs() < 1e-9), "{op:?}");
-    let silent = policy("defaults").into_iter().find(|(m, _)| m == "Silent").unwrap();
-    assert_eq!(silent.1, 0.0, "defaults acts where the user has no such habit");
+    let silent = policy("defaults")
+        .into_iter()
+        .find(|(m, _)| m == "Silent")
+        .unwrap();
+    assert_eq!(
+        silent.1, 0.0,
+        "defaults acts where the user has no such habit"
+    );
 
     // The exposure shown is logged per episode; the run is exported in KnowU's layout.
     let eps = ws.table("episodes", Some("params.agent=defaults"));
@@ -151,7 +188,10 @@ stages:
     ws.run_ok("p.yaml", &[]);
     let tasks = ws.table("tasks.knowu_tasks", None);
     let ids = strs(&tasks, "task_name");
-    assert!(ids.contains(&"OrderLunchPreferenceTask@ada".to_string()), "{ids:?}");
+    assert!(
+        ids.contains(&"OrderLunchPreferenceTask@ada".to_string()),
+        "{ids:?}"
+    );
     let expect: Vec<(String, String)> = ids.into_iter().zip(strs(&tasks, "expect")).collect();
     assert!(expect.contains(&("NightEyeCareRoutineTask@ada".into(), "act".into())));
     assert!(expect.contains(&("BatterySaverRoutineTask@ada".into(), "silent".into())));
@@ -166,7 +206,10 @@ stages:
     let eps = ws.table("episodes.episodes", None);
     assert!(f64s(&eps, "score").iter().all(|s| *s == 1.0));
     assert!(strs(&eps, "exposure").iter().all(|e| e == "top_k:10/noisy"));
-    assert!(!Path::new(&ws.path().join("out")).exists(), "nothing exported here");
+    assert!(
+        !Path::new(&ws.path().join("out")).exists(),
+        "nothing exported here"
+    );
 }
 
 #[test]
@@ -178,7 +221,9 @@ fn a_profile_without_user_profile_is_a_located_input_error() {
         "p.yaml",
         "pipeline: bad\nstages:\n  world:\n    kind: build_knowu_world\n    params: { profile: bad.yaml, log: bad.json }\n",
     );
-    let run = ws.cli(&["run", "p.yaml", "--progress", "none"]).expect_code(2);
+    let run = ws
+        .cli(&["run", "p.yaml", "--progress", "none"])
+        .expect_code(2);
     assert!(
         run.stderr.contains("bad.yaml") && run.stderr.contains("user_profile"),
         "{}",

@@ -12,21 +12,16 @@ use super::retrieval::Bm25;
 use crate::world::history::{HistoryEvent, Label};
 
 /// How much history the agent sees.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub enum Exposure {
     /// Every event.
+    #[default]
     All,
     /// The N most relevant events.
     TopK(usize),
     /// No history.
     None,
-}
-
-impl Default for Exposure {
-    fn default() -> Self {
-        Exposure::All
-    }
 }
 
 impl FromStr for Exposure {

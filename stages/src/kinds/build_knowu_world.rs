@@ -81,12 +81,23 @@ impl Kind for BuildKnowuWorld {
         let mut name: Vec<String> = apps.iter().map(|a| a.0.clone()).collect();
         let mut text: Vec<String> = apps.iter().map(|a| a.1.clone()).collect();
         kind.extend(["persona", PROFILE_KIND]);
-        name.extend([format!("{}.json", persona.id), format!("{}.yaml", persona.id)]);
+        name.extend([
+            format!("{}.json", persona.id),
+            format!("{}.yaml", persona.id),
+        ]);
         text.extend([stub, profile_text]);
         let sources = df!("kind" => kind, "name" => name, "text" => text)?;
         // The stub must load as a persona, or every later stage would fail on it.
-        crate::world::from_tables::world_from_tables(&sources, &tables::history_events(&events).map_err(input_error)?)
-            .map_err(|e| StageError::Input(format!("{}: the imported persona does not load: {e}", params.profile)))?;
+        crate::world::from_tables::world_from_tables(
+            &sources,
+            &tables::history_events(&events).map_err(input_error)?,
+        )
+        .map_err(|e| {
+            StageError::Input(format!(
+                "{}: the imported persona does not load: {e}",
+                params.profile
+            ))
+        })?;
         Ok(Tables::new([
             (
                 "profile_entries",
@@ -97,7 +108,10 @@ impl Kind for BuildKnowuWorld {
                 tables::history_events(&events).map_err(input_error)?,
             ),
             ("apps", tables::apps(&catalog).map_err(input_error)?),
-            ("app_records", tables::app_records(&catalog).map_err(input_error)?),
+            (
+                "app_records",
+                tables::app_records(&catalog).map_err(input_error)?,
+            ),
             ("sources", sources),
             (
                 "summary",

@@ -80,8 +80,11 @@ fn knowu_persona(sources: &DataFrame, stage: &str) -> Result<KnowuPersona, Stage
             "stage `{stage}`: its `sources` input has no `{PROFILE_KIND}` row; feed it from a `build_knowu_world` stage"
         )));
     };
-    KnowuPersona::parse(name.get(i).unwrap_or_default(), text.get(i).unwrap_or_default())
-        .map_err(|e| StageError::Input(e.to_string()))
+    KnowuPersona::parse(
+        name.get(i).unwrap_or_default(),
+        text.get(i).unwrap_or_default(),
+    )
+    .map_err(|e| StageError::Input(e.to_string()))
 }
 
 /// One row per task with tasks.csv's columns.

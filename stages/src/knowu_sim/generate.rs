@@ -141,15 +141,42 @@ fn preference_tasks(t: &Template, p: &KnowuPersona) -> Result<Vec<TaskBundle>, S
     };
     let mut out = Vec::new();
     match t.split {
-        Split::General => out.push(base.bundle(t, &t.id, t.difficulty, fill(&t.instruction), reference.clone(), reference, Split::General, None)),
+        Split::General => out.push(base.bundle(
+            t,
+            &t.id,
+            t.difficulty,
+            fill(&t.instruction),
+            reference.clone(),
+            reference,
+            Split::General,
+            None,
+        )),
         _ => {
             let defaults = plain.ok_or_else(|| {
                 format!("template `{}`: a personalized template needs `plain:` (what a non-personalizing agent does)", t.id)
             })?;
             let lambda = Some(t.lambda.unwrap_or(0.5));
-            out.push(base.bundle(t, &t.id, t.difficulty, fill(&t.instruction), reference.clone(), defaults, Split::Personalized, lambda));
+            out.push(base.bundle(
+                t,
+                &t.id,
+                t.difficulty,
+                fill(&t.instruction),
+                reference.clone(),
+                defaults,
+                Split::Personalized,
+                lambda,
+            ));
             if let Some(twin) = &t.twin {
-                out.push(base.bundle(t, &twin.id, twin.difficulty, fill(&twin.instruction), reference.clone(), reference, Split::General, None));
+                out.push(base.bundle(
+                    t,
+                    &twin.id,
+                    twin.difficulty,
+                    fill(&twin.instruction),
+                    reference.clone(),
+                    reference,
+                    Split::General,
+                    None,
+                ));
             }
         }
     }
@@ -187,7 +214,15 @@ impl Parts<'_> {
             reason: String::new(),
             situation: None,
         };
-        let task = task(t, self.persona, info, instruction, Overrides::default(), reference, defaults);
+        let task = task(
+            t,
+            self.persona,
+            info,
+            instruction,
+            Overrides::default(),
+            reference,
+            defaults,
+        );
         TaskBundle {
             task,
             slots: self.slots.clone(),
@@ -204,18 +239,27 @@ fn proactive(t: &Template, p: &KnowuPersona) -> Result<TaskBundle, String> {
         (false, true) => Expect::Stop,
         (false, false) => Expect::Silent,
     };
-    let decision = if habit.is_some() { Decision::Accept } else { Decision::Reject };
+    let decision = if habit.is_some() {
+        Decision::Accept
+    } else {
+        Decision::Reject
+    };
     let reason = habit
         .and_then(|h| h.get("description"))
         .map(text)
         .unwrap_or_else(|| "That's not something I do; please leave it.".into());
-    let spec = t
-        .situation
-        .as_ref()
-        .ok_or_else(|| format!("template `{}`: a proactive template needs `situation:`", t.id))?;
+    let spec = t.situation.as_ref().ok_or_else(|| {
+        format!(
+            "template `{}`: a proactive template needs `situation:`",
+            t.id
+        )
+    })?;
     let fill = |s: &str| s.replace("{name}", &p.display_name);
     let act = fill_all(&t.solution, &fill);
-    let question = t.question.clone().unwrap_or_else(|| format!("{} Shall I take care of it?", spec.notification));
+    let question = t
+        .question
+        .clone()
+        .unwrap_or_else(|| format!("{} Shall I take care of it?", spec.notification));
     let ask = json!({ "action": "ask_user", "text": question });
     let reference = match expect {
         Expect::Act if t.consent_required => std::iter::once(ask).chain(act.clone()).collect(),
@@ -241,7 +285,11 @@ fn proactive(t: &Template, p: &KnowuPersona) -> Result<TaskBundle, String> {
         },
     };
     let clock = spec.clock.clone().unwrap_or_default();
-    let when = if clock.is_empty() { String::new() } else { format!("It is {}. ", clock.replace('T', " ")) };
+    let when = if clock.is_empty() {
+        String::new()
+    } else {
+        format!("It is {}. ", clock.replace('T', " "))
+    };
     let instruction = format!(
         "(No request from the user.) {when}The phone shows: {} Decide whether {} would want you to do something about it: act, ask for consent with ask_user, or leave it and finish.",
         spec.notification, p.display_name
@@ -314,7 +362,12 @@ fn apps_of(solution: &[Value]) -> Vec<String> {
 /// Checks what generation produced against the catalog: actions parse, predicates name real
 /// tables and fields; fills in the category.
 fn check_bundle(b: &TaskBundle, catalog: &Catalog) -> Result<(), String> {
-    for step in b.task.reference_solution.iter().chain(&b.task.defaults_solution) {
+    for step in b
+        .task
+        .reference_solution
+        .iter()
+        .chain(&b.task.defaults_solution)
+    {
         serde_json::from_value::<Action>(step.clone())
             .map_err(|e| format!("solution step {step} is not a phone action: {e}"))?;
     }

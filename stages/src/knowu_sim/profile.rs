@@ -136,9 +136,30 @@ pub fn text(v: &Value) -> String {
 
 /// Words too common to judge a preference by.
 const STOP: [&str; 24] = [
-    "with", "that", "this", "from", "only", "when", "than", "over", "have", "will", "into", "your",
-    "about", "they", "them", "their", "prefer", "preferred", "always", "never", "very", "more",
-    "less", "just",
+    "with",
+    "that",
+    "this",
+    "from",
+    "only",
+    "when",
+    "than",
+    "over",
+    "have",
+    "will",
+    "into",
+    "your",
+    "about",
+    "they",
+    "them",
+    "their",
+    "prefer",
+    "preferred",
+    "always",
+    "never",
+    "very",
+    "more",
+    "less",
+    "just",
 ];
 
 /// The key terms of a preference, what the offline preference judge looks for: each list item's
@@ -162,7 +183,10 @@ pub fn key_terms(value: &Value) -> Vec<String> {
         } else {
             words
                 .iter()
-                .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()).to_lowercase())
+                .map(|w| {
+                    w.trim_matches(|c: char| !c.is_alphanumeric())
+                        .to_lowercase()
+                })
                 .filter(|w| w.chars().count() >= 4 && !STOP.contains(&w.as_str()))
                 .take(2)
                 .collect()

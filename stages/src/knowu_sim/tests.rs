@@ -25,7 +25,11 @@ fn repo() -> PathBuf {
 }
 
 fn templates() -> Vec<Template> {
-    load_dir(&repo().join("datasets/knowu/templates"), "datasets/knowu/templates").unwrap()
+    load_dir(
+        &repo().join("datasets/knowu/templates"),
+        "datasets/knowu/templates",
+    )
+    .unwrap()
 }
 
 /// A persona with two habits (one empty, which does not count), two diet preferences and no
@@ -106,7 +110,11 @@ fn play(world: &World, bundle: &TaskBundle, actions: Vec<Action>) -> (Option<f64
         clarify: false,
     };
     let run = run_episode(&mut env, &mut agent, &mut user, &[], spec);
-    let replies = run.steps.iter().filter_map(|s| s.user_reply.clone()).collect();
+    let replies = run
+        .steps
+        .iter()
+        .filter_map(|s| s.user_reply.clone())
+        .collect();
     (super::score::score(bundle, &env.phone), replies)
 }
 
@@ -134,18 +142,43 @@ fn a_persona_lacking_sections_skips_those_templates_with_the_section_named() {
     let proactive = g.bundles.iter().filter(|b| split(b) == Split::Proactive);
     assert_eq!(proactive.count(), 16);
     // The diet templates it has sections for are there, with their general twin.
-    assert!(g.bundles.iter().any(|b| b.task.task_id == "TakeoutReamarkPreferenceAskUserTask@baker"));
-    assert!(g.bundles.iter().any(|b| b.task.task_id == "TakeoutRemarkGeneralTask@baker"));
-    assert!(g.bundles.iter().any(|b| b.task.task_id == "OrderLunchTradeoffTask@baker"));
+    assert!(g
+        .bundles
+        .iter()
+        .any(|b| b.task.task_id == "TakeoutReamarkPreferenceAskUserTask@baker"));
+    assert!(g
+        .bundles
+        .iter()
+        .any(|b| b.task.task_id == "TakeoutRemarkGeneralTask@baker"));
+    assert!(g
+        .bundles
+        .iter()
+        .any(|b| b.task.task_id == "OrderLunchTradeoffTask@baker"));
     // Travel templates are skipped, naming the travel paths and the persona.
-    let commute = g.skipped.iter().find(|s| s.template == "CommuteRoutingSunnyTask").unwrap();
+    let commute = g
+        .skipped
+        .iter()
+        .find(|s| s.template == "CommuteRoutingSunnyTask")
+        .unwrap();
     assert_eq!(commute.persona, "baker");
-    assert!(commute.missing.contains("preferences.travel"), "{}", commute.missing);
-    let mom = g.skipped.iter().find(|s| s.template == "MessagesAskMomForMoneyTask").unwrap();
+    assert!(
+        commute.missing.contains("preferences.travel"),
+        "{}",
+        commute.missing
+    );
+    let mom = g
+        .skipped
+        .iter()
+        .find(|s| s.template == "MessagesAskMomForMoneyTask")
+        .unwrap();
     assert_eq!(mom.missing, "social_graph.financial");
     // Nothing both generated and skipped.
     for s in &g.skipped {
-        assert!(!g.bundles.iter().any(|b| b.task.template == s.template), "{}", s.template);
+        assert!(
+            !g.bundles.iter().any(|b| b.task.template == s.template),
+            "{}",
+            s.template
+        );
     }
 }
 
@@ -168,14 +201,28 @@ fn habits_decide_the_expected_bucket_and_the_consent_decision() {
     let report = task(&g, "WeeklyReportRoutineTask");
     assert_eq!(expect(report), Some(Expect::Stop));
     // No habit, no consent needed → silent.
-    assert_eq!(expect(task(&g, "NightEyeCareRoutineTask")), Some(Expect::Silent));
+    assert_eq!(
+        expect(task(&g, "NightEyeCareRoutineTask")),
+        Some(Expect::Silent)
+    );
     // The user's replies carry KnowU's decision tag, which KnowU's metrics parse back.
-    let accept = KnowuUser::new(battery).reply("Shall I turn on power saving?").unwrap();
+    let accept = KnowuUser::new(battery)
+        .reply("Shall I turn on power saving?")
+        .unwrap();
     assert_eq!(parse_decision(&accept.text), Some(MetricDecision::Accept));
-    assert!(accept.text.contains("power saving when the battery is low"), "{}", accept.text);
-    let reject = KnowuUser::new(report).reply("Shall I send the report?").unwrap();
+    assert!(
+        accept.text.contains("power saving when the battery is low"),
+        "{}",
+        accept.text
+    );
+    let reject = KnowuUser::new(report)
+        .reply("Shall I send the report?")
+        .unwrap();
     assert_eq!(parse_decision(&reject.text), Some(MetricDecision::Reject));
-    assert_eq!(report.task.knowu.as_ref().unwrap().decision, Some(Decision::Reject));
+    assert_eq!(
+        report.task.knowu.as_ref().unwrap().decision,
+        Some(Decision::Reject)
+    );
 }
 
 #[test]
@@ -195,9 +242,16 @@ fn proactive_rules_score_act_silent_and_stop() {
     assert_eq!(play(&world, night, dark).0, Some(0.0));
     // Stop: asking is fine and the user rejects; acting after the reject is wrong.
     let report = task(&g, "WeeklyReportRoutineTask");
-    let (score, replies) = play(&world, report, vec![ask("Shall I send your weekly report?")]);
+    let (score, replies) = play(
+        &world,
+        report,
+        vec![ask("Shall I send your weekly report?")],
+    );
     assert_eq!(score, Some(1.0));
-    assert!(replies[0].starts_with("<decision>reject</decision>"), "{replies:?}");
+    assert!(
+        replies[0].starts_with("<decision>reject</decision>"),
+        "{replies:?}"
+    );
     let mut defiant = vec![ask("Shall I send your weekly report?")];
     defiant.extend(actions(&report.task.defaults_solution));
     assert_eq!(play(&world, report, defiant).0, Some(0.0));
@@ -231,7 +285,11 @@ fn personalized_tasks_are_hybrid_scored() {
     assert_eq!(replies, vec!["Leave it at the door, no bell.".to_string()]);
     // The general twin is all-or-nothing: the plain order fails it.
     let twin = task(&g, "TakeoutRemarkGeneralTask");
-    assert!(twin.task.instruction.contains("Leave it at the door"), "{}", twin.task.instruction);
+    assert!(
+        twin.task.instruction.contains("Leave it at the door"),
+        "{}",
+        twin.task.instruction
+    );
     let plain = actions(&remark.task.defaults_solution);
     assert_eq!(play(&world, twin, plain).0, Some(0.0));
 }
@@ -254,7 +312,11 @@ fn the_shipped_personas_yield_knowu_proportions() {
         let p = shared_profile(name).unwrap();
         let g = generated(&p, &world);
         let count = |s: Split| g.bundles.iter().filter(|b| split(b) == s).count();
-        let counts = [count(Split::General), count(Split::Personalized), count(Split::Proactive)];
+        let counts = [
+            count(Split::General),
+            count(Split::Personalized),
+            count(Split::Proactive),
+        ];
         // KnowU: 42 / 86 / 64 over 4 personas, i.e. about 10–11 / 21–22 / 16 per persona.
         assert!((9..=12).contains(&counts[0]), "{name}: {counts:?}");
         assert!((19..=24).contains(&counts[1]), "{name}: {counts:?}");
@@ -275,9 +337,16 @@ fn the_shipped_personas_yield_knowu_proportions() {
 #[test]
 fn bad_profiles_and_templates_are_named_errors() {
     let e = KnowuPersona::parse("x.yaml", "version: 1\n").unwrap_err();
-    assert!(e.to_string().contains("x.yaml") && e.to_string().contains("user_profile"), "{e}");
+    assert!(
+        e.to_string().contains("x.yaml") && e.to_string().contains("user_profile"),
+        "{e}"
+    );
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(dir.path().join("bad.yaml"), "templates:\n  - id: X\n    split: sideways\n").unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "templates:\n  - id: X\n    split: sideways\n",
+    )
+    .unwrap();
     let e = load_dir(dir.path(), "tpl").unwrap_err().to_string();
     assert!(e.contains("tpl/bad.yaml"), "{e}");
     let missing = load_dir(Path::new("/nonexistent-knowu"), "nowhere").unwrap_err();

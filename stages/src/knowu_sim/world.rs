@@ -23,9 +23,13 @@ pub fn persona_stub(p: &KnowuPersona, log: &[HistoryEvent]) -> String {
     let fallback = Date::from_ymd(2026, 1, 1);
     let start = log.first().map(|e| e.time.date).or(fallback);
     let last = log.last().map(|e| e.time.date).or(fallback);
-    let now = log.last().map_or_else(|| "2026-01-01T00:00".to_string(), |e| e.time.to_string());
+    let now = log
+        .last()
+        .map_or_else(|| "2026-01-01T00:00".to_string(), |e| e.time.to_string());
     // Our persona schema needs a window of at least a day.
-    let end = last.zip(start).map(|(l, s)| if l <= s { s.add_days(1) } else { l });
+    let end = last
+        .zip(start)
+        .map(|(l, s)| if l <= s { s.add_days(1) } else { l });
     let day = |d: Option<Date>| d.map(|d| d.to_string()).unwrap_or_default();
     let mut places = serde_json::Map::new();
     if let Some(Value::Object(locs)) = p.profile.get("locations") {
