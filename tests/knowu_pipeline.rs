@@ -230,3 +230,67 @@ fn a_profile_without_user_profile_is_a_located_input_error() {
         run.stderr
     );
 }
+
+#[test]
+fn rag_through_an_embeddings_endpoint_is_logged_per_episode() {
+    use prefflow_stages::llm::mock::{Behavior, ScriptedServer};
+    let server = ScriptedServer::start(vec![], Behavior::Embed);
+    let ws = workspace();
+    ws.write("ada.yaml", PERSONA);
+    ws.write("ada.json", LOG);
+    ws.write(
+        "p.yaml",
+        &format!(
+            "pipeline: ada-emb
+stages:
+  world:
+    kind: build_knowu_world
+    params: {{ profile: ada.yaml, log: ada.json }}
+  tasks:
+    kind: generate_knowu_tasks
+    inputs: [world.sources, world.history_events]
+  episodes:
+    kind: run_episodes
+    inputs: [tasks.bundles, world.sources, world.history_events]
+    per_item: task_id
+    params: {{ agent: defaults, history: 'rag:1', embeddings: {{ base_url: '{}', model: emb }} }}
+",
+            server.url
+        ),
+    );
+    ws.run_ok("p.yaml", &[]);
+    let eps = ws.table("episodes.episodes", None);
+    assert!(strs(&eps, "exposure")
+        .iter()
+        .all(|e| e == "top_k:1/noisy/embeddings"));
+    let shown = eps
+        .column("shown_events")
+        .unwrap()
+        .cast(&DataType::UInt32)
+        .unwrap();
+    assert!(shown.u32().unwrap().iter().all(|n| n == Some(1)));
+    let seen = server.requests();
+    assert!(!seen.is_empty() && seen.iter().all(|r| r.path == "/v1/embeddings"));
+    // The lunch task is shown the lunch event (the words they share), not the dark-mode one.
+    let steps = ws.table("episodes.steps", None);
+    let lists = steps
+        .column("shown_events")
+        .unwrap()
+        .list()
+        .unwrap()
+        .clone();
+    let ids = strs(&steps, "episode_id");
+    let lunch: Vec<String> = (0..steps.height())
+        .filter(|&i| ids[i].starts_with("OrderLunchPreferenceTask@ada"))
+        .filter_map(|i| lists.get_as_series(i))
+        .flat_map(|s| {
+            s.str()
+                .unwrap()
+                .iter()
+                .flatten()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    assert_eq!(lunch, ["ev_0002"]);
+}

@@ -26,6 +26,9 @@ pub enum Behavior {
     Delayed(Duration, String),
     /// Answer every request with a completion echoing the last user message.
     Echo(Duration),
+    /// Answer an `/embeddings` request with one vector per input: hashed word counts, so texts
+    /// sharing words are near.
+    Embed,
 }
 
 impl Behavior {
@@ -163,6 +166,7 @@ fn serve(
     let _ = reader.read_exact(&mut body);
     let body = String::from_utf8_lossy(&body).into_owned();
     let echo = last_user_message(&body);
+    let body_copy = body.clone();
     if let Ok(mut seen) = seen.lock() {
         seen.push(Seen {
             path,
@@ -187,6 +191,7 @@ fn serve(
             headers,
             body,
         } => respond(&mut stream, status, &headers, &body),
+        Behavior::Embed => respond(&mut stream, 200, &[], &embeddings(&body_copy)),
         Behavior::Echo(d) => {
             std::thread::sleep(d);
             respond(
@@ -197,6 +202,38 @@ fn serve(
             );
         }
     }
+}
+
+/// An embeddings response for a request body: 16 buckets of hashed, lower-cased words.
+fn embeddings(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let inputs: Vec<String> = match &v["input"] {
+        serde_json::Value::String(s) => vec![s.clone()],
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().unwrap_or_default().to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let data: Vec<serde_json::Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let mut vector = [0f64; 16];
+            for word in text
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() > 2)
+            {
+                let h = word
+                    .bytes()
+                    .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+                vector[(h % 16) as usize] += 1.0;
+            }
+            serde_json::json!({ "object": "embedding", "index": i, "embedding": vector })
+        })
+        .collect();
+    serde_json::json!({ "object": "list", "data": data }).to_string()
 }
 
 fn last_user_message(body: &str) -> String {
