@@ -10,6 +10,7 @@ mod engine_tools;
 mod episodes;
 mod judge;
 mod knowu;
+mod knowu_pipeline;
 mod llm_client;
 mod llm_episodes;
 mod llm_local;

@@ -8,6 +8,7 @@ pub mod episodes;
 pub mod judging;
 pub mod kinds;
 pub mod knowu;
+pub mod knowu_sim;
 pub mod llm;
 pub mod metrics;
 pub mod report;
@@ -33,5 +34,7 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::JudgeAgreement);
     registry.register(kinds::Report);
     registry.register(kinds::Judge);
+    registry.register(kinds::BuildKnowuWorld);
+    registry.register(kinds::GenerateKnowuTasks);
     knowu::register(registry);
 }

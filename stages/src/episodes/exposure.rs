@@ -31,11 +31,14 @@ impl FromStr for Exposure {
         match s.trim() {
             "all" => Ok(Exposure::All),
             "none" => Ok(Exposure::None),
+            // KnowU's memory modes: `rag` is retrieval of the 10 most relevant events.
+            "rag" => Ok(Exposure::TopK(10)),
             other => other
                 .strip_prefix("top_k:")
+                .or_else(|| other.strip_prefix("rag:"))
                 .and_then(|n| n.trim().parse().ok())
                 .map(Exposure::TopK)
-                .ok_or_else(|| format!("history exposure `{s}` is not `all`, `none` or `top_k:N` (e.g. `top_k:10`)")),
+                .ok_or_else(|| format!("history exposure `{s}` is not `all`, `none`, `top_k:N` or `rag[:N]` (e.g. `top_k:10`)")),
         }
     }
 }
@@ -110,5 +113,7 @@ mod tests {
         let e = "top_k:ten".parse::<Exposure>().unwrap_err();
         assert!(e.contains("top_k:N"), "{e}");
         assert!("some".parse::<Exposure>().is_err());
+        assert_eq!("rag".parse::<Exposure>().unwrap(), Exposure::TopK(10));
+        assert_eq!("rag:5".parse::<Exposure>().unwrap(), Exposure::TopK(5));
     }
 }

@@ -13,6 +13,7 @@
 pub mod agent;
 pub mod agents;
 pub mod codec;
+pub mod embeddings;
 pub mod env;
 pub mod exposure;
 pub mod frames;

@@ -26,7 +26,8 @@ pub struct EpisodeRow {
     pub ask_user_calls: u32,
     /// The last `answer` text.
     pub final_answer: Option<String>,
-    /// A score the environment reported (remote devices' `/task/eval`); null otherwise.
+    /// A score carried with the episode: a remote device's `/task/eval`, a KnowU task's rule
+    /// score; null otherwise.
     pub score: Option<f64>,
     /// Wall time.
     pub duration_s: f64,

@@ -1,8 +1,10 @@
 //! The domain's stage kinds, one per file.
 
 mod aggregate;
+mod build_knowu_world;
 mod build_world;
 mod export_review;
+mod generate_knowu_tasks;
 mod generate_tasks;
 mod import_persona;
 mod import_review;
@@ -16,8 +18,10 @@ mod task_stats;
 mod validate_tasks;
 
 pub use aggregate::{optional_input, Aggregate, AGGREGATE_TABLES};
+pub use build_knowu_world::BuildKnowuWorld;
 pub use build_world::{input_error, BuildWorld, WORLD_TABLES};
 pub use export_review::ExportReview;
+pub use generate_knowu_tasks::{GenerateKnowuTasks, KNOWU_TASK_TABLES};
 pub use generate_tasks::GenerateTasks;
 pub use import_persona::ImportPersona;
 pub use import_review::ImportReview;

@@ -7,6 +7,7 @@ use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::episodes::agents::{self, AgentName};
+use crate::episodes::embeddings::{self, Embedder};
 use crate::episodes::exposure::{self, Exposure, LogKind};
 use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
 use crate::episodes::seed::{episode_id, episode_seed};
@@ -63,6 +64,10 @@ pub struct RunEpisodesParams {
     /// instruction (hosted APIs cap function lists, e.g. 128); default: all.
     #[serde(default)]
     pub max_tools: Option<usize>,
+    /// Retrieve `top_k` / `rag` history through this OpenAI-compatible embeddings endpoint
+    /// (`/v1/embeddings`) instead of lexical BM25.
+    #[serde(default)]
+    pub embeddings: Option<LlmConfig>,
     /// Run only when this environment variable is set (e.g. the LLM endpoint); otherwise write
     /// empty tables and say so.
     #[serde(default)]
@@ -91,7 +96,7 @@ impl Kind for RunEpisodes {
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const DETERMINISTIC: bool = true;
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_steps, space, seed, llm, user_llm; use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_steps, space, seed, llm, user_llm, embeddings; use per_item: task_id)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         let uses_prompts = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;
@@ -183,7 +188,7 @@ fn play(
     let seed = episode_seed(params.seed, &task.task_id, ctx.variant, epoch);
     let config = EpisodeConfig {
         space: params.space,
-        clock: None,
+        clock: crate::knowu_sim::situation_clock(task),
         overrides: task.overrides.clone(),
     };
     let mut env = PhoneEnv::new(world, config).map_err(|e| {
@@ -195,7 +200,24 @@ fn play(
     let extra: Vec<HistoryEvent> = env.phone.extra_history().to_vec();
     let mut history: Vec<&HistoryEvent> = world.history.iter().chain(&extra).collect();
     history.sort_by_key(|e| e.time);
-    let shown = exposure::select(&history, params.history, params.log, &task.instruction);
+    let shown = match &params.embeddings {
+        Some(cfg) => {
+            let embedder = Embedder::new(cfg, ctx.cache, ctx.offline);
+            embeddings::select(
+                &embedder,
+                &history,
+                params.history,
+                params.log,
+                &task.instruction,
+            )?
+        }
+        None => exposure::select(&history, params.history, params.log, &task.instruction),
+    };
+    let retrieval = if params.embeddings.is_some() {
+        "/embeddings"
+    } else {
+        ""
+    };
     let mut agent = factory.make(bundle, seed);
     let mut user = simulators::make(params, ctx, world, bundle, seed, epoch)?;
     let row = EpisodeRow {
@@ -206,7 +228,7 @@ fn play(
         persona: Some(task.persona.clone()),
         agent: factory.name(),
         seed,
-        exposure: format!("{}/{}", params.history, log_name(params.log)),
+        exposure: format!("{}/{}{retrieval}", params.history, log_name(params.log)),
         ..EpisodeRow::default()
     };
     let spec = EpisodeSpec {
@@ -217,6 +239,8 @@ fn play(
         clarify: params.clarify,
     };
     let mut run = run_episode(&mut env, agent.as_mut(), user.as_mut(), &shown, spec);
+    // KnowU tasks carry their rule score (the `score` KnowU's metrics read).
+    run.episode.score = crate::knowu_sim::score::score(bundle, &env.phone);
     run.episode.cost_agent = run
         .episode
         .agent_usage

@@ -52,7 +52,12 @@ impl TaskIndex {
 
 /// Reads tasks.csv into an index.
 pub fn read(path: &Path) -> Result<TaskIndex, KnowuError> {
-    let df = read_frame(path)?;
+    from_frame(&read_frame(path)?, path)
+}
+
+/// Builds the index from a table with tasks.csv's columns (e.g. `generate_knowu_tasks`'s
+/// `knowu_tasks`); `path` labels errors.
+pub fn from_frame(df: &DataFrame, path: &Path) -> Result<TaskIndex, KnowuError> {
     let col = |name: &str| -> Result<Vec<String>, KnowuError> {
         let c = df
             .column(name)

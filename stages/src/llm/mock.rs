@@ -26,6 +26,9 @@ pub enum Behavior {
     Delayed(Duration, String),
     /// Answer every request with a completion echoing the last user message.
     Echo(Duration),
+    /// Answer an `/embeddings` request with one vector per input: hashed word counts, so texts
+    /// sharing words are near.
+    Embed,
 }
 
 impl Behavior {
@@ -140,7 +143,7 @@ fn serve(
     let mut reader = BufReader::new(read_half);
     let mut stream = stream;
     while let Some(request) = read_request(&mut reader) {
-        let echo = last_user_message(&request.body);
+        let body = request.body.clone();
         if let Ok(mut seen) = seen.lock() {
             seen.push(request);
         }
@@ -149,7 +152,7 @@ fn serve(
             .ok()
             .and_then(|mut s| s.pop_front())
             .unwrap_or_else(|| fallback.clone());
-        if !answer(&mut stream, behavior, &echo) {
+        if !answer(&mut stream, behavior, &body) {
             return;
         }
     }
@@ -190,7 +193,8 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
 }
 
 /// Plays one behavior; false when the connection must close (a hang).
-fn answer(stream: &mut TcpStream, behavior: Behavior, echo: &str) -> bool {
+fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> bool {
+    let echo = last_user_message(request_body);
     match behavior {
         Behavior::Hang(d) => {
             std::thread::sleep(d);
@@ -205,6 +209,7 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, echo: &str) -> bool {
             headers,
             body,
         } => respond(stream, status, &headers, &body),
+        Behavior::Embed => respond(stream, 200, &[], &embeddings(request_body)),
         Behavior::Echo(d) => {
             std::thread::sleep(d);
             respond(
@@ -216,6 +221,38 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, echo: &str) -> bool {
         }
     }
     true
+}
+
+/// An embeddings response for a request body: 16 buckets of hashed, lower-cased words.
+fn embeddings(body: &str) -> String {
+    let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
+    let inputs: Vec<String> = match &v["input"] {
+        serde_json::Value::String(s) => vec![s.clone()],
+        serde_json::Value::Array(a) => a
+            .iter()
+            .map(|x| x.as_str().unwrap_or_default().to_string())
+            .collect(),
+        _ => Vec::new(),
+    };
+    let data: Vec<serde_json::Value> = inputs
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let mut vector = [0f64; 16];
+            for word in text
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| w.len() > 2)
+            {
+                let h = word
+                    .bytes()
+                    .fold(7u64, |h, b| h.wrapping_mul(31).wrapping_add(u64::from(b)));
+                vector[(h % 16) as usize] += 1.0;
+            }
+            serde_json::json!({ "object": "embedding", "index": i, "embedding": vector })
+        })
+        .collect();
+    serde_json::json!({ "object": "list", "data": data }).to_string()
 }
 
 fn last_user_message(body: &str) -> String {

@@ -41,6 +41,8 @@ fn read_sources(df: &DataFrame) -> Result<Sources> {
         match kind.get(i) {
             Some("app") => apps.push(row),
             Some("persona") => persona = Some(row),
+            // Carried for later stages (KnowU task generation), not part of the world model.
+            Some("knowu_profile") => {}
             other => {
                 return Err(bad(
                     "sources",

@@ -1,0 +1,122 @@
+//! `generate_knowu_tasks`: a KnowU world (`build_knowu_world`'s `sources`) + the templates in
+//! `datasets/knowu/templates/` → general / personalized / proactive tasks in the usual task
+//! tables, plus `knowu_tasks` (tasks.csv's columns, for `knowu_metrics`) and `skipped` (templates
+//! the persona lacks a section for, with the section).
+
+use polars::prelude::*;
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use serde::Deserialize;
+
+use crate::knowu_sim::generate::{generate, Generated};
+use crate::knowu_sim::profile::KnowuPersona;
+use crate::knowu_sim::template::load_dir;
+use crate::knowu_sim::world::PROFILE_KIND;
+use crate::tasks::frames::task_tables;
+use crate::tasks::world_cache::world_from_inputs;
+use crate::tasks::TaskBundle;
+
+/// Parameters of `generate_knowu_tasks`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateKnowuTasksParams {
+    /// Directory of template files (default `datasets/knowu/templates`).
+    #[serde(default = "default_templates")]
+    pub templates: String,
+}
+
+fn default_templates() -> String {
+    "datasets/knowu/templates".into()
+}
+
+/// The tables `generate_knowu_tasks` writes.
+pub const KNOWU_TASK_TABLES: [&str; 6] = [
+    "tasks",
+    "slots",
+    "criteria",
+    "bundles",
+    "knowu_tasks",
+    "skipped",
+];
+
+/// Instantiates KnowU-style templates for the world's KnowU persona.
+pub struct GenerateKnowuTasks;
+
+impl Kind for GenerateKnowuTasks {
+    type Params = GenerateKnowuTasksParams;
+    const NAME: &'static str = "generate_knowu_tasks";
+    const VERSION: &'static str = "1";
+    const OUTPUTS: &'static [&'static str] = &KNOWU_TASK_TABLES;
+    const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns), skipped (params: templates)";
+
+    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        vec![params.templates.clone()]
+    }
+
+    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        let sources = ctx.input("sources")?;
+        let world = world_from_inputs(sources, ctx.input("history_events")?)?;
+        let persona = knowu_persona(sources, ctx.stage)?;
+        let templates = load_dir(&ctx.resolve(&params.templates), &params.templates)
+            .map_err(|e| StageError::Input(e.to_string()))?;
+        let out = generate(&templates, &persona, &world.catalog)
+            .map_err(|e| StageError::Input(format!("{}: {e}", params.templates)))?;
+        let mut tables = task_tables(&out.bundles)?;
+        tables.push(("knowu_tasks", knowu_tasks(&out.bundles)?));
+        tables.push(("skipped", skipped(&out)?));
+        Ok(Tables::new(tables))
+    }
+}
+
+/// The KnowU profile carried in `sources`.
+fn knowu_persona(sources: &DataFrame, stage: &str) -> Result<KnowuPersona, StageError> {
+    let (kind, name, text) = (
+        sources.column("kind")?.str()?,
+        sources.column("name")?.str()?,
+        sources.column("text")?.str()?,
+    );
+    let row = (0..sources.height()).find(|&i| kind.get(i) == Some(PROFILE_KIND));
+    let Some(i) = row else {
+        return Err(StageError::Input(format!(
+            "stage `{stage}`: its `sources` input has no `{PROFILE_KIND}` row; feed it from a `build_knowu_world` stage"
+        )));
+    };
+    KnowuPersona::parse(
+        name.get(i).unwrap_or_default(),
+        text.get(i).unwrap_or_default(),
+    )
+    .map_err(|e| StageError::Input(e.to_string()))
+}
+
+/// One row per task with tasks.csv's columns.
+fn knowu_tasks(bundles: &[TaskBundle]) -> Result<DataFrame, StageError> {
+    let info: Vec<_> = bundles
+        .iter()
+        .filter_map(|b| b.task.knowu.as_ref().map(|k| (b, k)))
+        .collect();
+    let col = |f: &dyn Fn(&TaskBundle, &crate::knowu_sim::KnowuTaskInfo) -> String| {
+        info.iter().map(|(b, k)| f(b, k)).collect::<Vec<_>>()
+    };
+    Ok(df!(
+        "task_name" => col(&|b, _| b.task.task_id.clone()),
+        "class_name" => col(&|_, k| k.class_name.clone()),
+        "split" => col(&|_, k| k.split.as_str().to_string()),
+        "difficulty" => col(&|_, k| k.difficulty.as_str().to_string()),
+        "profile" => col(&|b, _| b.task.persona.clone()),
+        "tags" => col(&|_, k| format!("{};{}", k.difficulty.as_str(), k.split.as_str())),
+        "apps" => col(&|b, _| b.task.apps.join(";")),
+        "habit_keys" => col(&|_, k| k.habit_keys.join(";")),
+        "goal" => col(&|b, _| b.task.instruction.clone()),
+        "expect" => col(&|_, k| k.expect.map(|e| format!("{e:?}").to_lowercase()).unwrap_or_default()),
+        "lambda" => info.iter().map(|(_, k)| k.lambda).collect::<Vec<_>>(),
+    )?)
+}
+
+fn skipped(out: &Generated) -> Result<DataFrame, StageError> {
+    let s = &out.skipped;
+    Ok(df!(
+        "template" => s.iter().map(|k| k.template.clone()).collect::<Vec<_>>(),
+        "persona" => s.iter().map(|k| k.persona.clone()).collect::<Vec<_>>(),
+        "split" => s.iter().map(|k| k.split.as_str()).collect::<Vec<_>>(),
+        "missing" => s.iter().map(|k| k.missing.clone()).collect::<Vec<_>>(),
+    )?)
+}

@@ -1,0 +1,415 @@
+//! Templates × one KnowU persona → task bundles. A template whose persona lacks a section it
+//! needs is skipped with the template, persona and missing section named (logged and returned),
+//! so any profile of KnowU's schema works and the task counts follow what each persona has.
+//! Proactive templates never skip on a missing habit: that is the case where the right
+//! behaviour is to stay silent (or to stop after the user rejects).
+
+use serde_json::{json, Map, Value};
+
+use super::profile::{key_terms, text, KnowuPersona};
+use super::template::Template;
+use super::{Decision, Expect, KnowuTaskInfo, Situation, Split};
+use crate::tasks::check::check_predicate;
+use crate::tasks::{
+    Criterion, CriterionKind, Perturbation, Predicate, Slot, Source, Task, TaskBundle, TaskType,
+};
+use crate::world::app::Catalog;
+use crate::world::phone::{Action, Overrides};
+
+/// A template not instantiated for a persona, and why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Skip {
+    /// Template id.
+    pub template: String,
+    /// Persona id.
+    pub persona: String,
+    /// The template's split.
+    pub split: Split,
+    /// The section the persona lacks (alternatives joined with ` | `).
+    pub missing: String,
+}
+
+/// The outcome of generation for one persona.
+#[derive(Debug, Default)]
+pub struct Generated {
+    /// Tasks, in template order (a personalized task is followed by its general twin).
+    pub bundles: Vec<TaskBundle>,
+    /// Templates skipped for this persona.
+    pub skipped: Vec<Skip>,
+}
+
+/// The slot id of a template's preference.
+pub const PREF_SLOT: &str = "pref";
+
+/// Instantiates every template for `persona`. Errors are template mistakes (an unparseable
+/// action or predicate, an unknown table); they name the template.
+pub fn generate(
+    templates: &[Template],
+    persona: &KnowuPersona,
+    catalog: &Catalog,
+) -> Result<Generated, String> {
+    let mut out = Generated::default();
+    for t in templates {
+        if let Some(missing) = missing_section(t, persona) {
+            tracing::info!(
+                "knowu template `{}` skipped for persona `{}`: the profile has no `{missing}`",
+                t.id,
+                persona.id
+            );
+            out.skipped.push(Skip {
+                template: t.id.clone(),
+                persona: persona.id.clone(),
+                split: t.split,
+                missing,
+            });
+            continue;
+        }
+        let made = match t.split {
+            Split::Proactive => vec![proactive(t, persona)?],
+            _ => preference_tasks(t, persona)?,
+        };
+        for mut b in made {
+            check_bundle(&b, catalog).map_err(|e| format!("template `{}`: {e}", t.id))?;
+            fill_category(&mut b, catalog);
+            out.bundles.push(b);
+        }
+    }
+    Ok(out)
+}
+
+/// The first required section the persona lacks.
+fn missing_section(t: &Template, p: &KnowuPersona) -> Option<String> {
+    if let Some(r) = t.requires.iter().find(|r| p.get(r).is_none()) {
+        return Some(r.clone());
+    }
+    let spec = t.preference.as_ref()?;
+    p.first(&spec.from).is_none().then(|| spec.from.join(" | "))
+}
+
+/// The personalized task and its general twin (or the general task alone).
+fn preference_tasks(t: &Template, p: &KnowuPersona) -> Result<Vec<TaskBundle>, String> {
+    let (path, value) = match &t.preference {
+        Some(spec) => p
+            .first(&spec.from)
+            .map(|(path, v)| (Some(path.to_string()), v.clone()))
+            .unwrap_or((None, Value::Null)),
+        None => (None, Value::Null),
+    };
+    let value_text = text(&value);
+    let fill = |s: &str| {
+        s.replace("{value}", &value_text)
+            .replace("{name}", &p.display_name)
+    };
+    let slots = match &t.preference {
+        Some(spec) => vec![Slot {
+            slot_id: PREF_SLOT.into(),
+            source: Source::Inferable,
+            evidence: Vec::new(),
+            value: Value::String(value_text.clone()),
+            keywords: spec.keywords.clone(),
+            app_default: None,
+            profile_entry: path,
+        }],
+        None => Vec::new(),
+    };
+    let reference = fill_all(&t.solution, &fill);
+    let plain = t.plain.as_ref().map(|p| fill_all(p, &fill));
+    let effect = parse(&fill_json(&t.effect, &fill), "effect")?;
+    let mut criteria = vec![Criterion {
+        criterion_id: "effect".into(),
+        kind: CriterionKind::Action,
+        slot_id: None,
+        predicate: effect,
+        rubric: "The operation the user asked for was done.".into(),
+    }];
+    if let (Some(j), false) = (&t.judged, slots.is_empty()) {
+        for (i, term) in key_terms(&value).iter().enumerate() {
+            let pred = json!({ j.change.clone(): j.table, "where": { j.field.clone(): { "contains": term } } });
+            criteria.push(Criterion {
+                criterion_id: format!("pref_{}", i + 1),
+                kind: CriterionKind::Personalization,
+                slot_id: Some(PREF_SLOT.into()),
+                predicate: parse(&pred, "judged")?,
+                rubric: format!("The {} reflects the user's preference: {term}.", j.field),
+            });
+        }
+    }
+    let base = Parts {
+        persona: p,
+        slots,
+        criteria,
+    };
+    let mut out = Vec::new();
+    match t.split {
+        Split::General => out.push(base.bundle(
+            t,
+            &t.id,
+            t.difficulty,
+            fill(&t.instruction),
+            reference.clone(),
+            reference,
+            Split::General,
+            None,
+        )),
+        _ => {
+            let defaults = plain.ok_or_else(|| {
+                format!("template `{}`: a personalized template needs `plain:` (what a non-personalizing agent does)", t.id)
+            })?;
+            let lambda = Some(t.lambda.unwrap_or(0.5));
+            out.push(base.bundle(
+                t,
+                &t.id,
+                t.difficulty,
+                fill(&t.instruction),
+                reference.clone(),
+                defaults,
+                Split::Personalized,
+                lambda,
+            ));
+            if let Some(twin) = &t.twin {
+                out.push(base.bundle(
+                    t,
+                    &twin.id,
+                    twin.difficulty,
+                    fill(&twin.instruction),
+                    reference.clone(),
+                    reference,
+                    Split::General,
+                    None,
+                ));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// What the tasks of one template share.
+struct Parts<'a> {
+    persona: &'a KnowuPersona,
+    slots: Vec<Slot>,
+    criteria: Vec<Criterion>,
+}
+
+impl Parts<'_> {
+    #[allow(clippy::too_many_arguments)]
+    fn bundle(
+        &self,
+        t: &Template,
+        class: &str,
+        difficulty: super::Difficulty,
+        instruction: String,
+        reference: Vec<Value>,
+        defaults: Vec<Value>,
+        split: Split,
+        lambda: Option<f64>,
+    ) -> TaskBundle {
+        let info = KnowuTaskInfo {
+            class_name: class.to_string(),
+            split,
+            difficulty,
+            lambda,
+            habit_keys: Vec::new(),
+            expect: None,
+            decision: None,
+            reason: String::new(),
+            situation: None,
+        };
+        let task = task(
+            t,
+            self.persona,
+            info,
+            instruction,
+            Overrides::default(),
+            reference,
+            defaults,
+        );
+        TaskBundle {
+            task,
+            slots: self.slots.clone(),
+            criteria: self.criteria.clone(),
+        }
+    }
+}
+
+/// One proactive task: the habit decides what the persona wants.
+fn proactive(t: &Template, p: &KnowuPersona) -> Result<TaskBundle, String> {
+    let habit = t.habit_keys.iter().find_map(|k| p.habit(k));
+    let expect = match (habit.is_some(), t.consent_required) {
+        (true, _) => Expect::Act,
+        (false, true) => Expect::Stop,
+        (false, false) => Expect::Silent,
+    };
+    let decision = if habit.is_some() {
+        Decision::Accept
+    } else {
+        Decision::Reject
+    };
+    let reason = habit
+        .and_then(|h| h.get("description"))
+        .map(text)
+        .unwrap_or_else(|| "That's not something I do; please leave it.".into());
+    let spec = t.situation.as_ref().ok_or_else(|| {
+        format!(
+            "template `{}`: a proactive template needs `situation:`",
+            t.id
+        )
+    })?;
+    let fill = |s: &str| s.replace("{name}", &p.display_name);
+    let act = fill_all(&t.solution, &fill);
+    let question = t
+        .question
+        .clone()
+        .unwrap_or_else(|| format!("{} Shall I take care of it?", spec.notification));
+    let ask = json!({ "action": "ask_user", "text": question });
+    let reference = match expect {
+        Expect::Act if t.consent_required => std::iter::once(ask).chain(act.clone()).collect(),
+        Expect::Act => act.clone(),
+        Expect::Stop => vec![ask],
+        Expect::Silent => Vec::new(),
+    };
+    let effect = parse(&fill_json(&t.effect, &fill), "effect")?;
+    let criterion = match expect {
+        Expect::Act => Criterion {
+            criterion_id: "act".into(),
+            kind: CriterionKind::Action,
+            slot_id: None,
+            predicate: effect,
+            rubric: format!("The agent acted on the user's habit: {reason}"),
+        },
+        _ => Criterion {
+            criterion_id: "leave_alone".into(),
+            kind: CriterionKind::Action,
+            slot_id: None,
+            predicate: Predicate::parse(&json!({ "not": effect.to_json() })).map_err(|e| e.to_string())?,
+            rubric: "The user has no such habit: the phone is left unchanged (asking is fine; after a reject nothing may change).".into(),
+        },
+    };
+    let clock = spec.clock.clone().unwrap_or_default();
+    let when = if clock.is_empty() {
+        String::new()
+    } else {
+        format!("It is {}. ", clock.replace('T', " "))
+    };
+    let instruction = format!(
+        "(No request from the user.) {when}The phone shows: {} Decide whether {} would want you to do something about it: act, ask for consent with ask_user, or leave it and finish.",
+        spec.notification, p.display_name
+    );
+    let info = KnowuTaskInfo {
+        class_name: t.id.clone(),
+        split: Split::Proactive,
+        difficulty: t.difficulty,
+        lambda: None,
+        habit_keys: t.habit_keys.clone(),
+        expect: Some(expect),
+        decision: Some(decision),
+        reason,
+        situation: Some(Situation {
+            clock: spec.clock.clone(),
+            notification: spec.notification.clone(),
+        }),
+    };
+    let overrides = Overrides {
+        app_data: spec.app_data.clone(),
+        ..Overrides::default()
+    };
+    Ok(TaskBundle {
+        task: task(t, p, info, instruction, overrides, reference, act),
+        slots: Vec::new(),
+        criteria: vec![criterion],
+    })
+}
+
+fn task(
+    t: &Template,
+    p: &KnowuPersona,
+    info: KnowuTaskInfo,
+    instruction: String,
+    overrides: Overrides,
+    reference: Vec<Value>,
+    defaults: Vec<Value>,
+) -> Task {
+    Task {
+        task_id: format!("{}@{}", info.class_name, p.id),
+        persona: p.id.clone(),
+        template: t.id.clone(),
+        instruction,
+        apps: apps_of(&t.solution),
+        category: String::new(),
+        task_type: TaskType::Operation,
+        perturbation: Perturbation::None,
+        cross_app: false,
+        overrides,
+        hidden_context: Default::default(),
+        reference_solution: reference,
+        defaults_solution: defaults,
+        // The judge's hybrid S = λ·S_rule + (1−λ)·S_llm uses the template's λ too.
+        lambda: info.lambda,
+        knowu: Some(info),
+    }
+}
+
+/// Apps the solution calls, in first-use order.
+fn apps_of(solution: &[Value]) -> Vec<String> {
+    let mut apps: Vec<String> = Vec::new();
+    for step in solution {
+        if let Some(app) = step["tool"].as_str().and_then(|t| t.split('.').next()) {
+            if !apps.iter().any(|a| a == app) {
+                apps.push(app.to_string());
+            }
+        }
+    }
+    apps
+}
+
+/// Checks what generation produced against the catalog: actions parse, predicates name real
+/// tables and fields; fills in the category.
+fn check_bundle(b: &TaskBundle, catalog: &Catalog) -> Result<(), String> {
+    for step in b
+        .task
+        .reference_solution
+        .iter()
+        .chain(&b.task.defaults_solution)
+    {
+        serde_json::from_value::<Action>(step.clone())
+            .map_err(|e| format!("solution step {step} is not a phone action: {e}"))?;
+    }
+    for app in &b.task.apps {
+        if catalog.app(app).is_none() {
+            return Err(format!("the solution calls unknown app `{app}`"));
+        }
+    }
+    for c in &b.criteria {
+        check_predicate(&c.predicate, catalog, &b.slots)
+            .map_err(|e| format!("criterion `{}`: {e}", c.criterion_id))?;
+    }
+    Ok(())
+}
+
+fn parse(v: &Value, what: &str) -> Result<Predicate, String> {
+    Predicate::parse(v).map_err(|e| format!("{what}: {e}"))
+}
+
+fn fill_all(steps: &[Value], fill: &dyn Fn(&str) -> String) -> Vec<Value> {
+    steps.iter().map(|s| fill_json(s, fill)).collect()
+}
+
+/// Fills `{value}` / `{name}` in every string of a JSON value.
+fn fill_json(v: &Value, fill: &dyn Fn(&str) -> String) -> Value {
+    match v {
+        Value::String(s) => Value::String(fill(s)),
+        Value::Array(a) => Value::Array(a.iter().map(|x| fill_json(x, fill)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), fill_json(x, fill)))
+                .collect::<Map<String, Value>>(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Fills the category from the first app (the catalog knows it).
+fn fill_category(b: &mut TaskBundle, catalog: &Catalog) {
+    if let Some(app) = b.task.apps.first().and_then(|a| catalog.app(a)) {
+        b.task.category = app.category.clone();
+    }
+}

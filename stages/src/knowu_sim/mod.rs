@@ -1,0 +1,147 @@
+//! KnowU-Bench in the simulated phone (KnowU-Bench §3): KnowU personas become worlds, KnowU-style
+//! templates become general / personalized / proactive tasks, a consent-answering user plays the
+//! persona, and per-episode rules give the score KnowU's metrics read.
+//!
+//! - [`profile`]: a KnowU profile as a tree, with section look-ups and habits.
+//! - [`world`]: a KnowU persona and its log as the world tables `run_episodes` reads.
+//! - [`template`]: the template files in `datasets/knowu/templates/`.
+//! - [`generate`]: templates × persona → task bundles, with skipped templates and their reasons.
+//! - [`consent`]: the user simulator (accept / reject from the persona's habits).
+//! - [`score`]: the per-episode score (rule, hybrid, act / silent / stop).
+
+#![deny(missing_docs)]
+
+pub mod consent;
+pub mod generate;
+pub mod profile;
+pub mod score;
+pub mod template;
+pub mod world;
+
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+/// KnowU's three task splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// An explicit instruction: everything needed is said.
+    General,
+    /// A vague instruction the persona's preferences complete (hybrid-scored).
+    Personalized,
+    /// No instruction: a situation the agent may act on, ask about, or leave alone.
+    Proactive,
+}
+
+impl Split {
+    /// The tasks.csv spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::General => "general",
+            Split::Personalized => "personalized",
+            Split::Proactive => "proactive",
+        }
+    }
+}
+
+/// KnowU's difficulty levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Difficulty {
+    /// One app, one step of reasoning.
+    Easy,
+    /// Several apps or a judgement call.
+    Hard,
+}
+
+impl Difficulty {
+    /// The tasks.csv spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Difficulty::Easy => "easy",
+            Difficulty::Hard => "hard",
+        }
+    }
+}
+
+/// What the persona wants on a proactive task, which decides the right behaviour and its bucket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Expect {
+    /// The persona has the habit: do it (KnowU bucket Act).
+    Act,
+    /// The persona lacks the habit: leave the phone alone (bucket Silent).
+    Silent,
+    /// The persona lacks the habit and the action needs consent: asking is fine, but after the
+    /// reject nothing may change (bucket Stop).
+    Stop,
+}
+
+/// The consent decision the simulated user gives on a proactive task.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// "Yes, go ahead."
+    Accept,
+    /// "No, don't."
+    Reject,
+}
+
+impl Decision {
+    /// The word inside `<decision>…</decision>`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Accept => "accept",
+            Decision::Reject => "reject",
+        }
+    }
+}
+
+/// The situation a proactive episode starts in (the app-data part lives in the task overrides).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Situation {
+    /// The phone clock (`YYYY-MM-DDTHH:MM`); the persona's `now` when absent.
+    #[serde(default)]
+    pub clock: Option<String>,
+    /// What the phone shows (notification, warning, incoming message), also in the instruction.
+    pub notification: String,
+}
+
+/// The KnowU fields of a task (`Task::knowu`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KnowuTaskInfo {
+    /// KnowU's class name (the task id is `<class>@<persona>`).
+    pub class_name: String,
+    /// general | personalized | proactive.
+    pub split: Split,
+    /// easy | hard.
+    pub difficulty: Difficulty,
+    /// Hybrid weight of the rule part (personalized): S = λ·S_rule + (1−λ)·S_pref.
+    #[serde(default)]
+    pub lambda: Option<f64>,
+    /// Proactive: the habit keys that decide whether the persona wants the action.
+    #[serde(default)]
+    pub habit_keys: Vec<String>,
+    /// Proactive: the right behaviour.
+    #[serde(default)]
+    pub expect: Option<Expect>,
+    /// Proactive: what the user answers a consent question.
+    #[serde(default)]
+    pub decision: Option<Decision>,
+    /// Proactive: the user's reason (the habit's description, or why not).
+    #[serde(default)]
+    pub reason: String,
+    /// Proactive: the situation.
+    #[serde(default)]
+    pub situation: Option<Situation>,
+}
+
+/// The clock a KnowU proactive task pins the phone to (its situation's), if any.
+pub fn situation_clock(task: &crate::tasks::Task) -> Option<crate::world::clock::DateTime> {
+    let clock = task.knowu.as_ref()?.situation.as_ref()?.clock.as_deref()?;
+    crate::world::clock::DateTime::parse(clock)
+}

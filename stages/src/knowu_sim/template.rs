@@ -1,0 +1,176 @@
+//! KnowU-style task templates (`datasets/knowu/templates/*.yaml`). One template is one KnowU task
+//! class; instantiated for each persona it needs sections of. A personalized template may carry
+//! an explicit general twin. Proactive templates name the habit keys that decide the right
+//! behaviour, the situation the phone starts in, and the action the habit asks for.
+
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::{Difficulty, Split};
+use crate::world::phone::DataEdit;
+
+/// One template file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TemplateFile {
+    /// Its templates.
+    pub templates: Vec<Template>,
+}
+
+/// One KnowU task class.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Template {
+    /// KnowU class name (`TakeoutRemarkPreferenceTask`); task ids are `<id>@<persona>`.
+    pub id: String,
+    /// general | personalized | proactive.
+    pub split: Split,
+    /// easy | hard.
+    pub difficulty: Difficulty,
+    /// What the user says (personalized: vague; general: explicit). `{value}` is the
+    /// preference's text, `{name}` the persona's name. Proactive templates leave it out: the
+    /// instruction is the situation.
+    #[serde(default)]
+    pub instruction: String,
+    /// Profile sections (dotted paths below `user_profile`) the template needs; a persona
+    /// lacking one is skipped with that section named.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// Where the preference comes from: the first present path of `from`.
+    #[serde(default)]
+    pub preference: Option<PreferenceSpec>,
+    /// Weight of the rule part in the hybrid score (personalized; default 0.5).
+    #[serde(default)]
+    pub lambda: Option<f64>,
+    /// The explicit general twin of a personalized template.
+    #[serde(default)]
+    pub twin: Option<Twin>,
+    /// Phone actions (the JSON of `world::phone::Action`) that do it for this persona;
+    /// `{value}` / `{name}` are filled in. Proactive: the action the habit asks for.
+    pub solution: Vec<Value>,
+    /// What an agent that never personalizes does instead (personalized templates).
+    #[serde(default)]
+    pub plain: Option<Vec<Value>>,
+    /// The rule check that the effect exists (a predicate, `docs/tasks.md`).
+    pub effect: Value,
+    /// The record field whose text the preference part is judged on (personalized).
+    #[serde(default)]
+    pub judged: Option<Judged>,
+    /// Proactive: habit keys; the persona wants the action when one is a non-empty mapping.
+    #[serde(default)]
+    pub habit_keys: Vec<String>,
+    /// Proactive: whether the action needs the user's consent first (sending on their behalf).
+    #[serde(default)]
+    pub consent_required: bool,
+    /// Proactive: the consent question the reference agent asks.
+    #[serde(default)]
+    pub question: Option<String>,
+    /// Proactive: the situation.
+    #[serde(default)]
+    pub situation: Option<SituationSpec>,
+}
+
+/// Where a preference comes from.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PreferenceSpec {
+    /// Dotted profile paths, first present wins (personas word the same thing differently).
+    pub from: Vec<String>,
+    /// Words a question about it contains (the simulated user answers those).
+    #[serde(default)]
+    pub keywords: Vec<String>,
+}
+
+/// The explicit twin of a personalized template (split general).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Twin {
+    /// Its class name.
+    pub id: String,
+    /// Its difficulty.
+    pub difficulty: Difficulty,
+    /// The explicit instruction (`{value}` spelled out).
+    pub instruction: String,
+}
+
+/// A record field judged for the preference.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Judged {
+    /// `app.table`.
+    pub table: String,
+    /// The text field.
+    pub field: String,
+    /// `inserted` (default) or `updated`.
+    #[serde(default = "inserted")]
+    pub change: String,
+}
+
+fn inserted() -> String {
+    "inserted".into()
+}
+
+/// The situation of a proactive template.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SituationSpec {
+    /// The phone clock (`YYYY-MM-DDTHH:MM`).
+    #[serde(default)]
+    pub clock: Option<String>,
+    /// What the phone shows.
+    pub notification: String,
+    /// App data the situation sets (battery level, an incoming message, a calendar event).
+    #[serde(default)]
+    pub app_data: Vec<DataEdit>,
+}
+
+/// Why templates could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum TemplateError {
+    /// The directory or a file could not be read.
+    #[error("{path}: cannot read: {source}")]
+    Read {
+        /// The path.
+        path: String,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// A file is not a template file.
+    #[error("{path}: {message}; see docs/knowu.md for the template schema")]
+    Parse {
+        /// The file.
+        path: String,
+        /// The parser's message.
+        message: String,
+    },
+}
+
+/// Every template of the `*.yaml` files of `dir`, files in name order; `label` is the directory
+/// as the pipeline wrote it, for messages.
+pub fn load_dir(dir: &Path, label: &str) -> Result<Vec<Template>, TemplateError> {
+    let read_err = |path: String, source| TemplateError::Read { path, source };
+    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
+        .map_err(|e| read_err(label.to_string(), e))?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+        .collect();
+    files.sort();
+    let mut out = Vec::new();
+    for f in files {
+        let name = format!(
+            "{label}/{}",
+            f.file_name().unwrap_or_default().to_string_lossy()
+        );
+        let text = std::fs::read_to_string(&f).map_err(|e| read_err(name.clone(), e))?;
+        let file: TemplateFile =
+            prefflow_engine::config::from_yaml(&text).map_err(|e| TemplateError::Parse {
+                path: name.clone(),
+                message: e.to_string().lines().next().unwrap_or_default().to_string(),
+            })?;
+        out.extend(file.templates);
+    }
+    Ok(out)
+}
