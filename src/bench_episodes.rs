@@ -9,7 +9,7 @@ use anyhow::Context;
 use crate::bench::{child, reset, stage_seconds_sum, timed_run, Figure};
 
 /// The episodes stage appended to the task-set pipeline.
-fn episodes_stage(sweep: &str, epochs: u32) -> String {
+pub fn episodes_stage(sweep: &str, epochs: u32) -> String {
     format!(
         "  episodes:\n    kind: run_episodes\n    inputs: [validated.bundles, world.sources, world.history_events]\n    per_item: task_id\n    params: {{ agent: oracle, history: all, epochs: {epochs}, seed: 7 }}\n    sweep: {sweep}\n"
     )

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 mod bench;
 mod bench_episodes;
+mod bench_judge;
 mod bench_world;
 
 use anyhow::Context;
@@ -186,6 +187,7 @@ enum BenchSuite {
     Llm,
     World,
     Episodes,
+    Judge,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -300,6 +302,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             }
             if matches!(suite, BenchSuite::All | BenchSuite::Episodes) {
                 figures.extend(bench_episodes::episodes(dir)?);
+            }
+            if matches!(suite, BenchSuite::All | BenchSuite::Judge) {
+                figures.extend(bench_judge::judge(dir)?);
             }
             println!("| figure | measured | target |\n|---|---|---|");
             for f in figures {

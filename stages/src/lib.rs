@@ -10,6 +10,7 @@ pub mod kinds;
 pub mod knowu;
 pub mod knowu_sim;
 pub mod llm;
+mod memo;
 pub mod metrics;
 pub mod report;
 pub mod serve;

@@ -5,13 +5,14 @@
 //! stage's items) and built once.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use polars::prelude::*;
 
 use super::JudgeError;
+use crate::memo::Memo;
 use crate::tasks::frames::bundles_from_table;
-use crate::tasks::world_cache::world_from_inputs;
+use crate::tasks::world_cache::world_of;
 use crate::tasks::TaskBundle;
 use crate::world::World;
 
@@ -179,66 +180,6 @@ fn u32s(df: &DataFrame, table: &str, name: &str) -> Result<Vec<Option<u32>>, Jud
     Ok(c.u32()?.iter().collect())
 }
 
-/// Entries kept per memo; a run judges one steps table in one world, tests a few.
-const CAPACITY: usize = 4;
-
-/// A memoized value with clones of the two tables it was built from: holding them keeps their
-/// buffers alive, so the buffer addresses that key the entry cannot be reused by other tables.
-struct Entry<T> {
-    key: Vec<usize>,
-    _tables: (DataFrame, DataFrame),
-    value: Arc<T>,
-}
-
-/// A memo keyed by the identity of two tables' buffers: O(columns) per lookup, where hashing
-/// the content would be O(rows) for every item.
-struct Memo<T>(Mutex<Vec<Entry<T>>>);
-
-impl<T> Memo<T> {
-    const fn new() -> Self {
-        Self(Mutex::new(Vec::new()))
-    }
-
-    fn get_or_build<E>(
-        &self,
-        a: &DataFrame,
-        b: &DataFrame,
-        build: impl FnOnce() -> Result<Arc<T>, E>,
-    ) -> Result<Arc<T>, E> {
-        let mut key = Vec::new();
-        identity(a, &mut key);
-        identity(b, &mut key);
-        // Held while building, so concurrent items wait for one build instead of repeating it.
-        let mut entries = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(e) = entries.iter().find(|e| e.key == key) {
-            return Ok(e.value.clone());
-        }
-        let value = build()?;
-        if entries.len() >= CAPACITY {
-            entries.remove(0);
-        }
-        entries.push(Entry {
-            key,
-            _tables: (a.clone(), b.clone()),
-            value: value.clone(),
-        });
-        Ok(value)
-    }
-}
-
-/// The identity of a table's buffers: its height and the address of every column's chunks.
-fn identity(df: &DataFrame, out: &mut Vec<usize>) {
-    out.push(df.height());
-    for c in df.columns() {
-        let s = c.as_materialized_series();
-        out.push(s.chunks().len());
-        for chunk in s.chunks() {
-            out.push(std::ptr::from_ref(chunk.as_ref()).cast::<u8>() as usize);
-        }
-    }
-    out.push(usize::MAX);
-}
-
 /// The index of `steps` and `bundles`, built once per pair of tables and shared by every item.
 pub fn cached_index(steps: &DataFrame, bundles: &DataFrame) -> Result<Arc<JudgeIndex>, JudgeError> {
     static MEMO: Memo<JudgeIndex> = Memo::new();
@@ -247,11 +188,7 @@ pub fn cached_index(steps: &DataFrame, bundles: &DataFrame) -> Result<Arc<JudgeI
     })
 }
 
-/// The world of `sources` and `history_events`, looked up by buffer identity before falling back
-/// to [`world_from_inputs`] (which hashes the tables' content on every call).
+/// The world of `sources` and `history_events` (see [`crate::tasks::world_cache::world_of`]).
 pub fn cached_world(sources: &DataFrame, history: &DataFrame) -> Result<Arc<World>, JudgeError> {
-    static MEMO: Memo<World> = Memo::new();
-    MEMO.get_or_build(sources, history, || {
-        world_from_inputs(sources, history).map_err(|e| JudgeError::Input(e.to_string()))
-    })
+    world_of(sources, history).map_err(|e| JudgeError::Input(e.to_string()))
 }

@@ -12,7 +12,7 @@ use crate::knowu_sim::profile::KnowuPersona;
 use crate::knowu_sim::template::load_dir;
 use crate::knowu_sim::world::PROFILE_KIND;
 use crate::tasks::frames::task_tables;
-use crate::tasks::world_cache::world_from_inputs;
+use crate::tasks::world_cache::world_of;
 use crate::tasks::TaskBundle;
 
 /// Parameters of `generate_knowu_tasks`.
@@ -54,7 +54,7 @@ impl Kind for GenerateKnowuTasks {
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let sources = ctx.input("sources")?;
-        let world = world_from_inputs(sources, ctx.input("history_events")?)?;
+        let world = world_of(sources, ctx.input("history_events")?)?;
         let persona = knowu_persona(sources, ctx.stage)?;
         let templates = load_dir(&ctx.resolve(&params.templates), &params.templates)
             .map_err(|e| StageError::Input(e.to_string()))?;

@@ -15,7 +15,7 @@ use crate::episodes::simulators::{self, SimulatorName};
 use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, PhoneEnv};
 use crate::llm::LlmConfig;
 use crate::tasks::frames::bundles_from_table;
-use crate::tasks::world_cache::world_from_inputs;
+use crate::tasks::world_cache::world_of;
 use crate::tasks::TaskBundle;
 use crate::world::history::HistoryEvent;
 use crate::world::phone::{ActionSpace, EpisodeConfig};
@@ -125,7 +125,7 @@ impl Kind for RunEpisodes {
                 return tables(&[]);
             }
         }
-        let world = world_from_inputs(ctx.input("sources")?, ctx.input("history_events")?)?;
+        let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
         let factory = agents::factory(params, ctx)?;
         let mut runs = Vec::new();
         for bundle in bundles_from_table(ctx.input("bundles")?)? {

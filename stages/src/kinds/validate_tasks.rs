@@ -9,7 +9,7 @@ use serde::Deserialize;
 use crate::tasks::error::TaskError;
 use crate::tasks::frames::{bundles_from_table, task_tables};
 use crate::tasks::validate::{validate, Rejection};
-use crate::tasks::world_cache::world_from_inputs;
+use crate::tasks::world_cache::world_of;
 use crate::tasks::world_index::WorldIndex;
 use crate::tasks::TaskBundle;
 
@@ -30,7 +30,7 @@ impl Kind for ValidateTasks {
     const SUMMARY: &'static str = "bundles + world (sources, history_events) → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
 
     fn run(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let world = world_from_inputs(ctx.input("sources")?, ctx.input("history_events")?)?;
+        let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
         let ix = WorldIndex::new(&world);
         let mut valid: Vec<TaskBundle> = Vec::new();
         let mut rejected: Vec<(String, Rejection)> = Vec::new();

@@ -51,3 +51,11 @@ pub fn world_from_inputs(
     map.insert(key, world.clone());
     Ok(world)
 }
+
+/// The world of `sources` and `history_events`, memoized by the identity of the tables' buffers
+/// (see [`crate::memo`]) before falling back to [`world_from_inputs`]: per-item stages call this
+/// once per item with the same tables, and hashing 3,000 history rows per item adds up.
+pub fn world_of(sources: &DataFrame, history: &DataFrame) -> Result<Arc<World>, TaskError> {
+    static MEMO: crate::memo::Memo<World> = crate::memo::Memo::new();
+    MEMO.get_or_build(sources, history, || world_from_inputs(sources, history))
+}
