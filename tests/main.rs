@@ -8,6 +8,7 @@ mod engine_errors;
 mod engine_items;
 mod engine_tools;
 mod episodes;
+mod iprefbench;
 mod judge;
 mod knowu;
 mod knowu_pipeline;

@@ -1,0 +1,82 @@
+//! The shipped iPrefBench pipeline on the released set through the real binary: the reference
+//! bounds come out where they must — `oracle` passes everything, `defaults` never gets an
+//! ask-only detail right — and the labelled judge sample matches real episode ids.
+
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+
+use crate::common::*;
+
+fn repo(rel: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+/// `pipelines/iprefbench.yaml` with the episode sweep narrowed to the two reference agents.
+fn two_agent_pipeline() -> String {
+    let yaml = std::fs::read_to_string(repo("pipelines/iprefbench.yaml")).expect("pipeline");
+    let sweep =
+        "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [\"top_k:10\", all] }";
+    assert!(
+        yaml.contains(sweep),
+        "the shipped sweep changed; update this test"
+    );
+    yaml.replace(
+        sweep,
+        "sweep: { agent: [oracle, defaults], history: [all] }",
+    )
+}
+
+fn metric(table1: &DataFrame, variant: &str, name: &str) -> (Option<f64>, u32) {
+    let variants = table1
+        .column("variant")
+        .expect("variant")
+        .str()
+        .expect("str");
+    let metrics = table1.column("metric").expect("metric").str().expect("str");
+    let values = table1.column("value").expect("value").f64().expect("f64");
+    let n = table1.column("n").expect("n").u32().expect("u32");
+    (0..table1.height())
+        .find(|&i| variants.get(i) == Some(variant) && metrics.get(i) == Some(name))
+        .map(|i| (values.get(i), n.get(i).unwrap_or(0)))
+        .unwrap_or_else(|| panic!("no {variant}/{name} in table1"))
+}
+
+fn link(ws: &Workspace, name: &str) {
+    std::os::unix::fs::symlink(repo(name), ws.path().join(name)).expect("symlink");
+}
+
+#[test]
+fn oracle_succeeds_everywhere_and_defaults_never_gets_an_ask_only_detail() {
+    let ws = Workspace::new();
+    link(&ws, "datasets");
+    ws.write("iprefbench.yaml", &two_agent_pipeline());
+    ws.run_ok(
+        "iprefbench.yaml",
+        &["--only", "iprefbench", "--only", "judge_validation"],
+    );
+    let table1 = ws.table("iprefbench.table1", None);
+    let oracle = "agent=oracle,history=all";
+    let defaults = "agent=defaults,history=all";
+    assert_eq!(metric(&table1, oracle, "success"), (Some(1.0), 130));
+    assert_eq!(metric(&table1, oracle, "personalization").0, Some(1.0));
+    let (ask_only, n) = metric(&table1, defaults, "ask_only");
+    assert_eq!(ask_only, Some(0.0));
+    assert!(n > 0 && n < 130, "tasks with an ask-only slot: {n}");
+    assert_eq!(metric(&table1, defaults, "success").0, Some(0.0));
+    // Precision is undefined for an agent that never asks: null, not 0 or 1.
+    assert_eq!(metric(&table1, defaults, "precision").0, None);
+
+    // Every shipped human label names an episode of this run, at all three levels.
+    let agreement = ws.table("judge_validation.agreement", None);
+    let levels = agreement
+        .column("level")
+        .expect("level")
+        .str()
+        .expect("str");
+    let mut seen: Vec<&str> = levels.iter().flatten().collect();
+    seen.sort_unstable();
+    seen.dedup();
+    assert!(seen.len() >= 3, "agreement levels: {seen:?}");
+    assert!(Path::new(&repo("datasets/judge-labels/sample.csv")).exists());
+}
