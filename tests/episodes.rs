@@ -2,34 +2,17 @@
 //! valid and sweep what they say, and changing one swept value of an ablation re-runs only that
 //! variant's episodes while the others come from the cache.
 
-use std::path::PathBuf;
-
 use polars::prelude::*;
 use serde_json::Value;
 
 use crate::common::*;
 
-fn repo(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(rel)
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// A history ablation on a small task set: the dining templates only, validated, then the
 /// `heuristic` agent per exposure in `exposures`.
 fn ablation(templates: &str, exposures: &str) -> String {
+    let head = world_and_candidates("ablation-small", "", templates, 6, 7);
     format!(
-        "pipeline: ablation-small
-stages:
-  world:
-    kind: build_world
-    params: {{ persona: '{}', apps: '{}' }}
-  candidates:
-    kind: generate_tasks
-    inputs: [world.sources, world.history_events]
-    params: {{ templates: '{templates}', count: 6, seed: 7 }}
-  validated:
+        "{head}  validated:
     kind: validate_tasks
     inputs: [candidates.bundles, world.sources, world.history_events]
     per_item: task_id
@@ -39,9 +22,7 @@ stages:
     per_item: task_id
     params: {{ agent: heuristic, history: all }}
     sweep: {{ history: {exposures} }}
-",
-        repo("datasets/personas/maya.yaml"),
-        repo("datasets/apps")
+"
     )
 }
 

@@ -2,15 +2,11 @@
 //! bounds come out where they must — `oracle` passes everything, `defaults` never gets an
 //! ask-only detail right — and the labelled judge sample matches real episode ids.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use polars::prelude::*;
 
 use crate::common::*;
-
-fn repo(rel: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join(rel)
-}
 
 /// `pipelines/iprefbench.yaml` with the episode sweep narrowed to the two reference agents.
 fn two_agent_pipeline() -> String {

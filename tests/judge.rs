@@ -4,31 +4,15 @@
 //! served from the cache; an LLM mode without a model is a located input error (exit 2).
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
 use polars::prelude::*;
 
 use crate::common::*;
 
-fn repo(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(rel)
-        .to_string_lossy()
-        .into_owned()
-}
-
 fn pipeline() -> String {
+    let head = world_and_candidates("judging", "", &repo("datasets/tasks"), 8, 5);
     format!(
-        "pipeline: judging
-stages:
-  world:
-    kind: build_world
-    params: {{ persona: '{persona}', apps: '{apps}' }}
-  candidates:
-    kind: generate_tasks
-    inputs: [world.sources, world.history_events]
-    params: {{ templates: '{tasks}', count: 8, seed: 5 }}
-  validated:
+        "{head}  validated:
     kind: validate_tasks
     inputs: [candidates.bundles, world.sources, world.history_events]
     per_item: task_id
@@ -44,9 +28,6 @@ stages:
     per_item: episode_id
     params: {{ prompts: '{prompts}' }}
 ",
-        persona = repo("datasets/personas/maya.yaml"),
-        apps = repo("datasets/apps"),
-        tasks = repo("datasets/tasks"),
         prompts = repo("datasets/prompts"),
     )
 }

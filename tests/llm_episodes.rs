@@ -5,7 +5,6 @@
 //! unrecorded episode failing offline with exit 2, and transport faults becoming `error`
 //! episodes while sibling tasks finish.
 
-use std::path::PathBuf;
 use std::process::Output;
 use std::time::Duration;
 
@@ -17,36 +16,23 @@ use crate::common::*;
 /// The variable the test pipelines read their endpoint from.
 const URL_VAR: &str = "PREFFLOW_TEST_EPISODES_URL";
 
-fn repo(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(rel)
-        .to_string_lossy()
-        .into_owned()
-}
-
 /// The world, `count` candidate tasks, and `play`: the llm agent on each task.
 fn pipeline(count: usize, play: &str) -> String {
+    let head = world_and_candidates(
+        "llm_episodes",
+        "resources: { llm_main: 1 }\n",
+        &repo("datasets/tasks"),
+        count,
+        3,
+    );
     format!(
-        "pipeline: llm_episodes
-resources: {{ llm_main: 1 }}
-stages:
-  world:
-    kind: build_world
-    params: {{ persona: '{persona}', apps: '{apps}' }}
-  candidates:
-    kind: generate_tasks
-    inputs: [world.sources, world.history_events]
-    params: {{ templates: '{templates}', count: {count}, seed: 3 }}
-  play:
+        "{head}  play:
     kind: run_episodes
     inputs: [candidates.bundles, world.sources, world.history_events]
     per_item: task_id
     concurrency: 1
     resources: [llm_main]
-{play}",
-        persona = repo("datasets/personas/maya.yaml"),
-        apps = repo("datasets/apps"),
-        templates = repo("datasets/tasks"),
+{play}"
     )
 }
 

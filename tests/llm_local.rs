@@ -145,23 +145,9 @@ impl LlamaServer {
 }
 
 fn pipeline(prompts: &Path) -> String {
-    let repo = |rel: &str| {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join(rel)
-            .display()
-            .to_string()
-    };
+    let head = world_and_candidates("local_llm", "", &repo("datasets/tasks"), 2, 5);
     format!(
-        "pipeline: local_llm
-stages:
-  world:
-    kind: build_world
-    params: {{ persona: '{}', apps: '{}' }}
-  candidates:
-    kind: generate_tasks
-    inputs: [world.sources, world.history_events]
-    params: {{ templates: '{}', count: 2, seed: 5 }}
-  play:
+        "{head}  play:
     kind: run_episodes
     inputs: [candidates.bundles, world.sources, world.history_events]
     per_item: task_id
@@ -175,9 +161,6 @@ stages:
       prompts: '{}'
       llm: {{ base_url_env: {URL_VAR}, model: smollm2, temperature: 0, max_tokens: 24, timeout_s: 120, max_retries: 1, backoff_ms: 100 }}
 ",
-        repo("datasets/personas/maya.yaml"),
-        repo("datasets/apps"),
-        repo("datasets/tasks"),
         prompts.display()
     )
 }

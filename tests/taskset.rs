@@ -4,19 +4,12 @@
 //! review edit re-running only that task's validation.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use polars::prelude::*;
 use serde_json::Value;
 
 use crate::common::*;
-
-fn repo(rel: &str) -> String {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join(rel)
-        .to_string_lossy()
-        .into_owned()
-}
 
 fn copy_dir(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).expect("mkdir");
@@ -45,18 +38,8 @@ fn released_workspace() -> Workspace {
 /// The world and `count` candidates from `templates`, then the stages in `rest`.
 fn pipeline(name: &str, templates: &str, count: usize, rest: &str) -> String {
     format!(
-        "pipeline: {name}
-stages:
-  world:
-    kind: build_world
-    params: {{ persona: '{}', apps: '{}' }}
-  candidates:
-    kind: generate_tasks
-    inputs: [world.sources, world.history_events]
-    params: {{ templates: '{templates}', count: {count}, seed: 3 }}
-{rest}",
-        repo("datasets/personas/maya.yaml"),
-        repo("datasets/apps")
+        "{}{rest}",
+        world_and_candidates(name, "", templates, count, 3)
     )
 }
 

@@ -228,3 +228,37 @@ pub fn assert_executed(ws: &Workspace, pipeline: &str, stage: &str) {
         assert!(status.starts_with("executed"), "{label}: {status}");
     }
 }
+
+/// A file or folder of the repository, as an absolute path (tests run elsewhere).
+pub fn repo(rel: &str) -> String {
+    std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join(rel)
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// The head of a test pipeline: `name`, optional pipeline-level `extra` lines (e.g. resources),
+/// the maya world, and `count` candidate tasks drawn with `seed` from `templates`. Tests append
+/// their own stages.
+pub fn world_and_candidates(
+    name: &str,
+    extra: &str,
+    templates: &str,
+    count: usize,
+    seed: u64,
+) -> String {
+    format!(
+        "pipeline: {name}
+{extra}stages:
+  world:
+    kind: build_world
+    params: {{ persona: '{}', apps: '{}' }}
+  candidates:
+    kind: generate_tasks
+    inputs: [world.sources, world.history_events]
+    params: {{ templates: '{templates}', count: {count}, seed: {seed} }}
+",
+        repo("datasets/personas/maya.yaml"),
+        repo("datasets/apps")
+    )
+}
