@@ -5,6 +5,7 @@
 //! kind. This crate depends on the engine; the engine never depends on it.
 
 pub mod episodes;
+pub mod files;
 pub mod judging;
 pub mod kinds;
 pub mod knowu;

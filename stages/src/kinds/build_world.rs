@@ -114,13 +114,8 @@ fn sources_table(apps_dir: &Path, persona: &Path) -> Result<DataFrame, StageErro
     let mut kind = Vec::new();
     let mut name = Vec::new();
     let mut text = Vec::new();
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(apps_dir)
-        .map_err(|e| StageError::Input(format!("{}: {e}", apps_dir.display())))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    files.sort();
+    let files = crate::files::sorted_files(apps_dir, &["yaml"])
+        .map_err(|e| StageError::Input(format!("{}: {e}", apps_dir.display())))?;
     let read = |p: &Path| {
         std::fs::read_to_string(p).map_err(|e| StageError::Input(format!("{}: {e}", p.display())))
     };

@@ -87,16 +87,10 @@ fn sheet_files(
             out.push((path, s.clone()));
             continue;
         }
-        let entries = std::fs::read_dir(&path).map_err(|e| TaskError::File {
+        let files = crate::files::sorted_files(&path, &["csv"]).map_err(|e| TaskError::File {
             file: s.clone(),
             message: e.to_string(),
         })?;
-        let mut files: Vec<PathBuf> = entries
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-            .collect();
-        files.sort();
         for f in files {
             let name = f
                 .file_name()

@@ -151,13 +151,8 @@ pub enum TemplateError {
 /// as the pipeline wrote it, for messages.
 pub fn load_dir(dir: &Path, label: &str) -> Result<Vec<Template>, TemplateError> {
     let read_err = |path: String, source| TemplateError::Read { path, source };
-    let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| read_err(label.to_string(), e))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-        .collect();
-    files.sort();
+    let files =
+        crate::files::sorted_files(dir, &["yaml"]).map_err(|e| read_err(label.to_string(), e))?;
     let mut out = Vec::new();
     for f in files {
         let name = format!(

@@ -72,12 +72,7 @@ pub fn persona_stub(p: &KnowuPersona, log: &[HistoryEvent]) -> String {
 pub fn app_sources(dirs: &[&Path]) -> std::io::Result<Vec<(String, String)>> {
     let mut out: Vec<(String, String)> = Vec::new();
     for dir in dirs {
-        let mut files: Vec<std::path::PathBuf> = std::fs::read_dir(dir)?
-            .flatten()
-            .map(|e| e.path())
-            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
-            .collect();
-        files.sort();
+        let files = crate::files::sorted_files(dir, &["yaml"])?;
         for f in files {
             let name = f
                 .file_name()

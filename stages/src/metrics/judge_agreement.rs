@@ -41,18 +41,11 @@ fn label_files(path: &Path, shown: &str) -> Result<Vec<PathBuf>, StageError> {
     if path.is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
-    let entries = std::fs::read_dir(path).map_err(|e| {
+    crate::files::sorted_files(path, &["csv"]).map_err(|e| {
         StageError::Input(format!(
             "labels `{shown}`: {e}; point `labels` at a CSV file or a directory of CSV files"
         ))
-    })?;
-    let mut files: Vec<PathBuf> = entries
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "csv"))
-        .collect();
-    files.sort();
-    Ok(files)
+    })
 }
 
 /// Reads every label file under `path` (`shown` is the path as the user wrote it).

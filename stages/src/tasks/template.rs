@@ -3,7 +3,7 @@
 //! its `variants` fills them to give one candidate task. The schema is documented in
 //! `docs/tasks.md`; this module only parses it, with located errors.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use indexmap::IndexMap;
 use serde::Deserialize;
@@ -129,13 +129,8 @@ pub fn load_dir(dir: &Path, shown: &str) -> Result<Vec<LoadedFile>, TaskError> {
         file: shown.to_string(),
         message,
     };
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
-        .map_err(|e| err(format!("cannot read the templates directory: {e}")))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
-        .collect();
-    paths.sort();
+    let paths = crate::files::sorted_files(dir, &["yaml", "yml"])
+        .map_err(|e| err(format!("cannot read the templates directory: {e}")))?;
     if paths.is_empty() {
         return Err(err("no *.yaml template files".into()));
     }
