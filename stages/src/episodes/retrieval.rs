@@ -12,7 +12,7 @@ const B: f64 = 0.75;
 /// A BM25 index over a slice of events (text, app, location and category are indexed).
 pub struct Bm25<'s, 'e> {
     events: &'s [&'e HistoryEvent],
-    index: TextIndex,
+    index: std::sync::Arc<TextIndex>,
 }
 
 /// BM25 over plain texts: the scoring behind [`Bm25`], reusable for anything with text (e.g.
@@ -106,14 +106,12 @@ impl TextIndex {
 }
 
 impl<'s, 'e> Bm25<'s, 'e> {
-    /// Indexes `events`.
+    /// Indexes `events`. Episodes of one variant see the same history, so the index is built
+    /// once per distinct event list (keyed by a hash of the events' content) and shared.
     pub fn new(events: &'s [&'e HistoryEvent]) -> Self {
-        let texts = events
-            .iter()
-            .map(|e| format!("{} {} {} {}", e.text, e.app, e.location, e.category));
         Self {
             events,
-            index: TextIndex::new(texts),
+            index: shared_index(events),
         }
     }
 
@@ -130,6 +128,38 @@ impl<'s, 'e> Bm25<'s, 'e> {
             .map(|i| self.events[i])
             .collect()
     }
+}
+
+/// Distinct event lists whose index is kept.
+const MEMO_CAPACITY: usize = 8;
+
+type IndexMemo = std::sync::Mutex<Vec<(String, std::sync::Arc<TextIndex>)>>;
+
+/// The index of `events`, built once per content.
+fn shared_index(events: &[&HistoryEvent]) -> std::sync::Arc<TextIndex> {
+    static MEMO: IndexMemo = std::sync::Mutex::new(Vec::new());
+    let texts: Vec<String> = events
+        .iter()
+        .map(|e| format!("{} {} {} {}", e.text, e.app, e.location, e.category))
+        .collect();
+    let mut bytes = Vec::new();
+    for (e, t) in events.iter().zip(&texts) {
+        bytes.extend_from_slice(e.event_id.as_bytes());
+        bytes.push(0x1f);
+        bytes.extend_from_slice(t.as_bytes());
+        bytes.push(0x1e);
+    }
+    let key = prefflow_engine::keys::hash_bytes(&bytes);
+    let mut memo = MEMO.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((_, ix)) = memo.iter().find(|(k, _)| *k == key) {
+        return ix.clone();
+    }
+    let ix = std::sync::Arc::new(TextIndex::new(texts.iter()));
+    if memo.len() >= MEMO_CAPACITY {
+        memo.remove(0);
+    }
+    memo.push((key, ix.clone()));
+    ix
 }
 
 #[cfg(test)]

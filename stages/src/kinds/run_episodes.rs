@@ -239,6 +239,13 @@ fn play(
         clarify: params.clarify,
     };
     let mut run = run_episode(&mut env, agent.as_mut(), user.as_mut(), &shown, spec);
+    if !matches!(params.history, Exposure::TopK(_)) {
+        // `all` and `none` are fully described by the `exposure` column and the count; listing
+        // 3,000 ids on every episode would dominate the steps table and the run's memory.
+        for step in &mut run.steps {
+            step.shown_events.clear();
+        }
+    }
     // KnowU tasks carry their rule score (the `score` KnowU's metrics read).
     run.episode.score = crate::knowu_sim::score::score(bundle, &env.phone);
     run.episode.cost_agent = run
