@@ -96,7 +96,7 @@ pub fn llm_episodes(dir: &Path, latency_ms: u64) -> anyhow::Result<Vec<Figure>> 
     std::os::unix::fs::symlink(&datasets, work.join("datasets")).context("linking datasets/")?;
     let (pool, tasks, epochs, steps) = (64, 128, 2, 10);
     let stages = format!(
-        "  subset:\n    kind: query\n    inputs: [validated.bundles]\n    params: {{ sql: \"SELECT * FROM bundles ORDER BY task_id LIMIT {tasks}\" }}\n  calls:\n    kind: run_episodes\n    inputs: [subset, world.sources, world.history_events]\n    per_item: task_id\n    concurrency: {pool}\n    resources: [llm]\n    params:\n      agent: llm\n      space: gui\n      history: none\n      epochs: {epochs}\n      max_steps: {steps}\n      llm: {{ base_url: \"{}\", model: bench, max_retries: 0 }}\n",
+        "  subset:\n    kind: query\n    inputs: [validated.bundles]\n    params: {{ sql: \"SELECT * FROM validated_bundles ORDER BY task_id LIMIT {tasks}\" }}\n  calls:\n    kind: run_episodes\n    inputs: [subset, world.sources, world.history_events]\n    per_item: task_id\n    concurrency: {pool}\n    resources: [llm]\n    params:\n      agent: llm\n      space: gui\n      history: none\n      epochs: {epochs}\n      max_steps: {steps}\n      llm: {{ base_url: \"{}\", model: bench, max_retries: 0 }}\n",
         server.url
     );
     let yaml = taskset.replacen(
@@ -121,19 +121,30 @@ pub fn llm_episodes(dir: &Path, latency_ms: u64) -> anyhow::Result<Vec<Figure>> 
     timed_run(&exe, &work, "llm.yaml")?;
     let seconds = stage_seconds_sum(&work, "taskset", "calls")?;
     let calls = tasks * epochs * steps;
-    let served = server.requests().len();
+    let seen = server.requests();
     anyhow::ensure!(
-        served == calls,
-        "the server saw {served} requests, expected {calls}"
+        seen.len() == calls,
+        "the server saw {} requests, expected {calls}",
+        seen.len()
     );
     let ideal = pool as f64 * 1000.0 / latency_ms as f64;
     let rate = calls as f64 / seconds;
+    // Sustained: from the first request to the last reply, as the server saw them (the stage's
+    // start-up — loading inputs, rebuilding the world, planning items — left out).
+    let first = seen.iter().map(|s| s.at).min();
+    let last = seen.iter().map(|s| s.at).max();
+    let span = match (first, last) {
+        (Some(f), Some(l)) => (l - f).as_secs_f64() + latency_ms as f64 / 1000.0,
+        _ => seconds,
+    };
+    let sustained = calls as f64 / span;
     Ok(vec![Figure {
         name: format!(
             "{calls} model calls as llm-agent episodes ({tasks} tasks × {epochs} epochs × {steps} steps), pool {pool}, {latency_ms} ms latency"
         ),
         value: format!(
-            "{rate:.0} requests/s = {:.1}% of the ideal {ideal:.0}/s ({seconds:.2} s)",
+            "sustained {sustained:.0} requests/s = {:.1}% of the ideal {ideal:.0}/s (first request to last reply {span:.2} s); whole stage {rate:.0}/s = {:.1}% ({seconds:.2} s)",
+            100.0 * sustained / ideal,
             100.0 * rate / ideal
         ),
         target: "≥ 95% of 640 requests/s".into(),

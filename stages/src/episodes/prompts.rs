@@ -46,6 +46,8 @@ pub struct Prompts {
     dir: String,
     /// File name → template text.
     sources: BTreeMap<String, String>,
+    /// The templates compiled once (every agent turn renders one).
+    env: Environment<'static>,
 }
 
 impl Prompts {
@@ -68,55 +70,53 @@ impl Prompts {
                 .map_err(|e| StageError::Input(format!("prompt template `{dir}/{name}`: {e}")))?;
             sources.insert(name, text);
         }
-        let prompts = Self {
-            dir: dir.to_string(),
-            sources,
-        };
-        prompts.check(required)?;
-        Ok(prompts)
+        Self::compiled(dir, sources, required)
     }
 
     /// Templates from memory (tests).
     pub fn from_sources(dir: &str, sources: &[(&str, &str)]) -> Result<Self, StageError> {
-        let prompts = Self {
-            dir: dir.to_string(),
-            sources: sources
-                .iter()
-                .map(|(n, t)| (n.to_string(), t.to_string()))
-                .collect(),
-        };
-        prompts.check(&[])?;
-        Ok(prompts)
+        let sources = sources
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        Self::compiled(dir, sources, &[])
     }
 
-    fn check(&self, required: &[&str]) -> Result<(), StageError> {
-        if let Some(missing) = required.iter().find(|n| !self.sources.contains_key(**n)) {
+    /// Checks that `required` are present and compiles every template once; strict about
+    /// undefined variables so a typo in a template is an error, not an empty string in the
+    /// prompt.
+    fn compiled(
+        dir: &str,
+        sources: BTreeMap<String, String>,
+        required: &[&str],
+    ) -> Result<Self, StageError> {
+        if let Some(missing) = required.iter().find(|n| !sources.contains_key(**n)) {
             return Err(StageError::Input(format!(
-                "prompt template `{}/{missing}` is missing; copy it from datasets/prompts/ (see its README.md for the variables)",
-                self.dir
+                "prompt template `{dir}/{missing}` is missing; copy it from datasets/prompts/ (see its README.md for the variables)"
             )));
         }
-        self.environment()
-            .map(|_| ())
-            .map_err(|e| StageError::Input(e.to_string()))
-    }
-
-    /// An environment with every template added; strict about undefined variables so a typo
-    /// in a template is an error, not an empty string in the prompt.
-    fn environment(&self) -> Result<Environment<'_>, AgentError> {
-        let mut env = Environment::new();
-        env.set_undefined_behavior(UndefinedBehavior::Strict);
-        for (name, text) in &self.sources {
-            env.add_template(name, text)
-                .map_err(|e| self.error(name, &e))?;
+        let mut prompts = Self {
+            dir: dir.to_string(),
+            sources,
+            env: Environment::new(),
+        };
+        prompts
+            .env
+            .set_undefined_behavior(UndefinedBehavior::Strict);
+        for (name, text) in prompts.sources.clone() {
+            if let Err(e) = prompts.env.add_template_owned(name.clone(), text) {
+                return Err(StageError::Input(prompts.error(&name, &e).to_string()));
+            }
         }
-        Ok(env)
+        Ok(prompts)
     }
 
     /// Renders template `name` with `context`; the error names the file and the fault.
     pub fn render(&self, name: &str, context: &Value) -> Result<String, AgentError> {
-        let env = self.environment()?;
-        let template = env.get_template(name).map_err(|e| self.error(name, &e))?;
+        let template = self
+            .env
+            .get_template(name)
+            .map_err(|e| self.error(name, &e))?;
         template
             .render(context)
             .map(|s| s.trim().to_string())

@@ -3,6 +3,7 @@
 //! `history`, `clarify`, `simulator`… in the pipeline to compare configurations; each variant's
 //! episodes are cached per task, so changing one variant re-runs only its episodes.
 
+use polars::prelude::DataFrame;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -128,7 +129,7 @@ impl Kind for RunEpisodes {
         let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
         let factory = agents::factory(params, ctx)?;
         let mut runs = Vec::new();
-        for bundle in bundles_from_table(ctx.input("bundles")?)? {
+        for bundle in bundles_from_table(bundles_input(ctx)?)? {
             for epoch in 0..params.epochs {
                 let run = play(params, ctx, &world, &bundle, factory.as_ref(), epoch)?;
                 refuse_offline_errors(ctx, &run)?;
@@ -169,6 +170,13 @@ fn first_skip_of(ctx: &StageContext<'_>) -> bool {
     }
     said.push(key);
     true
+}
+
+/// The task bundles: the input named `bundles`, else the first input (the per-item one), so a
+/// `query` selecting a subset of tasks can feed the stage directly.
+fn bundles_input<'c>(ctx: &'c StageContext<'_>) -> Result<&'c DataFrame, StageError> {
+    ctx.input("bundles")
+        .or_else(|e| ctx.inputs.first().map(|t| &t.df).ok_or(e))
 }
 
 fn tables(runs: &[EpisodeRun]) -> Result<Tables, StageError> {

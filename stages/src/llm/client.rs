@@ -218,23 +218,31 @@ impl<'a> LlmClient<'a> {
     }
 }
 
-/// One HTTP client per timeout for the whole process: building one (TLS roots, a runtime thread)
-/// costs far more than a request, and clients share connection pools.
+/// HTTP clients are shared by the whole process: building one (TLS roots, a runtime thread)
+/// costs far more than a request, and clients keep connection pools. Blocking clients kept per
+/// timeout. Each blocking client drives its requests on one internal
+/// thread; with 64 requests in flight that one thread's per-request work queues up, so requests
+/// are spread over a few clients (their threads run in parallel on the machine's cores).
+const CLIENTS_PER_TIMEOUT: usize = 4;
+
+type ClientPool = (Vec<reqwest::blocking::Client>, usize);
+
 fn shared_http_client(timeout: Duration) -> Result<reqwest::blocking::Client, LlmError> {
-    static CLIENTS: OnceLock<Mutex<HashMap<u128, reqwest::blocking::Client>>> = OnceLock::new();
+    static CLIENTS: OnceLock<Mutex<HashMap<u128, ClientPool>>> = OnceLock::new();
     let clients = CLIENTS.get_or_init(Mutex::default);
     let mut clients = clients
         .lock()
         .map_err(|_| LlmError::Cache("HTTP client registry poisoned".into()))?;
-    if let Some(client) = clients.get(&timeout.as_millis()) {
-        return Ok(client.clone());
+    let (pool, next) = clients.entry(timeout.as_millis()).or_default();
+    if pool.len() < CLIENTS_PER_TIMEOUT {
+        let client = reqwest::blocking::Client::builder()
+            .timeout(timeout)
+            .build()
+            .map_err(|e| LlmError::Cache(format!("cannot build HTTP client: {e}")))?;
+        pool.push(client);
     }
-    let client = reqwest::blocking::Client::builder()
-        .timeout(timeout)
-        .build()
-        .map_err(|e| LlmError::Cache(format!("cannot build HTTP client: {e}")))?;
-    clients.insert(timeout.as_millis(), client.clone());
-    Ok(client)
+    *next = (*next + 1) % pool.len();
+    Ok(pool[*next].clone())
 }
 
 fn retry_after(resp: &reqwest::blocking::Response) -> Option<Duration> {

@@ -60,6 +60,8 @@ pub struct Seen {
     pub headers: Vec<(String, String)>,
     /// Body text.
     pub body: String,
+    /// When the request was read, so benchmarks can measure sustained throughput.
+    pub at: std::time::Instant,
 }
 
 /// The server; stops accepting when dropped.
@@ -189,12 +191,12 @@ fn read_request(reader: &mut BufReader<TcpStream>) -> Option<Seen> {
         path,
         headers,
         body: String::from_utf8_lossy(&body).into_owned(),
+        at: std::time::Instant::now(),
     })
 }
 
 /// Plays one behavior; false when the connection must close (a hang).
 fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> bool {
-    let echo = last_user_message(request_body);
     match behavior {
         Behavior::Hang(d) => {
             std::thread::sleep(d);
@@ -216,7 +218,7 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> boo
                 stream,
                 200,
                 &[],
-                &completion(&format!("echo: {echo}"), 10, 5),
+                &completion(&format!("echo: {}", last_user_message(request_body)), 10, 5),
             );
         }
     }
