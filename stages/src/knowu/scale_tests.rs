@@ -1,5 +1,5 @@
-//! Scale check: the metrics over 100,000 imported episodes (10 steps each) must take under 5 s
-//! in a release build. Ignored by default (it is slow unoptimized); run it with
+//! Scale check: the metrics over 100,000 imported episodes (10 steps each); the time is printed
+//! for BENCHMARKS.md (no timed assertion). Ignored by default (it is slow unoptimized); run it with
 //! `cargo test --release -p prefflow-stages -- --ignored knowu_metrics_scale --nocapture`.
 
 use std::time::Instant;
@@ -100,7 +100,4 @@ fn knowu_metrics_scale() {
         .get(0);
     let no_result = (0..EPISODES).filter(|i| i % 17 == 0).count() as u32;
     assert_eq!(with_results, Some(EPISODES as u32 - no_result));
-    if !cfg!(debug_assertions) {
-        assert!(elapsed.as_secs_f64() < 5.0, "took {elapsed:?}");
-    }
 }

@@ -98,12 +98,18 @@ impl<'a> LlmClient<'a> {
 
     /// The record/replay key: endpoint, body and epoch. Never the key or any header.
     pub fn cache_key(&self, request: &ChatRequest, epoch: u32) -> String {
-        hash_json(&json!({ "endpoint": self.endpoint, "body": self.body(request), "epoch": epoch }))
+        self.key_of(&self.body(request), epoch)
+    }
+
+    fn key_of(&self, body: &Value, epoch: u32) -> String {
+        hash_json(&json!({ "endpoint": self.endpoint, "body": body, "epoch": epoch }))
     }
 
     /// Sends `request` (or replays it). `epoch` separates independent repeats of one request.
     pub fn chat(&self, request: &ChatRequest, epoch: u32) -> Result<Reply, LlmError> {
-        let key = self.cache_key(request, epoch);
+        // The body is built once: it keys the record, is sent, and is recorded.
+        let body = self.body(request);
+        let key = self.key_of(&body, epoch);
         let path = format!("llm/{}/{key}.json", &key[..2]);
         if let Some(mut reply) = self.replay(&path)? {
             reply.from_cache = true;
@@ -116,7 +122,6 @@ impl<'a> LlmClient<'a> {
                 key,
             });
         }
-        let body = self.body(request);
         let (mut reply, attempts) = self.call(&body)?;
         let recorded = Recorded {
             request: body,
