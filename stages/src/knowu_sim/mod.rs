@@ -79,25 +79,9 @@ pub enum Expect {
     Stop,
 }
 
-/// The consent decision the simulated user gives on a proactive task.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    /// "Yes, go ahead."
-    Accept,
-    /// "No, don't."
-    Reject,
-}
-
-impl Decision {
-    /// The word inside `<decision>…</decision>`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Decision::Accept => "accept",
-            Decision::Reject => "reject",
-        }
-    }
-}
+/// The consent decision the simulated user gives on a proactive task (KnowU's metrics parse
+/// the same type back out of the reply).
+pub use crate::knowu::rules::Decision;
 
 /// The situation a proactive episode starts in (the app-data part lives in the task overrides).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

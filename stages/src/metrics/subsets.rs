@@ -8,19 +8,11 @@ use polars::prelude::*;
 use prefflow_engine::StageError;
 
 use super::bootstrap::{Bootstrap, Ratio};
-use super::pertask::{require, Metric, PerTask, TaskRow};
+use super::pertask::{require, Metric, PerTask, TaskRow, METRICS};
 
-/// Metrics the subset tables report.
-const SUBSET_METRICS: [Metric; 7] = [
-    Metric::Success,
-    Metric::Action,
-    Metric::Personalization,
-    Metric::Inferable,
-    Metric::AskOnly,
-    Metric::Recall,
-    Metric::Precision,
-];
-
+/// Metrics the subset tables report: the rates of Table 1 (its leading seven metrics), not the
+/// per-task counts.
+const SUBSET_METRICS: &[Metric] = METRICS.split_at(7).0;
 /// The metrics of the history curve.
 const CURVE_METRICS: [Metric; 4] = [
     Metric::Personalization,
@@ -49,7 +41,7 @@ pub fn perturbations(tasks: &PerTask) -> PolarsResult<DataFrame> {
             by_subset.entry(&r.perturbation).or_default().push(r);
         }
         for (p, members) in &by_subset {
-            for m in SUBSET_METRICS {
+            for &m in SUBSET_METRICS {
                 let (val, count) = ratio(members, m);
                 let (ov, _) = ratio(&all, m);
                 variant.push(v.clone());
