@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
-use prefflow_engine::keys::hash_json;
+use prefflow_engine::keys::hash_bytes;
 use prefflow_engine::store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -44,6 +44,25 @@ pub struct Reply {
 struct Recorded {
     request: Value,
     reply: Reply,
+}
+
+/// A request body as the bytes that are hashed, sent and recorded.
+fn body_bytes(body: &Value) -> Vec<u8> {
+    // Serializing a JSON value cannot fail.
+    serde_json::to_vec(body).unwrap_or_default()
+}
+
+/// The record of one exchange, `{"request": …, "reply": …}`, with the already serialized body
+/// spliced in rather than serialized again.
+fn recorded_bytes(body: &[u8], reply: &Reply) -> Result<Vec<u8>, LlmError> {
+    let reply = serde_json::to_vec(reply).map_err(|e| LlmError::Cache(e.to_string()))?;
+    let mut out = Vec::with_capacity(body.len() + reply.len() + 24);
+    out.extend_from_slice(b"{\"request\":");
+    out.extend_from_slice(body);
+    out.extend_from_slice(b",\"reply\":");
+    out.extend_from_slice(&reply);
+    out.push(b'}');
+    Ok(out)
 }
 
 /// A chat-completions client bound to one endpoint and one record/replay cache.
@@ -98,17 +117,25 @@ impl<'a> LlmClient<'a> {
 
     /// The record/replay key: endpoint, body and epoch. Never the key or any header.
     pub fn cache_key(&self, request: &ChatRequest, epoch: u32) -> String {
-        self.key_of(&self.body(request), epoch)
+        self.key_of(&body_bytes(&self.body(request)), epoch)
     }
 
-    fn key_of(&self, body: &Value, epoch: u32) -> String {
-        hash_json(&json!({ "endpoint": self.endpoint, "body": body, "epoch": epoch }))
+    /// Hashes the serialized body (object keys are sorted: serde_json's maps are ordered), so
+    /// the body is serialized once per call for the key, the request and the record.
+    fn key_of(&self, body: &[u8], epoch: u32) -> String {
+        let mut bytes = Vec::with_capacity(body.len() + self.endpoint.len() + 16);
+        bytes.extend_from_slice(self.endpoint.as_bytes());
+        bytes.push(0x1f);
+        bytes.extend_from_slice(body);
+        bytes.push(0x1f);
+        bytes.extend_from_slice(epoch.to_string().as_bytes());
+        hash_bytes(&bytes)
     }
 
     /// Sends `request` (or replays it). `epoch` separates independent repeats of one request.
     pub fn chat(&self, request: &ChatRequest, epoch: u32) -> Result<Reply, LlmError> {
         // The body is built once: it keys the record, is sent, and is recorded.
-        let body = self.body(request);
+        let body = body_bytes(&self.body(request));
         let key = self.key_of(&body, epoch);
         let path = format!("llm/{}/{key}.json", &key[..2]);
         if let Some(mut reply) = self.replay(&path)? {
@@ -123,11 +150,7 @@ impl<'a> LlmClient<'a> {
             });
         }
         let (mut reply, attempts) = self.call(&body)?;
-        let recorded = Recorded {
-            request: body,
-            reply: reply.clone(),
-        };
-        let bytes = serde_json::to_vec(&recorded).map_err(|e| LlmError::Cache(e.to_string()))?;
+        let bytes = recorded_bytes(&body, &reply)?;
         self.cache
             .put(&path, &bytes)
             .map_err(|e| LlmError::Cache(e.to_string()))?;
@@ -160,11 +183,15 @@ impl<'a> LlmClient<'a> {
     }
 
     /// The live call with retries; returns the reply and the attempts used.
-    fn call(&self, body: &Value) -> Result<(Reply, u32), LlmError> {
+    fn call(&self, body: &[u8]) -> Result<(Reply, u32), LlmError> {
         let key = self.api_key()?;
         let mut last = String::new();
         for attempt in 0..=self.config.max_retries {
-            let mut req = self.http.post(&self.endpoint).json(body);
+            let mut req = self
+                .http
+                .post(&self.endpoint)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body.to_vec());
             if let Some(k) = &key {
                 req = req.bearer_auth(k);
             }
