@@ -4,6 +4,7 @@
 //! calls, KnowU-Bench interop, the phone served over HTTP (`serve`), and one module per stage
 //! kind. This crate depends on the engine; the engine never depends on it.
 
+mod columns;
 pub mod episodes;
 pub mod files;
 pub mod judging;

@@ -3,30 +3,10 @@
 use polars::prelude::*;
 
 use super::record::{EpisodeRow, EpisodeRun, StepRow};
+use crate::columns::{col, frame, list_col};
 
 /// The three tables `run_episodes` writes, in this order.
 pub const EPISODE_TABLES: [&str; 3] = ["episodes", "steps", "diffs"];
-
-fn col<T, V>(name: &str, rows: &[T], f: impl Fn(&T) -> V) -> Column
-where
-    Series: NamedFrom<Vec<V>, [V]>,
-{
-    Column::new(name.into(), rows.iter().map(f).collect::<Vec<V>>())
-}
-
-fn list_col<T>(name: &str, rows: &[T], f: impl Fn(&T) -> &[String]) -> Column {
-    let dtype = DataType::List(Box::new(DataType::String));
-    if rows.is_empty() {
-        return Column::new_empty(name.into(), &dtype);
-    }
-    let series: Vec<Series> = rows.iter().map(|r| Series::new("".into(), f(r))).collect();
-    Column::new(name.into(), series)
-}
-
-fn frame(columns: Vec<Column>) -> PolarsResult<DataFrame> {
-    let height = columns.first().map(|c| c.len()).unwrap_or(0);
-    DataFrame::new(height, columns)
-}
 
 /// The `episodes` table.
 pub fn episodes_frame(rows: &[EpisodeRow]) -> PolarsResult<DataFrame> {

@@ -5,21 +5,10 @@ use polars::prelude::*;
 
 use super::episode::{EpisodeJudgement, VerdictRow};
 use super::interaction::Request;
+use crate::columns::{col, frame};
 
 /// The four tables `judge` writes, in this order.
 pub const JUDGE_TABLES: [&str; 4] = ["verdicts", "scores", "requests", "interaction"];
-
-fn col<T, V>(name: &str, rows: &[T], f: impl Fn(&T) -> V) -> Column
-where
-    Series: NamedFrom<Vec<V>, [V]>,
-{
-    Column::new(name.into(), rows.iter().map(f).collect::<Vec<V>>())
-}
-
-fn frame(columns: Vec<Column>) -> PolarsResult<DataFrame> {
-    let height = columns.first().map(|c| c.len()).unwrap_or(0);
-    DataFrame::new(height, columns)
-}
 
 /// Rows of a per-row table with their episode.
 fn flatten<'a, T>(
