@@ -633,17 +633,17 @@ impl Runner {
             let group = group.clone();
             let task = task.clone();
             running.spawn(async move {
-                let Ok(_slot) = slots.acquire_owned().await else {
+                let Ok(slot) = slots.acquire_owned().await else {
                     return (i, Err((0, StageError::Failed("scheduler closed".into()))));
                 };
-                let inst_pools = this.acquire_pools(&this.plan.instances[id]).await;
+                let mut permits = this.acquire_pools(&this.plan.instances[id]).await;
+                permits.push(slot);
                 let worker = this.clone();
                 let result = tokio::task::spawn_blocking(move || {
-                    worker.run_item(id, &item_parts, &group, &inputs)
+                    worker.run_item(id, &item_parts, &group, &inputs, permits)
                 })
                 .await
                 .unwrap_or_else(|e| Err((1, StageError::Failed(format!("internal error: {e}")))));
-                drop(inst_pools);
                 task.inc();
                 (i, result)
             });
@@ -738,12 +738,15 @@ impl Runner {
         }
     }
 
+    /// Runs one item while holding `permits` (its stage slot and resource pools), then commits
+    /// it without them: storing the result uses neither, so the next item starts meanwhile.
     fn run_item(
         &self,
         id: usize,
         parts: &KeyParts,
         group: &ItemGroup,
         inputs: &[InputTable],
+        permits: Vec<OwnedSemaphorePermit>,
     ) -> ItemResult {
         let inst = &self.plan.instances[id];
         let started = Instant::now();
@@ -755,6 +758,7 @@ impl Runner {
             .map_err(|e| (0, StageError::from(e)))?;
         let key = parts.key();
         let (result, attempts) = self.attempt(inst, Some(&group.value), seed_of(&key), &local);
+        drop(permits);
         let tables = result.map_err(|e| (attempts, e))?;
         let manifest = self
             .commit(inst, parts, &tables, started, attempts, None, true)
