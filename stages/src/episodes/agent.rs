@@ -3,6 +3,8 @@
 //! history events the variant exposes, may ask clarifying questions before acting, and then
 //! returns one action per step. Model-backed agents report token usage per turn.
 
+use std::sync::Arc;
+
 use thiserror::Error;
 
 use crate::llm::{LlmError, Usage};
@@ -18,7 +20,7 @@ pub struct Brief<'a> {
     /// GUI screens or tool calls.
     pub space: ActionSpace,
     /// The phone's tools (tools mode; also a description of the apps in GUI mode).
-    pub tools: &'a [ToolSpec],
+    pub tools: &'a Arc<[ToolSpec]>,
     /// The history events this variant exposes, in time order.
     pub history: &'a [&'a HistoryEvent],
     /// The phone's clock, as text.

@@ -6,6 +6,7 @@
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use crate::world::phone::{
     Action, AskUser, EpisodeConfig, Observation, OverrideError, Phone, ToolSpec,
@@ -17,7 +18,7 @@ pub trait Environment {
     /// What the agent sees before its first action.
     fn observe(&self) -> Observation;
     /// The tools the agent may call (empty for GUI-only environments).
-    fn tools(&self) -> Vec<ToolSpec>;
+    fn tools(&self) -> Arc<[ToolSpec]>;
     /// The environment's clock, as text.
     fn now(&self) -> String;
     /// Performs one non-`ask_user` action.
@@ -73,7 +74,7 @@ impl Environment for PhoneEnv<'_> {
         self.phone.observe()
     }
 
-    fn tools(&self) -> Vec<ToolSpec> {
+    fn tools(&self) -> Arc<[ToolSpec]> {
         self.phone.tools()
     }
 

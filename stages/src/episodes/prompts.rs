@@ -9,7 +9,6 @@ use std::path::Path;
 
 use minijinja::{Environment, UndefinedBehavior};
 use prefflow_engine::StageError;
-use serde_json::Value;
 
 use super::agent::AgentError;
 
@@ -111,8 +110,13 @@ impl Prompts {
         Ok(prompts)
     }
 
-    /// Renders template `name` with `context`; the error names the file and the fault.
-    pub fn render(&self, name: &str, context: &Value) -> Result<String, AgentError> {
+    /// Renders template `name` with `context` (a JSON value, or a [`minijinja::Value`] converted
+    /// once and rendered into several templates); the error names the file and the fault.
+    pub fn render<C: serde::Serialize + ?Sized>(
+        &self,
+        name: &str,
+        context: &C,
+    ) -> Result<String, AgentError> {
         let template = self
             .env
             .get_template(name)

@@ -71,7 +71,7 @@ impl<'w> Book<'w> {
             clock: phone.clock(),
             observation: phone.observe(),
             tools: match phone.space() {
-                ActionSpace::Tools => phone.tools(),
+                ActionSpace::Tools => phone.tools().to_vec(),
                 ActionSpace::Gui => Vec::new(),
             },
         };

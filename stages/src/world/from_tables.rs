@@ -18,11 +18,7 @@ pub fn world_from_tables(sources: &DataFrame, history: &DataFrame) -> Result<Wor
     let (file, text) = persona.ok_or_else(|| bad("sources", "has no persona row"))?;
     let persona = Persona::from_source(&file, &text, &catalog)?;
     let history = history_from_table(history)?;
-    Ok(World {
-        catalog,
-        persona,
-        history,
-    })
+    Ok(World::new(catalog, persona, history))
 }
 
 type Sources = (Vec<(String, String)>, Option<(String, String)>);

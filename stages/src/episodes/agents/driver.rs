@@ -69,7 +69,7 @@ pub struct PlanAgent<'a, P> {
     solution: &'a [Value],
     policy: P,
     plan: Option<Plan>,
-    tools: Vec<ToolSpec>,
+    tools: std::sync::Arc<[ToolSpec]>,
     records: HashMap<String, Vec<Value>>,
     answers: HashMap<FieldKey, String>,
     asked: HashSet<FieldKey>,
@@ -87,7 +87,7 @@ impl<'a, P: Policy> PlanAgent<'a, P> {
             solution: defaults_solution,
             policy,
             plan: None,
-            tools: Vec::new(),
+            tools: std::sync::Arc::new([]),
             records: HashMap::new(),
             answers: HashMap::new(),
             asked: HashSet::new(),
@@ -103,7 +103,7 @@ impl<'a, P: Policy> PlanAgent<'a, P> {
         if self.plan.is_none() {
             let plan = Plan::new(self.solution, brief.tools);
             self.policy.prepare(brief, &plan);
-            self.tools = brief.tools.to_vec();
+            self.tools = brief.tools.clone();
             self.plan = Some(plan);
         }
     }

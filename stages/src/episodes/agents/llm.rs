@@ -7,6 +7,7 @@
 //! the episode with status `error`.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use prefflow_engine::store::Store;
 use prefflow_engine::{StageContext, StageError};
@@ -106,7 +107,7 @@ impl AgentFactory for LlmFactory<'_> {
             client: None,
             epoch: 0,
             space: ActionSpace::Tools,
-            tools: Vec::new(),
+            tools: Arc::new([]),
             functions: Vec::new(),
             messages: Vec::new(),
             fresh: true,
@@ -127,7 +128,7 @@ pub struct LlmAgent<'a> {
     client: Option<LlmClient<'a>>,
     epoch: u32,
     space: ActionSpace,
-    tools: Vec<ToolSpec>,
+    tools: Arc<[ToolSpec]>,
     functions: Vec<llm::ToolSpec>,
     messages: Vec<ChatMessage>,
     /// True until the first `next`, whose observation the task message already shows.
@@ -152,7 +153,7 @@ impl<'a> LlmAgent<'a> {
         }
     }
 
-    fn system_prompt(&self, context: &Value) -> Result<String, AgentError> {
+    fn system_prompt(&self, context: &minijinja::Value) -> Result<String, AgentError> {
         let name = match self.space {
             ActionSpace::Tools => prompts::AGENT_TOOLS,
             ActionSpace::Gui => prompts::AGENT_GUI,
@@ -303,9 +304,13 @@ impl LlmAgent<'_> {
 
 /// The tools offered: all of them, or the `max` most relevant to the instruction (BM25 over
 /// name, description and parameter names; topped up in catalog order), kept in catalog order.
-pub fn offered_tools(tools: &[ToolSpec], instruction: &str, max: Option<usize>) -> Vec<ToolSpec> {
+pub fn offered_tools(
+    tools: &Arc<[ToolSpec]>,
+    instruction: &str,
+    max: Option<usize>,
+) -> Arc<[ToolSpec]> {
     let Some(max) = max.filter(|&m| m < tools.len()) else {
-        return tools.to_vec();
+        return tools.clone();
     };
     let texts = tools.iter().map(|t| {
         let params: Vec<&str> = t.params.iter().map(|p| p.name.as_str()).collect();
@@ -324,8 +329,9 @@ pub fn offered_tools(tools: &[ToolSpec], instruction: &str, max: Option<usize>) 
     keep.into_iter().map(|i| tools[i].clone()).collect()
 }
 
-/// The template variables every agent prompt sees (see datasets/prompts/README.md).
-fn context(brief: &Brief<'_>, clarifications: &[AskRecord]) -> Value {
+/// The template variables every agent prompt sees (see datasets/prompts/README.md), converted
+/// for the template engine once and rendered into both the system and the task prompt.
+fn context(brief: &Brief<'_>, clarifications: &[AskRecord]) -> minijinja::Value {
     let history: Vec<Value> = brief
         .history
         .iter()
@@ -336,24 +342,41 @@ fn context(brief: &Brief<'_>, clarifications: &[AskRecord]) -> Value {
             })
         })
         .collect();
-    let tools: Vec<Value> = brief
-        .tools
-        .iter()
-        .map(|t| json!({ "name": t.name, "description": t.description }))
-        .collect();
     let clarifications: Vec<Value> = clarifications
         .iter()
         .map(|c| json!({ "question": c.question, "reply": c.reply }))
         .collect();
-    json!({
-        "instruction": brief.instruction,
-        "now": brief.now,
-        "space": match brief.space { ActionSpace::Tools => "tools", ActionSpace::Gui => "gui" },
-        "history": history,
-        "observation": brief.observation.text,
-        "clarifications": clarifications,
-        "tools": tools,
-    })
+    minijinja::context! {
+        instruction => brief.instruction,
+        now => brief.now,
+        space => match brief.space { ActionSpace::Tools => "tools", ActionSpace::Gui => "gui" },
+        history => history,
+        observation => brief.observation.text,
+        clarifications => clarifications,
+        tools => tools_context(brief.tools),
+    }
+}
+
+/// The `tools` template variable (`name`, `description` of each tool). Every episode of a world
+/// offers the same shared list, so its conversion (~220 entries) is kept for the last list seen;
+/// holding that list keeps its address from being reused by another.
+fn tools_context(tools: &Arc<[ToolSpec]>) -> minijinja::Value {
+    type Last = Option<(Arc<[ToolSpec]>, minijinja::Value)>;
+    static LAST: std::sync::Mutex<Last> = std::sync::Mutex::new(None);
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((seen, value)) = last.as_ref() {
+        if Arc::ptr_eq(seen, tools) {
+            return value.clone();
+        }
+    }
+    let value = minijinja::Value::from_serialize(
+        tools
+            .iter()
+            .map(|t| json!({ "name": t.name, "description": t.description }))
+            .collect::<Vec<_>>(),
+    );
+    *last = Some((tools.clone(), value.clone()));
+    value
 }
 
 fn status_name(s: Status) -> &'static str {
@@ -493,13 +516,47 @@ mod tests {
     }
 
     #[test]
+    fn prompts_see_the_tools_of_each_episode() {
+        let prompts = Prompts::from_sources(
+            "p",
+            &[(
+                "t.j2",
+                "{{ space }} {{ instruction }}: {% for t in tools %}{{ t.name }} {% endfor %}",
+            )],
+        )
+        .unwrap();
+        let observation = Observation::ok("home");
+        let render = |tools: &Arc<[ToolSpec]>| {
+            let brief = Brief {
+                instruction: "do it",
+                space: ActionSpace::Gui,
+                tools,
+                history: &[],
+                now: "now",
+                observation: &observation,
+                epoch: 0,
+            };
+            prompts.render("t.j2", &context(&brief, &[])).unwrap()
+        };
+        let a: Arc<[ToolSpec]> = Arc::new([spec("notes.create_note")]);
+        let b: Arc<[ToolSpec]> = Arc::new([spec("weather.get_forecast"), spec("clock.set_alarm")]);
+        assert_eq!(render(&a), "gui do it: notes.create_note");
+        // Another list (another world, or a tool cap) is converted anew, not taken from the last.
+        assert_eq!(
+            render(&b),
+            "gui do it: weather.get_forecast clock.set_alarm"
+        );
+        assert_eq!(render(&a), "gui do it: notes.create_note");
+    }
+
+    #[test]
     fn a_tool_cap_keeps_the_most_relevant_tools_in_catalog_order() {
-        let tools = [
+        let tools: Arc<[ToolSpec]> = Arc::new([
             spec("notes.create_note"),
             spec("dinespot.book_table"),
             spec("weather.get_forecast"),
             spec("dinespot.list_restaurants"),
-        ];
+        ]);
         let kept = offered_tools(&tools, "Book a table, any restaurants tonight", Some(2));
         let names: Vec<&str> = kept.iter().map(|t| t.name.as_str()).collect();
         assert_eq!(names, ["dinespot.book_table", "dinespot.list_restaurants"]);

@@ -105,8 +105,8 @@ impl Environment for RemoteEnv {
         self.first.clone()
     }
 
-    fn tools(&self) -> Vec<ToolSpec> {
-        Vec::new()
+    fn tools(&self) -> std::sync::Arc<[ToolSpec]> {
+        std::sync::Arc::new([])
     }
 
     fn now(&self) -> String {

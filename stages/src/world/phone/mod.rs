@@ -14,6 +14,8 @@ mod screens;
 mod tools;
 mod user;
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -266,8 +268,8 @@ impl<'w> Phone<'w> {
     }
 
     /// Every tool of this world.
-    pub fn tools(&self) -> Vec<ToolSpec> {
-        tool_specs(&self.world.catalog)
+    pub fn tools(&self) -> Arc<[ToolSpec]> {
+        self.world.tools()
     }
 
     /// Read access to the current (final, once finished) state.
