@@ -14,7 +14,8 @@ use crate::world::hash::FastMap;
 use std::path::Path;
 
 pub use model::{
-    App, Catalog, Check, CheckTest, Effect, Expr, Operation, Path as ExprPath, Record, Root, Table,
+    App, Catalog, Check, CheckTest, Effect, Expr, Operation, Path as ExprPath, Record, RecordJson,
+    Root, Table,
 };
 
 use fields::{lower_field, FieldCtx, FieldSite};

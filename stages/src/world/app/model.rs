@@ -256,6 +256,17 @@ impl Table {
         self.field_idx(field).and_then(|i| record.values.get(i))
     }
 
+    /// A record written as the JSON object `{id, field: value, …}` without building it first:
+    /// `list` tools render up to 100 records per call, and judges replay every call, so
+    /// cloning each record into a JSON value and then printing it was a tenth of judging.
+    /// Serializes to the same text as [`Table::record_json`].
+    pub fn record_view<'a>(&'a self, record: &'a Record) -> RecordJson<'a> {
+        RecordJson {
+            table: self,
+            record,
+        }
+    }
+
     /// A record as a JSON object `{id, field: value, …}`, for tools, tables and diffs.
     pub fn record_json(&self, record: &Record) -> Value {
         let mut m = serde_json::Map::with_capacity(self.fields.len() + 1);
@@ -279,5 +290,23 @@ impl Operation {
     /// The index of a form field by name.
     pub fn field_idx(&self, name: &str) -> Option<usize> {
         self.field_index.get(name).copied()
+    }
+}
+
+/// A record of a table, serialized as `{id, field: value, …}` (see [`Table::record_view`]).
+pub struct RecordJson<'a> {
+    table: &'a Table,
+    record: &'a Record,
+}
+
+impl serde::Serialize for RecordJson<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(Some(self.table.fields.len() + 1))?;
+        map.serialize_entry("id", &self.record.id)?;
+        for (field, value) in self.table.fields.iter().zip(&self.record.values) {
+            map.serialize_entry(&field.name, value)?;
+        }
+        map.end()
     }
 }

@@ -124,6 +124,46 @@ fn reads_list_and_get_with_filters() {
     assert_eq!(page["records"].as_array().map(Vec::len), Some(2));
 }
 
+/// `list` and `get` write records straight from the table; the text must stay exactly what the
+/// JSON-value rendering gave (`{"total", "records"}`, fields in schema order), since it reaches
+/// model prompts and so the keys of recorded model calls.
+#[test]
+fn list_and_get_text_is_the_json_value_rendering_for_every_table() {
+    let world = default_world();
+    let mut p = tools_phone();
+    for app in &world.catalog.apps {
+        for table in &app.tables {
+            let listed = call(
+                &mut p,
+                &format!("{}.list_{}", app.id, table.name),
+                json!({ "limit": 100 }),
+            );
+            let records: Vec<Value> = table
+                .records
+                .iter()
+                .take(100)
+                .map(|r| table.record_json(r))
+                .collect();
+            let expected = json!({ "total": table.records.len(), "records": records });
+            assert_eq!(
+                listed.text,
+                expected.to_string(),
+                "{}.{}",
+                app.id,
+                table.name
+            );
+            if let Some(first) = table.records.first() {
+                let got = call(
+                    &mut p,
+                    &format!("{}.get_{}", app.id, table.name),
+                    json!({ "id": first.id }),
+                );
+                assert_eq!(got.text, table.record_json(first).to_string());
+            }
+        }
+    }
+}
+
 #[test]
 fn update_delete_and_inserted_references() {
     let mut p = tools_phone();

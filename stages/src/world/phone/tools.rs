@@ -257,11 +257,17 @@ pub(crate) fn list(
     let mut records = Vec::new();
     for r in matching {
         if total >= offset && records.len() < limit {
-            records.push(table.record_json(r));
+            records.push(table.record_view(r));
         }
         total += 1;
     }
-    Ok(json!({ "total": total, "records": records }).to_string())
+    /// `{"total": …, "records": […]}`, written straight from the records.
+    #[derive(serde::Serialize)]
+    struct Listing<'a> {
+        total: usize,
+        records: Vec<crate::world::app::RecordJson<'a>>,
+    }
+    serde_json::to_string(&Listing { total, records }).map_err(|e| e.to_string())
 }
 
 fn filters<'a>(
@@ -310,5 +316,5 @@ pub(crate) fn get(
     let r = state
         .get(cat, t, id)
         .ok_or_else(|| format!("{} has no record \"{id}\"", cat.table_name(t)))?;
-    Ok(cat.table(t).record_json(r).to_string())
+    serde_json::to_string(&cat.table(t).record_view(r)).map_err(|e| e.to_string())
 }
