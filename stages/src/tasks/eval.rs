@@ -63,32 +63,30 @@ impl<'a, 'w> Episode<'a, 'w> {
         }
     }
 
-    fn records(&self, change: Change, table: &str) -> Vec<Value> {
-        let Some((app, name)) = table.split_once('.') else {
-            return Vec::new();
-        };
-        let diff = self.diff.table(app, name);
-        match change {
-            Change::Inserted => diff.map(|d| d.inserted.clone()).unwrap_or_default(),
-            Change::Updated => diff
-                .map(|d| d.updated.iter().map(|u| u.after.clone()).collect())
-                .unwrap_or_default(),
-            Change::Deleted => diff.map(|d| d.deleted.clone()).unwrap_or_default(),
-            Change::Exists => self
-                .phone
-                .state()
-                .records_json(app, name)
-                .unwrap_or_default(),
-        }
-    }
-
+    /// Whether a record of `table` with this change satisfies every condition. Diff records
+    /// are borrowed, and the current records of an `exists` check are turned into JSON one at
+    /// a time until one holds: judges check every criterion of every episode, and cloning or
+    /// converting whole tables per predicate dominated judging.
     fn record(&self, change: Change, table: &str, conditions: &[Condition]) -> bool {
-        let Some(t) = self.cat().table_id(table, None) else {
+        let (Some(t), Some((app, name))) =
+            (self.cat().table_id(table, None), table.split_once('.'))
+        else {
             return false;
         };
-        self.records(change, table)
-            .iter()
-            .any(|r| self.all_hold(Schema::Table(t), r, conditions))
+        let holds = |r: &Value| self.all_hold(Schema::Table(t), r, conditions);
+        let diff = self.diff.table(app, name);
+        match change {
+            Change::Inserted => diff.is_some_and(|d| d.inserted.iter().any(holds)),
+            Change::Updated => diff.is_some_and(|d| d.updated.iter().any(|u| holds(&u.after))),
+            Change::Deleted => diff.is_some_and(|d| d.deleted.iter().any(holds)),
+            Change::Exists => {
+                let state = self.phone.state();
+                let schema = self.cat().table(t);
+                state
+                    .records(app, name)
+                    .is_some_and(|mut rs| rs.any(|r| holds(&schema.record_json(r))))
+            }
+        }
     }
 
     fn called(&self, tool: &str, args: &[Condition]) -> bool {
@@ -123,12 +121,19 @@ impl<'a, 'w> Episode<'a, 'w> {
     }
 
     fn answer_mentions(&self, table: &str, field: &str, conditions: &[Condition]) -> bool {
-        let (Some(answer), Some(t)) = (self.answer(), self.cat().table_id(table, None)) else {
+        let (Some(answer), Some(t), Some((app, name))) = (
+            self.answer(),
+            self.cat().table_id(table, None),
+            table.split_once('.'),
+        ) else {
             return false;
         };
         let answer = answer.to_lowercase();
         let named: Vec<Value> = self
-            .records(Change::Exists, table)
+            .phone
+            .state()
+            .records_json(app, name)
+            .unwrap_or_default()
             .into_iter()
             .filter(|r| {
                 let name = r.get(field).map(display).unwrap_or_default().to_lowercase();

@@ -120,3 +120,36 @@ fn answer_and_question_checks() {
     act(&mut p, json!({ "action": "answer", "text": " four " }));
     assert!(holds(&p, &slots, json!({ "answer_equals": "Four." })));
 }
+
+#[test]
+fn updated_deleted_and_exists_checks_read_the_diff_and_the_state() {
+    let mut p = Phone::new(world(), EpisodeConfig::default(), Box::new(NoUser)).unwrap();
+    let cancelled = json!({ "updated": "dinespot.reservations", "where": { "id": "res-0920" } });
+    let gone = json!({ "deleted": "calendar.events", "where": { "id": "ev-focus" } });
+    let focus = json!({ "exists": "calendar.events", "where": { "id": "ev-focus" } });
+    assert!(!holds(&p, &[], cancelled.clone()));
+    assert!(!holds(&p, &[], gone.clone()));
+    assert!(holds(&p, &[], focus.clone()));
+    act(
+        &mut p,
+        json!({ "action": "call", "tool": "dinespot.cancel_reservation", "args": { "reservation": "res-0920" } }),
+    );
+    act(
+        &mut p,
+        json!({ "action": "call", "tool": "calendar.delete_event", "args": { "event": "ev-focus" } }),
+    );
+    assert!(holds(&p, &[], cancelled));
+    assert!(holds(&p, &[], gone));
+    assert!(!holds(&p, &[], focus));
+    // A deleted record is not "updated", and a condition on another id matches nothing.
+    assert!(!holds(
+        &p,
+        &[],
+        json!({ "updated": "calendar.events", "where": { "id": "ev-focus" } })
+    ));
+    assert!(!holds(
+        &p,
+        &[],
+        json!({ "deleted": "calendar.events", "where": { "id": "ev-other" } })
+    ));
+}
