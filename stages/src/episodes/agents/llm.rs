@@ -549,6 +549,57 @@ mod tests {
         assert_eq!(render(&a), "gui do it: notes.create_note");
     }
 
+    /// Prompts become model requests and so the keys of recorded calls: the shipped templates
+    /// must render exactly as they did from the plain JSON context.
+    #[test]
+    fn shipped_templates_render_as_from_the_json_context() {
+        let world = crate::tasks::testkit::world();
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let prompts = Prompts::load(&dir, "datasets/prompts", &prompts::AGENT_TEMPLATES).unwrap();
+        let history: Vec<&crate::world::history::HistoryEvent> =
+            world.history.iter().take(3).collect();
+        let tools = world.tools();
+        let observation = Observation::ok("screen: Home");
+        let answered = [AskRecord {
+            question: "Which day?".into(),
+            reply: "Friday".into(),
+        }];
+        for space in [ActionSpace::Gui, ActionSpace::Tools] {
+            let brief = Brief {
+                instruction: "Book dinner",
+                space,
+                tools: &tools,
+                history: &history,
+                now: "2025-10-02T17:30:00",
+                observation: &observation,
+                epoch: 0,
+            };
+            let plain = json!({
+                "instruction": brief.instruction,
+                "now": brief.now,
+                "space": if space == ActionSpace::Gui { "gui" } else { "tools" },
+                "history": history.iter().map(|e| json!({
+                    "event_id": e.event_id, "time": e.time.to_string(), "app": e.app,
+                    "location": e.location, "text": e.text,
+                })).collect::<Vec<_>>(),
+                "observation": observation.text,
+                "clarifications": [{ "question": "Which day?", "reply": "Friday" }],
+                "tools": tools.iter().map(|t| json!({ "name": t.name, "description": t.description })).collect::<Vec<_>>(),
+            });
+            let converted = context(&brief, &answered);
+            for name in prompts::AGENT_TEMPLATES {
+                if name == prompts::AGENT_OBSERVATION {
+                    continue;
+                }
+                assert_eq!(
+                    prompts.render(name, &converted).unwrap(),
+                    prompts.render(name, &plain).unwrap(),
+                    "{name}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_tool_cap_keeps_the_most_relevant_tools_in_catalog_order() {
         let tools: Arc<[ToolSpec]> = Arc::new([
