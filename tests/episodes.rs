@@ -11,19 +11,11 @@ use crate::common::*;
 /// `heuristic` agent per exposure in `exposures`.
 fn ablation(templates: &str, exposures: &str) -> String {
     let head = world_and_candidates("ablation-small", "", templates, 6, 7);
-    format!(
-        "{head}  validated:
-    kind: validate_tasks
-    inputs: [candidates.bundles, world.sources, world.history_events]
-    per_item: task_id
-  episodes:
-    kind: run_episodes
-    inputs: [validated.bundles, world.sources, world.history_events]
-    per_item: task_id
-    params: {{ agent: heuristic, history: all }}
-    sweep: {{ history: {exposures} }}
-"
-    )
+    let stages = validated_episodes(
+        "{ agent: heuristic, history: all }",
+        &format!("{{ history: {exposures} }}"),
+    );
+    format!("{head}{stages}")
 }
 
 fn episodes_instance<'a>(record: &'a Value, variant: &str) -> &'a Value {

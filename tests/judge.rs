@@ -11,18 +11,9 @@ use crate::common::*;
 
 fn pipeline() -> String {
     let head = world_and_candidates("judging", "", &repo("datasets/tasks"), 8, 5);
+    let stages = validated_episodes("{ agent: oracle }", "{ agent: [oracle, defaults] }");
     format!(
-        "{head}  validated:
-    kind: validate_tasks
-    inputs: [candidates.bundles, world.sources, world.history_events]
-    per_item: task_id
-  episodes:
-    kind: run_episodes
-    inputs: [validated.bundles, world.sources, world.history_events]
-    per_item: task_id
-    params: {{ agent: oracle }}
-    sweep: {{ agent: [oracle, defaults] }}
-  judged:
+        "{head}{stages}  judged:
     kind: judge
     inputs: [episodes.episodes, episodes.steps, validated.bundles, world.sources, world.history_events]
     per_item: episode_id

@@ -262,3 +262,21 @@ pub fn world_and_candidates(
         repo("datasets/apps")
     )
 }
+
+/// The `validated` and `episodes` stages that follow [`world_and_candidates`]: candidates
+/// validated per task, then `run_episodes` per task with `params` and `sweep` (YAML flow maps).
+pub fn validated_episodes(params: &str, sweep: &str) -> String {
+    format!(
+        "  validated:
+    kind: validate_tasks
+    inputs: [candidates.bundles, world.sources, world.history_events]
+    per_item: task_id
+  episodes:
+    kind: run_episodes
+    inputs: [validated.bundles, world.sources, world.history_events]
+    per_item: task_id
+    params: {params}
+    sweep: {sweep}
+"
+    )
+}
