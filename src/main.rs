@@ -508,10 +508,7 @@ fn print_plan(lines: &[inspect::PlanLine]) {
                 )
             }
             PlanStatus::Miss { reasons, items } => {
-                let items = items
-                    .as_ref()
-                    .map(|i| format!(" [{} of {} items to run]", i.total - i.cached, i.total))
-                    .unwrap_or_default();
+                let items = items.as_ref().map(plan_items).unwrap_or_default();
                 println!("  miss   {}{items}", line.label);
                 for r in reasons {
                     println!("           - {r}");
@@ -519,6 +516,19 @@ fn print_plan(lines: &[inspect::PlanLine]) {
             }
         }
     }
+}
+
+/// ` [N of M items to run]`, saying how many of them lost their stored tables.
+fn plan_items(i: &inspect::ItemPlan) -> String {
+    let lost = match i.incomplete {
+        0 => String::new(),
+        n => format!("; {n} of them lost their stored tables"),
+    };
+    format!(
+        " [{} of {} items to run{lost}]",
+        i.total - i.cached,
+        i.total
+    )
 }
 
 fn render_dag(plan: &Plan, format: DagFormat) -> String {

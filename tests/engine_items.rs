@@ -209,3 +209,92 @@ fn glob_json(dir: &std::path::Path) -> Vec<serde_json::Value> {
     }
     out
 }
+
+/// The item manifests of `stage` in the store, as JSON.
+fn item_manifests(ws: &Workspace, stage: &str) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for shard in std::fs::read_dir(ws.store().join("items")).expect("items dir") {
+        for file in std::fs::read_dir(shard.expect("shard").path()).expect("shard dir") {
+            let bytes = std::fs::read(file.expect("file").path()).expect("manifest");
+            let m: serde_json::Value = serde_json::from_slice(&bytes).expect("manifest json");
+            if m["stage"] == stage {
+                out.push(m);
+            }
+        }
+    }
+    out
+}
+
+/// Deletes the blobs a manifest points at, as someone cleaning a store by hand would.
+fn delete_blobs(ws: &Workspace, manifest: &serde_json::Value) {
+    for table in manifest["tables"].as_object().expect("tables").values() {
+        let blob = table["blob"].as_str().expect("blob hash");
+        let path = ws
+            .store()
+            .join("blobs")
+            .join(&blob[..2])
+            .join(format!("{blob}.parquet"));
+        std::fs::remove_file(&path).expect("remove blob");
+    }
+}
+
+#[test]
+fn plan_and_run_agree_when_item_blobs_were_deleted_by_hand() {
+    let ws = Workspace::new();
+    // Ten items of two interleaved rows each, so the assembled table (rows grouped by item)
+    // is not byte-equal to the input table and has a blob of its own.
+    let mut csv = String::from("id,grp,value\n");
+    for i in 0..20 {
+        csv.push_str(&format!("r{:02},g{},{i}\n", i % 10, i % 3));
+    }
+    ws.write("data/rows.csv", &csv);
+    ws.write("items.yaml", &items_pipeline(0, ""));
+    ws.run_ok("items.yaml", &[]);
+    // Three items lose their tables, and so does the stage's assembled table: its recipe
+    // manifest and the items' manifests survive.
+    let items = item_manifests(&ws, "work");
+    assert_eq!(items.len(), 10);
+    for m in &items[..3] {
+        delete_blobs(&ws, m);
+    }
+    let record = ws.last_run("items");
+    let recipe = instance(&record, "work")["recipe_key"]
+        .as_str()
+        .expect("recipe key")
+        .to_string();
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(
+            ws.store()
+                .join("recipes")
+                .join(&recipe[..2])
+                .join(format!("{recipe}.json")),
+        )
+        .expect("recipe manifest"),
+    )
+    .expect("json");
+    delete_blobs(&ws, &manifest);
+
+    let plan = ws.cli(&["plan", "items.yaml"]).expect_code(0).stdout;
+    assert!(
+        plan.contains("miss   work [3 of 10 items to run; 3 of them lost their stored tables]"),
+        "{plan}"
+    );
+    assert!(
+        plan.contains("stored tables missing from the store: table"),
+        "{plan}"
+    );
+    let run = ws.run_ok("items.yaml", &[]);
+    let work = instance(&run, "work");
+    assert_eq!(work["status"], "executed");
+    assert_eq!(work["items"]["executed"].as_u64(), Some(3), "{work}");
+    assert_eq!(work["items"]["cached"].as_u64(), Some(7), "{work}");
+    // The rebuilt output equals the lost one, so downstream stays cached, and plan agrees that
+    // nothing is left to do.
+    assert_eq!(work["unchanged_output"], true, "{work}");
+    assert_eq!(instance(&run, "total")["status"], "cached");
+    let plan = ws.cli(&["plan", "items.yaml"]).expect_code(0).stdout;
+    assert!(
+        plan.contains("hit    work") && !plan.contains("miss"),
+        "{plan}"
+    );
+}

@@ -10,11 +10,13 @@
 //! - [`config`] parses the pipeline file with source locations;
 //! - [`params`] resolves `${params.x}` and `--set` overrides; [`sweep`] expands grids to variants;
 //! - [`plan`] validates everything and produces stage instances in dependency order;
+//! - [`decision`] decides, per instance and item, whether a cached result can be used;
 //! - [`exec`] runs them, reusing results by recipe key ([`artifact`], [`keys`]);
 //! - [`record`] keeps what each run produced, for `show`, `why` and `gc` ([`inspect`]).
 
 pub mod artifact;
 pub mod config;
+pub mod decision;
 pub mod error;
 pub mod exec;
 pub mod inspect;

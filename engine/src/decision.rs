@@ -1,0 +1,348 @@
+//! The cache decision: for a stage instance, and for each item of a per-item stage, whether a
+//! valid result is in the store, and why not.
+//!
+//! This is the only place that decides. `run` acts on a [`Decision`], `plan` prints it and `why`
+//! explains it, so what `plan` predicts is what `run` does: a result counts as cached only when
+//! its manifest, every blob it points at and (for kinds with side effects) its output outside the
+//! store are all present.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use polars::prelude::DataFrame;
+use serde_json::Value;
+
+use crate::artifact::{
+    blob_path, item_path, load_manifest, recipe_path, ItemIdentity, KeyParts, Manifest,
+    ENGINE_VERSION,
+};
+use crate::error::Result;
+use crate::keys::{hash_path, item_groups, ItemGroup};
+use crate::plan::Instance;
+use crate::record::{InstanceRecord, RunRecord};
+use crate::store::Store;
+
+/// The decision for one stage instance.
+#[derive(Debug, Clone)]
+pub struct Decision {
+    /// What the key was computed from.
+    pub parts: KeyParts,
+    /// The recipe key.
+    pub key: String,
+    /// The cached result, when it is complete and valid; `None` means the instance must run.
+    pub hit: Option<Manifest>,
+    /// For a miss, why it must run; for a hit, how it differs from the last successful run
+    /// (non-empty when an older result is reused, e.g. after reverting a parameter).
+    pub reasons: Vec<String>,
+}
+
+/// Why a stored result cannot be used, when its key is known.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Unusable {
+    /// No manifest under the key.
+    NoResult,
+    /// The manifest points at blobs that are gone (these tables).
+    BlobsMissing(Vec<String>),
+    /// The kind says its output outside the store is gone or stale.
+    OutputGone,
+}
+
+/// Decides one instance, given the records of its upstream instances (in binding order) and the
+/// last successful run of the pipeline (for the reasons).
+pub fn decide(
+    store: &dyn Store,
+    workdir: &Path,
+    inst: &Instance,
+    upstream: &[Arc<InstanceRecord>],
+    previous: Option<&RunRecord>,
+) -> Result<Decision> {
+    let parts = key_parts(inst, upstream, workdir);
+    let key = parts.key();
+    let (hit, unusable) = match load_manifest(store, &recipe_path(&key))? {
+        None => (None, Some(Unusable::NoResult)),
+        Some(m) => {
+            let missing = missing_tables(store, &m)?;
+            if !missing.is_empty() {
+                (None, Some(Unusable::BlobsMissing(missing)))
+            } else if !inst.kind.cached_output_is_valid(&inst.params, workdir) {
+                (None, Some(Unusable::OutputGone))
+            } else {
+                (Some(m), None)
+            }
+        }
+    };
+    let reasons = reasons(store, previous, inst, &parts, &key, unusable.as_ref())?;
+    Ok(Decision {
+        parts,
+        key,
+        hit,
+        reasons,
+    })
+}
+
+/// The key of an instance, given its upstream results (in binding order).
+fn key_parts(inst: &Instance, upstream: &[Arc<InstanceRecord>], workdir: &Path) -> KeyParts {
+    let mut inputs = BTreeMap::new();
+    for (b, up) in inst.bindings.iter().zip(upstream) {
+        for t in &b.tables {
+            if let Some(entry) = up.tables.get(t) {
+                let label = match &b.gathered_variant {
+                    Some(v) => format!("{}[{v}].{t}", b.stage),
+                    None => format!("{}.{t}", b.stage),
+                };
+                inputs.insert(label, entry.blob.clone());
+            }
+        }
+    }
+    let external = inst
+        .kind
+        .external_inputs(&inst.params)
+        .into_iter()
+        .map(|p| {
+            let h = hash_path(&workdir.join(&p));
+            (p, h)
+        })
+        .collect();
+    KeyParts {
+        engine: ENGINE_VERSION.to_string(),
+        kind: inst.kind.name().to_string(),
+        kind_version: inst.kind.version().to_string(),
+        params: inst.params.clone(),
+        inputs,
+        external,
+        item: None,
+    }
+}
+
+/// Tables of `m` whose blob is not in the store.
+fn missing_tables(store: &dyn Store, m: &Manifest) -> Result<Vec<String>> {
+    let mut missing = Vec::new();
+    for (name, t) in &m.tables {
+        if !store.exists(&blob_path(&t.blob))? {
+            missing.push(name.clone());
+        }
+    }
+    Ok(missing)
+}
+
+/// Why the instance runs (or, for a hit, what differs from the last successful run).
+fn reasons(
+    store: &dyn Store,
+    previous: Option<&RunRecord>,
+    inst: &Instance,
+    parts: &KeyParts,
+    key: &str,
+    unusable: Option<&Unusable>,
+) -> Result<Vec<String>> {
+    let last_key = previous
+        .and_then(|p| p.instance(&inst.stage, &inst.variant.name()))
+        .and_then(|r| r.recipe_key.clone());
+    let changes = match &last_key {
+        // The same recipe as last time: nothing changed, whatever the store holds.
+        Some(k) if k == key => Some(Vec::new()),
+        Some(k) => load_manifest(store, &recipe_path(k))?.map(|m| diff_parts(&m.key, parts)),
+        None => None,
+    };
+    let Some(unusable) = unusable else {
+        return Ok(changes.unwrap_or_default());
+    };
+    Ok(match changes {
+        None => vec!["never run (no earlier result for this stage and variant)".into()],
+        Some(d) if !d.is_empty() => d,
+        Some(_) if last_key.as_deref() != Some(key) => vec!["key changed".into()],
+        Some(_) => vec![describe(unusable)],
+    })
+}
+
+fn describe(unusable: &Unusable) -> String {
+    match unusable {
+        Unusable::NoResult => "result missing from the store (removed by gc?)".into(),
+        Unusable::BlobsMissing(tables) => format!(
+            "stored tables missing from the store: {} (deleted by hand?)",
+            tables.join(", ")
+        ),
+        Unusable::OutputGone => "its output outside the store is missing or changed".into(),
+    }
+}
+
+/// The decisions for every item of a per-item instance.
+#[derive(Debug, Clone)]
+pub struct ItemDecisions {
+    /// The items in order of first appearance in the main input, each with its decision.
+    pub items: Vec<ItemDecision>,
+}
+
+/// The decision for one item.
+#[derive(Debug, Clone)]
+pub struct ItemDecision {
+    /// The item's rows in the main input.
+    pub group: ItemGroup,
+    /// What the item's key was computed from.
+    pub parts: KeyParts,
+    /// The item key.
+    pub key: String,
+    /// The committed result, when it is complete.
+    pub hit: Option<Manifest>,
+    /// True when a manifest exists but some of its blobs are gone (the item runs again).
+    pub blobs_missing: bool,
+}
+
+impl ItemDecisions {
+    /// Items already committed with all their blobs.
+    pub fn cached(&self) -> usize {
+        self.items.iter().filter(|i| i.hit.is_some()).count()
+    }
+
+    /// Items whose manifest survives but whose blobs do not.
+    pub fn incomplete(&self) -> usize {
+        self.items.iter().filter(|i| i.blobs_missing).count()
+    }
+
+    /// Every item key, in item order.
+    pub fn keys(&self) -> Vec<String> {
+        self.items.iter().map(|i| i.key.clone()).collect()
+    }
+}
+
+/// Decides every item of `inst`: `parts` is the instance's key, `main` its first input (the
+/// table mapped over, labelled `main_label`). An error names the missing per-item column.
+pub fn decide_items(
+    store: &dyn Store,
+    inst: &Instance,
+    parts: &KeyParts,
+    main_label: &str,
+    main: &DataFrame,
+) -> std::result::Result<ItemDecisions, MissingItemColumn> {
+    let column = inst.per_item.clone().unwrap_or_default();
+    let groups = item_groups(main, &column).map_err(|_| MissingItemColumn {
+        column: column.clone(),
+        input: main_label.to_string(),
+        columns: main
+            .get_column_names()
+            .iter()
+            .map(|c| c.to_string())
+            .collect(),
+    })?;
+    let items = groups
+        .into_iter()
+        .map(|group| {
+            let parts = item_key_parts(parts, main_label, &column, &group);
+            let key = parts.key();
+            let stored = load_manifest(store, &item_path(&key)).ok().flatten();
+            let complete = stored
+                .as_ref()
+                .map(|m| missing_tables(store, m).is_ok_and(|t| t.is_empty()));
+            ItemDecision {
+                group,
+                parts,
+                key,
+                blobs_missing: complete == Some(false),
+                hit: stored.filter(|_| complete == Some(true)),
+            }
+        })
+        .collect();
+    Ok(ItemDecisions { items })
+}
+
+/// A per-item stage's column is not in its main input.
+#[derive(Debug, Clone)]
+pub struct MissingItemColumn {
+    /// The `per_item` column.
+    pub column: String,
+    /// The main input, `stage.table`.
+    pub input: String,
+    /// The columns it has.
+    pub columns: Vec<String>,
+}
+
+impl std::fmt::Display for MissingItemColumn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "per_item column `{}` is not in `{}` (columns: {}); fix `per_item` in the pipeline",
+            self.column,
+            self.input,
+            self.columns.join(", ")
+        )
+    }
+}
+
+/// The key parts of one item: the stage's recipe without the main input's data version, plus
+/// the item's identity (its column, value and rows).
+fn item_key_parts(parts: &KeyParts, main_label: &str, column: &str, g: &ItemGroup) -> KeyParts {
+    let mut p = parts.clone();
+    p.inputs.remove(main_label);
+    p.item = Some(ItemIdentity {
+        column: column.to_string(),
+        value: g.value.clone(),
+        rows: g.content_hash.clone(),
+    });
+    p
+}
+
+/// Field-level differences between two recipes, phrased for humans.
+pub fn diff_parts(old: &KeyParts, new: &KeyParts) -> Vec<String> {
+    let mut out = Vec::new();
+    if old.engine != new.engine {
+        out.push(format!("engine version: {} → {}", old.engine, new.engine));
+    }
+    if old.kind != new.kind {
+        out.push(format!("kind: {} → {}", old.kind, new.kind));
+    } else if old.kind_version != new.kind_version {
+        out.push(format!(
+            "kind `{}` version: {} → {}",
+            new.kind, old.kind_version, new.kind_version
+        ));
+    }
+    diff_values("params", &old.params, &new.params, &mut out);
+    diff_maps("input", "data", &old.inputs, &new.inputs, &mut out);
+    diff_maps("file", "content", &old.external, &new.external, &mut out);
+    out
+}
+
+fn diff_maps(
+    what: &str,
+    noun: &str,
+    old: &BTreeMap<String, String>,
+    new: &BTreeMap<String, String>,
+    out: &mut Vec<String>,
+) {
+    for (k, v) in new {
+        match old.get(k) {
+            None => out.push(format!("{what} `{k}`: added")),
+            Some(o) if o != v => out.push(format!(
+                "{what} `{k}`: {noun} changed ({} → {})",
+                short(o),
+                short(v)
+            )),
+            _ => {}
+        }
+    }
+    for k in old.keys().filter(|k| !new.contains_key(*k)) {
+        out.push(format!("{what} `{k}`: removed"));
+    }
+}
+
+fn short(s: &str) -> &str {
+    &s[..10.min(s.len())]
+}
+
+fn diff_values(path: &str, old: &Value, new: &Value, out: &mut Vec<String>) {
+    match (old, new) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in b {
+                let p = format!("{path}.{k}");
+                match a.get(k) {
+                    Some(o) => diff_values(&p, o, v, out),
+                    None => out.push(format!("{p}: added ({v})")),
+                }
+            }
+            for k in a.keys().filter(|k| !b.contains_key(*k)) {
+                out.push(format!("{path}.{k}: removed"));
+            }
+        }
+        (a, b) if a != b => out.push(format!("{path}: {a} → {b}")),
+        _ => {}
+    }
+}

@@ -1,0 +1,91 @@
+//! Committing results: a result's tables become blobs, then its manifest is written last (the
+//! commit point) under the instance's recipe key or the item's key.
+
+use std::time::Instant;
+
+use super::Runner;
+use crate::artifact::{
+    item_path, recipe_path, save_manifest, store_tables, unix_now, ItemCounts, KeyParts, Manifest,
+};
+use crate::error::{Error, StageError};
+use crate::kind::Tables;
+use crate::plan::Instance;
+
+/// How a result came about, for its manifest.
+pub(super) struct Provenance {
+    /// When its computation started.
+    pub started: Instant,
+    /// Attempts the kind needed.
+    pub attempts: u32,
+}
+
+impl Runner {
+    /// Commits one item of a per-item stage under its item key (`key` is the hash of `parts`).
+    pub(super) fn commit_item(
+        &self,
+        inst: &Instance,
+        (parts, key): (&KeyParts, &str),
+        tables: &Tables,
+        how: Provenance,
+    ) -> Result<Manifest, StageError> {
+        let manifest = self.manifest(inst, (parts, key), tables, how)?;
+        self.save(&item_path(&manifest.recipe_key), &manifest)?;
+        Ok(manifest)
+    }
+
+    /// Commits an instance's whole result under its recipe key; `items` are a per-item stage's
+    /// counts and item keys.
+    pub(super) fn commit_instance(
+        &self,
+        inst: &Instance,
+        (parts, key): (&KeyParts, &str),
+        tables: &Tables,
+        how: Provenance,
+        items: Option<(ItemCounts, Vec<String>)>,
+    ) -> Result<Manifest, StageError> {
+        let mut manifest = self.manifest(inst, (parts, key), tables, how)?;
+        if let Some((counts, keys)) = items {
+            manifest.items = Some(counts);
+            manifest.item_keys = keys;
+        }
+        self.save(&recipe_path(&manifest.recipe_key), &manifest)?;
+        Ok(manifest)
+    }
+
+    /// Stores `tables` as blobs and describes them in a manifest (not yet written).
+    fn manifest(
+        &self,
+        inst: &Instance,
+        (parts, key): (&KeyParts, &str),
+        tables: &Tables,
+        how: Provenance,
+    ) -> Result<Manifest, StageError> {
+        let (entries, data_version) =
+            store_tables(self.store.as_ref(), tables).map_err(not_stored)?;
+        let seconds = how.started.elapsed().as_secs_f64();
+        Ok(Manifest {
+            recipe_key: key.to_string(),
+            key: parts.clone(),
+            pipeline: self.plan.name.clone(),
+            stage: inst.stage.clone(),
+            variant: inst.variant.name(),
+            deterministic: inst.kind.deterministic(),
+            data_version,
+            tables: entries,
+            started_at: unix_now() - seconds,
+            seconds,
+            attempts: how.attempts,
+            items: None,
+            item_keys: Vec::new(),
+            usage: serde_json::Value::Object(Default::default()),
+        })
+    }
+
+    fn save(&self, path: &str, manifest: &Manifest) -> Result<(), StageError> {
+        save_manifest(self.store.as_ref(), path, manifest).map_err(not_stored)
+    }
+}
+
+fn not_stored(e: Error) -> StageError {
+    StageError::Failed(format!("could not store result: {e}"))
+}

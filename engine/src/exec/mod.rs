@@ -1,0 +1,429 @@
+//! Execution: runs a [`Plan`] against a [`Store`], reusing every result it already has.
+//!
+//! Independent instances run concurrently on tokio; each stage's work runs on the blocking pool
+//! (kinds are plain synchronous code and may use rayon inside). Per-item stages commit every item
+//! as soon as it finishes, so a killed run loses at most the items in flight.
+//!
+//! The files: this one schedules instances and decides each one ([`crate::decision`]); `whole`
+//! runs a stage in one piece, `items` runs a per-item stage item by item, `attempt` calls the
+//! kind (retries, panics) and `commit` writes results to the store.
+
+mod attempt;
+mod commit;
+mod items;
+mod whole;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use polars::prelude::*;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::artifact::{load_table, store_tables, unix_now, Manifest};
+use crate::decision::{decide, Decision};
+use crate::error::{Error, Result, StageError};
+use crate::kind::{InputTable, Tables};
+use crate::plan::{Instance, Plan};
+use crate::progress::{Progress, ProgressMode};
+use crate::record::{save_run, ErrorRow, InstanceRecord, RunRecord, Status};
+use crate::store::Store;
+
+/// How to run.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Relative paths in params resolve against this directory.
+    pub workdir: PathBuf,
+    /// Run only these stages (and what they need); all when empty.
+    pub only: Vec<String>,
+    /// Progress display.
+    pub progress: ProgressMode,
+    /// Period of status lines in log mode.
+    pub log_every: Duration,
+    /// Forbid external calls that are not already cached (see [`crate::StageContext::offline`]).
+    pub offline: bool,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        Self {
+            workdir: PathBuf::from("."),
+            only: Vec::new(),
+            progress: ProgressMode::Auto,
+            log_every: Duration::from_secs(10),
+            offline: false,
+        }
+    }
+}
+
+/// The result of a run: its record (also saved in the store).
+#[derive(Debug, Clone)]
+pub struct RunReport {
+    /// What happened.
+    pub record: RunRecord,
+}
+
+impl RunReport {
+    /// 0 when everything succeeded; 2 when only user input was at fault; 1 otherwise.
+    pub fn exit_code(&self) -> i32 {
+        if self.record.errors.is_empty() {
+            0
+        } else if self.record.errors.iter().all(|e| e.kind == "input") {
+            2
+        } else {
+            1
+        }
+    }
+}
+
+/// Runs `plan` to completion (or failure) and saves the run record.
+pub fn run(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) -> Result<RunReport> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_time()
+        .build()
+        .map_err(|e| Error::Store {
+            path: opts.workdir.clone(),
+            source: e,
+        })?;
+    runtime.block_on(run_async(plan, store, opts))
+}
+
+/// Everything the instances of one run share.
+struct Runner {
+    plan: Arc<Plan>,
+    store: Arc<dyn Store>,
+    workdir: PathBuf,
+    pools: HashMap<String, Arc<Semaphore>>,
+    progress: Progress,
+    previous: Option<RunRecord>,
+    offline: bool,
+}
+
+/// What an instance run yields: its record and its error rows.
+type Outcome = (InstanceRecord, Vec<ErrorRow>);
+
+async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) -> Result<RunReport> {
+    let started = Instant::now();
+    let started_at = unix_now();
+    let selected = plan.select(&opts.only)?;
+    let previous = crate::record::load_latest(store.as_ref(), &plan.name)?;
+    let runner = Arc::new(Runner {
+        pools: plan
+            .resources
+            .iter()
+            .map(|(k, &n)| (k.clone(), Arc::new(Semaphore::new(n.max(1) as usize))))
+            .collect(),
+        plan: plan.clone(),
+        store,
+        workdir: opts.workdir.clone(),
+        progress: Progress::new(opts.progress),
+        previous,
+        offline: opts.offline,
+    });
+    let ticker = runner.progress.spawn_ticker(opts.log_every);
+    let (outcomes, errors) = runner.clone().run_instances(&selected).await?;
+    if let Some(t) = ticker {
+        t.abort();
+    }
+    let mut record = RunRecord {
+        pipeline: plan.name.clone(),
+        file: plan.file.to_string_lossy().into_owned(),
+        run_id: format!("{}-{}", started_at as u64, std::process::id()),
+        started_at,
+        seconds: started.elapsed().as_secs_f64(),
+        instances: outcomes,
+        ..RunRecord::default()
+    };
+    let items_failed = errors.iter().filter(|e| e.item.is_some()).count();
+    record.errors_blob = errors_blob(runner.store.as_ref(), &errors)?;
+    record.errors = errors;
+    record.summarize(items_failed);
+    save_run(runner.store.as_ref(), &record)?;
+    Ok(RunReport { record })
+}
+
+fn errors_blob(store: &dyn Store, errors: &[ErrorRow]) -> Result<Option<String>> {
+    if errors.is_empty() {
+        return Ok(None);
+    }
+    let df = df!(
+        "stage" => errors.iter().map(|e| e.stage.clone()).collect::<Vec<_>>(),
+        "variant" => errors.iter().map(|e| e.variant.clone()).collect::<Vec<_>>(),
+        "item" => errors.iter().map(|e| e.item.clone()).collect::<Vec<_>>(),
+        "attempts" => errors.iter().map(|e| e.attempts).collect::<Vec<_>>(),
+        "kind" => errors.iter().map(|e| e.kind.clone()).collect::<Vec<_>>(),
+        "message" => errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>(),
+    )?;
+    let (entries, _) = store_tables(store, &Tables::single("errors", df))?;
+    Ok(entries.get("errors").map(|e| e.blob.clone()))
+}
+
+fn error_kind(e: &StageError) -> &'static str {
+    match e {
+        StageError::Input(_) => "input",
+        StageError::Transient(_) => "transient",
+        StageError::Failed(_) => "failed",
+    }
+}
+
+impl Runner {
+    /// Starts every instance as soon as its upstream instances are done; returns their records
+    /// in plan order and every error row.
+    async fn run_instances(
+        self: Arc<Self>,
+        selected: &[bool],
+    ) -> Result<(Vec<InstanceRecord>, Vec<ErrorRow>)> {
+        let instances = &self.plan.instances;
+        let n = instances.len();
+        let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); n];
+        let mut waiting: Vec<usize> = vec![0; n];
+        for inst in instances {
+            let mut ups: Vec<usize> = inst.bindings.iter().map(|b| b.instance).collect();
+            ups.sort_unstable();
+            ups.dedup();
+            waiting[inst.id] = ups.len();
+            for u in ups {
+                dependents[u].push(inst.id);
+            }
+        }
+        let mut outcomes: Vec<Option<Arc<InstanceRecord>>> = vec![None; n];
+        let mut errors: Vec<ErrorRow> = Vec::new();
+        let mut tasks: JoinSet<(usize, Outcome)> = JoinSet::new();
+        let start = |id: usize,
+                     outcomes: &Vec<Option<Arc<InstanceRecord>>>,
+                     tasks: &mut JoinSet<(usize, Outcome)>| {
+            let upstream: Vec<Arc<InstanceRecord>> = instances[id]
+                .bindings
+                .iter()
+                .filter_map(|b| outcomes[b.instance].clone())
+                .collect();
+            let runner = self.clone();
+            let selected = selected[id];
+            tasks.spawn(async move { (id, runner.instance(id, selected, upstream).await) });
+        };
+        for id in (0..n).filter(|&i| waiting[i] == 0) {
+            start(id, &outcomes, &mut tasks);
+        }
+        while let Some(joined) = tasks.join_next().await {
+            let (id, (record, rows)) =
+                joined.map_err(|e| Error::RunFailed(format!("internal task failure: {e}")))?;
+            errors.extend(rows);
+            outcomes[id] = Some(Arc::new(record));
+            for &d in &dependents[id] {
+                waiting[d] -= 1;
+                if waiting[d] == 0 {
+                    start(d, &outcomes, &mut tasks);
+                }
+            }
+        }
+        let records = outcomes
+            .into_iter()
+            .flatten()
+            .map(|r| Arc::try_unwrap(r).unwrap_or_else(|a| (*a).clone()))
+            .collect();
+        Ok((records, errors))
+    }
+
+    fn record(&self, inst: &Instance, status: Status) -> InstanceRecord {
+        InstanceRecord::empty(&inst.stage, inst.variant.name(), inst.kind.name(), status)
+    }
+
+    fn error_row(
+        &self,
+        inst: &Instance,
+        item: Option<String>,
+        attempts: u32,
+        e: &StageError,
+    ) -> ErrorRow {
+        ErrorRow {
+            stage: inst.stage.clone(),
+            variant: inst.variant.name(),
+            item,
+            attempts,
+            kind: error_kind(e).to_string(),
+            message: e.to_string(),
+        }
+    }
+
+    /// Runs one instance: decides, then serves it from the store or runs it.
+    async fn instance(
+        self: Arc<Self>,
+        id: usize,
+        selected: bool,
+        upstream: Vec<Arc<InstanceRecord>>,
+    ) -> Outcome {
+        let inst = &self.plan.instances[id];
+        if !selected {
+            return (self.record(inst, Status::NotSelected), vec![]);
+        }
+        if let Some(bad) = upstream.iter().find(|u| !u.status.succeeded()) {
+            let mut rec = self.record(inst, Status::Skipped);
+            rec.message = Some(format!("upstream `{}` did not succeed", bad.label()));
+            return (rec, vec![]);
+        }
+        let started = Instant::now();
+        let decision = match self.decide(id, &upstream).await {
+            Ok(d) => d,
+            Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
+        };
+        if let Some(manifest) = &decision.hit {
+            self.progress.line(&format!("{}: cached", inst.label()));
+            return (
+                self.finished(inst, Status::Cached, manifest, started),
+                vec![],
+            );
+        }
+        let inputs = match self.load_inputs(inst, &upstream).await {
+            Ok(inputs) => inputs,
+            Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
+        };
+        let result = if inst.per_item.is_some() {
+            self.clone().run_items(id, decision, inputs, started).await
+        } else {
+            self.clone().run_whole(id, decision, inputs, started).await
+        };
+        match result {
+            Ok(manifest) => (
+                self.finished(inst, Status::Executed, &manifest, started),
+                vec![],
+            ),
+            Err(outcome) => outcome,
+        }
+    }
+
+    /// The cache decision for instance `id`, taken on a blocking thread (it reads the store).
+    async fn decide(
+        self: &Arc<Self>,
+        id: usize,
+        upstream: &[Arc<InstanceRecord>],
+    ) -> Result<Decision> {
+        let this = self.clone();
+        let upstream = upstream.to_vec();
+        tokio::task::spawn_blocking(move || {
+            let inst = &this.plan.instances[id];
+            decide(
+                this.store.as_ref(),
+                &this.workdir,
+                inst,
+                &upstream,
+                this.previous.as_ref(),
+            )
+        })
+        .await
+        .map_err(|e| Error::RunFailed(format!("internal error: {e}")))?
+    }
+
+    fn fail(
+        &self,
+        inst: &Instance,
+        item: Option<String>,
+        attempts: u32,
+        e: &StageError,
+    ) -> Outcome {
+        let mut rec = self.record(inst, Status::Failed);
+        rec.message = Some(e.to_string());
+        self.progress
+            .line(&format!("{}: FAILED: {e}", inst.label()));
+        (rec, vec![self.error_row(inst, item, attempts, e)])
+    }
+
+    fn finished(
+        &self,
+        inst: &Instance,
+        status: Status,
+        m: &Manifest,
+        started: Instant,
+    ) -> InstanceRecord {
+        let mut rec = InstanceRecord::from_manifest(
+            &inst.stage,
+            inst.variant.name(),
+            inst.kind.name(),
+            status,
+            m,
+        );
+        rec.seconds = started.elapsed().as_secs_f64();
+        rec.unchanged_output = status == Status::Executed
+            && self
+                .previous
+                .as_ref()
+                .and_then(|p| p.instance(&rec.stage, &rec.variant))
+                .is_some_and(|p| p.data_version.as_deref() == Some(m.data_version.as_str()));
+        rec
+    }
+
+    async fn load_inputs(
+        &self,
+        inst: &Instance,
+        upstream: &[Arc<InstanceRecord>],
+    ) -> Result<Vec<InputTable>> {
+        let mut wanted = Vec::new();
+        for (b, up) in inst.bindings.iter().zip(upstream) {
+            for t in &b.tables {
+                let blob =
+                    up.tables
+                        .get(t)
+                        .map(|e| e.blob.clone())
+                        .ok_or_else(|| Error::Corrupt {
+                            key: format!("{}.{t}", b.stage),
+                            reason: "upstream record has no such table".into(),
+                        })?;
+                wanted.push((b.stage.clone(), t.clone(), blob));
+            }
+        }
+        let store = self.store.clone();
+        let loaded = tokio::task::spawn_blocking(move || {
+            wanted
+                .into_iter()
+                .map(|(stage, table, blob)| {
+                    load_table(store.as_ref(), &blob).map(|df| InputTable { stage, table, df })
+                })
+                .collect::<Result<Vec<_>>>()
+        })
+        .await
+        .map_err(|e| Error::RunFailed(format!("internal error: {e}")))??;
+        gather_variants(loaded)
+    }
+
+    async fn acquire_pools(&self, inst: &Instance) -> Vec<OwnedSemaphorePermit> {
+        let mut names: Vec<&String> = inst.pools.iter().collect();
+        names.sort();
+        names.dedup();
+        let mut permits = Vec::new();
+        for name in names {
+            if let Some(pool) = self.pools.get(name) {
+                if let Ok(p) = pool.clone().acquire_owned().await {
+                    permits.push(p);
+                }
+            }
+        }
+        permits
+    }
+}
+
+/// Concatenates the tables a `gather` stage receives once per upstream variant, keeping the
+/// first appearance's order; ordinary stages never receive the same table twice.
+fn gather_variants(tables: Vec<InputTable>) -> Result<Vec<InputTable>> {
+    let mut out: Vec<InputTable> = Vec::new();
+    for t in tables {
+        match out
+            .iter_mut()
+            .find(|o| o.stage == t.stage && o.table == t.table)
+        {
+            None => out.push(t),
+            Some(acc) => {
+                acc.df.vstack_mut(&t.df).map_err(|e| {
+                    Error::RunFailed(format!(
+                        "gather: the variants of `{}` have different columns ({e}); a kind must write the same columns in every variant",
+                        t.label()
+                    ))
+                })?;
+            }
+        }
+    }
+    for t in &mut out {
+        t.df.rechunk_mut();
+    }
+    Ok(out)
+}

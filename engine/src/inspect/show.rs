@@ -1,0 +1,112 @@
+//! `prefflow show`: which run record and which of its tables a target names, and the last run's
+//! errors.
+
+use std::collections::HashSet;
+
+use crate::artifact::TableEntry;
+use crate::error::{Error, Result};
+use crate::record::{
+    load_last_run, load_latest, most_recent_pipeline, pipelines, InstanceRecord, RunRecord,
+};
+use crate::store::Store;
+
+/// Which run record `show` reads: the named pipeline, else the most recent one.
+pub fn record_for_show(store: &dyn Store, pipeline: Option<&str>) -> Result<RunRecord> {
+    let name = match pipeline {
+        Some(p) => p.to_string(),
+        None => most_recent_pipeline(store)?.ok_or_else(|| {
+            Error::Usage(
+                "this store has no runs yet; run a pipeline first (prefflow run pipelines/…)"
+                    .into(),
+            )
+        })?,
+    };
+    load_latest(store, &name)?.ok_or_else(|| {
+        let known = pipelines(store).unwrap_or_default().join(", ");
+        Error::Usage(format!(
+            "no successful run of pipeline `{name}` in this store (known: {known})"
+        ))
+    })
+}
+
+/// The tables `show STAGE[.table] [--variant V]` refers to; `STAGE.*` means every table.
+pub fn find_tables(
+    record: &RunRecord,
+    target: &str,
+    variant: Option<&str>,
+) -> Result<Vec<(String, String, TableEntry)>> {
+    let (stage, table) = match target.split_once('.') {
+        Some((s, t)) if t != "*" => (s, Some(t)),
+        Some((s, _)) => (s, None),
+        None => (target, None),
+    };
+    let all: Vec<&InstanceRecord> = record
+        .instances
+        .iter()
+        .filter(|i| i.stage == stage)
+        .collect();
+    if all.is_empty() {
+        let stages: Vec<&str> = record
+            .instances
+            .iter()
+            .map(|i| i.stage.as_str())
+            .collect::<HashSet<_>>()
+            .into_iter()
+            .collect();
+        return Err(Error::Usage(format!(
+            "no stage `{stage}` with results in pipeline `{}`{}",
+            record.pipeline,
+            crate::plan::suggest(stage, stages.into_iter())
+        )));
+    }
+    let chosen: Vec<&InstanceRecord> = match variant {
+        Some(v) => all.iter().copied().filter(|i| i.variant == v).collect(),
+        None if all.len() == 1 => all.clone(),
+        None => {
+            let names: Vec<String> = all.iter().map(|i| i.variant.clone()).collect();
+            return Err(Error::Usage(format!(
+                "stage `{stage}` has {} variants; pick one with --variant:\n  {}",
+                all.len(),
+                names.join("\n  ")
+            )));
+        }
+    };
+    let Some(inst) = chosen.first() else {
+        let names: Vec<String> = all.iter().map(|i| i.variant.clone()).collect();
+        return Err(Error::Usage(format!(
+            "stage `{stage}` has no variant `{}`; variants: {}",
+            variant.unwrap_or_default(),
+            names.join(", ")
+        )));
+    };
+    let tables: Vec<(String, String, TableEntry)> = inst
+        .tables
+        .iter()
+        .filter(|(name, _)| table.is_none_or(|t| t == name.as_str()))
+        .map(|(name, e)| (inst.label(), name.clone(), e.clone()))
+        .collect();
+    if tables.is_empty() {
+        let names: Vec<&String> = inst.tables.keys().collect();
+        return Err(Error::Usage(format!(
+            "stage `{stage}` has no table `{}`; its tables: {}",
+            table.unwrap_or_default(),
+            names
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )));
+    }
+    Ok(tables)
+}
+
+/// The errors table of the last run of a pipeline.
+pub fn last_errors(store: &dyn Store, pipeline: Option<&str>) -> Result<RunRecord> {
+    let name = match pipeline {
+        Some(p) => p.to_string(),
+        None => most_recent_pipeline(store)?
+            .ok_or_else(|| Error::Usage("this store has no runs yet".into()))?,
+    };
+    load_last_run(store, &name)?
+        .ok_or_else(|| Error::Usage(format!("no run of pipeline `{name}` in this store")))
+}
