@@ -3,7 +3,7 @@
 
 use polars::prelude::*;
 
-use super::error::KnowuError;
+use crate::knowu::error::KnowuError;
 
 /// Where the column contracts are written down, for error messages.
 const CONTRACT: &str = "see docs/tables.md for the columns each table must carry";

@@ -7,15 +7,14 @@ use polars::prelude::*;
 
 use super::consent::KnowuUser;
 use super::generate::{generate, Generated};
-use super::profile::KnowuPersona;
 use super::template::{load_dir, Template};
 use super::world::{app_sources, persona_stub, PROFILE_KIND};
-use super::{Decision, Expect, Split};
+use super::{Decision, Expect, KnowuTask, Split};
 use crate::episodes::agents::ScriptedAgent;
 use crate::episodes::simulator::Simulator;
 use crate::episodes::{run_episode, EpisodeRow, EpisodeSpec, PhoneEnv};
-use crate::knowu::rules::{parse_decision, Decision as MetricDecision};
-use crate::tasks::TaskBundle;
+use crate::knowu::interop::rules::{parse_decision, Decision as MetricDecision};
+use crate::knowu::profile::KnowuProfile;
 use crate::world::from_tables::world_from_tables;
 use crate::world::phone::{Action, ActionSpace, EpisodeConfig};
 use crate::world::{tables, World};
@@ -50,16 +49,16 @@ user_profile:
       delivery_general_remark: "Leave it at the door, no bell."
 "#;
 
-fn minimal() -> KnowuPersona {
+fn minimal() -> KnowuProfile {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("baker.yaml");
     std::fs::write(&path, MINIMAL).unwrap();
     let text = std::fs::read_to_string(&path).unwrap();
-    KnowuPersona::parse("baker.yaml", &text).unwrap()
+    KnowuProfile::parse("baker.yaml", &text).unwrap()
 }
 
 /// The world a KnowU persona runs in, rebuilt from tables as `run_episodes` does.
-fn world_for(p: &KnowuPersona) -> World {
+fn world_for(p: &KnowuProfile) -> World {
     let apps = app_sources(&[
         repo().join("datasets/apps").as_path(),
         repo().join("datasets/knowu/apps").as_path(),
@@ -70,7 +69,7 @@ fn world_for(p: &KnowuPersona) -> World {
     let mut text: Vec<String> = apps.iter().map(|a| a.1.clone()).collect();
     kind.extend(["persona", PROFILE_KIND]);
     name.extend([format!("{}.json", p.id), format!("{}.yaml", p.id)]);
-    let log = crate::world::knowu::log_from_str(
+    let log = crate::knowu::log::parse(
         "baker.json",
         r#"[{"time": "2026-01-05T07:10:00+08:00", "location": "Home", "action": "Turned on power saving at 14% battery.", "label": "signal", "category": "habit"}]"#,
     )
@@ -80,28 +79,29 @@ fn world_for(p: &KnowuPersona) -> World {
     world_from_tables(&sources, &tables::history_events(&log).unwrap()).unwrap()
 }
 
-fn generated(p: &KnowuPersona, world: &World) -> Generated {
+fn generated(p: &KnowuProfile, world: &World) -> Generated {
     generate(&templates(), p, &world.catalog).unwrap()
 }
 
-fn task<'a>(g: &'a Generated, class: &str) -> &'a TaskBundle {
-    g.bundles
+fn task<'a>(g: &'a Generated, class: &str) -> &'a KnowuTask {
+    g.tasks
         .iter()
-        .find(|b| b.task.knowu.as_ref().unwrap().class_name == class)
+        .find(|t| t.info.class_name == class)
         .unwrap_or_else(|| panic!("no task {class}"))
 }
 
 /// Plays `actions` (then finish) on `bundle` with the KnowU user; returns the score and the
 /// user's replies.
-fn play(world: &World, bundle: &TaskBundle, actions: Vec<Action>) -> (Option<f64>, Vec<String>) {
+fn play(world: &World, t: &KnowuTask, actions: Vec<Action>) -> (Option<f64>, Vec<String>) {
+    let bundle = &t.bundle;
     let config = EpisodeConfig {
         space: ActionSpace::Tools,
-        clock: super::situation_clock(&bundle.task),
+        clock: t.info.clock(),
         overrides: bundle.task.overrides.clone(),
     };
     let mut env = PhoneEnv::new(world, config).unwrap();
     let mut agent = ScriptedAgent::new(actions);
-    let mut user = KnowuUser::new(bundle);
+    let mut user = KnowuUser::new(bundle, &t.info);
     let spec = EpisodeSpec {
         row: EpisodeRow::default(),
         instruction: bundle.task.instruction.clone(),
@@ -115,11 +115,12 @@ fn play(world: &World, bundle: &TaskBundle, actions: Vec<Action>) -> (Option<f64
         .iter()
         .filter_map(|s| s.user_reply.clone())
         .collect();
-    (super::score::score(bundle, &env.phone), replies)
+    let score = super::score::score(bundle, &t.info, &env.phone, &run.steps);
+    (Some(score), replies)
 }
 
-fn reference(bundle: &TaskBundle) -> Vec<Action> {
-    actions(&bundle.task.reference_solution)
+fn reference(t: &KnowuTask) -> Vec<Action> {
+    actions(&t.bundle.task.reference_solution)
 }
 
 fn actions(steps: &[serde_json::Value]) -> Vec<Action> {
@@ -139,21 +140,21 @@ fn a_persona_lacking_sections_skips_those_templates_with_the_section_named() {
     let world = world_for(&p);
     let g = generated(&p, &world);
     // Every proactive template applies (a missing habit means "stay silent"), 16 of them.
-    let proactive = g.bundles.iter().filter(|b| split(b) == Split::Proactive);
+    let proactive = g.tasks.iter().filter(|t| t.info.split == Split::Proactive);
     assert_eq!(proactive.count(), 16);
     // The diet templates it has sections for are there, with their general twin.
     assert!(g
-        .bundles
+        .tasks
         .iter()
-        .any(|b| b.task.task_id == "TakeoutReamarkPreferenceAskUserTask@baker"));
+        .any(|t| t.bundle.task.task_id == "TakeoutReamarkPreferenceAskUserTask@baker"));
     assert!(g
-        .bundles
+        .tasks
         .iter()
-        .any(|b| b.task.task_id == "TakeoutRemarkGeneralTask@baker"));
+        .any(|t| t.bundle.task.task_id == "TakeoutRemarkGeneralTask@baker"));
     assert!(g
-        .bundles
+        .tasks
         .iter()
-        .any(|b| b.task.task_id == "OrderLunchTradeoffTask@baker"));
+        .any(|t| t.bundle.task.task_id == "OrderLunchTradeoffTask@baker"));
     // Travel templates are skipped, naming the travel paths and the persona.
     let commute = g
         .skipped
@@ -175,19 +176,15 @@ fn a_persona_lacking_sections_skips_those_templates_with_the_section_named() {
     // Nothing both generated and skipped.
     for s in &g.skipped {
         assert!(
-            !g.bundles.iter().any(|b| b.task.template == s.template),
+            !g.tasks.iter().any(|t| t.bundle.task.template == s.template),
             "{}",
             s.template
         );
     }
 }
 
-fn split(b: &TaskBundle) -> Split {
-    b.task.knowu.as_ref().unwrap().split
-}
-
-fn expect(b: &TaskBundle) -> Option<Expect> {
-    b.task.knowu.as_ref().unwrap().expect
+fn expect(t: &KnowuTask) -> Option<Expect> {
+    t.info.expect
 }
 
 #[test]
@@ -206,7 +203,7 @@ fn habits_decide_the_expected_bucket_and_the_consent_decision() {
         Some(Expect::Silent)
     );
     // The user's replies carry KnowU's decision tag, which KnowU's metrics parse back.
-    let accept = KnowuUser::new(battery)
+    let accept = KnowuUser::new(&battery.bundle, &battery.info)
         .reply("Shall I turn on power saving?")
         .unwrap();
     assert_eq!(parse_decision(&accept.text), Some(MetricDecision::Accept));
@@ -215,14 +212,11 @@ fn habits_decide_the_expected_bucket_and_the_consent_decision() {
         "{}",
         accept.text
     );
-    let reject = KnowuUser::new(report)
+    let reject = KnowuUser::new(&report.bundle, &report.info)
         .reply("Shall I send the report?")
         .unwrap();
     assert_eq!(parse_decision(&reject.text), Some(MetricDecision::Reject));
-    assert_eq!(
-        report.task.knowu.as_ref().unwrap().decision,
-        Some(Decision::Reject)
-    );
+    assert_eq!(report.info.decision, Some(Decision::Reject));
 }
 
 #[test]
@@ -231,14 +225,14 @@ fn proactive_rules_score_act_silent_and_stop() {
     let world = world_for(&p);
     let g = generated(&p, &world);
     let battery = task(&g, "BatterySaverRoutineTask");
-    let saver = actions(&battery.task.defaults_solution);
+    let saver = actions(&battery.bundle.task.defaults_solution);
     // Act: doing it scores; staying silent does not.
     assert_eq!(play(&world, battery, saver.clone()).0, Some(1.0));
     assert_eq!(play(&world, battery, vec![]).0, Some(0.0));
     // Silent: leaving the phone alone scores; acting anyway does not.
     let night = task(&g, "NightEyeCareRoutineTask");
     assert_eq!(play(&world, night, vec![]).0, Some(1.0));
-    let dark = actions(&night.task.defaults_solution);
+    let dark = actions(&night.bundle.task.defaults_solution);
     assert_eq!(play(&world, night, dark).0, Some(0.0));
     // Stop: asking is fine and the user rejects; acting after the reject is wrong.
     let report = task(&g, "WeeklyReportRoutineTask");
@@ -253,7 +247,7 @@ fn proactive_rules_score_act_silent_and_stop() {
         "{replies:?}"
     );
     let mut defiant = vec![ask("Shall I send your weekly report?")];
-    defiant.extend(actions(&report.task.defaults_solution));
+    defiant.extend(actions(&report.bundle.task.defaults_solution));
     assert_eq!(play(&world, report, defiant).0, Some(0.0));
 }
 
@@ -261,9 +255,9 @@ fn proactive_rules_score_act_silent_and_stop() {
 fn the_reference_solution_is_the_oracle_on_every_generated_task() {
     let p = minimal();
     let world = world_for(&p);
-    for b in &generated(&p, &world).bundles {
-        let (score, _) = play(&world, b, reference(b));
-        assert_eq!(score, Some(1.0), "{}", b.task.task_id);
+    for t in &generated(&p, &world).tasks {
+        let (score, _) = play(&world, t, reference(t));
+        assert_eq!(score, Some(1.0), "{}", t.bundle.task.task_id);
     }
 }
 
@@ -273,10 +267,13 @@ fn personalized_tasks_are_hybrid_scored() {
     let world = world_for(&p);
     let g = generated(&p, &world);
     let remark = task(&g, "TakeoutReamarkPreferenceAskUserTask");
-    let lambda = remark.task.knowu.as_ref().unwrap().lambda.unwrap();
-    assert!(remark.criteria.len() >= 2, "an effect check plus key terms");
+    let lambda = remark.info.lambda.unwrap();
+    assert!(
+        remark.bundle.criteria.len() >= 2,
+        "an effect check plus key terms"
+    );
     // The plain order has the effect but not the preference: λ exactly.
-    let plain = actions(&remark.task.defaults_solution);
+    let plain = actions(&remark.bundle.task.defaults_solution);
     assert_eq!(play(&world, remark, plain).0, Some(lambda));
     // Nothing done: 0 even though nothing contradicts the preference.
     assert_eq!(play(&world, remark, vec![]).0, Some(0.0));
@@ -286,18 +283,21 @@ fn personalized_tasks_are_hybrid_scored() {
     // The general twin is all-or-nothing: the plain order fails it.
     let twin = task(&g, "TakeoutRemarkGeneralTask");
     assert!(
-        twin.task.instruction.contains("Leave it at the door"),
+        twin.bundle
+            .task
+            .instruction
+            .contains("Leave it at the door"),
         "{}",
-        twin.task.instruction
+        twin.bundle.task.instruction
     );
-    let plain = actions(&remark.task.defaults_solution);
+    let plain = actions(&remark.bundle.task.defaults_solution);
     assert_eq!(play(&world, twin, plain).0, Some(0.0));
 }
 
-fn shared_profile(name: &str) -> Option<KnowuPersona> {
+fn shared_profile(name: &str) -> Option<KnowuProfile> {
     let path = repo().join(format!("../shared/knowu-bench/user_profile/{name}.yaml"));
     let text = std::fs::read_to_string(&path).ok()?;
-    Some(KnowuPersona::parse(&format!("{name}.yaml"), &text).unwrap())
+    Some(KnowuProfile::parse(&format!("{name}.yaml"), &text).unwrap())
 }
 
 #[test]
@@ -311,7 +311,7 @@ fn the_shipped_personas_yield_knowu_proportions() {
     for name in ["developer", "student", "user"] {
         let p = shared_profile(name).unwrap();
         let g = generated(&p, &world);
-        let count = |s: Split| g.bundles.iter().filter(|b| split(b) == s).count();
+        let count = |s: Split| g.tasks.iter().filter(|t| t.info.split == s).count();
         let counts = [
             count(Split::General),
             count(Split::Personalized),
@@ -325,10 +325,10 @@ fn the_shipped_personas_yield_knowu_proportions() {
             *t += c;
         }
         // Proactive expectations follow the profile's habits.
-        for b in g.bundles.iter().filter(|b| split(b) == Split::Proactive) {
-            let info = b.task.knowu.as_ref().unwrap();
-            let has = info.habit_keys.iter().any(|k| p.habit(k).is_some());
-            assert_eq!(info.expect == Some(Expect::Act), has, "{}", b.task.task_id);
+        for t in g.tasks.iter().filter(|t| t.info.split == Split::Proactive) {
+            let has = t.info.habit_keys.iter().any(|k| p.habit(k).is_some());
+            let id = &t.bundle.task.task_id;
+            assert_eq!(t.info.expect == Some(Expect::Act), has, "{id}");
         }
     }
     eprintln!("general / personalized / proactive over 3 personas: {totals:?}");
@@ -336,7 +336,7 @@ fn the_shipped_personas_yield_knowu_proportions() {
 
 #[test]
 fn bad_profiles_and_templates_are_named_errors() {
-    let e = KnowuPersona::parse("x.yaml", "version: 1\n").unwrap_err();
+    let e = KnowuProfile::parse("x.yaml", "version: 1\n").unwrap_err();
     assert!(
         e.to_string().contains("x.yaml") && e.to_string().contains("user_profile"),
         "{e}"

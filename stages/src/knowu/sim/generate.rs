@@ -6,9 +6,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::profile::{key_terms, text, KnowuPersona};
 use super::template::Template;
-use super::{Decision, Expect, KnowuTaskInfo, Situation, Split};
+use super::terms::key_terms;
+use super::{Decision, Expect, KnowuTask, KnowuTaskInfo, Situation, Split};
+use crate::knowu::profile::{text, KnowuProfile};
 use crate::tasks::check::check_predicate;
 use crate::tasks::{
     Criterion, CriterionKind, Perturbation, Predicate, Slot, Source, Task, TaskBundle, TaskType,
@@ -33,7 +34,7 @@ pub struct Skip {
 #[derive(Debug, Default)]
 pub struct Generated {
     /// Tasks, in template order (a personalized task is followed by its general twin).
-    pub bundles: Vec<TaskBundle>,
+    pub tasks: Vec<KnowuTask>,
     /// Templates skipped for this persona.
     pub skipped: Vec<Skip>,
 }
@@ -45,7 +46,7 @@ pub const PREF_SLOT: &str = "pref";
 /// action or predicate, an unknown table); they name the template.
 pub fn generate(
     templates: &[Template],
-    persona: &KnowuPersona,
+    persona: &KnowuProfile,
     catalog: &Catalog,
 ) -> Result<Generated, String> {
     let mut out = Generated::default();
@@ -68,29 +69,37 @@ pub fn generate(
             Split::Proactive => vec![proactive(t, persona)?],
             _ => preference_tasks(t, persona)?,
         };
-        for mut b in made {
-            check_bundle(&b, catalog).map_err(|e| format!("template `{}`: {e}", t.id))?;
-            fill_category(&mut b, catalog);
-            out.bundles.push(b);
+        for mut k in made {
+            check_bundle(&k.bundle, catalog).map_err(|e| format!("template `{}`: {e}", t.id))?;
+            fill_category(&mut k.bundle, catalog);
+            out.tasks.push(k);
         }
     }
     Ok(out)
 }
 
 /// The first required section the persona lacks.
-fn missing_section(t: &Template, p: &KnowuPersona) -> Option<String> {
+fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
     if let Some(r) = t.requires.iter().find(|r| p.get(r).is_none()) {
         return Some(r.clone());
     }
     let spec = t.preference.as_ref()?;
-    p.first(&spec.from).is_none().then(|| spec.from.join(" | "))
+    first_present(p, &spec.from)
+        .is_none()
+        .then(|| spec.from.join(" | "))
+}
+
+/// The first of `paths` that is present, with its path.
+fn first_present<'a, 'p>(p: &'p KnowuProfile, paths: &'a [String]) -> Option<(&'a str, &'p Value)> {
+    paths
+        .iter()
+        .find_map(|path| p.get(path).map(|v| (path.as_str(), v)))
 }
 
 /// The personalized task and its general twin (or the general task alone).
-fn preference_tasks(t: &Template, p: &KnowuPersona) -> Result<Vec<TaskBundle>, String> {
+fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, String> {
     let (path, value) = match &t.preference {
-        Some(spec) => p
-            .first(&spec.from)
+        Some(spec) => first_present(p, &spec.from)
             .map(|(path, v)| (Some(path.to_string()), v.clone()))
             .unwrap_or((None, Value::Null)),
         None => (None, Value::Null),
@@ -185,7 +194,7 @@ fn preference_tasks(t: &Template, p: &KnowuPersona) -> Result<Vec<TaskBundle>, S
 
 /// What the tasks of one template share.
 struct Parts<'a> {
-    persona: &'a KnowuPersona,
+    persona: &'a KnowuProfile,
     slots: Vec<Slot>,
     criteria: Vec<Criterion>,
 }
@@ -202,7 +211,7 @@ impl Parts<'_> {
         defaults: Vec<Value>,
         split: Split,
         lambda: Option<f64>,
-    ) -> TaskBundle {
+    ) -> KnowuTask {
         let info = KnowuTaskInfo {
             class_name: class.to_string(),
             split,
@@ -217,22 +226,25 @@ impl Parts<'_> {
         let task = task(
             t,
             self.persona,
-            info,
+            &info,
             instruction,
             Overrides::default(),
             reference,
             defaults,
         );
-        TaskBundle {
-            task,
-            slots: self.slots.clone(),
-            criteria: self.criteria.clone(),
+        KnowuTask {
+            bundle: TaskBundle {
+                task,
+                slots: self.slots.clone(),
+                criteria: self.criteria.clone(),
+            },
+            info,
         }
     }
 }
 
 /// One proactive task: the habit decides what the persona wants.
-fn proactive(t: &Template, p: &KnowuPersona) -> Result<TaskBundle, String> {
+fn proactive(t: &Template, p: &KnowuProfile) -> Result<KnowuTask, String> {
     let habit = t.habit_keys.iter().find_map(|k| p.habit(k));
     let expect = match (habit.is_some(), t.consent_required) {
         (true, _) => Expect::Act,
@@ -312,17 +324,20 @@ fn proactive(t: &Template, p: &KnowuPersona) -> Result<TaskBundle, String> {
         app_data: spec.app_data.clone(),
         ..Overrides::default()
     };
-    Ok(TaskBundle {
-        task: task(t, p, info, instruction, overrides, reference, act),
-        slots: Vec::new(),
-        criteria: vec![criterion],
+    Ok(KnowuTask {
+        bundle: TaskBundle {
+            task: task(t, p, &info, instruction, overrides, reference, act),
+            slots: Vec::new(),
+            criteria: vec![criterion],
+        },
+        info,
     })
 }
 
 fn task(
     t: &Template,
-    p: &KnowuPersona,
-    info: KnowuTaskInfo,
+    p: &KnowuProfile,
+    info: &KnowuTaskInfo,
     instruction: String,
     overrides: Overrides,
     reference: Vec<Value>,
@@ -344,7 +359,6 @@ fn task(
         defaults_solution: defaults,
         // The judge's hybrid S = λ·S_rule + (1−λ)·S_llm uses the template's λ too.
         lambda: info.lambda,
-        knowu: Some(info),
     }
 }
 

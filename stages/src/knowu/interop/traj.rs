@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::error::KnowuError;
+use crate::knowu::error::KnowuError;
 
 /// One trajectory entry, with JSON-valued fields already rendered as text.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -240,7 +240,7 @@ mod tests {
     #[test]
     fn wrong_shapes_name_the_field() {
         let cases = [
-            (json!([1]), "(top level)"),
+            (json!([1]), "the top level"),
             (json!({"1": {}}), "`0`"),
             (json!({"0": {"traj": {}}}), "`0.traj`"),
             (
@@ -258,7 +258,7 @@ mod tests {
         ];
         for (value, field) in cases {
             let err = parse(path(), &value).expect_err("invalid").to_string();
-            assert!(err.starts_with("run/TaskA/traj.json: field "), "{err}");
+            assert!(err.starts_with("run/TaskA/traj.json: "), "{err}");
             assert!(err.contains(field), "{field} in {err}");
         }
     }

@@ -9,15 +9,20 @@
 //! - proactive, expected silent or stop: 1 when nothing changed (asking is fine; any change,
 //!   in particular after the user rejected, scores 0).
 
+use crate::episodes::StepRow;
 use crate::tasks::eval::Episode;
 use crate::tasks::{CriterionKind, TaskBundle};
 use crate::world::phone::Phone;
 
-use super::{Expect, Split};
+use super::{Expect, KnowuTaskInfo, Split};
 
-/// The score of a finished episode, or `None` for tasks that are not KnowU tasks.
-pub fn score(bundle: &TaskBundle, phone: &Phone<'_>) -> Option<f64> {
-    let info = bundle.task.knowu.as_ref()?;
+/// The score of a finished episode of the KnowU task `bundle` (facts `info`).
+pub fn score(
+    bundle: &TaskBundle,
+    info: &KnowuTaskInfo,
+    phone: &Phone<'_>,
+    _steps: &[StepRow],
+) -> f64 {
     let ep = Episode::new(phone, &bundle.slots);
     let holds = |kind: CriterionKind| {
         let of_kind: Vec<_> = bundle.criteria.iter().filter(|c| c.kind == kind).collect();
@@ -26,7 +31,7 @@ pub fn score(bundle: &TaskBundle, phone: &Phone<'_>) -> Option<f64> {
     };
     let (actions_passed, actions) = holds(CriterionKind::Action);
     let effect = actions_passed == actions;
-    Some(match (info.split, info.expect) {
+    match (info.split, info.expect) {
         (Split::General, _) => {
             let (p, n) = holds(CriterionKind::Personalization);
             f64::from(u8::from(effect && p == n))
@@ -40,5 +45,5 @@ pub fn score(bundle: &TaskBundle, phone: &Phone<'_>) -> Option<f64> {
         }
         (Split::Proactive, Some(Expect::Act)) => f64::from(u8::from(effect)),
         (Split::Proactive, _) => f64::from(u8::from(phone.diff().is_empty())),
-    })
+    }
 }

@@ -18,12 +18,12 @@ use serde::Deserialize;
 
 use super::aggregate;
 use super::classify;
-use super::columns;
-use super::error::KnowuError;
 use super::features;
 use super::rules::SUCCESS_THRESHOLD;
 use super::run::NO_RESULT;
 use super::tasks;
+use crate::knowu::columns;
+use crate::knowu::error::KnowuError;
 
 /// Parameters of `knowu_metrics`.
 #[derive(Debug, Deserialize)]

@@ -10,10 +10,10 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::columns;
-use super::error::KnowuError;
 use super::result_file::EpisodeResult;
 use super::traj::{TokenUsage, TrajStep, Trajectory};
+use crate::knowu::columns;
+use crate::knowu::error::KnowuError;
 
 /// Status of an episode whose score is unknown.
 pub const NO_RESULT: &str = "no_result";

@@ -13,12 +13,12 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use super::error::KnowuError;
 use super::report::{self, EvalReport};
 use super::result_file::{self, EpisodeResult};
 use super::run::{self, RunEpisode};
 use super::tasks;
 use super::traj::{self, Trajectory};
+use crate::knowu::error::KnowuError;
 
 /// Directory names containing this are old copies KnowU-Bench keeps; never imported.
 const BACKUP_MARK: &str = "_backup_";

@@ -19,7 +19,7 @@ const TRIVIAL_ANSWERS: [&str; 6] = [
 ];
 
 /// The simulated user's decision in one reply (also what the KnowU-style consent user decides,
-/// `knowu_sim`, so the writer and the reader of `<decision>` share one type).
+/// `knowu::sim`, so the writer and the reader of `<decision>` share one type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
