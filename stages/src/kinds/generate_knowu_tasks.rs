@@ -30,13 +30,14 @@ fn default_templates() -> String {
 }
 
 /// The tables `generate_knowu_tasks` writes.
-pub const KNOWU_TASK_TABLES: [&str; 6] = [
+pub const KNOWU_TASK_TABLES: [&str; 7] = [
     "tasks",
     "slots",
     "criteria",
     "bundles",
     "knowu_tasks",
     "skipped",
+    "generated",
 ];
 
 /// Instantiates KnowU-style templates for the world's KnowU persona.
@@ -47,7 +48,7 @@ impl Kind for GenerateKnowuTasks {
     const NAME: &'static str = "generate_knowu_tasks";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &KNOWU_TASK_TABLES;
-    const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns), skipped (params: templates)";
+    const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns + KnowU facts), skipped (templates the persona lacks a section for), generated (counts per split) (params: templates)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.templates.clone()]
@@ -65,6 +66,7 @@ impl Kind for GenerateKnowuTasks {
         let mut tables = task_tables(&bundles)?;
         tables.push(("knowu_tasks", table::frame(&out.tasks)?));
         tables.push(("skipped", skipped(&out)?));
+        tables.push(("generated", generated(&out.summary(&templates))?));
         Ok(Tables::new(tables))
     }
 }
@@ -85,6 +87,16 @@ fn knowu_persona(sources: &DataFrame, stage: &str) -> Result<KnowuProfile, Stage
     Ok(KnowuProfile::parse(
         name.get(i).unwrap_or_default(),
         text.get(i).unwrap_or_default(),
+    )?)
+}
+
+fn generated(rows: &[crate::knowu::sim::generate::SplitCount]) -> Result<DataFrame, StageError> {
+    Ok(df!(
+        "persona" => rows.iter().map(|r| r.persona.clone()).collect::<Vec<_>>(),
+        "split" => rows.iter().map(|r| r.split.as_str()).collect::<Vec<_>>(),
+        "tasks" => rows.iter().map(|r| r.tasks).collect::<Vec<_>>(),
+        "knowu_classes" => rows.iter().map(|r| r.knowu_classes).collect::<Vec<_>>(),
+        "skipped" => rows.iter().map(|r| r.skipped).collect::<Vec<_>>(),
     )?)
 }
 

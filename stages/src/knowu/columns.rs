@@ -73,6 +73,15 @@ pub fn f64s(df: &DataFrame, table: &str, name: &str) -> Result<Vec<Option<f64>>,
     Ok(ca.iter().collect())
 }
 
+/// The values of a boolean column (nulls as `None`).
+pub fn bools(df: &DataFrame, table: &str, name: &str) -> Result<Vec<Option<bool>>, KnowuError> {
+    let col = cast(df, table, name, &DataType::Boolean)?;
+    let ca = col
+        .bool()
+        .map_err(|e| KnowuError::table(table, e.to_string()))?;
+    Ok(ca.iter().collect())
+}
+
 /// A `list[str]` column of `n` empty lists (`disclosed_slots`, `shown_events` of imported steps).
 pub fn empty_string_lists(name: &str, n: usize) -> Column {
     let mut builder = ListStringChunkedBuilder::new(name.into(), n, 0);

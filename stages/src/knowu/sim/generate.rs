@@ -6,9 +6,12 @@
 
 use serde_json::{json, Map, Value};
 
+use std::collections::BTreeSet;
+
+use super::matching::{self, Wanted};
 use super::template::Template;
 use super::terms::key_terms;
-use super::{Decision, Expect, KnowuTask, KnowuTaskInfo, Situation, Split};
+use super::{Decision, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
 use crate::knowu::profile::{text, KnowuProfile};
 use crate::tasks::check::check_predicate;
 use crate::tasks::{
@@ -39,6 +42,58 @@ pub struct Generated {
     pub skipped: Vec<Skip>,
 }
 
+/// How many tasks of one split a persona got, and how many templates were skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitCount {
+    /// Persona id.
+    pub persona: String,
+    /// The split.
+    pub split: Split,
+    /// Tasks generated.
+    pub tasks: u32,
+    /// Of those, KnowU-Bench classes (the rest are prefflow-only).
+    pub knowu_classes: u32,
+    /// Tasks not generated because their template was skipped (for general: the twins of
+    /// skipped personalized templates).
+    pub skipped: u32,
+}
+
+impl Generated {
+    /// Per split: tasks, KnowU classes among them, and skipped ones.
+    pub fn summary(&self, templates: &[Template]) -> Vec<SplitCount> {
+        let persona = self
+            .tasks
+            .iter()
+            .map(|t| t.bundle.task.persona.clone())
+            .chain(self.skipped.iter().map(|s| s.persona.clone()))
+            .next()
+            .unwrap_or_default();
+        [Split::General, Split::Personalized, Split::Proactive]
+            .into_iter()
+            .map(|split| {
+                let of_split = self.tasks.iter().filter(|t| t.info.split == split);
+                let skipped = self
+                    .skipped
+                    .iter()
+                    .filter(|s| match split {
+                        Split::General => templates
+                            .iter()
+                            .any(|t| t.id == s.template && t.twin.is_some()),
+                        _ => s.split == split,
+                    })
+                    .count();
+                SplitCount {
+                    persona: persona.clone(),
+                    split,
+                    tasks: of_split.clone().count() as u32,
+                    knowu_classes: of_split.filter(|t| t.info.in_knowu).count() as u32,
+                    skipped: skipped as u32,
+                }
+            })
+            .collect()
+    }
+}
+
 /// The slot id of a template's preference.
 pub const PREF_SLOT: &str = "pref";
 
@@ -50,10 +105,16 @@ pub fn generate(
     catalog: &Catalog,
 ) -> Result<Generated, String> {
     let mut out = Generated::default();
+    // Habit keys some template names: never taken by another template's meaning match.
+    let claimed: BTreeSet<String> = templates
+        .iter()
+        .flat_map(|t| t.habit_keys.iter().chain(t.decisive_keys()).cloned())
+        .collect();
+    let mut taken = BTreeSet::new();
     for t in templates {
         if let Some(missing) = missing_section(t, persona) {
-            tracing::info!(
-                "knowu template `{}` skipped for persona `{}`: the profile has no `{missing}`",
+            tracing::warn!(
+                "knowu template `{}` skipped for persona `{}`: the profile has no {missing}",
                 t.id,
                 persona.id
             );
@@ -66,7 +127,7 @@ pub fn generate(
             continue;
         }
         let made = match t.split {
-            Split::Proactive => vec![proactive(t, persona)?],
+            Split::Proactive => vec![proactive(t, persona, &claimed, &mut taken)?],
             _ => preference_tasks(t, persona)?,
         };
         for mut k in made {
@@ -75,32 +136,63 @@ pub fn generate(
             out.tasks.push(k);
         }
     }
+    if !out.skipped.is_empty() {
+        tracing::warn!(
+            "knowu persona `{}`: {} of {} templates skipped ({}); see table `skipped`",
+            persona.id,
+            out.skipped.len(),
+            templates.len(),
+            out.skipped
+                .iter()
+                .map(|s| s.template.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     Ok(out)
 }
 
-/// The first required section the persona lacks.
+/// What the persona lacks for the template: a required section, or any key about its
+/// preference in the sections it searches, in words (`preferences.diet key about remark |
+/// special notes`).
 fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
     if let Some(r) = t.requires.iter().find(|r| p.get(r).is_none()) {
-        return Some(r.clone());
+        return Some(format!("`{r}`"));
     }
     let spec = t.preference.as_ref()?;
-    first_present(p, &spec.from)
-        .is_none()
-        .then(|| spec.from.join(" | "))
+    if matching::preference(p, &wanted(spec)).is_some() {
+        return None;
+    }
+    let sections = spec
+        .sections
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let entry = if spec.entry.is_empty() {
+        String::new()
+    } else {
+        format!(" in an entry naming {}", spec.entry.join(" | "))
+    };
+    Some(format!(
+        "{sections} key about {}{entry}",
+        spec.about.join(" | ")
+    ))
 }
 
-/// The first of `paths` that is present, with its path.
-fn first_present<'a, 'p>(p: &'p KnowuProfile, paths: &'a [String]) -> Option<(&'a str, &'p Value)> {
-    paths
-        .iter()
-        .find_map(|path| p.get(path).map(|v| (path.as_str(), v)))
+fn wanted(spec: &super::template::PreferenceSpec) -> Wanted<'_> {
+    Wanted {
+        sections: &spec.sections,
+        about: &spec.about,
+        entry: &spec.entry,
+    }
 }
 
 /// The personalized task and its general twin (or the general task alone).
 fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, String> {
     let (path, value) = match &t.preference {
-        Some(spec) => first_present(p, &spec.from)
-            .map(|(path, v)| (Some(path.to_string()), v.clone()))
+        Some(spec) => matching::preference(p, &wanted(spec))
+            .map(|f| (Some(f.path), f.value.clone()))
             .unwrap_or((None, Value::Null)),
         None => (None, Value::Null),
     };
@@ -222,6 +314,8 @@ impl Parts<'_> {
             decision: None,
             reason: String::new(),
             situation: None,
+            in_knowu: t.in_knowu(),
+            habit: None,
         };
         let task = task(
             t,
@@ -244,8 +338,17 @@ impl Parts<'_> {
 }
 
 /// One proactive task: the habit decides what the persona wants.
-fn proactive(t: &Template, p: &KnowuProfile) -> Result<KnowuTask, String> {
-    let habit = t.habit_keys.iter().find_map(|k| p.habit(k));
+fn proactive(
+    t: &Template,
+    p: &KnowuProfile,
+    claimed: &BTreeSet<String>,
+    taken: &mut BTreeSet<String>,
+) -> Result<KnowuTask, String> {
+    let found = matching::habit(p, t.decisive_keys(), &t.habit_means, claimed, taken);
+    if let Some((key, _, matching::HabitMatch::Meaning)) = &found {
+        taken.insert(key.clone());
+    }
+    let habit = found.as_ref().map(|(_, h, _)| *h);
     let expect = match (habit.is_some(), t.consent_required) {
         (true, _) => Expect::Act,
         (false, true) => Expect::Stop,
@@ -306,18 +409,29 @@ fn proactive(t: &Template, p: &KnowuProfile) -> Result<KnowuTask, String> {
         "(No request from the user.) {when}The phone shows: {} Decide whether {} would want you to do something about it: act, ask for consent with ask_user, or leave it and finish.",
         spec.notification, p.display_name
     );
+    // KnowU's bucket keys, plus the key a meaning match found (so the bucket agrees with what
+    // the task expects for a persona whose habit sits under another key).
+    let mut habit_keys = t.habit_keys.clone();
+    if let Some((key, _, matching::HabitMatch::Meaning)) = &found {
+        habit_keys.push(key.clone());
+    }
     let info = KnowuTaskInfo {
         class_name: t.id.clone(),
         split: Split::Proactive,
         difficulty: t.difficulty,
         lambda: None,
-        habit_keys: t.habit_keys.clone(),
+        habit_keys,
         expect: Some(expect),
         decision: Some(decision),
         reason,
         situation: Some(Situation {
             clock: spec.clock.clone(),
             notification: spec.notification.clone(),
+        }),
+        in_knowu: t.in_knowu(),
+        habit: found.as_ref().map(|(k, _, how)| HabitFound {
+            key: k.clone(),
+            how: *how,
         }),
     };
     let overrides = Overrides {

@@ -5,6 +5,7 @@
 //! - [`world`]: a KnowU persona and its log as the world tables `run_episodes` reads.
 //! - [`template`]: the template files in `datasets/knowu/templates/`.
 //! - [`generate`]: templates × persona → task bundles, with skipped templates and their reasons.
+//! - [`matching`]: finding a template's preference or habit in a profile by meaning.
 //! - [`table`]: the `knowu_tasks` table: tasks.csv's columns plus what the episodes need.
 //! - [`consent`]: the user simulator (accept / reject from the persona's habits).
 //! - [`score`]: the per-episode score (rule, hybrid, act / silent / stop).
@@ -17,6 +18,7 @@
 pub mod consent;
 pub mod episode;
 pub mod generate;
+pub mod matching;
 pub mod score;
 pub mod table;
 pub mod template;
@@ -159,6 +161,20 @@ pub struct KnowuTaskInfo {
     /// Proactive: the situation.
     #[serde(default)]
     pub situation: Option<Situation>,
+    /// Whether the class is one of KnowU-Bench's (else prefflow-only, named `Prefflow…`).
+    pub in_knowu: bool,
+    /// Proactive: the persona's habit that decided `expect`, when it has one.
+    #[serde(default)]
+    pub habit: Option<HabitFound>,
+}
+
+/// The habit a proactive task found in the persona's profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HabitFound {
+    /// Its key in `habits`.
+    pub key: String,
+    /// Found under one of the template's keys, or by what it says.
+    pub how: matching::HabitMatch,
 }
 
 impl KnowuTaskInfo {

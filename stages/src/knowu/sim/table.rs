@@ -7,7 +7,8 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::{Decision, Difficulty, Expect, KnowuTask, KnowuTaskInfo, Situation, Split};
+use super::matching::HabitMatch;
+use super::{Decision, Difficulty, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
 use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
 
@@ -34,6 +35,9 @@ pub fn frame(tasks: &[KnowuTask]) -> PolarsResult<DataFrame> {
         "reason" => col(&|t| t.info.reason.clone()),
         "clock" => opt(&|t| t.info.situation.as_ref().and_then(|s| s.clock.clone())),
         "notification" => opt(&|t| t.info.situation.as_ref().map(|s| s.notification.clone())),
+        "in_knowu" => tasks.iter().map(|t| t.info.in_knowu).collect::<Vec<_>>(),
+        "habit" => opt(&|t| t.info.habit.as_ref().map(|h| h.key.clone())),
+        "habit_match" => opt(&|t| t.info.habit.as_ref().map(|h| h.how.as_str().to_string())),
     )
 }
 
@@ -54,6 +58,8 @@ pub fn read(df: &DataFrame) -> Result<HashMap<String, KnowuTaskInfo>, KnowuError
     );
     let (clocks, notes) = (get("clock")?, get("notification")?);
     let lambdas = columns::f64s(df, TABLE, "lambda")?;
+    let (habits, matches) = (get("habit")?, get("habit_match")?);
+    let in_knowu = columns::bools(df, TABLE, "in_knowu")?;
     let mut out = HashMap::with_capacity(df.height());
     for row in 0..df.height() {
         let text = |v: &[Option<String>]| v[row].clone().unwrap_or_default();
@@ -77,6 +83,14 @@ pub fn read(df: &DataFrame) -> Result<HashMap<String, KnowuTaskInfo>, KnowuError
             "reject" => Some(Decision::Reject),
             d => return Err(bad("decision", d, "accept, reject")),
         };
+        let habit = match (&habits[row], matches[row].as_deref()) {
+            (Some(key), Some(how)) => Some(HabitFound {
+                key: key.clone(),
+                how: HabitMatch::parse(how)
+                    .ok_or_else(|| bad("habit_match", how, "key, meaning"))?,
+            }),
+            _ => None,
+        };
         let situation = notes[row].clone().map(|notification| Situation {
             clock: clocks[row].clone(),
             notification,
@@ -95,6 +109,8 @@ pub fn read(df: &DataFrame) -> Result<HashMap<String, KnowuTaskInfo>, KnowuError
             decision,
             reason: text(&reasons),
             situation,
+            in_knowu: in_knowu[row].unwrap_or(true),
+            habit,
         };
         out.insert(text(&ids), info);
     }

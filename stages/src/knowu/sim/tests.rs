@@ -7,6 +7,7 @@ use polars::prelude::*;
 
 use super::consent::KnowuUser;
 use super::generate::{generate, Generated};
+use super::matching::HabitMatch;
 use super::template::{load_dir, Template};
 use super::world::{app_sources, persona_stub, PROFILE_KIND};
 use super::{Decision, Expect, KnowuTask, Split};
@@ -172,7 +173,10 @@ fn a_persona_lacking_sections_skips_those_templates_with_the_section_named() {
         .iter()
         .find(|s| s.template == "MessagesAskMomForMoneyTask")
         .unwrap();
-    assert_eq!(mom.missing, "social_graph.financial");
+    assert_eq!(
+        mom.missing,
+        "`social_graph` key about interaction | instruction | tone | style in an entry naming mom | mother | mum"
+    );
     // Nothing both generated and skipped.
     for s in &g.skipped {
         assert!(
@@ -318,9 +322,12 @@ fn the_shipped_personas_yield_knowu_proportions() {
             count(Split::Proactive),
         ];
         // KnowU: 42 / 86 / 64 over 4 personas, i.e. about 10–11 / 21–22 / 16 per persona.
-        assert!((9..=12).contains(&counts[0]), "{name}: {counts:?}");
-        assert!((19..=24).contains(&counts[1]), "{name}: {counts:?}");
-        assert_eq!(counts[2], 16, "{name}");
+        let expected = match name {
+            "developer" => [10, 20, 16],
+            "student" => [10, 23, 16],
+            _ => [11, 23, 16],
+        };
+        assert_eq!(counts, expected, "{name}");
         for (t, c) in totals.iter_mut().zip(counts) {
             *t += c;
         }
@@ -351,4 +358,306 @@ fn bad_profiles_and_templates_are_named_errors() {
     assert!(e.contains("tpl/bad.yaml"), "{e}");
     let missing = load_dir(Path::new("/nonexistent-knowu"), "nowhere").unwrap_err();
     assert!(missing.to_string().contains("nowhere"), "{missing}");
+}
+
+/// A night nurse whose profile has every standard section, each fact under a key no shipped
+/// persona uses.
+const NURSE: &str = r#"
+user_profile:
+  identity: { full_name: Maria Rossi, age: 52, occupation: Night nurse }
+  locations: { home: { address: "Via Roma 3" }, work: { address: "Ospedale Maggiore" } }
+  habits:
+    sleep_in_after_nights: { description: "After a week of night shifts, turns off the 07:30 alarm on Friday night to sleep in.", trigger: { time: "23:00", day: Friday } }
+    power_guard: { description: "Switches on battery saver when the battery runs low.", trigger: { condition: "battery below 20%" } }
+    sunday_call_home: { description: "Calls her mother every Sunday evening.", trigger: { day: Sunday, time: "19:00" } }
+  preferences:
+    diet:
+      favourite_cuisines: [Italian, Greek]
+      takeout_app: "Chilemei (cheaper delivery fees)"
+      rider_remark: "Ring twice, I'm often asleep."
+      evening_meal: "Minestrone soup"
+      hot_drinks: "Green tea, no sugar"
+      fizzy_drinks: "San Pellegrino"
+      eating_style: "Mediterranean, low salt"
+    shopping:
+      laptop: "Lightweight Chromebook under 400 EUR"
+      footwear: { size_eu: 39, colour: navy }
+      preferred_courier: "DHL"
+      favourite_store_app: "Taodian"
+      clothing: "Only dark colours"
+      how_i_pay: "Credit card"
+    travel:
+      everyday_transport: "Tram line 9"
+      when_it_rains: "Taxi"
+      late_night_rides: "Hospital shuttle"
+      seat_choice: "Window"
+    social:
+      writing_style: "Warm and short, always signs with 'M.'"
+      meetings: "Only after 14:00, never on Mondays"
+      sharing_pictures: "Shares photos of her garden"
+      topics_followed: "Nursing research; opera"
+      posting: "Posts recipes"
+    apps:
+      work_chat: { team_channel: "ward-7" }
+  social_graph:
+    family: [ { name: Mother, role: Mom, interaction: "Calls in Italian, affectionate" } ]
+"#;
+
+/// A retired man with a thin profile: a few diet facts under odd keys, a tone, no shopping or
+/// travel; only a weekend *alarm*, KnowU's alternative scam key, and a dark-mode habit under a
+/// key of his own.
+const RETIREE: &str = r#"
+user_profile:
+  identity: { full_name: Tom Baker, age: 70 }
+  habits:
+    weekend_alarm: { wakeup_time: "6:00", ringtone: Krypton }
+    fraud_sms_block: { description: "Blocks numbers that send prize scams." }
+    dark_screen_evenings: { description: "Switches the phone to dark mode after 21:00." }
+  preferences:
+    diet:
+      meals: { lunch: "Fish and chips", dinner: "Soup and bread" }
+      no_go_foods: [Chili]
+      delivery_service: "Tuantuan"
+      notes_for_driver: "Leave it with the neighbour"
+    travel:
+      usual_way_around: "Bus 12"
+    social:
+      tone_of_voice: "Formal, full sentences"
+"#;
+
+fn persona_from(name: &str, yaml: &str) -> KnowuProfile {
+    KnowuProfile::parse(&format!("{name}.yaml"), yaml).unwrap()
+}
+
+fn counts(g: &Generated) -> [usize; 3] {
+    let count = |s: Split| g.tasks.iter().filter(|t| t.info.split == s).count();
+    [
+        count(Split::General),
+        count(Split::Personalized),
+        count(Split::Proactive),
+    ]
+}
+
+/// The profile path each task's preference came from.
+fn sources(g: &Generated) -> std::collections::BTreeMap<String, String> {
+    g.tasks
+        .iter()
+        .filter_map(|t| {
+            let slot = t.bundle.slots.first()?;
+            Some((t.info.class_name.clone(), slot.profile_entry.clone()?))
+        })
+        .collect()
+}
+
+#[test]
+fn personas_with_unseen_keys_get_tasks_by_meaning() {
+    let world = world_for(&minimal());
+    let nurse = persona_from("maria", NURSE);
+    let g = generated(&nurse, &world);
+    // Every standard section present: every template applies (KnowU: ~10.5 / 21.5 / 16).
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(counts(&g), [11, 24, 16]);
+    let from = sources(&g);
+    for (class, path) in [
+        (
+            "OrderLunchPreferenceTask",
+            "preferences.diet.favourite_cuisines",
+        ),
+        ("OrderLunchTradeoffTask", "preferences.diet.takeout_app"),
+        (
+            "TakeoutReamarkPreferenceAskUserTask",
+            "preferences.diet.rider_remark",
+        ),
+        ("BuyColaPreferenceTask", "preferences.diet.fizzy_drinks"),
+        (
+            "BuyComputerPreferenceAskUserTask",
+            "preferences.shopping.laptop",
+        ),
+        (
+            "NoteTheCourierForDeliveryPreferenceAskUserTask",
+            "preferences.shopping.preferred_courier",
+        ),
+        (
+            "CommuteRoutingSunnyTask",
+            "preferences.travel.everyday_transport",
+        ),
+        (
+            "CommuteRoutingBadWeatherTask",
+            "preferences.travel.when_it_rains",
+        ),
+        (
+            "LateNightCommuteTask",
+            "preferences.travel.late_night_rides",
+        ),
+        (
+            "MattermostLeaveNoticeTask",
+            "preferences.social.writing_style",
+        ),
+        (
+            "CalendarScheduleGroupMeetingTask",
+            "preferences.social.meetings",
+        ),
+        (
+            "ShareFavoritePhotosPreferenceAskUserTask",
+            "preferences.social.sharing_pictures",
+        ),
+        (
+            "SearchTopInfoPreferenceAskUserTask",
+            "preferences.social.topics_followed",
+        ),
+        (
+            "MessagesAskMomForMoneyTask",
+            "social_graph.family[0].interaction",
+        ),
+    ] {
+        assert_eq!(from.get(class).map(String::as_str), Some(path), "{class}");
+    }
+    // Habits under keys of her own, found by what they say; KnowU's bucket keys gain the key.
+    let sleeper = task(&g, "WeekendSleeperTask");
+    assert_eq!(expect(sleeper), Some(Expect::Act));
+    let habit = sleeper.info.habit.as_ref().unwrap();
+    assert_eq!(
+        (habit.key.as_str(), habit.how),
+        ("sleep_in_after_nights", HabitMatch::Meaning)
+    );
+    assert_eq!(
+        sleeper.info.habit_keys,
+        ["weekend_sleeper", "weekend_alarm", "sleep_in_after_nights"]
+    );
+    assert_eq!(
+        expect(task(&g, "BatterySaverRoutineTask")),
+        Some(Expect::Act)
+    );
+    assert_eq!(expect(task(&g, "DailyFamilyCallTask")), Some(Expect::Act));
+    assert_eq!(
+        expect(task(&g, "NightEyeCareRoutineTask")),
+        Some(Expect::Silent)
+    );
+
+    let retiree = persona_from("tom", RETIREE);
+    let g = generated(&retiree, &world);
+    assert_eq!(counts(&g), [3, 5, 16]);
+    let from = sources(&g);
+    assert_eq!(
+        from["OrderLunchPreferenceTask"],
+        "preferences.diet.meals.lunch"
+    );
+    assert_eq!(
+        from["OrderLunchTradeoffTask"],
+        "preferences.diet.delivery_service"
+    );
+    assert_eq!(
+        from["TakeoutReamarkPreferenceAskUserTask"],
+        "preferences.diet.notes_for_driver"
+    );
+    assert_eq!(
+        from["PrefflowDinnerComfortFoodPreferenceTask"],
+        "preferences.diet.meals.dinner"
+    );
+    assert_eq!(
+        from["MattermostLeaveNoticeTask"],
+        "preferences.social.tone_of_voice"
+    );
+    // 19 skipped, each naming the section and what it looked for.
+    assert_eq!(g.skipped.len(), 19, "{:?}", g.skipped);
+    let commute = g
+        .skipped
+        .iter()
+        .find(|s| s.template == "CommuteRoutingSunnyTask")
+        .unwrap();
+    assert!(
+        commute
+            .missing
+            .starts_with("`preferences.travel` key about primary mode"),
+        "{}",
+        commute.missing
+    );
+    assert!(g
+        .skipped
+        .iter()
+        .any(|s| s.missing.starts_with("`preferences.shopping` key about")));
+    assert_eq!(
+        expect(task(&g, "ScamSmsInterceptRoutineTask")),
+        Some(Expect::Act),
+        "KnowU's own alternative key"
+    );
+    let eye = task(&g, "NightEyeCareRoutineTask");
+    assert_eq!(
+        eye.info.habit.as_ref().map(|h| h.how),
+        Some(HabitMatch::Meaning)
+    );
+}
+
+#[test]
+fn weekend_sleeper_follows_what_the_user_wants_on_a_weekend_morning() {
+    let world = world_for(&minimal());
+    // A sleeper habit: turn the alarm off (KnowU's task: should_act).
+    let student = persona_from(
+        "sleeper",
+        "user_profile:\n  habits:\n    weekend_sleeper: { description: 'Disables the 07:30 alarm on Friday nights.' }\n",
+    );
+    let g = generated(&student, &world);
+    let t = task(&g, "WeekendSleeperTask");
+    assert_eq!(expect(t), Some(Expect::Act));
+    let off = reference(t);
+    assert_eq!(play(&world, t, off.clone()).0, Some(1.0));
+    assert_eq!(play(&world, t, vec![]).0, Some(0.0), "passive");
+    // Only a weekend alarm (grandma's case: she wants it at 6:00): stay silent. KnowU's metric
+    // still buckets this "need" (its key map lists weekend_alarm) — the quirk knowu_metrics
+    // reproduces and flags; the task itself expects silence, as KnowU's task definition does.
+    let early = persona_from(
+        "early",
+        "user_profile:\n  habits:\n    weekend_alarm: { wakeup_time: '6:00am', favoriate_ringtone: Krypton }\n",
+    );
+    let g = generated(&early, &world);
+    let t = task(&g, "WeekendSleeperTask");
+    assert_eq!(expect(t), Some(Expect::Silent));
+    assert_eq!(t.info.decision, Some(Decision::Reject));
+    assert_eq!(t.info.habit_keys, ["weekend_sleeper", "weekend_alarm"]);
+    assert!(t.bundle.task.reference_solution.is_empty());
+    assert_eq!(play(&world, t, vec![]).0, Some(1.0));
+    assert_eq!(
+        play(&world, t, off).0,
+        Some(0.0),
+        "turning her alarm off is wrong"
+    );
+}
+
+#[test]
+fn template_classes_agree_with_knowu_task_list() {
+    let path = repo().join("../shared/knowu-bench/tasks.csv");
+    if !path.is_file() {
+        eprintln!("../shared/knowu-bench is absent; skipping the class check");
+        return;
+    }
+    let index = crate::knowu::interop::tasks::read(&path).unwrap();
+    let names = crate::knowu::interop::tasks::read_names(&path).unwrap();
+    let classes: std::collections::BTreeSet<&str> =
+        names.iter().map(|n| n.split('@').next().unwrap()).collect();
+    for t in templates() {
+        let ids = std::iter::once((t.id.as_str(), t.split.as_str(), t.difficulty.as_str())).chain(
+            t.twin
+                .iter()
+                .map(|w| (w.id.as_str(), "general", w.difficulty.as_str())),
+        );
+        for (id, split, difficulty) in ids {
+            if !t.in_knowu() {
+                assert!(id.starts_with("Prefflow") && !classes.contains(id), "{id}");
+                continue;
+            }
+            assert!(
+                classes.contains(id),
+                "{id} is not a KnowU class; mark it origin: prefflow"
+            );
+            let meta = index.get(id).unwrap();
+            assert_eq!(
+                (meta.split.as_str(), meta.difficulty.as_str()),
+                (split, difficulty),
+                "{id}"
+            );
+            if split == "proactive" {
+                assert_eq!(meta.habit_keys, t.habit_keys, "{id}: KnowU's bucket keys");
+            }
+        }
+    }
 }
