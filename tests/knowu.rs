@@ -146,17 +146,68 @@ fn knowu_import_metrics_and_leaderboard_from_the_cli() {
 }
 
 #[test]
-fn knowu_malformed_traj_exits_2_naming_the_file() {
+fn knowu_malformed_traj_is_an_error_row_naming_the_file() {
     let ws = Workspace::new();
     fabricated_run(&ws);
     ws.write("run/BuyColaGeneralTask/traj.json", "{\"0\": {\"traj\": [}");
+    // A task that failed at init: KnowU leaves `{}`; it reads as an empty trajectory.
+    ws.write("run/BirthdayWishGeneralTask/traj.json", "{}");
+    ws.write(
+        "run/BirthdayWishGeneralTask/result.txt",
+        "score: 0.0\nreason: init failed\n",
+    );
+    let out = ws
+        .cli(&["run", "pipe.yaml", "--progress", "none"])
+        .expect_code(0);
+    assert!(
+        out.stderr.contains("1 file(s) of run could not be read")
+            && out
+                .stderr
+                .contains("BuyColaGeneralTask/traj.json:1:17: invalid JSON"),
+        "{}",
+        out.stderr
+    );
+    let errors = ws.table("runs.errors", None);
+    assert_eq!(errors.height(), 1);
+    let overall = ws.table("metrics.overall", None);
+    assert_eq!(column_f64(&overall, "error_episodes"), [Some(1.0)]);
+    // 5 with results before; the broken one left out, the init failure added.
+    assert_eq!(column_f64(&overall, "episodes_with_results"), [Some(5.0)]);
+}
+
+#[test]
+fn knowu_metrics_refuse_a_proactive_persona_without_a_profile() {
+    let ws = Workspace::new();
+    fabricated_run(&ws);
+    // grandma is in tasks.csv but her profile is not in ../shared/knowu-bench/user_profile.
+    episode(
+        &ws,
+        "BatterySaverRoutineTask@grandma",
+        &[("finished", "")],
+        Some("1.0"),
+    );
     let out = ws
         .cli(&["run", "pipe.yaml", "--progress", "none"])
         .expect_code(2);
     assert!(
-        out.stderr
-            .contains("BuyColaGeneralTask/traj.json:1:17: invalid JSON"),
+        out.stderr.contains("persona(s) grandma have no profile")
+            && out.stderr.contains("allow_missing_profiles: true"),
         "{}",
         out.stderr
+    );
+    let allowed = pipeline().replace("personas: '", "allow_missing_profiles: true, personas: '");
+    ws.write("pipe.yaml", &allowed);
+    let out = ws
+        .cli(&["run", "pipe.yaml", "--progress", "none"])
+        .expect_code(0);
+    assert!(
+        out.stderr.contains("their habits are read as none"),
+        "{}",
+        out.stderr
+    );
+    let overall = ws.table("metrics.overall", None);
+    assert_eq!(
+        column_f64(&overall, "missing_profile_episodes"),
+        [Some(1.0)]
     );
 }

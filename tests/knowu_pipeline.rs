@@ -179,8 +179,8 @@ stages:
     kind: generate_knowu_tasks
     inputs: [world.sources, world.history_events]
   episodes:
-    kind: run_episodes
-    inputs: [tasks.bundles, world.sources, world.history_events]
+    kind: run_knowu_episodes
+    inputs: [tasks.bundles, tasks.knowu_tasks, world.sources, world.history_events]
     per_item: task_id
     params: { agent: oracle, history: rag }
 ",
@@ -250,8 +250,8 @@ stages:
     kind: generate_knowu_tasks
     inputs: [world.sources, world.history_events]
   episodes:
-    kind: run_episodes
-    inputs: [tasks.bundles, world.sources, world.history_events]
+    kind: run_knowu_episodes
+    inputs: [tasks.bundles, tasks.knowu_tasks, world.sources, world.history_events]
     per_item: task_id
     params: {{ agent: defaults, history: 'rag:1', embeddings: {{ base_url: '{}', model: emb }} }}
 ",

@@ -10,7 +10,6 @@ pub mod files;
 pub mod judging;
 pub mod kinds;
 pub mod knowu;
-pub mod knowu_sim;
 pub mod llm;
 mod memo;
 pub mod metrics;
@@ -39,5 +38,6 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::Judge);
     registry.register(kinds::BuildKnowuWorld);
     registry.register(kinds::GenerateKnowuTasks);
+    registry.register(kinds::RunKnowuEpisodes);
     knowu::register(registry);
 }

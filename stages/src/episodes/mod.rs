@@ -8,7 +8,8 @@
 //! - [`simulator`]: who answers `ask_user`, with a disclosure audit.
 //! - [`exposure`] / [`retrieval`]: which history events an agent sees.
 //! - [`env`]: where actions land (the simulated phone, or a remote device).
-//! - [`runner`]: the episode loop; [`frames`]: its rows as tables.
+//! - [`runner`]: the episode loop; [`frames`]: its rows as tables; [`hooks`]: what a
+//!   benchmark-specific stage kind adds to it.
 
 pub mod agent;
 pub mod agents;
@@ -17,6 +18,7 @@ pub mod embeddings;
 pub mod env;
 pub mod exposure;
 pub mod frames;
+pub mod hooks;
 pub mod prompts;
 pub mod record;
 pub mod remote;

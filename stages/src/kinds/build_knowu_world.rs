@@ -8,10 +8,9 @@ use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use super::build_world::{input_error, summary_table, WORLD_TABLES};
-use crate::knowu_sim::profile::KnowuPersona;
-use crate::knowu_sim::world::{app_sources, persona_stub, PROFILE_KIND};
+use crate::knowu::profile::KnowuProfile;
+use crate::knowu::sim::world::{app_sources, persona_stub, PROFILE_KIND};
 use crate::world::app::Catalog;
-use crate::world::knowu::log_from_str;
 use crate::world::summary::summarize;
 use crate::world::tables;
 
@@ -63,11 +62,9 @@ impl Kind for BuildKnowuWorld {
                 .map_err(|e| StageError::Input(format!("{p}: cannot read: {e}")))
         };
         let (profile_text, log_text) = (read(&params.profile)?, read(&params.log)?);
-        let persona = KnowuPersona::parse(&params.profile, &profile_text)
-            .map_err(|e| StageError::Input(e.to_string()))?;
-        let imported = crate::world::knowu::profile_from_str(&params.profile, &profile_text)
-            .map_err(input_error)?;
-        let events = log_from_str(&params.log, &log_text).map_err(input_error)?;
+        let persona = KnowuProfile::parse(&params.profile, &profile_text)?;
+        let entries = persona.entries();
+        let events = crate::knowu::log::parse(&params.log, &log_text)?;
         let dirs = [ctx.resolve(&params.apps), ctx.resolve(&params.extra_apps)];
         let apps = app_sources(&[dirs[0].as_path(), dirs[1].as_path()]).map_err(|e| {
             StageError::Input(format!(
@@ -101,7 +98,7 @@ impl Kind for BuildKnowuWorld {
         Ok(Tables::new([
             (
                 "profile_entries",
-                tables::profile_table(&imported.entries, &events).map_err(input_error)?,
+                tables::profile_table(&entries, &events).map_err(input_error)?,
             ),
             (
                 "history_events",
@@ -113,10 +110,7 @@ impl Kind for BuildKnowuWorld {
                 tables::app_records(&catalog).map_err(input_error)?,
             ),
             ("sources", sources),
-            (
-                "summary",
-                summary_table(&summarize(&imported.entries, &events))?,
-            ),
+            ("summary", summary_table(&summarize(&entries, &events))?),
         ]))
     }
 }

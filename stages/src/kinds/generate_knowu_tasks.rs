@@ -7,10 +7,11 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use crate::knowu_sim::generate::{generate, Generated};
-use crate::knowu_sim::profile::KnowuPersona;
-use crate::knowu_sim::template::load_dir;
-use crate::knowu_sim::world::PROFILE_KIND;
+use crate::knowu::profile::KnowuProfile;
+use crate::knowu::sim::generate::{generate, Generated};
+use crate::knowu::sim::table;
+use crate::knowu::sim::template::load_dir;
+use crate::knowu::sim::world::PROFILE_KIND;
 use crate::tasks::frames::task_tables;
 use crate::tasks::world_cache::world_of;
 use crate::tasks::TaskBundle;
@@ -29,13 +30,14 @@ fn default_templates() -> String {
 }
 
 /// The tables `generate_knowu_tasks` writes.
-pub const KNOWU_TASK_TABLES: [&str; 6] = [
+pub const KNOWU_TASK_TABLES: [&str; 7] = [
     "tasks",
     "slots",
     "criteria",
     "bundles",
     "knowu_tasks",
     "skipped",
+    "generated",
 ];
 
 /// Instantiates KnowU-style templates for the world's KnowU persona.
@@ -46,7 +48,7 @@ impl Kind for GenerateKnowuTasks {
     const NAME: &'static str = "generate_knowu_tasks";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &KNOWU_TASK_TABLES;
-    const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns), skipped (params: templates)";
+    const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns + KnowU facts), skipped (templates the persona lacks a section for), generated (counts per split) (params: templates)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.templates.clone()]
@@ -60,15 +62,17 @@ impl Kind for GenerateKnowuTasks {
             .map_err(|e| StageError::Input(e.to_string()))?;
         let out = generate(&templates, &persona, &world.catalog)
             .map_err(|e| StageError::Input(format!("{}: {e}", params.templates)))?;
-        let mut tables = task_tables(&out.bundles)?;
-        tables.push(("knowu_tasks", knowu_tasks(&out.bundles)?));
+        let bundles: Vec<TaskBundle> = out.tasks.iter().map(|t| t.bundle.clone()).collect();
+        let mut tables = task_tables(&bundles)?;
+        tables.push(("knowu_tasks", table::frame(&out.tasks)?));
         tables.push(("skipped", skipped(&out)?));
+        tables.push(("generated", generated(&out.summary(&templates))?));
         Ok(Tables::new(tables))
     }
 }
 
 /// The KnowU profile carried in `sources`.
-fn knowu_persona(sources: &DataFrame, stage: &str) -> Result<KnowuPersona, StageError> {
+fn knowu_persona(sources: &DataFrame, stage: &str) -> Result<KnowuProfile, StageError> {
     let (kind, name, text) = (
         sources.column("kind")?.str()?,
         sources.column("name")?.str()?,
@@ -80,34 +84,19 @@ fn knowu_persona(sources: &DataFrame, stage: &str) -> Result<KnowuPersona, Stage
             "stage `{stage}`: its `sources` input has no `{PROFILE_KIND}` row; feed it from a `build_knowu_world` stage"
         )));
     };
-    KnowuPersona::parse(
+    Ok(KnowuProfile::parse(
         name.get(i).unwrap_or_default(),
         text.get(i).unwrap_or_default(),
-    )
-    .map_err(|e| StageError::Input(e.to_string()))
+    )?)
 }
 
-/// One row per task with tasks.csv's columns.
-fn knowu_tasks(bundles: &[TaskBundle]) -> Result<DataFrame, StageError> {
-    let info: Vec<_> = bundles
-        .iter()
-        .filter_map(|b| b.task.knowu.as_ref().map(|k| (b, k)))
-        .collect();
-    let col = |f: &dyn Fn(&TaskBundle, &crate::knowu_sim::KnowuTaskInfo) -> String| {
-        info.iter().map(|(b, k)| f(b, k)).collect::<Vec<_>>()
-    };
+fn generated(rows: &[crate::knowu::sim::generate::SplitCount]) -> Result<DataFrame, StageError> {
     Ok(df!(
-        "task_name" => col(&|b, _| b.task.task_id.clone()),
-        "class_name" => col(&|_, k| k.class_name.clone()),
-        "split" => col(&|_, k| k.split.as_str().to_string()),
-        "difficulty" => col(&|_, k| k.difficulty.as_str().to_string()),
-        "profile" => col(&|b, _| b.task.persona.clone()),
-        "tags" => col(&|_, k| format!("{};{}", k.difficulty.as_str(), k.split.as_str())),
-        "apps" => col(&|b, _| b.task.apps.join(";")),
-        "habit_keys" => col(&|_, k| k.habit_keys.join(";")),
-        "goal" => col(&|b, _| b.task.instruction.clone()),
-        "expect" => col(&|_, k| k.expect.map(|e| format!("{e:?}").to_lowercase()).unwrap_or_default()),
-        "lambda" => info.iter().map(|(_, k)| k.lambda).collect::<Vec<_>>(),
+        "persona" => rows.iter().map(|r| r.persona.clone()).collect::<Vec<_>>(),
+        "split" => rows.iter().map(|r| r.split.as_str()).collect::<Vec<_>>(),
+        "tasks" => rows.iter().map(|r| r.tasks).collect::<Vec<_>>(),
+        "knowu_classes" => rows.iter().map(|r| r.knowu_classes).collect::<Vec<_>>(),
+        "skipped" => rows.iter().map(|r| r.skipped).collect::<Vec<_>>(),
     )?)
 }
 

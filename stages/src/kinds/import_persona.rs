@@ -7,7 +7,8 @@ use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use super::build_world::{input_error, summary_table};
-use crate::world::knowu::{log_from_str, profile_from_str};
+use crate::knowu::log;
+use crate::knowu::profile::KnowuProfile;
 use crate::world::summary::summarize;
 use crate::world::tables;
 
@@ -41,12 +42,13 @@ impl Kind for ImportPersona {
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let profile_text = read(ctx, &params.profile)?;
         let log_text = read(ctx, &params.log)?;
-        let profile = profile_from_str(&params.profile, &profile_text).map_err(input_error)?;
-        let events = log_from_str(&params.log, &log_text).map_err(input_error)?;
-        let persona = params.persona.clone().unwrap_or(profile.persona);
-        let entries = tables::profile_table(&profile.entries, &events).map_err(input_error)?;
+        let profile = KnowuProfile::parse(&params.profile, &profile_text)?;
+        let events = log::parse(&params.log, &log_text)?;
+        let persona = params.persona.clone().unwrap_or(profile.id.clone());
+        let profile_entries = profile.entries();
+        let entries = tables::profile_table(&profile_entries, &events).map_err(input_error)?;
         let history = tables::history_events(&events).map_err(input_error)?;
-        let summary = summary_table(&summarize(&profile.entries, &events))?;
+        let summary = summary_table(&summarize(&profile_entries, &events))?;
         Ok(Tables::new([
             ("profile_entries", with_persona(entries, &persona)?),
             ("history_events", with_persona(history, &persona)?),

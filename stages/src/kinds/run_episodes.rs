@@ -11,6 +11,7 @@ use crate::episodes::agents::{self, AgentName};
 use crate::episodes::embeddings::{self, Embedder};
 use crate::episodes::exposure::{self, Exposure, LogKind};
 use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
+use crate::episodes::hooks::{EpisodeHooks, NoHooks};
 use crate::episodes::seed::{episode_id, episode_seed};
 use crate::episodes::simulators::{self, SimulatorName};
 use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, PhoneEnv};
@@ -114,30 +115,39 @@ impl Kind for RunEpisodes {
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        if let Some(var) = &params.skip_unless_env {
-            if skip_marker(params).is_some() {
-                if first_skip_of(ctx) {
-                    tracing::warn!(
-                        "stage `{}`: skipped ({var} is not set); set {var} to run the `{}` agent",
-                        ctx.stage,
-                        params.agent.as_str()
-                    );
-                }
-                return tables(&[]);
-            }
-        }
-        let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
-        let factory = agents::factory(params, ctx)?;
-        let mut runs = Vec::new();
-        for bundle in bundles_from_table(bundles_input(ctx)?)? {
-            for epoch in 0..params.epochs {
-                let run = play(params, ctx, &world, &bundle, factory.as_ref(), epoch)?;
-                refuse_offline_errors(ctx, &run)?;
-                runs.push(run);
-            }
-        }
-        tables(&runs)
+        run_with(params, ctx, &NoHooks)
     }
+}
+
+/// `run_episodes` with a stage kind's additions to each episode (see [`EpisodeHooks`]).
+pub fn run_with(
+    params: &RunEpisodesParams,
+    ctx: &StageContext<'_>,
+    hooks: &dyn EpisodeHooks,
+) -> Result<Tables, StageError> {
+    if let Some(var) = &params.skip_unless_env {
+        if skip_marker(params).is_some() {
+            if first_skip_of(ctx) {
+                tracing::warn!(
+                    "stage `{}`: skipped ({var} is not set); set {var} to run the `{}` agent",
+                    ctx.stage,
+                    params.agent.as_str()
+                );
+            }
+            return tables(&[]);
+        }
+    }
+    let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
+    let factory = agents::factory(params, ctx)?;
+    let mut runs = Vec::new();
+    for bundle in bundles_from_table(bundles_input(ctx)?)? {
+        for epoch in 0..params.epochs {
+            let run = play(params, ctx, &world, &bundle, factory.as_ref(), epoch, hooks)?;
+            refuse_offline_errors(ctx, &run)?;
+            runs.push(run);
+        }
+    }
+    tables(&runs)
 }
 
 /// The external-input marker of a stage skipped for want of its variable, if it is skipped.
@@ -191,12 +201,13 @@ fn play(
     bundle: &TaskBundle,
     factory: &dyn crate::episodes::AgentFactory,
     epoch: u32,
+    hooks: &dyn EpisodeHooks,
 ) -> Result<EpisodeRun, StageError> {
     let task = &bundle.task;
     let seed = episode_seed(params.seed, &task.task_id, ctx.variant, epoch);
     let config = EpisodeConfig {
         space: params.space,
-        clock: crate::knowu_sim::situation_clock(task),
+        clock: hooks.clock(bundle),
         overrides: task.overrides.clone(),
     };
     let mut env = PhoneEnv::new(world, config).map_err(|e| {
@@ -227,7 +238,10 @@ fn play(
         ""
     };
     let mut agent = factory.make(bundle, seed);
-    let mut user = simulators::make(params, ctx, world, bundle, seed, epoch)?;
+    let mut user = match hooks.scripted_user(bundle) {
+        Some(user) if params.simulator == SimulatorName::Scripted => user,
+        _ => simulators::make(params, ctx, world, bundle, seed, epoch)?,
+    };
     let row = EpisodeRow {
         episode_id: episode_id(&task.task_id, ctx.variant, epoch),
         task_id: task.task_id.clone(),
@@ -254,8 +268,7 @@ fn play(
             step.shown_events.clear();
         }
     }
-    // KnowU tasks carry their rule score (the `score` KnowU's metrics read).
-    run.episode.score = crate::knowu_sim::score::score(bundle, &env.phone);
+    run.episode.score = hooks.score(bundle, &env.phone, &run.steps);
     run.episode.cost_agent = run
         .episode
         .agent_usage

@@ -3,7 +3,7 @@
 
 use polars::prelude::*;
 
-use super::error::KnowuError;
+use crate::knowu::error::KnowuError;
 
 /// Where the column contracts are written down, for error messages.
 const CONTRACT: &str = "see docs/tables.md for the columns each table must carry";
@@ -69,6 +69,15 @@ pub fn f64s(df: &DataFrame, table: &str, name: &str) -> Result<Vec<Option<f64>>,
     let col = cast(df, table, name, &DataType::Float64)?;
     let ca = col
         .f64()
+        .map_err(|e| KnowuError::table(table, e.to_string()))?;
+    Ok(ca.iter().collect())
+}
+
+/// The values of a boolean column (nulls as `None`).
+pub fn bools(df: &DataFrame, table: &str, name: &str) -> Result<Vec<Option<bool>>, KnowuError> {
+    let col = cast(df, table, name, &DataType::Boolean)?;
+    let ca = col
+        .bool()
         .map_err(|e| KnowuError::table(table, e.to_string()))?;
     Ok(ca.iter().collect())
 }

@@ -1,4 +1,4 @@
-//! Typed errors of the KnowU-Bench kinds, each naming the file (or table), the place in it and
+//! Typed errors of everything KnowU (interop, simulation, profile and log files), each naming the file (or table), the place in it and
 //! the fix, and mapped onto [`StageError`] so the CLI can tell user mistakes (exit code 2) from
 //! environment failures.
 
@@ -15,6 +15,15 @@ fn fix_for(path: &Path) -> &'static str {
         "fix the file, or rename its task directory to contain `_backup_` so it is ignored"
     } else {
         "fix the file"
+    }
+}
+
+/// `field `x`` for a JSON path, or "the top level".
+fn field_phrase(field: &str) -> String {
+    if field == "(top level)" {
+        "the top level".to_string()
+    } else {
+        format!("field `{field}`")
     }
 }
 
@@ -50,7 +59,7 @@ pub enum KnowuError {
         message: String,
     },
     /// A JSON file parses but a field has the wrong shape.
-    #[error("{}: field `{field}` must be {expected}, found {found}; {}", path.display(), fix_for(path))]
+    #[error("{}: {} must be {expected}, found {found}; {}", path.display(), field_phrase(field), fix_for(path))]
     Shape {
         /// The file.
         path: PathBuf,
@@ -62,7 +71,7 @@ pub enum KnowuError {
         found: String,
     },
     /// A YAML file (persona profile) does not parse.
-    #[error("{location}: invalid YAML: {message}; fix the persona file or remove it from the personas directory")]
+    #[error("{location}: invalid YAML: {message}; a KnowU profile is YAML starting with `user_profile:` (see user_profile/template.yaml)")]
     Yaml {
         /// `file:line:column` of the problem.
         location: String,
@@ -123,6 +132,19 @@ impl KnowuError {
         }
     }
 
+    /// A located YAML error from serde-saphyr in the file at `path`.
+    pub fn yaml(path: &Path, e: &serde_saphyr::Error) -> Self {
+        let location = e.location().map_or_else(
+            || path.display().to_string(),
+            |l| prefflow_engine::config::location(path, &l).to_string(),
+        );
+        let message = e.without_snippet().to_string();
+        let message = crate::world::yaml::strip_position(&message)
+            .trim()
+            .to_string();
+        Self::Yaml { location, message }
+    }
+
     /// A wrong-shape error for `field` of the JSON file at `path`.
     pub fn shape(
         path: &Path,
@@ -134,7 +156,7 @@ impl KnowuError {
             path: path.to_path_buf(),
             field: field.into(),
             expected,
-            found: describe(found),
+            found: Self::describe(found),
         }
     }
 
@@ -155,19 +177,22 @@ impl KnowuError {
     }
 }
 
-/// A short description of a JSON value for error messages: its type and, for scalars, the value.
-fn describe(value: &serde_json::Value) -> String {
-    use serde_json::Value;
-    match value {
-        Value::Null => "null".into(),
-        Value::Bool(b) => format!("the boolean {b}"),
-        Value::Number(n) => format!("the number {n}"),
-        Value::String(s) => {
-            let short: String = s.chars().take(40).collect();
-            format!("the string {short:?}")
+impl KnowuError {
+    /// A short description of a JSON value for error messages: its type and, for scalars, the
+    /// value.
+    pub fn describe(value: &serde_json::Value) -> String {
+        use serde_json::Value;
+        match value {
+            Value::Null => "null".into(),
+            Value::Bool(b) => format!("the boolean {b}"),
+            Value::Number(n) => format!("the number {n}"),
+            Value::String(s) => {
+                let short: String = s.chars().take(40).collect();
+                format!("the string {short:?}")
+            }
+            Value::Array(a) => format!("an array of {} element(s)", a.len()),
+            Value::Object(_) => "an object".into(),
         }
-        Value::Array(a) => format!("an array of {} element(s)", a.len()),
-        Value::Object(_) => "an object".into(),
     }
 }
 

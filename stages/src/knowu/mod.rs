@@ -1,50 +1,28 @@
-//! KnowU-Bench support: import and export its run directories, compute its paper metrics and
-//! place runs on its leaderboard.
+//! KnowU-Bench support, in two halves that share the benchmark's file formats:
 //!
-//! The specification is the benchmark's METRICS.md (run layout and metric definitions); the
-//! modules split it by concept: files of a run ([`traj`], [`result_file`], [`report`]), the run
-//! as tables ([`run`]), benchmark metadata ([`tasks`], [`persona`]), per-step rules ([`rules`]),
-//! per-episode facts ([`features`], [`classify`]) and aggregation ([`aggregate`]), plus one module
-//! per stage kind.
+//! - [`interop`]: KnowU-Bench's own run directories — import and export them, compute its paper
+//!   metrics exactly as its scripts do, place runs on its leaderboard.
+//! - [`sim`]: KnowU-Bench in prefflow's simulated phone — KnowU personas as worlds, KnowU-style
+//!   templates as general / personalized / proactive tasks, the consent-answering user and the
+//!   per-episode score.
+//!
+//! Both read personas through the one profile parser ([`profile`]) and logs through [`log`];
+//! every KnowU error is a [`KnowuError`] naming the file, the place and the fix.
 
 #![deny(missing_docs)]
 
-pub mod aggregate;
-pub mod classify;
 pub mod columns;
 pub mod error;
-pub mod export;
-pub mod features;
-pub mod import;
-pub mod leaderboard;
-pub mod metrics;
-pub mod persona;
-pub mod report;
-pub mod result_file;
-pub mod rules;
-pub mod run;
-pub mod tasks;
-pub mod traj;
-
-#[cfg(test)]
-mod scale_tests;
-#[cfg(test)]
-mod scenario_tests;
-#[cfg(test)]
-mod testkit;
+pub mod interop;
+pub mod log;
+pub mod profile;
+pub mod sim;
 
 pub use error::KnowuError;
-pub use export::ExportKnowuRuns;
-pub use import::ImportKnowuRuns;
-pub use leaderboard::KnowuLeaderboard;
-pub use metrics::KnowuMetrics;
 
 use prefflow_engine::Registry;
 
-/// Registers the KnowU-Bench stage kinds.
+/// Registers the KnowU-Bench interop stage kinds (the simulation kinds live in `kinds/`).
 pub fn register(registry: &mut Registry) {
-    registry.register(ImportKnowuRuns);
-    registry.register(ExportKnowuRuns);
-    registry.register(KnowuMetrics);
-    registry.register(KnowuLeaderboard);
+    interop::register(registry);
 }

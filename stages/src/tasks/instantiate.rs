@@ -101,7 +101,6 @@ fn build(ctx: &Ctx<'_, '_>) -> Result<TaskBundle, TaskError> {
             reference_solution: reference,
             defaults_solution: defaults,
             lambda: None,
-            knowu: None,
         },
         slots,
         criteria,

@@ -9,14 +9,13 @@ pub mod error;
 pub mod from_tables;
 mod hash;
 pub mod history;
-pub mod knowu;
 pub mod persona;
 pub mod phone;
 pub mod summary;
 pub mod tables;
 pub mod template;
 pub mod types;
-mod yaml;
+pub(crate) mod yaml;
 
 pub use app::Catalog;
 pub use assemble::World;

@@ -130,7 +130,6 @@ pub fn bundle(task_id: &str, goal: &str, persona: Option<&str>) -> TaskBundle {
             reference_solution: Vec::new(),
             defaults_solution: Vec::new(),
             lambda: None,
-            knowu: None,
         },
         slots: Vec::new(),
         criteria: Vec::new(),

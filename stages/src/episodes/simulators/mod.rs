@@ -36,10 +36,6 @@ pub fn make<'a>(
     epoch: u32,
 ) -> Result<Box<dyn Simulator + 'a>, StageError> {
     match params.simulator {
-        // KnowU tasks: consent decisions and profile answers (knowu_sim::consent).
-        SimulatorName::Scripted if bundle.task.knowu.is_some() => {
-            Ok(Box::new(crate::knowu_sim::consent::KnowuUser::new(bundle)))
-        }
         SimulatorName::Scripted => Ok(Box::new(ScriptedUser::new(&bundle.slots))),
         SimulatorName::Llm => {
             let input = |m: String| StageError::Input(format!("stage `{}`: {m}", ctx.stage));

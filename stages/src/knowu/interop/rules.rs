@@ -19,7 +19,7 @@ const TRIVIAL_ANSWERS: [&str; 6] = [
 ];
 
 /// The simulated user's decision in one reply (also what the KnowU-style consent user decides,
-/// `knowu_sim`, so the writer and the reader of `<decision>` share one type).
+/// `knowu::sim`, so the writer and the reader of `<decision>` share one type).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Decision {
@@ -112,16 +112,22 @@ pub fn is_stop_violation(normalized_type: &str) -> bool {
         && !NON_ENGAGEMENT.contains(&normalized_type)
 }
 
-/// The `text` field of an action's JSON arguments (empty when absent or unparsable).
+/// The `text` field of an action's JSON arguments as KnowU's `str(text or "")` reads it: empty
+/// when absent, falsy (null, false, 0, "", [], {}) or the arguments are not JSON; strings as they
+/// are; other values as JSON text.
 pub fn answer_text(arguments: &str) -> String {
-    serde_json::from_str::<serde_json::Value>(arguments)
-        .ok()
-        .and_then(|v| match v.get("text")? {
-            serde_json::Value::Null => None,
-            serde_json::Value::String(s) => Some(s.clone()),
-            other => Some(other.to_string()),
-        })
-        .unwrap_or_default()
+    use serde_json::Value;
+    let Ok(v) = serde_json::from_str::<Value>(arguments) else {
+        return String::new();
+    };
+    match v.get("text") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => String::new(),
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Number(n)) if n.as_f64() == Some(0.0) => String::new(),
+        Some(Value::Array(a)) if a.is_empty() => String::new(),
+        Some(Value::Object(m)) if m.is_empty() => String::new(),
+        Some(other) => other.to_string(),
+    }
 }
 
 #[cfg(test)]
@@ -188,5 +194,14 @@ mod tests {
     fn answer_text_reads_the_text_field() {
         assert_eq!(answer_text(r#"{"action_type":"answer","text":"hi"}"#), "hi");
         assert_eq!(answer_text("not json"), "");
+        // KnowU's `str(text or "")`: falsy values are empty, others their text.
+        for falsy in ["null", "false", "0", "[]", "{}", "\"\""] {
+            assert_eq!(
+                answer_text(&format!(r#"{{"text":{falsy}}}"#)),
+                "",
+                "{falsy}"
+            );
+        }
+        assert_eq!(answer_text(r#"{"text":5}"#), "5");
     }
 }

@@ -6,9 +6,13 @@
 
 use serde_json::{json, Map, Value};
 
-use super::profile::{key_terms, text, KnowuPersona};
+use std::collections::BTreeSet;
+
+use super::matching::{self, Wanted};
 use super::template::Template;
-use super::{Decision, Expect, KnowuTaskInfo, Situation, Split};
+use super::terms::key_terms;
+use super::{Decision, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
+use crate::knowu::profile::{text, KnowuProfile};
 use crate::tasks::check::check_predicate;
 use crate::tasks::{
     Criterion, CriterionKind, Perturbation, Predicate, Slot, Source, Task, TaskBundle, TaskType,
@@ -33,9 +37,61 @@ pub struct Skip {
 #[derive(Debug, Default)]
 pub struct Generated {
     /// Tasks, in template order (a personalized task is followed by its general twin).
-    pub bundles: Vec<TaskBundle>,
+    pub tasks: Vec<KnowuTask>,
     /// Templates skipped for this persona.
     pub skipped: Vec<Skip>,
+}
+
+/// How many tasks of one split a persona got, and how many templates were skipped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitCount {
+    /// Persona id.
+    pub persona: String,
+    /// The split.
+    pub split: Split,
+    /// Tasks generated.
+    pub tasks: u32,
+    /// Of those, KnowU-Bench classes (the rest are prefflow-only).
+    pub knowu_classes: u32,
+    /// Tasks not generated because their template was skipped (for general: the twins of
+    /// skipped personalized templates).
+    pub skipped: u32,
+}
+
+impl Generated {
+    /// Per split: tasks, KnowU classes among them, and skipped ones.
+    pub fn summary(&self, templates: &[Template]) -> Vec<SplitCount> {
+        let persona = self
+            .tasks
+            .iter()
+            .map(|t| t.bundle.task.persona.clone())
+            .chain(self.skipped.iter().map(|s| s.persona.clone()))
+            .next()
+            .unwrap_or_default();
+        [Split::General, Split::Personalized, Split::Proactive]
+            .into_iter()
+            .map(|split| {
+                let of_split = self.tasks.iter().filter(|t| t.info.split == split);
+                let skipped = self
+                    .skipped
+                    .iter()
+                    .filter(|s| match split {
+                        Split::General => templates
+                            .iter()
+                            .any(|t| t.id == s.template && t.twin.is_some()),
+                        _ => s.split == split,
+                    })
+                    .count();
+                SplitCount {
+                    persona: persona.clone(),
+                    split,
+                    tasks: of_split.clone().count() as u32,
+                    knowu_classes: of_split.filter(|t| t.info.in_knowu).count() as u32,
+                    skipped: skipped as u32,
+                }
+            })
+            .collect()
+    }
 }
 
 /// The slot id of a template's preference.
@@ -45,14 +101,20 @@ pub const PREF_SLOT: &str = "pref";
 /// action or predicate, an unknown table); they name the template.
 pub fn generate(
     templates: &[Template],
-    persona: &KnowuPersona,
+    persona: &KnowuProfile,
     catalog: &Catalog,
 ) -> Result<Generated, String> {
     let mut out = Generated::default();
+    // Habit keys some template names: never taken by another template's meaning match.
+    let claimed: BTreeSet<String> = templates
+        .iter()
+        .flat_map(|t| t.habit_keys.iter().chain(t.decisive_keys()).cloned())
+        .collect();
+    let mut taken = BTreeSet::new();
     for t in templates {
         if let Some(missing) = missing_section(t, persona) {
-            tracing::info!(
-                "knowu template `{}` skipped for persona `{}`: the profile has no `{missing}`",
+            tracing::warn!(
+                "knowu template `{}` skipped for persona `{}`: the profile has no {missing}",
                 t.id,
                 persona.id
             );
@@ -65,33 +127,72 @@ pub fn generate(
             continue;
         }
         let made = match t.split {
-            Split::Proactive => vec![proactive(t, persona)?],
+            Split::Proactive => vec![proactive(t, persona, &claimed, &mut taken)?],
             _ => preference_tasks(t, persona)?,
         };
-        for mut b in made {
-            check_bundle(&b, catalog).map_err(|e| format!("template `{}`: {e}", t.id))?;
-            fill_category(&mut b, catalog);
-            out.bundles.push(b);
+        for mut k in made {
+            check_bundle(&k.bundle, catalog).map_err(|e| format!("template `{}`: {e}", t.id))?;
+            fill_category(&mut k.bundle, catalog);
+            out.tasks.push(k);
         }
+    }
+    if !out.skipped.is_empty() {
+        tracing::warn!(
+            "knowu persona `{}`: {} of {} templates skipped ({}); see table `skipped`",
+            persona.id,
+            out.skipped.len(),
+            templates.len(),
+            out.skipped
+                .iter()
+                .map(|s| s.template.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
     }
     Ok(out)
 }
 
-/// The first required section the persona lacks.
-fn missing_section(t: &Template, p: &KnowuPersona) -> Option<String> {
+/// What the persona lacks for the template: a required section, or any key about its
+/// preference in the sections it searches, in words (`preferences.diet key about remark |
+/// special notes`).
+fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
     if let Some(r) = t.requires.iter().find(|r| p.get(r).is_none()) {
-        return Some(r.clone());
+        return Some(format!("`{r}`"));
     }
     let spec = t.preference.as_ref()?;
-    p.first(&spec.from).is_none().then(|| spec.from.join(" | "))
+    if matching::preference(p, &wanted(spec)).is_some() {
+        return None;
+    }
+    let sections = spec
+        .sections
+        .iter()
+        .map(|s| format!("`{s}`"))
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let entry = if spec.entry.is_empty() {
+        String::new()
+    } else {
+        format!(" in an entry naming {}", spec.entry.join(" | "))
+    };
+    Some(format!(
+        "{sections} key about {}{entry}",
+        spec.about.join(" | ")
+    ))
+}
+
+fn wanted(spec: &super::template::PreferenceSpec) -> Wanted<'_> {
+    Wanted {
+        sections: &spec.sections,
+        about: &spec.about,
+        entry: &spec.entry,
+    }
 }
 
 /// The personalized task and its general twin (or the general task alone).
-fn preference_tasks(t: &Template, p: &KnowuPersona) -> Result<Vec<TaskBundle>, String> {
+fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, String> {
     let (path, value) = match &t.preference {
-        Some(spec) => p
-            .first(&spec.from)
-            .map(|(path, v)| (Some(path.to_string()), v.clone()))
+        Some(spec) => matching::preference(p, &wanted(spec))
+            .map(|f| (Some(f.path), f.value.clone()))
             .unwrap_or((None, Value::Null)),
         None => (None, Value::Null),
     };
@@ -185,7 +286,7 @@ fn preference_tasks(t: &Template, p: &KnowuPersona) -> Result<Vec<TaskBundle>, S
 
 /// What the tasks of one template share.
 struct Parts<'a> {
-    persona: &'a KnowuPersona,
+    persona: &'a KnowuProfile,
     slots: Vec<Slot>,
     criteria: Vec<Criterion>,
 }
@@ -202,7 +303,7 @@ impl Parts<'_> {
         defaults: Vec<Value>,
         split: Split,
         lambda: Option<f64>,
-    ) -> TaskBundle {
+    ) -> KnowuTask {
         let info = KnowuTaskInfo {
             class_name: class.to_string(),
             split,
@@ -213,27 +314,41 @@ impl Parts<'_> {
             decision: None,
             reason: String::new(),
             situation: None,
+            in_knowu: t.in_knowu(),
+            habit: None,
         };
         let task = task(
             t,
             self.persona,
-            info,
+            &info,
             instruction,
             Overrides::default(),
             reference,
             defaults,
         );
-        TaskBundle {
-            task,
-            slots: self.slots.clone(),
-            criteria: self.criteria.clone(),
+        KnowuTask {
+            bundle: TaskBundle {
+                task,
+                slots: self.slots.clone(),
+                criteria: self.criteria.clone(),
+            },
+            info,
         }
     }
 }
 
 /// One proactive task: the habit decides what the persona wants.
-fn proactive(t: &Template, p: &KnowuPersona) -> Result<TaskBundle, String> {
-    let habit = t.habit_keys.iter().find_map(|k| p.habit(k));
+fn proactive(
+    t: &Template,
+    p: &KnowuProfile,
+    claimed: &BTreeSet<String>,
+    taken: &mut BTreeSet<String>,
+) -> Result<KnowuTask, String> {
+    let found = matching::habit(p, t.decisive_keys(), &t.habit_means, claimed, taken);
+    if let Some((key, _, matching::HabitMatch::Meaning)) = &found {
+        taken.insert(key.clone());
+    }
+    let habit = found.as_ref().map(|(_, h, _)| *h);
     let expect = match (habit.is_some(), t.consent_required) {
         (true, _) => Expect::Act,
         (false, true) => Expect::Stop,
@@ -294,12 +409,18 @@ fn proactive(t: &Template, p: &KnowuPersona) -> Result<TaskBundle, String> {
         "(No request from the user.) {when}The phone shows: {} Decide whether {} would want you to do something about it: act, ask for consent with ask_user, or leave it and finish.",
         spec.notification, p.display_name
     );
+    // KnowU's bucket keys, plus the key a meaning match found (so the bucket agrees with what
+    // the task expects for a persona whose habit sits under another key).
+    let mut habit_keys = t.habit_keys.clone();
+    if let Some((key, _, matching::HabitMatch::Meaning)) = &found {
+        habit_keys.push(key.clone());
+    }
     let info = KnowuTaskInfo {
         class_name: t.id.clone(),
         split: Split::Proactive,
         difficulty: t.difficulty,
         lambda: None,
-        habit_keys: t.habit_keys.clone(),
+        habit_keys,
         expect: Some(expect),
         decision: Some(decision),
         reason,
@@ -307,22 +428,30 @@ fn proactive(t: &Template, p: &KnowuPersona) -> Result<TaskBundle, String> {
             clock: spec.clock.clone(),
             notification: spec.notification.clone(),
         }),
+        in_knowu: t.in_knowu(),
+        habit: found.as_ref().map(|(k, _, how)| HabitFound {
+            key: k.clone(),
+            how: *how,
+        }),
     };
     let overrides = Overrides {
         app_data: spec.app_data.clone(),
         ..Overrides::default()
     };
-    Ok(TaskBundle {
-        task: task(t, p, info, instruction, overrides, reference, act),
-        slots: Vec::new(),
-        criteria: vec![criterion],
+    Ok(KnowuTask {
+        bundle: TaskBundle {
+            task: task(t, p, &info, instruction, overrides, reference, act),
+            slots: Vec::new(),
+            criteria: vec![criterion],
+        },
+        info,
     })
 }
 
 fn task(
     t: &Template,
-    p: &KnowuPersona,
-    info: KnowuTaskInfo,
+    p: &KnowuProfile,
+    info: &KnowuTaskInfo,
     instruction: String,
     overrides: Overrides,
     reference: Vec<Value>,
@@ -344,7 +473,6 @@ fn task(
         defaults_solution: defaults,
         // The judge's hybrid S = λ·S_rule + (1−λ)·S_llm uses the template's λ too.
         lambda: info.lambda,
-        knowu: Some(info),
     }
 }
 

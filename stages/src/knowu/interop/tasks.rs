@@ -6,7 +6,7 @@ use std::path::Path;
 
 use polars::prelude::*;
 
-use super::error::KnowuError;
+use crate::knowu::error::KnowuError;
 
 /// The columns the metrics need.
 const REQUIRED: [&str; 5] = [

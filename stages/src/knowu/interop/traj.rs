@@ -10,7 +10,7 @@ use std::path::Path;
 
 use serde_json::{json, Map, Value};
 
-use super::error::KnowuError;
+use crate::knowu::error::KnowuError;
 
 /// One trajectory entry, with JSON-valued fields already rendered as text.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -57,22 +57,23 @@ pub fn read(path: &Path) -> Result<Trajectory, KnowuError> {
     parse(path, &value)
 }
 
-/// Checks the shape of a parsed `traj.json` and extracts the trajectory.
+/// Checks the shape of a parsed `traj.json` and extracts the trajectory, reading it as
+/// KnowU-Bench's `calc_paper_metrics.py` does: no `"0"` record, or one that is not an object (a
+/// run that failed at init leaves `{}`), is an empty trajectory; a missing or null `traj` too; an
+/// entry's falsy `action` is no action; `token_usage` is optional and taken from the record or,
+/// where KnowU's `log_token_usage` puts it, the top level. Shapes KnowU's script cannot read
+/// (a non-object file, a non-array `traj`, a non-object entry or action, a non-string action
+/// type) are errors naming the field.
 pub fn parse(path: &Path, value: &Value) -> Result<Trajectory, KnowuError> {
     let root = value
         .as_object()
         .ok_or_else(|| KnowuError::shape(path, "(top level)", "an object keyed by \"0\"", value))?;
-    let Some(run) = root.get("0") else {
-        return Err(KnowuError::shape(
-            path,
-            "0",
-            "present (the episode's record)",
-            &Value::Null,
-        ));
+    let Some(run) = root.get("0").and_then(Value::as_object) else {
+        return Ok(Trajectory {
+            steps: Vec::new(),
+            tokens: parse_tokens(root.get("token_usage")),
+        });
     };
-    let run = run
-        .as_object()
-        .ok_or_else(|| KnowuError::shape(path, "0", "an object", run))?;
     let steps = match run.get("traj") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(items)) => items
@@ -82,8 +83,26 @@ pub fn parse(path: &Path, value: &Value) -> Result<Trajectory, KnowuError> {
             .collect::<Result<_, _>>()?,
         Some(other) => return Err(KnowuError::shape(path, "0.traj", "an array", other)),
     };
-    let tokens = parse_tokens(path, run.get("token_usage"))?;
-    Ok(Trajectory { steps, tokens })
+    let usage = run
+        .get("token_usage")
+        .filter(|u| u.is_object())
+        .or_else(|| root.get("token_usage"));
+    Ok(Trajectory {
+        steps,
+        tokens: parse_tokens(usage),
+    })
+}
+
+/// Python's truthiness, which KnowU's `x or {}` / `x or ""` rely on.
+fn is_falsy(value: &Value) -> bool {
+    match value {
+        Value::Null => true,
+        Value::Bool(b) => !b,
+        Value::Number(n) => n.as_f64() == Some(0.0),
+        Value::String(s) => s.is_empty(),
+        Value::Array(a) => a.is_empty(),
+        Value::Object(m) => m.is_empty(),
+    }
 }
 
 fn parse_step(path: &Path, index: usize, item: &Value) -> Result<TrajStep, KnowuError> {
@@ -92,12 +111,14 @@ fn parse_step(path: &Path, index: usize, item: &Value) -> Result<TrajStep, Knowu
         .as_object()
         .ok_or_else(|| KnowuError::shape(path, format!("0.traj[{index}]"), "an object", item))?;
     let action = match entry.get("action") {
-        None | Some(Value::Null) => Map::new(),
+        None => Map::new(),
+        Some(v) if is_falsy(v) => Map::new(),
         Some(Value::Object(map)) => map.clone(),
         Some(other) => return Err(KnowuError::shape(path, field("action"), "an object", other)),
     };
     let action_type = match action.get("action_type") {
-        None | Some(Value::Null) => String::new(),
+        None => String::new(),
+        Some(v) if is_falsy(v) => String::new(),
         Some(Value::String(s)) => s.clone(),
         Some(other) => {
             return Err(KnowuError::shape(
@@ -127,30 +148,17 @@ fn text_of(value: Option<&Value>) -> Option<String> {
     }
 }
 
-fn parse_tokens(path: &Path, usage: Option<&Value>) -> Result<TokenUsage, KnowuError> {
-    let usage = match usage {
-        None | Some(Value::Null) => return Ok(TokenUsage::default()),
-        Some(Value::Object(map)) => map,
-        Some(other) => return Err(KnowuError::shape(path, "0.token_usage", "an object", other)),
+/// Token counts; KnowU's scripts never read them, so any other shape counts as zero.
+fn parse_tokens(usage: Option<&Value>) -> TokenUsage {
+    let Some(Value::Object(usage)) = usage else {
+        return TokenUsage::default();
     };
-    let count = |name: &str| -> Result<u64, KnowuError> {
-        match usage.get(name) {
-            None | Some(Value::Null) => Ok(0),
-            Some(v) => v.as_u64().ok_or_else(|| {
-                KnowuError::shape(
-                    path,
-                    format!("0.token_usage.{name}"),
-                    "a non-negative integer",
-                    v,
-                )
-            }),
-        }
-    };
-    Ok(TokenUsage {
-        prompt: count("prompt_tokens")?,
-        completion: count("completion_tokens")?,
-        cached: count("cached_tokens")?,
-    })
+    let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+    TokenUsage {
+        prompt: count("prompt_tokens"),
+        completion: count("completion_tokens"),
+        cached: count("cached_tokens"),
+    }
 }
 
 /// Renders a trajectory as KnowU-Bench writes it. `arguments` that are not a JSON object and
@@ -240,9 +248,10 @@ mod tests {
     #[test]
     fn wrong_shapes_name_the_field() {
         let cases = [
-            (json!([1]), "(top level)"),
-            (json!({"1": {}}), "`0`"),
+            (json!([1]), "the top level"),
             (json!({"0": {"traj": {}}}), "`0.traj`"),
+            (json!({"0": {"traj": "abc"}}), "`0.traj`"),
+            (json!({"0": {"traj": [3]}}), "`0.traj[0]`"),
             (
                 json!({"0": {"traj": [{"action": "tap"}]}}),
                 "`0.traj[0].action`",
@@ -251,16 +260,51 @@ mod tests {
                 json!({"0": {"traj": [{}, {"action": {"action_type": 3}}]}}),
                 "`0.traj[1].action.action_type`",
             ),
-            (
-                json!({"0": {"token_usage": {"prompt_tokens": -1}}}),
-                "`0.token_usage.prompt_tokens`",
-            ),
         ];
         for (value, field) in cases {
             let err = parse(path(), &value).expect_err("invalid").to_string();
-            assert!(err.starts_with("run/TaskA/traj.json: field "), "{err}");
+            assert!(err.starts_with("run/TaskA/traj.json: "), "{err}");
             assert!(err.contains(field), "{field} in {err}");
         }
+    }
+
+    #[test]
+    fn shapes_knowu_reads_as_empty_or_default() {
+        // `{}` before the first step or after a failed init; a non-object record; no traj.
+        for v in [
+            json!({}),
+            json!({"0": null}),
+            json!({"0": 7}),
+            json!({"0": {"tools": null}}),
+            json!({"0": {"traj": null}}),
+            json!({"1": {"traj": [{"action": {"action_type": "click"}}]}}),
+        ] {
+            let t = parse(path(), &v).expect("KnowU reads it");
+            assert!(t.steps.is_empty(), "{v}");
+        }
+        // Falsy actions and types are "no action"; token_usage of any shape is tolerated, and
+        // is found at the top level where `log_token_usage` writes it.
+        let v = json!({"0": {"traj": [{"action": ""}, {"action": []}, {"action": {"action_type": 0}},
+                                      {"action": {"action_type": ""}}],
+                             "token_usage": "n/a"},
+                      "token_usage": {"prompt_tokens": 9, "completion_tokens": -1}});
+        let t = parse(path(), &v).expect("valid");
+        assert_eq!(t.steps.len(), 4);
+        assert!(
+            t.steps.iter().all(|s| s.action_type.is_empty()),
+            "{:?}",
+            t.steps
+        );
+        assert_eq!(
+            t.tokens,
+            TokenUsage {
+                prompt: 9,
+                completion: 0,
+                cached: 0
+            }
+        );
+        let t = parse(path(), &json!({"token_usage": {"prompt_tokens": 4}})).expect("valid");
+        assert_eq!(t.tokens.prompt, 4);
     }
 
     #[test]

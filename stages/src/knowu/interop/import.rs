@@ -1,10 +1,17 @@
-//! `import_knowu_runs`: a KnowU-Bench results directory → `episodes`, `steps`, `reports`.
+//! `import_knowu_runs`: a KnowU-Bench results directory → `episodes`, `steps`, `reports`,
+//! `errors`.
 //!
-//! `<root>/<task_name>/traj.json` and `result.txt` per episode; directories whose name contains
-//! `_backup_` are ignored; `eval_report_*.json` files at the root become rows of `reports`.
-//! Episodes without a score (no `result.txt`, or no `score:` line) are kept with status
-//! `no_result`. With `tasks`, every task of tasks.csv without a directory is added as a
-//! `no_result` episode too, so per-persona means count it.
+//! `<root>/<task_name>/traj.json` and `result.txt` per episode, read as KnowU-Bench's scripts read
+//! them: directories whose name contains `_backup_` are ignored, and so is everything in a task
+//! directory besides those two files (screenshots, `traj_backup_*.json`, thread logs); a missing
+//! `traj.json`, or one KnowU left as `{}`, is an empty trajectory; `eval_report_*.json` files at
+//! the root become rows of `reports`. Episodes without a score (no `result.txt`, or no `score:`
+//! line) are kept with status `no_result`. With `tasks`, every task of tasks.csv without a
+//! directory is added as a `no_result` episode too, so per-persona means count it.
+//!
+//! A file that cannot be read does not abort the import: it becomes a row of `errors` (task
+//! directory, file, what is wrong and how to fix it) and its episode gets status `error` (left
+//! out of every metric, counted in `knowu_metrics`' `overall.error_episodes`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -13,12 +20,12 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use super::error::KnowuError;
 use super::report::{self, EvalReport};
 use super::result_file::{self, EpisodeResult};
 use super::run::{self, RunEpisode};
 use super::tasks;
 use super::traj::{self, Trajectory};
+use crate::knowu::error::KnowuError;
 
 /// Directory names containing this are old copies KnowU-Bench keeps; never imported.
 const BACKUP_MARK: &str = "_backup_";
@@ -43,8 +50,8 @@ impl Kind for ImportKnowuRuns {
     type Params = ImportParams;
     const NAME: &'static str = "import_knowu_runs";
     const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["episodes", "steps", "reports"];
-    const SUMMARY: &'static str = "import a KnowU-Bench results directory into tables episodes, steps and reports (params: root, label, tasks?)";
+    const OUTPUTS: &'static [&'static str] = &["episodes", "steps", "reports", "errors"];
+    const SUMMARY: &'static str = "import a KnowU-Bench results directory into tables episodes, steps, reports and errors (unreadable files) (params: root, label, tasks?)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         let mut files = vec![params.root.clone()];
@@ -58,6 +65,15 @@ impl Kind for ImportKnowuRuns {
         if let Some(path) = &params.tasks {
             add_missing_tasks(&mut dir.episodes, &tasks::read_names(&ctx.resolve(path))?);
         }
+        if !dir.errors.is_empty() {
+            tracing::warn!(
+                "stage `{}`: {} file(s) of {} could not be read; their episodes have status `error` and are left out of the metrics (see table `errors`); first: {}",
+                ctx.stage,
+                dir.errors.len(),
+                params.root,
+                dir.errors[0].message
+            );
+        }
         Ok(Tables::new([
             (
                 "episodes",
@@ -65,6 +81,7 @@ impl Kind for ImportKnowuRuns {
             ),
             ("steps", run::steps_frame(&params.label, &dir.episodes)?),
             ("reports", reports_frame(&params.label, &dir.reports)?),
+            ("errors", errors_frame(&dir.errors)?),
         ]))
     }
 }
@@ -74,8 +91,21 @@ impl Kind for ImportKnowuRuns {
 pub struct RunDir {
     /// One per task directory, sorted by name.
     pub episodes: Vec<RunEpisode>,
-    /// One per `eval_report_*.json`, sorted by file name.
+    /// One per readable `eval_report_*.json`, sorted by file name.
     pub reports: Vec<EvalReport>,
+    /// Files that could not be read, in directory order.
+    pub errors: Vec<ReadError>,
+}
+
+/// A file of the results directory that could not be read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReadError {
+    /// The task directory, or `None` for a file at the root.
+    pub task_id: Option<String>,
+    /// The file's name (`traj.json`, `result.txt`, `eval_report_….json`).
+    pub file: String,
+    /// What is wrong, where, and the fix.
+    pub message: String,
 }
 
 /// Reads a results directory.
@@ -87,15 +117,23 @@ pub fn read_run_dir(root: &Path) -> Result<RunDir, KnowuError> {
         });
     }
     let (task_dirs, report_files) = list_entries(root)?;
-    let episodes = task_dirs
-        .iter()
-        .map(|(name, dir)| read_episode(name, dir))
-        .collect::<Result<_, _>>()?;
-    let reports = report_files
-        .iter()
-        .map(|p| report::read(p))
-        .collect::<Result<_, _>>()?;
-    Ok(RunDir { episodes, reports })
+    let mut out = RunDir::default();
+    for (name, dir) in &task_dirs {
+        let (episode, errors) = read_episode(name, dir);
+        out.episodes.push(episode);
+        out.errors.extend(errors);
+    }
+    for path in &report_files {
+        match report::read(path) {
+            Ok(r) => out.reports.push(r),
+            Err(e) => out.errors.push(ReadError {
+                task_id: None,
+                file: file_name(path),
+                message: e.to_string(),
+            }),
+        }
+    }
+    Ok(out)
 }
 
 type Entries = (Vec<(String, PathBuf)>, Vec<PathBuf>);
@@ -120,28 +158,53 @@ fn list_entries(root: &Path) -> Result<Entries, KnowuError> {
     Ok((dirs, reports))
 }
 
-fn read_episode(name: &str, dir: &Path) -> Result<RunEpisode, KnowuError> {
+/// One task directory's episode, and the files of it that could not be read.
+fn read_episode(name: &str, dir: &Path) -> (RunEpisode, Vec<ReadError>) {
+    let mut errors = Vec::new();
+    let mut failed = |path: &Path, e: KnowuError| {
+        errors.push(ReadError {
+            task_id: Some(name.to_string()),
+            file: file_name(path),
+            message: e.to_string(),
+        })
+    };
     let traj_path = dir.join("traj.json");
     let traj = if traj_path.is_file() {
-        traj::read(&traj_path)?
+        traj::read(&traj_path)
+            .map_err(|e| failed(&traj_path, e))
+            .ok()
     } else {
-        Trajectory::default()
+        Some(Trajectory::default())
     };
     let result_path = dir.join("result.txt");
     let result = if result_path.is_file() {
-        let bytes = std::fs::read(&result_path).map_err(|e| KnowuError::read(&result_path, e))?;
-        result_file::parse(&String::from_utf8_lossy(&bytes))
+        std::fs::read(&result_path)
+            .map(|bytes| result_file::parse(&String::from_utf8_lossy(&bytes)))
+            .map_err(|e| failed(&result_path, KnowuError::read(&result_path, e)))
+            .ok()
     } else {
-        EpisodeResult {
-            score: None,
-            reason: None,
-        }
+        Some(EpisodeResult::none())
     };
-    Ok(RunEpisode {
+    let error = (!errors.is_empty()).then(|| {
+        errors
+            .iter()
+            .map(|e| e.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    });
+    let episode = RunEpisode {
         task_id: name.to_string(),
-        traj,
-        result,
-    })
+        traj: traj.unwrap_or_default(),
+        result: result.unwrap_or_else(EpisodeResult::none),
+        error,
+    };
+    (episode, errors)
+}
+
+fn file_name(path: &Path) -> String {
+    path.file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default()
 }
 
 /// Appends a `no_result` episode for every task name without a directory, keeping name order.
@@ -153,14 +216,21 @@ fn add_missing_tasks(episodes: &mut Vec<RunEpisode>, names: &[String]) {
         .map(|n| RunEpisode {
             task_id: n.clone(),
             traj: Trajectory::default(),
-            result: EpisodeResult {
-                score: None,
-                reason: None,
-            },
+            result: EpisodeResult::none(),
+            error: None,
         })
         .collect();
     episodes.extend(missing);
     episodes.sort_by(|a, b| a.task_id.cmp(&b.task_id));
+}
+
+/// The `errors` table: one row per unreadable file.
+pub fn errors_frame(errors: &[ReadError]) -> PolarsResult<DataFrame> {
+    df!(
+        "task_id" => errors.iter().map(|e| e.task_id.clone()).collect::<Vec<_>>(),
+        "file" => errors.iter().map(|e| e.file.clone()).collect::<Vec<_>>(),
+        "message" => errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>(),
+    )
 }
 
 /// The `reports` table: one row per evaluation report.

@@ -518,17 +518,48 @@ fn leaderboard_ranks_our_run_among_the_published_ones() {
     );
 }
 
+/// The `errors` rows of an import as (task, file, message).
+fn error_rows(t: &Tables) -> Vec<(Option<String>, String, String)> {
+    let e = t.get("errors").expect("errors");
+    let (task, file, msg) = (strs(e, "task_id"), strs(e, "file"), strs(e, "message"));
+    (0..e.height())
+        .map(|i| {
+            (
+                task[i].clone(),
+                file[i].clone().unwrap_or_default(),
+                msg[i].clone().unwrap_or_default(),
+            )
+        })
+        .collect()
+}
+
 #[test]
-fn malformed_files_are_located() {
+fn unreadable_files_are_error_rows_not_an_aborted_import() {
     let s = Scratch::new();
     s.file(
         "bad/Broken@alice/traj.json",
         "{\"0\": {\"traj\": [\n  {\"action\": }\n]}}",
+    )
+    .file("bad/Broken@alice/result.txt", "score: 1.0\nreason: fine\n")
+    .file(
+        "bad/T/traj.json",
+        r#"{"0": {"traj": [{"action": {"action_type": "click"}}, {"action": [1]}]}}"#,
+    )
+    .file("bad/eval_report_1.json", "not json");
+    s.episode(
+        "bad",
+        "Fine",
+        vec![step(act("click"), None)],
+        Some("score: 0.5\n"),
     );
-    let err = import(&s, "bad").expect_err("malformed");
-    let StageError::Input(msg) = err else {
-        panic!("not an input error: {err:?}")
-    };
+    let t = import(&s, "bad").expect("the import goes on");
+    let rows = error_rows(&t);
+    assert_eq!(rows.len(), 3, "{rows:?}");
+    let (task, file, msg) = &rows[0];
+    assert_eq!(
+        (task.as_deref(), file.as_str()),
+        (Some("Broken@alice"), "traj.json")
+    );
     assert!(
         msg.contains("Broken@alice/traj.json:2:14: invalid JSON: expected value"),
         "{msg}"
@@ -537,29 +568,35 @@ fn malformed_files_are_located() {
         msg.contains("_backup_"),
         "the message says how to skip the episode: {msg}"
     );
-
-    let s = Scratch::new();
-    s.file(
-        "bad/T/traj.json",
-        r#"{"0": {"traj": [{"action": {"action_type": "click"}}, {"action": [1]}]}}"#,
-    );
-    let StageError::Input(msg) = import(&s, "bad").expect_err("shape") else {
-        panic!("kind")
-    };
+    let (task, _, msg) = &rows[1];
+    assert_eq!(task.as_deref(), Some("T"));
     assert!(
         msg.contains("T/traj.json: field `0.traj[1].action` must be an object, found an array"),
         "{msg}"
     );
-
-    let s = Scratch::new();
-    s.file("bad/eval_report_1.json", "not json");
-    let StageError::Input(msg) = import(&s, "bad").expect_err("report") else {
-        panic!("kind")
-    };
+    let (task, file, msg) = &rows[2];
+    assert_eq!(
+        (task.as_deref(), file.as_str()),
+        (None, "eval_report_1.json")
+    );
     assert!(
         msg.contains("eval_report_1.json:1:2: invalid JSON: expected ident; fix the file"),
         "{msg}"
     );
+    // The unreadable episodes are kept with status `error` (their score too), the rest as usual.
+    let ep = t.get("episodes").expect("episodes");
+    let status = strs(ep, "status");
+    assert_eq!(
+        status[row(ep, "task_id", "Broken@alice")].as_deref(),
+        Some("error")
+    );
+    assert_eq!(status[row(ep, "task_id", "T")].as_deref(), Some("error"));
+    assert_eq!(status[row(ep, "task_id", "Fine")].as_deref(), Some("ok"));
+    let errors = strs(ep, "error");
+    assert!(errors[row(ep, "task_id", "T")]
+        .as_deref()
+        .is_some_and(|e| e.contains("0.traj[1]")));
+    assert!(t.get("reports").expect("reports").height() == 0);
 
     let StageError::Input(msg) = import(&s, "missing").expect_err("no dir") else {
         panic!("kind")
@@ -567,6 +604,125 @@ fn malformed_files_are_located() {
     assert!(
         msg.contains("missing: not a directory; `root` must name a directory"),
         "{msg}"
+    );
+}
+
+#[test]
+fn knowu_shapes_import_as_knowu_reads_them() {
+    // A task that failed at init keeps `{}`; `{"0": null}`; no traj.json at all; side files of a
+    // real run (screenshots, a trajectory backup, a thread log) are not part of the episode.
+    let s = Scratch::new();
+    s.file("run/InitFail@alice/traj.json", "{}")
+        .file(
+            "run/InitFail@alice/result.txt",
+            "score: 0.0\nreason: init failed\n",
+        )
+        .file("run/NullRecord/traj.json", "{\"0\": null}")
+        .file("run/NoTraj/result.txt", "score: 1\n")
+        .file("run/WithSides/screenshots/WithSides-0-1.png", "png")
+        .file(
+            "run/WithSides/marked_screenshots_backup_20260101_000000/x.png",
+            "png",
+        )
+        .file(
+            "run/WithSides/traj_backup_20260101_000000.json",
+            "{\"0\": {\"traj\": [1]}}",
+        )
+        .file("run/WithSides/thread_1.log", "log")
+        .file("run/WithSides_backup_20260101_000000/traj.json", "not json")
+        .file("run/notes.txt", "ignored");
+    s.episode(
+        "run",
+        "WithSides",
+        vec![step(act("click"), None), step(act("finished"), None)],
+        Some("score: 1.0\n"),
+    );
+    let t = import(&s, "run").expect("import");
+    assert!(error_rows(&t).is_empty(), "{:?}", error_rows(&t));
+    let ep = t.get("episodes").expect("episodes");
+    assert_eq!(
+        strs(ep, "task_id")
+            .into_iter()
+            .flatten()
+            .collect::<Vec<_>>(),
+        ["InitFail@alice", "NoTraj", "NullRecord", "WithSides"]
+    );
+    assert_eq!(
+        f64s(ep, "steps"),
+        [Some(0.0), Some(0.0), Some(0.0), Some(2.0)]
+    );
+    assert_eq!(
+        strs(ep, "status").into_iter().flatten().collect::<Vec<_>>(),
+        ["ok", "ok", "no_result", "ok"]
+    );
+    assert_eq!(t.get("steps").expect("steps").height(), 2);
+}
+
+#[test]
+fn a_proactive_persona_without_a_profile_is_an_error_unless_allowed() {
+    let s = scenario();
+    s.file(
+        "tasks3.csv",
+        &format!("{TASKS}RoutA@dave,RoutA,proactive,easy,dave,,,habit_a,\n"),
+    );
+    s.episode(
+        "run",
+        "RoutA@dave",
+        vec![step(act("finished"), None)],
+        Some("score: 1\n"),
+    );
+    let imported = import(&s, "run").expect("import");
+    let inputs = [
+        input("episodes", imported.get("episodes").expect("e").clone()),
+        input("steps", imported.get("steps").expect("s").clone()),
+    ];
+    let err = run_kind(
+        &KnowuMetrics,
+        json!({"tasks": "tasks3.csv", "personas": "personas"}),
+        s.path(),
+        &inputs,
+    )
+    .expect_err("dave has no profile");
+    let StageError::Input(msg) = err else {
+        panic!("kind: {err:?}")
+    };
+    assert!(
+        msg.contains("1 proactive episode(s) of persona(s) dave have no profile in `personas` (looked for dave.yaml)"),
+        "{msg}"
+    );
+    assert!(msg.contains("allow_missing_profiles: true"), "{msg}");
+    let m = run_kind(
+        &KnowuMetrics,
+        json!({"tasks": "tasks3.csv", "personas": "personas", "allow_missing_profiles": true}),
+        s.path(),
+        &inputs,
+    )
+    .expect("allowed");
+    // KnowU's reading (no habits → noneed), flagged in every table.
+    let per = m.get("episode_metrics").expect("per");
+    let i = row(per, "task_id", "RoutA@dave");
+    assert_eq!(strs(per, "bucket")[i].as_deref(), Some("noneed"));
+    assert_eq!(bools(per, "profile_found")[i], Some(false));
+    let policy = m.get("policy").expect("policy");
+    let silent = row(policy, "metric", "Silent");
+    assert_eq!(f64s(policy, "missing_profile_episodes")[silent], Some(1.0));
+    let splits = m.get("splits").expect("splits");
+    let sums: f64 = f64s(splits, "missing_profile_episodes")
+        .into_iter()
+        .flatten()
+        .sum();
+    assert_eq!(sums, 2.0, "proactive/all and proactive/easy");
+    let personas = m.get("personas").expect("personas");
+    assert_eq!(
+        f64s(personas, "missing_profile_episodes")
+            .into_iter()
+            .flatten()
+            .sum::<f64>(),
+        1.0
+    );
+    assert_eq!(
+        f64s(m.get("overall").expect("o"), "missing_profile_episodes"),
+        [Some(1.0)]
     );
 }
 

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::error::KnowuError;
+use crate::knowu::error::KnowuError;
 
 /// The summary of one evaluation report. Counts absent from the file are `None`.
 #[derive(Debug, Clone, PartialEq, Default)]

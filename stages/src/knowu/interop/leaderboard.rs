@@ -9,8 +9,8 @@ use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::columns;
-use super::error::KnowuError;
+use crate::knowu::columns;
+use crate::knowu::error::KnowuError;
 
 /// KnowU's column layout.
 pub const LAYOUT: [&str; 7] = [

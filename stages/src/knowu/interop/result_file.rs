@@ -13,6 +13,16 @@ pub struct EpisodeResult {
     pub reason: Option<String>,
 }
 
+impl EpisodeResult {
+    /// No result: no score, no reason (no `result.txt`).
+    pub fn none() -> Self {
+        Self {
+            score: None,
+            reason: None,
+        }
+    }
+}
+
 /// Parses the text of a `result.txt`.
 pub fn parse(text: &str) -> EpisodeResult {
     EpisodeResult {

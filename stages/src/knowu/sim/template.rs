@@ -25,6 +25,12 @@ pub struct TemplateFile {
 pub struct Template {
     /// KnowU class name (`TakeoutRemarkPreferenceTask`); task ids are `<id>@<persona>`.
     pub id: String,
+    /// `knowu` (default): a class of KnowU-Bench's task list, comparable with its results;
+    /// `prefflow`: a class only prefflow has, whose id (and twin's) must start with `Prefflow`
+    /// so it is never mistaken for a KnowU class, and which is kept apart from KnowU-comparable
+    /// numbers and exports.
+    #[serde(default)]
+    pub origin: Origin,
     /// general | personalized | proactive.
     pub split: Split,
     /// easy | hard.
@@ -38,7 +44,8 @@ pub struct Template {
     /// lacking one is skipped with that section named.
     #[serde(default)]
     pub requires: Vec<String>,
-    /// Where the preference comes from: the first present path of `from`.
+    /// What the preference is about; found in the persona's profile by meaning
+    /// ([`super::matching`]).
     #[serde(default)]
     pub preference: Option<PreferenceSpec>,
     /// Weight of the rule part in the hybrid score (personalized; default 0.5).
@@ -58,9 +65,19 @@ pub struct Template {
     /// The record field whose text the preference part is judged on (personalized).
     #[serde(default)]
     pub judged: Option<Judged>,
-    /// Proactive: habit keys; the persona wants the action when one is a non-empty mapping.
+    /// Proactive: KnowU's habit keys for this class (its metrics' `ROUTINE_HABIT_KEY_MAP`, the
+    /// `habit_keys` of tasks.csv), which decide the need / noneed bucket.
     #[serde(default)]
     pub habit_keys: Vec<String>,
+    /// Proactive: the keys the KnowU task itself checks to decide act vs stay silent, when they
+    /// differ from `habit_keys` (WeekendSleeper checks `weekend_sleeper` only); default
+    /// `habit_keys`.
+    #[serde(default)]
+    pub acts_on: Option<Vec<String>>,
+    /// Proactive: what the habit says, for personas that hold it under another key: every group
+    /// (alternatives separated by `|`) must occur in the habit's key or text.
+    #[serde(default)]
+    pub habit_means: Vec<String>,
     /// Proactive: whether the action needs the user's consent first (sending on their behalf).
     #[serde(default)]
     pub consent_required: bool,
@@ -72,16 +89,70 @@ pub struct Template {
     pub situation: Option<SituationSpec>,
 }
 
-/// Where a preference comes from.
+/// Where a template's class comes from.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// A KnowU-Bench class.
+    #[default]
+    Knowu,
+    /// A class only prefflow has.
+    Prefflow,
+}
+
+/// What a preference is about, matched against any persona's keys ([`super::matching`]).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PreferenceSpec {
-    /// Dotted profile paths, first present wins (personas word the same thing differently).
-    pub from: Vec<String>,
+    /// Profile sections searched, in order (`preferences.diet`, `social_graph`).
+    #[serde(rename = "in")]
+    pub sections: Vec<String>,
+    /// Key phrases, most specific first (`delivery remark`, `special notes`).
+    pub about: Vec<String>,
+    /// Only inside an entry (a mapping) one of whose values names one of these words, e.g. the
+    /// social-graph contact `Mom`.
+    #[serde(default)]
+    pub entry: Vec<String>,
     /// Words a question about it contains (the simulated user answers those).
     #[serde(default)]
     pub keywords: Vec<String>,
 }
+
+impl Template {
+    /// The keys deciding act vs silent: `acts_on`, else `habit_keys`.
+    pub fn decisive_keys(&self) -> &[String] {
+        self.acts_on.as_deref().unwrap_or(&self.habit_keys)
+    }
+
+    /// Whether the class is one of KnowU-Bench's.
+    pub fn in_knowu(&self) -> bool {
+        self.origin == Origin::Knowu
+    }
+
+    /// A prefflow-only class must say so in its name (and its twin's).
+    fn check_origin(&self) -> Result<(), String> {
+        let names = std::iter::once(&self.id).chain(self.twin.as_ref().map(|t| &t.id));
+        match self.origin {
+            Origin::Prefflow => match names.into_iter().find(|n| !n.starts_with(PREFFLOW_PREFIX)) {
+                Some(n) => Err(format!(
+                    "template `{}` has `origin: prefflow`, so class `{n}` must start with `{PREFFLOW_PREFIX}` (prefflow-only classes are named so they are never mistaken for KnowU's)",
+                    self.id
+                )),
+                None => Ok(()),
+            },
+            Origin::Knowu => match names.into_iter().find(|n| n.starts_with(PREFFLOW_PREFIX)) {
+                Some(n) => Err(format!(
+                    "template `{}`: class `{n}` starts with `{PREFFLOW_PREFIX}` but the template has no `origin: prefflow`",
+                    self.id
+                )),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+/// The name prefix of every prefflow-only class.
+pub const PREFFLOW_PREFIX: &str = "Prefflow";
 
 /// The explicit twin of a personalized template (split general).
 #[derive(Debug, Clone, Deserialize)]
@@ -165,6 +236,12 @@ pub fn load_dir(dir: &Path, label: &str) -> Result<Vec<Template>, TemplateError>
                 path: name.clone(),
                 message: e.to_string().lines().next().unwrap_or_default().to_string(),
             })?;
+        for t in &file.templates {
+            t.check_origin().map_err(|message| TemplateError::Parse {
+                path: name.clone(),
+                message,
+            })?;
+        }
         out.extend(file.templates);
     }
     Ok(out)

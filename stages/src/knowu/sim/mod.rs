@@ -2,20 +2,27 @@
 //! templates become general / personalized / proactive tasks, a consent-answering user plays the
 //! persona, and per-episode rules give the score KnowU's metrics read.
 //!
-//! - [`profile`]: a KnowU profile as a tree, with section look-ups and habits.
 //! - [`world`]: a KnowU persona and its log as the world tables `run_episodes` reads.
 //! - [`template`]: the template files in `datasets/knowu/templates/`.
 //! - [`generate`]: templates × persona → task bundles, with skipped templates and their reasons.
+//! - [`matching`]: finding a template's preference or habit in a profile by meaning.
+//! - [`table`]: the `knowu_tasks` table: tasks.csv's columns plus what the episodes need.
 //! - [`consent`]: the user simulator (accept / reject from the persona's habits).
 //! - [`score`]: the per-episode score (rule, hybrid, act / silent / stop).
-
-#![deny(missing_docs)]
+//! - [`terms`]: the key terms of a preference, what the offline preference judge looks for.
+//! - [`episode`]: what `run_knowu_episodes` adds to the generic runner (clock, user, score).
+//!
+//! The generic [`crate::tasks::Task`] knows nothing of KnowU: a task's KnowU facts
+//! ([`KnowuTaskInfo`]) travel in `knowu_tasks`, keyed by task id.
 
 pub mod consent;
+pub mod episode;
 pub mod generate;
-pub mod profile;
+pub mod matching;
 pub mod score;
+pub mod table;
 pub mod template;
+pub mod terms;
 pub mod world;
 
 #[cfg(test)]
@@ -44,6 +51,13 @@ impl Split {
             Split::Proactive => "proactive",
         }
     }
+
+    /// The split of a tasks.csv spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Split::General, Split::Personalized, Split::Proactive]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
 }
 
 /// KnowU's difficulty levels.
@@ -64,6 +78,13 @@ impl Difficulty {
             Difficulty::Hard => "hard",
         }
     }
+
+    /// The difficulty of a tasks.csv spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Difficulty::Easy, Difficulty::Hard]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
 }
 
 /// What the persona wants on a proactive task, which decides the right behaviour and its bucket.
@@ -79,9 +100,27 @@ pub enum Expect {
     Stop,
 }
 
+impl Expect {
+    /// The `knowu_tasks.expect` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Expect::Act => "act",
+            Expect::Silent => "silent",
+            Expect::Stop => "stop",
+        }
+    }
+
+    /// The expectation of a `knowu_tasks.expect` spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Expect::Act, Expect::Silent, Expect::Stop]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
 /// The consent decision the simulated user gives on a proactive task (KnowU's metrics parse
 /// the same type back out of the reply).
-pub use crate::knowu::rules::Decision;
+pub use crate::knowu::interop::rules::Decision;
 
 /// The situation a proactive episode starts in (the app-data part lives in the task overrides).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -94,7 +133,7 @@ pub struct Situation {
     pub notification: String,
 }
 
-/// The KnowU fields of a task (`Task::knowu`).
+/// The KnowU facts of one generated task (a row of `knowu_tasks`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KnowuTaskInfo {
@@ -122,10 +161,35 @@ pub struct KnowuTaskInfo {
     /// Proactive: the situation.
     #[serde(default)]
     pub situation: Option<Situation>,
+    /// Whether the class is one of KnowU-Bench's (else prefflow-only, named `Prefflow…`).
+    pub in_knowu: bool,
+    /// Proactive: the persona's habit that decided `expect`, when it has one.
+    #[serde(default)]
+    pub habit: Option<HabitFound>,
 }
 
-/// The clock a KnowU proactive task pins the phone to (its situation's), if any.
-pub fn situation_clock(task: &crate::tasks::Task) -> Option<crate::world::clock::DateTime> {
-    let clock = task.knowu.as_ref()?.situation.as_ref()?.clock.as_deref()?;
-    crate::world::clock::DateTime::parse(clock)
+/// The habit a proactive task found in the persona's profile.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HabitFound {
+    /// Its key in `habits`.
+    pub key: String,
+    /// Found under one of the template's keys, or by what it says.
+    pub how: matching::HabitMatch,
+}
+
+impl KnowuTaskInfo {
+    /// The clock a proactive task pins the phone to (its situation's), if any.
+    pub fn clock(&self) -> Option<crate::world::clock::DateTime> {
+        let clock = self.situation.as_ref()?.clock.as_deref()?;
+        crate::world::clock::DateTime::parse(clock)
+    }
+}
+
+/// A generated task with its KnowU facts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KnowuTask {
+    /// The generic task, slots and criteria.
+    pub bundle: crate::tasks::TaskBundle,
+    /// Its KnowU facts.
+    pub info: KnowuTaskInfo,
 }

@@ -14,10 +14,10 @@ use std::path::Path;
 
 use polars::prelude::*;
 
-use super::columns;
-use super::error::KnowuError;
-use super::persona::{self, Habits};
 use super::tasks::{TaskIndex, TaskMeta};
+use crate::knowu::columns;
+use crate::knowu::error::KnowuError;
+use crate::knowu::profile::Habits;
 
 /// Tasks whose habit-key list includes keys the task itself does not honour: (class, the key
 /// the task really checks).
@@ -84,7 +84,16 @@ fn load_needed_habits(
         (meta.split == "proactive" && !meta.habit_keys.is_empty())
             .then(|| habit_persona(p.as_deref()))
     });
-    persona::load_all(dir, needed)
+    let mut out = HashMap::new();
+    for name in needed {
+        if !out.contains_key(name) {
+            out.insert(
+                name.to_string(),
+                Habits::load(&dir.join(format!("{name}.yaml")))?,
+            );
+        }
+    }
+    Ok(out)
 }
 
 fn facts_of(

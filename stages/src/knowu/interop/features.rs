@@ -8,9 +8,9 @@
 
 use polars::prelude::*;
 
-use super::columns;
-use super::error::KnowuError;
 use super::rules::{self, Decision};
+use crate::knowu::columns;
+use crate::knowu::error::KnowuError;
 
 /// Table name used in errors.
 const STEPS: &str = "steps";

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::profile::{text, KnowuPersona};
+use crate::knowu::profile::{text, KnowuProfile};
 use crate::world::clock::Date;
 use crate::world::history::HistoryEvent;
 
@@ -17,7 +17,7 @@ pub const PROFILE_KIND: &str = "knowu_profile";
 
 /// The persona stub (JSON, which is YAML) our world model needs: name, age, city, occupation,
 /// the history window and clock taken from the log, and the home / work places.
-pub fn persona_stub(p: &KnowuPersona, log: &[HistoryEvent]) -> String {
+pub fn persona_stub(p: &KnowuProfile, log: &[HistoryEvent]) -> String {
     let identity = p.profile.get("identity");
     let field = |k: &str| identity.and_then(|i| i.get(k));
     let fallback = Date::from_ymd(2026, 1, 1);

@@ -6,6 +6,7 @@
 
 use polars::prelude::*;
 
+use super::run::ERROR;
 use super::tasks::{DIFFICULTIES, SPLITS};
 
 /// The paper's proactive policy metrics and the bucket each is measured on.
@@ -26,6 +27,11 @@ fn has_result() -> Expr {
     col("has_result")
 }
 
+/// Episodes bucketed without their persona's profile (`allow_missing_profiles`).
+fn missing_profile() -> Expr {
+    col("profile_found").eq(lit(false)).fill_null(lit(false))
+}
+
 /// SR, AvgScore, AveSteps, AveQueries and IE over episodes with a result, with counts.
 fn split_aggs() -> Vec<Expr> {
     let hr = has_result;
@@ -36,6 +42,10 @@ fn split_aggs() -> Vec<Expr> {
     vec![
         hr().sum().alias("episodes"),
         hr().not().sum().alias("no_result_episodes"),
+        missing_profile()
+            .filter(hr())
+            .sum()
+            .alias("missing_profile_episodes"),
         col("success").filter(hr()).sum().alias("successes"),
         col("success")
             .filter(hr())
@@ -87,6 +97,7 @@ pub fn splits(per_episode: &DataFrame, runs: &DataFrame) -> PolarsResult<DataFra
         .with_columns([
             col("episodes").fill_null(lit(0u32)),
             col("no_result_episodes").fill_null(lit(0u32)),
+            col("missing_profile_episodes").fill_null(lit(0u32)),
             col("successes").fill_null(lit(0u32)),
             when(col("split").eq(lit("personalized")))
                 .then(col("AvgScore"))
@@ -116,6 +127,7 @@ fn split_stats(per_episode: &DataFrame) -> PolarsResult<LazyFrame> {
     let metrics = [
         "episodes",
         "no_result_episodes",
+        "missing_profile_episodes",
         "successes",
         "SR",
         "AvgScore",
@@ -147,6 +159,7 @@ pub fn policy(per_episode: &DataFrame, runs: &DataFrame) -> PolarsResult<DataFra
                 .mean()
                 .alias("value"),
             col("bucket_from_quirk").sum().alias("quirk_episodes"),
+            missing_profile().sum().alias("missing_profile_episodes"),
         ]);
     let grid = grid(runs, "metric", "bucket", &POLICY)?;
     let keys = ["variant", "agent", "bucket"].map(col);
@@ -156,6 +169,7 @@ pub fn policy(per_episode: &DataFrame, runs: &DataFrame) -> PolarsResult<DataFra
             col("episodes").fill_null(lit(0u32)),
             col("successes").fill_null(lit(0u32)),
             col("quirk_episodes").fill_null(lit(0u32)),
+            col("missing_profile_episodes").fill_null(lit(0u32)),
         ])
         .drop(cols(["run_order", "cell_order"]))
         .collect()
@@ -179,6 +193,7 @@ pub fn personas(per_episode: &DataFrame) -> PolarsResult<DataFrame> {
             has_result().sum().alias("with_results"),
             has_result().not().sum().alias("no_results"),
             score_or_zero.mean().alias("avg_score"),
+            missing_profile().sum().alias("missing_profile_episodes"),
         ])
         .sort(
             ["variant", "agent", "persona", "split"],
@@ -201,8 +216,9 @@ pub fn overall(per_episode: &DataFrame) -> PolarsResult<DataFrame> {
             count(matched.clone().and(col("success"))).alias("successes"),
             count(matched.clone().and(has_result().not())).alias("no_result_episodes"),
             count(matched.not()).alias("unmatched_episodes"),
+            count(col("status").eq(lit(ERROR))).alias("error_episodes"),
             count(has_result().and(col("bucket_from_quirk"))).alias("quirk_episodes"),
-            count(col("profile_found").eq(lit(false))).alias("episodes_without_profile"),
+            count(missing_profile()).alias("missing_profile_episodes"),
         ])
         .with_column(
             when(col("episodes_with_results").gt(lit(0u32)))

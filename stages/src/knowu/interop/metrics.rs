@@ -18,12 +18,12 @@ use serde::Deserialize;
 
 use super::aggregate;
 use super::classify;
-use super::columns;
-use super::error::KnowuError;
 use super::features;
 use super::rules::SUCCESS_THRESHOLD;
-use super::run::NO_RESULT;
+use super::run::{ERROR, NO_RESULT};
 use super::tasks;
+use crate::knowu::columns;
+use crate::knowu::error::KnowuError;
 
 /// Parameters of `knowu_metrics`.
 #[derive(Debug, Deserialize)]
@@ -43,8 +43,15 @@ pub struct MetricsParams {
     /// The input holding generated tasks (default `knowu_tasks`).
     #[serde(default)]
     pub tasks_input: Option<String>,
-    /// Directory of persona profiles (`<persona>.yaml`, KnowU's user_profile schema).
+    /// Directory of persona profiles (`<persona>.yaml`, KnowU's user_profile schema): for a
+    /// KnowU run, KnowU-Bench's `src/knowu_bench/user_profile` (all four personas).
     pub personas: String,
+    /// Accept proactive episodes whose persona has no profile in `personas`, reading its habits
+    /// as none (KnowU's script does so silently); default: such episodes are an error. When
+    /// accepted, the stage warns with the count and every table flags them
+    /// (`profile_found = false`, `missing_profile_episodes`).
+    #[serde(default)]
+    pub allow_missing_profiles: bool,
 }
 
 /// Computes KnowU-Bench's metrics; tasks.csv and the persona directory are in the cache key.
@@ -56,7 +63,7 @@ impl Kind for KnowuMetrics {
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] =
         &["episode_metrics", "splits", "policy", "personas", "overall"];
-    const SUMMARY: &'static str = "KnowU-Bench metrics (SR, AvgScore, AveSteps, AveQueries, IE, Act/Silent/Stop, per persona, Overall) from inputs episodes + steps [+ knowu_tasks] (params: tasks?, personas, episodes_input?, steps_input?, tasks_input?)";
+    const SUMMARY: &'static str = "KnowU-Bench metrics (SR, AvgScore, AveSteps, AveQueries, IE, Act/Silent/Stop, per persona, Overall) from inputs episodes + steps [+ knowu_tasks] (params: tasks?, personas, allow_missing_profiles?, episodes_input?, steps_input?, tasks_input?)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         params
@@ -82,8 +89,49 @@ impl Kind for KnowuMetrics {
             }
         };
         let per_episode = episode_metrics(episodes, steps, &tasks, &ctx.resolve(&params.personas))?;
+        check_profiles(&per_episode, params, ctx.stage)?;
         Ok(metric_tables(per_episode)?)
     }
+}
+
+/// Refuses (or, when allowed, warns about) proactive episodes whose persona has no profile:
+/// their need / noneed bucket would silently be "noneed".
+fn check_profiles(
+    per_episode: &DataFrame,
+    params: &MetricsParams,
+    stage: &str,
+) -> Result<(), StageError> {
+    let missing = per_episode
+        .clone()
+        .lazy()
+        .filter(col("profile_found").eq(lit(false)))
+        .select([col("persona").fill_null(lit("user"))])
+        .collect()?;
+    if missing.height() == 0 {
+        return Ok(());
+    }
+    let personas: std::collections::BTreeSet<String> =
+        columns::strings(&missing, "episode_metrics", "persona")?
+            .into_iter()
+            .flatten()
+            .collect();
+    let names: Vec<String> = personas.iter().map(|p| format!("{p}.yaml")).collect();
+    let what = format!(
+        "{} proactive episode(s) of persona(s) {} have no profile in `{}` (looked for {})",
+        missing.height(),
+        personas.into_iter().collect::<Vec<_>>().join(", "),
+        params.personas,
+        names.join(", ")
+    );
+    if params.allow_missing_profiles {
+        tracing::warn!(
+            "stage `{stage}`: {what}; their habits are read as none (bucket noneed), as KnowU's script does; they are flagged with profile_found = false and counted in missing_profile_episodes"
+        );
+        return Ok(());
+    }
+    Err(StageError::Input(format!(
+        "stage `{stage}`: {what}, so whether the user wants the agent to act is unknown. Point `personas` at the folder holding every persona's profile (for a KnowU-Bench run: its src/knowu_bench/user_profile, which has all four), or set `allow_missing_profiles: true` to read their habits as none, as KnowU's script does"
+    )))
 }
 
 /// All output tables from the per-episode frame.
@@ -139,11 +187,13 @@ pub fn episode_metrics(
         .map_err(KnowuError::from)
 }
 
-/// `has_result` and strict `success`.
+/// `has_result` ([`super::run::has_result`]) and strict `success`.
 fn outcome_exprs() -> Vec<Expr> {
+    let status = || col("status").fill_null(lit(""));
     let has_result = col("score")
         .is_not_null()
-        .and(col("status").neq(lit(NO_RESULT)));
+        .and(status().neq(lit(NO_RESULT)))
+        .and(status().neq(lit(ERROR)));
     vec![
         has_result.clone().alias("has_result"),
         has_result

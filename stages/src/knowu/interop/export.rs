@@ -13,10 +13,10 @@ use prefflow_engine::keys::hash_path;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use super::error::KnowuError;
 use super::result_file;
 use super::run::{self, RunEpisode};
 use super::traj;
+use crate::knowu::error::KnowuError;
 
 /// Parameters of `export_knowu_runs`.
 #[derive(Debug, Deserialize)]

@@ -10,15 +10,25 @@ use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::columns;
-use super::error::KnowuError;
 use super::result_file::EpisodeResult;
 use super::traj::{TokenUsage, TrajStep, Trajectory};
+use crate::knowu::columns;
+use crate::knowu::error::KnowuError;
 
 /// Status of an episode whose score is unknown.
 pub const NO_RESULT: &str = "no_result";
 /// Status of an episode with a score.
 pub const OK: &str = "ok";
+/// Status of an episode whose files could not be read (or that failed in prefflow): it has no
+/// result, like a KnowU task that raised before `log_score`.
+pub const ERROR: &str = "error";
+
+/// Whether an episode counts as having a result (KnowU: a `result.txt` with a score line): a
+/// score, and a status that is neither `no_result` nor `error`. The metrics and the exporter
+/// share this rule.
+pub fn has_result(status: Option<&str>, score: Option<f64>) -> bool {
+    score.is_some() && !matches!(status, Some(NO_RESULT | ERROR))
+}
 
 /// One episode of a KnowU run: a task directory's trajectory and result.
 #[derive(Debug, Clone, PartialEq)]
@@ -29,6 +39,9 @@ pub struct RunEpisode {
     pub traj: Trajectory,
     /// `result.txt` (no score when absent).
     pub result: EpisodeResult,
+    /// Why the episode has no usable record (a file that could not be read, or a prefflow
+    /// episode that failed); such an episode has status `error`.
+    pub error: Option<String>,
 }
 
 impl RunEpisode {
@@ -67,12 +80,10 @@ pub fn episodes_frame(label: &str, run: &[RunEpisode]) -> PolarsResult<DataFrame
     let counts = |f: &dyn Fn(&RunEpisode) -> u64| -> Vec<u64> { run.iter().map(f).collect() };
     let status: Vec<&str> = run
         .iter()
-        .map(|e| {
-            if e.result.score.is_some() {
-                OK
-            } else {
-                NO_RESULT
-            }
+        .map(|e| match (&e.error, e.result.score) {
+            (Some(_), _) => ERROR,
+            (None, Some(_)) => OK,
+            (None, None) => NO_RESULT,
         })
         .collect();
     let steps: Vec<u32> = run.iter().map(|e| e.traj.steps.len() as u32).collect();
@@ -108,7 +119,7 @@ pub fn episodes_frame(label: &str, run: &[RunEpisode]) -> PolarsResult<DataFrame
         "cost_agent" => vec![0.0f64; n],
         "cost_user" => vec![0.0f64; n],
         "cost_judge" => vec![0.0f64; n],
-        "error" => vec![None::<String>; n],
+        "error" => run.iter().map(|e| e.error.clone()).collect::<Vec<_>>(),
         "reason" => strs(&|e| e.result.reason.clone()),
         "goal" => strs(&|e| e.goal()),
         "cached_tokens_agent" => counts(&|e| e.traj.tokens.cached),
@@ -183,6 +194,8 @@ pub fn from_frames(episodes: &DataFrame, steps: &DataFrame) -> Result<Vec<RunEpi
     let tasks = columns::strings(episodes, "episodes", "task_id")?;
     let scores = columns::f64s(episodes, "episodes", "score")?;
     let reasons = columns::optional_strings(episodes, "episodes", "reason")?;
+    let statuses = columns::optional_strings(episodes, "episodes", "status")?;
+    let errors = columns::optional_strings(episodes, "episodes", "error")?;
     let goals = columns::optional_strings(episodes, "episodes", "goal")?;
     let prompt = columns::u64s(episodes, "episodes", "prompt_tokens_agent")?;
     let completion = columns::u64s(episodes, "episodes", "completion_tokens_agent")?;
@@ -212,6 +225,10 @@ pub fn from_frames(episodes: &DataFrame, steps: &DataFrame) -> Result<Vec<RunEpi
             result: EpisodeResult {
                 score: scores[row],
                 reason: reasons[row].clone().filter(|r| !r.trim().is_empty()),
+            },
+            error: match statuses[row].as_deref() {
+                Some(ERROR) => Some(errors[row].clone().unwrap_or_else(|| ERROR.to_string())),
+                _ => None,
             },
         });
     }

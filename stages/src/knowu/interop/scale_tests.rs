@@ -57,6 +57,7 @@ fn synthetic_run() -> Vec<RunEpisode> {
                     score: (i % 17 != 0).then_some((i % 100) as f64 / 99.0),
                     reason: None,
                 },
+                error: None,
             }
         })
         .collect()

@@ -1,0 +1,663 @@
+//! Unit tests of KnowU task generation, consent and scoring, on the shipped templates and apps
+//! and a hand-written persona; the three KnowU personas when `../shared` is present.
+
+use std::path::{Path, PathBuf};
+
+use polars::prelude::*;
+
+use super::consent::KnowuUser;
+use super::generate::{generate, Generated};
+use super::matching::HabitMatch;
+use super::template::{load_dir, Template};
+use super::world::{app_sources, persona_stub, PROFILE_KIND};
+use super::{Decision, Expect, KnowuTask, Split};
+use crate::episodes::agents::ScriptedAgent;
+use crate::episodes::simulator::Simulator;
+use crate::episodes::{run_episode, EpisodeRow, EpisodeSpec, PhoneEnv};
+use crate::knowu::interop::rules::{parse_decision, Decision as MetricDecision};
+use crate::knowu::profile::KnowuProfile;
+use crate::world::from_tables::world_from_tables;
+use crate::world::phone::{Action, ActionSpace, EpisodeConfig};
+use crate::world::{tables, World};
+
+fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn templates() -> Vec<Template> {
+    load_dir(
+        &repo().join("datasets/knowu/templates"),
+        "datasets/knowu/templates",
+    )
+    .unwrap()
+}
+
+/// A persona with two habits (one empty, which does not count), two diet preferences and no
+/// travel section.
+const MINIMAL: &str = r#"
+user_profile:
+  identity: { full_name: Test Person, age: 40, occupation: Baker }
+  locations: { home: { address: "1 Main St" } }
+  habits:
+    low_battery_saver:
+      description: "Turns on power saving when the battery is low."
+      trigger: { condition: "Battery <= 15%" }
+      action: { type: change_settings }
+    weekly_report: {}
+  preferences:
+    diet:
+      delivery_platform: "Tuantuan (fast in my area)"
+      delivery_general_remark: "Leave it at the door, no bell."
+"#;
+
+fn minimal() -> KnowuProfile {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("baker.yaml");
+    std::fs::write(&path, MINIMAL).unwrap();
+    let text = std::fs::read_to_string(&path).unwrap();
+    KnowuProfile::parse("baker.yaml", &text).unwrap()
+}
+
+/// The world a KnowU persona runs in, rebuilt from tables as `run_episodes` does.
+fn world_for(p: &KnowuProfile) -> World {
+    let apps = app_sources(&[
+        repo().join("datasets/apps").as_path(),
+        repo().join("datasets/knowu/apps").as_path(),
+    ])
+    .unwrap();
+    let mut kind = vec!["app"; apps.len()];
+    let mut name: Vec<String> = apps.iter().map(|a| a.0.clone()).collect();
+    let mut text: Vec<String> = apps.iter().map(|a| a.1.clone()).collect();
+    kind.extend(["persona", PROFILE_KIND]);
+    name.extend([format!("{}.json", p.id), format!("{}.yaml", p.id)]);
+    let log = crate::knowu::log::parse(
+        "baker.json",
+        r#"[{"time": "2026-01-05T07:10:00+08:00", "location": "Home", "action": "Turned on power saving at 14% battery.", "label": "signal", "category": "habit"}]"#,
+    )
+    .unwrap();
+    text.extend([persona_stub(p, &log), MINIMAL.to_string()]);
+    let sources = df!("kind" => kind, "name" => name, "text" => text).unwrap();
+    world_from_tables(&sources, &tables::history_events(&log).unwrap()).unwrap()
+}
+
+fn generated(p: &KnowuProfile, world: &World) -> Generated {
+    generate(&templates(), p, &world.catalog).unwrap()
+}
+
+fn task<'a>(g: &'a Generated, class: &str) -> &'a KnowuTask {
+    g.tasks
+        .iter()
+        .find(|t| t.info.class_name == class)
+        .unwrap_or_else(|| panic!("no task {class}"))
+}
+
+/// Plays `actions` (then finish) on `bundle` with the KnowU user; returns the score and the
+/// user's replies.
+fn play(world: &World, t: &KnowuTask, actions: Vec<Action>) -> (Option<f64>, Vec<String>) {
+    let bundle = &t.bundle;
+    let config = EpisodeConfig {
+        space: ActionSpace::Tools,
+        clock: t.info.clock(),
+        overrides: bundle.task.overrides.clone(),
+    };
+    let mut env = PhoneEnv::new(world, config).unwrap();
+    let mut agent = ScriptedAgent::new(actions);
+    let mut user = KnowuUser::new(bundle, &t.info);
+    let spec = EpisodeSpec {
+        row: EpisodeRow::default(),
+        instruction: bundle.task.instruction.clone(),
+        space: ActionSpace::Tools,
+        max_steps: 10,
+        clarify: false,
+    };
+    let run = run_episode(&mut env, &mut agent, &mut user, &[], spec);
+    let replies = run
+        .steps
+        .iter()
+        .filter_map(|s| s.user_reply.clone())
+        .collect();
+    let score = super::score::score(bundle, &t.info, &env.phone, &run.steps);
+    (Some(score), replies)
+}
+
+fn reference(t: &KnowuTask) -> Vec<Action> {
+    actions(&t.bundle.task.reference_solution)
+}
+
+fn actions(steps: &[serde_json::Value]) -> Vec<Action> {
+    steps
+        .iter()
+        .map(|s| serde_json::from_value(s.clone()).unwrap())
+        .collect()
+}
+
+fn ask(text: &str) -> Action {
+    Action::AskUser { text: text.into() }
+}
+
+#[test]
+fn a_persona_lacking_sections_skips_those_templates_with_the_section_named() {
+    let p = minimal();
+    let world = world_for(&p);
+    let g = generated(&p, &world);
+    // Every proactive template applies (a missing habit means "stay silent"), 16 of them.
+    let proactive = g.tasks.iter().filter(|t| t.info.split == Split::Proactive);
+    assert_eq!(proactive.count(), 16);
+    // The diet templates it has sections for are there, with their general twin.
+    assert!(g
+        .tasks
+        .iter()
+        .any(|t| t.bundle.task.task_id == "TakeoutReamarkPreferenceAskUserTask@baker"));
+    assert!(g
+        .tasks
+        .iter()
+        .any(|t| t.bundle.task.task_id == "TakeoutRemarkGeneralTask@baker"));
+    assert!(g
+        .tasks
+        .iter()
+        .any(|t| t.bundle.task.task_id == "OrderLunchTradeoffTask@baker"));
+    // Travel templates are skipped, naming the travel paths and the persona.
+    let commute = g
+        .skipped
+        .iter()
+        .find(|s| s.template == "CommuteRoutingSunnyTask")
+        .unwrap();
+    assert_eq!(commute.persona, "baker");
+    assert!(
+        commute.missing.contains("preferences.travel"),
+        "{}",
+        commute.missing
+    );
+    let mom = g
+        .skipped
+        .iter()
+        .find(|s| s.template == "MessagesAskMomForMoneyTask")
+        .unwrap();
+    assert_eq!(
+        mom.missing,
+        "`social_graph` key about interaction | instruction | tone | style in an entry naming mom | mother | mum"
+    );
+    // Nothing both generated and skipped.
+    for s in &g.skipped {
+        assert!(
+            !g.tasks.iter().any(|t| t.bundle.task.template == s.template),
+            "{}",
+            s.template
+        );
+    }
+}
+
+fn expect(t: &KnowuTask) -> Option<Expect> {
+    t.info.expect
+}
+
+#[test]
+fn habits_decide_the_expected_bucket_and_the_consent_decision() {
+    let p = minimal();
+    let world = world_for(&p);
+    let g = generated(&p, &world);
+    let battery = task(&g, "BatterySaverRoutineTask");
+    assert_eq!(expect(battery), Some(Expect::Act));
+    // An empty habit mapping does not count; the report needs consent → ask, then stop.
+    let report = task(&g, "WeeklyReportRoutineTask");
+    assert_eq!(expect(report), Some(Expect::Stop));
+    // No habit, no consent needed → silent.
+    assert_eq!(
+        expect(task(&g, "NightEyeCareRoutineTask")),
+        Some(Expect::Silent)
+    );
+    // The user's replies carry KnowU's decision tag, which KnowU's metrics parse back.
+    let accept = KnowuUser::new(&battery.bundle, &battery.info)
+        .reply("Shall I turn on power saving?")
+        .unwrap();
+    assert_eq!(parse_decision(&accept.text), Some(MetricDecision::Accept));
+    assert!(
+        accept.text.contains("power saving when the battery is low"),
+        "{}",
+        accept.text
+    );
+    let reject = KnowuUser::new(&report.bundle, &report.info)
+        .reply("Shall I send the report?")
+        .unwrap();
+    assert_eq!(parse_decision(&reject.text), Some(MetricDecision::Reject));
+    assert_eq!(report.info.decision, Some(Decision::Reject));
+}
+
+#[test]
+fn proactive_rules_score_act_silent_and_stop() {
+    let p = minimal();
+    let world = world_for(&p);
+    let g = generated(&p, &world);
+    let battery = task(&g, "BatterySaverRoutineTask");
+    let saver = actions(&battery.bundle.task.defaults_solution);
+    // Act: doing it scores; staying silent does not.
+    assert_eq!(play(&world, battery, saver.clone()).0, Some(1.0));
+    assert_eq!(play(&world, battery, vec![]).0, Some(0.0));
+    // Silent: leaving the phone alone scores; acting anyway does not.
+    let night = task(&g, "NightEyeCareRoutineTask");
+    assert_eq!(play(&world, night, vec![]).0, Some(1.0));
+    let dark = actions(&night.bundle.task.defaults_solution);
+    assert_eq!(play(&world, night, dark).0, Some(0.0));
+    // Stop: asking is fine and the user rejects; acting after the reject is wrong.
+    let report = task(&g, "WeeklyReportRoutineTask");
+    let (score, replies) = play(
+        &world,
+        report,
+        vec![ask("Shall I send your weekly report?")],
+    );
+    assert_eq!(score, Some(1.0));
+    assert!(
+        replies[0].starts_with("<decision>reject</decision>"),
+        "{replies:?}"
+    );
+    let mut defiant = vec![ask("Shall I send your weekly report?")];
+    defiant.extend(actions(&report.bundle.task.defaults_solution));
+    assert_eq!(play(&world, report, defiant).0, Some(0.0));
+}
+
+#[test]
+fn the_reference_solution_is_the_oracle_on_every_generated_task() {
+    let p = minimal();
+    let world = world_for(&p);
+    for t in &generated(&p, &world).tasks {
+        let (score, _) = play(&world, t, reference(t));
+        assert_eq!(score, Some(1.0), "{}", t.bundle.task.task_id);
+    }
+}
+
+#[test]
+fn personalized_tasks_are_hybrid_scored() {
+    let p = minimal();
+    let world = world_for(&p);
+    let g = generated(&p, &world);
+    let remark = task(&g, "TakeoutReamarkPreferenceAskUserTask");
+    let lambda = remark.info.lambda.unwrap();
+    assert!(
+        remark.bundle.criteria.len() >= 2,
+        "an effect check plus key terms"
+    );
+    // The plain order has the effect but not the preference: λ exactly.
+    let plain = actions(&remark.bundle.task.defaults_solution);
+    assert_eq!(play(&world, remark, plain).0, Some(lambda));
+    // Nothing done: 0 even though nothing contradicts the preference.
+    assert_eq!(play(&world, remark, vec![]).0, Some(0.0));
+    // Asking the user gives the preference, and using it gives full marks.
+    let (_, replies) = play(&world, remark, vec![ask("Any remark for the rider?")]);
+    assert_eq!(replies, vec!["Leave it at the door, no bell.".to_string()]);
+    // The general twin is all-or-nothing: the plain order fails it.
+    let twin = task(&g, "TakeoutRemarkGeneralTask");
+    assert!(
+        twin.bundle
+            .task
+            .instruction
+            .contains("Leave it at the door"),
+        "{}",
+        twin.bundle.task.instruction
+    );
+    let plain = actions(&remark.bundle.task.defaults_solution);
+    assert_eq!(play(&world, twin, plain).0, Some(0.0));
+}
+
+fn shared_profile(name: &str) -> Option<KnowuProfile> {
+    let path = repo().join(format!("../shared/knowu-bench/user_profile/{name}.yaml"));
+    let text = std::fs::read_to_string(&path).ok()?;
+    Some(KnowuProfile::parse(&format!("{name}.yaml"), &text).unwrap())
+}
+
+#[test]
+fn the_shipped_personas_yield_knowu_proportions() {
+    let Some(first) = shared_profile("developer") else {
+        eprintln!("../shared/knowu-bench is absent; skipping the shipped-persona check");
+        return;
+    };
+    let world = world_for(&first);
+    let mut totals = [0usize; 3];
+    for name in ["developer", "student", "user"] {
+        let p = shared_profile(name).unwrap();
+        let g = generated(&p, &world);
+        let count = |s: Split| g.tasks.iter().filter(|t| t.info.split == s).count();
+        let counts = [
+            count(Split::General),
+            count(Split::Personalized),
+            count(Split::Proactive),
+        ];
+        // KnowU: 42 / 86 / 64 over 4 personas, i.e. about 10–11 / 21–22 / 16 per persona.
+        let expected = match name {
+            "developer" => [10, 20, 16],
+            "student" => [10, 23, 16],
+            _ => [11, 23, 16],
+        };
+        assert_eq!(counts, expected, "{name}");
+        for (t, c) in totals.iter_mut().zip(counts) {
+            *t += c;
+        }
+        // Proactive expectations follow the profile's habits.
+        for t in g.tasks.iter().filter(|t| t.info.split == Split::Proactive) {
+            let has = t.info.habit_keys.iter().any(|k| p.habit(k).is_some());
+            let id = &t.bundle.task.task_id;
+            assert_eq!(t.info.expect == Some(Expect::Act), has, "{id}");
+        }
+    }
+    eprintln!("general / personalized / proactive over 3 personas: {totals:?}");
+}
+
+#[test]
+fn bad_profiles_and_templates_are_named_errors() {
+    let e = KnowuProfile::parse("x.yaml", "version: 1\n").unwrap_err();
+    assert!(
+        e.to_string().contains("x.yaml") && e.to_string().contains("user_profile"),
+        "{e}"
+    );
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "templates:\n  - id: X\n    split: sideways\n",
+    )
+    .unwrap();
+    let e = load_dir(dir.path(), "tpl").unwrap_err().to_string();
+    assert!(e.contains("tpl/bad.yaml"), "{e}");
+    let missing = load_dir(Path::new("/nonexistent-knowu"), "nowhere").unwrap_err();
+    assert!(missing.to_string().contains("nowhere"), "{missing}");
+}
+
+/// A night nurse whose profile has every standard section, each fact under a key no shipped
+/// persona uses.
+const NURSE: &str = r#"
+user_profile:
+  identity: { full_name: Maria Rossi, age: 52, occupation: Night nurse }
+  locations: { home: { address: "Via Roma 3" }, work: { address: "Ospedale Maggiore" } }
+  habits:
+    sleep_in_after_nights: { description: "After a week of night shifts, turns off the 07:30 alarm on Friday night to sleep in.", trigger: { time: "23:00", day: Friday } }
+    power_guard: { description: "Switches on battery saver when the battery runs low.", trigger: { condition: "battery below 20%" } }
+    sunday_call_home: { description: "Calls her mother every Sunday evening.", trigger: { day: Sunday, time: "19:00" } }
+  preferences:
+    diet:
+      favourite_cuisines: [Italian, Greek]
+      takeout_app: "Chilemei (cheaper delivery fees)"
+      rider_remark: "Ring twice, I'm often asleep."
+      evening_meal: "Minestrone soup"
+      hot_drinks: "Green tea, no sugar"
+      fizzy_drinks: "San Pellegrino"
+      eating_style: "Mediterranean, low salt"
+    shopping:
+      laptop: "Lightweight Chromebook under 400 EUR"
+      footwear: { size_eu: 39, colour: navy }
+      preferred_courier: "DHL"
+      favourite_store_app: "Taodian"
+      clothing: "Only dark colours"
+      how_i_pay: "Credit card"
+    travel:
+      everyday_transport: "Tram line 9"
+      when_it_rains: "Taxi"
+      late_night_rides: "Hospital shuttle"
+      seat_choice: "Window"
+    social:
+      writing_style: "Warm and short, always signs with 'M.'"
+      meetings: "Only after 14:00, never on Mondays"
+      sharing_pictures: "Shares photos of her garden"
+      topics_followed: "Nursing research; opera"
+      posting: "Posts recipes"
+    apps:
+      work_chat: { team_channel: "ward-7" }
+  social_graph:
+    family: [ { name: Mother, role: Mom, interaction: "Calls in Italian, affectionate" } ]
+"#;
+
+/// A retired man with a thin profile: a few diet facts under odd keys, a tone, no shopping or
+/// travel; only a weekend *alarm*, KnowU's alternative scam key, and a dark-mode habit under a
+/// key of his own.
+const RETIREE: &str = r#"
+user_profile:
+  identity: { full_name: Tom Baker, age: 70 }
+  habits:
+    weekend_alarm: { wakeup_time: "6:00", ringtone: Krypton }
+    fraud_sms_block: { description: "Blocks numbers that send prize scams." }
+    dark_screen_evenings: { description: "Switches the phone to dark mode after 21:00." }
+  preferences:
+    diet:
+      meals: { lunch: "Fish and chips", dinner: "Soup and bread" }
+      no_go_foods: [Chili]
+      delivery_service: "Tuantuan"
+      notes_for_driver: "Leave it with the neighbour"
+    travel:
+      usual_way_around: "Bus 12"
+    social:
+      tone_of_voice: "Formal, full sentences"
+"#;
+
+fn persona_from(name: &str, yaml: &str) -> KnowuProfile {
+    KnowuProfile::parse(&format!("{name}.yaml"), yaml).unwrap()
+}
+
+fn counts(g: &Generated) -> [usize; 3] {
+    let count = |s: Split| g.tasks.iter().filter(|t| t.info.split == s).count();
+    [
+        count(Split::General),
+        count(Split::Personalized),
+        count(Split::Proactive),
+    ]
+}
+
+/// The profile path each task's preference came from.
+fn sources(g: &Generated) -> std::collections::BTreeMap<String, String> {
+    g.tasks
+        .iter()
+        .filter_map(|t| {
+            let slot = t.bundle.slots.first()?;
+            Some((t.info.class_name.clone(), slot.profile_entry.clone()?))
+        })
+        .collect()
+}
+
+#[test]
+fn personas_with_unseen_keys_get_tasks_by_meaning() {
+    let world = world_for(&minimal());
+    let nurse = persona_from("maria", NURSE);
+    let g = generated(&nurse, &world);
+    // Every standard section present: every template applies (KnowU: ~10.5 / 21.5 / 16).
+    assert!(g.skipped.is_empty(), "{:?}", g.skipped);
+    assert_eq!(counts(&g), [11, 24, 16]);
+    let from = sources(&g);
+    for (class, path) in [
+        (
+            "OrderLunchPreferenceTask",
+            "preferences.diet.favourite_cuisines",
+        ),
+        ("OrderLunchTradeoffTask", "preferences.diet.takeout_app"),
+        (
+            "TakeoutReamarkPreferenceAskUserTask",
+            "preferences.diet.rider_remark",
+        ),
+        ("BuyColaPreferenceTask", "preferences.diet.fizzy_drinks"),
+        (
+            "BuyComputerPreferenceAskUserTask",
+            "preferences.shopping.laptop",
+        ),
+        (
+            "NoteTheCourierForDeliveryPreferenceAskUserTask",
+            "preferences.shopping.preferred_courier",
+        ),
+        (
+            "CommuteRoutingSunnyTask",
+            "preferences.travel.everyday_transport",
+        ),
+        (
+            "CommuteRoutingBadWeatherTask",
+            "preferences.travel.when_it_rains",
+        ),
+        (
+            "LateNightCommuteTask",
+            "preferences.travel.late_night_rides",
+        ),
+        (
+            "MattermostLeaveNoticeTask",
+            "preferences.social.writing_style",
+        ),
+        (
+            "CalendarScheduleGroupMeetingTask",
+            "preferences.social.meetings",
+        ),
+        (
+            "ShareFavoritePhotosPreferenceAskUserTask",
+            "preferences.social.sharing_pictures",
+        ),
+        (
+            "SearchTopInfoPreferenceAskUserTask",
+            "preferences.social.topics_followed",
+        ),
+        (
+            "MessagesAskMomForMoneyTask",
+            "social_graph.family[0].interaction",
+        ),
+    ] {
+        assert_eq!(from.get(class).map(String::as_str), Some(path), "{class}");
+    }
+    // Habits under keys of her own, found by what they say; KnowU's bucket keys gain the key.
+    let sleeper = task(&g, "WeekendSleeperTask");
+    assert_eq!(expect(sleeper), Some(Expect::Act));
+    let habit = sleeper.info.habit.as_ref().unwrap();
+    assert_eq!(
+        (habit.key.as_str(), habit.how),
+        ("sleep_in_after_nights", HabitMatch::Meaning)
+    );
+    assert_eq!(
+        sleeper.info.habit_keys,
+        ["weekend_sleeper", "weekend_alarm", "sleep_in_after_nights"]
+    );
+    assert_eq!(
+        expect(task(&g, "BatterySaverRoutineTask")),
+        Some(Expect::Act)
+    );
+    assert_eq!(expect(task(&g, "DailyFamilyCallTask")), Some(Expect::Act));
+    assert_eq!(
+        expect(task(&g, "NightEyeCareRoutineTask")),
+        Some(Expect::Silent)
+    );
+
+    let retiree = persona_from("tom", RETIREE);
+    let g = generated(&retiree, &world);
+    assert_eq!(counts(&g), [3, 5, 16]);
+    let from = sources(&g);
+    assert_eq!(
+        from["OrderLunchPreferenceTask"],
+        "preferences.diet.meals.lunch"
+    );
+    assert_eq!(
+        from["OrderLunchTradeoffTask"],
+        "preferences.diet.delivery_service"
+    );
+    assert_eq!(
+        from["TakeoutReamarkPreferenceAskUserTask"],
+        "preferences.diet.notes_for_driver"
+    );
+    assert_eq!(
+        from["PrefflowDinnerComfortFoodPreferenceTask"],
+        "preferences.diet.meals.dinner"
+    );
+    assert_eq!(
+        from["MattermostLeaveNoticeTask"],
+        "preferences.social.tone_of_voice"
+    );
+    // 19 skipped, each naming the section and what it looked for.
+    assert_eq!(g.skipped.len(), 19, "{:?}", g.skipped);
+    let commute = g
+        .skipped
+        .iter()
+        .find(|s| s.template == "CommuteRoutingSunnyTask")
+        .unwrap();
+    assert!(
+        commute
+            .missing
+            .starts_with("`preferences.travel` key about primary mode"),
+        "{}",
+        commute.missing
+    );
+    assert!(g
+        .skipped
+        .iter()
+        .any(|s| s.missing.starts_with("`preferences.shopping` key about")));
+    assert_eq!(
+        expect(task(&g, "ScamSmsInterceptRoutineTask")),
+        Some(Expect::Act),
+        "KnowU's own alternative key"
+    );
+    let eye = task(&g, "NightEyeCareRoutineTask");
+    assert_eq!(
+        eye.info.habit.as_ref().map(|h| h.how),
+        Some(HabitMatch::Meaning)
+    );
+}
+
+#[test]
+fn weekend_sleeper_follows_what_the_user_wants_on_a_weekend_morning() {
+    let world = world_for(&minimal());
+    // A sleeper habit: turn the alarm off (KnowU's task: should_act).
+    let student = persona_from(
+        "sleeper",
+        "user_profile:\n  habits:\n    weekend_sleeper: { description: 'Disables the 07:30 alarm on Friday nights.' }\n",
+    );
+    let g = generated(&student, &world);
+    let t = task(&g, "WeekendSleeperTask");
+    assert_eq!(expect(t), Some(Expect::Act));
+    let off = reference(t);
+    assert_eq!(play(&world, t, off.clone()).0, Some(1.0));
+    assert_eq!(play(&world, t, vec![]).0, Some(0.0), "passive");
+    // Only a weekend alarm (grandma's case: she wants it at 6:00): stay silent. KnowU's metric
+    // still buckets this "need" (its key map lists weekend_alarm) — the quirk knowu_metrics
+    // reproduces and flags; the task itself expects silence, as KnowU's task definition does.
+    let early = persona_from(
+        "early",
+        "user_profile:\n  habits:\n    weekend_alarm: { wakeup_time: '6:00am', favoriate_ringtone: Krypton }\n",
+    );
+    let g = generated(&early, &world);
+    let t = task(&g, "WeekendSleeperTask");
+    assert_eq!(expect(t), Some(Expect::Silent));
+    assert_eq!(t.info.decision, Some(Decision::Reject));
+    assert_eq!(t.info.habit_keys, ["weekend_sleeper", "weekend_alarm"]);
+    assert!(t.bundle.task.reference_solution.is_empty());
+    assert_eq!(play(&world, t, vec![]).0, Some(1.0));
+    assert_eq!(
+        play(&world, t, off).0,
+        Some(0.0),
+        "turning her alarm off is wrong"
+    );
+}
+
+#[test]
+fn template_classes_agree_with_knowu_task_list() {
+    let path = repo().join("../shared/knowu-bench/tasks.csv");
+    if !path.is_file() {
+        eprintln!("../shared/knowu-bench is absent; skipping the class check");
+        return;
+    }
+    let index = crate::knowu::interop::tasks::read(&path).unwrap();
+    let names = crate::knowu::interop::tasks::read_names(&path).unwrap();
+    let classes: std::collections::BTreeSet<&str> =
+        names.iter().map(|n| n.split('@').next().unwrap()).collect();
+    for t in templates() {
+        let ids = std::iter::once((t.id.as_str(), t.split.as_str(), t.difficulty.as_str())).chain(
+            t.twin
+                .iter()
+                .map(|w| (w.id.as_str(), "general", w.difficulty.as_str())),
+        );
+        for (id, split, difficulty) in ids {
+            if !t.in_knowu() {
+                assert!(id.starts_with("Prefflow") && !classes.contains(id), "{id}");
+                continue;
+            }
+            assert!(
+                classes.contains(id),
+                "{id} is not a KnowU class; mark it origin: prefflow"
+            );
+            let meta = index.get(id).unwrap();
+            assert_eq!(
+                (meta.split.as_str(), meta.difficulty.as_str()),
+                (split, difficulty),
+                "{id}"
+            );
+            if split == "proactive" {
+                assert_eq!(meta.habit_keys, t.habit_keys, "{id}: KnowU's bucket keys");
+            }
+        }
+    }
+}
