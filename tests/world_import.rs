@@ -160,7 +160,9 @@ fn bad_persona_files_are_input_errors_naming_the_place() {
         .cli(&["run", "ada.yaml", "--progress", "none"])
         .expect_code(2);
     assert!(
-        run.stderr.contains("ada/bad.json entry #3") && run.stderr.contains("last tuesday"),
+        run.stderr.contains("ada/bad.json")
+            && run.stderr.contains("entry 3 (line 4)")
+            && run.stderr.contains("last tuesday"),
         "{}",
         run.stderr
     );
