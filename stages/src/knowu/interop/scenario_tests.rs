@@ -851,3 +851,178 @@ fn export_derives_knowu_alignment_from_user_reply() {
     );
     assert!(a.equals_missing(b), "steps differ:\n{a}\n{b}");
 }
+
+/// Exports `first`'s tables to `dir` (and its prefflow-only sibling).
+fn export(s: &Scratch, first: &Tables, dir: &str) -> Result<Tables, StageError> {
+    let inputs = [
+        input("episodes", first.get("episodes").expect("e").clone()),
+        input("steps", first.get("steps").expect("s").clone()),
+    ];
+    run_kind(&ExportKnowuRuns, json!({"dir": dir}), s.path(), &inputs)
+}
+
+#[test]
+fn export_keeps_prefflow_classes_apart_and_owns_its_directory() {
+    let s = scenario();
+    s.episode(
+        "run",
+        "PrefflowDinnerTask@alice",
+        vec![step(act("finished"), None)],
+        Some("score: 1\n"),
+    );
+    let first = import(&s, "run").expect("import");
+    let written = export(&s, &first, "out").expect("export");
+    let w = written.get("written").expect("written");
+    let paths = strs(w, "path");
+    assert!(
+        paths.contains(&Some(
+            "out-prefflow-only/PrefflowDinnerTask@alice".to_string()
+        )),
+        "{paths:?}"
+    );
+    assert!(!s.path().join("out/PrefflowDinnerTask@alice").exists());
+    assert!(s.path().join("out/GenA/traj.json").is_file());
+    // A later export without a task removes that task's directory; nothing else is touched.
+    let fewer = first
+        .get("episodes")
+        .expect("e")
+        .clone()
+        .lazy()
+        .filter(col("task_id").neq(lit("GenA")))
+        .collect()
+        .expect("filter");
+    let inputs = [
+        input("episodes", fewer),
+        input("steps", first.get("steps").expect("s").clone()),
+    ];
+    run_kind(&ExportKnowuRuns, json!({"dir": "out"}), s.path(), &inputs).expect("re-export");
+    assert!(!s.path().join("out/GenA").exists());
+    assert!(s.path().join("out/GenB/traj.json").is_file());
+    // Content the exporter did not write is refused: KnowU's scripts would count it.
+    s.file("out/eval_report_20260101_000000.json", "{}");
+    let err = export(&s, &first, "out")
+        .expect_err("foreign report")
+        .to_string();
+    assert!(
+        err.contains("holds 1 entry the exporter did not write (eval_report_20260101_000000.json)"),
+        "{err}"
+    );
+    let err = export(&s, &first, "run")
+        .expect_err("a KnowU run")
+        .to_string();
+    assert!(
+        err.contains("export into a new or empty directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn export_writes_knowu_actions_and_results_only_where_the_metrics_count_them() {
+    let s = Scratch::new();
+    s.file("tasks.csv", TASKS)
+        .file("personas/alice.yaml", ALICE);
+    // prefflow's own steps: `finish`, a tool call, a tap; and a failed episode with a score.
+    let episodes = df!(
+        "episode_id" => ["a#v#0", "b#v#0"],
+        "task_id" => ["RoutC@alice", "GenA"],
+        "score" => [Some(1.0), Some(0.0)],
+        "status" => ["ok", "error"],
+        "error" => [None, Some("agent crashed")],
+        "prompt_tokens_agent" => [1u64, 1],
+        "completion_tokens_agent" => [1u64, 1],
+    )
+    .expect("episodes");
+    let steps = df!(
+        "episode_id" => ["a#v#0", "a#v#0", "b#v#0"],
+        "step" => [1u32, 2, 1],
+        "action_type" => ["food.place_order", "finish", "tap"],
+        "arguments" => [r#"{"dish":"Ramen"}"#, "{}", r#"{"element":3}"#],
+        "observation" => [None::<&str>, None, None],
+        "raw" => [None::<&str>, None, None],
+        "user_reply" => [None::<&str>, None, None],
+    )
+    .expect("steps");
+    let inputs = [input("episodes", episodes), input("steps", steps)];
+    run_kind(&ExportKnowuRuns, json!({"dir": "x"}), s.path(), &inputs).expect("export");
+    let traj: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(s.path().join("x/RoutC@alice/traj.json")).expect("traj"),
+    )
+    .expect("json");
+    let actions: Vec<&serde_json::Value> = traj["0"]["traj"]
+        .as_array()
+        .expect("traj")
+        .iter()
+        .map(|t| &t["action"])
+        .collect();
+    assert_eq!(
+        actions[0],
+        &json!({"action_type": "mcp", "action_name": "food.place_order", "action_json": {"dish": "Ramen"}})
+    );
+    assert_eq!(actions[1], &json!({"action_type": "finished"}));
+    // The failed episode has no result for KnowU either.
+    assert!(!s.path().join("x/GenA/result.txt").exists());
+    assert!(s.path().join("x/RoutC@alice/result.txt").exists());
+}
+
+#[test]
+fn metrics_cover_the_classes_asked_for_and_the_leaderboard_knowu_classes_only() {
+    let s = scenario();
+    s.episode(
+        "run",
+        "PrefflowDinnerTask@alice",
+        vec![step(act("finished"), None)],
+        Some("score: 1\n"),
+    );
+    let imported = import(&s, "run").expect("import");
+    let inputs = [
+        input("episodes", imported.get("episodes").expect("e").clone()),
+        input("steps", imported.get("steps").expect("s").clone()),
+    ];
+    let run = |classes: &str| {
+        run_kind(
+            &KnowuMetrics,
+            json!({"tasks": "tasks.csv", "personas": "personas", "classes": classes}),
+            s.path(),
+            &inputs,
+        )
+        .expect("metrics")
+    };
+    let knowu = run("knowu");
+    let o = knowu.get("overall").expect("overall");
+    assert_eq!(strs(o, "scope"), [Some("knowu".to_string())]);
+    assert_eq!(f64s(o, "out_of_scope_episodes"), [Some(1.0)]);
+    let all = run("all");
+    let o = all.get("overall").expect("overall");
+    assert_eq!(f64s(o, "out_of_scope_episodes"), [Some(0.0)]);
+    // The prefflow class is not in tasks.csv: unmatched when in scope.
+    assert_eq!(
+        f64s(o, "unmatched_episodes")[0],
+        f64s(knowu.get("overall").expect("o"), "unmatched_episodes")[0].map(|n| n + 1.0)
+    );
+    let prefflow = run("prefflow");
+    let per = prefflow.get("episode_metrics").expect("per");
+    assert_eq!(
+        bools(per, "in_scope")
+            .iter()
+            .filter(|b| **b == Some(true))
+            .count(),
+        1
+    );
+    let board = |metrics: &Tables| {
+        run_kind(
+            &KnowuLeaderboard,
+            json!({"path": shared("leaderboard.json").to_string_lossy()}),
+            s.path(),
+            &[
+                input("overall", metrics.get("overall").expect("o").clone()),
+                input("splits", metrics.get("splits").expect("s").clone()),
+            ],
+        )
+    };
+    board(&knowu).expect("KnowU classes rank");
+    let err = board(&all).expect_err("all classes do not").to_string();
+    assert!(
+        err.contains("`classes: all`") && err.contains("classes: knowu"),
+        "{err}"
+    );
+}
