@@ -199,8 +199,8 @@ fn exports_reimport_to_the_same_metrics(ws: &Workspace, shared: &Path, agent: &s
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     ws.run_ok(file.to_str().unwrap(), &args);
     let variant = format!("params.agent={agent}");
-    let ours = |t: &str| table_in(ws, "knowu", &format!("metrics.{t}"), Some(&variant));
-    let back = |t: &str| table_in(ws, "knowu-import", &format!("metrics.{t}"), None);
+    let ours = |t: &str| ws.table_of(Some("knowu"), &format!("metrics.{t}"), Some(&variant));
+    let back = |t: &str| ws.table_of(Some("knowu-import"), &format!("metrics.{t}"), None);
     let keyed = [
         ("splits", vec!["split", "difficulty"]),
         ("policy", vec!["metric"]),
@@ -227,25 +227,6 @@ fn exports_reimport_to_the_same_metrics(ws: &Workspace, shared: &Path, agent: &s
         &["task_id"],
         &format!("{agent} episode_metrics"),
     );
-}
-
-/// A table of the latest run of `pipeline` (the store holds several pipelines' runs).
-fn table_in(ws: &Workspace, pipeline: &str, target: &str, variant: Option<&str>) -> DataFrame {
-    let mut args = vec!["show", target, "--path", "-p", pipeline];
-    if let Some(v) = variant {
-        args.extend(["--variant", v]);
-    }
-    let out = ws.cli(&args).expect_code(0);
-    let path = out
-        .stdout
-        .lines()
-        .next()
-        .expect("a path")
-        .trim()
-        .to_string();
-    ParquetReader::new(std::fs::File::open(path).expect("parquet"))
-        .finish()
-        .expect("parquet")
 }
 
 /// Every column both tables share, except the run's own name, equal row by row after sorting

@@ -195,6 +195,14 @@ fn scenario() -> Scratch {
     s
 }
 
+/// An imported run's `episodes` and `steps` as inputs of the next kind.
+fn run_inputs(t: &Tables) -> [prefflow_engine::InputTable; 2] {
+    [
+        input("episodes", t.get("episodes").expect("episodes").clone()),
+        input("steps", t.get("steps").expect("steps").clone()),
+    ]
+}
+
 fn import(s: &Scratch, root: &str) -> Result<Tables, StageError> {
     run_kind(
         &ImportKnowuRuns,
@@ -207,13 +215,7 @@ fn import(s: &Scratch, root: &str) -> Result<Tables, StageError> {
 use prefflow_engine::{StageError, Tables};
 
 fn metrics(s: &Scratch, imported: &Tables) -> Tables {
-    let inputs = [
-        input(
-            "episodes",
-            imported.get("episodes").expect("episodes").clone(),
-        ),
-        input("steps", imported.get("steps").expect("steps").clone()),
-    ];
+    let inputs = run_inputs(imported);
     run_kind(
         &KnowuMetrics,
         json!({"tasks": "tasks.csv", "personas": "personas"}),
@@ -672,10 +674,7 @@ fn a_proactive_persona_without_a_profile_is_an_error_unless_allowed() {
         Some("score: 1\n"),
     );
     let imported = import(&s, "run").expect("import");
-    let inputs = [
-        input("episodes", imported.get("episodes").expect("e").clone()),
-        input("steps", imported.get("steps").expect("s").clone()),
-    ];
+    let inputs = run_inputs(&imported);
     let err = run_kind(
         &KnowuMetrics,
         json!({"tasks": "tasks3.csv", "personas": "personas"}),
@@ -774,10 +773,7 @@ fn tasks_without_a_directory_become_no_result_episodes() {
 fn export_then_import_gives_back_the_same_tables() {
     let s = scenario();
     let first = import(&s, "run").expect("import");
-    let inputs = [
-        input("episodes", first.get("episodes").expect("e").clone()),
-        input("steps", first.get("steps").expect("s").clone()),
-    ];
+    let inputs = run_inputs(&first);
     let written = run_kind(
         &ExportKnowuRuns,
         json!({"dir": "exported"}),
@@ -852,17 +848,8 @@ fn export_derives_knowu_alignment_from_user_reply() {
     assert!(a.equals_missing(b), "steps differ:\n{a}\n{b}");
 }
 
-/// Exports `first`'s tables to `dir` (and its prefflow-only sibling).
-fn export(s: &Scratch, first: &Tables, dir: &str) -> Result<Tables, StageError> {
-    let inputs = [
-        input("episodes", first.get("episodes").expect("e").clone()),
-        input("steps", first.get("steps").expect("s").clone()),
-    ];
-    run_kind(&ExportKnowuRuns, json!({"dir": dir}), s.path(), &inputs)
-}
-
-#[test]
-fn export_keeps_prefflow_classes_apart_and_owns_its_directory() {
+/// The scenario plus one episode of a prefflow-only class.
+fn scenario_with_a_prefflow_class() -> Scratch {
     let s = scenario();
     s.episode(
         "run",
@@ -870,6 +857,18 @@ fn export_keeps_prefflow_classes_apart_and_owns_its_directory() {
         vec![step(act("finished"), None)],
         Some("score: 1\n"),
     );
+    s
+}
+
+/// Exports `first`'s tables to `dir` (and its prefflow-only sibling).
+fn export(s: &Scratch, first: &Tables, dir: &str) -> Result<Tables, StageError> {
+    let inputs = run_inputs(first);
+    run_kind(&ExportKnowuRuns, json!({"dir": dir}), s.path(), &inputs)
+}
+
+#[test]
+fn export_keeps_prefflow_classes_apart_and_owns_its_directory() {
+    let s = scenario_with_a_prefflow_class();
     let first = import(&s, "run").expect("import");
     let written = export(&s, &first, "out").expect("export");
     let w = written.get("written").expect("written");
@@ -966,18 +965,9 @@ fn export_writes_knowu_actions_and_results_only_where_the_metrics_count_them() {
 
 #[test]
 fn metrics_cover_the_classes_asked_for_and_the_leaderboard_knowu_classes_only() {
-    let s = scenario();
-    s.episode(
-        "run",
-        "PrefflowDinnerTask@alice",
-        vec![step(act("finished"), None)],
-        Some("score: 1\n"),
-    );
+    let s = scenario_with_a_prefflow_class();
     let imported = import(&s, "run").expect("import");
-    let inputs = [
-        input("episodes", imported.get("episodes").expect("e").clone()),
-        input("steps", imported.get("steps").expect("s").clone()),
-    ];
+    let inputs = run_inputs(&imported);
     let run = |classes: &str| {
         run_kind(
             &KnowuMetrics,
