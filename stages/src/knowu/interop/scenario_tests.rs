@@ -332,6 +332,9 @@ fn import_reads_episodes_alignment_tokens_and_reports() {
     assert_eq!(reports.height(), 1);
     assert_eq!(f64s(reports, "successful_tasks"), [Some(6.0)]);
     assert_eq!(strs(reports, "model_name"), [Some("m1".to_string())]);
+    // The report lists no per-task scores: every scored directory disagrees with it.
+    assert_eq!(f64s(reports, "score_mismatches"), [Some(12.0)]);
+    assert_eq!(bools(reports, "latest"), [Some(true)]);
 }
 
 #[test]
