@@ -9,6 +9,7 @@ mod bench;
 mod bench_episodes;
 mod bench_judge;
 mod bench_world;
+mod format;
 
 use anyhow::Context;
 use clap::{Parser, Subcommand, ValueEnum};
@@ -108,9 +109,15 @@ enum Command {
         /// Variant name, for swept stages.
         #[arg(long)]
         variant: Option<String>,
-        /// Rows to print.
-        #[arg(long, default_value = "10")]
-        head: usize,
+        /// Rows to print; 0 for all (default: 20 in `table` and `markdown`, all in `csv`, `json`).
+        #[arg(long)]
+        head: Option<usize>,
+        /// Output format; no format cuts a cell or drops a column.
+        #[arg(long, value_enum, default_value = "table")]
+        format: format::Format,
+        /// Cut text cells of `table` and `markdown` to this many characters (default: never).
+        #[arg(long)]
+        width: Option<usize>,
         /// Print the Parquet file path instead of rows.
         #[arg(long)]
         path: bool,
@@ -330,14 +337,25 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             pipeline,
             variant,
             head,
+            format,
+            width,
             path,
         } => {
+            let limits = format::Limits {
+                rows: match (head, format) {
+                    (Some(0), _) => None,
+                    (Some(n), _) => Some(*n),
+                    (None, format::Format::Table | format::Format::Markdown) => Some(20),
+                    (None, _) => None,
+                },
+                width: *width,
+            };
             show(
                 &store,
                 target,
                 pipeline.as_deref(),
                 variant.as_deref(),
-                *head,
+                (*format, limits),
                 *path,
             )?;
             Ok(0)
@@ -601,7 +619,7 @@ fn show(
     target: &str,
     pipeline: Option<&str>,
     variant: Option<&str>,
-    head: usize,
+    (format, limits): (format::Format, format::Limits),
     path: bool,
 ) -> anyhow::Result<()> {
     if target == "errors" {
@@ -627,7 +645,21 @@ fn show(
         return Ok(());
     }
     let record = inspect::record_for_show(store, pipeline)?;
-    for (label, table, entry) in inspect::find_tables(&record, target, variant)? {
+    let tables = inspect::find_tables(&record, target, variant)?;
+    if tables.len() > 1 && matches!(format, format::Format::Csv | format::Format::Json) && !path {
+        let names: Vec<String> = tables.iter().map(|(l, t, _)| format!("{l}.{t}")).collect();
+        return Err(Error::Usage(format!(
+            "--format {} prints one table; `{target}` names {}: {}; pick one as STAGE.TABLE",
+            format
+                .to_possible_value()
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default(),
+            names.len(),
+            names.join(", ")
+        ))
+        .into());
+    }
+    for (label, table, entry) in tables {
         let key = prefflow_engine::artifact::blob_path(&entry.blob);
         if path {
             let p = store.local_path(&key).context("store has no local paths")?;
@@ -635,13 +667,18 @@ fn show(
             continue;
         }
         let df = prefflow_engine::artifact::load_table(store, &entry.blob)?;
+        if matches!(format, format::Format::Csv | format::Format::Json) {
+            print!("{}", format::render(&df, format, limits)?);
+            continue;
+        }
         println!(
             "{label}.{table}: {} rows × {} columns",
             df.height(),
             df.width()
         );
+        let laid_out = format == format::Format::Table;
         // A world summary prints whole, grouped, like the papers' statistics.
-        if let Some(text) = (table == "summary")
+        if let Some(text) = (laid_out && table == "summary")
             .then(|| prefflow_stages::world::summary::render_table(&df))
             .flatten()
         {
@@ -649,17 +686,14 @@ fn show(
             continue;
         }
         // Table 1 prints as the paper lays it out: metrics down, variants across.
-        if let Some(text) = (table == "table1")
+        if let Some(text) = (laid_out && table == "table1")
             .then(|| prefflow_stages::metrics::table1::render_table(&df))
             .flatten()
         {
             print!("{text}");
             continue;
         }
-        // SAFETY-free: single-threaded here, before any printing.
-        std::env::set_var("POLARS_FMT_MAX_ROWS", head.to_string());
-        std::env::set_var("POLARS_FMT_STR_LEN", "60");
-        println!("{}", df.head(Some(head)));
+        print!("{}", format::render(&df, format, limits)?);
     }
     Ok(())
 }

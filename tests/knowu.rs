@@ -211,3 +211,60 @@ fn knowu_metrics_refuse_a_proactive_persona_without_a_profile() {
         [Some(1.0)]
     );
 }
+
+#[test]
+fn show_prints_the_leaderboard_and_metrics_whole_in_every_format() {
+    let ws = Workspace::new();
+    fabricated_run(&ws);
+    ws.run_ok("pipe.yaml", &[]);
+    let rows = ws.table("board.leaderboard", None).height();
+    // The Markdown rendering prints as it is: every line, none cut.
+    let text = ws.cli(&["show", "board.text"]).expect_code(0).stdout;
+    let lines: Vec<&str> = text.lines().skip(1).collect();
+    assert_eq!(lines.len(), rows + 2, "{text}");
+    assert!(
+        lines.iter().any(|l| l.contains("Claude Sonnet 4.6")),
+        "{text}"
+    );
+    // The table itself: every row (more than the old default of 10) and every column whole.
+    let table = ws.cli(&["show", "board.leaderboard"]).expect_code(0).stdout;
+    assert_eq!(table.lines().count(), 1 + 2 + rows, "{table}");
+    assert!(table.contains("Approach & Details"), "{table}");
+    let cut = ws
+        .cli(&["show", "board.leaderboard", "--width", "8", "--head", "3"])
+        .expect_code(0)
+        .stdout;
+    assert!(
+        cut.contains("…") && cut.contains("more row(s); --head 0 prints all"),
+        "{cut}"
+    );
+    // Machine formats: the data alone.
+    let csv = ws
+        .cli(&["show", "metrics.splits", "--format", "csv"])
+        .expect_code(0)
+        .stdout;
+    assert!(
+        csv.starts_with("variant,agent,split,difficulty,episodes,"),
+        "{csv}"
+    );
+    assert_eq!(csv.lines().count(), 10);
+    let json = ws
+        .cli(&["show", "metrics.overall", "--format", "json"])
+        .expect_code(0)
+        .stdout;
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v[0]["episodes_with_results"], 5);
+    let md = ws
+        .cli(&["show", "metrics.policy", "--format", "markdown"])
+        .expect_code(0)
+        .stdout;
+    assert!(md.contains("| variant | agent | metric | bucket |"), "{md}");
+    let err = ws
+        .cli(&["show", "metrics.*", "--format", "csv"])
+        .expect_code(2)
+        .stderr;
+    assert!(
+        err.contains("prints one table") && err.contains("metrics.splits"),
+        "{err}"
+    );
+}

@@ -146,6 +146,131 @@ fn knowu_pipeline_generates_knowu_splits_and_ranks_oracle_above_defaults() {
     let first = strs(&written, "path")[0].clone();
     let result = std::fs::read_to_string(ws.path().join(&first).join("result.txt")).unwrap();
     assert!(result.starts_with("score: 1"), "{result}");
+
+    // Exports re-import to the same metrics, under KnowU's reading (its tasks.csv, its action
+    // vocabulary): every table, every number, for both agents.
+    for agent in ["oracle", "defaults"] {
+        exports_reimport_to_the_same_metrics(&ws, &shared, agent);
+    }
+}
+
+/// `pipelines/knowu-import.yaml` on `out/knowu/runs/<agent>` against `knowu.yaml`'s own metrics.
+fn exports_reimport_to_the_same_metrics(ws: &Workspace, shared: &Path, agent: &str) {
+    let dir = ws.path().join(format!("out/knowu/runs/{agent}"));
+    let extra = ws
+        .path()
+        .join(format!("out/knowu/runs/{agent}-prefflow-only"));
+    let names = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    };
+    // KnowU classes in the run directory, prefflow-only ones kept apart.
+    assert!(names(&dir).iter().all(|n| !n.starts_with("Prefflow")));
+    assert!(!names(&extra).is_empty() && names(&extra).iter().all(|n| n.starts_with("Prefflow")));
+    // Only KnowU's action vocabulary (no `finish`, no tool names).
+    for task in names(&dir) {
+        let traj: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.join(&task).join("traj.json")).unwrap(),
+        )
+        .unwrap();
+        for step in traj["0"]["traj"].as_array().unwrap() {
+            let t = step["action"]["action_type"].as_str().unwrap();
+            assert!(
+                ["finished", "ask_user", "answer", "mcp"].contains(&t),
+                "{task}: {t}"
+            );
+        }
+    }
+    let file = repo().join("pipelines/knowu-import.yaml");
+    let set = |k: &str, v: String| ["--set".to_string(), format!("{k}={v}")];
+    let mut args: Vec<String> = set("knowu", shared.display().to_string()).to_vec();
+    args.extend(set(
+        "profiles",
+        shared.join("user_profile").display().to_string(),
+    ));
+    args.extend(set("results", format!("out/knowu/runs/{agent}")));
+    args.extend(set("label", format!("re-{agent}")));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    ws.run_ok(file.to_str().unwrap(), &args);
+    let variant = format!("params.agent={agent}");
+    let ours = |t: &str| ws.table_of(Some("knowu"), &format!("metrics.{t}"), Some(&variant));
+    let back = |t: &str| ws.table_of(Some("knowu-import"), &format!("metrics.{t}"), None);
+    let keyed = [
+        ("splits", vec!["split", "difficulty"]),
+        ("policy", vec!["metric"]),
+        ("personas", vec!["persona", "split"]),
+        ("overall", vec![]),
+    ];
+    for (table, keys) in keyed {
+        same_numbers(
+            &ours(table),
+            &back(table),
+            &keys,
+            &format!("{agent} {table}"),
+        );
+    }
+    // Per episode (ours restricted to KnowU classes, as the export is).
+    let mine = ours("episode_metrics")
+        .lazy()
+        .filter(col("in_scope"))
+        .collect()
+        .unwrap();
+    same_numbers(
+        &mine,
+        &back("episode_metrics"),
+        &["task_id"],
+        &format!("{agent} episode_metrics"),
+    );
+}
+
+/// Every column both tables share, except the run's own name, equal row by row after sorting
+/// by `keys` (floats to 1e-12: means may sum in another order).
+fn same_numbers(a: &DataFrame, b: &DataFrame, keys: &[&str], what: &str) {
+    assert_eq!(a.height(), b.height(), "{what}: rows\n{a}\n{b}");
+    let sort = |df: &DataFrame| {
+        if keys.is_empty() {
+            df.clone()
+        } else {
+            df.sort(keys.to_vec(), SortMultipleOptions::default())
+                .unwrap()
+        }
+    };
+    let (a, b) = (sort(a), sort(b));
+    // The export holds KnowU classes only, so the re-import has nothing out of scope.
+    let skip = [
+        "variant",
+        "agent",
+        "episode_id",
+        "status",
+        "in_scope",
+        "out_of_scope_episodes",
+    ];
+    for c in a.columns() {
+        let name = c.name().as_str();
+        if skip.contains(&name) || b.column(name).is_err() {
+            continue;
+        }
+        let other = b.column(name).unwrap();
+        if c.dtype().is_float() || other.dtype().is_float() {
+            let (x, y) = (f64s(&a, name), f64s(&b, name));
+            for (i, (p, q)) in x.iter().zip(&y).enumerate() {
+                let same = (p.is_nan() && q.is_nan()) || (p - q).abs() < 1e-12;
+                assert!(same, "{what}: {name} row {i}: {p} vs {q}");
+            }
+        } else {
+            let (x, y) = (
+                c.cast(&DataType::String).unwrap(),
+                other.cast(&DataType::String).unwrap(),
+            );
+            assert!(x.equals_missing(&y), "{what}: {name} differs\n{x:?}\n{y:?}");
+        }
+    }
 }
 
 const PERSONA: &str = r#"

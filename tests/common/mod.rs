@@ -103,7 +103,20 @@ impl Workspace {
 
     /// Reads a stage's table from the latest run via `show --path`.
     pub fn table(&self, target: &str, variant: Option<&str>) -> DataFrame {
+        self.table_of(None, target, variant)
+    }
+
+    /// Reads a stage's table from the latest run of `pipeline` (default: the most recent one).
+    pub fn table_of(
+        &self,
+        pipeline: Option<&str>,
+        target: &str,
+        variant: Option<&str>,
+    ) -> DataFrame {
         let mut args = vec!["show", target, "--path"];
+        if let Some(p) = pipeline {
+            args.extend(["-p", p]);
+        }
         if let Some(v) = variant {
             args.extend(["--variant", v]);
         }

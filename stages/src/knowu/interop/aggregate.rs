@@ -2,7 +2,8 @@
 //! (`episode_metrics`). Every table is keyed by the run (`variant`, `agent`), so several runs
 //! can be compared in one pass. Episodes without a result are left out of every mean except the
 //! per-persona ones, where they count as 0; episodes whose task is not in tasks.csv are left out
-//! of everything and counted in `overall.unmatched_episodes`.
+//! of everything and counted in `overall.unmatched_episodes`. Only episodes `in_scope` (the
+//! stage's `classes`) are aggregated; `overall.out_of_scope_episodes` counts the others.
 
 use polars::prelude::*;
 
@@ -203,22 +204,30 @@ pub fn personas(per_episode: &DataFrame) -> PolarsResult<DataFrame> {
 }
 
 /// Overall SR (successes / episodes with a result, all splits) and the run's bookkeeping counts.
-pub fn overall(per_episode: &DataFrame) -> PolarsResult<DataFrame> {
-    let matched = col("split").is_not_null();
+pub fn overall(per_episode: &DataFrame, scope: &str) -> PolarsResult<DataFrame> {
+    let scoped = col("in_scope");
+    let matched = col("split").is_not_null().and(scoped.clone());
     let count = |e: Expr| e.cast(DataType::UInt32).sum();
     per_episode
         .clone()
         .lazy()
         .group_by_stable([col("variant"), col("agent")])
         .agg([
-            len().alias("episodes"),
+            count(scoped.clone()).alias("episodes"),
             count(matched.clone().and(has_result())).alias("episodes_with_results"),
             count(matched.clone().and(col("success"))).alias("successes"),
             count(matched.clone().and(has_result().not())).alias("no_result_episodes"),
-            count(matched.not()).alias("unmatched_episodes"),
-            count(col("status").eq(lit(ERROR))).alias("error_episodes"),
-            count(has_result().and(col("bucket_from_quirk"))).alias("quirk_episodes"),
-            count(missing_profile()).alias("missing_profile_episodes"),
+            count(matched.not().and(scoped.clone())).alias("unmatched_episodes"),
+            count(scoped.clone().and(col("status").eq(lit(ERROR)))).alias("error_episodes"),
+            count(
+                scoped
+                    .clone()
+                    .and(has_result())
+                    .and(col("bucket_from_quirk")),
+            )
+            .alias("quirk_episodes"),
+            count(scoped.clone().and(missing_profile())).alias("missing_profile_episodes"),
+            count(scoped.not()).alias("out_of_scope_episodes"),
         ])
         .with_column(
             when(col("episodes_with_results").gt(lit(0u32)))
@@ -229,6 +238,7 @@ pub fn overall(per_episode: &DataFrame) -> PolarsResult<DataFrame> {
                 .otherwise(lit(NULL).cast(DataType::Float64))
                 .alias("overall_SR"),
         )
+        .with_column(lit(scope).alias("scope"))
         .collect()
 }
 

@@ -1,10 +1,20 @@
 //! `export_knowu_runs`: prefflow `episodes` + `steps` → a KnowU-Bench results directory
-//! (`<dir>/<task_id>/traj.json`, and `result.txt` when the score is known), so KnowU's own
-//! scripts and viewers can read prefflow runs. `import_knowu_runs` reads it back to the same
-//! tables on every column a KnowU run carries.
+//! (`<dir>/<task_id>/traj.json`, and `result.txt` when the episode has a result), so KnowU's own
+//! scripts (`calc_paper_metrics.py`, `calc_split_difficulty_metrics.py`,
+//! `calc_persona_pref_routine_avg.py`) and viewers give the numbers `knowu_metrics` gives.
+//! `import_knowu_runs` reads it back.
+//!
+//! - Actions are written in KnowU's vocabulary ([`super::vocab`]: `finished`, `click`, `mcp`, …).
+//! - Only KnowU-Bench classes go to `dir`; prefflow-only classes (`Prefflow…`, which KnowU's
+//!   scripts would drop or bucket by name) go to `prefflow_only_dir` (default `<dir>-prefflow-only`).
+//! - A result is written exactly when `knowu_metrics` counts one ([`super::run::has_result`]).
+//! - `dir` holds nothing else: the exporter records the task directories it wrote in
+//!   `.prefflow-export` and removes the ones a later export no longer has; it refuses a
+//!   directory holding anything it did not write (another run's tasks, an `eval_report_*.json`,
+//!   which KnowU's split and persona scripts read instead of the task directories).
 //!
 //! One directory per task: episodes must have distinct `task_id`s (filter one variant and epoch
-//! first). Task directories are overwritten; other content of `dir` is left alone.
+//! first).
 
 use std::path::{Path, PathBuf};
 
@@ -22,9 +32,23 @@ use crate::knowu::error::KnowuError;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ExportParams {
-    /// Target results directory, relative to the working directory.
+    /// Target results directory (KnowU-Bench classes), relative to the working directory.
     pub dir: String,
+    /// Where prefflow-only classes go (default `<dir>-prefflow-only`).
+    #[serde(default)]
+    pub prefflow_only_dir: Option<String>,
 }
+
+impl ExportParams {
+    fn prefflow_only_dir(&self) -> String {
+        self.prefflow_only_dir
+            .clone()
+            .unwrap_or_else(|| format!("{}-prefflow-only", self.dir.trim_end_matches('/')))
+    }
+}
+
+/// The file in an export directory listing the task directories the exporter wrote.
+const MANIFEST: &str = ".prefflow-export";
 
 /// Writes episodes in KnowU-Bench's run layout; re-runs when the directory changed since.
 pub struct ExportKnowuRuns;
@@ -35,29 +59,114 @@ impl Kind for ExportKnowuRuns {
     const NAME: &'static str = "export_knowu_runs";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["written"];
-    const SUMMARY: &'static str = "write inputs episodes + steps as a KnowU-Bench results directory (params: dir); table `written` lists the task directories";
+    const SUMMARY: &'static str = "write inputs episodes + steps as KnowU-Bench results directories in KnowU's action vocabulary (params: dir, prefflow_only_dir?); table `written` lists the task directories";
 
     fn cached_output_is_valid(&self, params: &Self::Params, workdir: &Path) -> bool {
-        let dir = workdir.join(&params.dir);
-        std::fs::read_to_string(marker(&dir)).is_ok_and(|m| m.trim() == hash_path(&dir))
+        [params.dir.clone(), params.prefflow_only_dir()]
+            .iter()
+            .map(|d| workdir.join(d))
+            .all(|dir| {
+                !dir.exists()
+                    || std::fs::read_to_string(marker(&dir))
+                        .is_ok_and(|m| m.trim() == hash_path(&dir))
+            })
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let run = run::from_frames(ctx.input("episodes")?, ctx.input("steps")?)?;
         check_task_ids(&run)?;
-        let dir = ctx.resolve(&params.dir);
-        write_run(&dir, &run)?;
-        std::fs::write(marker(&dir), hash_path(&dir)).map_err(|e| KnowuError::write(&dir, e))?;
-        Ok(Tables::single("written", written_frame(&params.dir, &run)?))
+        let (knowu, prefflow): (Vec<RunEpisode>, Vec<RunEpisode>) =
+            run.into_iter().partition(|e| !is_prefflow_only(&e.task_id));
+        let extra = params.prefflow_only_dir();
+        let mut written = Vec::new();
+        for (label, episodes) in [(&params.dir, &knowu), (&extra, &prefflow)] {
+            let dir = ctx.resolve(label);
+            if episodes.is_empty() && !dir.exists() {
+                continue;
+            }
+            write_run(&dir, episodes)?;
+            std::fs::write(marker(&dir), hash_path(&dir))
+                .map_err(|e| KnowuError::write(&dir, e))?;
+            written.extend(episodes.iter().map(|e| (label.as_str(), e)));
+        }
+        if !prefflow.is_empty() {
+            tracing::info!(
+                "stage `{}`: {} episode(s) of prefflow-only classes written apart, to {extra}",
+                ctx.stage,
+                prefflow.len()
+            );
+        }
+        Ok(Tables::single("written", written_frame(&written)?))
     }
 }
 
-/// Writes every episode's task directory under `dir`.
+/// Whether a task's class is prefflow's own (`Prefflow…`), not one of KnowU-Bench's.
+pub fn is_prefflow_only(task_id: &str) -> bool {
+    let class = task_id.split_once('@').map_or(task_id, |(c, _)| c);
+    class.starts_with(crate::knowu::sim::template::PREFFLOW_PREFIX)
+}
+
+/// Writes every episode's task directory under `dir`, which then holds exactly those: task
+/// directories an earlier export wrote and this one does not are removed; content the exporter
+/// did not write is refused.
 pub fn write_run(dir: &Path, run: &[RunEpisode]) -> Result<(), KnowuError> {
+    let previous = check_dir(dir)?;
+    std::fs::create_dir_all(dir).map_err(|e| KnowuError::write(dir, e))?;
+    let now: std::collections::BTreeSet<&str> = run.iter().map(|e| e.task_id.as_str()).collect();
+    for stale in previous.iter().filter(|p| !now.contains(p.as_str())) {
+        let path = dir.join(stale);
+        if path.is_dir() {
+            std::fs::remove_dir_all(&path).map_err(|e| KnowuError::write(&path, e))?;
+        }
+    }
     for episode in run {
         write_episode(&dir.join(&episode.task_id), episode)?;
     }
-    Ok(())
+    let names: Vec<&str> = now.into_iter().collect();
+    write_file(&dir.join(MANIFEST), &format!("{}\n", names.join("\n")))
+}
+
+/// The task directories a previous export wrote into `dir` (none if it does not exist), or an
+/// error naming what else is there.
+fn check_dir(dir: &Path) -> Result<Vec<String>, KnowuError> {
+    if !dir.exists() {
+        return Ok(Vec::new());
+    }
+    let previous: Vec<String> = std::fs::read_to_string(dir.join(MANIFEST))
+        .map(|m| {
+            m.lines()
+                .filter(|l| !l.is_empty())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default();
+    let entries = std::fs::read_dir(dir).map_err(|e| KnowuError::read(dir, e))?;
+    let mut foreign = Vec::new();
+    for entry in entries {
+        let name = entry
+            .map_err(|e| KnowuError::read(dir, e))?
+            .file_name()
+            .to_string_lossy()
+            .into_owned();
+        if name != MANIFEST && !previous.contains(&name) {
+            foreign.push(name);
+        }
+    }
+    if foreign.is_empty() {
+        return Ok(previous);
+    }
+    foreign.sort();
+    let shown: Vec<&str> = foreign.iter().take(5).map(String::as_str).collect();
+    Err(KnowuError::Content {
+        path: dir.to_path_buf(),
+        message: format!(
+            "holds {} entr{} the exporter did not write ({}{}); KnowU's scripts would count them with this run (and read an eval_report_*.json instead of the task directories): export into a new or empty directory",
+            foreign.len(),
+            if foreign.len() == 1 { "y" } else { "ies" },
+            shown.join(", "),
+            if foreign.len() > shown.len() { ", …" } else { "" }
+        ),
+    })
 }
 
 fn write_episode(task_dir: &Path, episode: &RunEpisode) -> Result<(), KnowuError> {
@@ -67,7 +176,12 @@ fn write_episode(task_dir: &Path, episode: &RunEpisode) -> Result<(), KnowuError
     write_file(&task_dir.join("traj.json"), &traj_json)?;
     let result_path = task_dir.join("result.txt");
     let reason = episode.result.reason.as_deref();
-    match (episode.result.score, reason) {
+    let status = episode.error.as_ref().map(|_| run::ERROR);
+    let score = episode
+        .result
+        .score
+        .filter(|_| run::has_result(status, episode.result.score));
+    match (score, reason) {
         (Some(score), _) => write_file(&result_path, &result_file::render(score, reason)),
         // KnowU writes a reason without a score when scoring failed; keep it, still no result.
         (None, Some(reason)) => write_file(&result_path, &result_file::render_unscored(reason)),
@@ -107,12 +221,13 @@ fn check_task_ids(run: &[RunEpisode]) -> Result<(), KnowuError> {
     Ok(())
 }
 
-fn written_frame(dir: &str, run: &[RunEpisode]) -> PolarsResult<DataFrame> {
+fn written_frame(run: &[(&str, &RunEpisode)]) -> PolarsResult<DataFrame> {
     df!(
-        "task_id" => run.iter().map(|e| e.task_id.clone()).collect::<Vec<_>>(),
-        "path" => run.iter().map(|e| format!("{dir}/{}", e.task_id)).collect::<Vec<_>>(),
-        "steps" => run.iter().map(|e| e.traj.steps.len() as u32).collect::<Vec<_>>(),
-        "has_result" => run.iter().map(|e| e.result.score.is_some()).collect::<Vec<_>>(),
+        "task_id" => run.iter().map(|(_, e)| e.task_id.clone()).collect::<Vec<_>>(),
+        "path" => run.iter().map(|(d, e)| format!("{d}/{}", e.task_id)).collect::<Vec<_>>(),
+        "knowu_class" => run.iter().map(|(_, e)| !is_prefflow_only(&e.task_id)).collect::<Vec<_>>(),
+        "steps" => run.iter().map(|(_, e)| e.traj.steps.len() as u32).collect::<Vec<_>>(),
+        "has_result" => run.iter().map(|(_, e)| e.error.is_none() && e.result.score.is_some()).collect::<Vec<_>>(),
     )
 }
 

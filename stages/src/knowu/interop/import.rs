@@ -66,6 +66,7 @@ impl Kind for ImportKnowuRuns {
         if let Some(path) = &params.tasks {
             add_missing_tasks(&mut dir.episodes, &tasks::read_names(&ctx.resolve(path))?);
         }
+        warn_on_report_mismatch(ctx.stage, &params.root, &dir);
         if !dir.errors.is_empty() {
             tracing::warn!(
                 "stage `{}`: {} file(s) of {} could not be read; their episodes have status `error` and are left out of the metrics (see table `errors`); first: {}",
@@ -81,7 +82,10 @@ impl Kind for ImportKnowuRuns {
                 run::episodes_frame(&params.label, &dir.episodes)?,
             ),
             ("steps", run::steps_frame(&params.label, &dir.episodes)?),
-            ("reports", reports_frame(&params.label, &dir.reports)?),
+            (
+                "reports",
+                reports_frame(&params.label, &dir.reports, &dir.episodes)?,
+            ),
             ("errors", errors_frame(&dir.errors)?),
         ]))
     }
@@ -225,6 +229,28 @@ fn add_missing_tasks(episodes: &mut Vec<RunEpisode>, names: &[String]) {
     episodes.sort_by(|a, b| a.task_id.cmp(&b.task_id));
 }
 
+/// Warns when the run's latest report lists other scores than its task directories (KnowU's
+/// split and persona scripts would then read the report's).
+fn warn_on_report_mismatch(stage: &str, root: &str, dir: &RunDir) {
+    let Some(latest) = dir.reports.last() else {
+        return;
+    };
+    let scores: Vec<(String, Option<f64>)> = dir
+        .episodes
+        .iter()
+        .map(|e| (e.task_id.clone(), e.result.score))
+        .collect();
+    let differ = report::mismatches(latest, &scores);
+    if !differ.is_empty() {
+        tracing::warn!(
+            "stage `{stage}`: {} task(s) of {root} have another score in {} than in their result.txt (first: {}); KnowU's calc_split_difficulty_metrics.py and calc_persona_pref_routine_avg.py read the report, prefflow and calc_paper_metrics.py the task directories (see reports.score_mismatches)",
+            differ.len(),
+            latest.file,
+            differ[0]
+        );
+    }
+}
+
 /// The `errors` table: one row per unreadable file.
 pub fn errors_frame(errors: &[ReadError]) -> PolarsResult<DataFrame> {
     df!(
@@ -234,9 +260,19 @@ pub fn errors_frame(errors: &[ReadError]) -> PolarsResult<DataFrame> {
     )
 }
 
-/// The `reports` table: one row per evaluation report.
-pub fn reports_frame(label: &str, reports: &[EvalReport]) -> PolarsResult<DataFrame> {
+/// The `reports` table: one row per evaluation report, with how many of its per-task scores
+/// differ from the task directories' (`score_mismatches`) and whether it is the latest (the one
+/// KnowU's split and persona scripts read).
+pub fn reports_frame(
+    label: &str,
+    reports: &[EvalReport],
+    episodes: &[RunEpisode],
+) -> PolarsResult<DataFrame> {
     let n = reports.len();
+    let scores: Vec<(String, Option<f64>)> = episodes
+        .iter()
+        .map(|e| (e.task_id.clone(), e.result.score))
+        .collect();
     let u = |f: fn(&EvalReport) -> Option<u64>| reports.iter().map(f).collect::<Vec<_>>();
     let r = |f: fn(&EvalReport) -> Option<f64>| reports.iter().map(f).collect::<Vec<_>>();
     let s = |f: fn(&EvalReport) -> Option<String>| reports.iter().map(f).collect::<Vec<_>>();
@@ -252,5 +288,7 @@ pub fn reports_frame(label: &str, reports: &[EvalReport]) -> PolarsResult<DataFr
         "model_name" => s(|r| r.model_name.clone()),
         "timestamp" => s(|r| r.timestamp.clone()),
         "tasks_scored" => reports.iter().map(|r| r.tasks_scored).collect::<Vec<_>>(),
+        "score_mismatches" => reports.iter().map(|r| report::mismatches(r, &scores).len() as u32).collect::<Vec<_>>(),
+        "latest" => (0..n).map(|i| i + 1 == n).collect::<Vec<_>>(),
     )
 }

@@ -160,6 +160,15 @@ pub fn our_rows(
     splits: &DataFrame,
     params: &LeaderboardParams,
 ) -> Result<Vec<Row>, KnowuError> {
+    if overall.column("scope").is_ok() {
+        let scopes = columns::strings(overall, "overall", "scope")?;
+        if let Some(other) = scopes.iter().flatten().find(|s| s.as_str() != "knowu") {
+            return Err(KnowuError::table(
+                "overall",
+                format!("comes from a knowu_metrics stage with `classes: {other}`; the leaderboard compares KnowU-Bench's own classes only, so feed it a knowu_metrics stage with `classes: knowu` (the default)"),
+            ));
+        }
+    }
     let variants = columns::strings(overall, "overall", "variant")?;
     let agents = columns::strings(overall, "overall", "agent")?;
     let sr = columns::f64s(overall, "overall", "overall_SR")?;

@@ -52,6 +52,44 @@ pub struct MetricsParams {
     /// (`profile_found = false`, `missing_profile_episodes`).
     #[serde(default)]
     pub allow_missing_profiles: bool,
+    /// Which task classes the means cover: `knowu` (default; KnowU-Bench's classes, comparable
+    /// with its results and leaderboard), `prefflow` (prefflow-only `Prefflow…` classes) or
+    /// `all`. `overall.scope` says which; `overall.out_of_scope_episodes` counts the rest.
+    #[serde(default)]
+    pub classes: Classes,
+}
+
+/// The task classes a `knowu_metrics` stage aggregates.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Classes {
+    /// KnowU-Bench's classes.
+    #[default]
+    Knowu,
+    /// prefflow-only classes.
+    Prefflow,
+    /// Every class.
+    All,
+}
+
+impl Classes {
+    /// The `overall.scope` spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Classes::Knowu => "knowu",
+            Classes::Prefflow => "prefflow",
+            Classes::All => "all",
+        }
+    }
+
+    fn includes(self, task_id: &str) -> bool {
+        let prefflow = super::export::is_prefflow_only(task_id);
+        match self {
+            Classes::Knowu => !prefflow,
+            Classes::Prefflow => prefflow,
+            Classes::All => true,
+        }
+    }
 }
 
 /// Computes KnowU-Bench's metrics; tasks.csv and the persona directory are in the cache key.
@@ -64,7 +102,7 @@ impl Kind for KnowuMetrics {
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] =
         &["episode_metrics", "splits", "policy", "personas", "overall"];
-    const SUMMARY: &'static str = "KnowU-Bench metrics (SR, AvgScore, AveSteps, AveQueries, IE, Act/Silent/Stop, per persona, Overall) from inputs episodes + steps [+ knowu_tasks] (params: tasks?, personas, allow_missing_profiles?, episodes_input?, steps_input?, tasks_input?)";
+    const SUMMARY: &'static str = "KnowU-Bench metrics (SR, AvgScore, AveSteps, AveQueries, IE, Act/Silent/Stop, per persona, Overall) from inputs episodes + steps [+ knowu_tasks] (params: tasks?, personas, allow_missing_profiles?, classes?, episodes_input?, steps_input?, tasks_input?)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         params
@@ -90,13 +128,15 @@ impl Kind for KnowuMetrics {
             }
         };
         let per_episode = episode_metrics(episodes, steps, &tasks, &ctx.resolve(&params.personas))?;
+        let per_episode = with_scope(per_episode, params.classes)?;
         check_profiles(&per_episode, params, ctx.stage)?;
-        Ok(metric_tables(per_episode)?)
+        Ok(metric_tables(per_episode, params.classes)?)
     }
 }
 
-/// Refuses (or, when allowed, warns about) proactive episodes whose persona has no profile:
-/// their need / noneed bucket would silently be "noneed".
+/// Refuses (or, when allowed, warns about) proactive episodes with a result whose persona has no
+/// profile: their need / noneed bucket would silently be "noneed". (Episodes without a result
+/// enter no bucket, so their persona's profile does not matter.)
 fn check_profiles(
     per_episode: &DataFrame,
     params: &MetricsParams,
@@ -105,7 +145,12 @@ fn check_profiles(
     let missing = per_episode
         .clone()
         .lazy()
-        .filter(col("profile_found").eq(lit(false)))
+        .filter(
+            col("profile_found")
+                .eq(lit(false))
+                .and(col("in_scope"))
+                .and(col("has_result")),
+        )
         .select([col("persona").fill_null(lit("user"))])
         .collect()?;
     if missing.height() == 0 {
@@ -135,14 +180,29 @@ fn check_profiles(
     )))
 }
 
-/// All output tables from the per-episode frame.
-pub fn metric_tables(per_episode: DataFrame) -> PolarsResult<Tables> {
+/// `episode_metrics` with `in_scope`: whether the episode's class is one `classes` covers.
+pub fn with_scope(mut per_episode: DataFrame, classes: Classes) -> Result<DataFrame, KnowuError> {
+    let ids = columns::strings(&per_episode, "episode_metrics", "task_id")?;
+    let in_scope: Vec<bool> = ids
+        .iter()
+        .map(|t| classes.includes(t.as_deref().unwrap_or_default()))
+        .collect();
+    per_episode.with_column(Column::new("in_scope".into(), in_scope))?;
+    Ok(per_episode)
+}
+
+/// All output tables from the per-episode frame (which carries `in_scope`).
+pub fn metric_tables(per_episode: DataFrame, classes: Classes) -> PolarsResult<Tables> {
     let runs = aggregate::runs(&per_episode)?;
+    let scoped = per_episode.filter(per_episode.column("in_scope")?.bool()?)?;
     Ok(Tables::new([
-        ("splits", aggregate::splits(&per_episode, &runs)?),
-        ("policy", aggregate::policy(&per_episode, &runs)?),
-        ("personas", aggregate::personas(&per_episode)?),
-        ("overall", aggregate::overall(&per_episode)?),
+        ("splits", aggregate::splits(&scoped, &runs)?),
+        ("policy", aggregate::policy(&scoped, &runs)?),
+        ("personas", aggregate::personas(&scoped)?),
+        (
+            "overall",
+            aggregate::overall(&per_episode, classes.as_str())?,
+        ),
         ("episode_metrics", per_episode),
     ]))
 }

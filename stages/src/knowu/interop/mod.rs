@@ -20,6 +20,7 @@ pub mod rules;
 pub mod run;
 pub mod tasks;
 pub mod traj;
+pub mod vocab;
 
 #[cfg(test)]
 mod scale_tests;

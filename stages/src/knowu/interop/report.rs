@@ -1,5 +1,10 @@
 //! `eval_report_<YYYYmmdd_HHMMSS>.json`: the summary KnowU-Bench writes at the root of a full
 //! run. Imported as one row per report so a run's own totals can be checked against ours.
+//!
+//! KnowU's `calc_split_difficulty_metrics.py` and `calc_persona_pref_routine_avg.py` read the
+//! per-task scores of the *latest* report instead of the task directories when there is one;
+//! `calc_paper_metrics.py` and prefflow read the directories. The import compares the two
+//! ([`mismatches`]) and warns when they disagree, so the scripts' numbers never differ silently.
 
 use std::path::Path;
 
@@ -30,6 +35,11 @@ pub struct EvalReport {
     pub timestamp: Option<String>,
     /// Number of entries in `tasks_with_results` (per-task scores).
     pub tasks_scored: u64,
+    /// `tasks_with_results` as (task_name, score): what KnowU's split and persona scripts read
+    /// instead of the task directories when the report is the run's latest.
+    pub scores: Vec<(String, Option<f64>)>,
+    /// `tasks_with_no_results`.
+    pub no_results: Vec<String>,
 }
 
 /// True for file names KnowU-Bench gives its reports.
@@ -54,9 +64,15 @@ pub fn parse(path: &Path, value: &Value) -> Result<EvalReport, KnowuError> {
     let metadata = object_field(path, root, "metadata")?;
     let count = |name: &str| uint(path, summary, name);
     let real = |name: &str| float(path, summary, name);
-    let tasks_scored = match root.get("tasks_with_results") {
-        None | Some(Value::Null) => 0,
-        Some(Value::Array(items)) => items.len() as u64,
+    let scores: Vec<(String, Option<f64>)> = match root.get("tasks_with_results") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|item| {
+                let name = item.get("task_name")?.as_str()?.to_string();
+                Some((name, item.get("score").and_then(Value::as_f64)))
+            })
+            .collect(),
         Some(other) => {
             return Err(KnowuError::shape(
                 path,
@@ -65,6 +81,17 @@ pub fn parse(path: &Path, value: &Value) -> Result<EvalReport, KnowuError> {
                 other,
             ))
         }
+    };
+    let tasks_scored = match root.get("tasks_with_results") {
+        Some(Value::Array(items)) => items.len() as u64,
+        _ => 0,
+    };
+    let no_results = match root.get("tasks_with_no_results") {
+        Some(Value::Array(items)) => items
+            .iter()
+            .filter_map(|v| v.as_str().map(str::to_string))
+            .collect(),
+        _ => Vec::new(),
     };
     Ok(EvalReport {
         file: path
@@ -80,7 +107,36 @@ pub fn parse(path: &Path, value: &Value) -> Result<EvalReport, KnowuError> {
         model_name: metadata.and_then(|m| m.get("model_name")?.as_str().map(str::to_string)),
         timestamp: metadata.and_then(|m| m.get("timestamp")?.as_str().map(str::to_string)),
         tasks_scored,
+        scores,
+        no_results,
     })
+}
+
+/// Tasks whose score in `report` differs from the task directories' (`scores` from
+/// `result.txt`: `None` = no result): a report score with no or another directory score, or a
+/// directory score the report does not list. Names in report order, then directory order.
+pub fn mismatches(report: &EvalReport, scores: &[(String, Option<f64>)]) -> Vec<String> {
+    let dirs: std::collections::HashMap<&str, Option<f64>> =
+        scores.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+    let listed: std::collections::HashSet<&str> =
+        report.scores.iter().map(|(n, _)| n.as_str()).collect();
+    let differ = |a: Option<f64>, b: Option<f64>| match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() > 1e-12,
+        (a, b) => a.is_some() != b.is_some(),
+    };
+    let mut out: Vec<String> = report
+        .scores
+        .iter()
+        .filter(|(n, s)| differ(*s, dirs.get(n.as_str()).copied().flatten()))
+        .map(|(n, _)| n.clone())
+        .collect();
+    out.extend(
+        scores
+            .iter()
+            .filter(|(n, s)| s.is_some() && !listed.contains(n.as_str()))
+            .map(|(n, _)| n.clone()),
+    );
+    out
 }
 
 fn object_field<'a>(
@@ -136,6 +192,24 @@ mod tests {
         assert_eq!(r.total_duration_seconds, None);
         assert_eq!(r.model_name.as_deref(), Some("m1"));
         assert_eq!(r.tasks_scored, 2);
+    }
+
+    #[test]
+    fn report_scores_are_compared_with_the_task_directories() {
+        let v = json!({"tasks_with_results": [{"task_name": "A", "score": 1.0},
+                                              {"task_name": "B", "score": 0.5},
+                                              {"task_name": "C", "score": null}],
+                       "tasks_with_no_results": ["D"]});
+        let r = parse(Path::new("eval_report_1.json"), &v).expect("valid");
+        assert_eq!(r.no_results, ["D"]);
+        let dirs = [
+            ("A".to_string(), Some(1.0)),
+            ("B".to_string(), Some(0.25)),
+            ("C".to_string(), None),
+            ("E".to_string(), Some(1.0)),
+        ];
+        // B differs, E is not in the report; A agrees, C has no score on either side.
+        assert_eq!(mismatches(&r, &dirs), ["B", "E"]);
     }
 
     #[test]

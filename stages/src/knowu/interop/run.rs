@@ -12,6 +12,7 @@ use polars::prelude::*;
 
 use super::result_file::EpisodeResult;
 use super::traj::{TokenUsage, TrajStep, Trajectory};
+use super::vocab;
 use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
 
@@ -185,9 +186,10 @@ impl StepRows {
     }
 }
 
-/// Rebuilds run episodes from `episodes` and `steps` tables (the exporter's input). Steps are
-/// ordered by `step`; without an `ask_user_response` column, KnowU's alignment is derived from
-/// `user_reply` of the previous `ask_user` step.
+/// Rebuilds run episodes from `episodes` and `steps` tables (the exporter's input), in KnowU's
+/// action vocabulary ([`super::vocab`]). Steps are ordered by `step`; without an
+/// `ask_user_response` column, KnowU's alignment is derived from `user_reply` of the previous
+/// `ask_user` step.
 pub fn from_frames(episodes: &DataFrame, steps: &DataFrame) -> Result<Vec<RunEpisode>, KnowuError> {
     let mut by_episode = group_steps(steps)?;
     let ids = columns::strings(episodes, "episodes", "episode_id")?;
@@ -308,9 +310,18 @@ impl StepColumns {
                 .filter(|&p| self.types[p].as_deref() == Some("ask_user"))
                 .and_then(|p| self.replies[p].clone()),
         };
+        let fields = self.arguments[row]
+            .as_deref()
+            .and_then(|a| match serde_json::from_str::<serde_json::Value>(a) {
+                Ok(serde_json::Value::Object(m)) => Some(m),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let prefflow_type = self.types[row].clone().unwrap_or_default();
+        let (action_type, fields) = vocab::to_knowu(&prefflow_type, &fields);
         TrajStep {
-            action_type: self.types[row].clone().unwrap_or_default(),
-            arguments: self.arguments[row].clone().unwrap_or_else(|| "{}".into()),
+            action_type,
+            arguments: serde_json::Value::Object(fields).to_string(),
             tool_call: self.observations[row].clone(),
             prediction: self.raws[row].clone(),
             ask_user_response,

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::metrics::{episode_metrics, metric_tables};
+use super::metrics::{episode_metrics, metric_tables, with_scope, Classes};
 use super::result_file::EpisodeResult;
 use super::run::{episodes_frame, steps_frame, RunEpisode};
 use super::tasks;
@@ -85,7 +85,8 @@ fn knowu_metrics_scale() {
     let start = Instant::now();
     let per_episode =
         episode_metrics(&episodes, &steps, &index, &shared("user_profile")).expect("metrics");
-    let tables = metric_tables(per_episode).expect("tables");
+    let per_episode = with_scope(per_episode, Classes::All).expect("scope");
+    let tables = metric_tables(per_episode, Classes::All).expect("tables");
     let elapsed = start.elapsed();
     eprintln!(
         "knowu_metrics on {EPISODES} episodes / {} steps: {elapsed:?}",

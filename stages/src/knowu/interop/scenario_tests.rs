@@ -195,6 +195,14 @@ fn scenario() -> Scratch {
     s
 }
 
+/// An imported run's `episodes` and `steps` as inputs of the next kind.
+fn run_inputs(t: &Tables) -> [prefflow_engine::InputTable; 2] {
+    [
+        input("episodes", t.get("episodes").expect("episodes").clone()),
+        input("steps", t.get("steps").expect("steps").clone()),
+    ]
+}
+
 fn import(s: &Scratch, root: &str) -> Result<Tables, StageError> {
     run_kind(
         &ImportKnowuRuns,
@@ -207,13 +215,7 @@ fn import(s: &Scratch, root: &str) -> Result<Tables, StageError> {
 use prefflow_engine::{StageError, Tables};
 
 fn metrics(s: &Scratch, imported: &Tables) -> Tables {
-    let inputs = [
-        input(
-            "episodes",
-            imported.get("episodes").expect("episodes").clone(),
-        ),
-        input("steps", imported.get("steps").expect("steps").clone()),
-    ];
+    let inputs = run_inputs(imported);
     run_kind(
         &KnowuMetrics,
         json!({"tasks": "tasks.csv", "personas": "personas"}),
@@ -330,6 +332,9 @@ fn import_reads_episodes_alignment_tokens_and_reports() {
     assert_eq!(reports.height(), 1);
     assert_eq!(f64s(reports, "successful_tasks"), [Some(6.0)]);
     assert_eq!(strs(reports, "model_name"), [Some("m1".to_string())]);
+    // The report lists no per-task scores: every scored directory disagrees with it.
+    assert_eq!(f64s(reports, "score_mismatches"), [Some(12.0)]);
+    assert_eq!(bools(reports, "latest"), [Some(true)]);
 }
 
 #[test]
@@ -672,10 +677,7 @@ fn a_proactive_persona_without_a_profile_is_an_error_unless_allowed() {
         Some("score: 1\n"),
     );
     let imported = import(&s, "run").expect("import");
-    let inputs = [
-        input("episodes", imported.get("episodes").expect("e").clone()),
-        input("steps", imported.get("steps").expect("s").clone()),
-    ];
+    let inputs = run_inputs(&imported);
     let err = run_kind(
         &KnowuMetrics,
         json!({"tasks": "tasks3.csv", "personas": "personas"}),
@@ -774,10 +776,7 @@ fn tasks_without_a_directory_become_no_result_episodes() {
 fn export_then_import_gives_back_the_same_tables() {
     let s = scenario();
     let first = import(&s, "run").expect("import");
-    let inputs = [
-        input("episodes", first.get("episodes").expect("e").clone()),
-        input("steps", first.get("steps").expect("s").clone()),
-    ];
+    let inputs = run_inputs(&first);
     let written = run_kind(
         &ExportKnowuRuns,
         json!({"dir": "exported"}),
@@ -850,4 +849,173 @@ fn export_derives_knowu_alignment_from_user_reply() {
         second.get("steps").expect("b"),
     );
     assert!(a.equals_missing(b), "steps differ:\n{a}\n{b}");
+}
+
+/// The scenario plus one episode of a prefflow-only class.
+fn scenario_with_a_prefflow_class() -> Scratch {
+    let s = scenario();
+    s.episode(
+        "run",
+        "PrefflowDinnerTask@alice",
+        vec![step(act("finished"), None)],
+        Some("score: 1\n"),
+    );
+    s
+}
+
+/// Exports `first`'s tables to `dir` (and its prefflow-only sibling).
+fn export(s: &Scratch, first: &Tables, dir: &str) -> Result<Tables, StageError> {
+    let inputs = run_inputs(first);
+    run_kind(&ExportKnowuRuns, json!({"dir": dir}), s.path(), &inputs)
+}
+
+#[test]
+fn export_keeps_prefflow_classes_apart_and_owns_its_directory() {
+    let s = scenario_with_a_prefflow_class();
+    let first = import(&s, "run").expect("import");
+    let written = export(&s, &first, "out").expect("export");
+    let w = written.get("written").expect("written");
+    let paths = strs(w, "path");
+    assert!(
+        paths.contains(&Some(
+            "out-prefflow-only/PrefflowDinnerTask@alice".to_string()
+        )),
+        "{paths:?}"
+    );
+    assert!(!s.path().join("out/PrefflowDinnerTask@alice").exists());
+    assert!(s.path().join("out/GenA/traj.json").is_file());
+    // A later export without a task removes that task's directory; nothing else is touched.
+    let fewer = first
+        .get("episodes")
+        .expect("e")
+        .clone()
+        .lazy()
+        .filter(col("task_id").neq(lit("GenA")))
+        .collect()
+        .expect("filter");
+    let inputs = [
+        input("episodes", fewer),
+        input("steps", first.get("steps").expect("s").clone()),
+    ];
+    run_kind(&ExportKnowuRuns, json!({"dir": "out"}), s.path(), &inputs).expect("re-export");
+    assert!(!s.path().join("out/GenA").exists());
+    assert!(s.path().join("out/GenB/traj.json").is_file());
+    // Content the exporter did not write is refused: KnowU's scripts would count it.
+    s.file("out/eval_report_20260101_000000.json", "{}");
+    let err = export(&s, &first, "out")
+        .expect_err("foreign report")
+        .to_string();
+    assert!(
+        err.contains("holds 1 entry the exporter did not write (eval_report_20260101_000000.json)"),
+        "{err}"
+    );
+    let err = export(&s, &first, "run")
+        .expect_err("a KnowU run")
+        .to_string();
+    assert!(
+        err.contains("export into a new or empty directory"),
+        "{err}"
+    );
+}
+
+#[test]
+fn export_writes_knowu_actions_and_results_only_where_the_metrics_count_them() {
+    let s = Scratch::new();
+    s.file("tasks.csv", TASKS)
+        .file("personas/alice.yaml", ALICE);
+    // prefflow's own steps: `finish`, a tool call, a tap; and a failed episode with a score.
+    let episodes = df!(
+        "episode_id" => ["a#v#0", "b#v#0"],
+        "task_id" => ["RoutC@alice", "GenA"],
+        "score" => [Some(1.0), Some(0.0)],
+        "status" => ["ok", "error"],
+        "error" => [None, Some("agent crashed")],
+        "prompt_tokens_agent" => [1u64, 1],
+        "completion_tokens_agent" => [1u64, 1],
+    )
+    .expect("episodes");
+    let steps = df!(
+        "episode_id" => ["a#v#0", "a#v#0", "b#v#0"],
+        "step" => [1u32, 2, 1],
+        "action_type" => ["food.place_order", "finish", "tap"],
+        "arguments" => [r#"{"dish":"Ramen"}"#, "{}", r#"{"element":3}"#],
+        "observation" => [None::<&str>, None, None],
+        "raw" => [None::<&str>, None, None],
+        "user_reply" => [None::<&str>, None, None],
+    )
+    .expect("steps");
+    let inputs = [input("episodes", episodes), input("steps", steps)];
+    run_kind(&ExportKnowuRuns, json!({"dir": "x"}), s.path(), &inputs).expect("export");
+    let traj: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(s.path().join("x/RoutC@alice/traj.json")).expect("traj"),
+    )
+    .expect("json");
+    let actions: Vec<&serde_json::Value> = traj["0"]["traj"]
+        .as_array()
+        .expect("traj")
+        .iter()
+        .map(|t| &t["action"])
+        .collect();
+    assert_eq!(
+        actions[0],
+        &json!({"action_type": "mcp", "action_name": "food.place_order", "action_json": {"dish": "Ramen"}})
+    );
+    assert_eq!(actions[1], &json!({"action_type": "finished"}));
+    // The failed episode has no result for KnowU either.
+    assert!(!s.path().join("x/GenA/result.txt").exists());
+    assert!(s.path().join("x/RoutC@alice/result.txt").exists());
+}
+
+#[test]
+fn metrics_cover_the_classes_asked_for_and_the_leaderboard_knowu_classes_only() {
+    let s = scenario_with_a_prefflow_class();
+    let imported = import(&s, "run").expect("import");
+    let inputs = run_inputs(&imported);
+    let run = |classes: &str| {
+        run_kind(
+            &KnowuMetrics,
+            json!({"tasks": "tasks.csv", "personas": "personas", "classes": classes}),
+            s.path(),
+            &inputs,
+        )
+        .expect("metrics")
+    };
+    let knowu = run("knowu");
+    let o = knowu.get("overall").expect("overall");
+    assert_eq!(strs(o, "scope"), [Some("knowu".to_string())]);
+    assert_eq!(f64s(o, "out_of_scope_episodes"), [Some(1.0)]);
+    let all = run("all");
+    let o = all.get("overall").expect("overall");
+    assert_eq!(f64s(o, "out_of_scope_episodes"), [Some(0.0)]);
+    // The prefflow class is not in tasks.csv: unmatched when in scope.
+    assert_eq!(
+        f64s(o, "unmatched_episodes")[0],
+        f64s(knowu.get("overall").expect("o"), "unmatched_episodes")[0].map(|n| n + 1.0)
+    );
+    let prefflow = run("prefflow");
+    let per = prefflow.get("episode_metrics").expect("per");
+    assert_eq!(
+        bools(per, "in_scope")
+            .iter()
+            .filter(|b| **b == Some(true))
+            .count(),
+        1
+    );
+    let board = |metrics: &Tables| {
+        run_kind(
+            &KnowuLeaderboard,
+            json!({"path": shared("leaderboard.json").to_string_lossy()}),
+            s.path(),
+            &[
+                input("overall", metrics.get("overall").expect("o").clone()),
+                input("splits", metrics.get("splits").expect("s").clone()),
+            ],
+        )
+    };
+    board(&knowu).expect("KnowU classes rank");
+    let err = board(&all).expect_err("all classes do not").to_string();
+    assert!(
+        err.contains("`classes: all`") && err.contains("classes: knowu"),
+        "{err}"
+    );
 }
