@@ -137,6 +137,13 @@ pub trait Kind: Send + Sync + 'static {
         true
     }
 
+    /// Checks what serde cannot (limits, ranges) when the plan is built, so a value that would
+    /// run for hours is a located error (exit 2) before anything runs. `field` names the
+    /// parameter, `message` follows the word "parameter".
+    fn check(&self, _params: &Self::Params) -> Result<(), ParamError> {
+        Ok(())
+    }
+
     /// Does the work.
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError>;
 }
@@ -153,7 +160,7 @@ pub trait DynKind: Send + Sync {
     fn deterministic(&self) -> bool;
     /// See [`Kind::SUMMARY`].
     fn summary(&self) -> &'static str;
-    /// Checks that `params` deserialize into the kind's parameter type.
+    /// Checks that `params` deserialize into the kind's parameter type and pass [`Kind::check`].
     fn check_params(&self, params: &Value) -> Result<(), ParamError>;
     /// See [`Kind::external_inputs`].
     fn external_inputs(&self, params: &Value) -> Vec<String>;
@@ -212,7 +219,7 @@ impl<K: Kind> DynKind for K {
         K::SUMMARY
     }
     fn check_params(&self, params: &Value) -> Result<(), ParamError> {
-        typed::<K::Params>(params).map(|_| ())
+        typed::<K::Params>(params).and_then(|p| Kind::check(self, &p))
     }
     fn external_inputs(&self, params: &Value) -> Vec<String> {
         typed::<K::Params>(params)

@@ -19,6 +19,7 @@ pub mod config;
 pub mod decision;
 pub mod error;
 pub mod exec;
+pub mod input;
 pub mod inspect;
 pub mod keys;
 pub mod kind;
@@ -31,4 +32,4 @@ pub mod store;
 pub mod sweep;
 
 pub use error::{ConfigError, Error, Location, Result, StageError};
-pub use kind::{InputTable, Kind, Registry, StageContext, Tables};
+pub use kind::{InputTable, Kind, ParamError, Registry, StageContext, Tables};
