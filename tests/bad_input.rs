@@ -87,22 +87,7 @@ const LOG: File = Edit {
     to: "",
 };
 
-/// The world, 188 candidates, and one refinement round reading `sheets/`.
-const REVIEW: &str = "pipeline: r
-stages:
-  world:
-    kind: build_world
-    params: { persona: '{repo}/datasets/personas/maya.yaml', apps: '{repo}/datasets/apps' }
-  candidates:
-    kind: generate_tasks
-    inputs: [world.sources, world.history_events]
-    params: { templates: '{repo}/datasets/tasks', count: 188, seed: 7 }
-  refined:
-    kind: import_review
-    inputs: [candidates.bundles]
-    params: { round: refinement, sheets: [sheets] }
-";
-/// [`REVIEW`] without the review stage: what a review case's store holds before it runs.
+/// The world and 188 candidates: what a review case's store holds before it runs.
 const REVIEW_PRIME: &str = "pipeline: r
 stages:
   world:
@@ -112,6 +97,12 @@ stages:
     kind: generate_tasks
     inputs: [world.sources, world.history_events]
     params: { templates: '{repo}/datasets/tasks', count: 188, seed: 7 }
+";
+/// Appended to [`REVIEW_PRIME`] as `review.yaml`: one refinement round reading `sheets/`.
+const REVIEW_STAGE: &str = "  refined:
+    kind: import_review
+    inputs: [candidates.bundles]
+    params: { round: refinement, sheets: [sheets] }
 ";
 const SHEET: &str = "datasets/reviews/refinement/amara.csv";
 const SHEET_TASK: &str = "calendar_dinner_sam-01,calendar_dinner_sam,";
@@ -242,7 +233,10 @@ fn check(case: &Case) -> Result<(), String> {
     let ws = Workspace::new();
     if let Some(prime) = case.prime {
         copy_dir(primed_store(prime), &ws.store());
-        ws.write("review.yaml", &with_repo(REVIEW));
+        ws.write(
+            "review.yaml",
+            &with_repo(&format!("{REVIEW_PRIME}{REVIEW_STAGE}")),
+        );
     }
     for f in case.files {
         write(&ws, f);

@@ -297,6 +297,14 @@ pub struct YamlProblem {
 }
 
 impl YamlProblem {
+    /// `file:line:column` (or `file` when the parser gave no position).
+    pub fn place(&self, file: &str) -> String {
+        match self.line_column {
+            Some((line, column)) => format!("{file}:{line}:{column}"),
+            None => file.to_string(),
+        }
+    }
+
     /// `message (fix: …)`, for errors that carry their location separately; a syntax error
     /// with no specific fix gets the usual causes.
     pub fn text(&self) -> String {

@@ -135,6 +135,33 @@ fn action_json() -> impl Strategy<Value = Value> {
     })
 }
 
+/// JSON shaped like a predicate: one operator key with an arbitrary value, plus other keys.
+fn operator_json() -> impl Strategy<Value = Value> {
+    const OPS: &[&str] = &[
+        "inserted",
+        "updated",
+        "deleted",
+        "exists",
+        "not",
+        "any",
+        "all",
+        "called",
+        "asked",
+        "answer_contains",
+        "answer_mentions",
+    ];
+    (
+        proptest::sample::select(OPS),
+        json(),
+        proptest::collection::vec((word(), json()), 0..3),
+    )
+        .prop_map(|(op, target, extra)| {
+            let mut m: Map<String, Value> = extra.into_iter().collect();
+            m.insert(op.to_string(), target);
+            Value::Object(m)
+        })
+}
+
 fn phone(space: ActionSpace) -> Phone<'static> {
     let config = EpisodeConfig {
         space,
@@ -222,18 +249,37 @@ proptest! {
 
     /// Predicates built from operator words (rather than any JSON) reach the deep branches.
     #[test]
-    fn operator_shaped_predicates_never_panic(
-        op in proptest::sample::select(&["inserted", "updated", "deleted", "exists", "not", "any", "all", "called", "asked", "answer_contains", "answer_mentions"][..]),
-        target in json(),
-        extra in proptest::collection::vec((word(), json()), 0..3),
-    ) {
-        let mut m: Map<String, Value> = extra.into_iter().collect();
-        m.insert(op.to_string(), target);
-        let v = Value::Object(m);
+    fn operator_shaped_predicates_never_panic(v in operator_json()) {
         if let Ok(p) = Predicate::parse(&v) {
             let ph = phone(ActionSpace::Tools);
             let slots = slots();
             let _ = Episode::new(&ph, &slots).check(&p);
         }
     }
+}
+
+/// The generators are worth their cases: a fair share of what they produce decodes, so the
+/// properties above exercise the decoders' success paths too, not only their first rejection.
+#[test]
+fn the_generators_reach_valid_actions_and_predicates() {
+    use proptest::strategy::ValueTree;
+    let mut runner = proptest::test_runner::TestRunner::new(config(1));
+    let (mut actions, mut predicates) = (0, 0);
+    for _ in 0..400 {
+        let a = action_json().new_tree(&mut runner).expect("tree").current();
+        actions += usize::from(serde_json::from_value::<Action>(a).is_ok());
+        let p = operator_json()
+            .new_tree(&mut runner)
+            .expect("tree")
+            .current();
+        predicates += usize::from(Predicate::parse(&p).is_ok());
+    }
+    assert!(
+        actions >= 20,
+        "only {actions} of 400 generated actions decode"
+    );
+    assert!(
+        predicates >= 20,
+        "only {predicates} of 400 generated predicates parse"
+    );
 }

@@ -70,7 +70,7 @@ impl Kind for BuildWorld {
     const NAME: &'static str = "build_world";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = WORLD_TABLES;
-    const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary (params: persona, apps, events, noise, seed)";
+    const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary (params: persona, apps, events, noise, seed, max_events)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.persona.clone(), params.apps.clone()]

@@ -45,7 +45,7 @@ impl Kind for GenerateTasks {
     const NAME: &'static str = "generate_tasks";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &TASK_TABLES;
-    const SUMMARY: &'static str = "world (sources, history_events) + templates → candidate tasks, slots, criteria, bundles (params: templates, count, seed)";
+    const SUMMARY: &'static str = "world (sources, history_events) + templates → candidate tasks, slots, criteria, bundles (params: templates, count, seed, max_count)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.templates.clone()]

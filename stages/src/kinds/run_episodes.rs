@@ -101,7 +101,7 @@ impl Kind for RunEpisodes {
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const DETERMINISTIC: bool = true;
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_steps, space, seed, llm, user_llm, embeddings; use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_epochs, max_steps, space, seed, llm, user_llm, embeddings; use per_item: task_id)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         let uses_prompts = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;

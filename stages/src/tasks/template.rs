@@ -165,12 +165,8 @@ pub fn load_dir(dir: &Path, shown: &str) -> Result<Vec<LoadedFile>, TaskError> {
 pub fn parse(name: &str, text: &str) -> Result<TemplateFile, TaskError> {
     prefflow_engine::config::from_yaml::<TemplateFile>(text).map_err(|e| {
         let problem = prefflow_engine::input::yaml_problem(&e);
-        let at = match problem.line_column {
-            Some((line, column)) => format!("{name}:{line}:{column}"),
-            None => name.to_string(),
-        };
         TaskError::Template {
-            at,
+            at: problem.place(name),
             message: problem.text(),
         }
     })
