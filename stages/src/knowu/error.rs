@@ -47,7 +47,7 @@ pub enum KnowuError {
         param: &'static str,
     },
     /// A JSON file does not parse.
-    #[error("{}:{line}:{column}: invalid JSON: {message}; {}", path.display(), fix_for(path))]
+    #[error("{}:{line}:{column}: invalid JSON: {message}; look for a missing comma, quote or bracket at that place ({})", path.display(), fix_for(path))]
     Json {
         /// The file.
         path: PathBuf,
