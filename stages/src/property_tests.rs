@@ -72,18 +72,7 @@ const WORDS: &[&str] = &[
     "patio",
     "2025-10-03",
     "19:30",
-    "inserted",
-    "updated",
-    "deleted",
-    "exists",
     "where",
-    "not",
-    "any",
-    "all",
-    "called",
-    "asked",
-    "answer_contains",
-    "answer_mentions",
     "field",
     "$slot",
     "$fmt",
@@ -100,9 +89,25 @@ const WORDS: &[&str] = &[
     "__",
 ];
 
+/// The predicate language's operator keys.
+const OPERATORS: &[&str] = &[
+    "inserted",
+    "updated",
+    "deleted",
+    "exists",
+    "not",
+    "any",
+    "all",
+    "called",
+    "asked",
+    "answer_contains",
+    "answer_mentions",
+];
+
 fn word() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => proptest::sample::select(WORDS).prop_map(str::to_string),
+        1 => proptest::sample::select(OPERATORS).prop_map(str::to_string),
         1 => "\\PC{0,12}",
     ]
 }
@@ -126,32 +131,118 @@ fn json() -> impl Strategy<Value = Value> {
     })
 }
 
-/// JSON shaped like an action: a known tag with arbitrary fields.
+/// JSON shaped like an action: half well-formed (each action's own fields, with values that
+/// may still be out of range), half a known tag with arbitrary fields.
 fn action_json() -> impl Strategy<Value = Value> {
-    (word(), proptest::collection::vec((word(), json()), 0..4)).prop_map(|(tag, fields)| {
-        let mut m: Map<String, Value> = fields.into_iter().collect();
-        m.insert("action".into(), Value::String(tag));
-        Value::Object(m)
+    let element = prop_oneof![(0u32..40).prop_map(Value::from), json()];
+    let text = prop_oneof![word().prop_map(Value::from), json()];
+    let well_formed = prop_oneof![
+        proptest::sample::select(&["home", "back", "finish", "submit"][..])
+            .prop_map(|a| json!({ "action": a })),
+        element
+            .clone()
+            .prop_map(|e| json!({ "action": "tap", "element": e })),
+        (element, text.clone())
+            .prop_map(|(e, t)| json!({ "action": "type", "element": e, "text": t })),
+        proptest::sample::select(&["up", "down", "sideways"][..])
+            .prop_map(|d| json!({ "action": "scroll", "direction": d })),
+        word().prop_map(|a| json!({ "action": "open_app", "app": a })),
+        text.clone()
+            .prop_map(|t| json!({ "action": "ask_user", "text": t })),
+        text.prop_map(|t| json!({ "action": "answer", "text": t })),
+        (word(), proptest::collection::vec((word(), json()), 0..4)).prop_map(|(tool, args)| {
+            let args: Map<String, Value> = args.into_iter().collect();
+            json!({ "action": "call", "tool": tool, "args": args })
+        }),
+    ];
+    let loose =
+        (word(), proptest::collection::vec((word(), json()), 0..4)).prop_map(|(tag, fields)| {
+            let mut m: Map<String, Value> = fields.into_iter().collect();
+            m.insert("action".into(), Value::String(tag));
+            Value::Object(m)
+        });
+    prop_oneof![well_formed, loose]
+}
+
+/// A condition's test value: a literal, a slot, a text with slots, or an operator.
+fn test_value() -> impl Strategy<Value = Value> {
+    let literal = prop_oneof![
+        word().prop_map(Value::from),
+        (-3i64..40).prop_map(Value::from)
+    ];
+    prop_oneof![
+        literal.clone(),
+        proptest::sample::select(&["party", "cuisine", "nope"][..])
+            .prop_map(|s| json!({ "$slot": s })),
+        word().prop_map(|t| json!({ "$fmt": format!("{t} {{slot.party}}") })),
+        literal.clone().prop_map(|v| json!({ "eq": v })),
+        literal.clone().prop_map(|v| json!({ "ne": v })),
+        proptest::collection::vec(literal, 0..3).prop_map(|v| json!({ "one_of": v })),
+        word().prop_map(|v| json!({ "contains": v })),
+        (-3i64..40).prop_map(|v| json!({ "min": v })),
+        (-3i64..40).prop_map(|v| json!({ "max": v })),
+        json(),
+    ]
+}
+
+fn conditions() -> impl Strategy<Value = Value> {
+    const PATHS: &[&str] = &[
+        "date",
+        "time",
+        "party_size",
+        "seating",
+        "restaurant",
+        "restaurant.cuisine",
+        "title",
+        "body",
+        "folder.name",
+        "nope",
+    ];
+    proptest::collection::vec((proptest::sample::select(PATHS), test_value()), 0..3)
+        .prop_map(|c| Value::Object(c.into_iter().map(|(k, v)| (k.to_string(), v)).collect()))
+}
+
+/// Predicates as the language spells them (with unknown names and odd values mixed in), nested
+/// through `not`, `any` and `all`.
+fn predicate_json() -> impl Strategy<Value = Value> {
+    const TABLES: &[&str] = &[
+        "dinespot.reservations",
+        "dinespot.restaurants",
+        "calendar.events",
+        "notes.notes",
+        "nope.things",
+        "dinespot",
+    ];
+    const TOOLS: &[&str] = &["dinespot.book_table", "notes.create_note", "nope.op"];
+    let table = proptest::sample::select(TABLES);
+    let leaf = prop_oneof![
+        (
+            proptest::sample::select(&["inserted", "updated", "deleted", "exists"][..]),
+            table.clone(),
+            conditions()
+        )
+            .prop_map(|(op, t, w)| json!({ op: t, "where": w })),
+        (proptest::sample::select(TOOLS), conditions())
+            .prop_map(|(t, a)| json!({ "called": t, "args": a })),
+        word().prop_map(|w| json!({ "asked": w })),
+        proptest::collection::vec(word(), 1..3).prop_map(|w| json!({ "answer_contains": w })),
+        (table, word(), conditions())
+            .prop_map(|(t, f, w)| json!({ "answer_mentions": t, "field": f, "where": w })),
+    ];
+    leaf.prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            inner.clone().prop_map(|p| json!({ "not": p })),
+            proptest::collection::vec(inner.clone(), 1..3).prop_map(|p| json!({ "any": p })),
+            proptest::collection::vec(inner, 1..3).prop_map(|p| json!({ "all": p })),
+        ]
     })
 }
 
-/// JSON shaped like a predicate: one operator key with an arbitrary value, plus other keys.
+/// JSON shaped like a predicate: half as the language spells them, half one operator key with
+/// an arbitrary value plus other keys.
 fn operator_json() -> impl Strategy<Value = Value> {
-    const OPS: &[&str] = &[
-        "inserted",
-        "updated",
-        "deleted",
-        "exists",
-        "not",
-        "any",
-        "all",
-        "called",
-        "asked",
-        "answer_contains",
-        "answer_mentions",
-    ];
-    (
-        proptest::sample::select(OPS),
+    let loose = (
+        proptest::sample::select(OPERATORS),
         json(),
         proptest::collection::vec((word(), json()), 0..3),
     )
@@ -159,7 +250,8 @@ fn operator_json() -> impl Strategy<Value = Value> {
             let mut m: Map<String, Value> = extra.into_iter().collect();
             m.insert(op.to_string(), target);
             Value::Object(m)
-        })
+        });
+    prop_oneof![predicate_json(), loose]
 }
 
 fn phone(space: ActionSpace) -> Phone<'static> {
@@ -231,7 +323,7 @@ proptest! {
     /// canonical JSON and can be judged on a phone that has done things.
     #[test]
     fn predicates_parse_round_trip_and_judge_without_panicking(
-        v in json(),
+        v in prop_oneof![json(), operator_json()],
         actions in proptest::collection::vec(action_json(), 0..4),
     ) {
         let Ok(p) = Predicate::parse(&v) else { return Ok(()) };
