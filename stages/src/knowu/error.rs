@@ -47,7 +47,7 @@ pub enum KnowuError {
         param: &'static str,
     },
     /// A JSON file does not parse.
-    #[error("{}:{line}:{column}: invalid JSON: {message}; look for a missing comma, quote or bracket at that place ({})", path.display(), fix_for(path))]
+    #[error("{}:{line}:{column}: invalid JSON: {message}; {}", path.display(), fix_for(path))]
     Json {
         /// The file.
         path: PathBuf,
@@ -134,11 +134,15 @@ impl KnowuError {
 
     /// A located YAML error from serde-saphyr in the file at `path`.
     pub fn yaml(path: &Path, e: &serde_saphyr::Error) -> Self {
-        let problem = prefflow_engine::input::yaml_problem(e);
-        Self::Yaml {
-            location: problem.place(&path.display().to_string()),
-            message: problem.text(),
-        }
+        let location = e.location().map_or_else(
+            || path.display().to_string(),
+            |l| prefflow_engine::config::location(path, &l).to_string(),
+        );
+        let message = e.without_snippet().to_string();
+        let message = crate::world::yaml::strip_position(&message)
+            .trim()
+            .to_string();
+        Self::Yaml { location, message }
     }
 
     /// A wrong-shape error for `field` of the JSON file at `path`.
