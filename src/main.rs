@@ -531,6 +531,7 @@ fn print_summary(record: &RunRecord) {
             Status::Cached => "cached",
             Status::Failed => "FAILED",
             Status::Skipped => "skipped",
+            Status::Disabled => "disabled",
             Status::NotSelected => continue,
         };
         let rows: Vec<String> = inst
@@ -559,12 +560,16 @@ fn print_summary(record: &RunRecord) {
     }
     let s = &record.summary;
     println!(
-        "pipeline {}: {} stages executed, {} cached, {} failed, {} skipped; items: {} executed, {} cached, {} failed ({:.2}s)",
+        "pipeline {}: {} stages executed, {} cached, {} failed, {} skipped{}; items: {} executed, {} cached, {} failed ({:.2}s)",
         record.pipeline,
         s.stages_executed,
         s.stages_cached,
         s.stages_failed,
         s.stages_skipped,
+        match s.stages_disabled {
+            0 => String::new(),
+            n => format!(", {n} disabled"),
+        },
         s.items_executed,
         s.items_cached,
         s.items_failed,
@@ -600,6 +605,7 @@ fn print_plan(lines: &[inspect::PlanLine]) {
         match &line.status {
             PlanStatus::Hit { .. } => println!("  hit    {}", line.label),
             PlanStatus::NotSelected => {}
+            PlanStatus::Disabled { reason } => println!("  off    {} ({reason})", line.label),
             PlanStatus::AfterUpstream { upstream } => {
                 println!(
                     "  later  {} (runs if `{upstream}` produces new output)",

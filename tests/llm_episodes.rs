@@ -1,6 +1,6 @@
 //! `run_episodes` with the `llm` agent and the `llm` user simulator through the real CLI,
-//! against a scripted OpenAI-compatible server on 127.0.0.1: skipped until the endpoint
-//! variable is set (and not stuck skipped after), both action spaces, record/replay (an engine
+//! against a scripted OpenAI-compatible server on 127.0.0.1: disabled (`when:`) until the
+//! endpoint variable is set (and not stuck disabled after), both action spaces, record/replay (an engine
 //! re-run and a model-cache re-run send nothing), `--offline` replay giving the same tables, an
 //! unrecorded episode failing offline with exit 2, and transport faults becoming `error`
 //! episodes while sibling tasks finish.
@@ -100,14 +100,14 @@ fn clear_engine_cache(ws: &Workspace) {
 
 /// Both spaces, with the llm simulator: the agent asks every turn (a reply carrying the
 /// question both as JSON content and as a tool call), so every episode uses both models.
-const PLAY: &str = "    sweep: { space: [gui, tools] }
+const PLAY: &str = "    when: { env: PREFFLOW_TEST_EPISODES_URL }
+    sweep: { space: [gui, tools] }
     params:
       agent: llm
       simulator: llm
       history: \"top_k:5\"
       max_steps: 3
       prompts: 'PROMPTS'
-      skip_unless_env: PREFFLOW_TEST_EPISODES_URL
       llm: LLM
 ";
 
@@ -126,16 +126,19 @@ fn llm_episodes_are_skipped_recorded_replayed_and_replayed_offline() {
         .replace("LLM", &llm_block(5.0));
     ws.write("p.yaml", &pipeline(3, &play));
 
-    // Without the endpoint variable: empty tables, and the log says why.
-    let stderr = ok(run(&ws, None, &[]));
+    // Without the endpoint variable: disabled (no tables, no error), and the summary says why.
+    let out = run(&ws, None, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    ok(out);
     assert!(
-        stderr.contains("skipped") && stderr.contains(URL_VAR),
-        "{stderr}"
+        stdout.contains("disabled") && stdout.contains(&format!("{URL_VAR} is not set")),
+        "{stdout}"
     );
-    assert_eq!(ws.table("play.episodes", Some("space=gui")).height(), 0);
+    let record = ws.last_run("llm_episodes");
+    assert_eq!(statuses(&record)["play[space=gui]"], "disabled");
     assert!(server.requests().is_empty());
 
-    // With it, the skipped result is not reused: 3 tasks × 2 spaces × (3 agent + 3 user) calls.
+    // With it, the stage runs: 3 tasks × 2 spaces × (3 agent + 3 user) calls.
     ok(run(&ws, Some(&server.url), &[]));
     assert_eq!(server.requests().len(), 36);
     let first = tables(&ws);

@@ -7,6 +7,7 @@ mod common;
 mod engine_cache;
 mod engine_errors;
 mod engine_items;
+mod engine_kinds;
 mod engine_tools;
 mod episodes;
 mod iprefbench;

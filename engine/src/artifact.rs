@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::keys::{hash_bytes, hash_json};
 use crate::kind::Tables;
 use crate::store::Store;
+use crate::usage::Usage;
 
 /// Bumped when the key or manifest layout changes, invalidating every cached result.
 pub const ENGINE_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+keys1");
@@ -44,6 +45,9 @@ pub struct KeyParts {
     /// For items: the item's column, value and the hash of its rows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub item: Option<ItemIdentity>,
+    /// The stage's `when:` condition, as described by [`crate::when::When::describe`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub when: Option<String>,
 }
 
 impl KeyParts {
@@ -117,9 +121,10 @@ pub struct Manifest {
     /// Keys of the item manifests a per-item stage's output was assembled from.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub item_keys: Vec<String>,
-    /// Resource usage reported by the kind (tokens, cost…); free-form.
-    #[serde(default)]
-    pub usage: Value,
+    /// What the model calls behind this result cost, by role and model (see [`crate::usage`]);
+    /// for a per-item stage, the sum over its items.
+    #[serde(default, skip_serializing_if = "Usage::is_empty")]
+    pub usage: Usage,
 }
 
 /// Store key of a recipe manifest.

@@ -69,7 +69,8 @@ pub struct StageSpec {
     #[serde(default)]
     #[schemars(with = "Option<IndexMap<String, Value>>")]
     pub sweep: Option<Spanned<IndexMap<String, Value>>>,
-    /// At most this many items of this stage run at once (default: number of CPUs).
+    /// At most this many items of this stage run at once (default: number of CPUs; 1,024 for
+    /// async kinds, whose items wait on I/O and are bounded by resource pools).
     #[serde(default)]
     #[schemars(with = "Option<u32>")]
     pub concurrency: Option<Spanned<u32>>,
@@ -88,6 +89,12 @@ pub struct StageSpec {
     /// variants: aggregate tables, paired differences, reports.
     #[serde(default)]
     pub gather: bool,
+    /// Run the stage only when this holds, e.g. `when: { env: PREFFLOW_LLM_BASE_URL }`;
+    /// otherwise it is disabled (no result, no error, `plan` says why), and so is every stage
+    /// that needs it, except that a `gather` stage goes on without it. Part of the key.
+    #[serde(default)]
+    #[schemars(with = "Option<crate::when::When>")]
+    pub when: Option<Spanned<crate::when::When>>,
 }
 
 /// A parsed pipeline file together with where it came from.

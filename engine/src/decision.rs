@@ -20,7 +20,7 @@ use crate::artifact::{
 use crate::error::Result;
 use crate::keys::{hash_path, item_groups, ItemGroup};
 use crate::plan::Instance;
-use crate::record::{InstanceRecord, RunRecord};
+use crate::record::{InstanceRecord, RunRecord, Status};
 use crate::store::Store;
 
 /// The decision for one stage instance.
@@ -30,11 +30,32 @@ pub struct Decision {
     pub parts: KeyParts,
     /// The recipe key.
     pub key: String,
-    /// The cached result, when it is complete and valid; `None` means the instance must run.
-    pub hit: Option<Manifest>,
+    /// What to do.
+    pub verdict: Verdict,
     /// For a miss, why it must run; for a hit, how it differs from the last successful run
     /// (non-empty when an older result is reused, e.g. after reverting a parameter).
     pub reasons: Vec<String>,
+}
+
+/// What to do with an instance.
+#[derive(Debug, Clone)]
+pub enum Verdict {
+    /// Use this complete, valid result.
+    Hit(Box<Manifest>),
+    /// Run it.
+    Miss,
+    /// Do not run it: its `when:` condition, or an upstream instance's, does not hold (why).
+    Disabled(String),
+}
+
+impl Decision {
+    /// The cached result, on a hit.
+    pub fn hit(&self) -> Option<&Manifest> {
+        match &self.verdict {
+            Verdict::Hit(m) => Some(m),
+            _ => None,
+        }
+    }
 }
 
 /// Why a stored result cannot be used, when its key is known.
@@ -59,6 +80,15 @@ pub fn decide(
 ) -> Result<Decision> {
     let parts = key_parts(inst, upstream, workdir);
     let key = parts.key();
+    let known: Vec<Option<&InstanceRecord>> = upstream.iter().map(|u| Some(u.as_ref())).collect();
+    if let Some(why) = disabled(inst, &known) {
+        return Ok(Decision {
+            parts,
+            key,
+            verdict: Verdict::Disabled(why),
+            reasons: Vec::new(),
+        });
+    }
     let (hit, unusable) = match load_manifest(store, &recipe_path(&key))? {
         None => (None, Some(Unusable::NoResult)),
         Some(m) => {
@@ -76,9 +106,31 @@ pub fn decide(
     Ok(Decision {
         parts,
         key,
-        hit,
+        verdict: hit.map_or(Verdict::Miss, |m| Verdict::Hit(Box::new(m))),
         reasons,
     })
+}
+
+/// Why `inst` is disabled: its own condition does not hold, or an input it cannot do without
+/// is disabled. A `gather` stage goes on as long as one of its inputs is enabled. `upstream`
+/// holds the records of its upstream instances in binding order, `None` where not known yet
+/// (`plan` before they run): an unknown instance counts as enabled.
+pub fn disabled(inst: &Instance, upstream: &[Option<&InstanceRecord>]) -> Option<String> {
+    if let Some(why) = inst.when.as_ref().and_then(|w| w.unmet()) {
+        return Some(why);
+    }
+    let off = |up: &Option<&InstanceRecord>| up.is_some_and(|u| u.status == Status::Disabled);
+    let gather = inst.bindings.iter().any(|b| b.gathered_variant.is_some());
+    if gather {
+        return (!upstream.is_empty() && upstream.iter().all(off))
+            .then(|| "every input is disabled".to_string());
+    }
+    upstream
+        .iter()
+        .find(|up| off(up))
+        .copied()
+        .flatten()
+        .map(|up| format!("upstream `{}` is disabled", up.label()))
 }
 
 /// The key of an instance, given its upstream results (in binding order).
@@ -112,6 +164,7 @@ fn key_parts(inst: &Instance, upstream: &[Arc<InstanceRecord>], workdir: &Path) 
         inputs,
         external,
         item: None,
+        when: inst.when.as_ref().map(|w| w.describe()),
     }
 }
 
@@ -294,6 +347,10 @@ pub fn diff_parts(old: &KeyParts, new: &KeyParts) -> Vec<String> {
             "kind `{}` version: {} → {}",
             new.kind, old.kind_version, new.kind_version
         ));
+    }
+    if old.when != new.when {
+        let show = |w: &Option<String>| w.clone().unwrap_or_else(|| "always".into());
+        out.push(format!("when: {} → {}", show(&old.when), show(&new.when)));
     }
     diff_values("params", &old.params, &new.params, &mut out);
     diff_maps("input", "data", &old.inputs, &new.inputs, &mut out);

@@ -139,9 +139,15 @@ pub enum StageError {
     /// User data is wrong (file, sheet, column); retrying cannot help. Reported as exit code 2.
     #[error("bad input: {0}")]
     Input(String),
-    /// A temporary condition (rate limit, timeout, reset); retried with backoff.
+    /// A temporary condition (rate limit, timeout, reset); the engine retries it with backoff
+    /// when the stage sets `retries:`.
     #[error("transient: {0}")]
     Transient(String),
+    /// A temporary condition that the layer which met it (a model or device client) already
+    /// retried until its own policy gave up. The engine does not retry it again: a failure is
+    /// retried in one layer only (see [`crate::retry`]).
+    #[error("transient, retries exhausted: {0}")]
+    Exhausted(String),
     /// Any other failure; not retried.
     #[error("{0}")]
     Failed(String),

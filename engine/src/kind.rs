@@ -3,9 +3,20 @@
 //! A kind is a Rust type implementing [`Kind`] with typed, serde-deserialized parameters. The
 //! engine only sees the object-safe [`DynKind`] view, so kinds from any crate can be registered by
 //! name in a [`Registry`] and referenced from YAML.
+//!
+//! A kind's life in one run, per stage instance (a stage under one variant) that has work to do:
+//! 1. [`Kind::prepare`] once, on a blocking thread, with every input table whole: it builds the
+//!    [`Kind::State`] that every item of the instance shares (a parsed world, an index, compiled
+//!    templates, a client), and that is dropped when the instance is done;
+//! 2. then, per item (or once for a stage without `per_item`), [`Kind::run`] on the blocking pool
+//!    for CPU-bound kinds, or [`Kind::run_async`] awaited on the engine's tokio runtime for
+//!    I/O-bound kinds ([`Kind::EXECUTION`]); either reads the state as `ctx.state`.
 
+use std::any::Any;
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::pin::Pin;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
@@ -14,6 +25,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::StageError;
+use crate::usage::UsageMeter;
 
 /// Named output tables of one stage (or one item of a per-item stage).
 #[derive(Debug, Clone, Default)]
@@ -54,14 +66,17 @@ impl InputTable {
     }
 }
 
-/// Everything a stage sees while running: its inputs and where it runs. Stages talk to each other
-/// only through these tables.
-pub struct StageContext<'a> {
+/// Everything a stage sees while running: its inputs, where it runs, and its instance's
+/// prepared state. Stages talk to each other only through these tables.
+///
+/// `S` is the kind's [`Kind::State`]; `()` (the default) for kinds without one and in
+/// [`Kind::prepare`]. Every field is a reference or a copy, so a context is cheap to make.
+pub struct StageContext<'a, S = ()> {
     /// The stage's name in the pipeline.
     pub stage: &'a str,
     /// The variant name (`""` when the stage is not swept).
     pub variant: &'a str,
-    /// The item value for per-item stages.
+    /// The item value for per-item stages (`None` in `prepare` and for whole stages).
     pub item: Option<&'a str>,
     /// A seed derived from the stage's cache key: stable across runs, distinct per item.
     pub seed: u64,
@@ -69,16 +84,42 @@ pub struct StageContext<'a> {
     pub attempt: u32,
     /// Directory relative paths in params are resolved against.
     pub workdir: &'a Path,
-    /// Upstream tables in the order of `inputs`.
+    /// Upstream tables in the order of `inputs`. For a per-item stage the first one holds only
+    /// this item's rows, except in `prepare`, which sees every table whole.
     pub inputs: &'a [InputTable],
     /// The run's store, for kinds that memoize expensive external calls (e.g. model requests)
     /// under their own key prefix, so a finished pipeline re-runs with no external calls.
     pub cache: &'a dyn crate::store::Store,
     /// When true, external calls must be served from `cache`; a miss is an error.
     pub offline: bool,
+    /// What [`Kind::prepare`] built for this instance, shared by all its items.
+    pub state: &'a S,
+    /// Where the kind reports what its model calls cost (see [`crate::usage`]); the engine
+    /// writes it into the result's manifest.
+    pub usage: &'a UsageMeter,
 }
 
-impl StageContext<'_> {
+impl<'a, S> StageContext<'a, S> {
+    /// The same context with `state` as its prepared state.
+    pub fn with_state<'b, T>(&'b self, state: &'b T) -> StageContext<'b, T>
+    where
+        'a: 'b,
+    {
+        StageContext {
+            stage: self.stage,
+            variant: self.variant,
+            item: self.item,
+            seed: self.seed,
+            attempt: self.attempt,
+            workdir: self.workdir,
+            inputs: self.inputs,
+            cache: self.cache,
+            offline: self.offline,
+            state,
+            usage: self.usage,
+        }
+    }
+
     /// An input by `stage.table`, by `stage` (when it has one table) or by table name.
     pub fn input(&self, name: &str) -> Result<&DataFrame, StageError> {
         let by_label = self.inputs.iter().find(|t| t.label() == name);
@@ -110,10 +151,31 @@ impl StageContext<'_> {
     }
 }
 
+/// How a kind's work is run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Execution {
+    /// CPU-bound work: [`Kind::run`] on tokio's blocking pool, at most `concurrency` items at
+    /// once (default: one per core). The default.
+    Blocking,
+    /// I/O-bound work (model endpoints, remote devices): [`Kind::run_async`] awaited on the
+    /// engine's runtime, so thousands of items can wait on the network without a thread each.
+    /// Default `concurrency` is [`ASYNC_CONCURRENCY`]; resource pools bound it further.
+    Async,
+}
+
+/// Items of an [`Execution::Async`] kind in flight at once when the stage sets no `concurrency`.
+pub const ASYNC_CONCURRENCY: usize = 1024;
+
 /// A stage kind with typed parameters. Implement this; register with [`Registry::register`].
+///
+/// The smallest kind sets `type State = ();` and implements [`Kind::run`]. A kind whose items
+/// share expensive setup builds it in [`Kind::prepare`]; an I/O-bound kind sets
+/// `const EXECUTION: Execution = Execution::Async` and implements [`Kind::run_async`].
 pub trait Kind: Send + Sync + 'static {
     /// Parameters, deserialized from the stage's `params` (use `deny_unknown_fields`).
     type Params: DeserializeOwned + Send + Sync;
+    /// What [`Kind::prepare`] builds once per instance; `()` for kinds that need nothing.
+    type State: Send + Sync + 'static;
     /// The name used in YAML `kind:`.
     const NAME: &'static str;
     /// Bump to invalidate every cached result of this kind.
@@ -124,6 +186,8 @@ pub trait Kind: Send + Sync + 'static {
     const DETERMINISTIC: bool = true;
     /// One line for `prefflow kinds`.
     const SUMMARY: &'static str;
+    /// Whether items call [`Kind::run`] on a blocking thread or await [`Kind::run_async`].
+    const EXECUTION: Execution = Execution::Blocking;
 
     /// Files or directories (relative to the working directory) whose content is part of the cache
     /// key, so editing a dataset re-runs the stages that read it.
@@ -144,9 +208,55 @@ pub trait Kind: Send + Sync + 'static {
         Ok(())
     }
 
-    /// Does the work.
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError>;
+    /// Builds the instance's shared state, once, before its first item runs (and not at all when
+    /// every result is cached). `ctx.inputs` are whole, `ctx.item` is `None`. An error fails the
+    /// instance; a transient one is retried like an item's.
+    ///
+    /// The default serves kinds whose `State` is `()`.
+    fn prepare(
+        &self,
+        _params: &Self::Params,
+        _ctx: &StageContext<'_>,
+    ) -> Result<Self::State, StageError> {
+        let unit: Box<dyn Any> = Box::new(());
+        unit.downcast::<Self::State>().map(|s| *s).map_err(|_| {
+            StageError::Failed(format!(
+                "kind `{}` declares a `State` but does not implement `prepare` (a bug in the kind)",
+                Self::NAME
+            ))
+        })
+    }
+
+    /// Does the work of one item (or of the whole stage), on a blocking thread. Required for
+    /// [`Execution::Blocking`] kinds.
+    fn run(
+        &self,
+        _params: &Self::Params,
+        _ctx: &StageContext<'_, Self::State>,
+    ) -> Result<Tables, StageError> {
+        Err(unimplemented_mode(Self::NAME, "run", "Blocking"))
+    }
+
+    /// Does the work of one item (or of the whole stage) as a future the engine awaits on its
+    /// runtime. Required for [`Execution::Async`] kinds. It must not block: do CPU-heavy parts in
+    /// `prepare`, or with `tokio::task::spawn_blocking`.
+    fn run_async<'a>(
+        &'a self,
+        _params: &'a Self::Params,
+        _ctx: &'a StageContext<'a, Self::State>,
+    ) -> impl Future<Output = Result<Tables, StageError>> + Send + 'a {
+        std::future::ready(Err(unimplemented_mode(Self::NAME, "run_async", "Async")))
+    }
 }
+
+fn unimplemented_mode(kind: &str, method: &str, mode: &str) -> StageError {
+    StageError::Failed(format!(
+        "kind `{kind}` does not implement `{method}`, which its EXECUTION ({mode}) calls (a bug in the kind)"
+    ))
+}
+
+/// A boxed future of a kind's result, as the object-safe layer hands it to the engine.
+pub type TablesFuture<'a> = Pin<Box<dyn Future<Output = Result<Tables, StageError>> + Send + 'a>>;
 
 /// The engine's object-safe view of a kind. Implemented for every [`Kind`].
 pub trait DynKind: Send + Sync {
@@ -160,14 +270,57 @@ pub trait DynKind: Send + Sync {
     fn deterministic(&self) -> bool;
     /// See [`Kind::SUMMARY`].
     fn summary(&self) -> &'static str;
+    /// See [`Kind::EXECUTION`].
+    fn execution(&self) -> Execution;
     /// Checks that `params` deserialize into the kind's parameter type and pass [`Kind::check`].
     fn check_params(&self, params: &Value) -> Result<(), ParamError>;
     /// See [`Kind::external_inputs`].
     fn external_inputs(&self, params: &Value) -> Vec<String>;
     /// See [`Kind::cached_output_is_valid`].
     fn cached_output_is_valid(&self, params: &Value, workdir: &Path) -> bool;
-    /// Deserializes `params` and runs the kind.
+    /// Deserializes `params` once and runs [`Kind::prepare`]: the result runs every item.
+    fn prepare(
+        self: Arc<Self>,
+        params: &Value,
+        ctx: &StageContext<'_>,
+    ) -> Result<Arc<dyn PreparedKind>, StageError>;
+    /// Prepares and runs once, blocking the calling thread (for tests and one-off calls; an
+    /// async kind runs on a private runtime, so do not call this from inside one).
     fn run(&self, params: &Value, ctx: &StageContext<'_>) -> Result<Tables, StageError>;
+}
+
+/// An instance's kind with its typed parameters and prepared state: what runs the items.
+pub trait PreparedKind: Send + Sync {
+    /// See [`Kind::EXECUTION`].
+    fn execution(&self) -> Execution;
+    /// Runs [`Kind::run`] with the prepared state.
+    fn run(&self, ctx: &StageContext<'_>) -> Result<Tables, StageError>;
+    /// Runs [`Kind::run_async`] with the prepared state.
+    fn run_async<'a>(&'a self, ctx: &'a StageContext<'a>) -> TablesFuture<'a>;
+}
+
+/// The typed [`PreparedKind`] of kind `K`.
+struct Prepared<K: Kind> {
+    kind: Arc<K>,
+    params: K::Params,
+    state: K::State,
+}
+
+impl<K: Kind> PreparedKind for Prepared<K> {
+    fn execution(&self) -> Execution {
+        K::EXECUTION
+    }
+
+    fn run(&self, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        self.kind.run(&self.params, &ctx.with_state(&self.state))
+    }
+
+    fn run_async<'a>(&'a self, ctx: &'a StageContext<'a>) -> TablesFuture<'a> {
+        Box::pin(async move {
+            let ctx = ctx.with_state(&self.state);
+            self.kind.run_async(&self.params, &ctx).await
+        })
+    }
 }
 
 /// Why parameters do not fit a kind, and which one (a dotted path) is at fault.
@@ -218,6 +371,9 @@ impl<K: Kind> DynKind for K {
     fn summary(&self) -> &'static str {
         K::SUMMARY
     }
+    fn execution(&self) -> Execution {
+        K::EXECUTION
+    }
     fn check_params(&self, params: &Value) -> Result<(), ParamError> {
         typed::<K::Params>(params).and_then(|p| Kind::check(self, &p))
     }
@@ -231,9 +387,31 @@ impl<K: Kind> DynKind for K {
             .map(|p| Kind::cached_output_is_valid(self, &p, workdir))
             .unwrap_or(false)
     }
+    fn prepare(
+        self: Arc<Self>,
+        params: &Value,
+        ctx: &StageContext<'_>,
+    ) -> Result<Arc<dyn PreparedKind>, StageError> {
+        let params = typed::<K::Params>(params).map_err(|e| StageError::Input(e.message))?;
+        let state = Kind::prepare(self.as_ref(), &params, ctx)?;
+        Ok(Arc::new(Prepared {
+            kind: self,
+            params,
+            state,
+        }))
+    }
     fn run(&self, params: &Value, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let p = typed::<K::Params>(params).map_err(|e| StageError::Input(e.message))?;
-        Kind::run(self, &p, ctx)
+        let state = Kind::prepare(self, &p, ctx)?;
+        let ctx = ctx.with_state(&state);
+        match K::EXECUTION {
+            Execution::Blocking => Kind::run(self, &p, &ctx),
+            Execution::Async => tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .map_err(|e| StageError::Failed(format!("cannot start a runtime: {e}")))?
+                .block_on(Kind::run_async(self, &p, &ctx)),
+        }
     }
 }
 
@@ -249,7 +427,8 @@ impl Registry {
         Self::default()
     }
 
-    /// A registry holding the engine's generic kinds (`read_table`, `query`, `write_table`, `probe`).
+    /// A registry holding the engine's generic kinds (`read_table`, `query`, `write_table`, `probe`,
+    /// `probe_async`).
     pub fn with_generic_kinds() -> Self {
         let mut registry = Self::new();
         crate::kinds::register(&mut registry);

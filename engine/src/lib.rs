@@ -28,8 +28,12 @@ pub mod params;
 pub mod plan;
 pub mod progress;
 pub mod record;
+pub mod retry;
 pub mod store;
 pub mod sweep;
+pub mod usage;
+pub mod when;
 
 pub use error::{ConfigError, Error, Location, Result, StageError};
-pub use kind::{InputTable, Kind, ParamError, Registry, StageContext, Tables};
+pub use kind::{Execution, InputTable, Kind, ParamError, Registry, StageContext, Tables};
+pub use usage::{Usage, UsageCounts};

@@ -17,9 +17,10 @@ use serde_json::Value;
 
 use crate::config::{at, InputRef, PipelineFile, StageSpec};
 use crate::error::{ConfigError, Error, Location, Result};
-use crate::kind::{DynKind, Registry};
+use crate::kind::{DynKind, Execution, Registry, ASYNC_CONCURRENCY};
 use crate::params::{get_path, interpolate, set_path, Override};
 use crate::sweep::{Sweep, Variant};
+use crate::when::When;
 
 /// A validated pipeline, ready to execute.
 pub struct Plan {
@@ -75,6 +76,8 @@ pub struct Instance {
     pub backoff_ms: u64,
     /// Resource pools each running item holds a slot of.
     pub pools: Vec<String>,
+    /// The stage's condition (`when:`), if any.
+    pub when: Option<When>,
 }
 
 impl Instance {
@@ -172,10 +175,11 @@ impl Plan {
                         .concurrency
                         .as_ref()
                         .map(|c| c.value.max(1) as usize)
-                        .unwrap_or_else(default_concurrency),
+                        .unwrap_or_else(|| default_concurrency(c.kind.execution())),
                     retries: c.spec.retries.unwrap_or(0),
                     backoff_ms: c.spec.retry_backoff_ms.unwrap_or(200),
                     pools: c.spec.resources.iter().map(|r| r.value.clone()).collect(),
+                    when: c.spec.when.as_ref().map(|w| w.value.clone()),
                 });
                 by_stage.entry(stage).or_default().push(id);
             }
@@ -241,10 +245,15 @@ impl Plan {
     }
 }
 
-fn default_concurrency() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
+/// Items in flight per instance when the stage sets no `concurrency`: one per core for
+/// CPU-bound kinds; for async kinds, as many as resource pools allow.
+fn default_concurrency(execution: Execution) -> usize {
+    match execution {
+        Execution::Blocking => std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(2),
+        Execution::Async => ASYNC_CONCURRENCY,
+    }
 }
 
 type StageOverrides = HashMap<String, Vec<Override>>;
@@ -391,6 +400,15 @@ fn check_stages<'a>(
                 format!("stage name `{name}` must not be empty or contain `.`"),
                 Some("use letters, digits, `_` or `-`".into()),
             ));
+        }
+        if let Some(when) = &stage_spec.when {
+            if let Some((message, hint)) = when.value.problem() {
+                errors.push(ConfigError::new(
+                    at(path, when),
+                    format!("stage `{name}`: {message}"),
+                    Some(hint),
+                ));
+            }
         }
         let refs = check_inputs(path, name, stage_spec, spec, &outputs_of, errors);
         check_per_item(path, name, stage_spec, &refs, errors);

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::artifact::{ItemCounts, Manifest, TableEntry};
 use crate::error::{Error, Result};
 use crate::store::Store;
+use crate::usage::Usage;
 
 /// What happened to one stage instance in a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +27,8 @@ pub enum Status {
     Skipped,
     /// Not needed for `--only`.
     NotSelected,
+    /// Not run because its `when:` condition (or an upstream instance's) does not hold.
+    Disabled,
 }
 
 impl Status {
@@ -68,9 +71,13 @@ pub struct InstanceRecord {
     /// unchanged: early cutoff).
     #[serde(default)]
     pub unchanged_output: bool,
-    /// Failure or skip reason.
+    /// Failure, skip or disable reason.
     #[serde(default)]
     pub message: Option<String>,
+    /// What this run spent on the instance's model calls (prepare and the items it ran; none
+    /// for a cached instance). The result's own total is in its manifest.
+    #[serde(default, skip_serializing_if = "Usage::is_empty")]
+    pub usage: Usage,
 }
 
 impl InstanceRecord {
@@ -89,6 +96,7 @@ impl InstanceRecord {
             seconds: 0.0,
             unchanged_output: false,
             message: None,
+            usage: Usage::default(),
         }
     }
 
@@ -148,6 +156,9 @@ pub struct Summary {
     pub stages_failed: usize,
     /// Instances skipped because of an upstream failure.
     pub stages_skipped: usize,
+    /// Instances not run because their `when:` condition does not hold.
+    #[serde(default)]
+    pub stages_disabled: usize,
     /// Items computed.
     pub items_executed: usize,
     /// Items served from the store (including those of cached instances).
@@ -201,6 +212,7 @@ impl RunRecord {
                 Status::Cached => s.stages_cached += 1,
                 Status::Failed => s.stages_failed += 1,
                 Status::Skipped => s.stages_skipped += 1,
+                Status::Disabled => s.stages_disabled += 1,
                 Status::NotSelected => {}
             }
             if let Some(items) = &i.items {

@@ -10,6 +10,7 @@ use crate::artifact::{
 use crate::error::{Error, StageError};
 use crate::kind::Tables;
 use crate::plan::Instance;
+use crate::usage::Usage;
 
 /// How a result came about, for its manifest.
 pub(super) struct Provenance {
@@ -27,23 +28,26 @@ impl Runner {
         (parts, key): (&KeyParts, &str),
         tables: &Tables,
         how: Provenance,
+        usage: Usage,
     ) -> Result<Manifest, StageError> {
-        let manifest = self.manifest(inst, (parts, key), tables, how)?;
+        let manifest = self.manifest(inst, (parts, key), tables, how, usage)?;
         self.save(&item_path(&manifest.recipe_key), &manifest)?;
         Ok(manifest)
     }
 
-    /// Commits an instance's whole result under its recipe key; `items` are a per-item stage's
-    /// counts and item keys.
+    /// Commits an instance's whole result under its recipe key; `usage` is what producing it
+    /// cost (for a per-item stage: prepare plus every item, cached ones included); `items` are a
+    /// per-item stage's counts and item keys.
     pub(super) fn commit_instance(
         &self,
         inst: &Instance,
         (parts, key): (&KeyParts, &str),
         tables: &Tables,
         how: Provenance,
+        usage: Usage,
         items: Option<(ItemCounts, Vec<String>)>,
     ) -> Result<Manifest, StageError> {
-        let mut manifest = self.manifest(inst, (parts, key), tables, how)?;
+        let mut manifest = self.manifest(inst, (parts, key), tables, how, usage)?;
         if let Some((counts, keys)) = items {
             manifest.items = Some(counts);
             manifest.item_keys = keys;
@@ -59,6 +63,7 @@ impl Runner {
         (parts, key): (&KeyParts, &str),
         tables: &Tables,
         how: Provenance,
+        usage: Usage,
     ) -> Result<Manifest, StageError> {
         let (entries, data_version) =
             store_tables(self.store.as_ref(), tables).map_err(not_stored)?;
@@ -77,7 +82,7 @@ impl Runner {
             attempts: how.attempts,
             items: None,
             item_keys: Vec::new(),
-            usage: serde_json::Value::Object(Default::default()),
+            usage,
         })
     }
 

@@ -8,22 +8,20 @@ use std::time::Instant;
 
 use indexmap::IndexMap;
 use polars::prelude::*;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use super::attempt::seed_of;
 use super::commit::Provenance;
+use super::unit::{Unit, UnitResult, Work};
 use super::{Outcome, Runner};
 use crate::artifact::{load_tables, ItemCounts, Manifest, TableEntry};
-use crate::decision::{decide_items, Decision, ItemDecision, ItemDecisions};
+use crate::decision::{decide_items, Decision, ItemDecisions};
 use crate::error::StageError;
-use crate::kind::{InputTable, Tables};
+use crate::kind::{InputTable, PreparedKind, Tables};
 use crate::plan::Instance;
 use crate::progress::Task;
 use crate::record::{ErrorRow, Status};
-
-/// One item's outcome: its manifest and tables, or the attempts made and the error.
-type ItemResult = std::result::Result<(Manifest, Tables), (u32, StageError)>;
+use crate::usage::{Usage, UsageMeter};
 
 /// What the items that ran produced, by item position.
 #[derive(Default)]
@@ -33,14 +31,15 @@ struct Ran {
 }
 
 impl Runner {
-    /// Runs the missing items of instance `id`, then assembles and commits the instance.
+    /// Prepares instance `id` when some of its items are missing, runs those, then assembles
+    /// and commits the instance. Returns its manifest and what this run spent on it.
     pub(super) async fn run_items(
         self: Arc<Self>,
         id: usize,
         decision: Decision,
-        inputs: Vec<InputTable>,
+        inputs: Arc<Vec<InputTable>>,
         started: Instant,
-    ) -> Result<Manifest, Outcome> {
+    ) -> Result<(Manifest, Usage), Outcome> {
         let inst = &self.plan.instances[id];
         let items = match self.decide_items(id, &decision, &inputs).await {
             Ok(items) => items,
@@ -51,7 +50,24 @@ impl Runner {
             self.progress
                 .start(&inst.label(), total as u64, cached as u64),
         );
-        let ran = self.clone().run_missing(id, &items, inputs, &task).await;
+        let meter = Arc::new(UsageMeter::new());
+        let ran = if cached == total {
+            Ran::default()
+        } else {
+            match self.prepare(id, &decision.key, &inputs, &meter).await {
+                Ok(prepared) => {
+                    self.clone()
+                        .run_missing(id, &items, prepared, inputs, &task)
+                        .await
+                }
+                Err((attempts, e)) => {
+                    if let Ok(t) = Arc::try_unwrap(task) {
+                        t.finish("failed");
+                    }
+                    return Err(self.fail(inst, None, attempts, &e));
+                }
+            }
+        };
         let task = Arc::try_unwrap(task).ok();
         let counts = ItemCounts {
             total,
@@ -61,9 +77,13 @@ impl Runner {
         if !ran.failures.is_empty() {
             return Err(self.items_failed(inst, &items, counts, ran.failures, task));
         }
+        let mut spent = meter.snapshot();
+        for (m, _) in ran.fresh.values() {
+            spent.merge(&m.usage);
+        }
         let assembled = self
             .clone()
-            .assemble_and_commit(id, decision, items, ran.fresh, counts, started)
+            .assemble_and_commit(id, decision, items, ran.fresh, meter.snapshot(), started)
             .await;
         match assembled {
             Ok(m) => {
@@ -76,7 +96,7 @@ impl Runner {
                         c.cached
                     ));
                 }
-                Ok(m)
+                Ok((m, spent))
             }
             Err(e) => {
                 if let Some(t) = task {
@@ -111,23 +131,33 @@ impl Runner {
         self: Arc<Self>,
         id: usize,
         items: &ItemDecisions,
-        inputs: Vec<InputTable>,
+        prepared: Arc<dyn PreparedKind>,
+        inputs: Arc<Vec<InputTable>>,
         task: &Arc<Task>,
     ) -> Ran {
         let inst = &self.plan.instances[id];
         let slots = Arc::new(Semaphore::new(inst.concurrency));
-        let inputs = Arc::new(inputs);
-        let mut running: JoinSet<(usize, ItemResult)> = JoinSet::new();
+        let mut running: JoinSet<(usize, UnitResult)> = JoinSet::new();
         for (i, item) in items.items.iter().enumerate() {
             if item.hit.is_some() {
                 continue;
             }
-            let work = self
-                .clone()
-                .item_task(id, item.clone(), inputs.clone(), slots.clone());
-            let task = task.clone();
+            let work = Work {
+                id,
+                unit: Arc::new(Unit {
+                    item: Some(item.group.value.clone()),
+                    rows: Some(item.group.rows.clone()),
+                    parts: item.parts.clone(),
+                    key: item.key.clone(),
+                }),
+                prepared: prepared.clone(),
+                inputs: inputs.clone(),
+                slots: Some(slots.clone()),
+                meter: Arc::new(UsageMeter::new()),
+            };
+            let (this, task) = (self.clone(), task.clone());
             running.spawn(async move {
-                let result = work.await;
+                let result = this.run_unit(work).await;
                 task.inc();
                 (i, result)
             });
@@ -152,49 +182,6 @@ impl Runner {
             }
         }
         ran
-    }
-
-    /// One item: waits for a stage slot and the stage's pools, then runs and commits it on a
-    /// blocking thread.
-    async fn item_task(
-        self: Arc<Self>,
-        id: usize,
-        item: ItemDecision,
-        inputs: Arc<Vec<InputTable>>,
-        slots: Arc<Semaphore>,
-    ) -> ItemResult {
-        let Ok(slot) = slots.acquire_owned().await else {
-            return Err((0, StageError::Failed("scheduler closed".into())));
-        };
-        let mut permits = self.acquire_pools(&self.plan.instances[id]).await;
-        permits.push(slot);
-        let worker = self.clone();
-        tokio::task::spawn_blocking(move || worker.run_item(id, &item, &inputs, permits))
-            .await
-            .unwrap_or_else(|e| Err((1, StageError::Failed(format!("internal error: {e}")))))
-    }
-
-    /// Runs one item while holding `permits` (its stage slot and resource pools), then commits
-    /// it without them: storing the result uses neither, so the next item starts meanwhile.
-    fn run_item(
-        &self,
-        id: usize,
-        item: &ItemDecision,
-        inputs: &[InputTable],
-        permits: Vec<OwnedSemaphorePermit>,
-    ) -> ItemResult {
-        let inst = &self.plan.instances[id];
-        let started = Instant::now();
-        let local = item_inputs(inputs, &item.group.rows).map_err(|e| (0, e))?;
-        let seed = seed_of(&item.key);
-        let (result, attempts) = self.attempt(inst, Some(&item.group.value), seed, &local);
-        drop(permits);
-        let tables = result.map_err(|e| (attempts, e))?;
-        let how = Provenance { started, attempts };
-        let manifest = self
-            .commit_item(inst, (&item.parts, &item.key), &tables, how)
-            .map_err(|e| (attempts, e))?;
-        Ok((manifest, tables))
     }
 
     /// The record of an instance some of whose items failed (the others stay committed).
@@ -225,27 +212,39 @@ impl Runner {
         (rec, failures)
     }
 
-    /// Assembles the instance's tables from cached and fresh items and commits them.
+    /// Assembles the instance's tables from cached and fresh items and commits them, with the
+    /// usage of `prepare` and of every item.
     async fn assemble_and_commit(
         self: Arc<Self>,
         id: usize,
         decision: Decision,
         items: ItemDecisions,
         fresh: HashMap<usize, (Manifest, Tables)>,
-        counts: ItemCounts,
+        mut usage: Usage,
         started: Instant,
     ) -> Result<Manifest, StageError> {
+        let counts = ItemCounts {
+            total: items.items.len(),
+            executed: fresh.len(),
+            cached: items.cached(),
+        };
         let this = self.clone();
         tokio::task::spawn_blocking(move || {
             let inst = &this.plan.instances[id];
             let keys = items.keys();
+            for (i, item) in items.items.iter().enumerate() {
+                let manifest = fresh.get(&i).map(|(m, _)| m).or(item.hit.as_ref());
+                if let Some(m) = manifest {
+                    usage.merge(&m.usage);
+                }
+            }
             let tables = this.assemble(inst, items, fresh)?;
             let how = Provenance {
                 started,
                 attempts: 1,
             };
             let recipe = (&decision.parts, decision.key.as_str());
-            this.commit_instance(inst, recipe, &tables, how, Some((counts, keys)))
+            this.commit_instance(inst, recipe, &tables, how, usage, Some((counts, keys)))
         })
         .await
         .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
@@ -287,14 +286,6 @@ impl Runner {
         }
         Ok(Tables(out))
     }
-}
-
-/// The inputs one item sees: its own rows of the main (first) input, every other input whole.
-fn item_inputs(inputs: &[InputTable], rows: &[u32]) -> Result<Vec<InputTable>, StageError> {
-    let mut local: Vec<InputTable> = inputs.to_vec();
-    let idx = IdxCa::from_vec("idx".into(), rows.to_vec());
-    local[0].df = inputs[0].df.take(&idx)?;
-    Ok(local)
 }
 
 /// A table whose item parts do not stack.

@@ -4,13 +4,15 @@
 //! (kinds are plain synchronous code and may use rayon inside). Per-item stages commit every item
 //! as soon as it finishes, so a killed run loses at most the items in flight.
 //!
-//! The files: this one schedules instances and decides each one ([`crate::decision`]); `whole`
-//! runs a stage in one piece, `items` runs a per-item stage item by item, `attempt` calls the
-//! kind (retries, panics) and `commit` writes results to the store.
+//! The files: this one schedules instances and decides each one ([`crate::decision`]);
+//! `prepare` builds an instance's shared state once; `whole` runs a stage in one piece, `items`
+//! a per-item stage item by item; `unit` runs one piece of work (blocking or async) with
+//! retries; `commit` writes results to the store.
 
-mod attempt;
 mod commit;
 mod items;
+mod prepare;
+mod unit;
 mod whole;
 
 use std::collections::HashMap;
@@ -23,7 +25,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 
 use crate::artifact::{load_table, store_tables, unix_now, Manifest};
-use crate::decision::{decide, Decision};
+use crate::decision::{decide, Decision, Verdict};
 use crate::error::{Error, Result, StageError};
 use crate::kind::{InputTable, Tables};
 use crate::plan::{Instance, Plan};
@@ -99,6 +101,16 @@ struct Runner {
     progress: Progress,
     previous: Option<RunRecord>,
     offline: bool,
+    /// Bounds the blocking commits of async items (see `unit::commit_async`).
+    commit_slots: Arc<Semaphore>,
+}
+
+/// Async items committing at once: enough to keep the cores busy writing.
+fn commit_slots() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(2)
+        * 2
 }
 
 /// What an instance run yields: its record and its error rows.
@@ -121,6 +133,7 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
         progress: Progress::new(opts.progress),
         previous,
         offline: opts.offline,
+        commit_slots: Arc::new(Semaphore::new(commit_slots())),
     });
     let ticker = runner.progress.spawn_ticker(opts.log_every);
     let (outcomes, errors) = runner.clone().run_instances(&selected).await?;
@@ -163,7 +176,7 @@ fn errors_blob(store: &dyn Store, errors: &[ErrorRow]) -> Result<Option<String>>
 fn error_kind(e: &StageError) -> &'static str {
     match e {
         StageError::Input(_) => "input",
-        StageError::Transient(_) => "transient",
+        StageError::Transient(_) | StageError::Exhausted(_) => "transient",
         StageError::Failed(_) => "failed",
     }
 }
@@ -258,7 +271,9 @@ impl Runner {
         if !selected {
             return (self.record(inst, Status::NotSelected), vec![]);
         }
-        if let Some(bad) = upstream.iter().find(|u| !u.status.succeeded()) {
+        let failed =
+            |u: &&Arc<InstanceRecord>| !u.status.succeeded() && u.status != Status::Disabled;
+        if let Some(bad) = upstream.iter().find(failed) {
             let mut rec = self.record(inst, Status::Skipped);
             rec.message = Some(format!("upstream `{}` did not succeed", bad.label()));
             return (rec, vec![]);
@@ -268,27 +283,39 @@ impl Runner {
             Ok(d) => d,
             Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
         };
-        if let Some(manifest) = &decision.hit {
-            self.progress.line(&format!("{}: cached", inst.label()));
-            return (
-                self.finished(inst, Status::Cached, manifest, started),
-                vec![],
-            );
+        match &decision.verdict {
+            Verdict::Hit(manifest) => {
+                self.progress.line(&format!("{}: cached", inst.label()));
+                return (
+                    self.finished(inst, Status::Cached, manifest, started),
+                    vec![],
+                );
+            }
+            Verdict::Disabled(why) => {
+                self.progress
+                    .line(&format!("{}: disabled ({why})", inst.label()));
+                let mut rec = self.record(inst, Status::Disabled);
+                rec.message = Some(why.clone());
+                return (rec, vec![]);
+            }
+            Verdict::Miss => {}
         }
         let inputs = match self.load_inputs(inst, &upstream).await {
             Ok(inputs) => inputs,
             Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
         };
+        let inputs = Arc::new(inputs);
         let result = if inst.per_item.is_some() {
             self.clone().run_items(id, decision, inputs, started).await
         } else {
-            self.clone().run_whole(id, decision, inputs, started).await
+            self.clone().run_whole(id, decision, inputs).await
         };
         match result {
-            Ok(manifest) => (
-                self.finished(inst, Status::Executed, &manifest, started),
-                vec![],
-            ),
+            Ok((manifest, spent)) => {
+                let mut rec = self.finished(inst, Status::Executed, &manifest, started);
+                rec.usage = spent;
+                (rec, vec![])
+            }
             Err(outcome) => outcome,
         }
     }
@@ -359,7 +386,14 @@ impl Runner {
         upstream: &[Arc<InstanceRecord>],
     ) -> Result<Vec<InputTable>> {
         let mut wanted = Vec::new();
-        for (b, up) in inst.bindings.iter().zip(upstream) {
+        // A disabled upstream instance has no tables; the decision let this instance run
+        // without it (a `gather` over the variants that remain).
+        let enabled = inst
+            .bindings
+            .iter()
+            .zip(upstream)
+            .filter(|(_, up)| up.status != Status::Disabled);
+        for (b, up) in enabled {
             for t in &b.tables {
                 let blob =
                     up.tables

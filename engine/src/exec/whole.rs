@@ -1,50 +1,54 @@
 //! Running a stage in one piece (no `per_item`).
 
 use std::sync::Arc;
-use std::time::Instant;
 
-use super::attempt::seed_of;
-use super::commit::Provenance;
+use super::unit::{Unit, Work};
 use super::{Outcome, Runner};
 use crate::artifact::Manifest;
 use crate::decision::Decision;
-use crate::error::StageError;
 use crate::kind::InputTable;
+use crate::usage::{Usage, UsageMeter};
 
 impl Runner {
-    /// Runs instance `id` once over all its inputs while holding its resource pools, and commits.
+    /// Prepares instance `id`, runs it once over all its inputs (holding its resource pools)
+    /// and commits. Returns its manifest and what this run spent on it.
     pub(super) async fn run_whole(
         self: Arc<Self>,
         id: usize,
         decision: Decision,
-        inputs: Vec<InputTable>,
-        started: Instant,
-    ) -> Result<Manifest, Outcome> {
+        inputs: Arc<Vec<InputTable>>,
+    ) -> Result<(Manifest, Usage), Outcome> {
         let inst = &self.plan.instances[id];
         let task = self.progress.start(&inst.label(), 1, 0);
-        let permits = self.acquire_pools(inst).await;
-        let this = self.clone();
-        let joined = tokio::task::spawn_blocking(move || {
-            let inst = &this.plan.instances[id];
-            let (result, attempts) = this.attempt(inst, None, seed_of(&decision.key), &inputs);
-            let committed = result.and_then(|tables| {
-                let how = Provenance { started, attempts };
-                let recipe = (&decision.parts, decision.key.as_str());
-                this.commit_instance(inst, recipe, &tables, how, None)
-            });
-            (committed, attempts)
-        })
-        .await;
-        drop(permits);
-        let (result, attempts) =
-            joined.unwrap_or_else(|e| (Err(StageError::Failed(format!("internal error: {e}"))), 1));
-        match result {
-            Ok(m) => {
+        let meter = Arc::new(UsageMeter::new());
+        let prepared = match self.prepare(id, &decision.key, &inputs, &meter).await {
+            Ok(p) => p,
+            Err((attempts, e)) => {
+                task.finish("failed");
+                return Err(self.fail(inst, None, attempts, &e));
+            }
+        };
+        let work = Work {
+            id,
+            unit: Arc::new(Unit {
+                item: None,
+                rows: None,
+                parts: decision.parts,
+                key: decision.key,
+            }),
+            prepared,
+            inputs,
+            slots: None,
+            meter,
+        };
+        match self.clone().run_unit(work).await {
+            Ok((m, _)) => {
                 task.inc();
                 task.finish(&format!("executed ({})", super::items::rows_summary(&m)));
-                Ok(m)
+                let spent = m.usage.clone();
+                Ok((m, spent))
             }
-            Err(e) => {
+            Err((attempts, e)) => {
                 task.finish("failed");
                 Err(self.fail(inst, None, attempts, &e))
             }

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::artifact::load_table;
-use crate::decision::{decide, decide_items, Decision};
+use crate::decision::{decide, decide_items, disabled, Decision, Verdict};
 use crate::error::Result;
 use crate::plan::{Instance, Plan};
 use crate::record::{load_latest, InstanceRecord, Status};
@@ -46,6 +46,11 @@ pub enum PlanStatus {
     },
     /// Not needed for `--only`.
     NotSelected,
+    /// Will not run: its `when:` condition (or an upstream instance's) does not hold.
+    Disabled {
+        /// Why, e.g. `when: env PREFFLOW_LLM_BASE_URL is not set`.
+        reason: String,
+    },
 }
 
 /// One line of `prefflow plan`.
@@ -71,8 +76,22 @@ pub fn dry_run(
     let mut known: Vec<Option<Arc<InstanceRecord>>> = vec![None; plan.instances.len()];
     let mut lines = Vec::new();
     for inst in &plan.instances {
+        let upstream_known: Vec<Option<&InstanceRecord>> = inst
+            .bindings
+            .iter()
+            .map(|b| known[b.instance].as_deref())
+            .collect();
         let status = if !selected[inst.id] {
             PlanStatus::NotSelected
+        } else if let Some(reason) = disabled(inst, &upstream_known) {
+            let off = InstanceRecord::empty(
+                &inst.stage,
+                inst.variant.name(),
+                inst.kind.name(),
+                Status::Disabled,
+            );
+            known[inst.id] = Some(Arc::new(off));
+            PlanStatus::Disabled { reason }
         } else if let Some(b) = inst.bindings.iter().find(|b| known[b.instance].is_none()) {
             PlanStatus::AfterUpstream {
                 upstream: plan.instances[b.instance].label(),
@@ -84,12 +103,13 @@ pub fn dry_run(
                 .filter_map(|b| known[b.instance].clone())
                 .collect();
             let decision = decide(store, workdir, inst, &upstream, previous.as_ref())?;
-            match &decision.hit {
-                Some(m) => {
+            let (variant, kind) = (inst.variant.name(), inst.kind.name());
+            match &decision.verdict {
+                Verdict::Hit(m) => {
                     known[inst.id] = Some(Arc::new(InstanceRecord::from_manifest(
                         &inst.stage,
-                        inst.variant.name(),
-                        inst.kind.name(),
+                        variant,
+                        kind,
                         Status::Cached,
                         m,
                     )));
@@ -97,7 +117,14 @@ pub fn dry_run(
                         changes: decision.reasons,
                     }
                 }
-                None => PlanStatus::Miss {
+                Verdict::Disabled(reason) => {
+                    let off = InstanceRecord::empty(&inst.stage, variant, kind, Status::Disabled);
+                    known[inst.id] = Some(Arc::new(off));
+                    PlanStatus::Disabled {
+                        reason: reason.clone(),
+                    }
+                }
+                Verdict::Miss => PlanStatus::Miss {
                     items: item_plan(store, inst, &decision, &upstream)?,
                     reasons: decision.reasons,
                 },

@@ -40,6 +40,9 @@ fn explain(lines: &[PlanLine], line: &PlanLine, depth: usize, out: &mut Vec<Stri
             out.extend(changes.iter().map(|r| format!("{pad}  - {r}")));
         }
         PlanStatus::NotSelected => {}
+        PlanStatus::Disabled { reason } => {
+            out.push(format!("{pad}{}: disabled: {reason}", line.label))
+        }
         PlanStatus::Miss { reasons, items } => {
             let items = items
                 .as_ref()

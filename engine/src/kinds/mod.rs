@@ -2,11 +2,13 @@
 //! exercise scheduling, retries and resume in tests (`probe`).
 
 mod probe;
+mod probe_async;
 mod query;
 mod read_table;
 mod write_table;
 
-pub use probe::Probe;
+pub use probe::{Probe, ProbeParams, ProbeState};
+pub use probe_async::ProbeAsync;
 pub use query::Query;
 pub use read_table::{ReadTable, TableFormat};
 pub use write_table::WriteTable;
@@ -19,4 +21,5 @@ pub fn register(registry: &mut Registry) {
     registry.register(Query);
     registry.register(WriteTable);
     registry.register(Probe);
+    registry.register(ProbeAsync);
 }

@@ -3,11 +3,14 @@
 //! It exists to exercise the engine itself — scheduling, resource pools, retries, error tables and
 //! resume after a kill — in tests and benchmarks, with no domain code involved.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use polars::prelude::Column;
 use serde::Deserialize;
 
 use crate::error::StageError;
 use crate::kind::{Kind, StageContext, Tables};
+use crate::usage::UsageCounts;
 
 /// Parameters of `probe`.
 #[derive(Debug, Default, Deserialize)]
@@ -30,9 +33,41 @@ pub struct ProbeParams {
     #[serde(default)]
     pub label: Option<String>,
     /// Add `probe_start_us` / `probe_end_us` columns (Unix microseconds) so tests can check how
-    /// many calls overlapped.
+    /// many calls overlapped, and `probe_threads` (the process's OS threads at the end of the
+    /// call, 0 where unknown).
     #[serde(default)]
     pub timing: bool,
+    /// Items that fail with a transient error that a layer below already retried
+    /// ([`StageError::Exhausted`]): the engine must not retry them.
+    #[serde(default)]
+    pub exhausted_items: Vec<String>,
+    /// Add `prepared_id` (a number unique to each `prepare` call) and `prepared_rows` (the rows
+    /// of the main input `prepare` saw), so tests can see that an instance is prepared once,
+    /// with its whole input.
+    #[serde(default)]
+    pub show_prepare: bool,
+    /// Report this many model calls of 10 prompt and 2 completion tokens (cost 0.001 each) to
+    /// the usage meter per call, as role `probe` and model `fake`.
+    #[serde(default)]
+    pub usage_calls: u64,
+}
+
+/// What `prepare` builds for a probe instance.
+#[derive(Debug)]
+pub struct ProbeState {
+    /// Unique to this `prepare` call.
+    pub id: u64,
+    /// Rows of the main input at prepare time (the whole table).
+    pub rows: usize,
+}
+
+/// Builds a probe instance's state: an id unique across processes and the main input's size.
+pub fn prepare_probe(ctx: &StageContext<'_>) -> ProbeState {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    ProbeState {
+        id: (u64::from(std::process::id()) << 24) + NEXT.fetch_add(1, Ordering::Relaxed),
+        rows: ctx.inputs.first().map_or(0, |t| t.df.height()),
+    }
 }
 
 fn one() -> u32 {
@@ -44,43 +79,103 @@ pub struct Probe;
 
 impl Kind for Probe {
     type Params = ProbeParams;
+    type State = ProbeState;
     const NAME: &'static str = "probe";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["table"];
     const SUMMARY: &'static str =
-        "pass the first input through as `table`, with optional delay_ms, fail_items, flaky_items/flaky_attempts (engine testing)";
+        "pass the first input through as `table`, with optional delay_ms, fail_items, flaky_items/flaky_attempts, exhausted_items, timing, show_prepare, usage_calls (engine testing)";
 
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+    fn prepare(
+        &self,
+        _params: &Self::Params,
+        ctx: &StageContext<'_>,
+    ) -> Result<ProbeState, StageError> {
+        Ok(prepare_probe(ctx))
+    }
+
+    fn run(
+        &self,
+        params: &Self::Params,
+        ctx: &StageContext<'_, ProbeState>,
+    ) -> Result<Tables, StageError> {
         let started = unix_micros();
         if params.delay_ms > 0 {
             std::thread::sleep(std::time::Duration::from_millis(params.delay_ms));
         }
-        let item = ctx.item.unwrap_or_default();
-        if params.fail_items.iter().any(|f| f == item) {
-            return Err(StageError::Failed(format!(
-                "item `{item}` is listed in fail_items"
-            )));
-        }
-        if params.flaky_items.iter().any(|f| f == item) && ctx.attempt < params.flaky_attempts {
-            return Err(StageError::Transient(format!(
-                "item `{item}` is flaky (attempt {})",
-                ctx.attempt + 1
-            )));
-        }
-        let input = ctx.inputs.first().ok_or_else(|| {
-            StageError::Input(format!("stage `{}`: probe needs an input", ctx.stage))
-        })?;
-        let mut df = input.df.clone();
-        if params.timing {
-            let n = df.height();
-            df.with_column(Column::new("probe_start_us".into(), vec![started; n]))?;
-            df.with_column(Column::new("probe_end_us".into(), vec![unix_micros(); n]))?;
-        }
-        Ok(Tables::single("table", df))
+        probe_output(params, ctx, started)
     }
 }
 
-fn unix_micros() -> i64 {
+/// The probe's failures and output, shared by `probe` and `probe_async`: `started` is when the
+/// call began (Unix microseconds).
+pub fn probe_output(
+    params: &ProbeParams,
+    ctx: &StageContext<'_, ProbeState>,
+    started: i64,
+) -> Result<Tables, StageError> {
+    let item = ctx.item.unwrap_or_default();
+    if params.fail_items.iter().any(|f| f == item) {
+        return Err(StageError::Failed(format!(
+            "item `{item}` is listed in fail_items"
+        )));
+    }
+    if params.flaky_items.iter().any(|f| f == item) && ctx.attempt < params.flaky_attempts {
+        return Err(StageError::Transient(format!(
+            "item `{item}` is flaky (attempt {})",
+            ctx.attempt + 1
+        )));
+    }
+    if params.exhausted_items.iter().any(|f| f == item) {
+        return Err(StageError::Exhausted(format!(
+            "item `{item}` gave up after 4 attempts (a client's retries)"
+        )));
+    }
+    let call = UsageCounts {
+        requests: 1,
+        prompt_tokens: 10,
+        completion_tokens: 2,
+        cost: 0.001,
+        ..UsageCounts::default()
+    };
+    for _ in 0..params.usage_calls {
+        ctx.usage.record("probe", "fake", &call);
+    }
+    let input = ctx
+        .inputs
+        .first()
+        .ok_or_else(|| StageError::Input(format!("stage `{}`: probe needs an input", ctx.stage)))?;
+    let mut df = input.df.clone();
+    let n = df.height();
+    if params.timing {
+        df.with_column(Column::new("probe_start_us".into(), vec![started; n]))?;
+        df.with_column(Column::new("probe_end_us".into(), vec![unix_micros(); n]))?;
+        df.with_column(Column::new("probe_threads".into(), vec![os_threads(); n]))?;
+    }
+    if params.show_prepare {
+        df.with_column(Column::new("prepared_id".into(), vec![ctx.state.id; n]))?;
+        df.with_column(Column::new(
+            "prepared_rows".into(),
+            vec![ctx.state.rows as u64; n],
+        ))?;
+    }
+    Ok(Tables::single("table", df))
+}
+
+/// The process's OS threads (Linux `/proc/self/status`), 0 where unknown.
+fn os_threads() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Threads:"))
+                .and_then(|n| n.trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Now, in Unix microseconds.
+pub fn unix_micros() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_micros() as i64)

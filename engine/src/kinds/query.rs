@@ -21,6 +21,7 @@ pub struct Query;
 
 impl Kind for Query {
     type Params = QueryParams;
+    type State = ();
     const NAME: &'static str = "query";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["table"];

@@ -62,6 +62,7 @@ pub struct ReadTable;
 
 impl Kind for ReadTable {
     type Params = ReadTableParams;
+    type State = ();
     const NAME: &'static str = "read_table";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["table"];

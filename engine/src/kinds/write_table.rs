@@ -30,6 +30,7 @@ pub struct WriteTable;
 
 impl Kind for WriteTable {
     type Params = WriteTableParams;
+    type State = ();
     const NAME: &'static str = "write_table";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["written"];

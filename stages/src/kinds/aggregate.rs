@@ -62,6 +62,7 @@ pub fn optional_input<'a>(ctx: &'a StageContext<'_>, name: &str) -> Option<&'a D
 
 impl Kind for Aggregate {
     type Params = AggregateParams;
+    type State = ();
     const NAME: &'static str = "aggregate";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &AGGREGATE_TABLES;

@@ -42,6 +42,7 @@ pub struct BuildKnowuWorld;
 
 impl Kind for BuildKnowuWorld {
     type Params = BuildKnowuWorldParams;
+    type State = ();
     const NAME: &'static str = "build_knowu_world";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = WORLD_TABLES;

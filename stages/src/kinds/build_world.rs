@@ -67,6 +67,7 @@ pub const WORLD_TABLES: &[&str] = &[
 
 impl Kind for BuildWorld {
     type Params = BuildWorldParams;
+    type State = ();
     const NAME: &'static str = "build_world";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = WORLD_TABLES;

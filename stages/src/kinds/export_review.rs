@@ -24,6 +24,7 @@ pub struct ExportReview;
 
 impl Kind for ExportReview {
     type Params = ExportReviewParams;
+    type State = ();
     const NAME: &'static str = "export_review";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["sheet"];

@@ -45,6 +45,7 @@ pub struct GenerateKnowuTasks;
 
 impl Kind for GenerateKnowuTasks {
     type Params = GenerateKnowuTasksParams;
+    type State = ();
     const NAME: &'static str = "generate_knowu_tasks";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &KNOWU_TASK_TABLES;

@@ -42,6 +42,7 @@ pub struct GenerateTasks;
 
 impl Kind for GenerateTasks {
     type Params = GenerateTasksParams;
+    type State = ();
     const NAME: &'static str = "generate_tasks";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &TASK_TABLES;

@@ -30,6 +30,7 @@ pub struct ImportPersona;
 
 impl Kind for ImportPersona {
     type Params = ImportPersonaParams;
+    type State = ();
     const NAME: &'static str = "import_persona";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["profile_entries", "history_events", "summary"];

@@ -29,6 +29,7 @@ pub struct ImportReview;
 
 impl Kind for ImportReview {
     type Params = ImportReviewParams;
+    type State = ();
     const NAME: &'static str = "import_review";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "bundles", "audit"];

@@ -52,6 +52,7 @@ pub struct Judge;
 
 impl Kind for Judge {
     type Params = JudgeParams;
+    type State = ();
     const NAME: &'static str = "judge";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &JUDGE_TABLES;

@@ -28,6 +28,7 @@ pub struct JudgeAgreement;
 
 impl Kind for JudgeAgreement {
     type Params = JudgeAgreementParams;
+    type State = ();
     const NAME: &'static str = "judge_agreement";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["agreement", "labels"];

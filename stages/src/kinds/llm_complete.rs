@@ -31,6 +31,7 @@ pub struct LlmComplete;
 
 impl Kind for LlmComplete {
     type Params = LlmCompleteParams;
+    type State = ();
     const NAME: &'static str = "llm_complete";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["completions"];

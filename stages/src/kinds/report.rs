@@ -49,6 +49,7 @@ pub struct Report;
 
 impl Kind for Report {
     type Params = ReportParams;
+    type State = ();
     const NAME: &'static str = "report";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["report"];

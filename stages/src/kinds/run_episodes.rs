@@ -73,10 +73,6 @@ pub struct RunEpisodesParams {
     /// (`/v1/embeddings`) instead of lexical BM25.
     #[serde(default)]
     pub embeddings: Option<LlmConfig>,
-    /// Run only when this environment variable is set (e.g. the LLM endpoint); otherwise write
-    /// empty tables and say so.
-    #[serde(default)]
-    pub skip_unless_env: Option<String>,
 }
 
 fn one() -> u32 {
@@ -97,6 +93,7 @@ pub struct RunEpisodes;
 
 impl Kind for RunEpisodes {
     type Params = RunEpisodesParams;
+    type State = ();
     const NAME: &'static str = "run_episodes";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
@@ -108,11 +105,6 @@ impl Kind for RunEpisodes {
         let mut inputs = Vec::new();
         if uses_prompts {
             inputs.push(params.prompts.clone());
-        }
-        // A skipped run (empty tables) must not be reused once the variable is set: while it is
-        // unset, a marker path (which never exists, so it hashes as `missing`) joins the key.
-        if let Some(marker) = skip_marker(params) {
-            inputs.push(marker);
         }
         inputs
     }
@@ -132,18 +124,6 @@ pub fn run_with(
     ctx: &StageContext<'_>,
     hooks: &dyn EpisodeHooks,
 ) -> Result<Tables, StageError> {
-    if let Some(var) = &params.skip_unless_env {
-        if skip_marker(params).is_some() {
-            if first_skip_of(ctx) {
-                tracing::warn!(
-                    "stage `{}`: skipped ({var} is not set); set {var} to run the `{}` agent",
-                    ctx.stage,
-                    params.agent.as_str()
-                );
-            }
-            return tables(&[]);
-        }
-    }
     let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
     let factory = agents::factory(params, ctx)?;
     let bundles = bundles_from_table(bundles_input(ctx)?)?;
@@ -172,13 +152,6 @@ fn check_episode_count(tasks: usize, epochs: u32) -> Result<(), StageError> {
     )))
 }
 
-/// The external-input marker of a stage skipped for want of its variable, if it is skipped.
-fn skip_marker(params: &RunEpisodesParams) -> Option<String> {
-    let var = params.skip_unless_env.as_ref()?;
-    let unset = std::env::var_os(var).is_none_or(|v| v.is_empty());
-    unset.then(|| format!(".prefflow-skipped-unless-env/{var}"))
-}
-
 /// Offline, a failed episode means a request was never recorded (or the cache is unreadable):
 /// fail the item (exit 2) instead of caching an `error` episode that an online run would reuse.
 fn refuse_offline_errors(ctx: &StageContext<'_>, run: &EpisodeRun) -> Result<(), StageError> {
@@ -189,19 +162,6 @@ fn refuse_offline_errors(ctx: &StageContext<'_>, run: &EpisodeRun) -> Result<(),
         ))),
         _ => Ok(()),
     }
-}
-
-/// Whether this is the first skipped item of this stage variant in this process, so the skip
-/// is said once rather than once per task.
-fn first_skip_of(ctx: &StageContext<'_>) -> bool {
-    static SAID: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
-    let key = format!("{}[{}]", ctx.stage, ctx.variant);
-    let mut said = SAID.lock().unwrap_or_else(|p| p.into_inner());
-    if said.contains(&key) {
-        return false;
-    }
-    said.push(key);
-    true
 }
 
 /// The task bundles: the input named `bundles`, else the first input (the per-item one), so a

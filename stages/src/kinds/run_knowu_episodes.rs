@@ -15,6 +15,7 @@ pub struct RunKnowuEpisodes;
 
 impl Kind for RunKnowuEpisodes {
     type Params = RunEpisodesParams;
+    type State = ();
     const NAME: &'static str = "run_knowu_episodes";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;

@@ -122,6 +122,7 @@ pub struct RunRemoteEpisodes;
 
 impl Kind for RunRemoteEpisodes {
     type Params = RunRemoteEpisodesParams;
+    type State = ();
     const NAME: &'static str = "run_remote_episodes";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;

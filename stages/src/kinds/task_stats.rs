@@ -17,6 +17,7 @@ pub struct TaskStats;
 
 impl Kind for TaskStats {
     type Params = TaskStatsParams;
+    type State = ();
     const NAME: &'static str = "task_stats";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "stats"];

@@ -23,6 +23,7 @@ pub struct ValidateTasks;
 
 impl Kind for ValidateTasks {
     type Params = ValidateTasksParams;
+    type State = ();
     const NAME: &'static str = "validate_tasks";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] =

@@ -71,7 +71,8 @@ fn missing_base_url(var: &Option<String>) -> String {
 impl From<LlmError> for StageError {
     fn from(e: LlmError) -> Self {
         match e {
-            LlmError::Exhausted { .. } => StageError::Transient(e.to_string()),
+            // The client already retried: the engine must not retry again (one retry layer).
+            LlmError::Exhausted { .. } => StageError::Exhausted(e.to_string()),
             LlmError::MissingKey { .. }
             | LlmError::MissingBaseUrl { .. }
             | LlmError::OfflineMiss { .. } => StageError::Input(e.to_string()),

@@ -31,6 +31,7 @@ pub struct ExportKnowuRuns;
 
 impl Kind for ExportKnowuRuns {
     type Params = ExportParams;
+    type State = ();
     const NAME: &'static str = "export_knowu_runs";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["written"];

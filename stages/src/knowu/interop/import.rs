@@ -48,6 +48,7 @@ pub struct ImportKnowuRuns;
 
 impl Kind for ImportKnowuRuns {
     type Params = ImportParams;
+    type State = ();
     const NAME: &'static str = "import_knowu_runs";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["episodes", "steps", "reports", "errors"];

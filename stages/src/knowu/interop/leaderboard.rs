@@ -42,6 +42,7 @@ pub struct KnowuLeaderboard;
 
 impl Kind for KnowuLeaderboard {
     type Params = LeaderboardParams;
+    type State = ();
     const NAME: &'static str = "knowu_leaderboard";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["leaderboard", "text"];

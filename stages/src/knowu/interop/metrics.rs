@@ -59,6 +59,7 @@ pub struct KnowuMetrics;
 
 impl Kind for KnowuMetrics {
     type Params = MetricsParams;
+    type State = ();
     const NAME: &'static str = "knowu_metrics";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] =

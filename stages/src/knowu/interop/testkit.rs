@@ -99,6 +99,8 @@ pub fn run_kind(
         inputs,
         cache: &store,
         offline: true,
+        state: &(),
+        usage: &prefflow_engine::usage::UsageMeter::new(),
     };
     kind.run(&params, &ctx)
 }
