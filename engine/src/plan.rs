@@ -32,8 +32,8 @@ pub struct Plan {
     pub resources: IndexMap<String, u32>,
     /// Stage-level view, in dependency order (for `dag`).
     pub stages: Vec<StagePlan>,
-    /// Stage × variant instances, in dependency order.
-    pub instances: Vec<Instance>,
+    /// Stage × variant instances, in dependency order (shared with the tasks that run them).
+    pub instances: Vec<Arc<Instance>>,
 }
 
 /// One stage as declared, for the stage-level graph.
@@ -142,7 +142,7 @@ impl Plan {
             .iter()
             .flat_map(|s| checked[s].sweep.dims.clone())
             .collect();
-        let mut instances: Vec<Instance> = Vec::new();
+        let mut instances: Vec<Arc<Instance>> = Vec::new();
         let mut by_stage: HashMap<&str, Vec<usize>> = HashMap::new();
         for stage in &order {
             let c = &checked[stage];
@@ -162,7 +162,7 @@ impl Plan {
                     }
                 };
                 let id = instances.len();
-                instances.push(Instance {
+                instances.push(Arc::new(Instance {
                     id,
                     stage: stage.to_string(),
                     variant,
@@ -180,7 +180,7 @@ impl Plan {
                     backoff_ms: c.spec.retry_backoff_ms.unwrap_or(200),
                     pools: c.spec.resources.iter().map(|r| r.value.clone()).collect(),
                     when: c.spec.when.as_ref().map(|w| w.value.clone()),
-                });
+                }));
                 by_stage.entry(stage).or_default().push(id);
             }
         }
@@ -212,7 +212,10 @@ impl Plan {
 
     /// Instances of `stage`.
     pub fn instances_of<'a>(&'a self, stage: &'a str) -> impl Iterator<Item = &'a Instance> + 'a {
-        self.instances.iter().filter(move |i| i.stage == stage)
+        self.instances
+            .iter()
+            .map(|i| i.as_ref())
+            .filter(move |i| i.stage == stage)
     }
 
     /// Which instances to run for `--only` (the named stages and everything they need); all when
@@ -616,7 +619,7 @@ fn check_dimension_clashes(
 fn combinations(
     c: &Checked,
     by_stage: &HashMap<&str, Vec<usize>>,
-    instances: &[Instance],
+    instances: &[Arc<Instance>],
     order: &[String],
 ) -> Vec<(Variant, Vec<(usize, usize)>)> {
     let mut combos: Vec<(Variant, Vec<(usize, usize)>)> = vec![(Variant::default(), Vec::new())];
@@ -657,7 +660,11 @@ fn combinations(
         .collect()
 }
 
-fn bindings(c: &Checked, upstream_ids: &[(usize, usize)], instances: &[Instance]) -> Vec<Binding> {
+fn bindings(
+    c: &Checked,
+    upstream_ids: &[(usize, usize)],
+    instances: &[Arc<Instance>],
+) -> Vec<Binding> {
     upstream_ids
         .iter()
         .map(|&(i, instance)| {

@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use super::Runner;
+use super::ExecEnv;
 use crate::artifact::{
     item_path, recipe_path, save_manifest, store_tables, unix_now, ItemCounts, KeyParts, Manifest,
 };
@@ -13,82 +13,80 @@ use crate::plan::Instance;
 use crate::usage::Usage;
 
 /// How a result came about, for its manifest.
-pub(super) struct Provenance {
+pub struct Provenance {
     /// When its computation started.
     pub started: Instant,
     /// Attempts the kind needed.
     pub attempts: u32,
 }
 
-impl Runner {
-    /// Commits one item of a per-item stage under its item key (`key` is the hash of `parts`).
-    pub(super) fn commit_item(
-        &self,
-        inst: &Instance,
-        (parts, key): (&KeyParts, &str),
-        tables: &Tables,
-        how: Provenance,
-        usage: Usage,
-    ) -> Result<Manifest, StageError> {
-        let manifest = self.manifest(inst, (parts, key), tables, how, usage)?;
-        self.save(&item_path(&manifest.recipe_key), &manifest)?;
-        Ok(manifest)
-    }
+/// Commits one item of a per-item stage under its item key (`key` is the hash of `parts`);
+/// `usage` is what computing it cost.
+pub fn commit_item(
+    env: &ExecEnv,
+    inst: &Instance,
+    (parts, key): (&KeyParts, &str),
+    tables: &Tables,
+    how: Provenance,
+    usage: Usage,
+) -> Result<Manifest, StageError> {
+    let manifest = manifest(env, inst, (parts, key), tables, how, usage)?;
+    save(env, &item_path(&manifest.recipe_key), &manifest)?;
+    Ok(manifest)
+}
 
-    /// Commits an instance's whole result under its recipe key; `usage` is what producing it
-    /// cost (for a per-item stage: prepare plus every item, cached ones included); `items` are a
-    /// per-item stage's counts and item keys.
-    pub(super) fn commit_instance(
-        &self,
-        inst: &Instance,
-        (parts, key): (&KeyParts, &str),
-        tables: &Tables,
-        how: Provenance,
-        usage: Usage,
-        items: Option<(ItemCounts, Vec<String>)>,
-    ) -> Result<Manifest, StageError> {
-        let mut manifest = self.manifest(inst, (parts, key), tables, how, usage)?;
-        if let Some((counts, keys)) = items {
-            manifest.items = Some(counts);
-            manifest.item_keys = keys;
-        }
-        self.save(&recipe_path(&manifest.recipe_key), &manifest)?;
-        Ok(manifest)
+/// Commits an instance's whole result under its recipe key; `usage` is what producing it cost
+/// (for a per-item stage: prepare plus every item, cached ones included); `items` are a
+/// per-item stage's counts and item keys.
+pub fn commit_instance(
+    env: &ExecEnv,
+    inst: &Instance,
+    (parts, key): (&KeyParts, &str),
+    tables: &Tables,
+    how: Provenance,
+    usage: Usage,
+    items: Option<(ItemCounts, Vec<String>)>,
+) -> Result<Manifest, StageError> {
+    let mut manifest = manifest(env, inst, (parts, key), tables, how, usage)?;
+    if let Some((counts, keys)) = items {
+        manifest.items = Some(counts);
+        manifest.item_keys = keys;
     }
+    save(env, &recipe_path(&manifest.recipe_key), &manifest)?;
+    Ok(manifest)
+}
 
-    /// Stores `tables` as blobs and describes them in a manifest (not yet written).
-    fn manifest(
-        &self,
-        inst: &Instance,
-        (parts, key): (&KeyParts, &str),
-        tables: &Tables,
-        how: Provenance,
-        usage: Usage,
-    ) -> Result<Manifest, StageError> {
-        let (entries, data_version) =
-            store_tables(self.store.as_ref(), tables).map_err(not_stored)?;
-        let seconds = how.started.elapsed().as_secs_f64();
-        Ok(Manifest {
-            recipe_key: key.to_string(),
-            key: parts.clone(),
-            pipeline: self.plan.name.clone(),
-            stage: inst.stage.clone(),
-            variant: inst.variant.name(),
-            deterministic: inst.kind.deterministic(),
-            data_version,
-            tables: entries,
-            started_at: unix_now() - seconds,
-            seconds,
-            attempts: how.attempts,
-            items: None,
-            item_keys: Vec::new(),
-            usage,
-        })
-    }
+/// Stores `tables` as blobs and describes them in a manifest (not yet written).
+fn manifest(
+    env: &ExecEnv,
+    inst: &Instance,
+    (parts, key): (&KeyParts, &str),
+    tables: &Tables,
+    how: Provenance,
+    usage: Usage,
+) -> Result<Manifest, StageError> {
+    let (entries, data_version) = store_tables(env.store.as_ref(), tables).map_err(not_stored)?;
+    let seconds = how.started.elapsed().as_secs_f64();
+    Ok(Manifest {
+        recipe_key: key.to_string(),
+        key: parts.clone(),
+        pipeline: env.pipeline.clone(),
+        stage: inst.stage.clone(),
+        variant: inst.variant.name(),
+        deterministic: inst.kind.deterministic(),
+        data_version,
+        tables: entries,
+        started_at: unix_now() - seconds,
+        seconds,
+        attempts: how.attempts,
+        items: None,
+        item_keys: Vec::new(),
+        usage,
+    })
+}
 
-    fn save(&self, path: &str, manifest: &Manifest) -> Result<(), StageError> {
-        save_manifest(self.store.as_ref(), path, manifest).map_err(not_stored)
-    }
+fn save(env: &ExecEnv, path: &str, manifest: &Manifest) -> Result<(), StageError> {
+    save_manifest(env.store.as_ref(), path, manifest).map_err(not_stored)
 }
 
 fn not_stored(e: Error) -> StageError {

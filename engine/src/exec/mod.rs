@@ -5,15 +5,25 @@
 //! as soon as it finishes, so a killed run loses at most the items in flight.
 //!
 //! The files: this one schedules instances and decides each one ([`crate::decision`]);
-//! `prepare` builds an instance's shared state once; `whole` runs a stage in one piece, `items`
-//! a per-item stage item by item; `unit` runs one piece of work (blocking or async) with
-//! retries; `commit` writes results to the store.
+//! `inputs` loads an instance's input tables; `prepare` builds its shared state once; `whole`
+//! runs a stage in one piece, `items` a per-item stage item by item; `unit` runs one piece of
+//! work (blocking or async) with retries; `commit` writes results to the store. What a unit of
+//! work needs besides the work is an [`ExecEnv`], so a cluster worker can run the same code.
 
 mod commit;
+mod env;
+mod inputs;
 mod items;
 mod prepare;
 mod unit;
 mod whole;
+
+pub use commit::{commit_instance, commit_item, Provenance};
+pub use env::ExecEnv;
+pub use inputs::{input_blobs, load_inputs, InputBlob};
+pub use items::{assemble, run_items_locally, ItemsRan};
+pub use prepare::prepare;
+pub use unit::{run_unit, seed_of, Unit, UnitResult, Work};
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -21,10 +31,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use polars::prelude::*;
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
-use crate::artifact::{load_table, store_tables, unix_now, Manifest};
+use crate::artifact::{store_tables, unix_now, Manifest};
 use crate::decision::{decide, Decision, Verdict};
 use crate::error::{Error, Result, StageError};
 use crate::kind::{InputTable, Tables};
@@ -95,22 +105,10 @@ pub fn run(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) -> Result<
 /// Everything the instances of one run share.
 struct Runner {
     plan: Arc<Plan>,
-    store: Arc<dyn Store>,
-    workdir: PathBuf,
+    env: Arc<ExecEnv>,
     pools: HashMap<String, Arc<Semaphore>>,
     progress: Progress,
     previous: Option<RunRecord>,
-    offline: bool,
-    /// Bounds the blocking commits of async items (see `unit::commit_async`).
-    commit_slots: Arc<Semaphore>,
-}
-
-/// Async items committing at once: enough to keep the cores busy writing.
-fn commit_slots() -> usize {
-    std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(2)
-        * 2
 }
 
 /// What an instance run yields: its record and its error rows.
@@ -127,13 +125,10 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
             .iter()
             .map(|(k, &n)| (k.clone(), Arc::new(Semaphore::new(n.max(1) as usize))))
             .collect(),
+        env: ExecEnv::new(store, opts.workdir.clone(), opts.offline, plan.name.clone()),
         plan: plan.clone(),
-        store,
-        workdir: opts.workdir.clone(),
         progress: Progress::new(opts.progress),
         previous,
-        offline: opts.offline,
-        commit_slots: Arc::new(Semaphore::new(commit_slots())),
     });
     let ticker = runner.progress.spawn_ticker(opts.log_every);
     let (outcomes, errors) = runner.clone().run_instances(&selected).await?;
@@ -150,10 +145,10 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
         ..RunRecord::default()
     };
     let items_failed = errors.iter().filter(|e| e.item.is_some()).count();
-    record.errors_blob = errors_blob(runner.store.as_ref(), &errors)?;
+    record.errors_blob = errors_blob(runner.env.store.as_ref(), &errors)?;
     record.errors = errors;
     record.summarize(items_failed);
-    save_run(runner.store.as_ref(), &record)?;
+    save_run(runner.env.store.as_ref(), &record)?;
     Ok(RunReport { record })
 }
 
@@ -267,7 +262,7 @@ impl Runner {
         selected: bool,
         upstream: Vec<Arc<InstanceRecord>>,
     ) -> Outcome {
-        let inst = &self.plan.instances[id];
+        let inst = &self.plan.instances[id].clone();
         if !selected {
             return (self.record(inst, Status::NotSelected), vec![]);
         }
@@ -301,14 +296,16 @@ impl Runner {
             Verdict::Miss => {}
         }
         let inputs = match self.load_inputs(inst, &upstream).await {
-            Ok(inputs) => inputs,
+            Ok(inputs) => Arc::new(inputs),
             Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
         };
-        let inputs = Arc::new(inputs);
         let result = if inst.per_item.is_some() {
-            self.clone().run_items(id, decision, inputs, started).await
+            let run = self
+                .clone()
+                .run_items(inst.clone(), decision, inputs, started);
+            run.await
         } else {
-            self.clone().run_whole(id, decision, inputs).await
+            self.clone().run_whole(inst.clone(), decision, inputs).await
         };
         match result {
             Ok((manifest, spent)) => {
@@ -330,13 +327,9 @@ impl Runner {
         let upstream = upstream.to_vec();
         tokio::task::spawn_blocking(move || {
             let inst = &this.plan.instances[id];
-            decide(
-                this.store.as_ref(),
-                &this.workdir,
-                inst,
-                &upstream,
-                this.previous.as_ref(),
-            )
+            let env = &this.env;
+            let previous = this.previous.as_ref();
+            decide(env.store.as_ref(), &env.workdir, inst, &upstream, previous)
         })
         .await
         .map_err(|e| Error::RunFailed(format!("internal error: {e}")))?
@@ -380,84 +373,28 @@ impl Runner {
         rec
     }
 
+    /// The input tables of `inst`, loaded on a blocking thread.
     async fn load_inputs(
         &self,
         inst: &Instance,
         upstream: &[Arc<InstanceRecord>],
     ) -> Result<Vec<InputTable>> {
-        let mut wanted = Vec::new();
-        // A disabled upstream instance has no tables; the decision let this instance run
-        // without it (a `gather` over the variants that remain).
-        let enabled = inst
-            .bindings
-            .iter()
-            .zip(upstream)
-            .filter(|(_, up)| up.status != Status::Disabled);
-        for (b, up) in enabled {
-            for t in &b.tables {
-                let blob =
-                    up.tables
-                        .get(t)
-                        .map(|e| e.blob.clone())
-                        .ok_or_else(|| Error::Corrupt {
-                            key: format!("{}.{t}", b.stage),
-                            reason: "upstream record has no such table".into(),
-                        })?;
-                wanted.push((b.stage.clone(), t.clone(), blob));
-            }
-        }
-        let store = self.store.clone();
-        let loaded = tokio::task::spawn_blocking(move || {
-            wanted
-                .into_iter()
-                .map(|(stage, table, blob)| {
-                    load_table(store.as_ref(), &blob).map(|df| InputTable { stage, table, df })
-                })
-                .collect::<Result<Vec<_>>>()
-        })
-        .await
-        .map_err(|e| Error::RunFailed(format!("internal error: {e}")))??;
-        gather_variants(loaded)
+        let blobs = input_blobs(inst, upstream)?;
+        let env = self.env.clone();
+        tokio::task::spawn_blocking(move || load_inputs(env.store.as_ref(), blobs))
+            .await
+            .map_err(|e| Error::RunFailed(format!("internal error: {e}")))?
     }
 
-    async fn acquire_pools(&self, inst: &Instance) -> Vec<OwnedSemaphorePermit> {
+    /// The resource pools an attempt of `inst` holds a slot of, in name order (so that two
+    /// instances sharing pools never wait on each other crosswise).
+    fn pools_of(&self, inst: &Instance) -> Vec<Arc<Semaphore>> {
         let mut names: Vec<&String> = inst.pools.iter().collect();
         names.sort();
         names.dedup();
-        let mut permits = Vec::new();
-        for name in names {
-            if let Some(pool) = self.pools.get(name) {
-                if let Ok(p) = pool.clone().acquire_owned().await {
-                    permits.push(p);
-                }
-            }
-        }
-        permits
+        names
+            .into_iter()
+            .filter_map(|n| self.pools.get(n).cloned())
+            .collect()
     }
-}
-
-/// Concatenates the tables a `gather` stage receives once per upstream variant, keeping the
-/// first appearance's order; ordinary stages never receive the same table twice.
-fn gather_variants(tables: Vec<InputTable>) -> Result<Vec<InputTable>> {
-    let mut out: Vec<InputTable> = Vec::new();
-    for t in tables {
-        match out
-            .iter_mut()
-            .find(|o| o.stage == t.stage && o.table == t.table)
-        {
-            None => out.push(t),
-            Some(acc) => {
-                acc.df.vstack_mut(&t.df).map_err(|e| {
-                    Error::RunFailed(format!(
-                        "gather: the variants of `{}` have different columns ({e}); a kind must write the same columns in every variant",
-                        t.label()
-                    ))
-                })?;
-            }
-        }
-    }
-    for t in &mut out {
-        t.df.rechunk_mut();
-    }
-    Ok(out)
 }

@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use super::commit::Provenance;
-use super::Runner;
+use super::commit::{commit_instance, commit_item, Provenance};
+use super::ExecEnv;
 use crate::artifact::{KeyParts, Manifest};
 use crate::error::StageError;
 use crate::kind::{Execution, InputTable, PreparedKind, StageContext, Tables};
@@ -21,223 +21,52 @@ use crate::retry::{Retry, RetryPolicy};
 use crate::usage::UsageMeter;
 
 /// One piece of work and its key.
-pub(super) struct Unit {
+#[derive(Debug, Clone)]
+pub struct Unit {
     /// The item's value; `None` for a whole stage.
     pub item: Option<String>,
     /// The item's rows in the main input (a whole stage sees every row).
     pub rows: Option<Vec<u32>>,
     /// What the key is computed from.
     pub parts: KeyParts,
-    /// The (item or recipe) key.
+    /// The item key, or the recipe key of a whole stage.
     pub key: String,
 }
 
 /// A unit's outcome: its manifest and tables, or the attempts made and the error.
-pub(super) type UnitResult = std::result::Result<(Manifest, Tables), (u32, StageError)>;
+pub type UnitResult = std::result::Result<(Manifest, Tables), (u32, StageError)>;
 
-/// What every attempt of a unit needs.
-pub(super) struct Work {
-    pub id: usize,
+/// Everything the attempts of one unit need.
+pub struct Work {
+    /// The instance the unit belongs to.
+    pub inst: Arc<Instance>,
+    /// The unit.
     pub unit: Arc<Unit>,
+    /// The instance's prepared kind (see [`super::prepare`]).
     pub prepared: Arc<dyn PreparedKind>,
+    /// The instance's inputs, whole (an item's rows are taken per attempt).
     pub inputs: Arc<Vec<InputTable>>,
     /// The instance's item slots (`concurrency`); `None` for a whole stage.
     pub slots: Option<Arc<Semaphore>>,
+    /// The resource pools each attempt holds a slot of.
+    pub pools: Vec<Arc<Semaphore>>,
     /// Where the unit's usage is counted, across attempts.
     pub meter: Arc<UsageMeter>,
 }
 
-impl Runner {
-    /// Runs `work` until it succeeds, fails for good or its retries are spent; commits success.
-    pub(super) async fn run_unit(self: Arc<Self>, work: Work) -> UnitResult {
-        let inst = &self.plan.instances[work.id];
-        let policy = retry_policy(inst);
-        let work = &work;
-        let outcome = policy
-            .run(
-                |attempt| {
-                    let (this, meter) = (self.clone(), work.meter.clone());
-                    async move { this.attempt(work, attempt, meter).await }
-                },
-                |e| classify(inst, e),
-            )
-            .await;
-        outcome
-            .map(|(done, _)| done)
-            .map_err(|gave_up| (gave_up.attempts, gave_up.error))
-    }
-
-    /// One attempt: wait for the slot and pools, run, release them, commit on success.
-    async fn attempt(
-        self: Arc<Self>,
-        work: &Work,
-        attempt: u32,
-        meter: Arc<UsageMeter>,
-    ) -> Result<(Manifest, Tables), StageError> {
-        let inst = &self.plan.instances[work.id];
-        let permits = self.permits(inst, work.slots.as_ref()).await?;
-        let how = Provenance {
-            started: Instant::now(),
-            attempts: attempt + 1,
-        };
-        match work.prepared.execution() {
-            Execution::Blocking => {
-                let (this, unit) = (self.clone(), work.unit.clone());
-                let (prepared, inputs) = (work.prepared.clone(), work.inputs.clone());
-                let id = work.id;
-                tokio::task::spawn_blocking(move || {
-                    let inst = &this.plan.instances[id];
-                    let tables =
-                        this.call_blocking(inst, &unit, &*prepared, &inputs, attempt, &meter);
-                    drop(permits);
-                    let tables = tables?;
-                    this.commit_unit(inst, &unit, &tables, how, &meter)
-                        .map(|m| (m, tables))
-                })
-                .await
-                .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
-            }
-            Execution::Async => {
-                let tables = self.call_async(work, attempt, meter.clone()).await;
-                drop(permits);
-                let tables = tables?;
-                self.commit_async(work, tables, how, meter).await
-            }
-        }
-    }
-
-    /// The unit's stage slot (for items) and the stage's resource pools, in that order.
-    async fn permits(
-        &self,
-        inst: &Instance,
-        slots: Option<&Arc<Semaphore>>,
-    ) -> Result<Vec<OwnedSemaphorePermit>, StageError> {
-        let slot = match slots {
-            Some(s) => Some(
-                s.clone()
-                    .acquire_owned()
-                    .await
-                    .map_err(|_| StageError::Failed("scheduler closed".into()))?,
-            ),
-            None => None,
-        };
-        let mut permits = self.acquire_pools(inst).await;
-        permits.extend(slot);
-        Ok(permits)
-    }
-
-    /// Calls a blocking kind on this (blocking) thread; a panic becomes a failure.
-    fn call_blocking(
-        &self,
-        inst: &Instance,
-        unit: &Unit,
-        prepared: &dyn PreparedKind,
-        inputs: &[InputTable],
-        attempt: u32,
-        meter: &UsageMeter,
-    ) -> Result<Tables, StageError> {
-        let local = unit_inputs(inputs, unit)?;
-        let inputs = local.as_deref().unwrap_or(inputs);
-        let variant = inst.variant.name();
-        let ctx = self.context(inst, &variant, unit, inputs, attempt, meter);
-        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepared.run(&ctx)))
-            .unwrap_or_else(|panic| Err(panicked(&*panic)))
-            .and_then(|t| check_outputs(inst, t))
-    }
-
-    /// Awaits an async kind in a task of its own, so a panic becomes this unit's failure.
-    async fn call_async(
-        self: &Arc<Self>,
-        work: &Work,
-        attempt: u32,
-        meter: Arc<UsageMeter>,
-    ) -> Result<Tables, StageError> {
-        let (this, unit) = (self.clone(), work.unit.clone());
-        let (prepared, inputs) = (work.prepared.clone(), work.inputs.clone());
-        let id = work.id;
-        let joined = tokio::spawn(async move {
-            let inst = &this.plan.instances[id];
-            let local = unit_inputs(&inputs, &unit)?;
-            let inputs = local.as_deref().unwrap_or(&inputs);
-            let variant = inst.variant.name();
-            let ctx = this.context(inst, &variant, &unit, inputs, attempt, &meter);
-            let tables = prepared.run_async(&ctx).await?;
-            check_outputs(inst, tables)
-        })
-        .await;
-        joined.unwrap_or_else(|e| match e.try_into_panic() {
-            Ok(panic) => Err(panicked(&*panic)),
-            Err(e) => Err(StageError::Failed(format!("internal error: {e}"))),
-        })
-    }
-
-    /// Commits an async unit on a blocking thread, at most a few at once: writing files is
-    /// blocking work, and bounding it keeps hundreds of finishing items from each taking a
-    /// thread of their own.
-    async fn commit_async(
-        self: &Arc<Self>,
-        work: &Work,
-        tables: Tables,
-        how: Provenance,
-        meter: Arc<UsageMeter>,
-    ) -> Result<(Manifest, Tables), StageError> {
-        let _slot = self
-            .commit_slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| StageError::Failed("scheduler closed".into()))?;
-        let (this, unit, id) = (self.clone(), work.unit.clone(), work.id);
-        tokio::task::spawn_blocking(move || {
-            let inst = &this.plan.instances[id];
-            this.commit_unit(inst, &unit, &tables, how, &meter)
-                .map(|m| (m, tables))
-        })
+/// Runs `work` until it succeeds, fails for good or its retries are spent; commits success
+/// under the unit's key (an item manifest, or the recipe manifest of a whole stage).
+pub async fn run_unit(env: &Arc<ExecEnv>, work: Work) -> UnitResult {
+    let inst = work.inst.clone();
+    let work = &work;
+    retry_policy(&inst)
+        .run(
+            |attempt| attempt_unit(env, work, attempt),
+            |e| classify(&inst, e),
+        )
         .await
-        .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
-    }
-
-    /// Commits an item under its item key, a whole stage under its recipe key.
-    fn commit_unit(
-        &self,
-        inst: &Instance,
-        unit: &Unit,
-        tables: &Tables,
-        how: Provenance,
-        meter: &UsageMeter,
-    ) -> Result<Manifest, StageError> {
-        let recipe = (&unit.parts, unit.key.as_str());
-        let usage = meter.snapshot();
-        match unit.item {
-            Some(_) => self.commit_item(inst, recipe, tables, how, usage),
-            None => self.commit_instance(inst, recipe, tables, how, usage, None),
-        }
-    }
-
-    /// The context of one attempt of `unit`.
-    fn context<'a>(
-        &'a self,
-        inst: &'a Instance,
-        variant: &'a str,
-        unit: &'a Unit,
-        inputs: &'a [InputTable],
-        attempt: u32,
-        usage: &'a UsageMeter,
-    ) -> StageContext<'a> {
-        StageContext {
-            stage: &inst.stage,
-            variant,
-            item: unit.item.as_deref(),
-            seed: seed_of(&unit.key),
-            attempt,
-            workdir: &self.workdir,
-            inputs,
-            cache: self.store.as_ref(),
-            offline: self.offline,
-            state: &(),
-            usage,
-        }
-    }
+        .map(|(done, _)| done)
+        .map_err(|gave_up| (gave_up.attempts, gave_up.error))
 }
 
 /// The stage's retry policy (`retries:`, `retry_backoff_ms:`), for items and `prepare` alike.
@@ -256,6 +85,167 @@ pub(super) fn classify(inst: &Instance, e: &StageError) -> Retry {
     }
 }
 
+/// One attempt: wait for the slot and pools, run, release them, commit on success.
+async fn attempt_unit(
+    env: &Arc<ExecEnv>,
+    work: &Work,
+    attempt: u32,
+) -> Result<(Manifest, Tables), StageError> {
+    let permits = permits(work).await?;
+    let how = Provenance {
+        started: Instant::now(),
+        attempts: attempt + 1,
+    };
+    match work.prepared.execution() {
+        Execution::Blocking => {
+            let (env, inst, unit) = (env.clone(), work.inst.clone(), work.unit.clone());
+            let (prepared, inputs, meter) = (
+                work.prepared.clone(),
+                work.inputs.clone(),
+                work.meter.clone(),
+            );
+            tokio::task::spawn_blocking(move || {
+                let tables =
+                    call_blocking(&env, &inst, &unit, &*prepared, &inputs, attempt, &meter);
+                drop(permits);
+                let tables = tables?;
+                commit_unit(&env, &inst, &unit, &tables, how, &meter).map(|m| (m, tables))
+            })
+            .await
+            .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
+        }
+        Execution::Async => {
+            let tables = call_async(env, work, attempt).await;
+            drop(permits);
+            commit_async(env, work, tables?, how).await
+        }
+    }
+}
+
+/// The unit's stage slot (for items) and its resource pools.
+async fn permits(work: &Work) -> Result<Vec<OwnedSemaphorePermit>, StageError> {
+    let closed = |_| StageError::Failed("scheduler closed".into());
+    let mut permits = Vec::new();
+    if let Some(slots) = &work.slots {
+        permits.push(slots.clone().acquire_owned().await.map_err(closed)?);
+    }
+    for pool in &work.pools {
+        permits.push(pool.clone().acquire_owned().await.map_err(closed)?);
+    }
+    Ok(permits)
+}
+
+/// Calls a blocking kind on this (blocking) thread; a panic becomes a failure.
+fn call_blocking(
+    env: &ExecEnv,
+    inst: &Instance,
+    unit: &Unit,
+    prepared: &dyn PreparedKind,
+    inputs: &[InputTable],
+    attempt: u32,
+    meter: &UsageMeter,
+) -> Result<Tables, StageError> {
+    let local = unit_inputs(inputs, unit)?;
+    let inputs = local.as_deref().unwrap_or(inputs);
+    let variant = inst.variant.name();
+    let ctx = context(env, inst, &variant, unit, inputs, attempt, meter);
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| prepared.run(&ctx)))
+        .unwrap_or_else(|panic| Err(panicked(&*panic)))
+        .and_then(|t| check_outputs(inst, t))
+}
+
+/// Awaits an async kind in a task of its own, so a panic becomes this unit's failure.
+async fn call_async(env: &Arc<ExecEnv>, work: &Work, attempt: u32) -> Result<Tables, StageError> {
+    let (env, inst, unit) = (env.clone(), work.inst.clone(), work.unit.clone());
+    let (prepared, inputs, meter) = (
+        work.prepared.clone(),
+        work.inputs.clone(),
+        work.meter.clone(),
+    );
+    let joined = tokio::spawn(async move {
+        let local = unit_inputs(&inputs, &unit)?;
+        let inputs = local.as_deref().unwrap_or(&inputs);
+        let variant = inst.variant.name();
+        let ctx = context(&env, &inst, &variant, &unit, inputs, attempt, &meter);
+        let tables = prepared.run_async(&ctx).await?;
+        check_outputs(&inst, tables)
+    })
+    .await;
+    joined.unwrap_or_else(|e| match e.try_into_panic() {
+        Ok(panic) => Err(panicked(&*panic)),
+        Err(e) => Err(StageError::Failed(format!("internal error: {e}"))),
+    })
+}
+
+/// Commits an async unit on a blocking thread, at most a few at once: writing files is
+/// blocking work, and bounding it keeps hundreds of finishing items from each taking a thread.
+async fn commit_async(
+    env: &Arc<ExecEnv>,
+    work: &Work,
+    tables: Tables,
+    how: Provenance,
+) -> Result<(Manifest, Tables), StageError> {
+    let _slot = env
+        .commit_slots
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| StageError::Failed("scheduler closed".into()))?;
+    let (env, inst, unit, meter) = (
+        env.clone(),
+        work.inst.clone(),
+        work.unit.clone(),
+        work.meter.clone(),
+    );
+    tokio::task::spawn_blocking(move || {
+        commit_unit(&env, &inst, &unit, &tables, how, &meter).map(|m| (m, tables))
+    })
+    .await
+    .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
+}
+
+/// Commits an item under its item key, a whole stage under its recipe key.
+fn commit_unit(
+    env: &ExecEnv,
+    inst: &Instance,
+    unit: &Unit,
+    tables: &Tables,
+    how: Provenance,
+    meter: &UsageMeter,
+) -> Result<Manifest, StageError> {
+    let recipe = (&unit.parts, unit.key.as_str());
+    let usage = meter.snapshot();
+    match unit.item {
+        Some(_) => commit_item(env, inst, recipe, tables, how, usage),
+        None => commit_instance(env, inst, recipe, tables, how, usage, None),
+    }
+}
+
+/// The context of one attempt of `unit`.
+fn context<'a>(
+    env: &'a ExecEnv,
+    inst: &'a Instance,
+    variant: &'a str,
+    unit: &'a Unit,
+    inputs: &'a [InputTable],
+    attempt: u32,
+    usage: &'a UsageMeter,
+) -> StageContext<'a> {
+    StageContext {
+        stage: &inst.stage,
+        variant,
+        item: unit.item.as_deref(),
+        seed: seed_of(&unit.key),
+        attempt,
+        workdir: &env.workdir,
+        inputs,
+        cache: env.store.as_ref(),
+        offline: env.offline,
+        state: &(),
+        usage,
+    }
+}
+
 /// For an item, its own rows of the main (first) input with every other input whole; `None`
 /// for a whole stage (it sees the inputs as they are).
 fn unit_inputs(inputs: &[InputTable], unit: &Unit) -> Result<Option<Vec<InputTable>>, StageError> {
@@ -269,7 +259,7 @@ fn unit_inputs(inputs: &[InputTable], unit: &Unit) -> Result<Option<Vec<InputTab
 }
 
 /// The seed a kind sees: the first 64 bits of its (item) key, stable across runs.
-pub(super) fn seed_of(key: &str) -> u64 {
+pub fn seed_of(key: &str) -> u64 {
     u64::from_str_radix(&key[..16.min(key.len())], 16).unwrap_or(0)
 }
 

@@ -2,34 +2,35 @@
 
 use std::sync::Arc;
 
-use super::unit::{Unit, Work};
+use super::prepare::prepare;
+use super::unit::{run_unit, Unit, Work};
 use super::{Outcome, Runner};
 use crate::artifact::Manifest;
 use crate::decision::Decision;
 use crate::kind::InputTable;
+use crate::plan::Instance;
 use crate::usage::{Usage, UsageMeter};
 
 impl Runner {
-    /// Prepares instance `id`, runs it once over all its inputs (holding its resource pools)
-    /// and commits. Returns its manifest and what this run spent on it.
+    /// Prepares `inst`, runs it once over all its inputs (holding its resource pools) and
+    /// commits. Returns its manifest and what this run spent on it.
     pub(super) async fn run_whole(
         self: Arc<Self>,
-        id: usize,
+        inst: Arc<Instance>,
         decision: Decision,
         inputs: Arc<Vec<InputTable>>,
     ) -> Result<(Manifest, Usage), Outcome> {
-        let inst = &self.plan.instances[id];
         let task = self.progress.start(&inst.label(), 1, 0);
         let meter = Arc::new(UsageMeter::new());
-        let prepared = match self.prepare(id, &decision.key, &inputs, &meter).await {
+        let prepared = match prepare(&self.env, &inst, &decision.key, &inputs, &meter).await {
             Ok(p) => p,
             Err((attempts, e)) => {
                 task.finish("failed");
-                return Err(self.fail(inst, None, attempts, &e));
+                return Err(self.fail(&inst, None, attempts, &e));
             }
         };
         let work = Work {
-            id,
+            inst: inst.clone(),
             unit: Arc::new(Unit {
                 item: None,
                 rows: None,
@@ -39,9 +40,10 @@ impl Runner {
             prepared,
             inputs,
             slots: None,
+            pools: self.pools_of(&inst),
             meter,
         };
-        match self.clone().run_unit(work).await {
+        match run_unit(&self.env, work).await {
             Ok((m, _)) => {
                 task.inc();
                 task.finish(&format!("executed ({})", super::items::rows_summary(&m)));
@@ -50,7 +52,7 @@ impl Runner {
             }
             Err((attempts, e)) => {
                 task.finish("failed");
-                Err(self.fail(inst, None, attempts, &e))
+                Err(self.fail(&inst, None, attempts, &e))
             }
         }
     }
