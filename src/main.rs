@@ -159,7 +159,8 @@ struct Select {
 
 #[derive(clap::Args)]
 struct ServeArgs {
-    /// Interface to bind; the phone has no authentication, so keep it on loopback.
+    /// Interface to bind. The phone has no accounts: anything but loopback needs
+    /// --allow-remote and --token-env.
     #[arg(long, default_value = "127.0.0.1")]
     bind: std::net::IpAddr,
     /// Port; 0 picks a free one (the first stdout line says which).
@@ -171,12 +172,40 @@ struct ServeArgs {
     /// Persona YAML file.
     #[arg(long, default_value = "datasets/personas/maya.yaml")]
     persona: PathBuf,
-    /// History events to synthesize.
+    /// History events to synthesize (at most --max-events).
     #[arg(long, default_value = "3051")]
     events: usize,
+    /// Raises the limit on --events (default 1,000,000: about 1 KB of memory each).
+    #[arg(long)]
+    max_events: Option<u64>,
     /// History synthesis seed.
     #[arg(long, default_value = "7")]
     seed: u64,
+    /// Serve a non-loopback --bind address (needs --token-env as well).
+    #[arg(long)]
+    allow_remote: bool,
+    /// Environment variable holding the bearer token every request must carry
+    /// (`Authorization: Bearer <token>`).
+    #[arg(long, value_name = "VAR")]
+    token_env: Option<String>,
+    /// Episodes open at once; one more answers 429.
+    #[arg(long, default_value = "64")]
+    max_episodes: usize,
+    /// Steps per episode; one more answers 429.
+    #[arg(long, default_value = "1000")]
+    max_steps: u32,
+    /// Bytes per request body; a larger body answers 413.
+    #[arg(long, default_value = "1048576")]
+    max_body_bytes: usize,
+    /// Request bytes one episode may receive in total (bounds its memory); past it, 413.
+    #[arg(long, default_value = "16777216")]
+    max_episode_bytes: usize,
+    /// Bytes of one observation's text; longer ones are cut and say so.
+    #[arg(long, default_value = "262144")]
+    max_observation_bytes: usize,
+    /// Seconds an episode may go without a request before it is closed.
+    #[arg(long, default_value = "600")]
+    episode_ttl_secs: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -210,10 +239,13 @@ fn main() -> ExitCode {
     match dispatch(&cli) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
-            let user = err
-                .downcast_ref::<Error>()
-                .is_some_and(Error::is_user_error);
-            eprintln!("error: {err:#}");
+            let engine = err.downcast_ref::<Error>();
+            let user = engine.is_some_and(Error::is_user_error);
+            match engine {
+                // Already `file:line:column: error: …` per problem.
+                Some(Error::Config(_)) => eprintln!("{err:#}"),
+                _ => eprintln!("error: {err:#}"),
+            }
             ExitCode::from(if user { 2 } else { 1 })
         }
     }
@@ -254,7 +286,40 @@ fn load_plan(path: &Path, set: &[String]) -> anyhow::Result<Plan> {
     Ok(Plan::build(&file, &registry(), &overrides)?)
 }
 
+/// `--store` must be a directory or a path one can be created at; a file there (or above it)
+/// is the user's mistake, not an I/O failure halfway through a run.
+fn check_store_path(store: &Path) -> Result<(), Error> {
+    let Some(existing) = store
+        .ancestors()
+        .find(|p| !p.as_os_str().is_empty() && p.exists())
+    else {
+        return Ok(());
+    };
+    if existing.is_dir() {
+        return Ok(());
+    }
+    let what = if existing == store {
+        "is a file".to_string()
+    } else {
+        format!("cannot be created: {} is a file", existing.display())
+    };
+    Err(Error::Usage(format!(
+        "--store {}: {what}, not a store directory; pass a directory (it is created if missing), or unset PREFFLOW_STORE",
+        store.display()
+    )))
+}
+
 fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
+    if matches!(
+        cli.command,
+        Command::Run { .. }
+            | Command::Plan { .. }
+            | Command::Show { .. }
+            | Command::Why { .. }
+            | Command::Gc { .. }
+    ) {
+        check_store_path(&cli.store)?;
+    }
     let store = FsStore::new(&cli.store);
     let workdir = PathBuf::from(".");
     match &cli.command {
@@ -415,7 +480,19 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
 }
 
 fn serve_env(a: &ServeArgs) -> anyhow::Result<()> {
-    use prefflow_stages::serve::{serve_env, ServeOptions};
+    use prefflow_stages::serve::{serve_env, ServeLimits, ServeOptions};
+    let usage = |m: String| -> anyhow::Error { Error::Usage(m).into() };
+    let token = match &a.token_env {
+        None => None,
+        Some(var) => match std::env::var(var) {
+            Ok(t) if !t.trim().is_empty() => Some((var.clone(), t.trim().to_string())),
+            _ => {
+                return Err(usage(format!(
+                    "--token-env {var}: the variable is not set or empty; export {var}=<a long random secret> first"
+                )))
+            }
+        },
+    };
     let opts = ServeOptions {
         bind: a.bind,
         port: a.port,
@@ -426,13 +503,35 @@ fn serve_env(a: &ServeArgs) -> anyhow::Result<()> {
             seed: a.seed,
             ..Default::default()
         },
+        limits: ServeLimits {
+            max_episodes: a.max_episodes,
+            max_steps: a.max_steps,
+            max_body_bytes: a.max_body_bytes,
+            max_episode_bytes: a.max_episode_bytes,
+            max_observation_bytes: a.max_observation_bytes,
+            episode_ttl: Duration::from_secs(a.episode_ttl_secs),
+        },
+        allow_remote: a.allow_remote,
+        token,
     };
+    let events = prefflow_stages::limits::EVENTS;
+    let bound = a.max_events.unwrap_or(events.default);
+    if a.events as u64 > bound {
+        return Err(usage(format!(
+            "--events {} is over the limit of {bound} {}; a typo? If you mean it, add --max-events {}",
+            a.events, events.unit, a.events
+        )));
+    }
+    let warning = opts.check().map_err(|e| usage(e.to_string()))?;
+    if let Some(w) = warning {
+        eprintln!("warning: {w}");
+    }
     let ready = |addr| {
         println!("listening on http://{addr}");
         let _ = std::io::Write::flush(&mut std::io::stdout());
     };
     serve_env(&opts, ready).map_err(|e| match e.is_user_error() {
-        true => Error::Usage(e.to_string()).into(),
+        true => usage(e.to_string()),
         false => e.into(),
     })
 }

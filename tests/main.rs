@@ -2,6 +2,7 @@
 //!
 //! One test crate on purpose: every test binary links polars, and linking is the slow part.
 
+mod bad_input;
 mod common;
 mod engine_cache;
 mod engine_errors;

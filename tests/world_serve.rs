@@ -22,6 +22,11 @@ impl Drop for Server {
 }
 
 fn start(ws: &Workspace) -> Server {
+    start_with(ws, &[], &[])
+}
+
+/// `serve-env` with extra flags and environment variables.
+fn start_with(ws: &Workspace, flags: &[&str], env: &[(&str, &str)]) -> Server {
     let root = env!("CARGO_MANIFEST_DIR");
     let mut child = Command::new(bin())
         .current_dir(ws.path())
@@ -30,6 +35,8 @@ fn start(ws: &Workspace) -> Server {
         .arg(format!("{root}/datasets/apps"))
         .arg("--persona")
         .arg(format!("{root}/datasets/personas/maya.yaml"))
+        .args(flags)
+        .envs(env.iter().copied())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -44,7 +51,12 @@ fn start(ws: &Workspace) -> Server {
         .strip_prefix("listening on ")
         .unwrap_or_else(|| panic!("first line: {line:?}"))
         .to_string();
-    assert!(url.starts_with("http://127.0.0.1:"), "{url}");
+    assert!(
+        url.contains("://127.0.0.1:") || url.contains("://0.0.0.0:"),
+        "{url}"
+    );
+    // A wildcard bind is reached over loopback: tests never leave this machine.
+    let url = url.replace("://0.0.0.0:", "://127.0.0.1:");
     Server { child, url }
 }
 
@@ -164,6 +176,17 @@ fn served_phone_rejects_bad_requests_with_json_errors() {
         http: Client::new(),
         url: &server.url,
     };
+    // Every error is JSON, whatever produced it: wrong method, unknown path, bad body.
+    let (code, err) = api.get("/episodes");
+    assert_eq!(code, 405, "{err}");
+    assert!(
+        err["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("GET /episodes")),
+        "{err}"
+    );
+    let (code, err) = api.send(api.http.put(format!("{}/health", server.url)));
+    assert_eq!(code, 405, "{err}");
     let (code, err) = api.post("/episodes/ep-404/step", json!({ "action": "finish" }));
     assert_eq!(code, 404);
     assert!(err["error"].as_str().is_some_and(|e| e.contains("ep-404")));
@@ -206,4 +229,275 @@ fn serve_env_with_a_missing_persona_exits_2() {
     let run = ws.cli(&args).expect_code(2);
     assert!(run.stderr.contains("nobody.yaml"), "{}", run.stderr);
     assert!(run.stdout.is_empty(), "never listened: {}", run.stdout);
+}
+
+fn error_of(v: &Value) -> &str {
+    v["error"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no `error` in {v}"))
+}
+
+#[test]
+fn served_phone_enforces_its_limits_and_reports_them_in_health() {
+    let ws = Workspace::new();
+    let flags = [
+        "--max-episodes",
+        "2",
+        "--max-steps",
+        "3",
+        "--max-body-bytes",
+        "4000",
+        "--max-episode-bytes",
+        "9000",
+        "--max-observation-bytes",
+        "300",
+    ];
+    let server = start_with(&ws, &flags, &[]);
+    let api = Api {
+        http: Client::new(),
+        url: &server.url,
+    };
+    let (_, health) = api.get("/health");
+    assert_eq!(health["limits"]["max_episodes"], 2, "{health}");
+    assert_eq!(health["limits"]["max_steps"], 3, "{health}");
+    assert_eq!(health["limits"]["max_body_bytes"], 4000, "{health}");
+    assert_eq!(health["limits"]["max_observation_bytes"], 300, "{health}");
+    assert_eq!(health["limits"]["episode_ttl_secs"], 600, "{health}");
+
+    // Observations are cut to the limit and say so.
+    let (code, a) = api.post("/episodes", json!({ "space": "gui" }));
+    assert_eq!(code, 200, "{a}");
+    let a = a["episode_id"].as_str().expect("id").to_string();
+    api.step(&a, json!({ "action": "open_app", "app": "dinespot" }));
+    let screen = api.step(&a, json!({ "action": "tap", "element": 1 }));
+    let text = screen["text"].as_str().expect("text");
+    assert!(
+        text.len() <= 300 && text.contains("observation cut"),
+        "{text}"
+    );
+
+    // A third open episode is refused; closing one makes room.
+    let (_, b) = api.post("/episodes", json!({}));
+    let b = b["episode_id"].as_str().expect("id").to_string();
+    let (code, err) = api.post("/episodes", json!({}));
+    assert_eq!(code, 429, "{err}");
+    assert!(error_of(&err).contains("--max-episodes"), "{err}");
+    let (code, _) = api.send(api.http.delete(format!("{}/episodes/{a}", server.url)));
+    assert_eq!(code, 200);
+    let (code, c) = api.post("/episodes", json!({}));
+    assert_eq!(code, 200, "{c}");
+    let c = c["episode_id"].as_str().expect("id").to_string();
+
+    // A body over the limit is a JSON 413, and the server goes on.
+    let big = json!({ "action": "call", "tool": "notes.create_note",
+        "args": { "title": "big", "body": "x".repeat(5000) } });
+    let (code, err) = api.post(&format!("/episodes/{b}/step"), big);
+    assert_eq!(code, 413, "{err}");
+    assert!(error_of(&err).contains("--max-body-bytes"), "{err}");
+
+    // An episode's bytes are bounded over its life, and its steps too.
+    let note = |n: usize| {
+        json!({ "action": "call", "tool": "notes.create_note",
+        "args": { "title": format!("n{n}"), "body": "y".repeat(3500) } })
+    };
+    assert_eq!(api.step(&b, note(1))["status"], "ok");
+    assert_eq!(api.step(&b, note(2))["status"], "ok");
+    let (code, err) = api.post(&format!("/episodes/{b}/step"), note(3));
+    assert_eq!(code, 413, "{err}");
+    assert!(error_of(&err).contains("--max-episode-bytes"), "{err}");
+    for _ in 0..3 {
+        api.step(&c, json!({ "action": "home" }));
+    }
+    let (code, err) = api.post(&format!("/episodes/{c}/step"), json!({ "action": "home" }));
+    assert_eq!(code, 429, "{err}");
+    assert!(error_of(&err).contains("--max-steps"), "{err}");
+    // Reads are not steps: the episode can still be inspected.
+    assert_eq!(api.get(&format!("/episodes/{c}/diff")).0, 200);
+
+    let (_, health) = api.get("/health");
+    assert_eq!(health["episodes"], 2, "{health}");
+    assert_eq!(health["counts"]["created"], 3, "{health}");
+    assert_eq!(health["counts"]["closed"], 1, "{health}");
+    assert!(health["counts"]["refused"].as_u64() >= Some(4), "{health}");
+}
+
+#[test]
+fn idle_episodes_expire_after_the_ttl() {
+    let ws = Workspace::new();
+    let server = start_with(&ws, &["--episode-ttl-secs", "1"], &[]);
+    let api = Api {
+        http: Client::new(),
+        url: &server.url,
+    };
+    let (_, created) = api.post("/episodes", json!({}));
+    let id = created["episode_id"].as_str().expect("id").to_string();
+    // Longer than the TTL (a lower bound only: a slower machine waits longer, never shorter).
+    std::thread::sleep(std::time::Duration::from_millis(2500));
+    let (code, err) = api.get(&format!("/episodes/{id}/observe"));
+    assert_eq!(code, 404, "{err}");
+    assert!(error_of(&err).contains("expired"), "{err}");
+    let (_, health) = api.get("/health");
+    assert_eq!(
+        (&health["episodes"], &health["counts"]["expired"]),
+        (&json!(0), &json!(1)),
+        "{health}"
+    );
+}
+
+#[test]
+fn a_large_state_in_flight_does_not_hold_up_other_episodes() {
+    use std::io::{Read, Write};
+    let ws = Workspace::new();
+    let server = start(&ws);
+    let api = Api {
+        http: Client::new(),
+        url: &server.url,
+    };
+    let (_, big) = api.post("/episodes", json!({}));
+    let big = big["episode_id"].as_str().expect("id").to_string();
+    for n in 0..12 {
+        let note = json!({ "action": "call", "tool": "notes.create_note",
+            "args": { "title": format!("big {n}"), "body": "z".repeat(900_000) } });
+        assert_eq!(api.step(&big, note)["status"], "ok");
+    }
+    // Ask for the ~11 MB state and do not read it yet: the server cannot finish that response.
+    let addr = server.url.trim_start_matches("http://").to_string();
+    let mut slow = std::net::TcpStream::connect(&addr).expect("connect");
+    write!(
+        slow,
+        "GET /episodes/{big}/state HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("send");
+    // Meanwhile other episodes run whole, in parallel threads, and health answers.
+    let workers: Vec<_> = (0..4)
+        .map(|w| {
+            let url = server.url.clone();
+            std::thread::spawn(move || {
+                let api = Api {
+                    http: Client::new(),
+                    url: &url,
+                };
+                let (code, ep) = api.post("/episodes", json!({}));
+                assert_eq!(code, 200, "{ep}");
+                let id = ep["episode_id"].as_str().expect("id").to_string();
+                let note = json!({ "action": "call", "tool": "notes.create_note",
+                    "args": { "title": format!("worker {w}") } });
+                assert_eq!(api.step(&id, note)["status"], "ok");
+                let (_, state) = api.get(&format!("/episodes/{id}/state"));
+                let titles: Vec<&str> = state["tables"]["notes.notes"]
+                    .as_array()
+                    .expect("notes")
+                    .iter()
+                    .filter_map(|n| n["title"].as_str())
+                    .collect();
+                assert!(
+                    titles.contains(&format!("worker {w}").as_str()),
+                    "{titles:?}"
+                );
+                assert!(
+                    !titles.iter().any(|t| t.starts_with("big ")),
+                    "episodes share no state"
+                );
+                assert_eq!(api.get("/health").0, 200);
+                id
+            })
+        })
+        .collect();
+    let ids: Vec<String> = workers
+        .into_iter()
+        .map(|w| w.join().expect("worker"))
+        .collect();
+    assert_eq!(ids.len(), 4);
+    // Only now read the big state: it is whole and holds every note.
+    let mut raw = Vec::new();
+    slow.read_to_end(&mut raw).expect("read the state");
+    let text = String::from_utf8_lossy(&raw);
+    assert!(
+        text.starts_with("HTTP/1.1 200"),
+        "{}",
+        &text[..text.len().min(200)]
+    );
+    assert!(raw.len() > 10_000_000, "{} bytes", raw.len());
+    assert!(
+        text.matches("\"big ").count() >= 12,
+        "every note is in the state"
+    );
+}
+
+#[test]
+fn a_token_guards_every_request_and_remote_binds_need_one() {
+    let ws = Workspace::new();
+    let env = [("PREFFLOW_TEST_PHONE_TOKEN", "t0ken-for-tests")];
+    let flags = [
+        "--bind",
+        "0.0.0.0",
+        "--allow-remote",
+        "--token-env",
+        "PREFFLOW_TEST_PHONE_TOKEN",
+    ];
+    let server = start_with(&ws, &flags, &env);
+    let api = Api {
+        http: Client::new(),
+        url: &server.url,
+    };
+    let (code, err) = api.get("/health");
+    assert_eq!(code, 401, "{err}");
+    assert!(error_of(&err).contains("Authorization: Bearer"), "{err}");
+    let wrong = api
+        .http
+        .get(format!("{}/health", server.url))
+        .bearer_auth("t0ken-for-test");
+    assert_eq!(api.send(wrong).0, 401);
+    let (code, err) = api.send(api.http.post(format!("{}/episodes", server.url)).body("{}"));
+    assert_eq!(code, 401, "{err}");
+    let right = api
+        .http
+        .get(format!("{}/health", server.url))
+        .bearer_auth("t0ken-for-tests");
+    let (code, health) = api.send(right);
+    assert_eq!((code, &health["status"]), (200, &json!("ok")));
+    let create = api
+        .http
+        .post(format!("{}/episodes", server.url))
+        .bearer_auth("t0ken-for-tests")
+        .body("{}");
+    assert_eq!(api.send(create).0, 200);
+}
+
+#[test]
+fn a_remote_bind_warns_on_stderr() {
+    let ws = Workspace::new();
+    let root = env!("CARGO_MANIFEST_DIR");
+    let mut child = Command::new(bin())
+        .current_dir(ws.path())
+        .args([
+            "serve-env",
+            "--port",
+            "0",
+            "--bind",
+            "0.0.0.0",
+            "--allow-remote",
+        ])
+        .args([
+            "--token-env",
+            "PREFFLOW_TEST_PHONE_TOKEN",
+            "--persona",
+            "nobody.yaml",
+        ])
+        .arg("--apps")
+        .arg(format!("{root}/datasets/apps"))
+        .env("PREFFLOW_TEST_PHONE_TOKEN", "t0ken-for-tests")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn serve-env");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().expect("stderr"), &mut stderr)
+        .expect("stderr");
+    let _ = child.wait();
+    assert!(stderr.contains("warning: serving on 0.0.0.0"), "{stderr}");
+    assert!(
+        stderr.contains("PREFFLOW_TEST_PHONE_TOKEN") && !stderr.contains("t0ken-for-tests"),
+        "{stderr}"
+    );
 }

@@ -123,12 +123,31 @@ pub fn at<T>(file: &Path, spanned: &Spanned<T>) -> Location {
 impl PipelineFile {
     /// Reads and parses a pipeline file; YAML and shape errors carry their location.
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::config(
-                Location::file(path),
-                format!("cannot read pipeline file: {e}"),
-                Some("check the path; pipelines usually live in pipelines/".into()),
-            )
+        let shown = path.display().to_string();
+        let text = crate::input::read_text(path, &shown).map_err(|e| {
+            let hint = match &e {
+                crate::input::TextError::Io { .. } => {
+                    "check the path; pipelines usually live in pipelines/"
+                }
+                crate::input::TextError::Encoding { .. } => {
+                    "a pipeline file is UTF-8 YAML text; open it in an editor and save it as UTF-8"
+                }
+            };
+            let place = e.place();
+            let loc = Location {
+                file: path.to_path_buf(),
+                line: place.line,
+                column: place.column,
+            };
+            let message = match e {
+                crate::input::TextError::Io { source, .. } => {
+                    format!("cannot read pipeline file: {source}")
+                }
+                crate::input::TextError::Encoding { what, .. } => {
+                    format!("cannot read pipeline file: {what}")
+                }
+            };
+            Error::config(loc, message, Some(hint.into()))
         })?;
         Self::parse(path, &text)
     }
@@ -136,32 +155,60 @@ impl PipelineFile {
     /// Parses pipeline text; `path` is used for error locations only.
     pub fn parse(path: &Path, text: &str) -> Result<Self> {
         let spec: PipelineSpec = from_yaml(text).map_err(|e| yaml_error(path, &e))?;
-        Ok(Self {
+        let file = Self {
             path: path.to_path_buf(),
             spec,
-        })
+        };
+        let errors = file.check_counts();
+        if errors.is_empty() {
+            Ok(file)
+        } else {
+            Err(Error::Config(errors))
+        }
+    }
+
+    /// Counts that parse but cannot work: `concurrency: 0` would never run an item, a pool of
+    /// size 0 would wait forever.
+    fn check_counts(&self) -> Vec<ConfigError> {
+        let mut errors = Vec::new();
+        for (name, size) in &self.spec.resources {
+            if size.value == 0 {
+                errors.push(ConfigError::new(
+                    at(&self.path, size),
+                    format!(
+                        "resource pool `{name}` has size 0, so no item holding it could ever run"
+                    ),
+                    Some(format!("give it at least one slot, e.g. `{name}: 4`")),
+                ));
+            }
+        }
+        for (name, stage) in &self.spec.stages {
+            if let Some(c) = stage.value.concurrency.as_ref().filter(|c| c.value == 0) {
+                errors.push(ConfigError::new(
+                    at(&self.path, c),
+                    format!("stage `{name}`: `concurrency: 0` would never run an item"),
+                    Some("give at least 1, or leave `concurrency` out for one item per CPU".into()),
+                ));
+            }
+        }
+        errors
     }
 }
 
 fn yaml_error(path: &Path, e: &serde_saphyr::Error) -> Error {
-    let loc = e
-        .location()
-        .map(|l| location(path, &l))
-        .unwrap_or_else(|| Location::file(path));
-    let raw = e.to_string();
-    // serde-saphyr renders a source snippet after the first line; keep the message itself.
-    let message = raw
-        .lines()
-        .next()
-        .unwrap_or("invalid YAML")
-        .trim()
-        .to_string();
-    let hint = if message.contains("unknown field") {
-        Some("allowed stage fields: kind, description, inputs, params, per_item, sweep, concurrency, resources, retries, retry_backoff_ms, gather, when".into())
-    } else {
-        Some("see `prefflow schema` for the pipeline format".into())
+    let problem = crate::input::yaml_problem(e);
+    let loc = match problem.line_column {
+        Some((line, column)) => Location {
+            file: path.to_path_buf(),
+            line,
+            column,
+        },
+        None => Location::file(path),
     };
-    Error::Config(vec![ConfigError::new(loc, message, hint)])
+    let hint = problem
+        .fix
+        .unwrap_or_else(|| "see `prefflow schema` for the pipeline format".into());
+    Error::Config(vec![ConfigError::new(loc, problem.message, Some(hint))])
 }
 
 /// YAML parsing options shared by everything prefflow reads: YAML 1.2 booleans only, so `no`,

@@ -201,6 +201,13 @@ pub trait Kind: Send + Sync + 'static {
         true
     }
 
+    /// Checks what serde cannot (limits, ranges) when the plan is built, so a value that would
+    /// run for hours is a located error (exit 2) before anything runs. `field` names the
+    /// parameter, `message` follows the word "parameter".
+    fn check(&self, _params: &Self::Params) -> Result<(), ParamError> {
+        Ok(())
+    }
+
     /// Builds the instance's shared state, once, before its first item runs (and not at all when
     /// every result is cached). `ctx.inputs` are whole, `ctx.item` is `None`. An error fails the
     /// instance; a transient one is retried like an item's.
@@ -265,7 +272,7 @@ pub trait DynKind: Send + Sync {
     fn summary(&self) -> &'static str;
     /// See [`Kind::EXECUTION`].
     fn execution(&self) -> Execution;
-    /// Checks that `params` deserialize into the kind's parameter type.
+    /// Checks that `params` deserialize into the kind's parameter type and pass [`Kind::check`].
     fn check_params(&self, params: &Value) -> Result<(), ParamError>;
     /// See [`Kind::external_inputs`].
     fn external_inputs(&self, params: &Value) -> Vec<String>;
@@ -368,7 +375,7 @@ impl<K: Kind> DynKind for K {
         K::EXECUTION
     }
     fn check_params(&self, params: &Value) -> Result<(), ParamError> {
-        typed::<K::Params>(params).map(|_| ())
+        typed::<K::Params>(params).and_then(|p| Kind::check(self, &p))
     }
     fn external_inputs(&self, params: &Value) -> Vec<String> {
         typed::<K::Params>(params)

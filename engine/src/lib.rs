@@ -19,6 +19,7 @@ pub mod config;
 pub mod decision;
 pub mod error;
 pub mod exec;
+pub mod input;
 pub mod inspect;
 pub mod keys;
 pub mod kind;
@@ -34,5 +35,5 @@ pub mod usage;
 pub mod when;
 
 pub use error::{ConfigError, Error, Location, Result, StageError};
-pub use kind::{Execution, InputTable, Kind, Registry, StageContext, Tables};
+pub use kind::{Execution, InputTable, Kind, ParamError, Registry, StageContext, Tables};
 pub use usage::{Usage, UsageCounts};

@@ -750,10 +750,11 @@ fn resolve_params(
                 c.kind.name(),
                 err.message
             ),
-            Some(format!(
-                "see `prefflow kinds` for `{}`'s parameters",
-                c.kind.name()
-            )),
+            Some(
+                crate::input::unknown_field_fix(&err.message).unwrap_or_else(|| {
+                    format!("see `prefflow kinds` for `{}`'s parameters", c.kind.name())
+                }),
+            ),
         )
     })?;
     Ok(params)
@@ -778,26 +779,9 @@ fn locate_param(path: &Path, spec: &StageSpec, field: &str) -> Location {
 
 /// " (did you mean `x`?)" when a close name exists.
 pub fn suggest<'a>(wrong: &str, candidates: impl Iterator<Item = &'a str>) -> String {
-    candidates
-        .map(|c| (edit_distance(wrong, c), c))
-        .filter(|(d, c)| *d <= 2.max(c.len() / 3))
-        .min()
-        .map(|(_, c)| format!(" (did you mean `{c}`?)"))
+    crate::input::closest(wrong, candidates)
+        .map(|c| format!(" (did you mean `{c}`?)"))
         .unwrap_or_default()
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut row = vec![i + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != *cb);
-            row.push((prev[j] + cost).min(prev[j + 1] + 1).min(row[j] + 1));
-        }
-        prev = row;
-    }
-    prev[b.len()]
 }
 
 fn sorted(mut errors: Vec<ConfigError>) -> Vec<ConfigError> {

@@ -122,6 +122,16 @@ impl Sweep {
                     "give at least one value",
                 ));
             }
+            if let Some(twice) = repeated(values) {
+                return Err(fail(
+                    format!(
+                        "sweep dimension `{dim}` lists `{}` twice: both variants would be named `{dim}={}` and run the same items",
+                        compact(twice),
+                        compact(twice)
+                    ),
+                    "list each value once",
+                ));
+            }
             points = points
                 .iter()
                 .flat_map(|p| {
@@ -132,6 +142,17 @@ impl Sweep {
                     })
                 })
                 .collect();
+        }
+        for ex in &exclude {
+            check_filter(&dims, &points, ex).map_err(|(m, h)| {
+                fail(
+                    format!(
+                        "`sweep.exclude` entry {}: {m}",
+                        compact(&Value::Object(ex.clone()))
+                    ),
+                    &h,
+                )
+            })?;
         }
         points.retain(|p| !exclude.iter().any(|ex| matches(p, ex)));
         for extra in include {
@@ -173,6 +194,46 @@ fn list_of_maps(value: Option<&Value>) -> Result<Vec<serde_json::Map<String, Val
             .collect(),
         Some(_) => Err("must be a list of mappings".into()),
     }
+}
+
+/// The first value listed twice.
+fn repeated(values: &[Value]) -> Option<&Value> {
+    values
+        .iter()
+        .enumerate()
+        .find(|(i, v)| values[..*i].contains(v))
+        .map(|(_, v)| v)
+}
+
+/// An `exclude` entry must name grid dimensions and match at least one point: a typo in a
+/// dimension or value would otherwise exclude nothing, silently.
+fn check_filter(
+    dims: &[String],
+    points: &[Variant],
+    filter: &serde_json::Map<String, Value>,
+) -> Result<(), (String, String)> {
+    if filter.is_empty() {
+        return Err((
+            "is empty, so it would exclude every point".into(),
+            "name at least one dimension".into(),
+        ));
+    }
+    if let Some(unknown) = filter.keys().find(|k| !dims.contains(k)) {
+        let close = crate::input::closest(unknown, dims.iter().map(String::as_str))
+            .map(|c| format!("did you mean `{c}`? "))
+            .unwrap_or_default();
+        return Err((
+            format!("names `{unknown}`, which is not a grid dimension"),
+            format!("{close}the dimensions are: {}", dims.join(", ")),
+        ));
+    }
+    if !points.iter().any(|p| matches(p, filter)) {
+        return Err((
+            "matches no point of the grid".into(),
+            "check the values against the grid's lists (a typo excludes nothing)".into(),
+        ));
+    }
+    Ok(())
 }
 
 fn matches(point: &Variant, filter: &serde_json::Map<String, Value>) -> bool {
@@ -224,6 +285,22 @@ mod tests {
         assert_eq!(e.location.line, 1);
         assert!(sweep("a: []\n").is_err());
         assert!(sweep("grid: {a: [1]}\ninclude: [{b: 2}]\n").is_err());
+    }
+
+    #[test]
+    fn typos_in_exclude_and_repeated_values_are_errors() {
+        let e = sweep("grid: {agent: [a, b]}\nexclude: [{agnet: a}]\n").expect_err("unknown dim");
+        assert!(e.message.contains("`agnet`"), "{}", e.message);
+        assert!(
+            e.hint
+                .as_deref()
+                .is_some_and(|h| h.contains("did you mean `agent`")),
+            "{e:?}"
+        );
+        let e = sweep("grid: {agent: [a, b]}\nexclude: [{agent: c}]\n").expect_err("no match");
+        assert!(e.message.contains("matches no point"), "{}", e.message);
+        let e = sweep("agent: [oracle, defaults, oracle]\n").expect_err("repeated value");
+        assert!(e.message.contains("lists `oracle` twice"), "{}", e.message);
     }
 
     #[test]

@@ -10,9 +10,12 @@ pub mod files;
 pub mod judging;
 pub mod kinds;
 pub mod knowu;
+pub mod limits;
 pub mod llm;
 mod memo;
 pub mod metrics;
+#[cfg(test)]
+mod property_tests;
 pub mod report;
 pub mod serve;
 pub mod tasks;

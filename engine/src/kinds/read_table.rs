@@ -83,7 +83,13 @@ impl Kind for ReadTable {
 }
 
 fn read(path: &Path, format: TableFormat) -> Result<DataFrame, String> {
-    let open = || File::open(path).map_err(|e| format!("cannot open: {e}"));
+    let open = || {
+        File::open(path).map_err(|e| {
+            format!(
+                "cannot open: {e}; check the path (relative paths start at the working directory)"
+            )
+        })
+    };
     let result = match format {
         TableFormat::Csv => CsvReadOptions::default()
             .with_has_header(true)
@@ -97,5 +103,30 @@ fn read(path: &Path, format: TableFormat) -> Result<DataFrame, String> {
             .finish(),
         TableFormat::Parquet => ParquetReader::new(open()?).finish(),
     };
-    result.map_err(|e| e.to_string())
+    result.map_err(|e| match format {
+        TableFormat::Parquet => format!("not a readable Parquet file: {e}"),
+        _ => text_problem(path, format == TableFormat::Csv).unwrap_or_else(|| e.to_string()),
+    })
+}
+
+/// After the reader failed on a text format: the encoding problem or malformed CSV row, in the
+/// user's words and located, when there is one to name.
+fn text_problem(path: &Path, is_csv: bool) -> Option<String> {
+    let text = match crate::input::read_text(path, "") {
+        Ok(t) => t,
+        Err(crate::input::TextError::Encoding { at, what }) => {
+            return Some(format!(
+                "line {}, column {}: {what}; re-save the file as UTF-8",
+                at.line, at.column
+            ))
+        }
+        Err(crate::input::TextError::Io { source, .. }) => {
+            return Some(format!(
+            "cannot open: {source}; check the path (relative paths start at the working directory)"
+        ))
+        }
+    };
+    crate::input::csv_problem(&text)
+        .filter(|_| is_csv)
+        .map(|p| p.to_string())
 }

@@ -58,10 +58,7 @@ impl Kind for BuildKnowuWorld {
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let read = |p: &str| {
-            std::fs::read_to_string(ctx.resolve(p))
-                .map_err(|e| StageError::Input(format!("{p}: cannot read: {e}")))
-        };
+        let read = |p: &str| crate::files::read_input(&ctx.resolve(p), p);
         let (profile_text, log_text) = (read(&params.profile)?, read(&params.log)?);
         let persona = KnowuProfile::parse(&params.profile, &profile_text)?;
         let entries = persona.entries();

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use polars::prelude::*;
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::world::summary::{summary, WorldSummary};
@@ -31,6 +31,9 @@ pub struct BuildWorldParams {
     /// Minimum evidence events per inferable entry.
     #[serde(default = "default_min")]
     pub min_per_entry: usize,
+    /// Raises the limit on `events` (default 1,000,000; see README, "Limits").
+    #[serde(default)]
+    pub max_events: Option<u64>,
 }
 
 fn default_apps() -> String {
@@ -68,10 +71,14 @@ impl Kind for BuildWorld {
     const NAME: &'static str = "build_world";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = WORLD_TABLES;
-    const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary (params: persona, apps, events, noise, seed)";
+    const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary (params: persona, apps, events, noise, seed, max_events)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.persona.clone(), params.apps.clone()]
+    }
+
+    fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
+        crate::limits::EVENTS.check(params.events as u64, params.max_events)
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {

@@ -1,7 +1,7 @@
 //! `generate_tasks`: world tables + task templates → candidate tasks (`tasks`, `slots`,
 //! `criteria`, `bundles`), deterministic by seed.
 
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::tasks::frames::{task_tables, TASK_TABLES};
@@ -22,6 +22,9 @@ pub struct GenerateTasksParams {
     /// Seed of the draw.
     #[serde(default = "default_seed")]
     pub seed: u64,
+    /// Raises the limit on `count` (default 100,000; see README, "Limits").
+    #[serde(default)]
+    pub max_count: Option<u64>,
 }
 
 fn default_templates() -> String {
@@ -43,10 +46,14 @@ impl Kind for GenerateTasks {
     const NAME: &'static str = "generate_tasks";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &TASK_TABLES;
-    const SUMMARY: &'static str = "world (sources, history_events) + templates → candidate tasks, slots, criteria, bundles (params: templates, count, seed)";
+    const SUMMARY: &'static str = "world (sources, history_events) + templates → candidate tasks, slots, criteria, bundles (params: templates, count, seed, max_count)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.templates.clone()]
+    }
+
+    fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
+        crate::limits::TASK_COUNT.check(params.count as u64, params.max_count)
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {

@@ -60,8 +60,7 @@ impl Kind for ImportPersona {
 
 /// Reads a parameter's file, naming the path as the pipeline wrote it on failure.
 fn read(ctx: &StageContext<'_>, path: &str) -> Result<String, StageError> {
-    std::fs::read_to_string(ctx.resolve(path))
-        .map_err(|e| StageError::Input(format!("{path}: cannot read: {e}")))
+    crate::files::read_input(&ctx.resolve(path), path)
 }
 
 /// Appends a constant `persona` column, so tables of several personas can be concatenated.

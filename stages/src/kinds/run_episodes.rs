@@ -4,7 +4,7 @@
 //! episodes are cached per task, so changing one variant re-runs only its episodes.
 
 use polars::prelude::DataFrame;
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::episodes::agents::{self, AgentName};
@@ -47,6 +47,9 @@ pub struct RunEpisodesParams {
     /// Step bound per episode (default 30).
     #[serde(default = "thirty")]
     pub max_steps: u32,
+    /// Raises the limit on `epochs` (default 100; see README, "Limits").
+    #[serde(default)]
+    pub max_epochs: Option<u64>,
     /// `tools` (default) or `gui`.
     #[serde(default = "tools")]
     pub space: ActionSpace,
@@ -95,7 +98,7 @@ impl Kind for RunEpisodes {
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const DETERMINISTIC: bool = true;
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_steps, space, seed, llm, user_llm, embeddings; use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_epochs, max_steps, space, seed, llm, user_llm, embeddings; use per_item: task_id)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         let uses_prompts = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;
@@ -104,6 +107,10 @@ impl Kind for RunEpisodes {
             inputs.push(params.prompts.clone());
         }
         inputs
+    }
+
+    fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
+        crate::limits::EPOCHS.check(u64::from(params.epochs), params.max_epochs)
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
@@ -119,8 +126,10 @@ pub fn run_with(
 ) -> Result<Tables, StageError> {
     let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
     let factory = agents::factory(params, ctx)?;
+    let bundles = bundles_from_table(bundles_input(ctx)?)?;
+    check_episode_count(bundles.len(), params.epochs)?;
     let mut runs = Vec::new();
-    for bundle in bundles_from_table(bundles_input(ctx)?)? {
+    for bundle in bundles {
         for epoch in 0..params.epochs {
             let run = play(params, ctx, &world, &bundle, factory.as_ref(), epoch, hooks)?;
             refuse_offline_errors(ctx, &run)?;
@@ -128,6 +137,19 @@ pub fn run_with(
         }
     }
     tables(&runs)
+}
+
+/// Refuses a call that would play more than [`crate::limits::EPISODES`] episodes (tasks ×
+/// epochs): a typo, or a job for `per_item: task_id`, which commits each task on its own.
+fn check_episode_count(tasks: usize, epochs: u32) -> Result<(), StageError> {
+    let episodes = tasks as u64 * u64::from(epochs);
+    if episodes <= crate::limits::EPISODES {
+        return Ok(());
+    }
+    Err(StageError::Input(format!(
+        "{tasks} tasks × {epochs} epochs = {episodes} episodes in one call, over the limit of {}; lower `epochs`, or add `per_item: task_id` so each task is its own cached item",
+        crate::limits::EPISODES
+    )))
 }
 
 /// Offline, a failed episode means a request was never recorded (or the cache is unreadable):

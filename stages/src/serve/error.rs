@@ -1,5 +1,7 @@
-//! Typed errors of the phone server, and how each becomes an HTTP response: a JSON body
-//! `{"error": "…"}` with 400 (bad request), 404 (unknown episode) or 500, never a panic.
+//! Typed errors of the phone server, and how each becomes an HTTP response: always a JSON body
+//! `{"error": "…"}` with the status that fits (400 bad request, 401 no or wrong token, 404
+//! unknown or expired episode, 405 wrong method, 413 too large, 429 over a limit, 500), never
+//! a panic.
 
 use std::net::SocketAddr;
 
@@ -23,12 +25,54 @@ pub enum ServeError {
         /// Why binding failed.
         source: std::io::Error,
     },
+    /// The command-line options are inconsistent (a limit of 0, a remote bind without a token…).
+    #[error("{0}")]
+    Options(String),
     /// The runtime or the listener failed.
     #[error("server I/O: {0}")]
     Io(#[from] std::io::Error),
     /// No episode has this id (never created, or closed).
     #[error("no episode `{0}`; create one with POST /episodes")]
     NotFound(String),
+    /// The episode was closed by the server after sitting idle past the TTL.
+    #[error("episode `{id}` expired after {ttl_secs} s without a request (--episode-ttl-secs); create a new one with POST /episodes")]
+    Expired {
+        /// The episode.
+        id: String,
+        /// The server's TTL.
+        ttl_secs: u64,
+    },
+    /// The open-episode limit is reached.
+    #[error("{0} episodes are open, the most this server allows (--max-episodes); close finished ones with DELETE /episodes/{{id}} (idle ones expire after --episode-ttl-secs)")]
+    TooManyEpisodes(usize),
+    /// The episode has taken every step it may.
+    #[error("episode `{id}` has taken its {limit} steps (--max-steps); finish it and start a new episode")]
+    StepLimit {
+        /// The episode.
+        id: String,
+        /// The server's step limit.
+        limit: u32,
+    },
+    /// The episode has received as many request bytes as it may.
+    #[error("episode `{id}` has received its {limit} bytes of requests (--max-episode-bytes); send smaller actions or start a new episode")]
+    EpisodeBytes {
+        /// The episode.
+        id: String,
+        /// The server's per-episode byte limit.
+        limit: usize,
+    },
+    /// The request body is over the body limit.
+    #[error("request body over {0} bytes (--max-body-bytes); send a smaller body")]
+    BodyTooLarge(usize),
+    /// The request has no valid `Authorization: Bearer` token.
+    #[error("missing or wrong token: send `Authorization: Bearer <token>` with the token from the server's --token-env variable")]
+    Unauthorized,
+    /// The path exists but not with this method.
+    #[error("{0} is not allowed here; see GET /health, POST /episodes, POST /episodes/{{id}}/step, GET /episodes/{{id}}/observe|state|diff, DELETE /episodes/{{id}}")]
+    MethodNotAllowed(String),
+    /// A bug or an unexpected condition; the message says what.
+    #[error("internal error: {0}")]
+    Internal(String),
     /// No endpoint has this method and path.
     #[error("no endpoint {0}; see GET /health, POST /episodes, /episodes/{{id}}/step|observe|state|diff")]
     NoRoute(String),
@@ -38,21 +82,37 @@ pub enum ServeError {
     /// The episode overrides do not fit the world.
     #[error("overrides: {0}")]
     Overrides(#[from] crate::world::phone::OverrideError),
-    /// The thread that owns the episodes is gone (a bug: it never exits on its own).
-    #[error("the episode host stopped")]
+    /// The thread that owns the episode is gone (a bug: it only ends when the episode does).
+    #[error(
+        "the episode's thread stopped unexpectedly (a bug); close the episode and start a new one"
+    )]
     HostGone,
 }
 
 impl ServeError {
-    /// Whether the user can fix it (bad files or address): exit code 2 for the CLI.
+    /// Whether the user can fix it (bad files, address or options): exit code 2 for the CLI.
     pub fn is_user_error(&self) -> bool {
-        matches!(self, ServeError::World(_) | ServeError::Bind { .. })
+        matches!(
+            self,
+            ServeError::World(_) | ServeError::Bind { .. } | ServeError::Options(_)
+        )
     }
 
-    fn status(&self) -> StatusCode {
+    /// The HTTP status this error answers with.
+    pub fn status(&self) -> StatusCode {
         match self {
-            ServeError::NotFound(_) | ServeError::NoRoute(_) => StatusCode::NOT_FOUND,
+            ServeError::NotFound(_) | ServeError::NoRoute(_) | ServeError::Expired { .. } => {
+                StatusCode::NOT_FOUND
+            }
             ServeError::BadRequest(_) | ServeError::Overrides(_) => StatusCode::BAD_REQUEST,
+            ServeError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ServeError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
+            ServeError::BodyTooLarge(_) | ServeError::EpisodeBytes { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
+            ServeError::TooManyEpisodes(_) | ServeError::StepLimit { .. } => {
+                StatusCode::TOO_MANY_REQUESTS
+            }
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -61,6 +121,13 @@ impl ServeError {
 impl IntoResponse for ServeError {
     fn into_response(self) -> Response {
         let body = serde_json::json!({ "error": self.to_string() });
-        (self.status(), Json(body)).into_response()
+        let mut res = (self.status(), Json(body)).into_response();
+        if matches!(self, ServeError::Unauthorized) {
+            res.headers_mut().insert(
+                axum::http::header::WWW_AUTHENTICATE,
+                axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        res
     }
 }

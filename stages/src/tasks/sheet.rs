@@ -186,14 +186,39 @@ pub fn read_sheet(
 }
 
 fn read_strings(path: &Path, shown: &str) -> Result<DataFrame, TaskError> {
+    let text = prefflow_engine::input::read_text(path, shown).map_err(|e| {
+        let at = e.place();
+        match e {
+            prefflow_engine::input::TextError::Encoding { what, .. } => TaskError::Sheet {
+                file: shown.to_string(),
+                row: at.line as usize,
+                column: "-".into(),
+                message: format!("{what}; re-save the sheet as UTF-8 CSV"),
+            },
+            io => TaskError::File {
+                file: shown.to_string(),
+                message: io.to_string(),
+            },
+        }
+    })?;
     CsvReadOptions::default()
         .with_has_header(true)
         .with_infer_schema_length(Some(0))
-        .try_into_reader_with_file_path(Some(path.to_path_buf()))
-        .and_then(|r| r.finish())
-        .map_err(|e| TaskError::File {
-            file: shown.to_string(),
-            message: format!("not a readable CSV sheet: {e}"),
+        .into_reader_with_file_handle(std::io::Cursor::new(text.as_bytes()))
+        .finish()
+        .map_err(|e| match prefflow_engine::input::csv_problem(&text) {
+            Some(p) => TaskError::Sheet {
+                file: shown.to_string(),
+                row: p.row as usize,
+                column: p.column.unwrap_or_else(|| "-".into()),
+                message: format!("(line {}) {}", p.line, p.message),
+            },
+            None => TaskError::File {
+                file: shown.to_string(),
+                message: format!(
+                    "not a readable CSV sheet: {e}; export a fresh sheet with export_review"
+                ),
+            },
         })
 }
 

@@ -144,9 +144,17 @@ pub fn load_dir(dir: &Path, shown: &str) -> Result<Vec<LoadedFile>, TaskError> {
                     .map(|n| n.to_string_lossy())
                     .unwrap_or_default()
             );
-            let text = std::fs::read_to_string(p).map_err(|e| TaskError::File {
-                file: name.clone(),
-                message: e.to_string(),
+            let text = prefflow_engine::input::read_text(p, &name).map_err(|e| {
+                let at = e.place();
+                TaskError::File {
+                    file: at.to_string(),
+                    message: match e {
+                        prefflow_engine::input::TextError::Encoding { what, .. } => {
+                            format!("{what}; re-save the file as UTF-8")
+                        }
+                        io => io.to_string(),
+                    },
+                }
             })?;
             parse(&name, &text).map(|file| LoadedFile { name, file })
         })
@@ -156,13 +164,10 @@ pub fn load_dir(dir: &Path, shown: &str) -> Result<Vec<LoadedFile>, TaskError> {
 /// Parses one template file's text.
 pub fn parse(name: &str, text: &str) -> Result<TemplateFile, TaskError> {
     prefflow_engine::config::from_yaml::<TemplateFile>(text).map_err(|e| {
-        let at = match e.location() {
-            Some(l) => format!("{name}:{}:{}", l.line(), l.column()),
-            None => name.to_string(),
-        };
+        let problem = prefflow_engine::input::yaml_problem(&e);
         TaskError::Template {
-            at,
-            message: e.without_snippet().to_string(),
+            at: problem.place(name),
+            message: problem.text(),
         }
     })
 }

@@ -29,7 +29,11 @@ impl Loc {
 
 impl fmt::Display for Loc {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file, self.line, self.column)
+        if self.line == 0 {
+            write!(f, "{}", self.file)
+        } else {
+            write!(f, "{}:{}:{}", self.file, self.line, self.column)
+        }
     }
 }
 
@@ -150,7 +154,7 @@ impl fmt::Display for Problems {
 #[derive(Debug, thiserror::Error)]
 pub enum WorldError {
     /// A file or directory could not be read.
-    #[error("cannot read {path}: {source}")]
+    #[error("cannot read {path}: {source} (fix: check the path; relative paths start at the working directory)")]
     Read {
         /// The path that failed.
         path: String,

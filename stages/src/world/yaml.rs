@@ -8,24 +8,48 @@ use serde_saphyr::{Location, Spanned};
 
 use super::error::{Loc, Result, WorldError};
 
-/// Reads a whole text file, naming the path on failure.
+/// Reads a whole text file, naming the path on failure; a file that is not UTF-8 text is a
+/// located [`WorldError::Syntax`] that says what it is and to re-save it as UTF-8.
 pub(crate) fn read(path: &Path) -> Result<String> {
-    std::fs::read_to_string(path).map_err(|source| WorldError::Read {
-        path: path.display().to_string(),
-        source,
-    })
+    let shown = path.display().to_string();
+    prefflow_engine::input::read_text(path, &shown).map_err(|e| text_error(shown, e))
+}
+
+/// A [`prefflow_engine::input::TextError`] as a world error.
+pub(crate) fn text_error(shown: String, e: prefflow_engine::input::TextError) -> WorldError {
+    match e {
+        prefflow_engine::input::TextError::Io { source, .. } => WorldError::Read {
+            path: shown,
+            source,
+        },
+        prefflow_engine::input::TextError::Encoding { at, what } => WorldError::Syntax {
+            at: Loc {
+                file: at.file,
+                line: at.line as u32,
+                column: at.column as u32,
+            },
+            message: format!("{what} (fix: re-save the file as UTF-8)"),
+        },
+    }
 }
 
 /// Parses YAML text into `T`; a parse or schema error becomes [`WorldError::Syntax`] at the
-/// parser's location in `file`.
+/// parser's location in `file`, in the user's words (see [`prefflow_engine::input::yaml_problem`]).
 pub(crate) fn parse<T: DeserializeOwned>(file: &str, text: &str) -> Result<T> {
     serde_saphyr::from_str::<T>(text).map_err(|e| {
-        let at = e
-            .location()
-            .map_or_else(|| Loc::file(file), |l| loc(file, &l));
-        let message = e.without_snippet().to_string();
-        let message = strip_position(&message).to_string();
-        WorldError::Syntax { at, message }
+        let problem = prefflow_engine::input::yaml_problem(&e);
+        let at = match problem.line_column {
+            Some((line, column)) => Loc {
+                file: file.to_string(),
+                line: line as u32,
+                column: column as u32,
+            },
+            None => Loc::file(file),
+        };
+        WorldError::Syntax {
+            at,
+            message: problem.text(),
+        }
     })
 }
 
