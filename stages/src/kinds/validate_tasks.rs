@@ -25,7 +25,7 @@ impl Kind for ValidateTasks {
     type Params = ValidateTasksParams;
     type State = ();
     const NAME: &'static str = "validate_tasks";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] =
         &["tasks", "slots", "criteria", "bundles", "rejections"];
     const SUMMARY: &'static str = "bundles + world (sources, history_events) → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";

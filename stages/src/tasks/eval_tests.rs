@@ -17,6 +17,7 @@ fn slot(id: &str, value: Value, keywords: &[&str]) -> Slot {
         keywords: keywords.iter().map(|s| s.to_string()).collect(),
         app_default: None,
         profile_entry: None,
+        about: String::new(),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod eval;
 pub mod frames;
 pub mod generate;
 pub mod instantiate;
+pub mod matcher;
 pub mod model;
 pub mod predicate;
 pub mod review;

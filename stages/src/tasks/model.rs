@@ -198,6 +198,10 @@ pub struct Slot {
     pub app_default: Option<Value>,
     /// The profile entry (or situational fact) the value comes from, if any.
     pub profile_entry: Option<String>,
+    /// One sentence saying what the slot is, in the user's terms ("How many people are coming
+    /// to Friday's dinner"): what a user simulator is asked about, and what an LLM judge reads.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub about: String,
 }
 
 /// One rubric line (the `criteria` table row).
@@ -214,6 +218,11 @@ pub struct Criterion {
     pub predicate: Predicate,
     /// The line an LLM judge reads.
     pub rubric: String,
+    /// The criterion checks free text the user dictated (a message, a caption, a headline): the
+    /// rule predicate demands her words, and under the hybrid judge a configured judge model may
+    /// accept a faithful paraphrase.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub free_text: bool,
 }
 
 /// A task with its slots and criteria: one row of the `bundles` table.
