@@ -158,7 +158,7 @@ const FIXTURE: &str = r#"templates:
     instruction: "Book dinner on Friday."
     slots:
       seating: { profile: din_seating, keywords: [seating], default: dinespot.book_table.seating }
-      party: { ask: 4, keywords: [how many], default: dinespot.book_table.party_size }
+      party: { ask: 4, keywords: [people, party size], about: "How many people are coming", default: dinespot.book_table.party_size }
     criteria:
       - { id: booked, rubric: "Booked.", check: { inserted: dinespot.reservations, where: { date: "2025-10-03" } } }
       - { id: seating, slot: seating, rubric: "Patio.", check: { inserted: dinespot.reservations, where: { seating: "{slot.seating}" } } }

@@ -8,11 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::replay::Ask;
 pub use crate::tasks::matcher::{scripted_pieces, Piece};
-use crate::tasks::predicate::slot_refs_in;
 use crate::tasks::{Slot, Source, TaskBundle};
 use crate::world::types::FieldKind;
 use crate::world::Catalog;
@@ -82,23 +80,7 @@ pub fn mentions(text: &str, slot: &Slot) -> bool {
 /// Where each slot is used: the `(tool, argument)` of the reference solution's call that takes
 /// its value.
 pub fn bindings(bundle: &TaskBundle) -> HashMap<String, (String, String)> {
-    let mut out = HashMap::new();
-    for step in &bundle.task.reference_solution {
-        let (Some(tool), Some(args)) = (
-            step.get("tool").and_then(Value::as_str),
-            step.get("args").and_then(Value::as_object),
-        ) else {
-            continue;
-        };
-        for (arg, v) in args {
-            let mut refs = Vec::new();
-            slot_refs_in(v, &mut refs);
-            for r in refs {
-                out.entry(r).or_insert((tool.to_string(), arg.clone()));
-            }
-        }
-    }
-    out
+    bundle.slot_bindings()
 }
 
 /// The options of a slot's field when they form a small closed set.

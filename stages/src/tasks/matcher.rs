@@ -11,7 +11,7 @@ use super::model::Slot;
 
 /// Words that, alone, name no field or subject: a keyword made only of these is rejected at
 /// generation, and they never count as the naming part of a keyword.
-const GENERIC: &[&str] = &[
+pub(crate) const GENERIC: &[&str] = &[
     "a",
     "about",
     "again",

@@ -248,6 +248,28 @@ impl TaskBundle {
         self.slots.iter_mut().find(|s| s.slot_id == id)
     }
 
+    /// Where each slot is used: the `(tool, argument)` of the first reference-solution call that
+    /// takes its value.
+    pub fn slot_bindings(&self) -> std::collections::HashMap<String, (String, String)> {
+        let mut out = std::collections::HashMap::new();
+        for step in &self.task.reference_solution {
+            let (Some(tool), Some(args)) = (
+                step.get("tool").and_then(Value::as_str),
+                step.get("args").and_then(Value::as_object),
+            ) else {
+                continue;
+            };
+            for (arg, v) in args {
+                let mut refs = Vec::new();
+                super::predicate::slot_refs_in(v, &mut refs);
+                for r in refs {
+                    out.entry(r).or_insert((tool.to_string(), arg.clone()));
+                }
+            }
+        }
+        out
+    }
+
     /// Recomputes `hidden_context.ask_only` from the slots, so the two never disagree.
     pub fn sync_hidden_context(&mut self) {
         self.task.hidden_context.ask_only = self
