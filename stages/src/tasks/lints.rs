@@ -175,6 +175,60 @@ pub fn quantity(b: &TaskBundle) -> Vec<Rejection> {
         .collect()
 }
 
+/// Whether `table` belongs to the app of the reference's first operation call.
+fn primary(b: &TaskBundle, table: &str) -> bool {
+    b.task
+        .reference_solution
+        .iter()
+        .filter_map(|s| s.get("tool").and_then(Value::as_str))
+        .find(|t| !t.contains(".list_") && !t.contains(".get_"))
+        .and_then(|t| t.split_once('.'))
+        .is_some_and(|(app, _)| table.split_once('.').is_some_and(|(a, _)| a == app))
+}
+
+/// The first `date` field of a table, if any.
+fn day_field(cat: &crate::world::Catalog, table: &str) -> Option<String> {
+    let t = cat.table(cat.table_id(table, None)?);
+    t.fields
+        .iter()
+        .find(|f| matches!(f.kind, FieldKind::Date))
+        .map(|f| f.name.clone())
+}
+
+/// Records of `table` in the initial state that satisfy every condition (checked one at a time
+/// with an `exists` predicate pinned to the record's id).
+fn matching_records(
+    episode: &Episode<'_, '_>,
+    initial: &Phone<'_>,
+    table: &str,
+    conditions: &[super::predicate::Condition],
+) -> Vec<Value> {
+    let Some((app, name)) = table.split_once('.') else {
+        return Vec::new();
+    };
+    initial
+        .state()
+        .records_json(app, name)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| {
+            let Some(id) = r.get("id").cloned() else {
+                return false;
+            };
+            let mut conds = conditions.to_vec();
+            conds.push(super::predicate::Condition {
+                path: vec!["id".into()],
+                test: Test::Eq(ValueRef::Lit(id)),
+            });
+            episode.check(&Predicate::Record {
+                change: Change::Exists,
+                table: table.to_string(),
+                conditions: conds,
+            })
+        })
+        .collect()
+}
+
 /// Date-typed fields of a predicate's conditions or an operation's arguments are what pin a
 /// record to the task ("a reservation on 10-03"); a check without one could hold for any old
 /// record.
@@ -220,18 +274,45 @@ pub fn premise(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Vec<
             }
         }
     }
+    let today = initial.clock().date;
     for (table, conditions, ids) in asked {
         let pinned = conditions.iter().any(|x| pins_a_day(cat, table, x));
         let other = conditions.iter().any(|x| !pins_a_day(cat, table, x));
-        if !(pinned && other) {
+        if !other {
             continue;
         }
-        let exists = Predicate::Record {
-            change: Change::Exists,
-            table: table.to_string(),
-            conditions,
+        // Unpinned ("book my next cleaning"): an upcoming record (dated today or later) that
+        // matches is the thing the instruction asks for, already there.
+        // Unpinned, only the task's own object counts (a booking in the app the reference acts
+        // in first, not a side effect such as a calendar entry), and not when the instruction
+        // itself refers to the existing record's day ("before the one on the 21st").
+        if !pinned && (day_field(cat, table).is_none() || !primary(b, table)) {
+            continue;
+        }
+        let upcoming = |r: &Value| -> bool {
+            pinned
+                || day_field(cat, table).is_some_and(|f| {
+                    r.get(&f)
+                        .and_then(Value::as_str)
+                        .and_then(|d| Date::parse(d.get(..10).unwrap_or(d)))
+                        .is_some_and(|d| d >= today)
+                })
         };
-        if episode.check(&exists) {
+        let mentioned = |r: &Value| {
+            day_field(cat, table)
+                .and_then(|f| r.get(&f).and_then(Value::as_str).and_then(Date::parse))
+                .is_some_and(|d| {
+                    let (_, _, day) = d.ymd();
+                    let ws = words(&b.task.instruction);
+                    ws.iter()
+                        .any(|w| w.trim_end_matches(|c: char| c.is_alphabetic()) == day.to_string())
+                })
+        };
+        let matching = matching_records(&episode, initial, table, &conditions);
+        if matching
+            .iter()
+            .any(|r| upcoming(r) && (pinned || !mentioned(r)))
+        {
             out.push(reject(
                 Check::Premise,
                 ids.first().copied(),
@@ -506,8 +587,16 @@ pub fn artefacts(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Ve
                     })
                 })
                 .collect();
+            // A habit is demanded of any record of the kind (one condition: "the mail is signed
+            // X"); a criterion that also says which record ("the mail to Lena names X") is about
+            // content, which her earlier records need not share.
+            if conditions.len() != 1 {
+                return;
+            }
             for cond in conditions.iter().filter(|x| x.path.len() == 1) {
-                let Test::Contains(want) = &cond.test else {
+                // Only her habit itself (the slot's value), not text the task spells out.
+                let Test::Contains(want @ (ValueRef::Slot(_) | ValueRef::Fmt(_))) = &cond.test
+                else {
                     continue;
                 };
                 let Some(want) = resolve_value(want, &b.slots) else {
