@@ -24,6 +24,15 @@ fn checks_of(b: &TaskBundle) -> Vec<(Check, Option<String>, String)> {
         .collect()
 }
 
+/// The reason of the task's first rejection by `check`; panics (listing all) when there is none.
+fn reason(b: &TaskBundle, check: Check) -> String {
+    let all = checks_of(b);
+    all.iter()
+        .find(|(c, ..)| *c == check)
+        .map(|(_, _, r)| r.clone())
+        .unwrap_or_else(|| panic!("no {check:?} rejection: {all:?}"))
+}
+
 fn has(b: &TaskBundle, check: Check, subject: Option<&str>) -> bool {
     checks_of(b)
         .iter()
@@ -48,10 +57,7 @@ const TICKETS: &str = r#"templates:
 fn an_ask_only_count_the_wording_contradicts_or_states_is_rejected() {
     let t = |i: &str| fixture(&TICKETS.replace('%', i));
     let singular = t("Get me a ticket for Improv Thursdays.");
-    let (_, _, reason) = checks_of(&singular)
-        .into_iter()
-        .find(|(c, ..)| *c == Check::Quantity)
-        .unwrap_or_else(|| panic!("no quantity rejection: {:?}", checks_of(&singular)));
+    let reason = reason(&singular, Check::Quantity);
     assert!(
         reason.contains("says 1") && reason.contains("a … ticket"),
         "{reason}"
@@ -92,10 +98,7 @@ fn a_premise_already_true_in_app_data_or_contradicted_by_the_clock_is_rejected()
     let t = |when: &str, date: &str| fixture(&RUN.replace("%w", when).replace("%d", date));
     // Sunday's run (w-0928) is already logged.
     let done = t("Sunday", "2025-09-28");
-    let (_, _, reason) = checks_of(&done)
-        .into_iter()
-        .find(|(c, ..)| *c == Check::Premise)
-        .unwrap_or_else(|| panic!("no premise rejection: {:?}", checks_of(&done)));
+    let reason = reason(&done, Check::Premise);
     assert!(
         reason.contains("already holds") && reason.contains("fitpulse.workouts"),
         "{reason}"
@@ -137,10 +140,7 @@ const HOTEL: &str = r#"templates:
 #[test]
 fn an_ask_only_value_app_data_about_the_task_reveals_is_rejected() {
     let leaky = fixture(&HOTEL.replace('%', "Staying 3 nights, back on the 20th."));
-    let (_, _, reason) = checks_of(&leaky)
-        .into_iter()
-        .find(|(c, ..)| *c == Check::Derivable)
-        .unwrap_or_else(|| panic!("no derivable rejection: {:?}", checks_of(&leaky)));
+    let reason = reason(&leaky, Check::Derivable);
     assert!(reason.contains("notes.notes n-trip"), "{reason}");
     // A 3 that is not a number of nights reveals nothing.
     let quiet = fixture(&HOTEL.replace('%', "Pack 3 tops and the rain jacket."));
@@ -167,10 +167,7 @@ const SIGNOFF: &str = r#"templates:
 #[test]
 fn a_criterion_her_own_records_fail_is_rejected_and_spacing_is_not_a_conflict() {
     let conflict = fixture(&SIGNOFF.replace('%', "Cheers,\\nMaya"));
-    let (_, _, reason) = checks_of(&conflict)
-        .into_iter()
-        .find(|(c, ..)| *c == Check::Artefacts)
-        .unwrap_or_else(|| panic!("no artefacts rejection: {:?}", checks_of(&conflict)));
+    let reason = reason(&conflict, Check::Artefacts);
     assert!(
         reason.contains("Best, Maya") && reason.contains("Cheers"),
         "{reason}"

@@ -211,9 +211,14 @@ fn the_baselines_order_as_the_papers_report() {
     );
     assert!(rate(ask_all.ask_only) > rate(defaults.ask_only));
 
-    // Clarifying up front asks the same questions, so it scores the same.
+    // Clarifying up front asks the same questions, so it scores the same; a field two operations
+    // of one task share (two grocery orders) may be asked once more or less up front.
     assert_eq!(ask_all_clarify.criteria, ask_all.criteria);
-    assert_eq!(ask_all_clarify.precision.1, ask_all.precision.1);
+    let (up_front, as_needed) = (ask_all_clarify.precision.1, ask_all.precision.1);
+    assert!(
+        up_front.abs_diff(as_needed) * 50 <= as_needed,
+        "{up_front} vs {as_needed} questions"
+    );
     assert_eq!(heur_clarify.criteria, heur_all.criteria);
     assert_eq!(ask_all.clarify_asks + heur_all.clarify_asks, 0);
     assert!(ask_all_clarify.clarify_asks > 0 && heur_clarify.clarify_asks > 0);
