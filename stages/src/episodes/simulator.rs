@@ -4,9 +4,8 @@
 //! instead of silently inflating scores.
 
 use crate::llm::Usage;
-use crate::tasks::user::SlotUser;
-use crate::tasks::{Slot, Source};
-use crate::world::types::display;
+use crate::tasks::user::{spoken, SlotUser};
+use crate::tasks::Slot;
 
 use super::agent::AgentError;
 
@@ -32,17 +31,17 @@ pub trait Simulator {
 }
 
 /// What the user answers when a question matches nothing they know.
-pub const DONT_KNOW: &str = "I don't know.";
+pub use crate::tasks::user::DONT_KNOW;
 
-/// The default simulator: matches the question to ask-only slots by the task's keywords and
-/// answers exactly those from the hidden context; says it does not know otherwise; never
-/// volunteers.
+/// The default simulator ([`SlotUser`]): a question naming one of the task's details is answered
+/// with it — inferable details from the profile, ask-only ones from the hidden context; any
+/// other question gets "I don't know."; it never volunteers.
 pub struct ScriptedUser<'a> {
     slots: &'a [Slot],
 }
 
 impl<'a> ScriptedUser<'a> {
-    /// A user who knows these slots' ask-only values.
+    /// A user who knows these slots' values.
     pub fn new(slots: &'a [Slot]) -> Self {
         Self { slots }
     }
@@ -50,16 +49,7 @@ impl<'a> ScriptedUser<'a> {
 
 impl Simulator for ScriptedUser<'_> {
     fn reply(&mut self, question: &str) -> Result<UserReply, AgentError> {
-        let matched = SlotUser::new(self.slots).matched(question);
-        let text = if matched.is_empty() {
-            DONT_KNOW.to_string()
-        } else {
-            matched
-                .iter()
-                .map(|s| display(&s.value))
-                .collect::<Vec<_>>()
-                .join("; ")
-        };
+        let (text, matched) = SlotUser::new(self.slots).reply(question);
         Ok(UserReply {
             text,
             disclosed: matched.iter().map(|s| s.slot_id.clone()).collect(),
@@ -70,8 +60,8 @@ impl Simulator for ScriptedUser<'_> {
     }
 }
 
-/// Audits a free-text reply (from a model-backed simulator): a slot is disclosed when its value
-/// appears in the reply, volunteered when the question did not ask about it (by keywords), and
+/// Audits a free-text reply (from a model-backed simulator): a slot (inferable or ask-only) is
+/// disclosed when its value appears in the reply as whole words, volunteered when the question did not ask about it (by keywords), and
 /// the reply is ungrounded when it discloses nothing yet is not a "don't know".
 pub fn audit(question: &str, reply: &str, slots: &[Slot]) -> (Vec<String>, Vec<String>, bool) {
     let lower = reply.to_lowercase();
@@ -82,11 +72,7 @@ pub fn audit(question: &str, reply: &str, slots: &[Slot]) -> (Vec<String>, Vec<S
         .collect();
     let disclosed: Vec<String> = slots
         .iter()
-        .filter(|s| s.source == Source::AskOnly)
-        .filter(|s| {
-            let v = display(&s.value).to_lowercase();
-            !v.is_empty() && lower.contains(&v)
-        })
+        .filter(|s| crate::tasks::matcher::phrase_in(&lower, &spoken(&s.value)))
         .map(|s| s.slot_id.clone())
         .collect();
     let volunteered = disclosed

@@ -114,6 +114,8 @@ pub struct EpisodeJudgement {
     pub episode: EpisodeInfo,
     /// The task's perturbation.
     pub perturbation: &'static str,
+    /// The template the task was instantiated from (the bootstrap's cluster).
+    pub template: String,
     /// Verdict rows, criterion order (hybrid: rule rows, then llm rows).
     pub verdicts: Vec<VerdictRow>,
     /// Scores.
@@ -159,7 +161,7 @@ pub fn judge_episode(
     };
     let mut verdicts = Vec::new();
     if opts.mode != Mode::Llm {
-        let judged = rule::judge(&r.env.phone, bundle);
+        let judged = rule::judge(&r.env.phone, bundle, &asked);
         let decided = judged.into_iter().map(|j| (j.verdict, j.reason));
         verdicts.extend(rows(bundle, "rule", decided, &facts));
     }
@@ -185,6 +187,7 @@ pub fn judge_episode(
     Ok(EpisodeJudgement {
         episode: episode.clone(),
         perturbation: bundle.task.perturbation.as_str(),
+        template: bundle.task.template.clone(),
         verdicts,
         score,
         interaction: interaction::summarize(&requests, bundle),

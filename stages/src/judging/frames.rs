@@ -54,6 +54,7 @@ pub fn scores_frame(judged: &[EpisodeJudgement]) -> PolarsResult<DataFrame> {
         col("epoch", j, |j| j.episode.epoch),
         col("agent", j, |j| j.episode.agent.clone()),
         col("perturbation", j, |j| j.perturbation.to_string()),
+        col("template", j, |j| j.template.clone()),
         col("status", j, |j| j.episode.status.clone()),
         col("success", j, |j| j.score.success),
         col("action", j, |j| j.score.action),

@@ -8,10 +8,9 @@
 use std::collections::{HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::replay::Ask;
-use crate::tasks::predicate::slot_refs_in;
+pub use crate::tasks::matcher::{scripted_pieces, Piece};
 use crate::tasks::{Slot, Source, TaskBundle};
 use crate::world::types::FieldKind;
 use crate::world::Catalog;
@@ -28,15 +27,6 @@ pub enum MatcherName {
     Scripted,
     /// An LLM following iPrefBench G.4.
     Llm,
-}
-
-/// One information request of a message, before repeats and options are checked.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Piece {
-    /// The request's text.
-    pub text: String,
-    /// The slot it asks for, if any.
-    pub slot_id: Option<String>,
 }
 
 /// One `requests` row.
@@ -82,78 +72,15 @@ pub struct Interaction {
     pub offered_options: u32,
 }
 
-/// The sentences of a message that ask something: those ending in `?`, or the whole message
-/// when none does ("Tell me the party size.").
-fn questions(message: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let chars: Vec<char> = message.chars().collect();
-    for (i, &c) in chars.iter().enumerate() {
-        current.push(c);
-        let boundary = matches!(c, '.' | '?' | '!' | '\n')
-            && chars.get(i + 1).is_none_or(|n| n.is_whitespace());
-        if boundary {
-            out.push(std::mem::take(&mut current).trim().to_string());
-        }
-    }
-    out.push(current.trim().to_string());
-    out.retain(|s| !s.is_empty());
-    let asking: Vec<String> = out.iter().filter(|s| s.ends_with('?')).cloned().collect();
-    if asking.is_empty() {
-        vec![message.trim().to_string()]
-    } else {
-        asking
-    }
-}
-
-/// Whether `text` contains one of the slot's keywords, ignoring case.
+/// Whether `text` names the slot (one of its keywords as whole words).
 pub fn mentions(text: &str, slot: &Slot) -> bool {
-    let t = text.to_lowercase();
-    slot.keywords.iter().any(|k| t.contains(&k.to_lowercase()))
-}
-
-/// The scripted matcher: each asking sentence is one request per slot whose keywords it
-/// contains (so "How many people, and what time?" is two), or one unmatched request.
-pub fn scripted_pieces(message: &str, slots: &[Slot]) -> Vec<Piece> {
-    let mut out = Vec::new();
-    for q in questions(message) {
-        let matched: Vec<&Slot> = slots.iter().filter(|s| mentions(&q, s)).collect();
-        if matched.is_empty() {
-            out.push(Piece {
-                text: q.clone(),
-                slot_id: None,
-            });
-        }
-        for s in matched {
-            out.push(Piece {
-                text: q.clone(),
-                slot_id: Some(s.slot_id.clone()),
-            });
-        }
-    }
-    out
+    crate::tasks::matcher::names_slot(text, slot)
 }
 
 /// Where each slot is used: the `(tool, argument)` of the reference solution's call that takes
 /// its value.
 pub fn bindings(bundle: &TaskBundle) -> HashMap<String, (String, String)> {
-    let mut out = HashMap::new();
-    for step in &bundle.task.reference_solution {
-        let (Some(tool), Some(args)) = (
-            step.get("tool").and_then(Value::as_str),
-            step.get("args").and_then(Value::as_object),
-        ) else {
-            continue;
-        };
-        for (arg, v) in args {
-            let mut refs = Vec::new();
-            slot_refs_in(v, &mut refs);
-            for r in refs {
-                out.entry(r).or_insert((tool.to_string(), arg.clone()));
-            }
-        }
-    }
-    out
+    bundle.slot_bindings()
 }
 
 /// The options of a slot's field when they form a small closed set.

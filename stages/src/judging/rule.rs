@@ -1,6 +1,8 @@
 //! `rule` verdicts: each criterion's predicate evaluated on the replayed phone (final state,
 //! diff, operations, questions and final answer). Exact and free, so it is the default judge.
 
+use std::collections::HashSet;
+
 use super::Verdict;
 use crate::tasks::eval::Episode;
 use crate::tasks::TaskBundle;
@@ -17,9 +19,10 @@ pub struct Judged {
     pub reason: String,
 }
 
-/// Judges every criterion of `bundle` on `phone`, independently.
-pub fn judge(phone: &Phone<'_>, bundle: &TaskBundle) -> Vec<Judged> {
-    let episode = Episode::new(phone, &bundle.slots);
+/// Judges every criterion of `bundle` on `phone`, independently; `asked` holds the slots the
+/// interaction judge matched requests to, which is what `asked:` predicates read.
+pub fn judge(phone: &Phone<'_>, bundle: &TaskBundle, asked: &HashSet<String>) -> Vec<Judged> {
+    let episode = Episode::with_asked(phone, &bundle.slots, asked.clone());
     bundle
         .criteria
         .iter()

@@ -44,7 +44,7 @@ impl Kind for GenerateTasks {
     type Params = GenerateTasksParams;
     type State = ();
     const NAME: &'static str = "generate_tasks";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &TASK_TABLES;
     const SUMMARY: &'static str = "world (sources, history_events) + templates → candidate tasks, slots, criteria, bundles (params: templates, count, seed, max_count)";
 

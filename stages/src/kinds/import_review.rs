@@ -31,7 +31,7 @@ impl Kind for ImportReview {
     type Params = ImportReviewParams;
     type State = ();
     const NAME: &'static str = "import_review";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "bundles", "audit"];
     const SUMMARY: &'static str = "bundles (+ audit) + review sheets of one round → reviewed tasks, slots, criteria, bundles, audit (params: round, sheets)";
 

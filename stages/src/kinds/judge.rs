@@ -54,7 +54,7 @@ impl Kind for Judge {
     type Params = JudgeParams;
     type State = ();
     const NAME: &'static str = "judge";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &JUDGE_TABLES;
     const DETERMINISTIC: bool = true;
     const SUMMARY: &'static str = "episodes + steps + bundles + world (sources, history_events) → verdicts, scores, requests, interaction (params: mode rule|llm|hybrid, matcher scripted|llm, lambda, llm, prompts; use per_item: episode_id)";

@@ -19,7 +19,7 @@ impl Kind for TaskStats {
     type Params = TaskStatsParams;
     type State = ();
     const NAME: &'static str = "task_stats";
-    const VERSION: &'static str = "2";
+    const VERSION: &'static str = "3";
     const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "stats"];
     const SUMMARY: &'static str =
         "tasks, slots, criteria → the same tables plus stats (section, key, value, paper), like iPrefBench Table D.1";

@@ -8,9 +8,11 @@ use serde::Deserialize;
 
 use crate::tasks::error::TaskError;
 use crate::tasks::frames::{bundles_from_table, task_tables};
-use crate::tasks::validate::{validate, Rejection};
+use crate::tasks::lints::SlotSource;
+use crate::tasks::validate::{validate_in_set, Rejection};
 use crate::tasks::world_cache::world_of;
 use crate::tasks::world_index::WorldIndex;
+use crate::tasks::Source;
 use crate::tasks::TaskBundle;
 
 /// Parameters of `validate_tasks` (none yet; the checks are fixed).
@@ -25,18 +27,24 @@ impl Kind for ValidateTasks {
     type Params = ValidateTasksParams;
     type State = ();
     const NAME: &'static str = "validate_tasks";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] =
         &["tasks", "slots", "criteria", "bundles", "rejections"];
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots, for the cross-variant source lint] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
 
     fn run(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
         let ix = WorldIndex::new(&world);
+        // The reviewed set's `slots` table (optional): the slot sources of every task, so a
+        // slot's source can be compared across the variants of its template.
+        let set = match ctx.input("slots") {
+            Ok(df) => slot_sources(df)?,
+            Err(_) => Vec::new(),
+        };
         let mut valid: Vec<TaskBundle> = Vec::new();
         let mut rejected: Vec<(String, Rejection)> = Vec::new();
         for mut b in bundles_from_table(ctx.input("bundles")?)? {
-            let reasons = validate(&ix, &b);
+            let reasons = validate_in_set(&ix, &b, &set);
             if reasons.is_empty() {
                 b.task.cross_app = ix.cross_app(&b.task.overrides.history, &b.task.apps, &b.slots);
                 valid.push(b);
@@ -48,6 +56,25 @@ impl Kind for ValidateTasks {
         out.push(("rejections", rejections_frame(&rejected)?));
         Ok(Tables::new(out))
     }
+}
+
+/// `(task_id, slot_id, source)` rows of a `slots` table.
+fn slot_sources(df: &DataFrame) -> Result<Vec<SlotSource>, TaskError> {
+    let col = |name: &str| {
+        df.column(name)
+            .and_then(|c| c.str().cloned())
+            .map_err(|e| TaskError::table("slots", e.to_string()))
+    };
+    let (task, slot, source) = (col("task_id")?, col("slot_id")?, col("source")?);
+    Ok((0..df.height())
+        .filter_map(|i| {
+            Some(SlotSource {
+                task_id: task.get(i)?.to_string(),
+                slot_id: slot.get(i)?.to_string(),
+                source: Source::parse(source.get(i)?)?,
+            })
+        })
+        .collect())
 }
 
 /// The `rejections` table: task_id, check, subject (criterion or slot), reason.

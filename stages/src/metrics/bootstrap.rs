@@ -1,6 +1,11 @@
 //! Seeded percentile bootstrap over tasks. Every statistic here is a ratio of sums over tasks
 //! (a macro mean is a ratio with denominator 1 per task), so one resampling loop serves Table 1,
-//! the paired differences and the subsets, in O(resamples × tasks).
+//! the paired differences and the subsets, in O(resamples × clusters).
+//!
+//! Tasks come in clusters: the variants of one template share an instruction shape, slots and
+//! criteria, so their outcomes are correlated, and resampling variants as if independent would
+//! make intervals too narrow. The resampling unit is therefore the cluster (the template): each
+//! resample draws templates with replacement and takes every task of each drawn template.
 
 /// One task's contribution to a statistic: the statistic over a set of tasks is
 /// `Σ num / Σ den` (null when `Σ den` is 0).
@@ -27,7 +32,8 @@ impl Ratio {
     }
 }
 
-/// A point estimate with its confidence interval and the number of tasks behind it.
+/// A point estimate with its confidence interval and the numbers of tasks and clusters
+/// (templates) behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Estimate {
     /// The statistic on all tasks; null when undefined.
@@ -38,6 +44,8 @@ pub struct Estimate {
     pub ci_high: Option<f64>,
     /// Tasks the statistic is computed over.
     pub n: u32,
+    /// Clusters (templates) those tasks come from: the resampling unit of the interval.
+    pub clusters: u32,
 }
 
 /// Bootstrap settings: why a number is uncertain is part of the result, so every estimate in
@@ -62,55 +70,102 @@ impl Default for Bootstrap {
     }
 }
 
-/// `Σ num / Σ den` of the tasks at `idx` (all tasks when `idx` is None).
-fn ratio_of(items: &[Ratio], idx: Option<&[usize]>) -> Option<f64> {
-    let (mut num, mut den) = (0.0, 0.0);
-    let mut add = |r: &Ratio| {
-        num += r.num;
-        den += r.den;
-    };
-    match idx {
-        Some(idx) => idx.iter().for_each(|&i| add(&items[i])),
-        None => items.iter().for_each(add),
-    }
+/// `Σ num / Σ den` of the tasks.
+fn ratio_of(items: &[Ratio]) -> Option<f64> {
+    let (num, den) = items
+        .iter()
+        .fold((0.0, 0.0), |(n, d), r| (n + r.num, d + r.den));
     (den > 0.0).then(|| num / den)
 }
 
+/// Sums of each cluster: `sums[c]` adds the items whose cluster index is `c`.
+fn cluster_sums(items: &[Ratio], clusters: &[usize]) -> Vec<(f64, f64)> {
+    let n = clusters.iter().copied().max().map_or(0, |m| m + 1);
+    let mut sums = vec![(0.0, 0.0); n];
+    for (r, &c) in items.iter().zip(clusters) {
+        sums[c].0 += r.num;
+        sums[c].1 += r.den;
+    }
+    sums
+}
+
+/// Dense cluster indices (0, 1, …, in first-seen order) for cluster labels.
+pub fn cluster_index<S: AsRef<str>>(labels: &[S]) -> Vec<usize> {
+    let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    labels
+        .iter()
+        .map(|l| {
+            let next = seen.len();
+            *seen.entry(l.as_ref()).or_insert(next)
+        })
+        .collect()
+}
+
 impl Bootstrap {
-    /// `Σ num / Σ den` over tasks with its interval. `key` names the statistic (e.g.
-    /// `variant/metric`) so each one has its own reproducible random stream.
+    /// `Σ num / Σ den` over tasks, each its own cluster, with its interval. `key` names the
+    /// statistic (e.g. `variant/metric`) so each one has its own reproducible random stream.
     pub fn ratio(&self, key: &str, items: &[Ratio]) -> Estimate {
-        let value = ratio_of(items, None);
-        let (ci_low, ci_high) = self.interval(key, items.len(), |idx| ratio_of(items, Some(idx)));
+        let clusters: Vec<usize> = (0..items.len()).collect();
+        self.ratio_clustered(key, items, &clusters)
+    }
+
+    /// `Σ num / Σ den` over tasks with an interval that resamples clusters: `clusters[i]` is the
+    /// cluster (template) index of `items[i]`, dense from 0 (see [`cluster_index`]).
+    pub fn ratio_clustered(&self, key: &str, items: &[Ratio], clusters: &[usize]) -> Estimate {
+        let value = ratio_of(items);
+        let sums = cluster_sums(items, clusters);
+        let (ci_low, ci_high) = self.interval(key, sums.len(), |idx| {
+            let (num, den) = idx
+                .iter()
+                .fold((0.0, 0.0), |(n, d), &c| (n + sums[c].0, d + sums[c].1));
+            (den > 0.0).then(|| num / den)
+        });
         Estimate {
             value,
             ci_low,
             ci_high,
             n: items.len() as u32,
+            clusters: sums.len() as u32,
         }
     }
 
-    /// The paired difference `ratio(b) − ratio(a)` over tasks both variants have; each
-    /// resample draws the same tasks for both, as a paired test must.
+    /// The paired difference `ratio(b) − ratio(a)` over tasks both variants have, each its own
+    /// cluster.
     pub fn paired(&self, key: &str, pairs: &[(Ratio, Ratio)]) -> Estimate {
-        let diff = |idx: Option<&[usize]>| {
-            let (a, b): (Vec<Ratio>, Vec<Ratio>) = match idx {
-                Some(idx) => idx.iter().map(|&i| pairs[i]).unzip(),
-                None => pairs.iter().copied().unzip(),
+        let clusters: Vec<usize> = (0..pairs.len()).collect();
+        self.paired_clustered(key, pairs, &clusters)
+    }
+
+    /// The paired difference with an interval that resamples clusters; each resample draws the
+    /// same clusters for both variants, as a paired test must.
+    pub fn paired_clustered(
+        &self,
+        key: &str,
+        pairs: &[(Ratio, Ratio)],
+        clusters: &[usize],
+    ) -> Estimate {
+        let (a, b): (Vec<Ratio>, Vec<Ratio>) = pairs.iter().copied().unzip();
+        let value = (|| Some(ratio_of(&b)? - ratio_of(&a)?))();
+        let (sa, sb) = (cluster_sums(&a, clusters), cluster_sums(&b, clusters));
+        let (ci_low, ci_high) = self.interval(key, sa.len(), |idx| {
+            let sum = |s: &[(f64, f64)]| {
+                let (n, d) = idx
+                    .iter()
+                    .fold((0.0, 0.0), |(n, d), &c| (n + s[c].0, d + s[c].1));
+                (d > 0.0).then(|| n / d)
             };
-            Some(ratio_of(&b, None)? - ratio_of(&a, None)?)
-        };
-        let value = diff(None);
-        let (ci_low, ci_high) = self.interval(key, pairs.len(), |idx| diff(Some(idx)));
+            Some(sum(&sb)? - sum(&sa)?)
+        });
         Estimate {
             value,
             ci_low,
             ci_high,
             n: pairs.len() as u32,
+            clusters: sa.len() as u32,
         }
     }
 
-    /// Percentile interval of `stat` over resamples of `n` tasks drawn with replacement.
+    /// Percentile interval of `stat` over resamples of `n` units drawn with replacement.
     /// Resamples where the statistic is undefined are dropped; null when none is defined.
     fn interval(
         &self,

@@ -1,12 +1,12 @@
 //! Paired differences between a variant and the baseline on the tasks both ran: the mean
-//! difference with a bootstrap interval that resamples tasks jointly, and the per-task
+//! difference with a bootstrap interval that resamples templates (clusters of tasks) jointly, and the per-task
 //! wins / ties / losses (ties explicit, as a 0 difference is common on pass/fail metrics).
 
 use std::collections::HashMap;
 
 use polars::prelude::*;
 
-use super::bootstrap::{Bootstrap, Ratio};
+use super::bootstrap::{cluster_index, Bootstrap, Ratio};
 use super::pertask::{PerTask, TaskRow, METRICS};
 
 /// `paired`: variant, baseline, metric, diff (variant − baseline), ci_low, ci_high, n (common
@@ -21,15 +21,15 @@ pub fn paired(tasks: &PerTask, baseline: &str, boot: &Bootstrap) -> PolarsResult
     let mut t = Columns::default();
     for (variant, rows) in tasks.variants.iter().filter(|(v, _)| v != baseline) {
         for metric in METRICS {
-            let pairs: Vec<(Ratio, Ratio)> = rows
+            let (pairs, templates): (Vec<(Ratio, Ratio)>, Vec<&str>) = rows
                 .iter()
                 .filter_map(|r| {
                     let b = base.get(r.task_id.as_str())?.get(metric)?;
-                    Some((b, r.get(metric)?))
+                    Some(((b, r.get(metric)?), r.template.as_str()))
                 })
-                .collect();
+                .unzip();
             let key = format!("{variant}-{baseline}/{}", metric.name());
-            let est = boot.paired(&key, &pairs);
+            let est = boot.paired_clustered(&key, &pairs, &cluster_index(&templates));
             let (mut wins, mut ties, mut losses) = (0u32, 0u32, 0u32);
             for (a, b) in &pairs {
                 match (b.value(), a.value()) {

@@ -75,6 +75,9 @@ impl Metric {
 pub struct TaskRow {
     /// The task.
     pub task_id: String,
+    /// The template it was instantiated from: the cluster the bootstrap resamples (the task id
+    /// itself when the scores do not say).
+    pub template: String,
     /// Its perturbation subset (`none` when the scores do not say).
     pub perturbation: String,
     /// The history exposure its episodes saw (`unknown` without the episodes table).
@@ -158,10 +161,14 @@ pub fn per_task(
         ),
         _ => lf.with_column(lit(NULL).cast(DataType::String).alias("exposure")),
     };
+    if !scores.schema().contains("template") {
+        lf = lf.with_column(col("task_id").alias("template"));
+    }
     let keys = [col("variant"), col("task_id")];
     let mean = |c: &str| col(c).cast(DataType::Float64).mean();
     let mut tasks = lf.group_by(keys.clone()).agg([
         col("perturbation").cast(DataType::String).first(),
+        col("template").cast(DataType::String).first(),
         col("exposure").drop_nulls().first(),
         col("success")
             .cast(DataType::Float64)
@@ -226,6 +233,7 @@ fn rows(df: &DataFrame) -> PolarsResult<PerTask> {
     let variant = strs(df, "variant")?;
     let task = strs(df, "task_id")?;
     let pert = strs(df, "perturbation")?;
+    let template = strs(df, "template")?;
     let expo = strs(df, "exposure")?;
     let (epochs, successes) = (u32s(df, "epochs")?, u32s(df, "successes")?);
     let macros = [
@@ -249,6 +257,10 @@ fn rows(df: &DataFrame) -> PolarsResult<PerTask> {
     for i in 0..df.height() {
         let row = TaskRow {
             task_id: task[i].clone().unwrap_or_default(),
+            template: template[i]
+                .clone()
+                .or_else(|| task[i].clone())
+                .unwrap_or_default(),
             perturbation: pert[i].clone().unwrap_or_else(|| "none".into()),
             exposure: expo[i].clone().unwrap_or_else(|| "unknown".into()),
             epochs: epochs[i],

@@ -67,8 +67,8 @@ pub fn top_k(exposure: &str) -> Option<u32> {
     }
 }
 
-/// `history_curve`: variant, exposure, top_k (null for `all`), metric, value, ci_low, ci_high,
-/// n — personalization (and its inferable / ask-only split) and success per exposure.
+/// `history_curve`: variant, exposure, top_k (null for `all`), metric, value, ci_low, ci_high
+/// (resampling templates), n — personalization (and its inferable / ask-only split) and success per exposure.
 pub fn history_curve(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
     let (mut variant, mut exposure, mut k, mut metric) = (vec![], vec![], vec![], vec![]);
     let (mut value, mut low, mut high, mut n) = (vec![], vec![], vec![], vec![]);
@@ -79,8 +79,8 @@ pub fn history_curve(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFram
         }
         for (e, members) in &by_exposure {
             for m in CURVE_METRICS {
-                let items: Vec<Ratio> = members.iter().filter_map(|r| r.get(m)).collect();
-                let est = boot.ratio(&format!("{v}/{e}/{}", m.name()), &items);
+                let key = format!("{v}/{e}/{}", m.name());
+                let est = super::table1::clustered(boot, &key, members.iter().copied(), m);
                 variant.push(v.clone());
                 exposure.push(e.to_string());
                 k.push(top_k(e));

@@ -4,10 +4,10 @@
 use polars::prelude::*;
 use prefflow_engine::StageError;
 
-use super::bootstrap::{Bootstrap, Estimate};
+use super::bootstrap::{cluster_index, Bootstrap, Estimate};
 use super::paired::paired;
 use super::passk::pass_k;
-use super::pertask::{per_task, Metric, PerTask, METRICS};
+use super::pertask::{per_task, Metric, PerTask, TaskRow, METRICS};
 use super::subsets::{failure_labels, history_curve, perturbations};
 
 /// Settings of [`aggregate`].
@@ -70,17 +70,36 @@ pub fn aggregate(
     })
 }
 
-/// `table1`: variant, metric, value, ci_low, ci_high, n, display.
+/// `table1`: variant, metric, value, ci_low, ci_high, n, templates, display. Intervals
+/// resample templates (the variants of one template are one cluster); `templates` says how many
+/// stand behind each `n`.
 pub fn table1(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
     let mut rows = EstimateRows::default();
     for (variant, task_rows) in &tasks.variants {
         for metric in METRICS {
-            let items: Vec<_> = task_rows.iter().filter_map(|t| t.get(metric)).collect();
-            let est = boot.ratio(&format!("{variant}/{}", metric.name()), &items);
+            let est = clustered(
+                boot,
+                &format!("{variant}/{}", metric.name()),
+                task_rows.iter(),
+                metric,
+            );
             rows.push(variant, metric, est);
         }
     }
     rows.frame()
+}
+
+/// The estimate of `metric` over `rows` (tasks where it is defined), resampling templates.
+pub fn clustered<'a>(
+    boot: &Bootstrap,
+    key: &str,
+    rows: impl Iterator<Item = &'a TaskRow>,
+    metric: Metric,
+) -> Estimate {
+    let (items, templates): (Vec<_>, Vec<&str>) = rows
+        .filter_map(|t| Some((t.get(metric)?, t.template.as_str())))
+        .unzip();
+    boot.ratio_clustered(key, &items, &cluster_index(&templates))
 }
 
 /// Columns of estimate tables, collected row by row (one row per variant × metric: small).
@@ -92,6 +111,7 @@ struct EstimateRows {
     low: Vec<Option<f64>>,
     high: Vec<Option<f64>>,
     n: Vec<u32>,
+    templates: Vec<u32>,
     display: Vec<String>,
 }
 
@@ -103,6 +123,7 @@ impl EstimateRows {
         self.low.push(e.ci_low);
         self.high.push(e.ci_high);
         self.n.push(e.n);
+        self.templates.push(e.clusters);
         self.display.push(display(metric, &e));
     }
 
@@ -114,6 +135,7 @@ impl EstimateRows {
             "ci_low" => self.low,
             "ci_high" => self.high,
             "n" => self.n,
+            "templates" => self.templates,
             "display" => self.display,
         )
     }
@@ -153,7 +175,7 @@ fn pass_k_frame(tasks: &PerTask) -> PolarsResult<DataFrame> {
 }
 
 /// Table 1 for terminals (`prefflow show iprefbench.table1`): metrics down, variants across,
-/// each cell `value [95% CI] (n=tasks)`. None when `df` does not look like a `table1`.
+/// each cell `value [95% CI] (n=tasks, templates)`. None when `df` does not look like a `table1`.
 pub fn render_table(df: &DataFrame) -> Option<String> {
     let schema = df.schema();
     let is_table1 = ["variant", "metric", "display", "n"]

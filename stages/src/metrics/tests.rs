@@ -2,7 +2,7 @@
 
 use polars::prelude::*;
 
-use super::bootstrap::{quantile, Bootstrap, Ratio};
+use super::bootstrap::{quantile, Bootstrap, Estimate, Ratio};
 use super::judge_agreement::{judge_agreement, HumanLabel, Subject};
 use super::kappa::agreement;
 use super::passk::{pass_at_k, pass_hat_k, pass_k};
@@ -345,6 +345,46 @@ fn bootstrap_is_seeded_and_brackets_the_estimate() {
     assert!(close(flat.ci_low, 0.4) && close(flat.ci_high, 0.4));
     assert_eq!(boot.ratio("k", &[]).value, None);
     assert!((quantile(&[1.0, 2.0, 3.0], 0.25) - 1.5).abs() < 1e-12);
+}
+
+#[test]
+fn the_bootstrap_resamples_templates_not_their_variants() {
+    let boot = Bootstrap::default();
+    // Ten templates, each with ten variants that all succeed or all fail together: the
+    // information is ten outcomes, not a hundred.
+    let items: Vec<Ratio> = (0..100)
+        .map(|i| Ratio::mean(if (i / 10) % 2 == 0 { 1.0 } else { 0.0 }))
+        .collect();
+    let templates: Vec<String> = (0..100).map(|i| format!("t{}", i / 10)).collect();
+    let clusters = crate::metrics::bootstrap::cluster_index(&templates);
+    let by_template = boot.ratio_clustered("v/success", &items, &clusters);
+    let by_task = boot.ratio("v/success", &items);
+    assert_eq!((by_template.n, by_template.clusters), (100, 10));
+    assert_eq!((by_task.n, by_task.clusters), (100, 100));
+    assert!(close(by_template.value, 0.5) && close(by_task.value, 0.5));
+    let width = |e: &Estimate| e.ci_high.unwrap() - e.ci_low.unwrap();
+    // Resampling variants as independent tasks understates the uncertainty (≈ ±0.1 instead
+    // of ≈ ±0.3 for ten coin flips).
+    assert!(
+        width(&by_template) > 2.0 * width(&by_task),
+        "{by_template:?} vs {by_task:?}"
+    );
+    assert!(width(&by_template) > 0.45, "{by_template:?}");
+    // Singleton clusters give exactly the per-task bootstrap.
+    let singletons: Vec<usize> = (0..100).collect();
+    assert_eq!(
+        boot.ratio_clustered("v/success", &items, &singletons),
+        by_task
+    );
+    // Paired differences resample the same templates for both variants: a variant that is
+    // better by the same amount on every task has a degenerate interval.
+    let pairs: Vec<(Ratio, Ratio)> = items
+        .iter()
+        .map(|r| (*r, Ratio::mean(r.num * 0.5 + 0.5)))
+        .collect();
+    let d = boot.paired_clustered("d", &pairs, &clusters);
+    assert!(close(d.value, 0.25) && d.clusters == 10);
+    assert!(d.ci_low.unwrap() > 0.0, "{d:?}");
 }
 
 fn label(ep: &str, subject: Subject, positive: bool) -> HumanLabel {

@@ -87,6 +87,7 @@ pub fn table1_view(table1: &DataFrame) -> PolarsResult<TableView> {
     let metric = text_column(table1, "metric")?;
     let display = text_column(table1, "display")?;
     let n = text_column(table1, "n")?;
+    let templates = text_column(table1, "templates").ok();
     let mut variants: Vec<String> = Vec::new();
     let mut metrics: Vec<String> = Vec::new();
     for i in 0..table1.height() {
@@ -106,7 +107,11 @@ pub fn table1_view(table1: &DataFrame) -> PolarsResult<TableView> {
             .find(|&i| variant[i].as_deref() == Some(v) && metric[i].as_deref() == Some(m))
             .map(|i| {
                 let shown = display[i].clone().unwrap_or_else(|| "n/a".into());
-                format!("{shown} (n={})", n[i].clone().unwrap_or_default())
+                let n = n[i].clone().unwrap_or_default();
+                match templates.as_ref().and_then(|t| t[i].clone()) {
+                    Some(t) => format!("{shown} (n={n}, {t} templates)"),
+                    None => format!("{shown} (n={n})"),
+                }
             })
             .unwrap_or_else(|| "n/a".into())
     };

@@ -1,8 +1,11 @@
 //! Evaluating predicates against an episode: the phone's final state, its diff against the
 //! initial state, the operations called, the questions asked and the final answer.
 
+use std::collections::HashSet;
+
 use serde_json::Value;
 
+use super::matcher;
 use super::model::Slot;
 use super::predicate::{Change, Condition, Predicate, Test, ValueRef};
 use crate::world::app::{Catalog, Operation};
@@ -14,6 +17,8 @@ pub struct Episode<'a, 'w> {
     phone: &'a Phone<'w>,
     slots: &'a [Slot],
     diff: WorldDiff,
+    /// Slots some information request was matched to (what `asked:` reads).
+    asked: HashSet<String>,
 }
 
 /// Where the first segment of a condition path is declared, so hops know the ref targets.
@@ -24,12 +29,21 @@ enum Schema<'c> {
 }
 
 impl<'a, 'w> Episode<'a, 'w> {
-    /// Judges `phone` as it is now, with `slots` supplying `$slot` values.
+    /// Judges `phone` as it is now, with `slots` supplying `$slot` values; `asked:` reads the
+    /// scripted matcher's requests over the episode's questions.
     pub fn new(phone: &'a Phone<'w>, slots: &'a [Slot]) -> Self {
+        let asked = matcher::asked_slots(phone.asks().iter().map(|a| a.question.as_str()), slots);
+        Self::with_asked(phone, slots, asked)
+    }
+
+    /// Like [`Episode::new`], with the slots the interaction judge matched requests to, so an
+    /// `asked:` criterion and the interaction scores can never disagree.
+    pub fn with_asked(phone: &'a Phone<'w>, slots: &'a [Slot], asked: HashSet<String>) -> Self {
         Self {
             phone,
             slots,
             diff: phone.diff(),
+            asked,
         }
     }
 
@@ -46,7 +60,13 @@ impl<'a, 'w> Episode<'a, 'w> {
                 conditions,
             } => self.record(*change, table, conditions),
             Predicate::Called { tool, args } => self.called(tool, args),
-            Predicate::AnswerContains { any, texts } => self.answer_contains(*any, texts),
+            Predicate::AnswerContains { any, texts } => {
+                self.contains_texts(self.answer().as_deref(), *any, texts)
+            }
+            Predicate::Told { any, texts } => {
+                let said = self.told();
+                self.contains_texts(Some(&said), *any, texts)
+            }
             Predicate::AnswerEquals(want) => match (self.answer(), self.resolve(want)) {
                 (Some(a), Some(w)) => normalize(&a) == normalize(&display(&w)),
                 _ => false,
@@ -104,13 +124,26 @@ impl<'a, 'w> Episode<'a, 'w> {
         self.phone.answer().map(str::to_string)
     }
 
-    fn answer_contains(&self, any: bool, texts: &[ValueRef]) -> bool {
-        let Some(answer) = self.answer().map(|a| a.to_lowercase()) else {
+    /// Everything the agent said to the user: its questions and its final answer.
+    fn told(&self) -> String {
+        let mut said: Vec<&str> = self
+            .phone
+            .asks()
+            .iter()
+            .map(|a| a.question.as_str())
+            .collect();
+        said.extend(self.phone.answer());
+        said.join("\n")
+    }
+
+    /// Whether `text` contains all (or any) of `texts`, compared through [`normalize`].
+    fn contains_texts(&self, text: Option<&str>, any: bool, texts: &[ValueRef]) -> bool {
+        let Some(text) = text.map(normalize) else {
             return false;
         };
         let found = |t: &ValueRef| {
             self.resolve(t)
-                .map(|v| answer.contains(&display(&v).to_lowercase()))
+                .map(|v| text_contains(&text, &display(&v)))
                 .unwrap_or(false)
         };
         if any {
@@ -128,7 +161,7 @@ impl<'a, 'w> Episode<'a, 'w> {
         ) else {
             return false;
         };
-        let answer = answer.to_lowercase();
+        let answer = normalize(&answer);
         let named: Vec<Value> = self
             .phone
             .state()
@@ -136,8 +169,8 @@ impl<'a, 'w> Episode<'a, 'w> {
             .unwrap_or_default()
             .into_iter()
             .filter(|r| {
-                let name = r.get(field).map(display).unwrap_or_default().to_lowercase();
-                !name.is_empty() && answer.contains(&name)
+                let name = r.get(field).map(display).unwrap_or_default();
+                !normalize(&name).is_empty() && text_contains(&answer, &name)
             })
             .collect();
         !named.is_empty()
@@ -147,13 +180,7 @@ impl<'a, 'w> Episode<'a, 'w> {
     }
 
     fn asked(&self, slot: &str) -> bool {
-        let Some(s) = self.slots.iter().find(|s| s.slot_id == slot) else {
-            return false;
-        };
-        self.phone.asks().iter().any(|a| {
-            let q = a.question.to_lowercase();
-            s.keywords.iter().any(|k| q.contains(&k.to_lowercase()))
-        })
+        self.asked.contains(slot)
     }
 
     fn all_hold(&self, schema: Schema<'_>, subject: &Value, conditions: &[Condition]) -> bool {
@@ -187,11 +214,9 @@ impl<'a, 'w> Episode<'a, 'w> {
             Test::Eq(w) => eq(w),
             Test::Ne(w) => !eq(w),
             Test::OneOf(ws) => ws.iter().any(eq),
-            Test::Contains(w) => self.resolve(w).is_some_and(|w| {
-                display(have)
-                    .to_lowercase()
-                    .contains(&display(&w).to_lowercase())
-            }),
+            Test::Contains(w) => self
+                .resolve(w)
+                .is_some_and(|w| text_contains(&normalize(&display(have)), &display(&w))),
             Test::Min(x) => have.as_f64().is_some_and(|h| h >= *x),
             Test::Max(x) => have.as_f64().is_some_and(|h| h <= *x),
         }
@@ -275,11 +300,25 @@ fn ref_target(cat: &Catalog, schema: Schema<'_>, field: &str) -> Option<TableId>
     }
 }
 
-/// Lower-cased, whitespace-collapsed text without a final period, for answer equality.
-fn normalize(s: &str) -> String {
-    s.split_whitespace()
+/// Text as the predicates compare it: lower-cased, typographic quotes folded to plain ones,
+/// runs of whitespace (newlines included) collapsed to one space, and trailing punctuation
+/// dropped — so "Best,\nMaya" matches "Best, Maya" and "Sunday works for me!" matches
+/// "Sunday works for me.".
+pub fn normalize(s: &str) -> String {
+    let folded = s
+        .replace(['’', '‘'], "'")
+        .replace(['“', '”'], "\"")
+        .to_lowercase();
+    folded
+        .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
-        .trim_end_matches('.')
-        .to_lowercase()
+        .trim_end_matches(['.', '!', '?', ',', ';', ':', '…'])
+        .trim()
+        .to_string()
+}
+
+/// Whether normalized `haystack` contains `needle` once normalized.
+fn text_contains(haystack: &str, needle: &str) -> bool {
+    haystack.contains(&normalize(needle))
 }

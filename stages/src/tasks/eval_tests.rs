@@ -17,6 +17,7 @@ fn slot(id: &str, value: Value, keywords: &[&str]) -> Slot {
         keywords: keywords.iter().map(|s| s.to_string()).collect(),
         app_default: None,
         profile_entry: None,
+        about: String::new(),
     }
 }
 
@@ -151,5 +152,101 @@ fn updated_deleted_and_exists_checks_read_the_diff_and_the_state() {
         &p,
         &[],
         json!({ "deleted": "calendar.events", "where": { "id": "ev-other" } })
+    ));
+}
+
+/// A phone whose user was asked `questions` and that answered `answer`.
+fn talked(questions: &[&str], answer: Option<&str>) -> Phone<'static> {
+    let mut p = Phone::new(world(), EpisodeConfig::default(), Box::new(NoUser)).unwrap();
+    for q in questions {
+        act(&mut p, json!({ "action": "ask_user", "text": q }));
+    }
+    if let Some(a) = answer {
+        act(&mut p, json!({ "action": "answer", "text": a }));
+    }
+    p
+}
+
+#[test]
+fn text_checks_ignore_case_spacing_quotes_and_final_punctuation() {
+    let slots = [
+        slot("signoff", json!("Best, Maya"), &["signoff"]),
+        slot(
+            "detail",
+            json!("Sunday at 10:30 works for me."),
+            &["brunch"],
+        ),
+    ];
+    let mut p = Phone::new(world(), EpisodeConfig::default(), Box::new(NoUser)).unwrap();
+    act(
+        &mut p,
+        json!({ "action": "call", "tool": "mail.send_email", "args": {
+            "to": "priya.nair@gmail.com", "subject": "Brunch",
+            "body": "Hi Priya,\n\nSUNDAY at 10:30  works for me!\n\nBest,\nMaya" } }),
+    );
+    let body = |slot: &str| json!({ "inserted": "mail.emails", "where": { "body": { "contains": { "$slot": slot } } } });
+    assert!(
+        holds(&p, &slots, body("signoff")),
+        "a signoff over two lines"
+    );
+    assert!(
+        holds(&p, &slots, body("detail")),
+        "case, spacing and the final period"
+    );
+    assert!(!holds(
+        &p,
+        &slots,
+        json!({ "inserted": "mail.emails", "where": { "body": { "contains": "Cheers, Maya" } } })
+    ));
+    let p = talked(&[], Some("It’s booked for Friday!"));
+    assert!(holds(
+        &p,
+        &slots,
+        json!({ "answer_equals": "it's booked for friday." })
+    ));
+    assert!(holds(
+        &p,
+        &slots,
+        json!({ "answer_contains": ["IT'S BOOKED"] })
+    ));
+}
+
+#[test]
+fn told_accepts_a_question_or_the_final_answer_and_asked_reads_the_matcher() {
+    let slots = [
+        slot("fallback_time", json!("20:30"), &["19:30", "another time"]),
+        slot("bags", json!(0), &["bags"]),
+    ];
+    let told = json!({ "told_any": ["not available", "no table"] });
+    let asked_first = talked(
+        &["Baan Thai has no table at 19:30. Is another time okay?"],
+        None,
+    );
+    assert!(
+        holds(&asked_first, &slots, told.clone()),
+        "said while asking"
+    );
+    assert!(holds(
+        &talked(&[], Some("19:30 is not available, so I stopped.")),
+        &slots,
+        told.clone()
+    ));
+    assert!(!holds(
+        &talked(&["Which seating?"], Some("Done.")),
+        &slots,
+        told
+    ));
+    assert!(holds(
+        &asked_first,
+        &slots,
+        json!({ "asked": "fallback_time" })
+    ));
+    // "How many?" names no slot: it asks about nothing, so `asked: bags` does not hold.
+    let vague = talked(&["How many?"], None);
+    assert!(!holds(&vague, &slots, json!({ "asked": "bags" })));
+    assert!(holds(
+        &talked(&["How many bags?"], None),
+        &slots,
+        json!({ "asked": "bags" })
     ));
 }

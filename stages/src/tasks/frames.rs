@@ -108,6 +108,7 @@ pub fn slots_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
             "profile_entry",
             rows.iter().map(|(_, s)| s.profile_entry.clone()).collect(),
         ),
+        text("about", t(&|s| s.about.clone())),
     ])
 }
 
@@ -133,6 +134,10 @@ pub fn criteria_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
         ),
         text("predicate", t(&|c| json(&c.predicate))),
         text("rubric", t(&|c| c.rubric.clone())),
+        Column::new(
+            "free_text".into(),
+            rows.iter().map(|(_, c)| c.free_text).collect::<Vec<_>>(),
+        ),
     ])
 }
 

@@ -8,11 +8,12 @@ use serde_saphyr::Spanned;
 use super::check::check_predicate;
 use super::error::TaskError;
 use super::eval::operation;
+use super::matcher::generic_keyword;
 use super::model::{
     Criterion, CriterionKind, HiddenContext, Perturbation, Slot, Source, Task, TaskBundle,
     Unavailable,
 };
-use super::predicate::{slot_refs_in, Predicate};
+use super::predicate::{slot_refs_in, Predicate, Test};
 use super::subst::{fill_json, fill_text, Vars};
 use super::template::{place, RawCriterion, RawSlot, RawStep, RawTemplate};
 use super::world_index::WorldIndex;
@@ -185,9 +186,15 @@ fn slot(ctx: &Ctx<'_, '_>, id: &str, raw: &RawSlot, ov: &Overrides) -> Result<Sl
     };
     if raw.keywords.is_empty() {
         return Err(here(
-            "`keywords` is empty; list words a question about it contains".into(),
+            "`keywords` is empty; list words that name its field or subject".into(),
         ));
     }
+    if let Some(k) = raw.keywords.iter().find(|k| generic_keyword(k)) {
+        return Err(here(format!(
+            "keyword `{k}` names no field or subject (it would match questions about any slot); use words such as the field's name or what it is about"
+        )));
+    }
+    let about = slot_about(ctx, raw, &entry).map_err(here)?;
     let app_default = match &raw.default {
         Some(path) => field_default(ctx, path).map_err(here)?,
         None => None,
@@ -208,7 +215,48 @@ fn slot(ctx: &Ctx<'_, '_>, id: &str, raw: &RawSlot, ov: &Overrides) -> Result<Sl
         keywords: raw.keywords.clone(),
         app_default,
         profile_entry: entry,
+        about,
     })
+}
+
+/// The slot's `about` sentence: the template's, else the situational fact's, else one made from
+/// the profile entry ("Maya's favourite cuisine (dining)"). `ask:` slots must write their own.
+fn slot_about(ctx: &Ctx<'_, '_>, raw: &RawSlot, entry: &Option<String>) -> Result<String, String> {
+    let persona = &ctx.ix.world.persona;
+    let text = match (&raw.about, entry) {
+        (Some(a), _) => fill_text(a, ctx.vars, &[])?,
+        (None, Some(id)) => {
+            if let Some(f) = persona.situational.iter().find(|f| &f.id == id) {
+                f.about.clone()
+            } else if let Some(e) = persona.entry(id) {
+                format!(
+                    "{}'s {} ({})",
+                    persona.name.split_whitespace().next().unwrap_or("the user"),
+                    e.key.replace('_', " "),
+                    e.dimension.replace('_', " ")
+                )
+            } else {
+                String::new()
+            }
+        }
+        (None, None) => {
+            return Err("an `ask:` slot needs `about:`, one sentence saying what it is (e.g. \"How many people are coming to dinner\")".into())
+        }
+    };
+    if text.trim().is_empty() {
+        return Err("`about` is empty".into());
+    }
+    if let Some(id) = text.split_whitespace().find(|w| {
+        let w = w.trim_matches(|c: char| !c.is_alphanumeric() && c != '_');
+        w.contains('_')
+            && w.chars()
+                .all(|c| c.is_ascii_lowercase() || c == '_' || c.is_ascii_digit())
+    }) {
+        return Err(format!(
+            "`about` says `{id}`, an id; write values as words (`date night`, not `date_night`)"
+        ));
+    }
+    Ok(text)
 }
 
 type SlotParts = (Source, Value, Vec<String>, Option<String>);
@@ -277,13 +325,42 @@ fn criterion(ctx: &Ctx<'_, '_>, c: &RawCriterion, slots: &[Slot]) -> Result<Crit
     let check = fill_json(&c.check, ctx.vars).map_err(here)?;
     let predicate = Predicate::parse(&check).map_err(|e| here(e.to_string()))?;
     check_predicate(&predicate, &ctx.ix.world.catalog, slots).map_err(here)?;
+    let slot = c
+        .slot
+        .as_deref()
+        .and_then(|id| slots.iter().find(|s| s.slot_id == id));
+    let free_text = c
+        .free_text
+        .unwrap_or_else(|| slot.is_some_and(|s| dictated_text(s, &predicate)));
     Ok(Criterion {
         criterion_id: c.id.clone(),
         kind,
         slot_id: c.slot.clone(),
         predicate,
         rubric: fill_text(&c.rubric, ctx.vars, slots).map_err(here)?,
+        free_text,
     })
+}
+
+/// Whether a criterion checks text the user dictated: an ask-only slot whose value is free text
+/// (several words, not an enum id), tested with `contains` or `told`/`answer_contains`.
+fn dictated_text(slot: &Slot, p: &Predicate) -> bool {
+    let free = slot.source == Source::AskOnly
+        && slot
+            .value
+            .as_str()
+            .is_some_and(|v| v.split_whitespace().count() >= 2);
+    let mut textual = false;
+    p.visit(&mut |q| match q {
+        Predicate::Record { conditions, .. } | Predicate::AnswerMentions { conditions, .. } => {
+            textual |= conditions
+                .iter()
+                .any(|c| matches!(c.test, Test::Contains(_)));
+        }
+        Predicate::AnswerContains { .. } | Predicate::Told { .. } => textual = true,
+        _ => {}
+    });
+    free && textual
 }
 
 /// Compiles the steps into the reference solution and the defaults-only solution.

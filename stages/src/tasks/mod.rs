@@ -8,6 +8,8 @@ pub mod eval;
 pub mod frames;
 pub mod generate;
 pub mod instantiate;
+pub mod lints;
+pub mod matcher;
 pub mod model;
 pub mod predicate;
 pub mod review;
@@ -26,6 +28,8 @@ pub use predicate::Predicate;
 
 #[cfg(test)]
 mod eval_tests;
+#[cfg(test)]
+mod lints_tests;
 #[cfg(test)]
 mod review_tests;
 #[cfg(test)]

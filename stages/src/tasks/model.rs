@@ -198,6 +198,10 @@ pub struct Slot {
     pub app_default: Option<Value>,
     /// The profile entry (or situational fact) the value comes from, if any.
     pub profile_entry: Option<String>,
+    /// One sentence saying what the slot is, in the user's terms ("How many people are coming
+    /// to Friday's dinner"): what a user simulator is asked about, and what an LLM judge reads.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub about: String,
 }
 
 /// One rubric line (the `criteria` table row).
@@ -214,6 +218,11 @@ pub struct Criterion {
     pub predicate: Predicate,
     /// The line an LLM judge reads.
     pub rubric: String,
+    /// The criterion checks free text the user dictated (a message, a caption, a headline): the
+    /// rule predicate demands her words, and under the hybrid judge a configured judge model may
+    /// accept a faithful paraphrase.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub free_text: bool,
 }
 
 /// A task with its slots and criteria: one row of the `bundles` table.
@@ -237,6 +246,28 @@ impl TaskBundle {
     /// A mutable slot by id.
     pub fn slot_mut(&mut self, id: &str) -> Option<&mut Slot> {
         self.slots.iter_mut().find(|s| s.slot_id == id)
+    }
+
+    /// Where each slot is used: the `(tool, argument)` of the first reference-solution call that
+    /// takes its value.
+    pub fn slot_bindings(&self) -> std::collections::HashMap<String, (String, String)> {
+        let mut out = std::collections::HashMap::new();
+        for step in &self.task.reference_solution {
+            let (Some(tool), Some(args)) = (
+                step.get("tool").and_then(Value::as_str),
+                step.get("args").and_then(Value::as_object),
+            ) else {
+                continue;
+            };
+            for (arg, v) in args {
+                let mut refs = Vec::new();
+                super::predicate::slot_refs_in(v, &mut refs);
+                for r in refs {
+                    out.entry(r).or_insert((tool.to_string(), arg.clone()));
+                }
+            }
+        }
+        out
     }
 
     /// Recomputes `hidden_context.ask_only` from the slots, so the two never disagree.

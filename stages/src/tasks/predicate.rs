@@ -126,7 +126,17 @@ pub enum Predicate {
         /// All must hold for every named record.
         conditions: Vec<Condition>,
     },
-    /// Some `ask_user` question contains one of the slot's keywords.
+    /// The agent told the user these texts (all, or any): in its final answer or in any
+    /// `ask_user` message, ignoring case, spacing and final punctuation. "She is told the table
+    /// is gone" holds whether the agent said so while asking or at the end.
+    Told {
+        /// One suffices instead of all.
+        any: bool,
+        /// The texts.
+        texts: Vec<ValueRef>,
+    },
+    /// An information request of the episode was matched to the slot (the interaction judge's
+    /// requests; by default the scripted matcher: a question naming one of its keywords).
     Asked(String),
     /// Every part holds.
     All(Vec<Predicate>),
@@ -137,7 +147,7 @@ pub enum Predicate {
 }
 
 /// Operator keys, for messages.
-const OPERATORS: &str = "inserted, updated, deleted, exists, called, answer_contains, answer_contains_any, answer_equals, answer_mentions, asked, all, any, not";
+const OPERATORS: &str = "inserted, updated, deleted, exists, called, answer_contains, answer_contains_any, answer_equals, answer_mentions, told, told_any, asked, all, any, not";
 
 impl TryFrom<Value> for Predicate {
     type Error = PredicateError;
@@ -191,6 +201,10 @@ impl Predicate {
                 json!({ key: texts.iter().map(ValueRef::to_json).collect::<Vec<_>>() })
             }
             Predicate::AnswerEquals(v) => json!({ "answer_equals": v.to_json() }),
+            Predicate::Told { any, texts } => {
+                let key = if *any { "told_any" } else { "told" };
+                json!({ key: texts.iter().map(ValueRef::to_json).collect::<Vec<_>>() })
+            }
             Predicate::AnswerMentions {
                 table,
                 field,
@@ -295,6 +309,10 @@ fn parse_at(v: &Value, path: &str) -> Result<Predicate, PredicateError> {
             texts: value_list(arg, &sub)?,
         },
         "answer_equals" => Predicate::AnswerEquals(value_ref(arg, &sub)?),
+        "told" | "told_any" => Predicate::Told {
+            any: op == "told_any",
+            texts: value_list(arg, &sub)?,
+        },
         "answer_mentions" => Predicate::AnswerMentions {
             table: dotted_name(arg, &sub, "app.table")?,
             field: obj
@@ -535,6 +553,8 @@ mod tests {
             { "called": "dashbite.place_order", "args": { "tip_percent": { "min": 18 } } },
             { "answer_mentions": "skyway.flights", "field": "number", "where": { "stops": 0 } },
             { "answer_contains_any": ["patio", { "$fmt": "no {slot.seat}" }] },
+            { "told_any": ["not available", "sold out"] },
+            { "told": [{ "$slot": "seat" }] },
             { "asked": "party" }
         ]});
         let p = Predicate::parse(&v).unwrap();

@@ -11,7 +11,8 @@ use super::model::Perturbation;
 /// One statistic: section, key, value, and the paper's figure where Table D.1 / §3.5 gives one.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Stat {
-    /// Group: `total`, `per_task`, `share`, `perturbation`, `task_type`, `tasks_per_app`.
+    /// Group: `total`, `per_task`, `share`, `perturbation`, `perturbation_templates`,
+    /// `task_type`, `tasks_per_app`.
     pub section: &'static str,
     /// What is counted.
     pub key: String,
@@ -55,8 +56,11 @@ pub fn compute(
         .iter()
         .filter(|b| *b == Some(true))
         .count();
+    let templates: BTreeSet<&str> = strs(tasks, "tasks", "template")?.iter().flatten().collect();
+    let multi = multi_step(tasks, &apps)?;
     let mut out = vec![
         stat("total", "tasks", n as f64, Some(130.0)),
+        stat("total", "templates", templates.len() as f64, None),
         stat("total", "apps_covered", covered.len() as f64, Some(26.0)),
         stat("per_task", "action_criteria", per(action), Some(2.09)),
         stat(
@@ -68,11 +72,28 @@ pub fn compute(
         stat("per_task", "inferable_criteria", per(inferable), Some(1.98)),
         stat("per_task", "ask_only_criteria", per(ask_only), Some(0.89)),
         stat("share", "cross_app_pct", 100.0 * per(cross), Some(26.9)),
+        stat("share", "multi_step_pct", 100.0 * per(multi), None),
     ];
     let perturbation = counts(strs(tasks, "tasks", "perturbation")?);
     for p in Perturbation::ALL {
         let c = perturbation.get(p.as_str()).copied().unwrap_or(0);
         out.push(stat("perturbation", p.as_str(), c as f64, None));
+    }
+    let (pert, tmpl) = (
+        strs(tasks, "tasks", "perturbation")?,
+        strs(tasks, "tasks", "template")?,
+    );
+    for p in Perturbation::ALL {
+        let behind: BTreeSet<&str> = (0..n)
+            .filter(|&i| pert.get(i) == Some(p.as_str()))
+            .filter_map(|i| tmpl.get(i))
+            .collect();
+        out.push(stat(
+            "perturbation_templates",
+            p.as_str(),
+            behind.len() as f64,
+            None,
+        ));
     }
     for (k, c) in counts(strs(tasks, "tasks", "task_type")?) {
         out.push(stat("task_type", &k, c as f64, None));
@@ -118,6 +139,25 @@ fn criterion_counts(
         }
     }
     Ok(counts)
+}
+
+/// Tasks that touch two or more apps or need two or more operations (reads do not count as
+/// operations, but a read in another app counts as touching it): look something up then act,
+/// act then tell someone.
+fn multi_step(tasks: &DataFrame, apps: &[Vec<String>]) -> Result<usize, TaskError> {
+    let refs = strs(tasks, "tasks", "reference_solution")?;
+    Ok((0..tasks.height())
+        .filter(|&i| {
+            let steps: Vec<serde_json::Value> =
+                serde_json::from_str(refs.get(i).unwrap_or("[]")).unwrap_or_default();
+            let operations = steps
+                .iter()
+                .filter_map(|s| s.get("tool").and_then(serde_json::Value::as_str))
+                .filter(|t| !t.contains(".list_") && !t.contains(".get_"))
+                .count();
+            apps[i].len() >= 2 || operations >= 2
+        })
+        .count())
 }
 
 fn apps_per_task(tasks: &DataFrame) -> Result<Vec<Vec<String>>, TaskError> {

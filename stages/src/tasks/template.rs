@@ -68,8 +68,12 @@ pub struct RawSlot {
     /// An ask-only value written in the template (may be `{var}`).
     #[serde(default)]
     pub ask: Option<Value>,
-    /// Words a question about the slot contains.
+    /// Words that name the slot's field or subject; a question about the slot contains one.
     pub keywords: Vec<String>,
+    /// One sentence saying what the slot is (required for `ask:` slots; profile and
+    /// situational slots default to their entry's or fact's description).
+    #[serde(default)]
+    pub about: Option<String>,
     /// `app.operation.field` whose default the slot competes with.
     #[serde(default)]
     pub default: Option<String>,
@@ -91,6 +95,10 @@ pub struct RawCriterion {
     pub rubric: String,
     /// The predicate (see `docs/tasks.md`).
     pub check: Value,
+    /// Marks (or unmarks) a criterion on text the user dictated; by default a personalization
+    /// criterion on an ask-only free-text slot checked with `contains` is marked.
+    #[serde(default)]
+    pub free_text: Option<bool>,
 }
 
 /// One step of a reference solution: exactly one of `call`, `ask`, `answer`.

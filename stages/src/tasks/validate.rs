@@ -8,6 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::eval::{operation, resolve_json, Episode};
+use super::lints::{self, SlotSource};
 use super::model::{CriterionKind, Slot, Source, TaskBundle};
 use super::user::SlotUser;
 use super::world_index::WorldIndex;
@@ -35,6 +36,16 @@ pub enum Check {
     Leak,
     /// The reference uses an option the task made unavailable.
     Unavailable,
+    /// An ask-only count the instruction's wording contradicts or already states.
+    Quantity,
+    /// The instruction's premise is already true in app data, or contradicted by the clock.
+    Premise,
+    /// An ask-only value can be read off app data about the task.
+    Derivable,
+    /// A criterion on a habit that the user's own records fail.
+    Artefacts,
+    /// A slot's source differs across a template's variants with no visible reason.
+    SourceMismatch,
 }
 
 impl Check {
@@ -49,6 +60,11 @@ impl Check {
             Check::Evidence => "evidence",
             Check::Leak => "leak",
             Check::Unavailable => "unavailable",
+            Check::Quantity => "quantity",
+            Check::Premise => "premise",
+            Check::Derivable => "derivable",
+            Check::Artefacts => "artefacts",
+            Check::SourceMismatch => "source_mismatch",
         }
     }
 }
@@ -64,7 +80,8 @@ pub struct Rejection {
     pub reason: String,
 }
 
-fn reject(check: Check, subject: Option<&str>, reason: String) -> Rejection {
+/// A rejection row.
+pub(super) fn reject(check: Check, subject: Option<&str>, reason: String) -> Rejection {
     Rejection {
         check,
         subject: subject.map(str::to_string),
@@ -72,19 +89,33 @@ fn reject(check: Check, subject: Option<&str>, reason: String) -> Rejection {
     }
 }
 
-/// Validates one task; an empty result means it passes.
+/// Validates one task on its own (no sibling lint); an empty result means it passes.
 pub fn validate(ix: &WorldIndex<'_>, b: &TaskBundle) -> Vec<Rejection> {
+    validate_in_set(ix, b, &[])
+}
+
+/// Validates one task of a reviewed set whose slot sources are `set` (for the
+/// [`lints::source_mismatch`] check across a template's variants).
+pub fn validate_in_set(ix: &WorldIndex<'_>, b: &TaskBundle, set: &[SlotSource]) -> Vec<Rejection> {
     let mut out = Vec::new();
-    if let Err(e) = start(ix, b, Box::new(NoUser)) {
-        out.push(reject(Check::Overrides, None, e));
-        return out;
-    }
+    let initial = match start(ix, b, Box::new(NoUser)) {
+        Ok(p) => p,
+        Err(e) => {
+            out.push(reject(Check::Overrides, None, e));
+            return out;
+        }
+    };
     out.extend(reference(ix, b));
     out.extend(defaults(ix, b));
     out.extend(initial_state(ix, b));
     out.extend(evidence(ix, b));
     out.extend(leaks(ix, b));
     out.extend(unavailable(b));
+    out.extend(lints::quantity(b));
+    out.extend(lints::premise(ix, b, &initial));
+    out.extend(lints::derivable(ix, b, &initial));
+    out.extend(lints::artefacts(ix, b, &initial));
+    out.extend(lints::source_mismatch(ix, b, set));
     out
 }
 

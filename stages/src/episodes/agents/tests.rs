@@ -181,15 +181,24 @@ fn the_baselines_order_as_the_papers_report() {
     );
     assert_eq!(defaults.precision.1, 0, "defaults never asks");
 
+    // The scripted user answers questions about inferable details too (iPrefBench C.3), so
+    // asking is not punished by silence: ask_all gets inferable details right by asking, and
+    // over-asking shows in precision instead.
     assert!(
-        rate(heur_10.inferable) > rate(heur_none.inferable),
-        "more exposure, more inference"
+        rate(ask_all.inferable) > 0.2,
+        "asked inferable details are answered"
     );
-    assert!(rate(heur_50.inferable) > rate(heur_none.inferable));
-    assert!(rate(heur_all.inferable) > rate(heur_none.inferable));
     assert!(
-        rate(heur_all.inferable) > rate(ask_all.inferable),
-        "history beats asking on inferable details"
+        rate(ask_all.precision) < rate(oracle.precision),
+        "asking about everything costs precision"
+    );
+    // More history, fewer questions.
+    let asked = |s: &Score| s.precision.1;
+    assert!(asked(heur_all) < asked(heur_50) && asked(heur_50) < asked(heur_10));
+    assert!(asked(heur_10) <= asked(heur_none));
+    assert!(
+        rate(heur_all.inferable) > rate(defaults.inferable),
+        "history is used"
     );
 
     assert!(
@@ -200,15 +209,16 @@ fn the_baselines_order_as_the_papers_report() {
         rate(ask_all.recall) > rate(heur_all.recall),
         "ask_all recalls more ask-only details"
     );
-    assert!(
-        rate(ask_all.precision) < rate(heur_all.precision),
-        "but with lower precision"
-    );
     assert!(rate(ask_all.ask_only) > rate(defaults.ask_only));
 
-    // Clarifying up front asks the same questions, so it scores the same.
+    // Clarifying up front asks the same questions, so it scores the same; a field two operations
+    // of one task share (two grocery orders) may be asked once more or less up front.
     assert_eq!(ask_all_clarify.criteria, ask_all.criteria);
-    assert_eq!(ask_all_clarify.precision.1, ask_all.precision.1);
+    let (up_front, as_needed) = (ask_all_clarify.precision.1, ask_all.precision.1);
+    assert!(
+        up_front.abs_diff(as_needed) * 50 <= as_needed,
+        "{up_front} vs {as_needed} questions"
+    );
     assert_eq!(heur_clarify.criteria, heur_all.criteria);
     assert_eq!(ask_all.clarify_asks + heur_all.clarify_asks, 0);
     assert!(ask_all_clarify.clarify_asks > 0 && heur_clarify.clarify_asks > 0);
@@ -218,6 +228,16 @@ fn the_baselines_order_as_the_papers_report() {
 fn play(
     factory: &dyn AgentFactory,
     bundle: &TaskBundle,
+    history: Exposure,
+) -> (crate::episodes::EpisodeRun, Vec<(String, bool)>) {
+    play_with_user(factory, bundle, &bundle.slots, history)
+}
+
+/// [`play`] with the agent given `bundle` and the scripted user answering from `user_slots`.
+fn play_with_user(
+    factory: &dyn AgentFactory,
+    bundle: &TaskBundle,
+    user_slots: &[crate::tasks::Slot],
     history: Exposure,
 ) -> (crate::episodes::EpisodeRun, Vec<(String, bool)>) {
     let task = &bundle.task;
@@ -230,7 +250,7 @@ fn play(
     let all: Vec<&HistoryEvent> = world().history.iter().collect();
     let shown = exposure::select(&all, history, LogKind::Noisy, &task.instruction);
     let mut agent = factory.make(bundle, 0);
-    let mut user = ScriptedUser::new(&bundle.slots);
+    let mut user = ScriptedUser::new(user_slots);
     let spec = EpisodeSpec {
         row: EpisodeRow::default(),
         instruction: task.instruction.clone(),
@@ -320,8 +340,10 @@ fn the_baselines_never_read_the_answers_only_the_users_replies() {
             s.evidence.clear();
         }
         for factory in [&AskAll as &dyn AgentFactory, &Heuristic] {
+            // The user answers from the honest slots either way: only what the agent is given
+            // differs.
             let steps = |b: &TaskBundle| -> Vec<(String, String)> {
-                play(factory, b, Exposure::All)
+                play_with_user(factory, b, &honest.slots, Exposure::All)
                     .0
                     .steps
                     .into_iter()

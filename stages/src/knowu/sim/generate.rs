@@ -210,6 +210,7 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
             keywords: spec.keywords.clone(),
             app_default: None,
             profile_entry: path,
+            about: String::new(),
         }],
         None => Vec::new(),
     };
@@ -222,6 +223,7 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         slot_id: None,
         predicate: effect,
         rubric: "The operation the user asked for was done.".into(),
+        free_text: false,
     }];
     if let (Some(j), false) = (&t.judged, slots.is_empty()) {
         for (i, term) in key_terms(&value).iter().enumerate() {
@@ -232,6 +234,7 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
                 slot_id: Some(PREF_SLOT.into()),
                 predicate: parse(&pred, "judged")?,
                 rubric: format!("The {} reflects the user's preference: {term}.", j.field),
+                free_text: false,
             });
         }
     }
@@ -390,6 +393,7 @@ fn proactive(
             slot_id: None,
             predicate: effect,
             rubric: format!("The agent acted on the user's habit: {reason}"),
+            free_text: false,
         },
         _ => Criterion {
             criterion_id: "leave_alone".into(),
@@ -397,6 +401,7 @@ fn proactive(
             slot_id: None,
             predicate: Predicate::parse(&json!({ "not": effect.to_json() })).map_err(|e| e.to_string())?,
             rubric: "The user has no such habit: the phone is left unchanged (asking is fine; after a reject nothing may change).".into(),
+            free_text: false,
         },
     };
     let clock = spec.clock.clone().unwrap_or_default();

@@ -1,0 +1,692 @@
+//! Content lints of `validate_tasks`: flaws a task can have although its reference passes and a
+//! defaults-only agent fails — the six classes an audit of the first release found by hand
+//! (issue 13). Each returns rejections with its own [`Check`]:
+//!
+//! - [`quantity`]: an ask-only count the instruction's wording already fixes ("get me a ticket"
+//!   with 3 tickets in the hidden context, or "for two" stated outright);
+//! - [`premise`]: the instruction's premise is already true in app data (the cleaning it asks to
+//!   book is booked) or contradicted by the clock (a "Friday" that is a Saturday);
+//! - [`derivable`]: an ask-only value the agent could read off app data about the task (the trip
+//!   dates on the calendar);
+//! - [`artefacts`]: a criterion on a habit that the user's own records fail (a signoff her sent
+//!   mails never use);
+//! - [`source_mismatch`]: one slot inferable in one variant of a template and ask-only in
+//!   another, with nothing in the instruction to say why.
+
+use std::collections::HashSet;
+
+use serde_json::Value;
+
+use super::eval::{normalize, Episode};
+use super::matcher::{phrase_in, words};
+use super::model::{CriterionKind, Slot, Source, TaskBundle};
+use super::predicate::{Change, Predicate, Test, ValueRef};
+use super::validate::{reject, Check, Rejection};
+use super::world_index::WorldIndex;
+use crate::world::clock::Date;
+use crate::world::phone::Phone;
+use crate::world::types::{display, FieldKind};
+
+/// A slot's source in one task of the reviewed set (the `slots` table), for
+/// [`source_mismatch`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct SlotSource {
+    /// The task.
+    pub task_id: String,
+    /// The slot.
+    pub slot_id: String,
+    /// Its source there.
+    pub source: Source,
+}
+
+/// Number words an instruction may use for a count.
+const NUMBERS: [&str; 13] = [
+    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+    "eleven", "twelve",
+];
+
+/// Words that, before a noun, make it one thing.
+const SINGULAR: [&str; 5] = ["a", "an", "one", "single", "my"];
+
+/// Keywords that mark a count of people (so "me" means one, "us" more than one).
+const PEOPLE: [&str; 8] = [
+    "people",
+    "person",
+    "guests",
+    "party",
+    "passengers",
+    "travellers",
+    "travelers",
+    "headcount",
+];
+
+/// `word` without a plural ending.
+fn singular(word: &str) -> &str {
+    word.strip_suffix("es")
+        .filter(|w| w.ends_with('s') || w.ends_with("sh") || w.ends_with("ch"))
+        .or_else(|| word.strip_suffix('s').filter(|w| !w.ends_with('s')))
+        .unwrap_or(word)
+}
+
+fn number_word(w: &str) -> Option<i64> {
+    NUMBERS
+        .iter()
+        .position(|n| *n == w)
+        .map(|i| i as i64)
+        .or_else(|| w.parse().ok())
+}
+
+/// The count the instruction's wording gives a slot's nouns, if any: "a ticket" → 1,
+/// "two tickets" → 2, "a table for four" → 4 (people counts), "book me" → 1 (people counts
+/// without "us", "we", "our").
+pub fn worded_count(instruction: &str, slot: &Slot) -> Option<(i64, String)> {
+    let ws = words(instruction);
+    let nouns: HashSet<String> = slot
+        .keywords
+        .iter()
+        .flat_map(|k| words(k))
+        .map(|w| singular(&w).to_string())
+        .filter(|w| w.len() >= 3 && !SINGULAR.contains(&w.as_str()))
+        .collect();
+    let people = slot
+        .keywords
+        .iter()
+        .flat_map(|k| words(k))
+        .any(|w| PEOPLE.contains(&w.as_str()));
+    for (i, w) in ws.iter().enumerate() {
+        let noun = singular(w);
+        // The noun must head its phrase: "my coffee place" counts places, not coffees.
+        let heads = ws
+            .get(i + 1)
+            .is_none_or(|next| super::matcher::GENERIC.contains(&next.as_str()));
+        if !nouns.contains(noun) || !heads {
+            continue;
+        }
+        // Up to two words back: "a ticket", "my usual latte", "two more tickets".
+        for back in 1..=2 {
+            let Some(d) = i.checked_sub(back).map(|j| ws[j].as_str()) else {
+                break;
+            };
+            if let Some(n) = number_word(d) {
+                return Some((n, format!("{d} … {w}")));
+            }
+            if SINGULAR.contains(&d) && noun == w.as_str() {
+                return Some((1, format!("{d} … {w}")));
+            }
+        }
+    }
+    if people {
+        if let Some(i) = ws.iter().position(|w| w == "for") {
+            if let Some(n) = ws.get(i + 1).and_then(|w| number_word(w)) {
+                return Some((n, format!("for {}", ws[i + 1])));
+            }
+        }
+        let plural = ws
+            .iter()
+            .any(|w| matches!(w.as_str(), "us" | "we" | "our" | "everyone" | "family"));
+        if !plural && ws.iter().any(|w| w == "me") {
+            return Some((1, "me".into()));
+        }
+    }
+    None
+}
+
+/// Operation fields that count things (as opposed to amounts, minutes or percentages).
+const COUNT_FIELDS: [&str; 10] = [
+    "quantity",
+    "party_size",
+    "passengers",
+    "tickets",
+    "nights",
+    "guests",
+    "count",
+    "seats",
+    "servings",
+    "portions",
+];
+
+/// Ask-only counts the instruction's wording contradicts or already states.
+pub fn quantity(b: &TaskBundle) -> Vec<Rejection> {
+    let bindings = b.slot_bindings();
+    b.slots
+        .iter()
+        .filter(|s| s.source == Source::AskOnly)
+        .filter(|s| {
+            bindings
+                .get(&s.slot_id)
+                .is_some_and(|(_, arg)| COUNT_FIELDS.contains(&arg.as_str()))
+        })
+        .filter_map(|s| {
+            let v = s.value.as_i64().filter(|_| s.value.is_number())?;
+            let (n, said) = worded_count(&b.task.instruction, s)?;
+            let reason = if n == v {
+                format!(
+                    "ask-only slot `{}`: the instruction already says how many (\"{said}\" = {v}); it is not the user's to supply",
+                    s.slot_id
+                )
+            } else {
+                format!(
+                    "ask-only slot `{}` = {v}, but the instruction's wording says {n} (\"{said}\"); make the wording agree or pick another value",
+                    s.slot_id
+                )
+            };
+            Some(reject(Check::Quantity, Some(&s.slot_id), reason))
+        })
+        .collect()
+}
+
+/// Whether `table` belongs to the app of the reference's first operation call.
+fn primary(b: &TaskBundle, table: &str) -> bool {
+    b.task
+        .reference_solution
+        .iter()
+        .filter_map(|s| s.get("tool").and_then(Value::as_str))
+        .find(|t| !t.contains(".list_") && !t.contains(".get_"))
+        .and_then(|t| t.split_once('.'))
+        .is_some_and(|(app, _)| table.split_once('.').is_some_and(|(a, _)| a == app))
+}
+
+/// The first `date` field of a table, if any.
+fn day_field(cat: &crate::world::Catalog, table: &str) -> Option<String> {
+    let t = cat.table(cat.table_id(table, None)?);
+    t.fields
+        .iter()
+        .find(|f| matches!(f.kind, FieldKind::Date))
+        .map(|f| f.name.clone())
+}
+
+/// Records of `table` in the initial state that satisfy every condition (checked one at a time
+/// with an `exists` predicate pinned to the record's id).
+fn matching_records(
+    episode: &Episode<'_, '_>,
+    initial: &Phone<'_>,
+    table: &str,
+    conditions: &[super::predicate::Condition],
+) -> Vec<Value> {
+    let Some((app, name)) = table.split_once('.') else {
+        return Vec::new();
+    };
+    initial
+        .state()
+        .records_json(app, name)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|r| {
+            let Some(id) = r.get("id").cloned() else {
+                return false;
+            };
+            let mut conds = conditions.to_vec();
+            conds.push(super::predicate::Condition {
+                path: vec!["id".into()],
+                test: Test::Eq(ValueRef::Lit(id)),
+            });
+            episode.check(&Predicate::Record {
+                change: Change::Exists,
+                table: table.to_string(),
+                conditions: conds,
+            })
+        })
+        .collect()
+}
+
+/// Date-typed fields of a predicate's conditions or an operation's arguments are what pin a
+/// record to the task ("a reservation on 10-03"); a check without one could hold for any old
+/// record.
+fn pins_a_day(cat: &crate::world::Catalog, table: &str, c: &super::predicate::Condition) -> bool {
+    let Some(t) = cat.table_id(table, None) else {
+        return false;
+    };
+    let t = cat.table(t);
+    let first = &c.path[0];
+    c.path.len() == 1
+        && t.field_idx(first)
+            .is_some_and(|i| matches!(t.fields[i].kind, FieldKind::Date | FieldKind::DateTime))
+        && matches!(c.test, Test::Eq(_))
+}
+
+/// The instruction's premise is already satisfied (an action criterion's record, pinned to a
+/// day, already exists before the agent acts) or contradicted by the clock (a weekday, "today"
+/// or "tomorrow" the reference's dates do not fall on).
+pub fn premise(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Vec<Rejection> {
+    let cat = &ix.world.catalog;
+    let episode = Episode::new(initial, &b.slots);
+    let mut out = Vec::new();
+    // What the instruction asks to create, per table: the conditions of every action criterion
+    // that inserts into it, together ("a run" + "dated Sunday").
+    let mut asked: Vec<(&str, Vec<super::predicate::Condition>, Vec<&str>)> = Vec::new();
+    for c in b
+        .criteria
+        .iter()
+        .filter(|c| c.kind == CriterionKind::Action)
+    {
+        if let Predicate::Record {
+            change: Change::Inserted,
+            table,
+            conditions,
+        } = &c.predicate
+        {
+            match asked.iter_mut().find(|(t, ..)| t == table) {
+                Some((_, conds, ids)) => {
+                    conds.extend(conditions.iter().cloned());
+                    ids.push(&c.criterion_id);
+                }
+                None => asked.push((table, conditions.clone(), vec![&c.criterion_id])),
+            }
+        }
+    }
+    let today = initial.clock().date;
+    for (table, conditions, ids) in asked {
+        let pinned = conditions.iter().any(|x| pins_a_day(cat, table, x));
+        let other = conditions.iter().any(|x| !pins_a_day(cat, table, x));
+        if !other {
+            continue;
+        }
+        // Unpinned ("book my next cleaning"): an upcoming record (dated today or later) that
+        // matches is the thing the instruction asks for, already there.
+        // Unpinned, only the task's own object counts (a booking in the app the reference acts
+        // in first, not a side effect such as a calendar entry), and not when the instruction
+        // itself refers to the existing record's day ("before the one on the 21st").
+        if !pinned && (day_field(cat, table).is_none() || !primary(b, table)) {
+            continue;
+        }
+        let upcoming = |r: &Value| -> bool {
+            pinned
+                || day_field(cat, table).is_some_and(|f| {
+                    r.get(&f)
+                        .and_then(Value::as_str)
+                        .and_then(|d| Date::parse(d.get(..10).unwrap_or(d)))
+                        .is_some_and(|d| d >= today)
+                })
+        };
+        let mentioned = |r: &Value| {
+            day_field(cat, table)
+                .and_then(|f| r.get(&f).and_then(Value::as_str).and_then(Date::parse))
+                .is_some_and(|d| {
+                    let (_, _, day) = d.ymd();
+                    let ws = words(&b.task.instruction);
+                    ws.iter()
+                        .any(|w| w.trim_end_matches(|c: char| c.is_alphabetic()) == day.to_string())
+                })
+        };
+        let matching = matching_records(&episode, initial, table, &conditions);
+        if matching
+            .iter()
+            .any(|r| upcoming(r) && (pinned || !mentioned(r)))
+        {
+            out.push(reject(
+                Check::Premise,
+                ids.first().copied(),
+                format!(
+                    "the instruction's premise already holds: `{table}` already has a record matching criteria {} before the agent acts",
+                    ids.iter().map(|i| format!("`{i}`")).collect::<Vec<_>>().join(" + ")
+                ),
+            ));
+        }
+    }
+    out.extend(day_words(b, cat, initial.clock().date));
+    out
+}
+
+const WEEKDAYS: [&str; 7] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
+/// Days the action criteria demand: literal dates of `date`/`datetime` conditions (the day the
+/// thing must be on). Fallbacks that move the day are personalization criteria, not these.
+fn demanded_dates(b: &TaskBundle, cat: &crate::world::Catalog) -> Vec<Date> {
+    let mut out = Vec::new();
+    for c in b
+        .criteria
+        .iter()
+        .filter(|c| c.kind == CriterionKind::Action)
+    {
+        c.predicate.visit(&mut |p| {
+            let Predicate::Record {
+                table, conditions, ..
+            } = p
+            else {
+                return;
+            };
+            for cond in conditions.iter().filter(|x| pins_a_day(cat, table, x)) {
+                if let Test::Eq(ValueRef::Lit(Value::String(d))) = &cond.test {
+                    out.extend(Date::parse(d.get(..10).unwrap_or(d)));
+                }
+            }
+        });
+    }
+    out
+}
+
+fn day_words(b: &TaskBundle, cat: &crate::world::Catalog, today: Date) -> Vec<Rejection> {
+    let ws = words(&b.task.instruction);
+    let dates = demanded_dates(b, cat);
+    let Some(first) = dates.first().copied() else {
+        return Vec::new();
+    };
+    let named: Vec<usize> = WEEKDAYS
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| ws.iter().any(|w| w == *d || w.strip_suffix('s') == Some(d)))
+        .map(|(i, _)| i)
+        .collect();
+    let mut said = None;
+    if let [one] = named.as_slice() {
+        if first.weekday() as usize != *one {
+            said = Some(format!(
+                "\"{}\" but the criteria want {first}, a {}",
+                WEEKDAYS[*one],
+                WEEKDAYS[first.weekday() as usize]
+            ));
+        }
+    }
+    let relative = [("today", 0), ("tonight", 0), ("tomorrow", 1)];
+    for (word, offset) in relative {
+        if ws.iter().any(|w| w == word) && !dates.contains(&today.add_days(offset)) {
+            said = Some(format!(
+                "\"{word}\" is {} but the criteria want {first}",
+                today.add_days(offset)
+            ));
+        }
+    }
+    said.map(|s| {
+        vec![reject(
+            Check::Premise,
+            None,
+            format!("the instruction's day contradicts the task: {s}"),
+        )]
+    })
+    .unwrap_or_default()
+}
+
+/// Capitalised words of a text that are not its first word, a weekday, a month or "I": the
+/// names a task is about (Portland, Jordan, Ali Wong).
+fn names(text: &str) -> Vec<String> {
+    const MONTHS: [&str; 12] = [
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+    ];
+    text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .skip(1)
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase) && w.len() >= 3)
+        .map(|w| w.trim_end_matches("'s").to_lowercase())
+        .filter(|w| !WEEKDAYS.contains(&w.as_str()) && !MONTHS.contains(&w.as_str()))
+        .collect()
+}
+
+/// The field type a slot is used as (the reference's argument), if any.
+fn bound_kind<'c>(
+    b: &TaskBundle,
+    cat: &'c crate::world::Catalog,
+    slot: &str,
+) -> Option<&'c FieldKind> {
+    let (tool, arg) = b.slot_bindings().remove(slot)?;
+    let op = super::eval::operation(cat, &tool)?;
+    op.field_idx(&arg).map(|i| &op.fields[i].kind)
+}
+
+/// Ask-only values an agent could read off app data about the task: a record that names what
+/// the instruction names (Portland, Jordan) and holds the value — on a day from today on, for
+/// dated records, so a past booking's party size does not count. Values chosen from a list
+/// (enum options, records) are options by nature and are not searched.
+pub fn derivable(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Vec<Rejection> {
+    let cat = &ix.world.catalog;
+    let today = initial.clock().date;
+    let mut subject = names(&b.task.instruction);
+    subject.extend(b.task.hidden_context.facts.iter().flat_map(|f| names(f)));
+    if subject.is_empty() {
+        return Vec::new();
+    }
+    let state = initial.state();
+    let mut out = Vec::new();
+    for s in b.slots.iter().filter(|s| s.source == Source::AskOnly) {
+        if matches!(
+            bound_kind(b, cat, &s.slot_id),
+            Some(FieldKind::Enum(_) | FieldKind::Ref(_))
+        ) {
+            continue;
+        }
+        let value = display(&s.value);
+        if value.trim().is_empty()
+            || !(value.contains(char::is_numeric) || value.split_whitespace().count() >= 2)
+        {
+            continue;
+        }
+        // A bare number only counts where it is that number: the argument's own field, or
+        // next to what it counts ("3 nights").
+        let arg = b.slot_bindings().remove(&s.slot_id).map(|(_, a)| a);
+        let nouns: Vec<String> = s
+            .keywords
+            .iter()
+            .flat_map(|k| words(k))
+            .filter(|w| w.len() >= 3)
+            .collect();
+        let number = s.value.is_number();
+        let hit = cat.apps.iter().find_map(|app| {
+            app.tables.iter().find_map(|t| {
+                let records = state.records_json(&app.id, &t.name)?;
+                records.into_iter().find_map(|r| {
+                    let obj = r.as_object()?;
+                    let texts: Vec<String> = obj
+                        .values()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect();
+                    let about = texts
+                        .iter()
+                        .any(|x| subject.iter().any(|n| phrase_in(x, n)));
+                    // A day the record is *for* (a booking's date), not when it was edited.
+                    let dated_past = t.fields.iter().any(|f| {
+                        matches!(f.kind, FieldKind::Date)
+                            && obj
+                                .get(&f.name)
+                                .and_then(Value::as_str)
+                                .and_then(|d| Date::parse(d.get(..10).unwrap_or(d)))
+                                .is_some_and(|d| d < today)
+                    });
+                    let title = t.title.map(|i| t.fields[i].name.as_str());
+                    let holds = obj.iter().any(|(k, v)| {
+                        if k == "id" || Some(k.as_str()) == title {
+                            return false;
+                        }
+                        if number {
+                            return (Some(k) == arg.as_ref() && display(v) == value)
+                                || v.as_str().is_some_and(|x| {
+                                    nouns.iter().any(|n| phrase_in(x, &format!("{value} {n}")))
+                                });
+                        }
+                        display(v) == value || v.as_str().is_some_and(|x| phrase_in(x, &value))
+                    });
+                    (about && !dated_past && holds).then(|| {
+                        format!(
+                            "{}.{} {}",
+                            app.id,
+                            t.name,
+                            obj.get("id").map(display).unwrap_or_default()
+                        )
+                    })
+                })
+            })
+        });
+        if let Some(place) = hit {
+            out.push(reject(
+                Check::Derivable,
+                Some(&s.slot_id),
+                format!(
+                    "ask-only slot `{}` = {value} can be read off app data about the task ({place}); it is not only the user's to say",
+                    s.slot_id
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The user's identities: her name, first name and the values of profile entries about her
+/// addresses and accounts, lower-cased.
+fn identities(ix: &WorldIndex<'_>) -> Vec<String> {
+    let p = &ix.world.persona;
+    let mut out = vec![p.name.to_lowercase()];
+    out.extend(p.name.split_whitespace().next().map(str::to_lowercase));
+    out.extend(
+        p.profile
+            .iter()
+            .filter(|e| e.key.contains("email") || e.key.contains("address"))
+            .map(|e| display(&e.value).to_lowercase()),
+    );
+    out
+}
+
+/// Criteria on a habit (an inferable slot) that the user's own records fail: a text test that
+/// none of her records of the same table passes, though she has some with that field ("Best,
+/// Maya" demanded while her sent mails all sign "Cheers, Maya").
+pub fn artefacts(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Vec<Rejection> {
+    let me = identities(ix);
+    let state = initial.state();
+    let mut out = Vec::new();
+    for c in &b.criteria {
+        let Some(slot) = c.slot_id.as_deref().and_then(|id| b.slot(id)) else {
+            continue;
+        };
+        if slot.source != Source::Inferable {
+            continue;
+        }
+        let mut conflict = None;
+        c.predicate.visit(&mut |p| {
+            let Predicate::Record { table, conditions, .. } = p else {
+                return;
+            };
+            let Some((app, name)) = table.split_once('.') else {
+                return;
+            };
+            let mine: Vec<Value> = state
+                .records_json(app, name)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|r| {
+                    r.as_object().is_some_and(|o| {
+                        o.iter().any(|(k, v)| {
+                            k != "id" && k != "to" && me.contains(&display(v).to_lowercase())
+                        })
+                    })
+                })
+                .collect();
+            // A habit is demanded of any record of the kind (one condition: "the mail is signed
+            // X"); a criterion that also says which record ("the mail to Lena names X") is about
+            // content, which her earlier records need not share.
+            if conditions.len() != 1 {
+                return;
+            }
+            for cond in conditions.iter().filter(|x| x.path.len() == 1) {
+                // Only her habit itself (the slot's value), not text the task spells out.
+                let Test::Contains(want @ (ValueRef::Slot(_) | ValueRef::Fmt(_))) = &cond.test
+                else {
+                    continue;
+                };
+                let Some(want) = resolve_value(want, &b.slots) else {
+                    continue;
+                };
+                let field = &cond.path[0];
+                let with_field: Vec<String> = mine
+                    .iter()
+                    .filter_map(|r| r.get(field).map(display))
+                    .filter(|t| !t.trim().is_empty())
+                    .collect();
+                // Her style lives in prose (bodies, texts, captions), not in address fields.
+                if !with_field.iter().any(|t| t.split_whitespace().count() >= 2) {
+                    continue;
+                }
+                let want_n = normalize(&want);
+                if !with_field.is_empty() && !with_field.iter().any(|t| normalize(t).contains(&want_n)) {
+                    conflict = Some(format!(
+                        "criterion `{}` wants `{table}.{field}` to contain \"{want}\", but none of her own {} records with that field does (e.g. \"{}\")",
+                        c.criterion_id,
+                        with_field.len(),
+                        with_field[0].replace('\n', "\\n")
+                    ));
+                }
+            }
+        });
+        if let Some(reason) = conflict {
+            out.push(reject(Check::Artefacts, Some(&c.criterion_id), reason));
+        }
+    }
+    out
+}
+
+fn resolve_value(v: &ValueRef, slots: &[Slot]) -> Option<String> {
+    super::eval::resolve_ref(v, slots).map(|v| display(&v))
+}
+
+/// Words in an instruction that explain why a detail is handled differently this time.
+const EXCEPTION_CUES: [&str; 7] = [
+    "this time",
+    "for once",
+    "instead",
+    "unlike",
+    "different",
+    "not my usual",
+    "change",
+];
+
+/// A slot whose source differs from its natural one (the profile entry's, or ask-only for
+/// `ask:`/situational slots) while a sibling variant of the same template keeps the natural
+/// source, and nothing in this variant's instruction says why.
+pub fn source_mismatch(ix: &WorldIndex<'_>, b: &TaskBundle, set: &[SlotSource]) -> Vec<Rejection> {
+    let prefix = format!("{}-", b.task.template);
+    let instruction = b.task.instruction.to_lowercase();
+    let mut out = Vec::new();
+    for s in &b.slots {
+        let natural = s
+            .profile_entry
+            .as_deref()
+            .and_then(|id| ix.world.persona.entry(id))
+            .map(|e| match e.source {
+                crate::world::persona::Source::Inferable => Source::Inferable,
+                _ => Source::AskOnly,
+            })
+            .unwrap_or(Source::AskOnly);
+        if s.source == natural {
+            continue;
+        }
+        let sibling = set.iter().find(|x| {
+            x.task_id != b.task.task_id
+                && x.task_id.starts_with(&prefix)
+                && x.slot_id == s.slot_id
+                && x.source == natural
+        });
+        let Some(sibling) = sibling else { continue };
+        let visible = EXCEPTION_CUES.iter().any(|c| instruction.contains(c))
+            || s.keywords.iter().any(|k| phrase_in(&instruction, k));
+        if !visible {
+            out.push(reject(
+                Check::SourceMismatch,
+                Some(&s.slot_id),
+                format!(
+                    "slot `{}` is {} here but {} in sibling {}, and the instruction gives no reason; keep one source across the template's variants or say why in the instruction",
+                    s.slot_id,
+                    s.source.as_str(),
+                    sibling.source.as_str(),
+                    sibling.task_id
+                ),
+            ));
+        }
+    }
+    out
+}
