@@ -271,6 +271,7 @@ fn slots() -> Vec<Slot> {
         keywords: vec!["how many".into()],
         app_default: None,
         profile_entry: None,
+        about: format!("the {id} of the booking"),
     };
     vec![slot("party", json!(4)), slot("cuisine", json!("thai"))]
 }

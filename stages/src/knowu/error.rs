@@ -134,15 +134,11 @@ impl KnowuError {
 
     /// A located YAML error from serde-saphyr in the file at `path`.
     pub fn yaml(path: &Path, e: &serde_saphyr::Error) -> Self {
-        let location = e.location().map_or_else(
-            || path.display().to_string(),
-            |l| prefflow_engine::config::location(path, &l).to_string(),
-        );
-        let message = e.without_snippet().to_string();
-        let message = crate::world::yaml::strip_position(&message)
-            .trim()
-            .to_string();
-        Self::Yaml { location, message }
+        let problem = prefflow_engine::input::yaml_problem(e);
+        Self::Yaml {
+            location: problem.place(&path.display().to_string()),
+            message: problem.text(),
+        }
     }
 
     /// A wrong-shape error for `field` of the JSON file at `path`.

@@ -37,13 +37,13 @@ pub enum TaskError {
         message: String,
     },
     /// A review sheet cell (or header) is invalid; nothing of the sheet is applied.
-    #[error("{file}: row {row}, column `{column}`: {message}")]
+    #[error("{file}: row {row}{}: {message}", column_part(.column))]
     Sheet {
         /// The sheet file as named in the pipeline.
         file: String,
         /// Spreadsheet row: 1 is the header, 2 the first task.
         row: usize,
-        /// The column at fault.
+        /// The column at fault (empty when the whole row is, e.g. a ragged row).
         column: String,
         /// What is wrong and how to fix it.
         message: String,
@@ -98,5 +98,14 @@ impl From<TaskError> for prefflow_engine::StageError {
         } else {
             prefflow_engine::StageError::Failed(e.to_string())
         }
+    }
+}
+
+/// `, column `name`` for a sheet error about one cell; nothing when the whole row is at fault.
+fn column_part(column: &str) -> String {
+    if column.is_empty() {
+        String::new()
+    } else {
+        format!(", column `{column}`")
     }
 }

@@ -192,7 +192,7 @@ fn read_strings(path: &Path, shown: &str) -> Result<DataFrame, TaskError> {
             prefflow_engine::input::TextError::Encoding { what, .. } => TaskError::Sheet {
                 file: shown.to_string(),
                 row: at.line as usize,
-                column: "-".into(),
+                column: String::new(),
                 message: format!("{what}; re-save the sheet as UTF-8 CSV"),
             },
             io => TaskError::File {
@@ -210,7 +210,7 @@ fn read_strings(path: &Path, shown: &str) -> Result<DataFrame, TaskError> {
             Some(p) => TaskError::Sheet {
                 file: shown.to_string(),
                 row: p.row as usize,
-                column: p.column.unwrap_or_else(|| "-".into()),
+                column: p.column.unwrap_or_default(),
                 message: format!("(line {}) {}", p.line, p.message),
             },
             None => TaskError::File {

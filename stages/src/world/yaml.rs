@@ -53,15 +53,6 @@ pub(crate) fn parse<T: DeserializeOwned>(file: &str, text: &str) -> Result<T> {
     })
 }
 
-/// Drops the parser's own `error: line N column M:` prefix, since [`Loc`] already says it.
-pub(crate) fn strip_position(message: &str) -> &str {
-    let m = message.strip_prefix("error: ").unwrap_or(message);
-    match m.strip_prefix("line ").and_then(|r| r.split_once(": ")) {
-        Some((pos, rest)) if pos.contains("column") => rest,
-        _ => m,
-    }
-}
-
 /// Converts a parser location into a [`Loc`] in `file`.
 pub(crate) fn loc(file: &str, l: &Location) -> Loc {
     Loc {

@@ -231,11 +231,13 @@ pub fn load_dir(dir: &Path, label: &str) -> Result<Vec<Template>, TemplateError>
             f.file_name().unwrap_or_default().to_string_lossy()
         );
         let text = std::fs::read_to_string(&f).map_err(|e| read_err(name.clone(), e))?;
-        let file: TemplateFile =
-            prefflow_engine::config::from_yaml(&text).map_err(|e| TemplateError::Parse {
-                path: name.clone(),
-                message: e.to_string().lines().next().unwrap_or_default().to_string(),
-            })?;
+        let file: TemplateFile = prefflow_engine::config::from_yaml(&text).map_err(|e| {
+            let problem = prefflow_engine::input::yaml_problem(&e);
+            TemplateError::Parse {
+                path: problem.place(&name),
+                message: problem.text(),
+            }
+        })?;
         for t in &file.templates {
             t.check_origin().map_err(|message| TemplateError::Parse {
                 path: name.clone(),
