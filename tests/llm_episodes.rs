@@ -80,14 +80,13 @@ fn u64s(df: &DataFrame, col: &str) -> Vec<u64> {
         .collect()
 }
 
-/// Every table of `play` for both variants, with wall time (the one column a replay cannot
-/// reproduce) dropped.
+/// Every table of `play` for both variants, whole: episode tables hold no wall-clock time, so a
+/// replay reproduces every byte.
 fn tables(ws: &Workspace) -> Vec<DataFrame> {
     let mut out = Vec::new();
     for variant in ["space=gui", "space=tools"] {
         for table in ["episodes", "steps", "diffs"] {
-            let df = ws.table(&format!("play.{table}"), Some(variant));
-            out.push(df.drop("duration_s").unwrap_or(df));
+            out.push(ws.table(&format!("play.{table}"), Some(variant)));
         }
     }
     out

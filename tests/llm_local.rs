@@ -181,10 +181,7 @@ fn run(ws: &Workspace, url: &str, extra: &[&str]) -> Output {
 fn tables(ws: &Workspace) -> Vec<DataFrame> {
     ["play.episodes", "play.steps", "play.diffs"]
         .iter()
-        .map(|t| {
-            let df = ws.table(t, None);
-            df.drop("duration_s").unwrap_or(df)
-        })
+        .map(|t| ws.table(t, None))
         .collect()
 }
 

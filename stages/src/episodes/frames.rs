@@ -22,7 +22,6 @@ pub fn episodes_frame(rows: &[EpisodeRow]) -> PolarsResult<DataFrame> {
         col("ask_user_calls", rows, |r| r.ask_user_calls),
         col("final_answer", rows, |r| r.final_answer.clone()),
         col("score", rows, |r| r.score),
-        col("duration_s", rows, |r| r.duration_s),
         col("prompt_tokens_agent", rows, |r| r.agent_usage.prompt_tokens),
         col("completion_tokens_agent", rows, |r| {
             r.agent_usage.completion_tokens

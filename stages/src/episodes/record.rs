@@ -29,8 +29,6 @@ pub struct EpisodeRow {
     /// A score carried with the episode: a remote device's `/task/eval`, a KnowU task's rule
     /// score; null otherwise.
     pub score: Option<f64>,
-    /// Wall time.
-    pub duration_s: f64,
     /// Agent tokens.
     pub agent_usage: Usage,
     /// Simulator tokens.

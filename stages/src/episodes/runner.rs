@@ -3,7 +3,6 @@
 //! Every action becomes a step row; `ask_user` goes to the simulator, and its reply and
 //! disclosure audit ride on the asking step.
 
-use std::time::Instant;
 
 use crate::world::history::HistoryEvent;
 use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status};
@@ -38,7 +37,6 @@ pub fn run_episode(
     history: &[&HistoryEvent],
     spec: EpisodeSpec,
 ) -> EpisodeRun {
-    let started = Instant::now();
     let mut run = Recorder::new(spec.row.clone(), history);
     let outcome = play(env, agent, user, history, &spec, &mut run);
     let mut episode = run.episode;
@@ -50,7 +48,6 @@ pub fn run_episode(
         }
     }
     episode.steps = run.steps.len() as u32;
-    episode.duration_s = started.elapsed().as_secs_f64();
     EpisodeRun {
         episode,
         steps: run.steps,

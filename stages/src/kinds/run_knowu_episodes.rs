@@ -17,7 +17,7 @@ impl Kind for RunKnowuEpisodes {
     type Params = RunEpisodesParams;
     type State = ();
     const NAME: &'static str = "run_knowu_episodes";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const DETERMINISTIC: bool = true;
     const SUMMARY: &'static str = "KnowU bundles + knowu_tasks + world (sources, history_events) → episodes (with KnowU's rule score), steps, diffs (params as run_episodes; use per_item: task_id)";

@@ -124,7 +124,7 @@ impl Kind for RunRemoteEpisodes {
     type Params = RunRemoteEpisodesParams;
     type State = ();
     const NAME: &'static str = "run_remote_episodes";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const DETERMINISTIC: bool = false;
     const SUMMARY: &'static str = "tasks (task_id, goal?, actions?) → episodes, steps, diffs played on env servers (params: devices, agent, actions, suite, epochs, max_steps, device_retries; use per_item: task_id and resources: [devices])";

@@ -50,7 +50,7 @@ impl Kind for ImportKnowuRuns {
     type Params = ImportParams;
     type State = ();
     const NAME: &'static str = "import_knowu_runs";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &["episodes", "steps", "reports", "errors"];
     const SUMMARY: &'static str = "import a KnowU-Bench results directory into tables episodes, steps, reports and errors (unreadable files) (params: root, label, tasks?)";
 

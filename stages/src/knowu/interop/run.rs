@@ -110,7 +110,6 @@ pub fn episodes_frame(label: &str, run: &[RunEpisode]) -> PolarsResult<DataFrame
         "ask_user_calls" => asks,
         "final_answer" => strs(&|e| e.final_answer()),
         "score" => run.iter().map(|e| e.result.score).collect::<Vec<_>>(),
-        "duration_s" => vec![0.0f64; n],
         "prompt_tokens_agent" => counts(&|e| e.traj.tokens.prompt),
         "completion_tokens_agent" => counts(&|e| e.traj.tokens.completion),
         "prompt_tokens_user" => vec![0u64; n],
