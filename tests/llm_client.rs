@@ -175,30 +175,52 @@ fn timeouts_are_retried_and_exhaustion_is_a_typed_error() {
 }
 
 #[test]
-fn malformed_and_client_errors_are_not_retried() {
+fn unusable_bodies_are_retried_and_client_errors_are_not() {
     let dir = tempfile::tempdir().expect("dir");
     let store = FsStore::new(dir.path());
     let server = ScriptedServer::start(
-        vec![Behavior::ok(r#"{"choices": [{"message": {"content": "cut"#)],
+        vec![
+            Behavior::ok(r#"{"choices": [{"message": {"content": "cut"#),
+            Behavior::ok(r#"{"choices": []}"#),
+            Behavior::ok(r#"{"choices": [{"index": 0, "finish_reason": "stop"}]}"#),
+            Behavior::ok(completion("whole", 1, 1)),
+            Behavior::ok("not json at all"),
+        ],
         Behavior::status(400),
     );
-    match LlmClient::new(config(&server.url), &store, false)
+    let reply = LlmClient::new(config(&server.url), &store, false)
         .expect("client")
         .chat(&request("x"), 0)
-    {
-        Err(e @ LlmError::Malformed { .. }) => assert!(e.to_string().contains("malformed"), "{e}"),
-        other => panic!("expected a malformed response error, got {other:?}"),
-    }
-    assert_eq!(server.requests().len(), 1);
-    match LlmClient::new(config(&server.url), &store, false)
+        .expect("retried past three unusable bodies");
+    assert_eq!(reply.content.as_deref(), Some("whole"));
+    assert_eq!(reply.attempts, 4);
+    assert_eq!(server.requests().len(), 4);
+    let mut cfg = config(&server.url);
+    cfg.max_retries = 0;
+    match LlmClient::new(cfg, &store, false)
         .expect("client")
         .chat(&request("y"), 0)
+    {
+        Err(LlmError::Exhausted {
+            attempts: 1, last, ..
+        }) => {
+            assert!(last.contains("malformed"), "{last}")
+        }
+        other => panic!("expected exhaustion on an unusable body, got {other:?}"),
+    }
+    match LlmClient::new(config(&server.url), &store, false)
+        .expect("client")
+        .chat(&request("z"), 0)
     {
         Err(LlmError::Http { status: 400, .. }) => {}
         other => panic!("expected HTTP 400, got {other:?}"),
     }
-    assert_eq!(server.requests().len(), 2, "a 400 is not retried");
-    assert!(store.list("llm").expect("list").is_empty());
+    assert_eq!(server.requests().len(), 6, "a 400 is not retried");
+    assert_eq!(
+        store.list("llm").expect("list").len(),
+        1,
+        "only the good reply is recorded"
+    );
 }
 
 #[test]

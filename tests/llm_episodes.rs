@@ -2,8 +2,8 @@
 //! against a scripted OpenAI-compatible server on 127.0.0.1: disabled (`when:`) until the
 //! endpoint variable is set (and not stuck disabled after), both action spaces, record/replay (an engine
 //! re-run and a model-cache re-run send nothing), `--offline` replay giving the same tables, an
-//! unrecorded episode failing offline with exit 2, and transport faults becoming `error`
-//! episodes while sibling tasks finish.
+//! unrecorded episode failing offline with exit 2, and provider faults failing their item (an
+//! errors-table row, played again by the next run) while useless answers stay in the episode.
 
 use std::process::Output;
 use std::time::Duration;
@@ -186,7 +186,7 @@ fn llm_episodes_are_skipped_recorded_replayed_and_replayed_offline() {
 }
 
 #[test]
-fn transport_faults_become_error_episodes_while_siblings_finish() {
+fn provider_faults_fail_their_item_while_useless_answers_stay_in_the_episode() {
     let retry_after = Behavior::Reply {
         status: 429,
         headers: vec![("Retry-After".into(), "0".into())],
@@ -195,13 +195,16 @@ fn transport_faults_become_error_episodes_while_siblings_finish() {
     let finish = completion("{\"action\": \"finish\"}", 30, 4);
     let script = vec![
         // Episode 1: rate limited, server error, a hang past the timeout, server error again:
-        // four attempts, all transient, then it gives up.
+        // four attempts, all transient, then the client gives up and the item fails.
         retry_after,
         Behavior::status(500),
         Behavior::Hang(Duration::from_secs(3)),
         Behavior::status(500),
-        // Episode 2: a truncated body is malformed, which no retry fixes.
+        // Episode 2: a truncated body is a provider fault too: retried, then answered.
         Behavior::ok(&finish[..finish.len() / 2]),
+        Behavior::ok(finish.clone()),
+        // Episode 3: a well-formed but useless answer is the model's error: an `unknown` step.
+        Behavior::ok(completion("{\"action\": \"fly\"}", 30, 4)),
     ];
     let server = ScriptedServer::start(script, Behavior::ok(finish));
     let ws = Workspace::new();
@@ -218,31 +221,43 @@ fn transport_faults_become_error_episodes_while_siblings_finish() {
         llm_block(1.0)
     );
     ws.write("p.yaml", &pipeline(3, &play));
-    ok(run(&ws, Some(&server.url), &[]));
-    assert_eq!(server.requests().len(), 6);
+    let out = run(&ws, Some(&server.url), &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(server.requests().len(), 8);
+    let errors = ws.last_run("llm_episodes")["errors"].clone();
+    let errors = errors.as_array().expect("errors");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let message = errors[0]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("gave up after 4 attempts") && message.contains("HTTP 500"),
+        "{message}"
+    );
+    assert_eq!(errors[0]["kind"], "transient");
 
+    // The next run plays only the failed item; no episode records a provider fault.
+    ok(run(&ws, Some(&server.url), &[]));
+    assert_eq!(server.requests().len(), 9);
     let episodes = ws.table("play.episodes", None);
-    let mut statuses = strs(&episodes, "status");
-    statuses.sort();
-    assert_eq!(statuses, ["error", "error", "ok"]);
-    let errors: Vec<String> = episodes
+    assert_eq!(strs(&episodes, "status"), ["ok", "ok", "ok"]);
+    assert!(episodes
         .column("error")
         .expect("error")
         .str()
         .expect("str")
         .iter()
-        .flatten()
-        .map(str::to_string)
+        .all(|e| e.is_none()));
+    let steps = ws.table("play.steps", None);
+    let unknown: Vec<String> = strs(&steps, "action_type")
+        .into_iter()
+        .zip(strs(&steps, "observation"))
+        .filter(|(a, _)| a == "unknown")
+        .map(|(_, o)| o)
         .collect();
-    assert_eq!(errors.len(), 2, "{errors:?}");
-    assert!(
-        errors
-            .iter()
-            .any(|e| e.contains("gave up after 4 attempts") && e.contains("HTTP 500")),
-        "{errors:?}"
-    );
-    assert!(
-        errors.iter().any(|e| e.contains("malformed response")),
-        "{errors:?}"
-    );
+    assert_eq!(unknown.len(), 1, "{steps}");
+    assert!(unknown[0].contains("could not parse"), "{unknown:?}");
 }

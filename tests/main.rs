@@ -16,6 +16,7 @@ mod knowu;
 mod knowu_pipeline;
 mod llm_client;
 mod llm_episodes;
+mod llm_judged;
 mod llm_local;
 mod llm_pipeline;
 mod remote_device;

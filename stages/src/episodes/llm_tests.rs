@@ -337,6 +337,11 @@ fn a_dead_endpoint_ends_the_episode_with_error_after_retries() {
     );
 
     assert_eq!(run.episode.status, "error");
+    assert!(
+        matches!(run.fault, Some(crate::llm::LlmError::Exhausted { .. })),
+        "a provider fault, which run_episodes refuses to store: {:?}",
+        run.fault
+    );
     let e = run.episode.error.clone().unwrap_or_default();
     assert!(
         e.contains("gave up after 2 attempts") && e.contains("HTTP 500"),

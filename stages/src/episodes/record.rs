@@ -1,7 +1,7 @@
 //! One episode's rows, as the runner produces them: the `episodes` row, its `steps` rows and its
 //! final state diff. See docs/tables.md for the column contract.
 
-use crate::llm::Usage;
+use crate::llm::{LlmError, Usage};
 
 /// The `episodes` row of one episode.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -89,4 +89,8 @@ pub struct EpisodeRun {
     pub steps: Vec<StepRow>,
     /// The final state diff as JSON text.
     pub diff: String,
+    /// The provider fault (endpoint down after retries, unusable replies, an offline miss) that
+    /// ended the episode, if one did. Such an episode measured the provider, not the model:
+    /// `run_episodes` fails its item instead of storing it as a result.
+    pub fault: Option<LlmError>,
 }

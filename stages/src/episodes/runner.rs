@@ -40,11 +40,15 @@ pub fn run_episode(
     let mut run = Recorder::new(spec.row.clone(), history);
     let outcome = play(env, agent, user, history, &spec, &mut run);
     let mut episode = run.episode;
+    let mut fault = None;
     match outcome {
         Ok(status) => episode.status = status.into(),
         Err(e) => {
             episode.status = "error".into();
             episode.error = Some(e.to_string());
+            if let AgentError::Llm(e) = e {
+                fault = Some(e);
+            }
         }
     }
     episode.steps = run.steps.len() as u32;
@@ -52,6 +56,7 @@ pub fn run_episode(
         episode,
         steps: run.steps,
         diff: env.diff().to_string(),
+        fault,
     }
 }
 

@@ -2,8 +2,10 @@
 //! differences, pass^k, and the subset tables behind Figures 2–4. Put `gather: true` on the stage
 //! so it sees every variant of its inputs at once (all tables carry `variant`).
 
+use std::borrow::Cow;
+
 use polars::prelude::DataFrame;
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{InputTable, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::metrics::{aggregate, AggregateOptions, Bootstrap};
@@ -47,16 +49,53 @@ pub const AGGREGATE_TABLES: [&str; 6] = [
 pub struct Aggregate;
 
 /// The input `name` (a table name, a `stage.table` label or a one-table stage, as
-/// [`StageContext::input`] resolves it) when the stage lists it: for optional inputs.
-pub fn optional_input<'a>(ctx: &'a StageContext<'_>, name: &str) -> Option<&'a DataFrame> {
-    let listed = ctx
+/// [`StageContext::input`] resolves it) when the stage lists it: for optional inputs. A table
+/// name listed from several stages (a gather over the built-in agents' `judged.scores` and the
+/// models' `judged_llm.scores`) is every one of them stacked, so each kind reads one table with
+/// every variant's rows; stages that are disabled (no endpoint) simply contribute none.
+pub fn optional_input<'a>(
+    ctx: &'a StageContext<'_>,
+    name: &str,
+) -> Result<Option<Cow<'a, DataFrame>>, StageError> {
+    let by_name: Vec<&InputTable> = ctx
         .inputs
         .iter()
-        .any(|t| t.table == name || t.stage == name || t.label() == name);
-    if listed {
-        ctx.input(name).ok()
-    } else {
-        None
+        .filter(|t| t.table == name || t.label() == name)
+        .collect();
+    match by_name.as_slice() {
+        [] => {
+            let listed = ctx.inputs.iter().any(|t| t.stage == name);
+            Ok(listed
+                .then(|| ctx.input(name).ok().map(Cow::Borrowed))
+                .flatten())
+        }
+        [only] => Ok(Some(Cow::Borrowed(&only.df))),
+        [first, rest @ ..] => {
+            let mut stacked = first.df.clone();
+            for t in rest {
+                stacked.vstack_mut(&t.df).map_err(|e| {
+                    StageError::Failed(format!(
+                        "stage `{}`: input `{}` does not stack onto `{}` (both are `{name}` tables): {e}",
+                        ctx.stage,
+                        t.label(),
+                        first.label()
+                    ))
+                })?;
+            }
+            Ok(Some(Cow::Owned(stacked)))
+        }
+    }
+}
+
+/// [`optional_input`] for an input the kind cannot do without: an error naming the inputs when
+/// no listed input is called `name`.
+pub fn required_input<'a>(
+    ctx: &'a StageContext<'_>,
+    name: &str,
+) -> Result<Cow<'a, DataFrame>, StageError> {
+    match optional_input(ctx, name)? {
+        Some(df) => Ok(df),
+        None => ctx.input(name).map(Cow::Borrowed),
     }
 }
 
@@ -84,10 +123,10 @@ impl Kind for Aggregate {
             baseline: params.baseline.clone(),
         };
         let a = aggregate(
-            ctx.input("scores")?,
-            optional_input(ctx, "interaction"),
-            optional_input(ctx, "verdicts"),
-            optional_input(ctx, "episodes"),
+            &*required_input(ctx, "scores")?,
+            optional_input(ctx, "interaction")?.as_deref(),
+            optional_input(ctx, "verdicts")?.as_deref(),
+            optional_input(ctx, "episodes")?.as_deref(),
             &options,
         )?;
         Ok(Tables::new([

@@ -5,7 +5,7 @@
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use super::aggregate::optional_input;
+use super::aggregate::{optional_input, required_input};
 use crate::metrics::judge_agreement::{
     agreement_frame, judge_agreement, labels_frame, read_labels,
 };
@@ -49,8 +49,8 @@ impl Kind for JudgeAgreement {
         }
         let rows = judge_agreement(
             &labels,
-            ctx.input("verdicts")?,
-            optional_input(ctx, "requests"),
+            &*required_input(ctx, "verdicts")?,
+            optional_input(ctx, "requests")?.as_deref(),
         )?;
         Ok(Tables::new([
             ("agreement", agreement_frame(&rows)?),

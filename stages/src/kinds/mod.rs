@@ -18,7 +18,7 @@ mod run_remote_episodes;
 mod task_stats;
 mod validate_tasks;
 
-pub use aggregate::{optional_input, Aggregate, AGGREGATE_TABLES};
+pub use aggregate::{optional_input, required_input, Aggregate, AGGREGATE_TABLES};
 pub use build_knowu_world::BuildKnowuWorld;
 pub use build_world::{input_error, BuildWorld, WORLD_TABLES};
 pub use export_review::ExportReview;

@@ -9,7 +9,7 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::optional_input;
+use super::aggregate::{optional_input, required_input};
 use crate::report::drilldown::{drilldown, DrillInputs};
 use crate::report::{figures, table1_view, table_view, TableView};
 
@@ -123,13 +123,13 @@ fn sections(ctx: &StageContext<'_>, table1: &DataFrame) -> Result<Vec<Section>, 
         table: table1_view(table1)?,
     }];
     for (input, id, heading, note, collapsed) in SECTIONS {
-        if let Some(df) = optional_input(ctx, input) {
+        if let Some(df) = optional_input(ctx, input)? {
             out.push(Section {
                 id,
                 heading,
                 note,
                 collapsed,
-                table: table_view(df)?,
+                table: table_view(&df)?,
             });
         }
     }
@@ -142,27 +142,35 @@ fn svg(text: String) -> Value {
 
 /// The template's variables, and the number of tasks drilled into.
 fn context(params: &ReportParams, ctx: &StageContext<'_>) -> Result<(Value, usize), StageError> {
-    let table1 = ctx.input("table1")?;
+    let table1 = required_input(ctx, "table1")?;
     let mut figures_out: Vec<Value> = Vec::new();
-    if let Some(p) = optional_input(ctx, "perturbations") {
+    if let Some(p) = optional_input(ctx, "perturbations")? {
         for metric in ["success", "personalization"] {
-            figures_out.push(svg(figures::perturbation_deltas(p, metric)?));
+            figures_out.push(svg(figures::perturbation_deltas(&p, metric)?));
         }
     }
-    if let Some(c) = optional_input(ctx, "history_curve") {
-        figures_out.push(svg(figures::history_curve(c, "personalization")?));
+    if let Some(c) = optional_input(ctx, "history_curve")? {
+        figures_out.push(svg(figures::history_curve(&c, "personalization")?));
     }
-    if let Some(f) = optional_input(ctx, "failure_labels") {
-        figures_out.push(svg(figures::failure_bars(f)?));
+    if let Some(f) = optional_input(ctx, "failure_labels")? {
+        figures_out.push(svg(figures::failure_bars(&f)?));
     }
-    let tasks = match optional_input(ctx, "episodes") {
+    let (steps, verdicts) = (
+        optional_input(ctx, "steps")?,
+        optional_input(ctx, "verdicts")?,
+    );
+    let (scores, tasks) = (
+        optional_input(ctx, "scores")?,
+        optional_input(ctx, "tasks")?,
+    );
+    let tasks = match optional_input(ctx, "episodes")? {
         Some(episodes) => drilldown(
             &DrillInputs {
-                episodes,
-                steps: optional_input(ctx, "steps"),
-                verdicts: optional_input(ctx, "verdicts"),
-                scores: optional_input(ctx, "scores"),
-                tasks: optional_input(ctx, "tasks"),
+                episodes: &episodes,
+                steps: steps.as_deref(),
+                verdicts: verdicts.as_deref(),
+                scores: scores.as_deref(),
+                tasks: tasks.as_deref(),
             },
             params.max_tasks,
         )?,
@@ -171,7 +179,7 @@ fn context(params: &ReportParams, ctx: &StageContext<'_>) -> Result<(Value, usiz
     let count = tasks.len();
     let context = minijinja::context! {
         title => params.title.clone(),
-        sections => Value::from_serialize(sections(ctx, table1)?),
+        sections => Value::from_serialize(sections(ctx, &table1)?),
         figures => figures_out,
         tasks => Value::from_serialize(&tasks),
     };

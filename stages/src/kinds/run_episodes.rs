@@ -132,7 +132,7 @@ pub fn run_with(
     for bundle in bundles {
         for epoch in 0..params.epochs {
             let run = play(params, ctx, &world, &bundle, factory.as_ref(), epoch, hooks)?;
-            refuse_offline_errors(ctx, &run)?;
+            refuse_faults(ctx, &run)?;
             runs.push(run);
         }
     }
@@ -152,16 +152,29 @@ fn check_episode_count(tasks: usize, epochs: u32) -> Result<(), StageError> {
     )))
 }
 
-/// Offline, a failed episode means a request was never recorded (or the cache is unreadable):
-/// fail the item (exit 2) instead of caching an `error` episode that an online run would reuse.
-fn refuse_offline_errors(ctx: &StageContext<'_>, run: &EpisodeRun) -> Result<(), StageError> {
-    match (&run.episode.error, ctx.offline) {
-        (Some(e), true) => Err(StageError::Input(format!(
-            "stage `{}`: episode `{}` cannot be replayed offline: {e}",
-            ctx.stage, run.episode.episode_id
-        ))),
-        _ => Ok(()),
+/// An episode ended by a provider fault measured the provider, not the model, so it is never
+/// stored as a result: the item fails, with a row in the run's errors table, and a later run
+/// plays it again. Offline, any failed episode means a request was never recorded (or the cache
+/// is unreadable): the item fails as bad input (exit 2) instead of caching an `error` episode
+/// that an online run would reuse.
+fn refuse_faults(ctx: &StageContext<'_>, run: &EpisodeRun) -> Result<(), StageError> {
+    let id = &run.episode.episode_id;
+    if let (Some(e), true) = (&run.episode.error, ctx.offline) {
+        return Err(StageError::Input(format!(
+            "stage `{}`: episode `{id}` cannot be replayed offline: {e}",
+            ctx.stage
+        )));
     }
+    let Some(fault) = &run.fault else {
+        return Ok(());
+    };
+    let named = |m: String| format!("stage `{}`: episode `{id}`: {m}", ctx.stage);
+    Err(match StageError::from(fault.clone()) {
+        StageError::Input(m) => StageError::Input(named(m)),
+        StageError::Transient(m) => StageError::Transient(named(m)),
+        StageError::Exhausted(m) => StageError::Exhausted(named(m)),
+        StageError::Failed(m) => StageError::Failed(named(m)),
+    })
 }
 
 /// The task bundles: the input named `bundles`, else the first input (the per-item one), so a
@@ -186,7 +199,8 @@ fn play(
     hooks: &dyn EpisodeHooks,
 ) -> Result<EpisodeRun, StageError> {
     let task = &bundle.task;
-    let seed = episode_seed(params.seed, &task.task_id, ctx.variant, epoch);
+    let variant = episode_variant(params, ctx.variant);
+    let seed = episode_seed(params.seed, &task.task_id, &variant, epoch);
     let config = EpisodeConfig {
         space: params.space,
         clock: hooks.clock(bundle),
@@ -225,9 +239,9 @@ fn play(
         _ => simulators::make(params, ctx, world, bundle, seed, epoch)?,
     };
     let row = EpisodeRow {
-        episode_id: episode_id(&task.task_id, ctx.variant, epoch),
+        episode_id: episode_id(&task.task_id, &variant, epoch),
         task_id: task.task_id.clone(),
-        variant: ctx.variant.to_string(),
+        variant,
         epoch,
         persona: Some(task.persona.clone()),
         agent: factory.name(),
@@ -260,6 +274,38 @@ fn play(
         .user_usage
         .cost(params.user_llm.as_ref().and_then(|l| l.prices));
     Ok(run)
+}
+
+/// The `variant` column (and episode-id part) of an episode: the engine's variant, except that
+/// model episodes name their agent, model and history first (`agent=llm,model=NAME,history=all`,
+/// then the stage's own dimensions), so a model's Table 1 column reads like the built-in
+/// agents' (`agent=oracle,history=all`) although its stage sweeps only models, or nothing.
+pub fn episode_variant(params: &RunEpisodesParams, engine_variant: &str) -> String {
+    let Some(llm) = params
+        .llm
+        .as_ref()
+        .filter(|_| params.agent == AgentName::Llm)
+    else {
+        return engine_variant.to_string();
+    };
+    let named = ["agent", "model", "history"];
+    let mut pairs = vec![
+        "agent=llm".to_string(),
+        format!("model={}", llm.model),
+        format!("history={}", params.history),
+    ];
+    pairs.extend(
+        engine_variant
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .filter(|p| {
+                !named
+                    .iter()
+                    .any(|n| p.split_once('=').is_some_and(|(k, _)| k == *n))
+            })
+            .map(str::to_string),
+    );
+    pairs.join(",")
 }
 
 fn log_name(log: LogKind) -> &'static str {

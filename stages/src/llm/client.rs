@@ -5,6 +5,7 @@ use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use prefflow_engine::keys::hash_bytes;
+use prefflow_engine::retry::{Retry, RetryPolicy};
 use prefflow_engine::store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
@@ -182,72 +183,103 @@ impl<'a> LlmClient<'a> {
         }
     }
 
-    /// The live call with retries; returns the reply and the attempts used.
-    fn call(&self, body: &[u8]) -> Result<(Reply, u32), LlmError> {
-        let key = self.api_key()?;
-        let mut last = String::new();
-        for attempt in 0..=self.config.max_retries {
-            let mut req = self
-                .http
-                .post(&self.endpoint)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.to_vec());
-            if let Some(k) = &key {
-                req = req.bearer_auth(k);
-            }
-            let wait = match req.send() {
-                Ok(resp) => {
-                    let status = resp.status();
-                    let retry_after = retry_after(&resp);
-                    if status.is_success() {
-                        match resp.text() {
-                            Ok(text) => {
-                                return parse_reply(&self.endpoint, &text).map(|r| (r, attempt + 1))
-                            }
-                            Err(e) => {
-                                last = format!("reading the response failed: {e}");
-                                None
-                            }
-                        }
-                    } else if status.as_u16() == 429 || status.is_server_error() {
-                        last = format!("HTTP {}", status.as_u16());
-                        retry_after
-                    } else {
-                        let text = resp.text().unwrap_or_default();
-                        return Err(LlmError::Http {
-                            endpoint: self.endpoint.clone(),
-                            status: status.as_u16(),
-                            body: excerpt(&text),
-                        });
-                    }
-                }
-                Err(e) => {
-                    last = describe(&e);
-                    None
-                }
-            };
-            if attempt < self.config.max_retries {
-                let delay = wait.unwrap_or_else(|| self.backoff(attempt)).min(MAX_WAIT);
-                tracing::debug!("{}: {last}; retrying in {:?}", self.endpoint, delay);
-                std::thread::sleep(delay);
-            }
+    /// The engine's retry policy for this endpoint's settings: the one retry layer for model calls.
+    fn policy(&self) -> RetryPolicy {
+        RetryPolicy {
+            max_delay: MAX_WAIT,
+            ..RetryPolicy::new(
+                self.config.max_retries,
+                Duration::from_millis(self.config.backoff_ms),
+            )
         }
-        Err(LlmError::Exhausted {
-            endpoint: self.endpoint.clone(),
-            attempts: self.config.max_retries + 1,
-            last,
-        })
     }
 
-    /// Exponential backoff with jitter: base · 2^attempt, scaled by a random factor in [0.5, 1).
-    fn backoff(&self, attempt: u32) -> Duration {
-        let base = self
-            .config
-            .backoff_ms
-            .saturating_mul(1u64 << attempt.min(20));
-        let jittered = base as f64 * (0.5 + fastrand::f64() * 0.5);
-        Duration::from_millis(jittered as u64)
+    /// The live call with retries; returns the reply and the attempts used. A reply that is not
+    /// a usable chat completion (truncated or unparsable body, no choices, no message) is a
+    /// provider fault like a 5xx and is retried; so are 429, 5xx and transport failures.
+    fn call(&self, body: &[u8]) -> Result<(Reply, u32), LlmError> {
+        let key = self.api_key()?;
+        let attempt = |_: u32| self.attempt(body, key.as_deref());
+        self.policy()
+            .run_blocking(attempt, Attempt::retry)
+            .map_err(|gave_up| gave_up.error.into_error(&self.endpoint, gave_up.attempts))
     }
+
+    /// One attempt: send, read, parse.
+    fn attempt(&self, body: &[u8], key: Option<&str>) -> Result<Reply, Attempt> {
+        let mut req = self
+            .http
+            .post(&self.endpoint)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(body.to_vec());
+        if let Some(k) = key {
+            req = req.bearer_auth(k);
+        }
+        let resp = req.send().map_err(|e| Attempt::Transient {
+            why: describe(&e),
+            hint: None,
+        })?;
+        let status = resp.status();
+        let hint = retry_after(resp.headers());
+        let text = resp.text().map_err(|e| Attempt::Transient {
+            why: format!("reading the response failed: {e}"),
+            hint: None,
+        });
+        classify_response(&self.endpoint, status.as_u16(), hint, text)
+    }
+}
+
+/// Why one attempt failed, and whether another may help.
+#[derive(Debug)]
+enum Attempt {
+    /// A provider fault: retried (after `hint` when the server gave one).
+    Transient { why: String, hint: Option<Duration> },
+    /// No retry can fix it.
+    Permanent(LlmError),
+}
+
+impl Attempt {
+    fn retry(&self) -> Retry {
+        match self {
+            Attempt::Transient { hint, .. } => Retry::After(*hint),
+            Attempt::Permanent(_) => Retry::No,
+        }
+    }
+
+    /// The error the caller sees once the policy stopped retrying.
+    fn into_error(self, endpoint: &str, attempts: u32) -> LlmError {
+        match self {
+            Attempt::Transient { why, .. } => LlmError::Exhausted {
+                endpoint: endpoint.to_string(),
+                attempts,
+                last: why,
+            },
+            Attempt::Permanent(e) => e,
+        }
+    }
+}
+
+/// The verdict on one HTTP exchange: a reply, a transient fault (429, 5xx, a body that is not a
+/// usable completion) or a permanent error (other statuses).
+fn classify_response(
+    endpoint: &str,
+    status: u16,
+    hint: Option<Duration>,
+    text: Result<String, Attempt>,
+) -> Result<Reply, Attempt> {
+    let transient = |why: String| Attempt::Transient { why, hint };
+    if status == 429 || (500..600).contains(&status) {
+        return Err(transient(format!("HTTP {status}")));
+    }
+    let text = text?;
+    if !(200..300).contains(&status) {
+        return Err(Attempt::Permanent(LlmError::Http {
+            endpoint: endpoint.to_string(),
+            status,
+            body: excerpt(&text),
+        }));
+    }
+    parse_reply(endpoint, &text).map_err(|e| transient(e.to_string()))
 }
 
 /// HTTP clients are shared by the whole process: building one (TLS roots, a runtime thread)
@@ -277,12 +309,8 @@ fn shared_http_client(timeout: Duration) -> Result<reqwest::blocking::Client, Ll
     Ok(pool[*next].clone())
 }
 
-fn retry_after(resp: &reqwest::blocking::Response) -> Option<Duration> {
-    let value = resp
-        .headers()
-        .get(reqwest::header::RETRY_AFTER)?
-        .to_str()
-        .ok()?;
+fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
+    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
     value
         .trim()
         .parse::<f64>()

@@ -3,8 +3,9 @@
 //! offered as functions and the model's `tool_calls` become actions; in GUI mode the model
 //! answers one JSON action per turn (`{"action": "tap", "element": 3}`) under JSON mode.
 //! Output that is not a valid action becomes an `unknown` step and the model is told why — a
-//! weak model costs steps, never the run. Transport failures (after the client's retries) end
-//! the episode with status `error`.
+//! weak model costs steps, never the run. Provider faults (after the client's retries) end the
+//! episode with status `error` and [`crate::episodes::EpisodeRun::fault`] set, so `run_episodes`
+//! fails the item instead of storing the episode.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
