@@ -3,7 +3,6 @@
 //! Every action becomes a step row; `ask_user` goes to the simulator, and its reply and
 //! disclosure audit ride on the asking step.
 
-
 use crate::world::history::HistoryEvent;
 use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status};
 
