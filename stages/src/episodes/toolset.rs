@@ -6,9 +6,10 @@
 //! 2. the `list_`/`get_` reads of every table of the apps the task touches;
 //! 3. the `list_`/`get_` reads of every table an offered operation's ref fields point at, so
 //!    every id the model must pass can be discovered — this holds for the tools of step 4 too;
-//! 4. then the tools most relevant to the instruction (BM25 over name, description and
-//!    parameter names), each with its reads, while they fit under the cap; then the rest of the
-//!    catalog in order.
+//! 4. then, while they fit under the cap, each with its reads: the other operations of the
+//!    task's apps (an unavailable-option task whose reference only asks and answers still gets
+//!    the operation it should try), the tools most relevant to the instruction (BM25 over
+//!    name, description and parameter names), and the rest of the catalog in order.
 //!
 //! The result keeps catalog order, so the offered list reads like the phone's own.
 
@@ -44,7 +45,8 @@ pub fn offered(tools: &Arc<[ToolSpec]>, task: &TaskBundle, max: Option<usize>) -
             keep.len()
         );
     }
-    for i in catalog.by_relevance(&task.task.instruction) {
+    let apps_first = catalog.tools_of_apps(&task.task.apps);
+    for i in apps_first.into_iter().chain(catalog.by_relevance(&task.task.instruction)) {
         let new: Vec<usize> = catalog
             .closure(i)
             .into_iter()
@@ -133,6 +135,18 @@ impl<'t> Catalog<'t> {
                     .is_some_and(|(a, _)| a == app && read_table(&t.name).is_some())
             })
             .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Every tool of the given apps, in catalog order.
+    fn tools_of_apps(&self, apps: &[String]) -> Vec<usize> {
+        (0..self.tools.len())
+            .filter(|&i| {
+                self.tools[i]
+                    .name
+                    .split_once('.')
+                    .is_some_and(|(a, _)| apps.iter().any(|x| x == a))
+            })
             .collect()
     }
 

@@ -256,3 +256,4 @@ fn listed_ids(env: &mut PhoneEnv<'_>, list: &str) -> Vec<String> {
         }
     }
 }
+
