@@ -46,7 +46,10 @@ pub fn offered(tools: &Arc<[ToolSpec]>, task: &TaskBundle, max: Option<usize>) -
         );
     }
     let apps_first = catalog.tools_of_apps(&task.task.apps);
-    for i in apps_first.into_iter().chain(catalog.by_relevance(&task.task.instruction)) {
+    for i in apps_first
+        .into_iter()
+        .chain(catalog.by_relevance(&task.task.instruction))
+    {
         let new: Vec<usize> = catalog
             .closure(i)
             .into_iter()
@@ -162,8 +165,7 @@ impl<'t> Catalog<'t> {
                 params.join(" ")
             )
         });
-        let mut order =
-            super::retrieval::TextIndex::new(texts).top_k(query, self.tools.len());
+        let mut order = super::retrieval::TextIndex::new(texts).top_k(query, self.tools.len());
         let ranked: BTreeSet<usize> = order.iter().copied().collect();
         order.extend((0..self.tools.len()).filter(|i| !ranked.contains(i)));
         order

@@ -519,7 +519,9 @@ mod tests {
                 observation: &observation,
                 epoch: 0,
             };
-            prompts.render("t.j2", &context(&brief, &[], tools)).unwrap()
+            prompts
+                .render("t.j2", &context(&brief, &[], tools))
+                .unwrap()
         };
         let a: Arc<[ToolSpec]> = Arc::new([spec("notes.create_note")]);
         let b: Arc<[ToolSpec]> = Arc::new([spec("weather.get_forecast"), spec("clock.set_alarm")]);

@@ -25,9 +25,12 @@ fn released() -> &'static [TaskBundle] {
             (Round::Refinement, "reviews/refinement"),
             (Round::Validation, "reviews/validation"),
         ] {
-            let by_id: HashMap<&str, &TaskBundle> =
-                bundles.iter().map(|b| (b.task.task_id.as_str(), b)).collect();
-            let files = crate::files::sorted_files(&datasets().join(dir), &["csv"]).expect("sheets");
+            let by_id: HashMap<&str, &TaskBundle> = bundles
+                .iter()
+                .map(|b| (b.task.task_id.as_str(), b))
+                .collect();
+            let files =
+                crate::files::sorted_files(&datasets().join(dir), &["csv"]).expect("sheets");
             let mut rows = Vec::new();
             for f in files {
                 let shown = f.display().to_string();
@@ -169,12 +172,18 @@ fn every_released_task_is_solvable_through_the_tools_it_is_offered() {
             let all = env.tools();
             let offer = offered(&all, b, Some(cap));
             let id = &b.task.task_id;
-            assert!(offer.len() <= cap, "{id}: {} tools over cap {cap}", offer.len());
+            assert!(
+                offer.len() <= cap,
+                "{id}: {} tools over cap {cap}",
+                offer.len()
+            );
             let by_name: HashMap<&str, &ToolSpec> =
                 offer.iter().map(|t| (t.name.as_str(), t)).collect();
             for app in &b.task.apps {
                 assert!(
-                    offer.iter().any(|t| t.name.starts_with(&format!("{app}.list_"))),
+                    offer
+                        .iter()
+                        .any(|t| t.name.starts_with(&format!("{app}.list_"))),
                     "{id}: no read of app {app}"
                 );
             }
@@ -183,13 +192,18 @@ fn every_released_task_is_solvable_through_the_tools_it_is_offered() {
                     serde_json::from_value(resolve_json(step, &b.slots).expect("slots"))
                         .expect("action");
                 if let Action::Call { tool, args } = &action {
-                    let spec = by_name
-                        .get(tool.as_str())
-                        .unwrap_or_else(|| panic!("{id}: reference tool {tool} not offered (cap {cap})"));
+                    let spec = by_name.get(tool.as_str()).unwrap_or_else(|| {
+                        panic!("{id}: reference tool {tool} not offered (cap {cap})")
+                    });
                     checked_ids += check_ids_discoverable(id, spec, args, &by_name, &mut env);
                 }
                 let obs = env.step(&action);
-                assert_ne!(obs.status, Status::Error, "{id}: {step} failed: {}", obs.text);
+                assert_ne!(
+                    obs.status,
+                    Status::Error,
+                    "{id}: {step} failed: {}",
+                    obs.text
+                );
             }
         }
     }
@@ -257,3 +271,69 @@ fn listed_ids(env: &mut PhoneEnv<'_>, list: &str) -> Vec<String> {
     }
 }
 
+/// The card parameter of a payment lists the wallet's cards (a small table no operation adds
+/// to), while a table the episode can grow keeps a free id.
+#[test]
+fn small_fixed_tables_put_their_ids_in_the_schema() {
+    let env = PhoneEnv::new(world(), EpisodeConfig::default()).expect("phone");
+    let tools = env.tools();
+    let buy = tools
+        .iter()
+        .find(|t| t.name == "shopnest.buy_product")
+        .expect("shopnest.buy_product");
+    let schema = buy.json_schema();
+    let cards: Vec<&str> = schema["properties"]["card"]["enum"]
+        .as_array()
+        .expect("card enum")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        cards.contains(&"card-corporate") && cards.contains(&"card-debit"),
+        "{cards:?}"
+    );
+    // A table some operation inserts into can gain ids during the episode: never fixed.
+    let cat = &world().catalog;
+    let grown: Vec<String> = cat
+        .apps
+        .iter()
+        .flat_map(|a| &a.operations)
+        .flat_map(|o| &o.effects)
+        .filter_map(|e| match e {
+            crate::world::app::Effect::Insert { table, .. } => Some(cat.table_name(*table)),
+            _ => None,
+        })
+        .collect();
+    let mut open = 0;
+    for p in tools.iter().flat_map(|t| &t.params) {
+        if p.refers_to.as_ref().is_some_and(|t| grown.contains(t)) {
+            assert!(p.choices.is_none(), "{}: {:?}", p.name, p.choices);
+            open += 1;
+        }
+    }
+    assert!(open > 0, "no ref parameter points at a growing table");
+    let with_enum = tools
+        .iter()
+        .flat_map(|t| &t.params)
+        .filter(|p| p.choices.is_some())
+        .count();
+    assert!(with_enum >= 10, "only {with_enum} ref parameters carry ids");
+}
+
+/// The tools-mode first observation says which apps there are, in words a model can use; no
+/// internal names or counts of the implementation.
+#[test]
+fn the_first_tools_observation_lists_the_apps() {
+    let env = PhoneEnv::new(world(), EpisodeConfig::default()).expect("phone");
+    let text = env.observe().text;
+    assert!(
+        !text.contains("Phone::") && !text.contains("tools available"),
+        "{text}"
+    );
+    for app in &world().catalog.apps {
+        assert!(
+            text.contains(&format!("{} ({})", app.name, app.id)),
+            "{text}"
+        );
+    }
+}

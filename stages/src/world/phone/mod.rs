@@ -191,8 +191,7 @@ impl<'w> Phone<'w> {
     /// The tools-mode counterpart of the home screen: each app with what it is for, so a model
     /// knows where to look before it reads the function list.
     fn apps_overview(&self) -> String {
-        let mut out =
-            String::from("Apps on this phone (their tools read and change their data):");
+        let mut out = String::from("Apps on this phone (their tools read and change their data):");
         for a in &self.world.catalog.apps {
             out.push_str(&format!("\n- {} ({}): {}", a.name, a.id, a.description));
         }
