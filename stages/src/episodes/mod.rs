@@ -7,6 +7,7 @@
 //! - [`agents`]: the built-in agents.
 //! - [`simulator`]: who answers `ask_user`, with a disclosure audit.
 //! - [`exposure`] / [`retrieval`]: which history events an agent sees.
+//! - [`toolset`]: which phone tools a capped episode offers (every task stays solvable).
 //! - [`env`]: where actions land (the simulated phone, or a remote device).
 //! - [`runner`]: the episode loop; [`frames`]: its rows as tables; [`hooks`]: what a
 //!   benchmark-specific stage kind adds to it.
@@ -27,6 +28,7 @@ pub mod runner;
 pub mod seed;
 pub mod simulator;
 pub mod simulators;
+pub mod toolset;
 
 #[cfg(test)]
 mod llm_tests;

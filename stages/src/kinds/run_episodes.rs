@@ -65,8 +65,9 @@ pub struct RunEpisodesParams {
     /// Directory of prompt templates (default `datasets/prompts`).
     #[serde(default = "prompts_dir")]
     pub prompts: String,
-    /// `llm` agent in tools mode: offer at most this many phone tools, the most relevant to the
-    /// instruction (hosted APIs cap function lists, e.g. 128); default: all.
+    /// `llm` agent in tools mode: offer at most this many phone tools, chosen per task so that
+    /// it stays solvable (`episodes::toolset`; hosted APIs cap function lists, e.g. 128);
+    /// default: all.
     #[serde(default)]
     pub max_tools: Option<usize>,
     /// Retrieve `top_k` / `rag` history through this OpenAI-compatible embeddings endpoint

@@ -196,6 +196,7 @@ mod tests {
             options: None,
             range: None,
             refers_to: None,
+            choices: None,
             description: String::new(),
         };
         let ranked: Vec<String> = [

@@ -16,6 +16,7 @@ use serde_json::{json, Map, Value};
 
 use crate::episodes::agent::{Agent, AgentError, AgentFactory, Brief, Turn};
 use crate::episodes::prompts::{self, Prompts};
+use crate::episodes::toolset;
 use crate::kinds::RunEpisodesParams;
 use crate::llm::{self, ChatMessage, ChatRequest, LlmClient, LlmConfig, Reply, ToolCall};
 use crate::tasks::TaskBundle;
@@ -24,8 +25,9 @@ use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status, T
 /// Builds one [`LlmAgent`] per episode; holds what all episodes of a stage share.
 pub struct LlmFactory<'a> {
     config: LlmConfig,
-    /// Offer at most this many phone tools (the most relevant to the instruction by BM25);
-    /// hosted APIs cap function lists (OpenAI: 128) while the phone has ~220 tools.
+    /// Offer at most this many phone tools, chosen per task so it stays solvable
+    /// ([`toolset::offered`]); hosted APIs cap function lists (OpenAI: 128) while the phone has
+    /// ~220 tools.
     max_tools: Option<usize>,
     cache: &'a dyn Store,
     offline: bool,
@@ -101,9 +103,10 @@ impl AgentFactory for LlmFactory<'_> {
         format!("llm:{}", self.config.model)
     }
 
-    fn make<'b>(&'b self, _task: &'b TaskBundle, seed: u64) -> Box<dyn Agent + 'b> {
+    fn make<'b>(&'b self, task: &'b TaskBundle, seed: u64) -> Box<dyn Agent + 'b> {
         Box::new(LlmAgent {
             factory: self,
+            task,
             config: episode_config(&self.config, seed),
             client: None,
             epoch: 0,
@@ -125,6 +128,8 @@ type Queued = (String, Result<Action, String>, Option<String>);
 /// One episode's model-backed agent.
 pub struct LlmAgent<'a> {
     factory: &'a LlmFactory<'a>,
+    /// The task, only for choosing which tools the benchmark offers (never shown to the model).
+    task: &'a TaskBundle,
     config: LlmConfig,
     client: Option<LlmClient<'a>>,
     epoch: u32,
@@ -229,7 +234,7 @@ impl<'a> LlmAgent<'a> {
 impl Agent for LlmAgent<'_> {
     fn clarify(&mut self, brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
         self.adopt(brief);
-        let context = context(brief, &[]);
+        let context = context(brief, &[], &self.tools);
         let request = ChatRequest {
             messages: vec![
                 ChatMessage::new("system", self.system_prompt(&context)?),
@@ -252,7 +257,7 @@ impl Agent for LlmAgent<'_> {
 
     fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError> {
         self.adopt(brief);
-        let context = context(brief, clarifications);
+        let context = context(brief, clarifications, &self.tools);
         self.messages = vec![
             ChatMessage::new("system", self.system_prompt(&context)?),
             ChatMessage::new(
@@ -295,7 +300,7 @@ impl LlmAgent<'_> {
     fn adopt(&mut self, brief: &Brief<'_>) {
         self.space = brief.space;
         self.epoch = brief.epoch;
-        self.tools = offered_tools(brief.tools, brief.instruction, self.factory.max_tools);
+        self.tools = toolset::offered(brief.tools, self.task, self.factory.max_tools);
         self.functions = match brief.space {
             ActionSpace::Tools => function_specs(&self.tools),
             ActionSpace::Gui => Vec::new(),
@@ -303,36 +308,13 @@ impl LlmAgent<'_> {
     }
 }
 
-/// The tools offered: all of them, or the `max` most relevant to the instruction (BM25 over
-/// name, description and parameter names; topped up in catalog order), kept in catalog order.
-pub fn offered_tools(
-    tools: &Arc<[ToolSpec]>,
-    instruction: &str,
-    max: Option<usize>,
-) -> Arc<[ToolSpec]> {
-    let Some(max) = max.filter(|&m| m < tools.len()) else {
-        return tools.clone();
-    };
-    let texts = tools.iter().map(|t| {
-        let params: Vec<&str> = t.params.iter().map(|p| p.name.as_str()).collect();
-        format!(
-            "{} {} {}",
-            t.name.replace(['.', '_'], " "),
-            t.description,
-            params.join(" ")
-        )
-    });
-    let mut keep = crate::episodes::retrieval::TextIndex::new(texts).top_k(instruction, max);
-    // Fewer relevant tools than the cap: fill up with the rest, in catalog order.
-    let rest: Vec<usize> = (0..tools.len()).filter(|i| !keep.contains(i)).collect();
-    keep.extend(rest.into_iter().take(max.saturating_sub(keep.len())));
-    keep.sort_unstable();
-    keep.into_iter().map(|i| tools[i].clone()).collect()
-}
-
 /// The template variables every agent prompt sees (see datasets/prompts/README.md), converted
 /// for the template engine once and rendered into both the system and the task prompt.
-fn context(brief: &Brief<'_>, clarifications: &[AskRecord]) -> minijinja::Value {
+fn context(
+    brief: &Brief<'_>,
+    clarifications: &[AskRecord],
+    offered: &Arc<[ToolSpec]>,
+) -> minijinja::Value {
     let history: Vec<Value> = brief
         .history
         .iter()
@@ -354,13 +336,13 @@ fn context(brief: &Brief<'_>, clarifications: &[AskRecord]) -> minijinja::Value 
         history => history,
         observation => brief.observation.text,
         clarifications => clarifications,
-        tools => tools_context(brief.tools),
+        tools => tools_context(offered),
     }
 }
 
-/// The `tools` template variable (`name`, `description` of each tool). Every episode of a world
-/// offers the same shared list, so its conversion (~220 entries) is kept for the last list seen;
-/// holding that list keeps its address from being reused by another.
+/// The `tools` template variable (`name`, `description` of each offered tool). Several prompts
+/// of an episode render the same list, so its conversion (up to ~220 entries) is kept for the
+/// last list seen; holding that list keeps its address from being reused by another.
 fn tools_context(tools: &Arc<[ToolSpec]>) -> minijinja::Value {
     type Last = Option<(Arc<[ToolSpec]>, minijinja::Value)>;
     static LAST: std::sync::Mutex<Last> = std::sync::Mutex::new(None);
@@ -537,7 +519,9 @@ mod tests {
                 observation: &observation,
                 epoch: 0,
             };
-            prompts.render("t.j2", &context(&brief, &[])).unwrap()
+            prompts
+                .render("t.j2", &context(&brief, &[], tools))
+                .unwrap()
         };
         let a: Arc<[ToolSpec]> = Arc::new([spec("notes.create_note")]);
         let b: Arc<[ToolSpec]> = Arc::new([spec("weather.get_forecast"), spec("clock.set_alarm")]);
@@ -587,7 +571,7 @@ mod tests {
                 "clarifications": [{ "question": "Which day?", "reply": "Friday" }],
                 "tools": tools.iter().map(|t| json!({ "name": t.name, "description": t.description })).collect::<Vec<_>>(),
             });
-            let converted = context(&brief, &answered);
+            let converted = context(&brief, &answered, &tools);
             for name in prompts::AGENT_TEMPLATES {
                 if name == prompts::AGENT_OBSERVATION {
                     continue;
@@ -599,24 +583,6 @@ mod tests {
                 );
             }
         }
-    }
-
-    #[test]
-    fn a_tool_cap_keeps_the_most_relevant_tools_in_catalog_order() {
-        let tools: Arc<[ToolSpec]> = Arc::new([
-            spec("notes.create_note"),
-            spec("dinespot.book_table"),
-            spec("weather.get_forecast"),
-            spec("dinespot.list_restaurants"),
-        ]);
-        let kept = offered_tools(&tools, "Book a table, any restaurants tonight", Some(2));
-        let names: Vec<&str> = kept.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["dinespot.book_table", "dinespot.list_restaurants"]);
-        let topped = offered_tools(&tools, "weather", Some(2));
-        let names: Vec<&str> = topped.iter().map(|t| t.name.as_str()).collect();
-        assert_eq!(names, ["notes.create_note", "weather.get_forecast"]);
-        assert_eq!(offered_tools(&tools, "anything", None).len(), 4);
-        assert_eq!(offered_tools(&tools, "anything", Some(10)).len(), 4);
     }
 
     #[test]

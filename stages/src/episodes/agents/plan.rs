@@ -148,6 +148,7 @@ mod tests {
             options: None,
             range: None,
             refers_to: None,
+            choices: None,
             description: String::new(),
         }
     }

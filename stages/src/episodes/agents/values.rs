@@ -231,6 +231,7 @@ mod tests {
             options: options.map(|o| o.iter().map(|s| s.to_string()).collect()),
             range: Some((1.0, 20.0)),
             refers_to: None,
+            choices: None,
             description: String::new(),
         }
     }

@@ -184,11 +184,18 @@ impl<'w> Phone<'w> {
     pub fn observe(&self) -> Observation {
         match self.space {
             ActionSpace::Gui => Observation::ok(self.screen_text()),
-            ActionSpace::Tools => Observation::ok(format!(
-                "{} tools available; see Phone::tools()",
-                tool_specs(&self.world.catalog).len()
-            )),
+            ActionSpace::Tools => Observation::ok(self.apps_overview()),
         }
+    }
+
+    /// The tools-mode counterpart of the home screen: each app with what it is for, so a model
+    /// knows where to look before it reads the function list.
+    fn apps_overview(&self) -> String {
+        let mut out = String::from("Apps on this phone (their tools read and change their data):");
+        for a in &self.world.catalog.apps {
+            out.push_str(&format!("\n- {} ({}): {}", a.name, a.id, a.description));
+        }
+        out
     }
 
     fn ask(&mut self, text: &str) -> Observation {
@@ -267,9 +274,10 @@ impl<'w> Phone<'w> {
         .unwrap_or_default()
     }
 
-    /// Every tool of this world.
+    /// Every tool of this world, with the ids of small fixed tables as the choices of the
+    /// parameters that refer to them, read from this episode's state after its overrides.
     pub fn tools(&self) -> Arc<[ToolSpec]> {
-        self.world.tools()
+        tools::with_choices(&self.world.catalog, &self.initial, &self.world.tools()).into()
     }
 
     /// Read access to the current (final, once finished) state.

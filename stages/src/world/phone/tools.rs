@@ -5,7 +5,7 @@
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 
-use crate::world::app::{App, Catalog, Operation, Table};
+use crate::world::app::{App, Catalog, Effect, Operation, Table};
 use crate::world::types::{value_matches, FieldDef, FieldKind, TableId};
 
 use super::overlay::Overlay;
@@ -28,6 +28,10 @@ pub struct ParamSpec {
     pub range: Option<(f64, f64)>,
     /// For refs: the `app.table` whose record ids are accepted.
     pub refers_to: Option<String>,
+    /// For refs to a small table no operation adds to: the ids of its records in the episode's
+    /// state, offered as the schema's `enum` so a model need not guess them (see [`with_choices`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub choices: Option<Vec<String>>,
     /// Human explanation.
     pub description: String,
 }
@@ -69,7 +73,7 @@ impl ToolSpec {
                 desc = format!("{desc} (id of a {t} record)").trim().to_string();
             }
             s.insert("description".into(), json!(desc));
-            if let Some(o) = &p.options {
+            if let Some(o) = p.options.as_ref().or(p.choices.as_ref()) {
                 s.insert("enum".into(), json!(o));
             }
             if let Some((lo, hi)) = p.range {
@@ -135,6 +139,48 @@ pub fn tool_specs(cat: &Catalog) -> Vec<ToolSpec> {
     out
 }
 
+/// Tables of at most this many records have their ids listed in the schemas of the parameters
+/// that refer to them.
+pub const SMALL_TABLE: usize = 20;
+
+/// `specs` with [`ParamSpec::choices`] filled from `state` for every ref parameter whose table
+/// holds at most [`SMALL_TABLE`] records and is the target of no insert effect (an id an
+/// operation creates during the episode could not be in a list fixed at its start).
+pub(crate) fn with_choices(cat: &Catalog, state: &Overlay, specs: &[ToolSpec]) -> Vec<ToolSpec> {
+    let grown: Vec<TableId> = cat
+        .apps
+        .iter()
+        .flat_map(|a| &a.operations)
+        .flat_map(|o| &o.effects)
+        .filter_map(|e| match e {
+            Effect::Insert { table, .. } => Some(*table),
+            _ => None,
+        })
+        .collect();
+    let mut ids: std::collections::HashMap<String, Option<Vec<String>>> = Default::default();
+    let mut choices = |table: &str| -> Option<Vec<String>> {
+        ids.entry(table.to_string())
+            .or_insert_with(|| {
+                let t = cat.table_id(table, None).filter(|t| !grown.contains(t))?;
+                let records: Vec<String> = state.records(cat, t).map(|r| r.id.clone()).collect();
+                (records.len() <= SMALL_TABLE).then_some(records)
+            })
+            .clone()
+    };
+    specs
+        .iter()
+        .map(|spec| {
+            let mut spec = spec.clone();
+            for p in &mut spec.params {
+                if let Some(table) = &p.refers_to {
+                    p.choices = choices(table);
+                }
+            }
+            spec
+        })
+        .collect()
+}
+
 fn param(cat: &Catalog, f: &FieldDef) -> ParamSpec {
     let (options, range, refers_to) = match &f.kind {
         FieldKind::Enum(o) => (Some(o.clone()), None, None),
@@ -151,6 +197,7 @@ fn param(cat: &Catalog, f: &FieldDef) -> ParamSpec {
         options,
         range,
         refers_to,
+        choices: None,
         description: f.description.clone(),
     }
 }
@@ -184,6 +231,7 @@ fn plain(
         options: None,
         range: None,
         refers_to: None,
+        choices: None,
         description: description.into(),
     }
 }

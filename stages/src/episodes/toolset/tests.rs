@@ -1,0 +1,339 @@
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use super::*;
+use crate::episodes::{Environment, PhoneEnv};
+use crate::tasks::eval::resolve_json;
+use crate::tasks::generate::select;
+use crate::tasks::lints::SlotSource;
+use crate::tasks::review::apply_round;
+use crate::tasks::sheet::{read_sheet, Round};
+use crate::tasks::testkit::{candidates, datasets, world};
+use crate::tasks::validate::validate_in_set;
+use crate::tasks::world_index::WorldIndex;
+use crate::world::phone::{Action, ActionSpace, EpisodeConfig, ParamSpec, Status};
+
+/// The released task set rebuilt in process as `pipelines/taskset.yaml` builds it: the seeded
+/// draw of 188 candidates, both review rounds, then validation.
+fn released() -> &'static [TaskBundle] {
+    static SET: std::sync::OnceLock<Vec<TaskBundle>> = std::sync::OnceLock::new();
+    SET.get_or_init(|| {
+        let mut bundles = select(candidates().to_vec(), 188, 7).expect("draw");
+        for (round, dir) in [
+            (Round::Refinement, "reviews/refinement"),
+            (Round::Validation, "reviews/validation"),
+        ] {
+            let by_id: HashMap<&str, &TaskBundle> = bundles
+                .iter()
+                .map(|b| (b.task.task_id.as_str(), b))
+                .collect();
+            let files =
+                crate::files::sorted_files(&datasets().join(dir), &["csv"]).expect("sheets");
+            let mut rows = Vec::new();
+            for f in files {
+                let shown = f.display().to_string();
+                rows.extend(read_sheet(&f, &shown, round, &by_id).expect("sheet"));
+            }
+            bundles = apply_round(bundles, &rows, round).expect("review").0;
+        }
+        let set: Vec<SlotSource> = bundles
+            .iter()
+            .flat_map(|b| {
+                b.slots.iter().map(|s| SlotSource {
+                    task_id: b.task.task_id.clone(),
+                    slot_id: s.slot_id.clone(),
+                    source: s.source,
+                })
+            })
+            .collect();
+        let ix = WorldIndex::new(world());
+        bundles
+            .into_iter()
+            .filter(|b| validate_in_set(&ix, b, &set).is_empty())
+            .collect()
+    })
+}
+
+fn param(name: &str, refers_to: Option<&str>) -> ParamSpec {
+    ParamSpec {
+        name: name.into(),
+        type_name: if refers_to.is_some() { "ref" } else { "text" },
+        required: true,
+        default: None,
+        options: None,
+        range: None,
+        refers_to: refers_to.map(str::to_string),
+        choices: None,
+        description: String::new(),
+    }
+}
+
+fn spec(name: &str, params: Vec<ParamSpec>) -> ToolSpec {
+    ToolSpec {
+        name: name.into(),
+        description: String::new(),
+        irreversible: false,
+        params,
+    }
+}
+
+fn bundle(instruction: &str, apps: &[&str], reference: Vec<Value>) -> TaskBundle {
+    let mut b = released()[0].clone();
+    b.task.instruction = instruction.into();
+    b.task.apps = apps.iter().map(|a| a.to_string()).collect();
+    b.task.reference_solution = reference;
+    b.task.defaults_solution = Vec::new();
+    b
+}
+
+fn names(tools: &[ToolSpec]) -> Vec<&str> {
+    tools.iter().map(|t| t.name.as_str()).collect()
+}
+
+#[test]
+fn the_reference_operation_and_the_reads_its_ids_need_are_kept_under_any_cap() {
+    let tools: Arc<[ToolSpec]> = Arc::new([
+        spec("notes.list_notes", vec![]),
+        spec("notes.get_notes", vec![]),
+        spec("notes.create_note", vec![param("title", None)]),
+        spec("wallet.list_cards", vec![]),
+        spec("wallet.get_cards", vec![]),
+        spec("shop.list_products", vec![]),
+        spec("shop.get_products", vec![]),
+        spec(
+            "shop.buy_product",
+            vec![
+                param("product", Some("shop.products")),
+                param("card", Some("wallet.cards")),
+            ],
+        ),
+        spec("weather.get_forecast", vec![param("city", None)]),
+    ]);
+    // The instruction speaks of notes; the reference buys something.
+    let task = bundle(
+        "note my sister's gift",
+        &["shop"],
+        vec![json!({"action": "call", "tool": "shop.buy_product", "args": {}})],
+    );
+    let kept = offered(&tools, &task, Some(6));
+    assert_eq!(
+        names(&kept),
+        [
+            // The one free place goes to the tool most relevant to the instruction.
+            "notes.create_note",
+            "wallet.list_cards",
+            "wallet.get_cards",
+            "shop.list_products",
+            "shop.get_products",
+            "shop.buy_product",
+        ]
+    );
+    // With room, the relevant note tools come with their reads; the cap still holds.
+    let roomy = offered(&tools, &task, Some(8));
+    assert_eq!(roomy.len(), 8);
+    assert!(names(&roomy).contains(&"notes.create_note"));
+    assert!(names(&roomy).contains(&"notes.list_notes"));
+    // An operation is never offered without the reads of the tables its ids come from.
+    for t in roomy.iter() {
+        for p in &t.params {
+            if let Some(table) = &p.refers_to {
+                let (app, name) = table.split_once('.').unwrap();
+                assert!(names(&roomy).contains(&format!("{app}.list_{name}").as_str()));
+            }
+        }
+    }
+    // Must-haves over the cap are all offered, never cut.
+    assert_eq!(offered(&tools, &task, Some(2)).len(), 5);
+    assert_eq!(offered(&tools, &task, None).len(), tools.len());
+    assert_eq!(offered(&tools, &task, Some(50)).len(), tools.len());
+}
+
+#[test]
+fn the_released_set_is_the_one_the_pipeline_builds() {
+    assert_eq!(released().len(), 130);
+}
+
+/// Every released task, capped as the shipped pipeline caps it: the reference solution's tools
+/// are offered, and every record id the reference passes can be found with an offered read (or
+/// is listed in the parameter's `enum`) at the moment it is passed.
+#[test]
+fn every_released_task_is_solvable_through_the_tools_it_is_offered() {
+    let mut checked_ids = 0;
+    for cap in [120, 64] {
+        for b in released() {
+            let config = EpisodeConfig {
+                space: ActionSpace::Tools,
+                clock: None,
+                overrides: b.task.overrides.clone(),
+            };
+            let mut env = PhoneEnv::new(world(), config).expect("overrides");
+            let all = env.tools();
+            let offer = offered(&all, b, Some(cap));
+            let id = &b.task.task_id;
+            assert!(
+                offer.len() <= cap,
+                "{id}: {} tools over cap {cap}",
+                offer.len()
+            );
+            let by_name: HashMap<&str, &ToolSpec> =
+                offer.iter().map(|t| (t.name.as_str(), t)).collect();
+            for app in &b.task.apps {
+                assert!(
+                    offer
+                        .iter()
+                        .any(|t| t.name.starts_with(&format!("{app}.list_"))),
+                    "{id}: no read of app {app}"
+                );
+            }
+            for step in &b.task.reference_solution {
+                let action: Action =
+                    serde_json::from_value(resolve_json(step, &b.slots).expect("slots"))
+                        .expect("action");
+                if let Action::Call { tool, args } = &action {
+                    let spec = by_name.get(tool.as_str()).unwrap_or_else(|| {
+                        panic!("{id}: reference tool {tool} not offered (cap {cap})")
+                    });
+                    checked_ids += check_ids_discoverable(id, spec, args, &by_name, &mut env);
+                }
+                let obs = env.step(&action);
+                assert_ne!(
+                    obs.status,
+                    Status::Error,
+                    "{id}: {step} failed: {}",
+                    obs.text
+                );
+            }
+        }
+    }
+    assert!(checked_ids > 200, "only {checked_ids} ids checked");
+}
+
+/// Checks that each id `args` passes to a ref parameter of `spec` is returned by the offered
+/// `list_` read of its table (paging through it) or named by the parameter's `enum`; returns
+/// how many ids it checked.
+fn check_ids_discoverable(
+    task: &str,
+    spec: &ToolSpec,
+    args: &Map<String, Value>,
+    offered: &HashMap<&str, &ToolSpec>,
+    env: &mut PhoneEnv<'_>,
+) -> usize {
+    let mut n = 0;
+    for p in &spec.params {
+        let (Some(table), Some(Value::String(want))) = (&p.refers_to, args.get(&p.name)) else {
+            continue;
+        };
+        n += 1;
+        if p.choices.as_ref().is_some_and(|c| c.contains(want)) {
+            continue;
+        }
+        let (app, name) = table.split_once('.').expect("app.table");
+        let list = format!("{app}.list_{name}");
+        assert!(
+            offered.contains_key(list.as_str()),
+            "{task}: {} passes {want} of {table} but {list} is not offered",
+            spec.name
+        );
+        assert!(
+            listed_ids(env, &list).contains(want),
+            "{task}: {want} is not among the records {list} returns"
+        );
+    }
+    n
+}
+
+/// Every id a `list_` read returns, page by page.
+fn listed_ids(env: &mut PhoneEnv<'_>, list: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    loop {
+        let obs = env.step(&Action::Call {
+            tool: list.to_string(),
+            args: json!({"limit": 100, "offset": ids.len()})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        });
+        let page: Value = serde_json::from_str(&obs.text).expect("listing JSON");
+        let records = page["records"].as_array().cloned().unwrap_or_default();
+        if records.is_empty() {
+            return ids;
+        }
+        ids.extend(
+            records
+                .iter()
+                .filter_map(|r| r["id"].as_str().map(str::to_string)),
+        );
+        if ids.len() as u64 >= page["total"].as_u64().unwrap_or(0) {
+            return ids;
+        }
+    }
+}
+
+/// The card parameter of a payment lists the wallet's cards (a small table no operation adds
+/// to), while a table the episode can grow keeps a free id.
+#[test]
+fn small_fixed_tables_put_their_ids_in_the_schema() {
+    let env = PhoneEnv::new(world(), EpisodeConfig::default()).expect("phone");
+    let tools = env.tools();
+    let buy = tools
+        .iter()
+        .find(|t| t.name == "shopnest.buy_product")
+        .expect("shopnest.buy_product");
+    let schema = buy.json_schema();
+    let cards: Vec<&str> = schema["properties"]["card"]["enum"]
+        .as_array()
+        .expect("card enum")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        cards.contains(&"card-corporate") && cards.contains(&"card-debit"),
+        "{cards:?}"
+    );
+    // A table some operation inserts into can gain ids during the episode: never fixed.
+    let cat = &world().catalog;
+    let grown: Vec<String> = cat
+        .apps
+        .iter()
+        .flat_map(|a| &a.operations)
+        .flat_map(|o| &o.effects)
+        .filter_map(|e| match e {
+            crate::world::app::Effect::Insert { table, .. } => Some(cat.table_name(*table)),
+            _ => None,
+        })
+        .collect();
+    let mut open = 0;
+    for p in tools.iter().flat_map(|t| &t.params) {
+        if p.refers_to.as_ref().is_some_and(|t| grown.contains(t)) {
+            assert!(p.choices.is_none(), "{}: {:?}", p.name, p.choices);
+            open += 1;
+        }
+    }
+    assert!(open > 0, "no ref parameter points at a growing table");
+    let with_enum = tools
+        .iter()
+        .flat_map(|t| &t.params)
+        .filter(|p| p.choices.is_some())
+        .count();
+    assert!(with_enum >= 10, "only {with_enum} ref parameters carry ids");
+}
+
+/// The tools-mode first observation says which apps there are, in words a model can use; no
+/// internal names or counts of the implementation.
+#[test]
+fn the_first_tools_observation_lists_the_apps() {
+    let env = PhoneEnv::new(world(), EpisodeConfig::default()).expect("phone");
+    let text = env.observe().text;
+    assert!(
+        !text.contains("Phone::") && !text.contains("tools available"),
+        "{text}"
+    );
+    for app in &world().catalog.apps {
+        assert!(
+            text.contains(&format!("{} ({})", app.name, app.id)),
+            "{text}"
+        );
+    }
+}
