@@ -99,9 +99,10 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
     },
-    /// Print a stage's tables from the latest successful run (or `errors` for the last run's errors).
+    /// Print a stage's tables from the latest successful run (`errors`: the last run's errors;
+    /// `runs`: what the runs' model calls cost, by role and model).
     Show {
-        /// STAGE, STAGE.TABLE, STAGE.* (every table), or `errors`.
+        /// STAGE, STAGE.TABLE, STAGE.* (every table), `errors`, or `runs`.
         target: String,
         /// Pipeline name (default: the most recently run).
         #[arg(long, short)]
@@ -713,6 +714,44 @@ fn render_dag(plan: &Plan, format: DagFormat) -> String {
     out
 }
 
+/// `prefflow show runs`: tokens, cost and requests by pipeline, role and model, for what the
+/// last run spent and what the latest results cost (summed from their manifests).
+fn show_runs(
+    store: &FsStore,
+    pipeline: Option<&str>,
+    (format, limits): (format::Format, format::Limits),
+) -> anyhow::Result<()> {
+    let rows = inspect::run_usage(store, pipeline)?;
+    if rows.is_empty() {
+        println!("no model calls recorded in this store's runs");
+        return Ok(());
+    }
+    let text = |f: fn(&inspect::UsageRow) -> String| rows.iter().map(f).collect::<Vec<_>>();
+    let count = |f: fn(&prefflow_engine::UsageCounts) -> u64| {
+        rows.iter().map(|r| f(&r.counts)).collect::<Vec<_>>()
+    };
+    let df = polars::df!(
+        "pipeline" => text(|r| r.pipeline.clone()),
+        "run" => text(|r| r.run_id.clone()),
+        "scope" => text(|r| r.scope.to_string()),
+        "role" => text(|r| r.role.clone()),
+        "model" => text(|r| r.model.clone()),
+        "requests" => count(|c| c.requests),
+        "replayed" => count(|c| c.replayed),
+        "prompt_tokens" => count(|c| c.prompt_tokens),
+        "completion_tokens" => count(|c| c.completion_tokens),
+        "cost" => rows.iter().map(|r| r.counts.cost).collect::<Vec<_>>(),
+    )?;
+    if !matches!(format, format::Format::Csv | format::Format::Json) {
+        println!(
+            "model usage: `spent` = the last run's calls (cached results cost nothing); \
+             `results` = what the latest results cost when computed"
+        );
+    }
+    print!("{}", format::render(&df, format, limits)?);
+    Ok(())
+}
+
 fn show(
     store: &FsStore,
     target: &str,
@@ -742,6 +781,9 @@ fn show(
             );
         }
         return Ok(());
+    }
+    if target == "runs" {
+        return show_runs(store, pipeline, (format, limits));
     }
     let record = inspect::record_for_show(store, pipeline)?;
     let tables = inspect::find_tables(&record, target, variant)?;

@@ -207,3 +207,158 @@ fn a_gather_stage_collects_every_variant_once() {
     let t = ws.table("total", None);
     assert_eq!(t.height(), 3);
 }
+
+/// Code is part of the key: the same pipeline run by two builds whose `probe` code differs.
+mod code_changes {
+    use std::sync::Arc;
+
+    use prefflow_engine::code::CodeFingerprint;
+    use prefflow_engine::config::PipelineFile;
+    use prefflow_engine::exec::{run, RunOptions};
+    use prefflow_engine::inspect::{dry_run, why, PlanStatus};
+    use prefflow_engine::kinds::Probe;
+    use prefflow_engine::plan::Plan;
+    use prefflow_engine::progress::ProgressMode;
+    use prefflow_engine::record::{RunRecord, Status};
+    use prefflow_engine::store::{FsStore, Store};
+    use prefflow_engine::Registry;
+
+    use crate::common::*;
+
+    const PIPELINE: &str = r#"
+pipeline: coded
+stages:
+  source:
+    kind: read_table
+    params: { path: data/numbers.csv }
+  relabel:
+    kind: probe
+    inputs: [source]
+  after:
+    kind: query
+    inputs: [relabel]
+    params: { sql: "SELECT grp, COUNT(*) AS n FROM relabel GROUP BY grp ORDER BY grp" }
+"#;
+
+    /// The generic kinds as built, except `probe`, whose code is `probe_code` (a stand-in for
+    /// a build where probe's crate was edited).
+    fn registry(probe_code: &str) -> Registry {
+        let mut registry = Registry::with_generic_kinds();
+        let code = CodeFingerprint::from([("probe-crate".to_string(), probe_code.to_string())]);
+        registry.register_with_code(Probe, code);
+        registry
+    }
+
+    fn plan(ws: &Workspace, probe_code: &str) -> Plan {
+        let file = PipelineFile::load(&ws.path().join("coded.yaml")).expect("pipeline file");
+        Plan::build(&file, &registry(probe_code), &[]).expect("plan")
+    }
+
+    fn run_with(ws: &Workspace, store: &Arc<dyn Store>, probe_code: &str) -> RunRecord {
+        let opts = RunOptions {
+            workdir: ws.path().to_path_buf(),
+            progress: ProgressMode::Quiet,
+            ..RunOptions::default()
+        };
+        let report = run(Arc::new(plan(ws, probe_code)), store.clone(), &opts).expect("run");
+        assert!(
+            report.record.errors.is_empty(),
+            "{:?}",
+            report.record.errors
+        );
+        report.record
+    }
+
+    fn status(record: &RunRecord, stage: &str) -> Status {
+        record.instance(stage, "").expect("instance").status
+    }
+
+    fn setup() -> (Workspace, Arc<dyn Store>) {
+        let ws = Workspace::new();
+        ws.write("data/numbers.csv", &numbers_csv(20));
+        ws.write("coded.yaml", PIPELINE);
+        let store: Arc<dyn Store> = Arc::new(FsStore::new(ws.store()));
+        (ws, store)
+    }
+
+    #[test]
+    fn a_code_change_is_a_miss_that_plan_and_why_name() {
+        let (ws, store) = setup();
+        let first = run_with(&ws, &store, "aaaa1111");
+        assert_eq!(status(&first, "relabel"), Status::Executed);
+        assert_eq!(
+            status(&run_with(&ws, &store, "aaaa1111"), "relabel"),
+            Status::Cached,
+            "the same code hits"
+        );
+
+        let changed = plan(&ws, "bbbb2222");
+        let lines = dry_run(&changed, store.as_ref(), ws.path(), &[]).expect("plan");
+        let relabel = lines.iter().find(|l| l.stage == "relabel").expect("line");
+        let PlanStatus::Miss { reasons, .. } = &relabel.status else {
+            panic!(
+                "relabel should run after its code changed: {:?}",
+                relabel.status
+            );
+        };
+        assert_eq!(
+            reasons,
+            &["code changed: probe-crate (aaaa1111 → bbbb2222)".to_string()]
+        );
+        let source = lines.iter().find(|l| l.stage == "source").expect("line");
+        assert_eq!(source.status, PlanStatus::Hit { changes: vec![] });
+
+        let explained = why(&changed, store.as_ref(), ws.path(), "relabel").expect("why");
+        assert_eq!(
+            explained,
+            [
+                "relabel: will run because:",
+                "  - code changed: probe-crate (aaaa1111 → bbbb2222)"
+            ]
+        );
+        let ran = run_with(&ws, &store, "bbbb2222");
+        assert_eq!(status(&ran, "source"), Status::Cached);
+        assert_eq!(status(&ran, "relabel"), Status::Executed);
+    }
+
+    #[test]
+    fn early_cutoff_stops_a_code_change_that_leaves_the_output_identical() {
+        let (ws, store) = setup();
+        run_with(&ws, &store, "aaaa1111");
+        let ran = run_with(&ws, &store, "bbbb2222");
+        let relabel = ran.instance("relabel", "").expect("relabel");
+        assert_eq!(relabel.status, Status::Executed, "its code changed");
+        assert!(relabel.unchanged_output, "probe passes its input through");
+        assert_eq!(
+            status(&ran, "after"),
+            Status::Cached,
+            "relabel's output is identical, so `after` keeps its key"
+        );
+        // Going back to the old code finds the old result: nothing runs.
+        let back = run_with(&ws, &store, "aaaa1111");
+        assert_eq!(status(&back, "relabel"), Status::Cached);
+    }
+
+    #[test]
+    fn kinds_carry_the_code_of_their_crate_and_of_the_crates_it_uses() {
+        let mut registry = Registry::with_generic_kinds();
+        prefflow_stages::register(&mut registry);
+        let crates = |kind: &str| -> Vec<String> {
+            let code = registry.get(kind).expect("kind").code();
+            code.keys().cloned().collect()
+        };
+        assert_eq!(crates("query"), ["Cargo.lock", "prefflow-engine"]);
+        assert_eq!(
+            crates("build_world"),
+            ["Cargo.lock", "prefflow-engine", "prefflow-stages"]
+        );
+        assert_eq!(
+            crates("knowu_metrics"),
+            ["Cargo.lock", "prefflow-engine", "prefflow-stages"]
+        );
+        let engine = registry.get("query").expect("query").code();
+        let stages = registry.get("build_world").expect("build_world").code();
+        assert_eq!(engine["prefflow-engine"], stages["prefflow-engine"]);
+        assert_ne!(stages["prefflow-engine"], stages["prefflow-stages"]);
+    }
+}

@@ -35,6 +35,16 @@ fn questions(n: usize) -> String {
     s
 }
 
+/// `prefflow show runs --format json`, without the run ids.
+fn show_runs(ws: &Workspace) -> Vec<serde_json::Value> {
+    let out = ws.cli(&["show", "runs", "--format", "json"]).expect_code(0);
+    let mut rows: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).expect("json rows");
+    for row in &mut rows {
+        row.as_object_mut().expect("row").remove("run");
+    }
+    rows
+}
+
 #[test]
 fn model_calls_are_pooled_recorded_and_replayed_offline() {
     let server = ScriptedServer::start(vec![], Behavior::Echo(Duration::from_millis(20)));
@@ -61,9 +71,31 @@ fn model_calls_are_pooled_recorded_and_replayed_offline() {
     let first: serde_json::Value = serde_json::from_str(&server.requests()[0].body).expect("body");
     assert_eq!(first["messages"][0]["content"], "Answer briefly.");
 
+    let usage = show_runs(&ws);
+    let expected = |scope: &str, requests: u64, replayed: u64, tokens: (u64, u64)| {
+        serde_json::json!({
+            "pipeline": "llm", "scope": scope, "role": "completion", "model": "tiny",
+            "requests": requests, "replayed": replayed,
+            "prompt_tokens": tokens.0, "completion_tokens": tokens.1, "cost": 0.0,
+        })
+    };
+    assert_eq!(
+        usage,
+        [
+            expected("spent", 6, 0, (60, 30)),
+            expected("results", 6, 0, (60, 30))
+        ],
+        "six live calls of 10 + 5 tokens, recorded in the items' manifests and summed"
+    );
+
     // An unchanged re-run is served by the engine cache: no requests.
     ws.run_ok("llm.yaml", &["--set", &url]);
     assert_eq!(server.requests().len(), 6);
+    assert_eq!(
+        show_runs(&ws),
+        [expected("results", 6, 0, (60, 30))],
+        "the cached run spent nothing; its results cost what they cost"
+    );
 
     // Without the engine cache and without the server, --offline replays the recorded calls.
     drop(server);
@@ -82,6 +114,14 @@ fn model_calls_are_pooled_recorded_and_replayed_offline() {
         .column("reply")
         .expect("reply")
         .equals(df.column("reply").expect("reply")));
+    assert_eq!(
+        show_runs(&ws),
+        [
+            expected("spent", 0, 6, (0, 0)),
+            expected("results", 0, 6, (0, 0))
+        ],
+        "replayed calls are counted as such, at no cost"
+    );
 
     // A new question cannot be answered offline: a located error row, exit 2.
     ws.write("data/questions.csv", &questions(7));

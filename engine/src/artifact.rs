@@ -24,7 +24,7 @@ use crate::store::Store;
 use crate::usage::Usage;
 
 /// Bumped when the key or manifest layout changes, invalidating every cached result.
-pub const ENGINE_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+keys1");
+pub const ENGINE_VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), "+keys2");
 
 /// Everything that determines a result: its hash is the recipe (or item) key. Kept in the
 /// manifest so `why` can say which field changed.
@@ -36,6 +36,9 @@ pub struct KeyParts {
     pub kind: String,
     /// Stage kind version.
     pub kind_version: String,
+    /// The code the kind is built from: source hash by crate (see [`crate::code`]).
+    #[serde(default)]
+    pub code: crate::code::CodeFingerprint,
     /// Fully resolved parameters.
     pub params: Value,
     /// Data versions of the input tables, by `stage.table`.

@@ -17,6 +17,7 @@ use crate::artifact::{
     blob_path, item_path, load_manifest, recipe_path, ItemIdentity, KeyParts, Manifest,
     ENGINE_VERSION,
 };
+use crate::code::CodeFingerprint;
 use crate::error::Result;
 use crate::keys::{hash_path, item_groups, ItemGroup};
 use crate::plan::Instance;
@@ -160,6 +161,7 @@ fn key_parts(inst: &Instance, upstream: &[Arc<InstanceRecord>], workdir: &Path) 
         engine: ENGINE_VERSION.to_string(),
         kind: inst.kind.name().to_string(),
         kind_version: inst.kind.version().to_string(),
+        code: inst.kind.code().as_ref().clone(),
         params: inst.params.clone(),
         inputs,
         external,
@@ -348,6 +350,9 @@ pub fn diff_parts(old: &KeyParts, new: &KeyParts) -> Vec<String> {
             new.kind, old.kind_version, new.kind_version
         ));
     }
+    if old.code != new.code {
+        out.push(format!("code changed: {}", diff_code(&old.code, &new.code)));
+    }
     if old.when != new.when {
         let show = |w: &Option<String>| w.clone().unwrap_or_else(|| "always".into());
         out.push(format!("when: {} → {}", show(&old.when), show(&new.when)));
@@ -356,6 +361,22 @@ pub fn diff_parts(old: &KeyParts, new: &KeyParts) -> Vec<String> {
     diff_maps("input", "data", &old.inputs, &new.inputs, &mut out);
     diff_maps("file", "content", &old.external, &new.external, &mut out);
     out
+}
+
+/// `crate (abc → def)` for each crate whose sources differ, e.g.
+/// `prefflow-stages (3f2a… → 9c1d…)`.
+fn diff_code(old: &CodeFingerprint, new: &CodeFingerprint) -> String {
+    let none = String::from("none");
+    let names: std::collections::BTreeSet<&String> = old.keys().chain(new.keys()).collect();
+    names
+        .into_iter()
+        .filter(|n| old.get(*n) != new.get(*n))
+        .map(|n| {
+            let (a, b) = (old.get(n).unwrap_or(&none), new.get(n).unwrap_or(&none));
+            format!("{n} ({} → {})", short(a), short(b))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn diff_maps(

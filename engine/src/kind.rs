@@ -24,6 +24,7 @@ use polars::prelude::DataFrame;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::code::{CodeFingerprint, CrateCode};
 use crate::error::StageError;
 use crate::usage::UsageMeter;
 
@@ -287,6 +288,11 @@ pub trait DynKind: Send + Sync {
     /// Prepares and runs once, blocking the calling thread (for tests and one-off calls; an
     /// async kind runs on a private runtime, so do not call this from inside one).
     fn run(&self, params: &Value, ctx: &StageContext<'_>) -> Result<Tables, StageError>;
+    /// The code the kind is built from, part of its recipe key (see [`crate::code`]). Set when the
+    /// kind is registered; empty for a kind used outside a [`Registry`].
+    fn code(&self) -> Arc<CodeFingerprint> {
+        Arc::default()
+    }
 }
 
 /// An instance's kind with its typed parameters and prepared state: what runs the items.
@@ -415,10 +421,70 @@ impl<K: Kind> DynKind for K {
     }
 }
 
+/// A registered kind with the code fingerprint of the crate that defines it: what plans hold.
+struct Coded {
+    kind: Arc<dyn DynKind>,
+    code: Arc<CodeFingerprint>,
+}
+
+impl DynKind for Coded {
+    fn name(&self) -> &'static str {
+        self.kind.name()
+    }
+    fn version(&self) -> &'static str {
+        self.kind.version()
+    }
+    fn outputs(&self) -> &'static [&'static str] {
+        self.kind.outputs()
+    }
+    fn deterministic(&self) -> bool {
+        self.kind.deterministic()
+    }
+    fn summary(&self) -> &'static str {
+        self.kind.summary()
+    }
+    fn execution(&self) -> Execution {
+        self.kind.execution()
+    }
+    fn check_params(&self, params: &Value) -> Result<(), ParamError> {
+        self.kind.check_params(params)
+    }
+    fn external_inputs(&self, params: &Value) -> Vec<String> {
+        self.kind.external_inputs(params)
+    }
+    fn cached_output_is_valid(&self, params: &Value, workdir: &Path) -> bool {
+        self.kind.cached_output_is_valid(params, workdir)
+    }
+    fn prepare(
+        self: Arc<Self>,
+        params: &Value,
+        ctx: &StageContext<'_>,
+    ) -> Result<Arc<dyn PreparedKind>, StageError> {
+        self.kind.clone().prepare(params, ctx)
+    }
+    fn run(&self, params: &Value, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+        self.kind.run(params, ctx)
+    }
+    fn code(&self) -> Arc<CodeFingerprint> {
+        self.code.clone()
+    }
+}
+
 /// Stage kinds by name: the vocabulary a pipeline file may use.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct Registry {
     kinds: BTreeMap<&'static str, Arc<dyn DynKind>>,
+    /// The crate whose kinds [`Registry::register`] is registering (see [`Registry::defined_in`]).
+    defining: &'static CrateCode,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            kinds: BTreeMap::new(),
+            defining: &crate::code::CODE,
+        }
+    }
 }
 
 impl Registry {
@@ -435,9 +501,36 @@ impl Registry {
         registry
     }
 
-    /// Adds a kind; a later registration under the same name replaces the earlier one.
+    /// Names the crate whose kinds the following [`Registry::register`] calls add: a crate that
+    /// defines kinds calls this with its own [`CrateCode`] first, so their keys carry its code.
+    /// Until then kinds count as the engine's.
+    pub fn defined_in(&mut self, code: &'static CrateCode) -> &mut Self {
+        self.defining = code;
+        self
+    }
+
+    /// Adds a kind of the crate named by [`Registry::defined_in`]; a later registration under
+    /// the same name replaces the earlier one.
     pub fn register<K: Kind>(&mut self, kind: K) {
-        self.kinds.insert(K::NAME, Arc::new(kind));
+        debug_assert!(
+            defined_in(std::any::type_name::<K>(), self.defining.name),
+            "kind `{}` ({}) is registered as code of `{}`: call `Registry::defined_in` with its \
+             crate's `CODE` first",
+            K::NAME,
+            std::any::type_name::<K>(),
+            self.defining.name
+        );
+        self.register_with_code(kind, self.defining.fingerprint());
+    }
+
+    /// Adds a kind with an explicit code fingerprint. [`Registry::register`] is the usual way;
+    /// this one lets tests pretend the code changed.
+    pub fn register_with_code<K: Kind>(&mut self, kind: K, code: CodeFingerprint) {
+        let coded = Coded {
+            kind: Arc::new(kind),
+            code: Arc::new(code),
+        };
+        self.kinds.insert(K::NAME, Arc::new(coded));
     }
 
     /// The kind called `name`.
@@ -454,4 +547,11 @@ impl Registry {
     pub fn names(&self) -> Vec<&'static str> {
         self.kinds.keys().copied().collect()
     }
+}
+
+/// Whether the type called `type_name` is defined in crate `crate_name` (`-` spelled `_`);
+/// types of test crates and binaries count as anyone's.
+fn defined_in(type_name: &str, crate_name: &str) -> bool {
+    let first = type_name.split("::").next().unwrap_or_default();
+    first == crate_name.replace('-', "_") || !first.starts_with("prefflow_")
 }

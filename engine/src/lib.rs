@@ -10,11 +10,13 @@
 //! - [`config`] parses the pipeline file with source locations;
 //! - [`params`] resolves `${params.x}` and `--set` overrides; [`sweep`] expands grids to variants;
 //! - [`plan`] validates everything and produces stage instances in dependency order;
+//! - [`code`] fingerprints the sources kinds are built from (part of every key);
 //! - [`decision`] decides, per instance and item, whether a cached result can be used;
 //! - [`exec`] runs them, reusing results by recipe key ([`artifact`], [`keys`]);
 //! - [`record`] keeps what each run produced, for `show`, `why` and `gc` ([`inspect`]).
 
 pub mod artifact;
+pub mod code;
 pub mod config;
 pub mod decision;
 pub mod error;
@@ -34,6 +36,7 @@ pub mod sweep;
 pub mod usage;
 pub mod when;
 
+pub use code::CrateCode;
 pub use error::{ConfigError, Error, Location, Result, StageError};
 pub use kind::{Execution, InputTable, Kind, ParamError, Registry, StageContext, Tables};
 pub use usage::{Usage, UsageCounts};

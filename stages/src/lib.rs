@@ -21,10 +21,19 @@ pub mod serve;
 pub mod tasks;
 pub mod world;
 
-use prefflow_engine::Registry;
+use prefflow_engine::{CrateCode, Registry};
+
+/// This crate's code (its sources, hashed by `build.rs`, and the engine's): part of the key of
+/// every kind it defines, so a change here re-runs what it can change.
+pub static CODE: CrateCode = CrateCode {
+    name: env!("CARGO_PKG_NAME"),
+    sources: env!("PREFFLOW_SOURCES_HASH"),
+    deps: &[&prefflow_engine::code::CODE],
+};
 
 /// Registers the domain's stage kinds so pipeline files can name them.
 pub fn register(registry: &mut Registry) {
+    registry.defined_in(&CODE);
     registry.register(kinds::LlmComplete);
     registry.register(kinds::BuildWorld);
     registry.register(kinds::ImportPersona);

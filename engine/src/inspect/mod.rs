@@ -8,5 +8,5 @@ mod why;
 
 pub use gc::{gc, GcReport};
 pub use plan::{dry_run, ItemPlan, PlanLine, PlanStatus};
-pub use show::{find_tables, last_errors, record_for_show};
+pub use show::{find_tables, last_errors, record_for_show, run_usage, UsageRow};
 pub use why::why;

@@ -1,14 +1,15 @@
-//! `prefflow show`: which run record and which of its tables a target names, and the last run's
-//! errors.
+//! `prefflow show`: which run record and which of its tables a target names, the last run's
+//! errors, and what the runs' model calls cost (`show runs`).
 
 use std::collections::HashSet;
 
-use crate::artifact::TableEntry;
+use crate::artifact::{load_manifest, recipe_path, TableEntry};
 use crate::error::{Error, Result};
 use crate::record::{
     load_last_run, load_latest, most_recent_pipeline, pipelines, InstanceRecord, RunRecord,
 };
 use crate::store::Store;
+use crate::usage::{Usage, UsageCounts};
 
 /// Which run record `show` reads: the named pipeline, else the most recent one.
 pub fn record_for_show(store: &dyn Store, pipeline: Option<&str>) -> Result<RunRecord> {
@@ -109,4 +110,75 @@ pub fn last_errors(store: &dyn Store, pipeline: Option<&str>) -> Result<RunRecor
     };
     load_last_run(store, &name)?
         .ok_or_else(|| Error::Usage(format!("no run of pipeline `{name}` in this store")))
+}
+
+/// One row of `prefflow show runs`: what a pipeline's model calls cost, for one role and model.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UsageRow {
+    /// The pipeline.
+    pub pipeline: String,
+    /// The run the row describes (`run_id` of its record).
+    pub run_id: String,
+    /// `spent`: what the pipeline's last run paid (cached results cost nothing);
+    /// `results`: what its latest successful results cost when they were computed, i.e. what
+    /// the published numbers cost.
+    pub scope: &'static str,
+    /// The caller's role (`agent`, `user`, `judge`, `completion`, …).
+    pub role: String,
+    /// The model.
+    pub model: String,
+    /// The counts.
+    pub counts: UsageCounts,
+}
+
+/// The usage of every pipeline in the store (or of `pipeline`), summed by role and model over
+/// its instances: what its last run spent and what its latest results cost. Pipelines whose
+/// kinds call no models have no rows.
+pub fn run_usage(store: &dyn Store, pipeline: Option<&str>) -> Result<Vec<UsageRow>> {
+    let names = match pipeline {
+        Some(p) => vec![p.to_string()],
+        None => pipelines(store)?,
+    };
+    let mut rows = Vec::new();
+    for name in names {
+        if let Some(last) = load_last_run(store, &name)? {
+            let mut spent = Usage::default();
+            for inst in &last.instances {
+                spent.merge(&inst.usage);
+            }
+            push_rows(&mut rows, &last, "spent", &spent);
+        } else if pipeline.is_some() {
+            return Err(Error::Usage(format!(
+                "no run of pipeline `{name}` in this store"
+            )));
+        }
+        if let Some(latest) = load_latest(store, &name)? {
+            let mut cost = Usage::default();
+            for inst in latest.instances.iter().filter(|i| i.status.succeeded()) {
+                let Some(key) = &inst.recipe_key else {
+                    continue;
+                };
+                if let Some(m) = load_manifest(store, &recipe_path(key))? {
+                    cost.merge(&m.usage);
+                }
+            }
+            push_rows(&mut rows, &latest, "results", &cost);
+        }
+    }
+    Ok(rows)
+}
+
+fn push_rows(rows: &mut Vec<UsageRow>, record: &RunRecord, scope: &'static str, usage: &Usage) {
+    for (role, models) in &usage.0 {
+        for (model, counts) in models.iter().filter(|(_, c)| !c.is_empty()) {
+            rows.push(UsageRow {
+                pipeline: record.pipeline.clone(),
+                run_id: record.run_id.clone(),
+                scope,
+                role: role.clone(),
+                model: model.clone(),
+                counts: *counts,
+            });
+        }
+    }
 }

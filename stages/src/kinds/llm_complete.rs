@@ -26,6 +26,9 @@ pub struct LlmCompleteParams {
     pub epoch: u32,
 }
 
+/// The role `llm_complete`'s calls are counted under in manifests and `prefflow show runs`.
+pub const USAGE_ROLE: &str = "completion";
+
 /// Completes a prompt per row; output `completions` = the input columns plus the reply.
 pub struct LlmComplete;
 
@@ -69,6 +72,8 @@ impl Kind for LlmComplete {
                 ..ChatRequest::default()
             };
             let reply = client.chat(&request, params.epoch)?;
+            let counts = reply.usage.counts(params.llm.prices, reply.from_cache);
+            ctx.usage.record(USAGE_ROLE, &params.llm.model, &counts);
             out.push(&reply, params.llm.prices);
         }
         let mut df = input.df.clone();

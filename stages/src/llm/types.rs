@@ -180,4 +180,22 @@ impl Usage {
                 / 1e6
         })
     }
+
+    /// What one call counts for in the engine's usage meter (`ctx.usage`): a call replayed from
+    /// the record/replay cache is `replayed`, with no tokens or cost; a live call is a request.
+    pub fn counts(&self, prices: Option<Prices>, from_cache: bool) -> prefflow_engine::UsageCounts {
+        if from_cache {
+            return prefflow_engine::UsageCounts {
+                replayed: 1,
+                ..Default::default()
+            };
+        }
+        prefflow_engine::UsageCounts {
+            requests: 1,
+            prompt_tokens: self.prompt_tokens,
+            completion_tokens: self.completion_tokens,
+            cost: self.cost(prices),
+            ..Default::default()
+        }
+    }
 }
