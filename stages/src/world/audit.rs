@@ -358,7 +358,7 @@ fn contradictions(
                     }
                 }
                 for (e, text) in history.iter().zip(&lowered) {
-                    if e.label != Label::Signal || e.supports.iter().any(|s| *s == p.id) {
+                    if e.label != Label::Signal || e.supports.contains(&p.id) {
                         continue;
                     }
                     if let Some(n) = avoided.iter().find(|n| mentions_lowered(text, &n.label)) {
