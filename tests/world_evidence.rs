@@ -309,3 +309,50 @@ fn show_world_star_prints_every_table_and_the_whole_summary() {
         "{summary}"
     );
 }
+
+/// The `audit` table's value for (section, key).
+fn audit_value(df: &DataFrame, section: &str, key: &str) -> f64 {
+    let (s, k) = (text(df, "section"), text(df, "key"));
+    let v = df.column("value").expect("value").f64().expect("f64");
+    (0..df.height())
+        .find(|&i| s[i] == section && k[i] == key)
+        .and_then(|i| v.get(i))
+        .unwrap_or_else(|| panic!("no audit row {section}/{key}"))
+}
+
+#[test]
+fn the_audit_table_measures_the_history_it_is_built_with() {
+    let ws = world_workspace();
+    let h = History::read(&ws.table("world.history_events", None));
+    let a = ws.table("world.audit", None);
+    // Recomputed from the history table, not taken on trust.
+    let distinct: std::collections::HashSet<&String> = h.text.iter().collect();
+    let ratio = distinct.len() as f64 / h.text.len() as f64;
+    assert!((audit_value(&a, "total", "distinct_ratio") - ratio).abs() < 1e-9);
+    assert_eq!(audit_value(&a, "total", "events"), 3051.0);
+    let ba = audit_value(&a, "separability", "balanced_accuracy");
+    assert!((0.0..=1.0).contains(&ba), "{ba}");
+    // Per-rule counts add up to the total, and each finding has its own row.
+    let total = audit_value(&a, "contradictions", "total");
+    let per_rule: f64 = ["shift", "avoid", "before_exists", "one_off_repeated"]
+        .iter()
+        .map(|r| audit_value(&a, "contradictions", r))
+        .sum();
+    assert_eq!(total, per_rule);
+    let findings = text(&a, "section")
+        .iter()
+        .filter(|s| *s == "contradiction")
+        .count();
+    assert_eq!(findings as f64, total);
+    // One evidence count per inferable entry, equal to the events supporting it.
+    let by_entry = h.by_entry();
+    assert_eq!(
+        audit_value(&a, "entry_events", "din_cuisine"),
+        by_entry.get("din_cuisine").map_or(0, Vec::len) as f64
+    );
+    let out = ws.cli(&["show", "world.audit"]).expect_code(0).stdout;
+    assert!(
+        out.contains("balanced_accuracy") && out.contains("distinct_ratio"),
+        "{out}"
+    );
+}

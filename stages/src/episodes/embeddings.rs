@@ -227,6 +227,7 @@ mod tests {
             label: Label::Signal,
             category: String::new(),
             supports: Vec::new(),
+            counters: Vec::new(),
         }
     }
 

@@ -1,6 +1,10 @@
 //! Lexical retrieval over history events (Okapi BM25). The `top_k:N` history exposure and the
 //! `heuristic` agent use it to pick the events relevant to a query; it is deterministic (ties
 //! broken by event order) so the same query always shows the same events.
+//!
+//! Only what an agent is shown of an event is indexed: its time, app and text. The hidden columns
+//! (`label`, `category`, `supports`, `counters`) and the `location` describe how the world was made and must
+//! never decide what an agent retrieves.
 
 use std::collections::HashMap;
 
@@ -9,7 +13,7 @@ use crate::world::history::HistoryEvent;
 const K1: f64 = 1.2;
 const B: f64 = 0.75;
 
-/// A BM25 index over a slice of events (text, app, location and category are indexed).
+/// A BM25 index over a slice of events (time, app and text are indexed; see [`visible_text`]).
 pub struct Bm25<'s, 'e> {
     events: &'s [&'e HistoryEvent],
     index: std::sync::Arc<TextIndex>,
@@ -130,6 +134,12 @@ impl<'s, 'e> Bm25<'s, 'e> {
     }
 }
 
+/// The document an event is indexed as: what the agent sees of it (date, clock time, app, text),
+/// nothing of how it was labelled.
+pub fn visible_text(e: &HistoryEvent) -> String {
+    format!("{} {} {} {}", e.time.date, e.time.time, e.app, e.text)
+}
+
 /// Distinct event lists whose index is kept.
 const MEMO_CAPACITY: usize = 8;
 
@@ -138,10 +148,7 @@ type IndexMemo = std::sync::Mutex<Vec<(String, std::sync::Arc<TextIndex>)>>;
 /// The index of `events`, built once per content.
 fn shared_index(events: &[&HistoryEvent]) -> std::sync::Arc<TextIndex> {
     static MEMO: IndexMemo = std::sync::Mutex::new(Vec::new());
-    let texts: Vec<String> = events
-        .iter()
-        .map(|e| format!("{} {} {} {}", e.text, e.app, e.location, e.category))
-        .collect();
+    let texts: Vec<String> = events.iter().map(|e| visible_text(e)).collect();
     let mut bytes = Vec::new();
     for (e, t) in events.iter().zip(&texts) {
         bytes.extend_from_slice(e.event_id.as_bytes());
@@ -178,6 +185,7 @@ mod tests {
             label: Label::Signal,
             category: "x".into(),
             supports: vec![],
+            counters: Vec::new(),
         }
     }
 
@@ -204,5 +212,66 @@ mod tests {
             .collect();
         assert_eq!(seat, ["b"]);
         assert!(ix.top_k("zebra", 3).is_empty());
+    }
+
+    /// Retrieval over `events` for a few queries a field or an instruction would make.
+    fn retrieved(events: &[HistoryEvent]) -> Vec<Vec<String>> {
+        let refs: Vec<&HistoryEvent> = events.iter().collect();
+        let ix = Bm25::new(&refs);
+        [
+            "cuisine dinner restaurant dinespot book a table",
+            "seating patio indoor bar",
+            "noise dining travel",
+            "home work commute Inner Sunset SoMa",
+            "window seat skyway flight",
+            "milk freshcart groceries",
+        ]
+        .iter()
+        .map(|q| ix.top_k(q, 25).iter().map(|e| e.event_id.clone()).collect())
+        .collect()
+    }
+
+    #[test]
+    fn hidden_columns_cannot_change_what_is_retrieved() {
+        let world = crate::world::dataset_tests::default_world();
+        let original = retrieved(&world.history);
+        assert!(original.iter().all(|ids| !ids.is_empty()));
+        // Blank every hidden column.
+        let mut blank = world.history.clone();
+        for e in &mut blank {
+            e.label = Label::Noise;
+            e.category = String::new();
+            e.supports.clear();
+            e.counters.clear();
+            e.location = String::new();
+        }
+        // Rotate them across events: each event carries another's label, topic and place.
+        let mut rotated = world.history.clone();
+        let n = rotated.len();
+        for (i, e) in rotated.iter_mut().enumerate() {
+            let other = &world.history[(i + n / 2) % n];
+            e.label = other.label;
+            e.category = other.category.clone();
+            e.supports = other.supports.clone();
+            e.counters = other.counters.clone();
+            e.location = other.location.clone();
+        }
+        assert_eq!(retrieved(&blank), original);
+        assert_eq!(retrieved(&rotated), original);
+        // The visible columns do matter: the test would see a change.
+        let mut retexted = world.history.clone();
+        for e in &mut retexted {
+            e.text = e.text.replace("patio", "terrace");
+        }
+        assert_ne!(retrieved(&retexted), original);
+    }
+
+    #[test]
+    fn the_indexed_document_is_the_visible_part_of_an_event() {
+        let mut e = event("a", "Booked a table");
+        e.category = "dining".into();
+        e.location = "Irving St".into();
+        let doc = visible_text(&e);
+        assert_eq!(doc, "2025-01-01 10:00:00 notes Booked a table");
     }
 }

@@ -7,6 +7,7 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
+use crate::world::audit::{self, WorldAudit};
 use crate::world::summary::{summary, WorldSummary};
 use crate::world::{tables, HistoryParams, World, WorldError};
 
@@ -65,13 +66,24 @@ pub const WORLD_TABLES: &[&str] = &[
     "summary",
 ];
 
+/// The tables `build_world` produces: the world's tables plus the `audit` of its history.
+pub const BUILD_WORLD_TABLES: &[&str] = &[
+    "profile_entries",
+    "history_events",
+    "apps",
+    "app_records",
+    "sources",
+    "summary",
+    "audit",
+];
+
 impl Kind for BuildWorld {
     type Params = BuildWorldParams;
     type State = ();
     const NAME: &'static str = "build_world";
-    const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = WORLD_TABLES;
-    const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary (params: persona, apps, events, noise, seed, max_events)";
+    const VERSION: &'static str = "3";
+    const OUTPUTS: &'static [&'static str] = BUILD_WORLD_TABLES;
+    const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary, audit (params: persona, apps, events, noise, seed, max_events)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.persona.clone(), params.apps.clone()]
@@ -107,6 +119,7 @@ impl Kind for BuildWorld {
             ),
             ("sources", sources_table(&apps_dir, &persona_path)?),
             ("summary", summary_table(&summary(&world))?),
+            ("audit", audit_table(&audit::audit(&world, params.seed))?),
         ]);
         Ok(out)
     }
@@ -168,5 +181,16 @@ pub(crate) fn summary_table(s: &WorldSummary) -> Result<DataFrame, StageError> {
         "section" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
         "key" => rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>(),
         "count" => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+    )?)
+}
+
+/// The audit as rows of (section, key, value, detail), printable with `prefflow show world.audit`.
+pub(crate) fn audit_table(a: &WorldAudit) -> Result<DataFrame, StageError> {
+    let rows = audit::rows(a);
+    Ok(df!(
+        "section" => rows.iter().map(|r| r.section).collect::<Vec<_>>(),
+        "key" => rows.iter().map(|r| r.key.clone()).collect::<Vec<_>>(),
+        "value" => rows.iter().map(|r| r.value).collect::<Vec<_>>(),
+        "detail" => rows.iter().map(|r| r.detail.clone()).collect::<Vec<_>>(),
     )?)
 }

@@ -130,6 +130,7 @@ fn event(item: &Value, event_id: &str) -> Result<HistoryEvent, Vec<String>> {
                 label,
                 category,
                 supports: Vec::new(),
+                counters: Vec::new(),
             })
         }
         _ => Err(problems),

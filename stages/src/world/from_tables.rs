@@ -74,6 +74,17 @@ pub fn history_from_table(df: &DataFrame) -> Result<Vec<HistoryEvent>> {
         .map_err(|e| table_err(t, e))?
         .list()
         .map_err(|e| table_err(t, e))?;
+    // Tables written before counter-evidence existed have no `counters` column.
+    let counters = df.column("counters").ok().and_then(|c| c.list().ok());
+    let list_at = |ca: &ListChunked, i: usize| -> Vec<String> {
+        ca.get_as_series(i)
+            .and_then(|s| {
+                s.str()
+                    .ok()
+                    .map(|ca| ca.iter().flatten().map(str::to_string).collect())
+            })
+            .unwrap_or_default()
+    };
     let mut out = Vec::with_capacity(df.height());
     for i in 0..df.height() {
         let when = time.get(i).unwrap_or_default();
@@ -84,14 +95,7 @@ pub fn history_from_table(df: &DataFrame) -> Result<Vec<HistoryEvent>> {
             Some("noise") => Label::Noise,
             other => return Err(bad(t, &format!("row {i}: bad label {other:?}"))),
         };
-        let supports: Vec<String> = supports
-            .get_as_series(i)
-            .and_then(|s| {
-                s.str()
-                    .ok()
-                    .map(|ca| ca.iter().flatten().map(str::to_string).collect())
-            })
-            .unwrap_or_default();
+        let supports = list_at(supports, i);
         out.push(HistoryEvent {
             event_id: id.get(i).unwrap_or_default().to_string(),
             time: parsed,
@@ -102,6 +106,7 @@ pub fn history_from_table(df: &DataFrame) -> Result<Vec<HistoryEvent>> {
             label,
             category: category.get(i).unwrap_or_default().to_string(),
             supports,
+            counters: counters.map(|c| list_at(c, i)).unwrap_or_default(),
         });
     }
     Ok(out)

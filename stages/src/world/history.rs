@@ -59,6 +59,11 @@ pub struct HistoryEvent {
     pub category: String,
     /// Ids of the profile entries this event evidences (empty for noise).
     pub supports: Vec<String>,
+    /// Ids of the profile entries this event is designed counter-evidence for: a minority
+    /// exception (a later table once, another cuisine for a friend) that a careful reader
+    /// outweighs. Hidden from agents, like `supports`.
+    #[serde(default)]
+    pub counters: Vec<String>,
 }
 
 /// Knobs of history synthesis.
@@ -404,6 +409,7 @@ fn finish(mut drafts: Vec<Draft>) -> Vec<HistoryEvent> {
             },
             category: d.category,
             supports: d.supports.into_iter().collect(),
+            counters: Vec::new(),
         })
         .collect()
 }

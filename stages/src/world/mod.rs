@@ -4,6 +4,7 @@
 
 pub mod app;
 mod assemble;
+pub mod audit;
 pub mod clock;
 pub mod error;
 pub mod from_tables;
@@ -24,4 +25,4 @@ pub use history::{HistoryEvent, HistoryParams, Label};
 pub use persona::Persona;
 
 #[cfg(test)]
-mod dataset_tests;
+pub(crate) mod dataset_tests;

@@ -84,7 +84,7 @@ pub fn profile_table(entries: &[ProfileEntry], history: &[HistoryEvent]) -> Resu
 }
 
 /// One row per history event: event_id, time, utc_offset_minutes (null unless imported), app,
-/// location, text, label, category, supports.
+/// location, text, label, category, supports, counters.
 pub fn history_events(events: &[HistoryEvent]) -> Result<DataFrame> {
     let columns = vec![
         text("event_id", events.iter().map(|e| &e.event_id)),
@@ -102,6 +102,7 @@ pub fn history_events(events: &[HistoryEvent]) -> Result<DataFrame> {
         text("label", events.iter().map(|e| e.label.as_str())),
         text("category", events.iter().map(|e| &e.category)),
         list("supports", events.iter().map(|e| e.supports.clone())),
+        list("counters", events.iter().map(|e| e.counters.clone())),
     ];
     frame("history_events", events.len(), columns)
 }

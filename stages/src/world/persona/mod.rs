@@ -12,7 +12,7 @@ use std::path::Path;
 
 pub(crate) use bind::{choose, render, render_at};
 pub(crate) use load::leak_phrases;
-pub(crate) use model::{EventTemplate, Period};
+pub(crate) use model::{EventTemplate, Period, Want};
 pub use model::{Persona, ProfileEntry, Shift, SituationalFact, Source, DIMENSIONS};
 
 use super::app::Catalog;

@@ -1,0 +1,247 @@
+use super::*;
+use crate::world::clock::DateTime;
+use crate::world::dataset_tests::default_world;
+
+fn event(
+    id: &str,
+    when: &str,
+    app: &str,
+    text: &str,
+    label: Label,
+    supports: &[&str],
+) -> HistoryEvent {
+    HistoryEvent {
+        event_id: id.into(),
+        time: DateTime::parse(when).unwrap(),
+        utc_offset_minutes: None,
+        app: app.into(),
+        location: "Home".into(),
+        text: text.into(),
+        label,
+        category: "dining".into(),
+        supports: supports.iter().map(|s| s.to_string()).collect(),
+        counters: Vec::new(),
+    }
+}
+
+/// The default world with `history` in place of its own.
+fn world_with(history: Vec<HistoryEvent>) -> World {
+    let w = default_world();
+    World::new(w.catalog.clone(), w.persona.clone(), history)
+}
+
+fn rules(a: &WorldAudit) -> Vec<(Rule, String)> {
+    a.contradictions
+        .iter()
+        .map(|c| (c.rule, c.event_id.clone()))
+        .filter(|(_, id)| !id.starts_with("app:"))
+        .collect()
+}
+
+#[test]
+fn each_rule_finds_its_contradiction_and_only_it() {
+    let s = Label::Signal;
+    let w = world_with(vec![
+        // After the Japanese → Thai shift (2025-06-14), a booking at a Japanese restaurant.
+        event(
+            "ev_1",
+            "2025-07-02T19:00",
+            "dinespot",
+            "Reserved Ume Izakaya for 19:30 on DineSpot",
+            s,
+            &["din_time"],
+        ),
+        // Before the shift the same booking is fine.
+        event(
+            "ev_2",
+            "2025-04-02T19:00",
+            "dinespot",
+            "Reserved Ume Izakaya for 19:30 on DineSpot",
+            s,
+            &["din_time"],
+        ),
+        // A steakhouse she avoids, as someone else's evidence.
+        event(
+            "ev_3",
+            "2025-05-02T19:00",
+            "dinespot",
+            "Asked for patio seating at Harbor Chophouse",
+            s,
+            &["din_seating"],
+        ),
+        // The avoid-list's own evidence names the steakhouse to reject it: no contradiction.
+        event(
+            "ev_4",
+            "2025-05-03T21:00",
+            "tasterank",
+            "Gave Harbor Chophouse 2 stars: \"too heavy\"",
+            s,
+            &["din_avoid"],
+        ),
+        // Tickets in March for a November show.
+        event(
+            "ev_5",
+            "2025-03-05T20:00",
+            "tixly",
+            "Bought tickets for Hamilton at Orpheum Theatre",
+            s,
+            &["ent_x"],
+        ),
+        // One birthday booked twice on the same app; the calendar entry is another app.
+        event(
+            "ev_6",
+            "2025-04-10T12:00",
+            "dinespot",
+            "Booked Lucca Osteria for Sam's birthday dinner",
+            s,
+            &["din_special"],
+        ),
+        event(
+            "ev_7",
+            "2025-04-11T12:00",
+            "calendar",
+            "Added Sam's birthday dinner to the calendar",
+            s,
+            &["din_special"],
+        ),
+        event(
+            "ev_8",
+            "2025-08-10T12:00",
+            "dinespot",
+            "Booked Lucca Osteria again for Sam's birthday",
+            s,
+            &["din_special"],
+        ),
+        // Noise that mentions a Japanese place after the shift is not her choice.
+        event(
+            "ev_9",
+            "2025-08-12T12:00",
+            "messages",
+            "Tom said Ume Izakaya was packed",
+            Label::Noise,
+            &[],
+        ),
+    ]);
+    let a = audit(&w, 7);
+    assert_eq!(
+        rules(&a),
+        [
+            (Rule::Shift, "ev_1".to_string()),
+            (Rule::Avoid, "ev_3".to_string()),
+            (Rule::BeforeExists, "ev_5".to_string()),
+            (Rule::OneOffRepeated, "ev_8".to_string()),
+        ]
+    );
+    let detail = &a
+        .contradictions
+        .iter()
+        .find(|c| c.event_id == "ev_1")
+        .unwrap()
+        .detail;
+    assert!(
+        detail.contains("ume-izakaya") && detail.contains("2025-06-14"),
+        "{detail}"
+    );
+}
+
+#[test]
+fn app_records_are_checked_against_shifts_and_avoids() {
+    // dinespot's seed reservation res-0920 (2025-09-20) is at a Japanese restaurant, after the
+    // shift; the rule must see app data, not just history text.
+    let w = default_world();
+    let mut cat = w.catalog.clone();
+    let id = cat.table_id("dinespot.reservations", None).unwrap();
+    let t = &mut cat.apps[id.app as usize].tables[id.table as usize];
+    let f = t.field_idx("restaurant").unwrap();
+    t.records[0].values[f] = serde_json::json!("ume-izakaya");
+    let d = t.field_idx("date").unwrap();
+    t.records[0].values[d] = serde_json::json!("2025-09-20");
+    let moved = World::new(cat, w.persona.clone(), Vec::new());
+    let hits = audit(&moved, 7).contradictions;
+    assert!(
+        hits.iter()
+            .any(|c| c.rule == Rule::Shift && c.event_id.starts_with("app:dinespot.reservations/")),
+        "{hits:?}"
+    );
+}
+
+#[test]
+fn separability_is_one_for_disjoint_words_and_chance_for_shared_ones() {
+    let mut disjoint = Vec::new();
+    let mut shared = Vec::new();
+    for i in 0..200 {
+        let (label, word) = if i % 2 == 0 {
+            (Label::Signal, "booked")
+        } else {
+            (Label::Noise, "weather")
+        };
+        let id = format!("ev_{i}");
+        disjoint.push(event(
+            &id,
+            "2025-04-01T10:00",
+            "notes",
+            &format!("{word} thing {i}"),
+            label,
+            &[],
+        ));
+        shared.push(event(
+            &id,
+            "2025-04-01T10:00",
+            "notes",
+            "checked the same thing",
+            label,
+            &[],
+        ));
+    }
+    let s = separability(&disjoint, 7).unwrap();
+    assert_eq!(s.balanced_accuracy, 1.0);
+    assert_eq!(s.train + s.test, 200);
+    let s = separability(&shared, 7).unwrap();
+    assert!((s.balanced_accuracy - 0.5).abs() < 1e-9, "{s:?}");
+    assert!(separability(&disjoint[..1], 7).is_none());
+}
+
+#[test]
+fn distinct_ratio_and_agreement_count_what_they_say() {
+    let s = Label::Signal;
+    let mut counter = event(
+        "ev_3",
+        "2025-04-03T20:00",
+        "dinespot",
+        "Moved dinner to 20:15, Sam ran late",
+        s,
+        &[],
+    );
+    counter.counters = vec!["din_time".into()];
+    let w = world_with(vec![
+        event(
+            "ev_1",
+            "2025-04-01T19:00",
+            "dinespot",
+            "Reserved Dosa Corner for 19:30",
+            s,
+            &["din_time"],
+        ),
+        event(
+            "ev_2",
+            "2025-04-02T19:00",
+            "dinespot",
+            "Reserved Dosa Corner for 19:30",
+            s,
+            &["din_time"],
+        ),
+        counter,
+    ]);
+    let a = audit(&w, 7);
+    assert_eq!((a.events, a.distinct_texts), (3, 2));
+    let t = a.entries.iter().find(|e| e.entry == "din_time").unwrap();
+    assert_eq!((t.supporting, t.counter), (2, 1));
+    assert!((t.agreement - 2.0 / 3.0).abs() < 1e-9);
+    let rows = rows(&a);
+    assert!(rows
+        .iter()
+        .any(|r| r.section == "entry_agreement" && r.key == "din_time"));
+    assert!(rows.iter().any(|r| r.section == "total"
+        && r.key == "distinct_ratio"
+        && (r.value - 2.0 / 3.0).abs() < 1e-9));
+}
