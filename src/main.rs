@@ -134,11 +134,29 @@ enum Command {
         #[arg(long = "set", value_name = "KEY=VALUE")]
         set: Vec<String>,
     },
-    /// Delete artifacts that no pipeline's latest run uses.
+    /// Delete artifacts that no pipeline's latest run uses. Refuses (exit code 3) while a run
+    /// holds a live lease on the store, unless --wait lets it wait for them.
     Gc {
-        /// List what would be removed without removing it.
+        /// List what would be removed, and what is protected and why, without removing it.
         #[arg(long)]
         dry_run: bool,
+        /// Wait up to SECS for live runs to finish instead of refusing at once.
+        #[arg(long, value_name = "SECS")]
+        wait: Option<f64>,
+        /// Also let go of the results of killed runs that no run record holds (by default a
+        /// killed run's committed items are kept until a later run adopts them).
+        #[arg(long)]
+        drop_dead_leases: bool,
+    },
+    /// Check every stored object against its hash (or one pipeline's results); report, or
+    /// quarantine with --repair, what is damaged so the next run recomputes it.
+    Verify {
+        /// Only what this pipeline's run records reach (default: the whole store).
+        #[arg(long, short)]
+        pipeline: Option<String>,
+        /// Move damaged objects to quarantine/ (the next run recomputes what used them).
+        #[arg(long)]
+        repair: bool,
     },
     /// Serve the simulated phone over HTTP/JSON (see README: "Serving the phone").
     ServeEnv(ServeArgs),
@@ -247,7 +265,14 @@ fn main() -> ExitCode {
                 Some(Error::Config(_)) => eprintln!("{err:#}"),
                 _ => eprintln!("error: {err:#}"),
             }
-            ExitCode::from(if user { 2 } else { 1 })
+            let busy = matches!(engine, Some(Error::Busy(_)));
+            ExitCode::from(if user {
+                2
+            } else if busy {
+                3
+            } else {
+                1
+            })
         }
     }
 }
@@ -318,6 +343,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             | Command::Show { .. }
             | Command::Why { .. }
             | Command::Gc { .. }
+            | Command::Verify { .. }
     ) {
         check_store_path(&cli.store)?;
     }
@@ -441,12 +467,30 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             }
             Ok(0)
         }
-        Command::Gc { dry_run } => {
-            let report = inspect::gc(&store, *dry_run)?;
+        Command::Gc {
+            dry_run,
+            wait,
+            drop_dead_leases,
+        } => {
+            let opts = inspect::GcOptions {
+                dry_run: *dry_run,
+                wait: wait.map(|w| Duration::from_secs_f64(w.max(0.0))),
+                drop_dead_leases: *drop_dead_leases,
+            };
+            let report = inspect::gc(Arc::new(store.clone()), &opts)?;
             for key in &report.removed {
                 println!(
                     "{} {key}",
                     if *dry_run { "would remove" } else { "removed" }
+                );
+            }
+            for line in &report.protected {
+                println!("protected: {line}");
+            }
+            if *dry_run && !report.live.is_empty() {
+                println!(
+                    "note: {} live lease(s): `gc` would refuse (exit code 3) until they end, or wait with --wait",
+                    report.live.len()
                 );
             }
             println!(
@@ -457,6 +501,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 report.kept
             );
             Ok(0)
+        }
+        Command::Verify { pipeline, repair } => {
+            let report = inspect::verify(&store, pipeline.as_deref(), *repair)?;
+            Ok(print_verify(&report))
         }
         Command::ServeEnv(args) => serve_env(args).map(|()| 0),
         Command::Schema => {
@@ -535,6 +583,44 @@ fn serve_env(a: &ServeArgs) -> anyhow::Result<()> {
         true => usage(e.to_string()),
         false => e.into(),
     })
+}
+
+/// Prints what `verify` found; the exit code is 1 when damage was found and left in place.
+fn print_verify(r: &inspect::VerifyReport) -> u8 {
+    let verb = if r.repaired { "quarantined" } else { "damaged" };
+    for key in &r.damaged_blobs {
+        println!("{verb}: {key} (content does not match its hash)");
+    }
+    for key in &r.unreadable_manifests {
+        println!("{verb}: {key} (manifest cannot be decoded)");
+    }
+    for (manifest, blob) in &r.incomplete {
+        println!("incomplete: {manifest} needs {blob}, which is missing or damaged (recomputed by the next run)");
+    }
+    for (referrer, key) in &r.dangling {
+        println!("missing: {referrer} names {key} (recomputed by the next run)");
+    }
+    let damage = r.damaged_blobs.len() + r.unreadable_manifests.len();
+    println!(
+        "checked {} objects ({:.1} MiB): {damage} damaged, {} incomplete, {} missing",
+        r.checked,
+        r.bytes as f64 / 1048576.0,
+        r.incomplete.len(),
+        r.dangling.len()
+    );
+    match (damage, r.repaired) {
+        (0, _) => 0,
+        (_, true) => {
+            println!(
+                "damaged objects moved to quarantine/; run the pipeline again to recompute them"
+            );
+            0
+        }
+        (_, false) => {
+            println!("run `prefflow verify --repair` to quarantine them (the next run then recomputes them)");
+            1
+        }
+    }
 }
 
 fn most_recent_file(store: &FsStore) -> anyhow::Result<PathBuf> {

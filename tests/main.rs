@@ -21,6 +21,8 @@ mod llm_local;
 mod llm_pipeline;
 mod remote_device;
 mod report;
+mod store_integrity;
+mod store_sharing;
 mod taskset;
 mod world_evidence;
 mod world_import;

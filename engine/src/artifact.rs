@@ -255,20 +255,51 @@ pub fn data_version(entries: &IndexMap<String, TableEntry>) -> String {
     hash_json(&pairs)
 }
 
-/// Reads one table blob, verifying it against its hash.
+/// Reads one table blob, verifying it against its hash. A blob whose content does not match
+/// is quarantined (see [`Store::quarantine`]) and logged, so it counts as missing from now on
+/// and the result it belongs to is recomputed.
 pub fn load_table(store: &dyn Store, blob: &str) -> Result<DataFrame> {
     let key = blob_path(blob);
     let bytes = store.get(&key)?.ok_or_else(|| Error::Corrupt {
         key: key.clone(),
-        reason: "blob is missing".into(),
+        reason: "blob is missing (run the pipeline again to recompute it)".into(),
     })?;
-    if hash_bytes(&bytes) != blob {
-        return Err(Error::Corrupt {
-            key,
-            reason: "content does not match its hash".into(),
-        });
+    if let Some(damage) = check_blob(store, blob, &bytes)? {
+        return Err(damage);
     }
     decode_parquet(bytes)
+}
+
+/// Whether `bytes` (read from blob `blob`) are intact; when not, quarantines the blob and
+/// returns the error to report. Every reader of blobs goes through here, so damage is found,
+/// logged and set aside the same way everywhere.
+pub fn check_blob(store: &dyn Store, blob: &str, bytes: &[u8]) -> Result<Option<Error>> {
+    if hash_bytes(bytes) == blob {
+        return Ok(None);
+    }
+    let key = blob_path(blob);
+    store.quarantine(&key)?;
+    tracing::warn!(
+        "store object {key} in {} does not match its hash: moved to {}/{key}; the results \
+         that use it will be recomputed",
+        store.describe(),
+        crate::store::QUARANTINE
+    );
+    Ok(Some(Error::Corrupt {
+        key,
+        reason: format!(
+            "content does not match its hash; moved to {}/ (run the pipeline again to recompute it)",
+            crate::store::QUARANTINE
+        ),
+    }))
+}
+
+/// Whether blob `blob` is present and intact (read and hashed); a damaged one is quarantined.
+pub fn blob_intact(store: &dyn Store, blob: &str) -> Result<bool> {
+    match store.get(&blob_path(blob))? {
+        None => Ok(false),
+        Some(bytes) => Ok(check_blob(store, blob, &bytes)?.is_none()),
+    }
 }
 
 /// Reads a manifest; a missing or undecodable one is `None` (a cache miss, never an error).

@@ -159,12 +159,39 @@ impl PipelineFile {
             path: path.to_path_buf(),
             spec,
         };
-        let errors = file.check_counts();
+        let mut errors = file.check_names();
+        errors.extend(file.check_counts());
         if errors.is_empty() {
             Ok(file)
         } else {
             Err(Error::Config(errors))
         }
+    }
+
+    /// Names become store keys and labels: the pipeline's and every stage's must be a plain
+    /// name (see [`crate::store::check_name`]), so `pipeline: ../../escaped` never writes
+    /// outside the store.
+    fn check_names(&self) -> Vec<ConfigError> {
+        use crate::store::{check_name, names::hint, NameRule};
+        let mut errors = Vec::new();
+        let pipeline = &self.spec.pipeline;
+        if let Err(why) = check_name(NameRule::Pipeline, &pipeline.value) {
+            errors.push(ConfigError::new(
+                at(&self.path, pipeline),
+                format!("pipeline name `{}` {why}", pipeline.value),
+                Some(hint(NameRule::Pipeline).into()),
+            ));
+        }
+        for (name, stage) in &self.spec.stages {
+            if let Err(why) = check_name(NameRule::Stage, name) {
+                errors.push(ConfigError::new(
+                    at(&self.path, stage),
+                    format!("stage name `{name}` {why}"),
+                    Some(hint(NameRule::Stage).into()),
+                ));
+            }
+        }
+        errors
     }
 
     /// Counts that parse but cannot work: `concurrency: 0` would never run an item, a pool of

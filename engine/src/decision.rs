@@ -14,7 +14,7 @@ use polars::prelude::DataFrame;
 use serde_json::Value;
 
 use crate::artifact::{
-    blob_path, item_path, load_manifest, recipe_path, ItemIdentity, KeyParts, Manifest,
+    blob_path, check_blob, item_path, load_manifest, recipe_path, ItemIdentity, KeyParts, Manifest,
     ENGINE_VERSION,
 };
 use crate::code::CodeFingerprint;
@@ -66,6 +66,9 @@ enum Unusable {
     NoResult,
     /// The manifest points at blobs that are gone (these tables).
     BlobsMissing(Vec<String>),
+    /// The manifest points at blobs whose content does not match their hash (these tables;
+    /// now quarantined).
+    Damaged(Vec<String>),
     /// The kind says its output outside the store is gone or stale.
     OutputGone,
 }
@@ -93,9 +96,11 @@ pub fn decide(
     let (hit, unusable) = match load_manifest(store, &recipe_path(&key))? {
         None => (None, Some(Unusable::NoResult)),
         Some(m) => {
-            let missing = missing_tables(store, &m)?;
+            let (missing, damaged) = unusable_tables(store, &m)?;
             if !missing.is_empty() {
                 (None, Some(Unusable::BlobsMissing(missing)))
+            } else if !damaged.is_empty() {
+                (None, Some(Unusable::Damaged(damaged)))
             } else if !inst.kind.cached_output_is_valid(&inst.params, workdir) {
                 (None, Some(Unusable::OutputGone))
             } else {
@@ -170,6 +175,23 @@ fn key_parts(inst: &Instance, upstream: &[Arc<InstanceRecord>], workdir: &Path) 
     }
 }
 
+/// Tables of `m` whose blob is not in the store, and those whose blob is there but does not
+/// match its hash (read and hashed here, and quarantined: a used result is always intact).
+fn unusable_tables(store: &dyn Store, m: &Manifest) -> Result<(Vec<String>, Vec<String>)> {
+    let (mut missing, mut damaged) = (Vec::new(), Vec::new());
+    for (name, t) in &m.tables {
+        match store.get(&blob_path(&t.blob))? {
+            None => missing.push(name.clone()),
+            Some(bytes) => {
+                if check_blob(store, &t.blob, &bytes)?.is_some() {
+                    damaged.push(name.clone());
+                }
+            }
+        }
+    }
+    Ok((missing, damaged))
+}
+
 /// Tables of `m` whose blob is not in the store.
 fn missing_tables(store: &dyn Store, m: &Manifest) -> Result<Vec<String>> {
     let mut missing = Vec::new();
@@ -215,6 +237,10 @@ fn describe(unusable: &Unusable) -> String {
         Unusable::NoResult => "result missing from the store (removed by gc?)".into(),
         Unusable::BlobsMissing(tables) => format!(
             "stored tables missing from the store: {} (deleted by hand?)",
+            tables.join(", ")
+        ),
+        Unusable::Damaged(tables) => format!(
+            "stored tables damaged (content does not match its hash; quarantined): {}",
             tables.join(", ")
         ),
         Unusable::OutputGone => "its output outside the store is missing or changed".into(),

@@ -107,6 +107,10 @@ pub enum Error {
     /// The run finished, but some stages or items failed.
     #[error("{0}")]
     RunFailed(String),
+    /// Another live writer holds the store, so the command refused to go on (`gc` while a
+    /// run is live). The CLI exits with code 3 for these: try again later.
+    #[error("{0}")]
+    Busy(String),
 }
 
 impl Error {
@@ -115,10 +119,26 @@ impl Error {
         matches!(self, Error::Config(_) | Error::Usage(_) | Error::Input(_))
     }
 
+    /// True when a write failed because the store's filesystem (or quota) is full: the run
+    /// stops launching work and says what to free.
+    pub fn is_storage_full(&self) -> bool {
+        match self {
+            Error::Store { source, .. } => io_is_full(source),
+            _ => false,
+        }
+    }
+
     /// A single located configuration error.
     pub fn config(location: Location, message: impl Into<String>, hint: Option<String>) -> Self {
         Error::Config(vec![ConfigError::new(location, message, hint)])
     }
+}
+
+/// Whether an I/O error means "no space": ENOSPC or EDQUOT (or their portable kinds).
+pub fn io_is_full(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind;
+    matches!(e.kind(), ErrorKind::StorageFull | ErrorKind::QuotaExceeded)
+        || matches!(e.raw_os_error(), Some(28 | 122))
 }
 
 fn join_lines(errors: &[ConfigError]) -> String {

@@ -397,13 +397,6 @@ fn check_stages<'a>(
             ));
             continue;
         };
-        if name.contains('.') || name.is_empty() {
-            errors.push(ConfigError::new(
-                at(path, stage),
-                format!("stage name `{name}` must not be empty or contain `.`"),
-                Some("use letters, digits, `_` or `-`".into()),
-            ));
-        }
         if let Some(when) = &stage_spec.when {
             if let Some((message, hint)) = when.value.problem() {
                 errors.push(ConfigError::new(

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::artifact::{ItemCounts, Manifest, TableEntry};
 use crate::error::{Error, Result};
-use crate::store::Store;
+use crate::store::{check_name, NameRule, Store};
 use crate::usage::Usage;
 
 /// What happened to one stage instance in a run.
@@ -228,39 +228,58 @@ impl RunRecord {
     }
 }
 
-fn latest_key(pipeline: &str) -> String {
-    format!("runs/{pipeline}/latest.json")
+/// The store folder of `pipeline`'s records; the name is checked again here because
+/// `show -p NAME` and the like come from the command line, not from a validated pipeline.
+fn runs_dir(pipeline: &str) -> Result<String> {
+    check_name(NameRule::Pipeline, pipeline).map_err(|why| {
+        Error::Usage(format!(
+            "pipeline name `{pipeline}` {why}; {}",
+            crate::store::names::hint(NameRule::Pipeline)
+        ))
+    })?;
+    Ok(format!("runs/{pipeline}"))
 }
 
-fn last_run_key(pipeline: &str) -> String {
-    format!("runs/{pipeline}/last-run.json")
+fn latest_key(pipeline: &str) -> Result<String> {
+    Ok(format!("{}/latest.json", runs_dir(pipeline)?))
+}
+
+fn last_run_key(pipeline: &str) -> Result<String> {
+    Ok(format!("{}/last-run.json", runs_dir(pipeline)?))
 }
 
 const MOST_RECENT: &str = "runs/most-recent";
 
 /// Reads a record, `None` when absent or unreadable.
 fn load(store: &dyn Store, key: &str) -> Result<Option<RunRecord>> {
-    Ok(store
-        .get(key)?
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok()))
+    Ok(store.get(key)?.and_then(|bytes| decode(key, &bytes)))
 }
 
-fn save(store: &dyn Store, key: &str, record: &RunRecord) -> Result<()> {
-    let bytes = serde_json::to_vec_pretty(record).map_err(|e| Error::Corrupt {
+fn decode(key: &str, bytes: &[u8]) -> Option<RunRecord> {
+    match serde_json::from_slice(bytes) {
+        Ok(r) => Some(r),
+        Err(e) => {
+            tracing::warn!("ignoring unreadable run record {key}: {e}");
+            None
+        }
+    }
+}
+
+fn encode(key: &str, record: &RunRecord) -> Result<Vec<u8>> {
+    serde_json::to_vec_pretty(record).map_err(|e| Error::Corrupt {
         key: key.into(),
         reason: e.to_string(),
-    })?;
-    store.put(key, &bytes)
+    })
 }
 
 /// The last successful state of every instance of `pipeline`.
 pub fn load_latest(store: &dyn Store, pipeline: &str) -> Result<Option<RunRecord>> {
-    load(store, &latest_key(pipeline))
+    load(store, &latest_key(pipeline)?)
 }
 
 /// Exactly what the most recent run of `pipeline` did.
 pub fn load_last_run(store: &dyn Store, pipeline: &str) -> Result<Option<RunRecord>> {
-    load(store, &last_run_key(pipeline))
+    load(store, &last_run_key(pipeline)?)
 }
 
 /// The name of the pipeline run most recently in this store.
@@ -277,7 +296,7 @@ pub fn pipelines(store: &dyn Store) -> Result<Vec<String>> {
         .into_iter()
         .filter_map(|k| {
             let rest = k.strip_prefix("runs/")?;
-            let (name, file) = rest.rsplit_once('/')?;
+            let (name, file) = rest.split_once('/')?;
             (file == "latest.json" || file == "last-run.json").then(|| name.to_string())
         })
         .collect();
@@ -286,10 +305,44 @@ pub fn pipelines(store: &dyn Store) -> Result<Vec<String>> {
     Ok(names)
 }
 
+/// How often a run record merge retries when other runs keep winning the swap.
+const MERGE_ATTEMPTS: u32 = 200;
+
 /// Saves this run: `last-run.json` as is, and `latest.json` merged so that instances which did
 /// not succeed keep their previous successful state.
+///
+/// The merge is a compare-and-swap loop on `latest.json`: read it with its version, merge this
+/// run's successful instances into it, write it only if nobody changed it since, else start
+/// again from what the other writer left. So two runs of one pipeline finishing together (one
+/// `--only a`, one `--only b`) both land their results; neither overwrites the other.
 pub fn save_run(store: &dyn Store, record: &RunRecord) -> Result<()> {
-    let previous = load_latest(store, &record.pipeline)?;
+    let last_key = last_run_key(&record.pipeline)?;
+    store.put(&last_key, &encode(&last_key, record)?)?;
+    let key = latest_key(&record.pipeline)?;
+    for attempt in 0..MERGE_ATTEMPTS {
+        let current = store.get_versioned(&key)?;
+        let (previous, version) = match current {
+            Some((bytes, v)) => (decode(&key, &bytes), Some(v)),
+            None => (None, None),
+        };
+        let latest = merge_latest(previous.as_ref(), record);
+        if store.put_if(&key, &encode(&key, &latest)?, version.as_ref())? {
+            return store.put(MOST_RECENT, record.pipeline.as_bytes());
+        }
+        // Another run merged first: back off a little (more each time) and merge again.
+        let pause = 1 + u64::from(attempt % 16) * (1 + u64::from(std::process::id() % 7));
+        std::thread::sleep(std::time::Duration::from_millis(pause));
+    }
+    Err(Error::RunFailed(format!(
+        "could not merge the run record into {key}: {MERGE_ATTEMPTS} other writers got there first; \
+         the run's own record is in {last_key}"
+    )))
+}
+
+/// `latest.json` after this run: for every instance of this run's plan, this run's result
+/// when it succeeded, else the previous successful one. Instances the plan no longer has are
+/// dropped (their results become garbage for `gc`).
+pub fn merge_latest(previous: Option<&RunRecord>, record: &RunRecord) -> RunRecord {
     let mut latest = record.clone();
     latest.instances = record
         .instances
@@ -299,13 +352,10 @@ pub fn save_run(store: &dyn Store, record: &RunRecord) -> Result<()> {
                 Some(inst.clone())
             } else {
                 previous
-                    .as_ref()
                     .and_then(|p| p.instance(&inst.stage, &inst.variant))
                     .cloned()
             }
         })
         .collect();
-    save(store, &last_run_key(&record.pipeline), record)?;
-    save(store, &latest_key(&record.pipeline), &latest)?;
-    store.put(MOST_RECENT, record.pipeline.as_bytes())
+    latest
 }

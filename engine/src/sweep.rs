@@ -13,6 +13,7 @@ use serde_saphyr::Spanned;
 use crate::config::at;
 use crate::error::ConfigError;
 use crate::params::compact;
+use crate::store::{check_name, NameRule};
 
 /// One point of a sweep.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -177,6 +178,15 @@ impl Sweep {
                 "the sweep excludes every point".into(),
                 "loosen `exclude`",
             ));
+        }
+        for point in &points {
+            let name = point.name();
+            if let Err(why) = check_name(NameRule::Variant, &name) {
+                return Err(fail(
+                    format!("variant name `{name}` {why}"),
+                    crate::store::names::hint(NameRule::Variant),
+                ));
+            }
         }
         Ok(Sweep { dims, points })
     }

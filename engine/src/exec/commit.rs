@@ -65,7 +65,8 @@ fn manifest(
     how: Provenance,
     usage: Usage,
 ) -> Result<Manifest, StageError> {
-    let (entries, data_version) = store_tables(env.store.as_ref(), tables).map_err(not_stored)?;
+    let (entries, data_version) =
+        store_tables(env.store.as_ref(), tables).map_err(|e| not_stored(env, e))?;
     let seconds = how.started.elapsed().as_secs_f64();
     Ok(Manifest {
         recipe_key: key.to_string(),
@@ -86,9 +87,13 @@ fn manifest(
 }
 
 fn save(env: &ExecEnv, path: &str, manifest: &Manifest) -> Result<(), StageError> {
-    save_manifest(env.store.as_ref(), path, manifest).map_err(not_stored)
+    save_manifest(env.store.as_ref(), path, manifest).map_err(|e| not_stored(env, e))
 }
 
-fn not_stored(e: Error) -> StageError {
-    StageError::Failed(format!("could not store result: {e}"))
+/// A failed write stops new work in this run (see [`ExecEnv::note_store_failure`]).
+fn not_stored(env: &ExecEnv, e: Error) -> StageError {
+    StageError::Failed(format!(
+        "could not store result: {}",
+        env.note_store_failure(&e)
+    ))
 }

@@ -3,10 +3,12 @@
 //! [`super::run_unit`], [`super::load_inputs`]), so both compute results the same way.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use tokio::sync::Semaphore;
 
+use crate::error::Error;
+use crate::store::lease::Lease;
 use crate::store::Store;
 
 /// The environment of execution.
@@ -22,6 +24,12 @@ pub struct ExecEnv {
     /// Bounds the blocking commits of async items: a few threads write, however many items
     /// finish at once.
     pub(super) commit_slots: Arc<Semaphore>,
+    /// Set by the first failed write to the store (disk full, permissions, a remote that keeps
+    /// failing): from then on no new work starts, since it could not be kept.
+    store_failure: OnceLock<String>,
+    /// The lease of the run (or worker) this environment computes for: what it works on is
+    /// announced (and protected from `gc`) through it, and other runs wait for those items.
+    lease: OnceLock<Arc<Lease>>,
 }
 
 impl ExecEnv {
@@ -41,6 +49,48 @@ impl ExecEnv {
             offline,
             pipeline: pipeline.into(),
             commit_slots: Arc::new(Semaphore::new(cores * 2)),
+            store_failure: OnceLock::new(),
+            lease: OnceLock::new(),
         })
+    }
+
+    /// Sets the lease work is done under (once; later calls are ignored).
+    pub fn attach_lease(&self, lease: Arc<Lease>) {
+        let _ = self.lease.set(lease);
+    }
+
+    /// The lease work is done under, when one is attached.
+    pub fn lease(&self) -> Option<&Arc<Lease>> {
+        self.lease.get()
+    }
+
+    /// Records that writing to the store failed with `e`; returns the message to report, which
+    /// says what to do (for a full disk: what to free). Only the first failure is kept.
+    pub fn note_store_failure(&self, e: &Error) -> String {
+        let message = store_failure_message(self.store.as_ref(), e);
+        let first = self.store_failure.set(message.clone()).is_ok();
+        if first {
+            tracing::error!("{message}; no new work is started");
+        }
+        message
+    }
+
+    /// Why no new work may start, once a store write has failed.
+    pub fn store_failure(&self) -> Option<&str> {
+        self.store_failure.get().map(String::as_str)
+    }
+}
+
+/// What a failed store write means for the user, with what to do about it.
+pub fn store_failure_message(store: &dyn Store, e: &Error) -> String {
+    if e.is_storage_full() {
+        format!(
+            "the store is out of space ({e}): free space on the filesystem holding {} \
+             (`df -h` shows it; `prefflow gc` deletes results no run uses; removing other files \
+             there helps too), then run again: committed items are kept",
+            store.describe()
+        )
+    } else {
+        format!("could not write to the store {}: {e}", store.describe())
     }
 }

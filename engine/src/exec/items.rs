@@ -5,9 +5,9 @@
 //! [`run_items_locally`] is the step a cluster executor replaces: given the instance's item
 //! decisions, compute and commit the missing items.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use indexmap::IndexMap;
 use polars::prelude::*;
@@ -18,13 +18,18 @@ use super::commit::{commit_instance, Provenance};
 use super::prepare::prepare;
 use super::unit::{run_unit, Unit, UnitResult, Work};
 use super::{ExecEnv, Outcome, Runner};
-use crate::artifact::{load_tables, ItemCounts, Manifest, TableEntry};
+use crate::artifact::{
+    blobs_present, item_path, load_manifest, load_tables, unix_now, ItemCounts, Manifest,
+    TableEntry,
+};
 use crate::decision::{decide_items, Decision, ItemDecisions};
-use crate::error::StageError;
+use crate::error::{Error, StageError};
 use crate::kind::{InputTable, PreparedKind, Tables};
 use crate::plan::Instance;
 use crate::progress::Task;
 use crate::record::{ErrorRow, Status};
+use crate::store::lease::{self, list_leases, Holder, Lease, Liveness};
+use crate::store::Store;
 use crate::usage::{Usage, UsageMeter};
 
 /// What the missing items of an instance came to, by item position in its [`ItemDecisions`].
@@ -49,10 +54,27 @@ pub async fn run_items_locally(
     pools: Vec<Arc<Semaphore>>,
     on_done: Arc<dyn Fn() + Send + Sync>,
 ) -> ItemsRan {
+    let none = HashSet::new();
+    run_items_except(env, inst, items, &none, prepared, inputs, pools, on_done).await
+}
+
+/// [`run_items_locally`], leaving out the items at the positions in `skip` (another writer
+/// computes them).
+#[allow(clippy::too_many_arguments)]
+pub async fn run_items_except(
+    env: &Arc<ExecEnv>,
+    inst: &Arc<Instance>,
+    items: &ItemDecisions,
+    skip: &HashSet<usize>,
+    prepared: Arc<dyn PreparedKind>,
+    inputs: Arc<Vec<InputTable>>,
+    pools: Vec<Arc<Semaphore>>,
+    on_done: Arc<dyn Fn() + Send + Sync>,
+) -> ItemsRan {
     let slots = Arc::new(Semaphore::new(inst.concurrency));
     let mut running: JoinSet<(usize, UnitResult)> = JoinSet::new();
     for (i, item) in items.items.iter().enumerate() {
-        if item.hit.is_some() {
+        if item.hit.is_some() || skip.contains(&i) {
             continue;
         }
         let work = Work {
@@ -92,37 +114,171 @@ pub async fn run_items_locally(
     ran
 }
 
+/// Missing items of `items` that an older live run (started before `own`) has announced it
+/// computes: by position, the lease computing each. Two runs of the same items share the
+/// work this way: the younger waits for the older's items instead of computing them again
+/// (the older never waits for the younger, so they cannot wait for each other).
+pub fn items_of_older_runs(
+    store: &dyn Store,
+    own: &Lease,
+    items: &ItemDecisions,
+) -> crate::error::Result<HashMap<usize, String>> {
+    let now = unix_now();
+    let (own_id, own_start) = (own.id(), own.started_at());
+    let mut owner: HashMap<&str, String> = HashMap::new();
+    let leases = list_leases(store)?;
+    for (lease, lists) in &leases {
+        let older = lease.started_at < own_start
+            || (lease.started_at == own_start && lease.id.as_str() < own_id.as_str());
+        if lease.id == own_id
+            || lease.holder != Holder::Run
+            || !older
+            || lease.liveness(now) != Liveness::Live
+        {
+            continue;
+        }
+        for key in lists.iter().flat_map(|p| &p.item_keys) {
+            owner
+                .entry(key.as_str())
+                .or_insert_with(|| lease.id.clone());
+        }
+    }
+    Ok(items
+        .items
+        .iter()
+        .enumerate()
+        .filter(|(_, item)| item.hit.is_none())
+        .filter_map(|(i, item)| owner.get(item.key.as_str()).map(|o| (i, o.clone())))
+        .collect())
+}
+
+/// Seconds a run waits for an item another run computes before computing it itself
+/// (`PREFFLOW_SHARED_WAIT_SECS`, default 600).
+pub fn shared_wait_secs() -> f64 {
+    std::env::var("PREFFLOW_SHARED_WAIT_SECS")
+        .ok()
+        .and_then(|v| v.parse::<f64>().ok())
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .unwrap_or(600.0)
+}
+
+/// Waits (blocking) for the items in `waiting` (position → lease computing it) to be
+/// committed by their runs; returns the manifests of those that were. An item whose run's
+/// lease ends or dies without committing it, or that takes longer than
+/// [`shared_wait_secs`], is left out: the caller computes it.
+pub fn wait_for_items(
+    store: &dyn Store,
+    items: &ItemDecisions,
+    mut waiting: HashMap<usize, String>,
+    on_done: &(dyn Fn() + Send + Sync),
+) -> crate::error::Result<HashMap<usize, Manifest>> {
+    let deadline = Instant::now() + Duration::from_secs_f64(shared_wait_secs());
+    let mut done = HashMap::new();
+    let mut pause = Duration::from_millis(50);
+    while !waiting.is_empty() {
+        let mut alive: HashMap<String, bool> = HashMap::new();
+        let mut settled = Vec::new();
+        for (&i, owner) in &waiting {
+            if let Some(m) = load_manifest(store, &item_path(&items.items[i].key))? {
+                if blobs_present(store, &m)? {
+                    done.insert(i, m);
+                    settled.push(i);
+                    on_done();
+                    continue;
+                }
+            }
+            let live = match alive.get(owner) {
+                Some(&l) => l,
+                None => {
+                    let l = lease::is_live(store, owner)?;
+                    alive.insert(owner.clone(), l);
+                    l
+                }
+            };
+            if !live {
+                settled.push(i);
+            }
+        }
+        for i in settled {
+            waiting.remove(&i);
+        }
+        if waiting.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            tracing::warn!(
+                "{} item(s) other runs compute are still not committed after {:.0}s; computing them here",
+                waiting.len(),
+                shared_wait_secs()
+            );
+            break;
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(500));
+    }
+    Ok(done)
+}
+
+/// Why the items' tables could not be assembled.
+pub enum AssembleError {
+    /// These cached items (positions) turned out damaged when read: their blobs are now
+    /// quarantined, and the items must be computed again.
+    Damaged(Vec<usize>),
+    /// Anything else (a schema clash, an I/O error).
+    Failed(StageError),
+}
+
 /// Concatenates the items' tables in item order: fresh ones from `fresh`, cached ones loaded
-/// from the store.
+/// (and verified) from the store. Every cached item is read before giving up, so one pass
+/// finds all the damaged ones.
 pub fn assemble(
     env: &ExecEnv,
     inst: &Instance,
-    items: ItemDecisions,
-    mut fresh: HashMap<usize, (Manifest, Tables)>,
-) -> Result<Tables, StageError> {
+    items: &ItemDecisions,
+    fresh: &HashMap<usize, (Manifest, Tables)>,
+) -> Result<Tables, AssembleError> {
     let mut out: IndexMap<String, DataFrame> = IndexMap::new();
-    for (i, item) in items.items.into_iter().enumerate() {
-        let tables = match (item.hit, fresh.remove(&i)) {
-            (_, Some((_, t))) => t,
-            (Some(m), None) => load_tables(env.store.as_ref(), &m)
-                .map_err(|e| StageError::Failed(e.to_string()))?,
+    let mut damaged = Vec::new();
+    let failed = |e: StageError| AssembleError::Failed(e);
+    for (i, item) in items.items.iter().enumerate() {
+        let tables = match (&item.hit, fresh.get(&i)) {
+            (_, Some((_, t))) => t.clone(),
+            (Some(m), None) => match load_tables(env.store.as_ref(), m) {
+                Ok(t) => t,
+                Err(Error::Corrupt { key, reason }) => {
+                    tracing::warn!(
+                        "{}: item `{}`: {key}: {reason}; computing the item again",
+                        inst.label(),
+                        item.group.value
+                    );
+                    damaged.push(i);
+                    continue;
+                }
+                Err(e) => return Err(failed(StageError::Failed(e.to_string()))),
+            },
             (None, None) => {
-                return Err(StageError::Failed(format!(
+                return Err(failed(StageError::Failed(format!(
                     "item `{}` has no result",
                     item.group.value
-                )))
+                ))))
             }
         };
+        if !damaged.is_empty() {
+            continue;
+        }
         for (name, df) in tables.0 {
             append(&mut out, name, df).map_err(|e| {
-                StageError::Failed(format!(
+                failed(StageError::Failed(format!(
                     "{}: item `{}` returned table `{}` with a different schema: {e}",
                     inst.label(),
                     item.group.value,
                     e.table
-                ))
+                )))
             })?;
         }
+    }
+    if !damaged.is_empty() {
+        return Err(AssembleError::Damaged(damaged));
     }
     for name in inst.kind.outputs() {
         out.entry(name.to_string()).or_insert_with(DataFrame::empty);
@@ -133,6 +289,8 @@ pub fn assemble(
 impl Runner {
     /// Decides the items of `inst`, prepares it when some are missing, runs those, then
     /// assembles and commits the instance. Returns its manifest and what this run spent on it.
+    /// A cached item found damaged while assembling is quarantined and computed again (only
+    /// that item), then the instance is assembled once more.
     pub(super) async fn run_items(
         self: Arc<Self>,
         inst: Arc<Instance>,
@@ -140,74 +298,139 @@ impl Runner {
         inputs: Arc<Vec<InputTable>>,
         started: Instant,
     ) -> Result<(Manifest, Usage), Outcome> {
-        let items = match self.decide_items(&inst, &decision, &inputs).await {
+        let mut items = match self.decide_items(&inst, &decision, &inputs).await {
             Ok(items) => items,
             Err(e) => return Err(self.fail(&inst, None, 1, &e)),
         };
+        if let Err(e) = self.protect(&inst, &decision.key, items.keys()).await {
+            return Err(self.fail(&inst, None, 1, &e));
+        }
         let (total, cached) = (items.items.len(), items.cached());
         let task = Arc::new(
             self.progress
                 .start(&inst.label(), total as u64, cached as u64),
         );
-        let meter = Arc::new(UsageMeter::new());
-        let ran = if cached == total {
-            ItemsRan::default()
-        } else {
-            match prepare(&self.env, &inst, &decision.key, &inputs, &meter).await {
-                Ok(prepared) => {
-                    let progress = task.clone();
-                    let pools = self.pools_of(&inst);
-                    let on_done = Arc::new(move || progress.inc());
-                    run_items_locally(&self.env, &inst, &items, prepared, inputs, pools, on_done)
-                        .await
-                }
-                Err((attempts, e)) => {
-                    if let Ok(t) = Arc::try_unwrap(task) {
-                        t.finish("failed");
-                    }
-                    return Err(self.fail(&inst, None, attempts, &e));
-                }
+        let finish = |task: Arc<Task>, text: &str| {
+            if let Ok(t) = Arc::try_unwrap(task) {
+                t.finish(text);
             }
         };
-        let task = Arc::try_unwrap(task).ok();
-        if !ran.failures.is_empty() {
-            return Err(self.items_failed(&inst, &items, ran, task));
-        }
-        let mut spent = meter.snapshot();
-        for (m, _) in ran.fresh.values() {
-            spent.merge(&m.usage);
-        }
-        let assembled = self
-            .clone()
-            .assemble_and_commit(
-                inst.clone(),
-                decision,
-                items,
-                ran.fresh,
-                spent.clone(),
-                started,
-            )
-            .await;
-        match assembled {
-            Ok(m) => {
-                if let Some(t) = task {
+        let meter = Arc::new(UsageMeter::new());
+        let mut prepared: Option<Arc<dyn PreparedKind>> = None;
+        let mut fresh: HashMap<usize, (Manifest, Tables)> = HashMap::new();
+        let mut first_round = true;
+        // Round 1 runs the missing items (waiting for those an older live run computes); a
+        // further round the ones found damaged, or that the other run did not commit.
+        for _round in 0..4 {
+            if items.items.iter().any(|i| i.hit.is_none()) {
+                let kind = match &prepared {
+                    Some(p) => p.clone(),
+                    None => match prepare(&self.env, &inst, &decision.key, &inputs, &meter).await {
+                        Ok(p) => prepared.insert(p).clone(),
+                        Err((attempts, e)) => {
+                            finish(task, "failed");
+                            return Err(self.fail(&inst, None, attempts, &e));
+                        }
+                    },
+                };
+                let progress = task.clone();
+                let pools = self.pools_of(&inst);
+                let on_done: Arc<dyn Fn() + Send + Sync> = Arc::new(move || progress.inc());
+                let others = match (first_round, self.env.lease()) {
+                    (true, Some(own)) => items_of_older_runs(self.env.store.as_ref(), own, &items)
+                        .unwrap_or_default(),
+                    _ => HashMap::new(),
+                };
+                first_round = false;
+                let skip: HashSet<usize> = others.keys().copied().collect();
+                let waiter = {
+                    let (env, items, done) = (self.env.clone(), items.clone(), on_done.clone());
+                    tokio::task::spawn_blocking(move || {
+                        wait_for_items(env.store.as_ref(), &items, others, &*done)
+                    })
+                };
+                let ran = run_items_except(
+                    &self.env,
+                    &inst,
+                    &items,
+                    &skip,
+                    kind,
+                    inputs.clone(),
+                    pools,
+                    on_done,
+                )
+                .await;
+                let shared = match waiter.await {
+                    Ok(Ok(shared)) => shared,
+                    Ok(Err(e)) => {
+                        tracing::warn!("{}: waiting for other runs' items: {e}", inst.label());
+                        HashMap::new()
+                    }
+                    Err(_) => HashMap::new(),
+                };
+                // Items other runs committed count as cached; those they did not are
+                // computed in the next round.
+                for (i, m) in shared {
+                    items.items[i].hit = Some(m);
+                }
+                if !ran.failures.is_empty() {
+                    let task = Arc::try_unwrap(task).ok();
+                    return Err(self.items_failed(&inst, &items, ran, task));
+                }
+                for (i, (m, t)) in ran.fresh {
+                    items.items[i].hit = Some(m.clone());
+                    fresh.insert(i, (m, t));
+                }
+                if items.items.iter().any(|i| i.hit.is_none()) {
+                    continue;
+                }
+            }
+            let mut spent = meter.snapshot();
+            for (m, _) in fresh.values() {
+                spent.merge(&m.usage);
+            }
+            let assembled = self
+                .clone()
+                .assemble_and_commit(
+                    inst.clone(),
+                    decision.clone(),
+                    items.clone(),
+                    fresh.clone(),
+                    spent.clone(),
+                    started,
+                )
+                .await;
+            match assembled {
+                Ok(m) => {
                     let c = m.items.clone().unwrap_or_default();
-                    t.finish(&format!(
-                        "executed ({}; {} items run, {} cached)",
-                        rows_summary(&m),
-                        c.executed,
-                        c.cached
-                    ));
+                    finish(
+                        task,
+                        &format!(
+                            "executed ({}; {} items run, {} cached)",
+                            rows_summary(&m),
+                            c.executed,
+                            c.cached
+                        ),
+                    );
+                    return Ok((m, spent));
                 }
-                Ok((m, spent))
-            }
-            Err(e) => {
-                if let Some(t) = task {
-                    t.finish("failed");
+                Err(AssembleError::Damaged(damaged)) => {
+                    for i in damaged {
+                        items.items[i].hit = None;
+                    }
                 }
-                Err(self.fail(&inst, None, 1, &e))
+                Err(AssembleError::Failed(e)) => {
+                    finish(task, "failed");
+                    return Err(self.fail(&inst, None, 1, &e));
+                }
             }
         }
+        finish(task, "failed");
+        let e = StageError::Failed(
+            "cached items kept turning out damaged while being read; run `prefflow verify` on the store"
+                .into(),
+        );
+        Err(self.fail(&inst, None, 1, &e))
     }
 
     /// The item decisions of `inst`, taken on a blocking thread (they read the store).
@@ -237,24 +460,40 @@ impl Runner {
         task: Option<Task>,
     ) -> Outcome {
         let total = items.items.len();
-        let failures: Vec<ErrorRow> = ran
-            .failures
+        let mut failed: Vec<&(Option<usize>, u32, StageError)> = ran.failures.iter().collect();
+        failed.sort_by_key(|(i, _, _)| *i);
+        // Items never started because the store could not be written are one row, not
+        // thousands: the record must stay small enough to fit on a nearly full disk.
+        let (not_started, failed): (Vec<_>, Vec<_>) = failed.into_iter().partition(
+            |(_, _, e)| matches!(e, StageError::Failed(m) if m.starts_with(NOT_STARTED)),
+        );
+        let value = |i: &Option<usize>| i.map(|i| items.items[i].group.value.clone());
+        let mut failures: Vec<ErrorRow> = failed
             .iter()
-            .map(|(i, attempts, e)| {
-                let value = i.map(|i| items.items[i].group.value.clone());
-                self.error_row(inst, value, *attempts, e)
-            })
+            .map(|(i, attempts, e)| self.error_row(inst, value(i), *attempts, e))
             .collect();
+        let names: Vec<String> = failures.iter().filter_map(|f| f.item.clone()).collect();
+        let mut message = format!("{} item(s) failed: {}", names.len(), shortlist(&names));
+        if let Some((_, _, e)) = not_started.first() {
+            let skipped: Vec<String> = not_started
+                .iter()
+                .filter_map(|(i, _, _)| value(i))
+                .collect();
+            let why = e.to_string();
+            let row = StageError::Failed(format!(
+                "{} item(s) not started ({}): {}",
+                skipped.len(),
+                shortlist(&skipped),
+                why.trim_start_matches(NOT_STARTED).trim_start_matches(": ")
+            ));
+            message.push_str(&format!("; {} not started", skipped.len()));
+            failures.push(self.error_row(inst, None, 0, &row));
+        }
         if let Some(t) = task {
-            t.finish(&format!("{} of {total} items failed", failures.len()));
+            t.finish(&format!("{} of {total} items failed", ran.failures.len()));
         }
         let mut rec = self.record(inst, Status::Failed);
-        let names: Vec<String> = failures.iter().filter_map(|f| f.item.clone()).collect();
-        rec.message = Some(format!(
-            "{} item(s) failed: {}",
-            failures.len(),
-            names.join(", ")
-        ));
+        rec.message = Some(message);
         rec.items = Some(ItemCounts {
             total,
             executed: ran.fresh.len(),
@@ -274,21 +513,21 @@ impl Runner {
         fresh: HashMap<usize, (Manifest, Tables)>,
         mut usage: Usage,
         started: Instant,
-    ) -> Result<Manifest, StageError> {
+    ) -> Result<Manifest, AssembleError> {
         let counts = ItemCounts {
             total: items.items.len(),
             executed: fresh.len(),
-            cached: items.cached(),
+            cached: items.items.len() - fresh.len(),
         };
         let env = self.env.clone();
         tokio::task::spawn_blocking(move || {
             let keys = items.keys();
-            for item in &items.items {
-                if let Some(m) = &item.hit {
+            for (i, item) in items.items.iter().enumerate() {
+                if let (Some(m), false) = (&item.hit, fresh.contains_key(&i)) {
                     usage.merge(&m.usage);
                 }
             }
-            let tables = assemble(&env, &inst, items, fresh)?;
+            let tables = assemble(&env, &inst, &items, &fresh)?;
             let how = Provenance {
                 started,
                 attempts: 1,
@@ -303,10 +542,33 @@ impl Runner {
                 usage,
                 Some((counts, keys)),
             )
+            .map_err(AssembleError::Failed)
         })
         .await
-        .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
+        .unwrap_or_else(|e| {
+            Err(AssembleError::Failed(StageError::Failed(format!(
+                "internal error: {e}"
+            ))))
+        })
     }
+}
+
+/// How the message of an item that was never started begins (see `unit::attempt_unit`).
+pub(super) const NOT_STARTED: &str = "not started";
+
+/// The first few of `names`, and how many more.
+fn shortlist(names: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut out = names
+        .iter()
+        .take(SHOWN)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if names.len() > SHOWN {
+        out.push_str(&format!(", … ({} more)", names.len() - SHOWN));
+    }
+    out
 }
 
 /// A table whose item parts do not stack.

@@ -41,7 +41,11 @@ use crate::kind::{InputTable, Tables};
 use crate::plan::{Instance, Plan};
 use crate::progress::{Progress, ProgressMode};
 use crate::record::{save_run, ErrorRow, InstanceRecord, RunRecord, Status};
+use crate::store::lease::{self, Holder, Lease, Protected};
 use crate::store::Store;
+
+/// How long a run waits for a `gc` that holds the store before giving up.
+const GC_WAIT: Duration = Duration::from_secs(600);
 
 /// How to run.
 #[derive(Debug, Clone)]
@@ -118,6 +122,16 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
     let started = Instant::now();
     let started_at = unix_now();
     let selected = plan.select(&opts.only)?;
+    let lease = Lease::acquire(store.clone(), Holder::Run, &plan.name)?;
+    let busy = lease::wait_for_gc(store.as_ref(), &lease.id(), GC_WAIT)?;
+    if let Some(gc) = busy.first() {
+        return Err(Error::RunFailed(format!(
+            "the store {} is being garbage-collected by {}; try again when it is done",
+            store.describe(),
+            gc.describe(unix_now())
+        )));
+    }
+    let mut reserve = Reserve::take(store.clone(), &lease.id());
     let previous = crate::record::load_latest(store.as_ref(), &plan.name)?;
     let runner = Arc::new(Runner {
         pools: plan
@@ -130,6 +144,7 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
         progress: Progress::new(opts.progress),
         previous,
     });
+    runner.env.attach_lease(lease.clone());
     let ticker = runner.progress.spawn_ticker(opts.log_every);
     let (outcomes, errors) = runner.clone().run_instances(&selected).await?;
     if let Some(t) = ticker {
@@ -138,18 +153,77 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
     let mut record = RunRecord {
         pipeline: plan.name.clone(),
         file: plan.file.to_string_lossy().into_owned(),
-        run_id: format!("{}-{}", started_at as u64, std::process::id()),
+        run_id: lease.id(),
         started_at,
         seconds: started.elapsed().as_secs_f64(),
         instances: outcomes,
         ..RunRecord::default()
     };
     let items_failed = errors.iter().filter(|e| e.item.is_some()).count();
-    record.errors_blob = errors_blob(runner.env.store.as_ref(), &errors)?;
+    let store = runner.env.store.as_ref();
+    // The reserve goes first: on a full disk its space is what the record is written into.
+    reserve.give_back();
+    // After a failed write the errors table may not fit: the record (which lists the errors
+    // too) is what matters, so a failure here is logged and the record still written.
+    record.errors_blob = errors_blob(store, &errors).unwrap_or_else(|e| {
+        tracing::warn!("could not write the errors table: {e}");
+        None
+    });
     record.errors = errors;
     record.summarize(items_failed);
-    save_run(runner.env.store.as_ref(), &record)?;
+    save_run(store, &record).map_err(|e| {
+        Error::RunFailed(format!(
+            "the run finished but its record could not be saved: {}",
+            env::store_failure_message(store, &e)
+        ))
+    })?;
+    if let Err(e) = lease.release() {
+        tracing::warn!("could not release the run's lease {}: {e}", lease.id());
+    }
     Ok(RunReport { record })
+}
+
+/// Space set aside on a local store at the start of a run, so that when the disk fills up
+/// the run can still write its record and errors table: the reserve is removed first (and
+/// on drop, whatever way the run ends).
+struct Reserve {
+    store: Arc<dyn Store>,
+    key: Option<String>,
+}
+
+impl Reserve {
+    /// Bytes set aside: room for the record of a run with thousands of items.
+    const BYTES: usize = 256 * 1024;
+
+    /// Writes the reserve file (named like a temporary file of this process, so `gc` removes
+    /// it if the run is killed); a remote store needs none, and a full disk gets none.
+    fn take(store: Arc<dyn Store>, lease: &str) -> Self {
+        let key = format!(
+            "tmp/.reserve-{lease}.{}-{}-0{}",
+            crate::store::host_name(),
+            std::process::id(),
+            crate::store::TMP_SUFFIX
+        );
+        let local = store.local_path(&key).is_some();
+        let written = local && store.put(&key, &vec![0u8; Self::BYTES]).is_ok();
+        Self {
+            store,
+            key: written.then_some(key),
+        }
+    }
+
+    /// Frees the reserved space.
+    fn give_back(&mut self) {
+        if let Some(key) = self.key.take() {
+            let _ = self.store.delete(&key);
+        }
+    }
+}
+
+impl Drop for Reserve {
+    fn drop(&mut self) {
+        self.give_back();
+    }
 }
 
 fn errors_blob(store: &dyn Store, errors: &[ErrorRow]) -> Result<Option<String>> {
@@ -273,6 +347,11 @@ impl Runner {
             rec.message = Some(format!("upstream `{}` did not succeed", bad.label()));
             return (rec, vec![]);
         }
+        if let Some(why) = self.env.store_failure() {
+            let mut rec = self.record(inst, Status::Skipped);
+            rec.message = Some(format!("not started: {why}"));
+            return (rec, vec![]);
+        }
         let started = Instant::now();
         let decision = match self.decide(id, &upstream).await {
             Ok(d) => d,
@@ -294,6 +373,11 @@ impl Runner {
                 return (rec, vec![]);
             }
             Verdict::Miss => {}
+        }
+        if inst.per_item.is_none() {
+            if let Err(e) = self.protect(inst, &decision.key, Vec::new()).await {
+                return self.fail(inst, None, 1, &e);
+            }
         }
         let inputs = match self.load_inputs(inst, &upstream).await {
             Ok(inputs) => Arc::new(inputs),
@@ -384,6 +468,29 @@ impl Runner {
         tokio::task::spawn_blocking(move || load_inputs(env.store.as_ref(), blobs))
             .await
             .map_err(|e| Error::RunFailed(format!("internal error: {e}")))?
+    }
+
+    /// Announces in the run's lease that it computes `inst` (recipe key `key`, items
+    /// `item_keys`), so that `gc` keeps what it commits even if the run is killed before its
+    /// record is written.
+    async fn protect(
+        &self,
+        inst: &Instance,
+        key: &str,
+        item_keys: Vec<String>,
+    ) -> std::result::Result<(), StageError> {
+        let Some(lease) = self.env.lease().cloned() else {
+            return Ok(());
+        };
+        let entry = Protected {
+            label: inst.label(),
+            recipe_key: key.to_string(),
+            item_keys,
+        };
+        tokio::task::spawn_blocking(move || lease.protect(&entry))
+            .await
+            .map_err(|e| StageError::Failed(format!("internal error: {e}")))?
+            .map_err(|e| StageError::Failed(format!("could not update the run's lease: {e}")))
     }
 
     /// The resource pools an attempt of `inst` holds a slot of, in name order (so that two

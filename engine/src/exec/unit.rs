@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::commit::{commit_instance, commit_item, Provenance};
+use super::items::NOT_STARTED;
 use super::ExecEnv;
 use crate::artifact::{KeyParts, Manifest};
 use crate::error::StageError;
@@ -85,13 +86,17 @@ pub(super) fn classify(inst: &Instance, e: &StageError) -> Retry {
     }
 }
 
-/// One attempt: wait for the slot and pools, run, release them, commit on success.
+/// One attempt: wait for the slot and pools, run, release them, commit on success. Once a
+/// store write has failed in this run, nothing new starts.
 async fn attempt_unit(
     env: &Arc<ExecEnv>,
     work: &Work,
     attempt: u32,
 ) -> Result<(Manifest, Tables), StageError> {
     let permits = permits(work).await?;
+    if let Some(why) = env.store_failure() {
+        return Err(StageError::Failed(format!("{NOT_STARTED}: {why}")));
+    }
     let how = Provenance {
         started: Instant::now(),
         attempts: attempt + 1,

@@ -1,14 +1,19 @@
-//! `prefflow gc`: removes every artifact no pipeline's run records reach.
+//! `prefflow gc`: removes every artifact no pipeline's run records (nor any lease) reach,
+//! and temporary files whose writer is gone.
 
 use std::collections::HashSet;
-use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
-use crate::artifact::{blob_path, item_path, load_manifest, recipe_path};
-use crate::error::Result;
+use crate::artifact::{blob_path, item_path, load_manifest, recipe_path, unix_now};
+use crate::error::{Error, Result};
 use crate::record::{load_last_run, load_latest, pipelines};
-use crate::store::{Store, TMP_SUFFIX};
+use crate::store::lease::{
+    self, list_leases, remove_lease, Holder, Lease, LeaseRecord, Liveness, Protected, LEASES,
+};
+use crate::store::{host_name, pid_alive, ObjectMeta, Store, TMP_SUFFIX};
 
-/// What `gc` removed (or would remove).
+/// What `gc` removed (or would remove), and what it kept for leases.
 #[derive(Debug, Default)]
 pub struct GcReport {
     /// Store keys removed.
@@ -17,10 +22,216 @@ pub struct GcReport {
     pub bytes: u64,
     /// Objects kept.
     pub kept: usize,
+    /// What is protected beyond the run records, and why (one line each).
+    pub protected: Vec<String>,
+    /// Leases that are live now: a real `gc` would refuse (or wait) while they exist.
+    pub live: Vec<String>,
 }
 
-/// Removes every artifact not reachable from the latest and last run of each pipeline.
-pub fn gc(store: &dyn Store, dry_run: bool) -> Result<GcReport> {
+/// How to collect.
+#[derive(Debug, Clone, Default)]
+pub struct GcOptions {
+    /// Only report what would be removed and why things are kept.
+    pub dry_run: bool,
+    /// Wait up to this long for live leases to end instead of refusing at once.
+    pub wait: Option<Duration>,
+    /// Forget the leases of killed runs whose results no run record holds, so those results
+    /// become garbage too.
+    pub drop_dead_leases: bool,
+}
+
+/// Prefixes holding artifacts: what no record reaches is garbage.
+const ARTIFACTS: [&str; 4] = ["recipes", "items", "blobs", "tmp"];
+
+/// Prefixes holding objects `gc` never judges by reachability (run records, the record/replay
+/// cache of model calls, leases): only their stale temporary files are removed.
+const TEMP_ONLY: [&str; 3] = ["runs", "llm", LEASES];
+
+/// A temporary file written on another machine whose writer cannot be asked is stale after
+/// this long (seconds): no single object write takes an hour.
+const FOREIGN_TMP_AGE: f64 = 3600.0;
+
+/// Removes every artifact not reachable from the latest and last run of each pipeline, nor
+/// from any lease. Takes a `gc` lease first; refuses with [`Error::Busy`] (or waits, with
+/// `opts.wait`) while another lease is live, since a live writer may be about to use an
+/// object no record reaches yet. `dry_run` takes no lease and reports instead.
+pub fn gc(store: Arc<dyn Store>, opts: &GcOptions) -> Result<GcReport> {
+    let own = if opts.dry_run {
+        None
+    } else {
+        Some(Lease::acquire(store.clone(), Holder::Gc, "")?)
+    };
+    let own_id = own.as_ref().map(|l| l.id()).unwrap_or_default();
+    let deadline = opts.wait.map(|w| Instant::now() + w);
+    let mut announced = false;
+    let store = store.as_ref();
+    let leases = loop {
+        let leases = list_leases(store)?;
+        let now = unix_now();
+        let live: Vec<&LeaseRecord> = leases
+            .iter()
+            .map(|(l, _)| l)
+            .filter(|l| l.id != own_id && l.liveness(now) == Liveness::Live)
+            .collect();
+        if live.is_empty() || opts.dry_run {
+            break leases;
+        }
+        let waiting = deadline.is_some_and(|d| Instant::now() < d);
+        if !waiting {
+            let names: Vec<String> = live.iter().map(|l| l.describe(now)).collect();
+            return Err(Error::Busy(format!(
+                "gc refused: {} live lease(s) in {}: {}. Their runs may still use results no run \
+                 record holds yet. Try again when they are done, or wait with `gc --wait SECS`; a \
+                 lease on another machine counts as dead after {:.0}s without a heartbeat",
+                live.len(),
+                store.describe(),
+                names.join("; "),
+                lease::timeout_secs()
+            )));
+        }
+        if !announced {
+            tracing::info!("gc: waiting for {}", live[0].describe(now));
+            announced = true;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    };
+    let mut report = GcReport::default();
+    let mut keep = reachable(store)?;
+    let cutoff = protect_leases(store, &leases, &own_id, opts, &mut keep, &mut report)?;
+    let now = unix_now();
+    let dry_run = opts.dry_run;
+    let sweep = |meta: ObjectMeta, garbage: bool, report: &mut GcReport| -> Result<()> {
+        if !garbage {
+            report.kept += 1;
+            return Ok(());
+        }
+        report.bytes += meta.size;
+        if !dry_run {
+            store.delete(&meta.key)?;
+        }
+        report.removed.push(meta.key);
+        Ok(())
+    };
+    let mut recent = 0usize;
+    for prefix in ARTIFACTS {
+        for meta in store.list_meta(prefix)? {
+            let garbage = if meta.key.ends_with(TMP_SUFFIX) {
+                tmp_is_stale(&meta, now)
+            } else if cutoff.is_some_and(|c| meta.modified >= c) {
+                recent += 1;
+                false
+            } else {
+                !keep.contains(&meta.key)
+            };
+            sweep(meta, garbage, &mut report)?;
+        }
+    }
+    if let Some(c) = cutoff {
+        report.protected.push(format!(
+            "{recent} object(s) written since the oldest live lease started ({:.0}s ago)",
+            now - c
+        ));
+    }
+    for prefix in TEMP_ONLY {
+        for meta in store.list_meta(prefix)? {
+            if meta.key.ends_with(TMP_SUFFIX) {
+                let garbage = tmp_is_stale(&meta, now);
+                sweep(meta, garbage, &mut report)?;
+            }
+        }
+    }
+    if let Some(own) = own {
+        own.release()?;
+    }
+    Ok(report)
+}
+
+/// Adds what the leases protect to `keep` and says why in `report`. A dead lease whose work
+/// the latest records hold (every instance it listed is there, with the same recipe key) is
+/// retired; so is every dead lease with `drop_dead_leases`. Returns the start of the oldest
+/// live lease (objects written since are kept whatever reaches them).
+fn protect_leases(
+    store: &dyn Store,
+    leases: &[(LeaseRecord, Vec<Protected>)],
+    own: &str,
+    opts: &GcOptions,
+    keep: &mut HashSet<String>,
+    report: &mut GcReport,
+) -> Result<Option<f64>> {
+    let now = unix_now();
+    let mut cutoff: Option<f64> = None;
+    for (lease, lists) in leases.iter().filter(|(l, _)| l.id != own) {
+        let live = lease.liveness(now);
+        if let Liveness::Dead(why) = &live {
+            let covered = covered_by_records(store, lease, lists)?;
+            if covered || opts.drop_dead_leases {
+                let how = if covered {
+                    "its results are in the run records"
+                } else {
+                    "--drop-dead-leases"
+                };
+                report.protected.push(format!(
+                    "{}: dead ({why}); {how}: lease {}",
+                    lease.describe(now),
+                    if opts.dry_run {
+                        "would be removed"
+                    } else {
+                        "removed"
+                    }
+                ));
+                if !opts.dry_run {
+                    remove_lease(store, &lease.id)?;
+                }
+                continue;
+            }
+        } else {
+            report.live.push(lease.describe(now));
+            cutoff = Some(cutoff.map_or(lease.started_at, |c: f64| c.min(lease.started_at)));
+        }
+        let before = keep.len();
+        for p in lists {
+            keep_manifest(store, &recipe_path(&p.recipe_key), keep)?;
+            for k in &p.item_keys {
+                keep_manifest(store, &item_path(k), keep)?;
+            }
+        }
+        let state = match &live {
+            Liveness::Live => "live".to_string(),
+            Liveness::Dead(why) => format!(
+                "dead ({why}); its results are in no run record yet: re-run `{}` to adopt them, or `gc --drop-dead-leases` to let them go",
+                lease.pipeline
+            ),
+        };
+        report.protected.push(format!(
+            "{}: {state}; protects {} more object(s) of {} instance(s)",
+            lease.describe(now),
+            keep.len() - before,
+            lists.len()
+        ));
+    }
+    Ok(cutoff)
+}
+
+/// Whether every instance a dead lease listed is in its pipeline's latest record with the
+/// same recipe key (a later run completed that work, so the record now keeps it).
+fn covered_by_records(store: &dyn Store, lease: &LeaseRecord, lists: &[Protected]) -> Result<bool> {
+    if lists.is_empty() || lease.holder == Holder::Gc {
+        return Ok(true);
+    }
+    let Ok(Some(latest)) = load_latest(store, &lease.pipeline) else {
+        return Ok(false);
+    };
+    Ok(lists.iter().all(|p| {
+        latest
+            .instances
+            .iter()
+            .any(|i| i.recipe_key.as_deref() == Some(p.recipe_key.as_str()))
+    }))
+}
+
+/// Every store key the run records reach: manifests, the item manifests they list, and the
+/// blobs of both.
+fn reachable(store: &dyn Store) -> Result<HashSet<String>> {
     let mut keep: HashSet<String> = HashSet::new();
     for name in pipelines(store)? {
         for record in [load_latest(store, &name)?, load_last_run(store, &name)?]
@@ -37,11 +248,7 @@ pub fn gc(store: &dyn Store, dry_run: bool) -> Result<GcReport> {
                     .map(|k| recipe_path(k))
                     .chain(inst.item_keys.iter().map(|k| item_path(k)));
                 for key in manifests {
-                    if let Some(m) = load_manifest(store, &key)? {
-                        keep.extend(m.tables.values().map(|t| blob_path(&t.blob)));
-                        keep.extend(m.item_keys.iter().map(|k| item_path(k)));
-                        keep.insert(key);
-                    }
+                    keep_manifest(store, &key, &mut keep)?;
                 }
             }
         }
@@ -57,32 +264,74 @@ pub fn gc(store: &dyn Store, dry_run: bool) -> Result<GcReport> {
             keep.extend(m.tables.values().map(|t| blob_path(&t.blob)));
         }
     }
-    let mut report = GcReport::default();
-    for prefix in ["recipes", "items", "blobs", "tmp"] {
-        for key in store.list(prefix)? {
-            if keep.contains(&key) || (key.ends_with(TMP_SUFFIX) && writer_is_alive(&key)) {
-                report.kept += 1;
-                continue;
-            }
-            report.bytes += store.size(&key)?;
-            if !dry_run {
-                store.delete(&key)?;
-            }
-            report.removed.push(key);
-        }
-    }
-    Ok(report)
+    Ok(keep)
 }
 
-/// Temporary files are named `.<name>.<pid>-<n>.tmp`; one whose writer still runs is in flight.
-fn writer_is_alive(key: &str) -> bool {
-    let name = key.rsplit('/').next().unwrap_or_default();
-    let pid = name
-        .rsplit('.')
-        .nth(1)
-        .and_then(|p| p.split('-').next())
-        .unwrap_or_default();
-    !pid.is_empty()
-        && pid.chars().all(|c| c.is_ascii_digit())
-        && Path::new(&format!("/proc/{pid}")).exists()
+/// Keeps manifest `key` (when present), its blobs and the item manifests it lists.
+fn keep_manifest(store: &dyn Store, key: &str, keep: &mut HashSet<String>) -> Result<()> {
+    if let Some(m) = load_manifest(store, key)? {
+        keep.extend(m.tables.values().map(|t| blob_path(&t.blob)));
+        keep.extend(m.item_keys.iter().map(|k| item_path(k)));
+        keep.insert(key.to_string());
+    }
+    Ok(())
+}
+
+/// Who wrote a temporary file, from its name (`.<name>.<host>-<pid>-<n>.tmp`, or the older
+/// `.<name>.<pid>-<n>.tmp` written on this machine).
+fn tmp_writer(key: &str) -> Option<(String, u32)> {
+    let name = key.rsplit('/').next()?.strip_suffix(TMP_SUFFIX)?;
+    let tag = name.rsplit_once('.')?.1;
+    let mut parts = tag.rsplitn(3, '-');
+    let _n = parts.next()?;
+    let pid = parts.next()?.parse().ok()?;
+    let host = parts.next().map_or_else(host_name, str::to_string);
+    Some((host, pid))
+}
+
+/// A temporary file is stale when its writer is gone: a dead process on this machine, or, for
+/// another machine's, after [`FOREIGN_TMP_AGE`]. One whose name says nothing is stale too.
+fn tmp_is_stale(meta: &ObjectMeta, now: f64) -> bool {
+    match tmp_writer(&meta.key) {
+        Some((host, pid)) if host == host_name() => !pid_alive(pid, None),
+        Some(_) => now - meta.modified > FOREIGN_TMP_AGE,
+        None => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn temp_file_names_say_who_wrote_them() {
+        let me = host_name();
+        assert_eq!(
+            tmp_writer(&format!("llm/ab/.x.json.{me}-42-7.tmp")),
+            Some((me.clone(), 42))
+        );
+        assert_eq!(
+            tmp_writer("blobs/ab/.h.parquet.other-host-9-0.tmp"),
+            Some(("other-host".into(), 9))
+        );
+        assert_eq!(tmp_writer("runs/p/.latest.json.17-3.tmp"), Some((me, 17)));
+    }
+
+    #[test]
+    fn temp_files_of_live_writers_are_kept() {
+        let me = host_name();
+        let mine = ObjectMeta {
+            key: format!("runs/p/.latest.json.{me}-{}-0.tmp", std::process::id()),
+            size: 1,
+            modified: 0.0,
+        };
+        assert!(!tmp_is_stale(&mine, unix_now()));
+        let foreign = ObjectMeta {
+            key: "runs/p/.latest.json.elsewhere-1-0.tmp".into(),
+            size: 1,
+            modified: unix_now(),
+        };
+        assert!(!tmp_is_stale(&foreign, unix_now()));
+        assert!(tmp_is_stale(&foreign, unix_now() + 2.0 * FOREIGN_TMP_AGE));
+    }
 }

@@ -1,0 +1,135 @@
+//! The artifact store: a byte store addressed by string keys, shared by every run, person and
+//! machine that points at it.
+//!
+//! Everything the engine persists goes through [`Store`], so a local directory ([`FsStore`]) and
+//! a remote object store behave the same to the engine. Writers never clobber each other: blobs
+//! and manifests are content-addressed (writing one twice writes the same bytes), leases and
+//! leases are created only if absent ([`Store::put_new`]), and run records are merged with
+//! compare-and-swap ([`Store::get_versioned`], [`Store::put_if`]).
+//!
+//! Keys are `/`-separated relative paths built only from validated names ([`check_name`]) and
+//! hashes, so no user-chosen string can reach outside the store.
+
+mod fs;
+pub mod lease;
+pub mod names;
+
+pub use fs::{FsStore, TMP_SUFFIX};
+pub use names::{check_name, NameRule};
+
+use std::path::PathBuf;
+
+use crate::error::Result;
+
+/// An opaque version of a stored object, for compare-and-swap ([`Store::put_if`]): an object
+/// store's ETag, or a hash of a local file's content.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version(pub String);
+
+/// A listed object: its key, size and last modification (Unix seconds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ObjectMeta {
+    /// Store key.
+    pub key: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Last modified, Unix seconds (what `gc` compares with lease start times).
+    pub modified: f64,
+}
+
+/// A key/value byte store with atomic puts. Keys are `/`-separated relative paths.
+pub trait Store: Send + Sync {
+    /// The bytes under `key`, or `None` when absent.
+    fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
+    /// Writes `bytes` under `key` atomically (readers see all or nothing).
+    fn put(&self, key: &str, bytes: &[u8]) -> Result<()>;
+    /// Writes `bytes` under `key` only when nothing is there yet; `false` when something was
+    /// (the existing object is left alone). Leases rely on exactly one winner.
+    fn put_new(&self, key: &str, bytes: &[u8]) -> Result<bool>;
+    /// The bytes under `key` with their version, for a later [`Store::put_if`].
+    fn get_versioned(&self, key: &str) -> Result<Option<(Vec<u8>, Version)>>;
+    /// Replaces `key` only when its version is still `expected` (`None`: only when absent);
+    /// `false` when another writer got there first (read again, merge, retry).
+    fn put_if(&self, key: &str, bytes: &[u8], expected: Option<&Version>) -> Result<bool>;
+    /// Whether `key` exists.
+    fn exists(&self, key: &str) -> Result<bool>;
+    /// All keys under `prefix` (recursively), sorted.
+    fn list(&self, prefix: &str) -> Result<Vec<String>> {
+        Ok(self.list_meta(prefix)?.into_iter().map(|m| m.key).collect())
+    }
+    /// All objects under `prefix` (recursively) with size and modification time, sorted by key.
+    fn list_meta(&self, prefix: &str) -> Result<Vec<ObjectMeta>>;
+    /// Removes `key`; absent keys are fine.
+    fn delete(&self, key: &str) -> Result<()>;
+    /// Size in bytes of `key` (0 when absent).
+    fn size(&self, key: &str) -> Result<u64>;
+    /// A local file path for `key`, when the store is local (for `show --path`).
+    fn local_path(&self, key: &str) -> Option<PathBuf>;
+    /// Where the store is, for messages (`/path/.prefflow`, `s3://bucket/prefix`).
+    fn describe(&self) -> String;
+    /// Moves a damaged object out of the way to `quarantine/<key>` (kept for inspection, never
+    /// read again), so the next read treats it as missing and it is recomputed.
+    fn quarantine(&self, key: &str) -> Result<()> {
+        if let Some(bytes) = self.get(key)? {
+            self.put(&format!("{QUARANTINE}/{key}"), &bytes)?;
+        }
+        self.delete(key)
+    }
+}
+
+/// Prefix under which damaged objects are kept (see [`Store::quarantine`]).
+pub const QUARANTINE: &str = "quarantine";
+
+/// This machine's name as it appears in leases and temporary file names (only letters,
+/// digits, `-` and `_`), so a lease or temp file can be told apart from another machine's.
+pub fn host_name() -> String {
+    static HOST: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| {
+        let raw = std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .or_else(|_| std::fs::read_to_string("/etc/hostname"))
+            .ok()
+            .or_else(|| std::env::var("HOSTNAME").ok())
+            .unwrap_or_else(|| "unknown".into());
+        let clean: String = raw
+            .trim()
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        if clean.is_empty() {
+            "unknown".into()
+        } else {
+            clean
+        }
+    })
+    .clone()
+}
+
+/// Whether process `pid` on this machine is alive and is still the process that started at
+/// `start_ticks` (its start time in clock ticks since boot, `/proc/<pid>/stat` field 22), so a
+/// reused pid does not keep a dead writer's lease or temp file alive. `None` skips that check.
+pub fn pid_alive(pid: u32, start_ticks: Option<u64>) -> bool {
+    match proc_start_ticks(pid) {
+        None => false,
+        Some(now) => start_ticks.is_none_or(|t| t == now),
+    }
+}
+
+/// Start time of process `pid` in clock ticks since boot, `None` when it does not exist (or is
+/// a zombie: it has exited and only waits to be reaped).
+pub fn proc_start_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // Fields after the command name, which is in parentheses and may contain spaces.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    if fields.first() == Some(&"Z") || fields.first() == Some(&"X") {
+        return None;
+    }
+    // `rest` starts at field 3 (state), so field 22 (starttime) is index 19.
+    fields.get(19)?.parse().ok()
+}

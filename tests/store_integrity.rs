@@ -1,0 +1,398 @@
+//! A store that heals and stays inside its directory: names are checked before anything is
+//! written, damaged blobs are quarantined and recomputed, `verify` finds and repairs damage,
+//! a full disk leaves no temporary files and still leaves a run record, and `gc` sweeps stale
+//! temporary files everywhere.
+
+use std::path::{Path, PathBuf};
+
+use crate::common::*;
+
+fn items_pipeline(rows: &str) -> String {
+    format!(
+        r#"
+pipeline: heal
+stages:
+  rows:
+    kind: read_table
+    params: {{ path: {rows} }}
+  work:
+    kind: probe
+    inputs: [rows]
+    per_item: id
+  total:
+    kind: query
+    inputs: [work]
+    params: {{ sql: "SELECT COUNT(*) AS n, SUM(value) AS s FROM work" }}
+"#
+    )
+}
+
+/// Every file under `dir`, recursively.
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+fn blob_file(ws: &Workspace, blob: &str) -> PathBuf {
+    ws.store()
+        .join("blobs")
+        .join(&blob[..2])
+        .join(format!("{blob}.parquet"))
+}
+
+/// Flips bytes in the middle of a blob: same size, different content.
+fn damage(path: &Path) {
+    let mut bytes = std::fs::read(path).expect("blob");
+    let mid = bytes.len() / 2;
+    for b in &mut bytes[mid..mid + 4] {
+        *b ^= 0x5a;
+    }
+    std::fs::write(path, bytes).expect("write damaged blob");
+}
+
+/// The blob of the first table of item manifests of `stage`, by item value.
+fn item_blobs(ws: &Workspace, stage: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for p in files(&ws.store().join("items")) {
+        let m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&p).expect("manifest")).expect("json");
+        if m["stage"] == stage {
+            let item = m["key"]["item"]["value"]
+                .as_str()
+                .expect("item")
+                .to_string();
+            let blob = m["tables"]["table"]["blob"].as_str().expect("blob");
+            out.push((item, blob.to_string()));
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn a_pipeline_name_that_is_a_path_is_rejected_before_the_store_is_touched() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(3));
+    let text = items_pipeline("data/rows.csv").replace("pipeline: heal", "pipeline: ../../escaped");
+    ws.write("bad.yaml", &text);
+    for cmd in [&["run", "bad.yaml"][..], &["plan", "bad.yaml"][..]] {
+        let out = ws.cli(cmd).expect_code(2);
+        assert!(
+            out.stderr.contains("bad.yaml:2:")
+                && out
+                    .stderr
+                    .contains("pipeline name `../../escaped` must not contain `..`"),
+            "{}",
+            out.stderr
+        );
+    }
+    assert!(!ws.store().exists(), "the store was created");
+    assert!(!ws.path().parent().expect("parent").join("escaped").exists());
+    // A stage name with a path separator, and a sweep value with `..`, are located too.
+    let text = items_pipeline("data/rows.csv").replace("  work:", "  wo/rk:");
+    ws.write("stage.yaml", &text);
+    let out = ws.cli(&["run", "stage.yaml"]).expect_code(2);
+    assert!(
+        out.stderr
+            .contains("stage name `wo/rk` must not contain `/`"),
+        "{}",
+        out.stderr
+    );
+    let text = items_pipeline("data/rows.csv").replace(
+        "    per_item: id\n",
+        "    per_item: id\n    sweep: { label: [a, ../up] }\n",
+    );
+    ws.write("sweep.yaml", &text);
+    let out = ws.cli(&["run", "sweep.yaml"]).expect_code(2);
+    assert!(
+        out.stderr
+            .contains("variant name `label=../up` must not contain `..`"),
+        "{}",
+        out.stderr
+    );
+    // Names given on the command line are checked as well.
+    let out = ws.cli(&["show", "work", "-p", "../../etc"]).expect_code(2);
+    assert!(
+        out.stderr.contains("pipeline name `../../etc`"),
+        "{}",
+        out.stderr
+    );
+    assert!(!ws.store().exists(), "the store was created");
+}
+
+#[test]
+fn a_damaged_item_blob_is_quarantined_and_only_that_item_recomputed() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(20));
+    ws.write("heal.yaml", &items_pipeline("data/rows.csv"));
+    ws.run_ok("heal.yaml", &[]);
+    let before = ws.table("work", None);
+    let blobs = item_blobs(&ws, "work");
+    assert_eq!(blobs.len(), 20);
+    let (item, blob) = blobs[7].clone();
+    damage(&blob_file(&ws, &blob));
+    // One more input row: the stage runs again, and assembling reads every cached item.
+    ws.write("data/rows.csv", &numbers_csv(21));
+    let run = ws.run_ok("heal.yaml", &[]);
+    let work = instance(&run, "work");
+    assert_eq!(work["items"]["executed"].as_u64(), Some(2), "{work}");
+    assert_eq!(work["items"]["cached"].as_u64(), Some(19), "{work}");
+    let quarantined = ws
+        .store()
+        .join("quarantine/blobs")
+        .join(&blob[..2])
+        .join(format!("{blob}.parquet"));
+    assert!(
+        quarantined.is_file(),
+        "item `{item}`'s blob is not in quarantine/"
+    );
+    // The recomputed item wrote the same content back, so the blob is whole again.
+    let bytes = std::fs::read(blob_file(&ws, &blob)).expect("recomputed blob");
+    assert_eq!(prefflow_engine::keys::hash_bytes(&bytes), blob);
+    let after = ws.table("work", None);
+    assert_eq!(after.height(), before.height() + 1);
+    assert!(after.slice(0, before.height()).equals(&before));
+}
+
+#[test]
+fn a_damaged_stage_output_is_recomputed_and_verify_reports_and_repairs() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(12));
+    ws.write("heal.yaml", &items_pipeline("data/rows.csv"));
+    let first = ws.run_ok("heal.yaml", &[]);
+    let clean = ws.cli(&["verify"]).expect_code(0).stdout;
+    assert!(clean.contains("0 damaged"), "{clean}");
+    let total_blob = instance(&first, "total")["tables"]["table"]["blob"]
+        .as_str()
+        .expect("blob")
+        .to_string();
+    let before = ws.table("total", None);
+    damage(&blob_file(&ws, &total_blob));
+
+    let out = ws.cli(&["verify"]).expect_code(1);
+    assert!(
+        out.stdout.contains(&format!(
+            "damaged: blobs/{}/{total_blob}.parquet",
+            &total_blob[..2]
+        )) && out.stdout.contains("1 damaged"),
+        "{}",
+        out.stdout
+    );
+    let scoped = ws.cli(&["verify", "-p", "heal"]).expect_code(1);
+    assert!(scoped.stdout.contains("1 damaged"), "{}", scoped.stdout);
+    // `plan` sees the damage as a reason to run, and says so.
+    let plan = ws.cli(&["plan", "heal.yaml"]).expect_code(0).stdout;
+    assert!(
+        plan.contains("miss   total") && plan.contains("damaged"),
+        "{plan}"
+    );
+    let run = ws.run_ok("heal.yaml", &[]);
+    assert_eq!(instance(&run, "total")["status"], "executed");
+    assert_eq!(instance(&run, "work")["status"], "cached");
+    assert!(ws.table("total", None).equals(&before));
+    ws.cli(&["verify"]).expect_code(0);
+
+    // --repair quarantines what it finds; the next run recomputes it.
+    let (_, item_blob) = item_blobs(&ws, "work")[3].clone();
+    damage(&blob_file(&ws, &item_blob));
+    let out = ws.cli(&["verify", "--repair"]).expect_code(0);
+    assert!(out.stdout.contains("quarantined: blobs/"), "{}", out.stdout);
+    assert!(!blob_file(&ws, &item_blob).exists());
+    ws.cli(&["verify"]).expect_code(0);
+    forget_recipe(&ws, &run, "work");
+    let run = ws.run_ok("heal.yaml", &[]);
+    assert_eq!(
+        instance(&run, "work")["items"]["executed"].as_u64(),
+        Some(1)
+    );
+}
+
+/// Removes the recipe manifest of `stage` from the store (its items stay).
+fn forget_recipe(ws: &Workspace, record: &serde_json::Value, stage: &str) {
+    let key = instance(record, stage)["recipe_key"].as_str().expect("key");
+    let path = ws
+        .store()
+        .join("recipes")
+        .join(&key[..2])
+        .join(format!("{key}.json"));
+    std::fs::remove_file(path).expect("remove recipe");
+}
+
+#[test]
+fn gc_removes_stale_temp_files_in_runs_and_llm_and_keeps_live_ones() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(3));
+    ws.write("heal.yaml", &items_pipeline("data/rows.csv"));
+    ws.run_ok("heal.yaml", &[]);
+    let host = prefflow_engine::store::host_name();
+    let dead = dead_pid();
+    let live = std::process::id();
+    let stale = [
+        format!("runs/heal/.latest.json.{host}-{dead}-0.tmp"),
+        format!("llm/ab/.abcd.json.{host}-{dead}-1.tmp"),
+        format!("blobs/ab/.abcd.parquet.{host}-{dead}-2.tmp"),
+    ];
+    let keep = [
+        format!("runs/heal/.latest.json.{host}-{live}-3.tmp"),
+        format!("llm/ab/.abcd.json.{host}-{live}-4.tmp"),
+        "llm/ab/abcd.json".to_string(),
+    ];
+    for key in stale.iter().chain(&keep) {
+        ws.write(&format!(".prefflow/{key}"), "partial");
+    }
+    let out = ws.cli(&["gc"]).expect_code(0);
+    for key in &stale {
+        assert!(
+            !ws.store().join(key).exists(),
+            "{key} survived gc\n{}",
+            out.stdout
+        );
+    }
+    for key in &keep {
+        assert!(
+            ws.store().join(key).exists(),
+            "gc removed {key}\n{}",
+            out.stdout
+        );
+    }
+    ws.run_ok("heal.yaml", &[]);
+}
+
+/// A pid no process has on this machine.
+fn dead_pid() -> u32 {
+    (1..u32::MAX)
+        .map(|i| 4_000_000 - i)
+        .find(|p| !Path::new(&format!("/proc/{p}")).exists())
+        .expect("a free pid")
+}
+
+/// A small tmpfs mounted for one test (needs root; the test skips otherwise), unmounted on drop.
+struct Tmpfs {
+    dir: PathBuf,
+}
+
+impl Tmpfs {
+    fn mount(dir: PathBuf, size: &str) -> Option<Self> {
+        std::fs::create_dir_all(&dir).ok()?;
+        let ok = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(&dir)
+            .stderr(std::process::Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(Self { dir })
+    }
+
+    fn resize(&self, size: &str) {
+        let status = std::process::Command::new("mount")
+            .args(["-o", &format!("remount,size={size}")])
+            .arg(&self.dir)
+            .status()
+            .expect("mount");
+        assert!(status.success(), "remount failed");
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount").arg(&self.dir).status();
+    }
+}
+
+#[test]
+fn a_full_disk_leaves_no_temp_files_stops_new_items_and_still_records_the_run() {
+    let ws = Workspace::new();
+    let Some(fs) = Tmpfs::mount(ws.store(), "2600k") else {
+        eprintln!(
+            "skipped: cannot mount a tmpfs here (needs root); the full-disk test did not run"
+        );
+        return;
+    };
+    // 100 items of ~20 KB each; the input table (~2 MB) fits, the items do not.
+    let mut csv = String::from("id,grp,value,text\n");
+    for i in 0..100 {
+        let text: String = (0..20_000)
+            .map(|j| char::from(b'a' + ((i * 7 + j * 13) % 26) as u8))
+            .collect();
+        csv.push_str(&format!("r{i:04},g{},{i},{text}\n", i % 3));
+    }
+    ws.write("data/rows.csv", &csv);
+    let pipeline = r#"
+pipeline: full
+stages:
+  rows:
+    kind: read_table
+    params: { path: data/rows.csv }
+  work:
+    kind: probe
+    inputs: [rows]
+    per_item: id
+    concurrency: 2
+"#;
+    ws.write("full.yaml", pipeline);
+    let out = ws.cli(&["run", "full.yaml", "--progress", "none"]);
+    assert_eq!(
+        out.code, 1,
+        "stdout:\n{}\nstderr:\n{}",
+        out.stdout, out.stderr
+    );
+    assert!(
+        out.stderr.contains("out of space")
+            && out.stderr.contains("free space on the filesystem holding"),
+        "{}",
+        out.stderr
+    );
+    let leftovers: Vec<PathBuf> = files(&ws.store())
+        .into_iter()
+        .filter(|p| p.to_string_lossy().ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    let record = ws.last_run("full");
+    let work = instance(&record, "work");
+    assert_eq!(work["status"], "failed", "{work}");
+    let errors = record["errors"].as_array().expect("errors");
+    let not_started = errors
+        .iter()
+        .filter(|e| {
+            e["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("not started")
+        })
+        .count();
+    assert!(
+        not_started > 0,
+        "every item was tried after the disk filled up"
+    );
+    let committed = ws.committed_items();
+    assert!(
+        committed > 0 && committed < 100,
+        "{committed} items committed"
+    );
+
+    // With room again, the run resumes from the committed items.
+    fs.resize("64m");
+    let resumed = ws.run_ok("full.yaml", &[]);
+    let work = instance(&resumed, "work");
+    assert_eq!(
+        work["items"]["cached"].as_u64(),
+        Some(committed as u64),
+        "{work}"
+    );
+    assert_eq!(
+        work["items"]["executed"].as_u64(),
+        Some(100 - committed as u64)
+    );
+    drop(fs);
+}
