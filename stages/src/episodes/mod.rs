@@ -32,6 +32,10 @@ pub mod toolset;
 
 #[cfg(test)]
 mod llm_tests;
+#[cfg(test)]
+mod prompt_tests;
+#[cfg(test)]
+mod space_tests;
 
 pub use agent::{Agent, AgentError, AgentFactory, Brief, Turn};
 pub use env::{Environment, PhoneEnv};

@@ -38,6 +38,43 @@ pub const AGENT_TEMPLATES: [&str; 5] = [
 /// The templates the LLM user simulator needs.
 pub const USER_TEMPLATES: [&str; 2] = [USER_SYSTEM, USER_QUESTION];
 
+/// The phone's clock as a person reads it on the lock screen — "Thursday, 2 October 2025,
+/// 17:30" — so a model need not work out the weekday that "on Saturday" or "tomorrow" depends
+/// on. Text that is not a `YYYY-MM-DDTHH:MM[:SS]` time (a remote device's own clock text) is
+/// shown as it is.
+pub fn clock_in_words(now: &str) -> String {
+    const WEEKDAYS: [&str; 7] = [
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+    ];
+    const MONTHS: [&str; 12] = [
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
+    ];
+    let Some(t) = crate::world::clock::DateTime::parse(now.trim()) else {
+        return now.to_string();
+    };
+    let (year, month, day) = t.date.ymd();
+    let weekday = WEEKDAYS[t.date.weekday() as usize % 7];
+    let month = MONTHS[(month as usize + 11) % 12];
+    format!("{weekday}, {day} {month} {year}, {}", t.time.hhmm())
+}
+
 /// A loaded, syntax-checked template directory.
 #[derive(Debug, Clone)]
 pub struct Prompts {
@@ -177,6 +214,23 @@ mod tests {
         );
         let e = p.render("a.j2", &json!({})).unwrap_err().to_string();
         assert!(e.contains("p/a.j2") && e.contains("undefined"), "{e}");
+    }
+
+    #[test]
+    fn the_clock_reads_in_words() {
+        assert_eq!(
+            clock_in_words("2025-10-02T17:30:00"),
+            "Thursday, 2 October 2025, 17:30"
+        );
+        assert_eq!(
+            clock_in_words("2024-02-29T07:05"),
+            "Thursday, 29 February 2024, 07:05"
+        );
+        assert_eq!(
+            clock_in_words("2025-10-05T00:00:00"),
+            "Sunday, 5 October 2025, 00:00"
+        );
+        assert_eq!(clock_in_words("device time unknown"), "device time unknown");
     }
 
     #[test]

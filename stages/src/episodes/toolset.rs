@@ -3,7 +3,8 @@
 //! never make the task impossible. The benchmark (not the agent) chooses it, per task:
 //!
 //! 1. every operation of the task's reference solution (and of its defaults-only plan);
-//! 2. the `list_`/`get_` reads of every table of the apps the task touches;
+//! 2. the `list_`/`get_` reads of every table of the apps the task touches, and of the owner's
+//!    card ([`OWNER_CARD`]);
 //! 3. the `list_`/`get_` reads of every table an offered operation's ref fields point at, so
 //!    every id the model must pass can be discovered — this holds for the tools of step 4 too;
 //! 4. then, while they fit under the cap, each with its reads: the other operations of the
@@ -20,6 +21,10 @@ use serde_json::Value;
 
 use crate::tasks::TaskBundle;
 use crate::world::phone::ToolSpec;
+
+/// The reads of the owner's own card: who the user is (her name, her number), which every phone
+/// knows and a model may need for any task (a signature, a booking name).
+pub const OWNER_CARD: [&str; 2] = ["contacts.list_owner", "contacts.get_owner"];
 
 /// The tools offered for `task`: all of them without a cap (or when the catalog fits under it),
 /// else the selection described in the module docs. When the must-have tools alone exceed the
@@ -38,6 +43,11 @@ pub fn offered(tools: &Arc<[ToolSpec]>, task: &TaskBundle, max: Option<usize>) -
     for app in &task.task.apps {
         keep.extend(catalog.reads_of_app(app));
     }
+    keep.extend(
+        OWNER_CARD
+            .iter()
+            .filter_map(|t| catalog.by_name.get(t).copied()),
+    );
     if keep.len() > max {
         tracing::warn!(
             "task {}: its reference tools and their reads are {} tools, over max_tools {max}; offering all of them",

@@ -96,7 +96,7 @@ impl Kind for RunEpisodes {
     type Params = RunEpisodesParams;
     type State = ();
     const NAME: &'static str = "run_episodes";
-    const VERSION: &'static str = "3";
+    const VERSION: &'static str = "4";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const DETERMINISTIC: bool = true;
     const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_epochs, max_steps, space, seed, llm, user_llm, embeddings; use per_item: task_id)";

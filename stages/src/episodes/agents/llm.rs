@@ -331,7 +331,7 @@ fn context(
         .collect();
     minijinja::context! {
         instruction => brief.instruction,
-        now => brief.now,
+        now => prompts::clock_in_words(brief.now),
         space => match brief.space { ActionSpace::Tools => "tools", ActionSpace::Gui => "gui" },
         history => history,
         observation => brief.observation.text,
@@ -385,8 +385,8 @@ pub fn function_specs(tools: &[ToolSpec]) -> Vec<llm::ToolSpec> {
     ));
     out.push(function(
         "answer",
-        "Give the user the answer to their question.",
-        text("the answer"),
+        "Tell the user the outcome in a sentence or two: the answer to their question, what you did, or that what they wanted is not available (and what you did instead, or that you did nothing). Call it before finish.",
+        text("what you tell the user"),
     ));
     out.push(function(
         "finish",
@@ -561,7 +561,7 @@ mod tests {
             };
             let plain = json!({
                 "instruction": brief.instruction,
-                "now": brief.now,
+                "now": prompts::clock_in_words(brief.now),
                 "space": if space == ActionSpace::Gui { "gui" } else { "tools" },
                 "history": history.iter().map(|e| json!({
                     "event_id": e.event_id, "time": e.time.to_string(), "app": e.app,

@@ -10,9 +10,9 @@ use crate::episodes::agent::AgentError;
 use crate::episodes::prompts::{self, Prompts};
 use crate::episodes::simulator::{audit, Simulator, UserReply, DONT_KNOW};
 use crate::llm::{ChatMessage, ChatRequest, LlmClient};
+use crate::tasks::user::spoken;
 use crate::tasks::{Slot, TaskBundle};
 use crate::world::persona::Persona;
-use crate::world::types::display;
 
 /// The model-backed user of one episode.
 pub struct LlmUser<'a> {
@@ -73,18 +73,32 @@ impl Simulator for LlmUser<'_> {
     }
 }
 
-/// The template variables of the simulator prompt (see datasets/prompts/README.md).
+/// What an ask-only value is, as one sentence the simulated user can act on: the slot's
+/// `about`, else its first keyword or its id in words (a value without it is a bare number or
+/// word the model cannot place).
+fn about(slot: Option<&Slot>, id: &str) -> String {
+    slot.map(|s| s.about.trim())
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .or_else(|| slot.and_then(|s| s.keywords.first().cloned()))
+        .unwrap_or_else(|| id.replace('_', " "))
+}
+
+/// The template variables of the simulator prompt (see datasets/prompts/README.md); values are
+/// spoken (enum ids as words, as the scripted user says them and as the audit looks for them).
 pub fn context(persona: &Persona, bundle: &TaskBundle) -> Value {
     let profile: Vec<Value> = persona
         .profile
         .iter()
-        .map(|p| json!({ "dimension": p.dimension, "key": p.key, "value": display(&p.value) }))
+        .map(|p| json!({ "dimension": p.dimension, "key": p.key, "value": spoken(&p.value) }))
         .collect();
     let hidden = &bundle.task.hidden_context;
     let ask_only: Vec<Value> = hidden
         .ask_only
         .iter()
-        .map(|(slot, value)| json!({ "slot": slot, "value": display(value) }))
+        .map(|(slot, value)| {
+            json!({ "slot": slot, "about": about(bundle.slot(slot), slot), "value": spoken(value) })
+        })
         .collect();
     json!({
         "instruction": bundle.task.instruction,

@@ -179,6 +179,12 @@ fn every_released_task_is_solvable_through_the_tools_it_is_offered() {
             );
             let by_name: HashMap<&str, &ToolSpec> =
                 offer.iter().map(|t| (t.name.as_str(), t)).collect();
+            for t in OWNER_CARD {
+                assert!(
+                    by_name.contains_key(t),
+                    "{id}: the owner card ({t}) is not offered"
+                );
+            }
             for app in &b.task.apps {
                 assert!(
                     offer
