@@ -394,6 +394,8 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             }
             if matches!(suite, BenchSuite::All | BenchSuite::Llm) {
                 figures.extend(bench::llm(dir, *requests, 64, 100)?);
+                // Hosted-API-like latency: 256 in flight, 1 s each, for ten seconds.
+                figures.extend(bench::llm(dir, 2560, 256, 1000)?);
                 figures.extend(bench_episodes::llm_episodes(dir, 100)?);
             }
             if matches!(suite, BenchSuite::All | BenchSuite::World) {

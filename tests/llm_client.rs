@@ -21,6 +21,7 @@ fn config(url: &str) -> LlmConfig {
         max_retries: 3,
         backoff_ms: 1,
         prices: None,
+        concurrency: 4,
     }
 }
 
@@ -43,7 +44,7 @@ fn replies_are_recorded_and_replayed_offline() {
         Behavior::status(500),
     );
     let client = LlmClient::new(config(&server.url), &store, false).expect("client");
-    let first = client.chat(&request("hi"), 0).expect("live call");
+    let first = client.chat_blocking(&request("hi"), 0).expect("live call");
     assert_eq!(first.content.as_deref(), Some("hello"));
     assert_eq!(
         (first.usage.prompt_tokens, first.usage.completion_tokens),
@@ -57,7 +58,7 @@ fn replies_are_recorded_and_replayed_offline() {
     assert_eq!(sent["messages"][1]["content"], "hi");
     assert_eq!(server.requests()[0].path, "/v1/chat/completions");
 
-    let again = client.chat(&request("hi"), 0).expect("replay");
+    let again = client.chat_blocking(&request("hi"), 0).expect("replay");
     assert!(again.from_cache);
     assert_eq!(again.content, first.content);
     assert_eq!(server.requests().len(), 1, "a replay sends nothing");
@@ -65,7 +66,7 @@ fn replies_are_recorded_and_replayed_offline() {
     drop(server);
     let moved = LlmClient::new(config("http://127.0.0.1:9/v1"), &store, true)
         .expect("client")
-        .chat(&request("hi"), 0);
+        .chat_blocking(&request("hi"), 0);
     assert!(
         matches!(moved, Err(LlmError::OfflineMiss { .. })),
         "the endpoint is part of the key"
@@ -80,24 +81,24 @@ fn offline_replay_uses_the_recorded_endpoint() {
     let url = server.url.clone();
     LlmClient::new(config(&url), &store, false)
         .expect("client")
-        .chat(&request("q"), 0)
+        .chat_blocking(&request("q"), 0)
         .expect("record");
     drop(server);
     let replay = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat(&request("q"), 0)
+        .chat_blocking(&request("q"), 0)
         .expect("offline replay");
     assert_eq!(replay.content.as_deref(), Some("recorded"));
     let epoch = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat(&request("q"), 1);
+        .chat_blocking(&request("q"), 1);
     assert!(
         matches!(epoch, Err(LlmError::OfflineMiss { .. })),
         "epochs are recorded separately"
     );
     let miss = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat(&request("other"), 0);
+        .chat_blocking(&request("other"), 0);
     match miss {
         Err(e @ LlmError::OfflineMiss { .. }) => {
             assert!(e.to_string().contains("without --offline"))
@@ -127,7 +128,7 @@ fn rate_limits_honour_retry_after_and_server_errors_are_retried() {
     let started = Instant::now();
     let reply = LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat(&request("x"), 0)
+        .chat_blocking(&request("x"), 0)
         .expect("retried");
     assert_eq!(reply.content.as_deref(), Some("finally"));
     assert_eq!(reply.attempts, 4);
@@ -150,7 +151,7 @@ fn timeouts_are_retried_and_exhaustion_is_a_typed_error() {
     cfg.timeout_s = 0.3;
     let reply = LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat(&request("x"), 0)
+        .chat_blocking(&request("x"), 0)
         .expect("after a timeout");
     assert_eq!(reply.attempts, 2);
 
@@ -159,7 +160,7 @@ fn timeouts_are_retried_and_exhaustion_is_a_typed_error() {
     cfg.max_retries = 2;
     match LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat(&request("y"), 0)
+        .chat_blocking(&request("y"), 0)
     {
         Err(LlmError::Exhausted { attempts, last, .. }) => {
             assert_eq!(attempts, 3);
@@ -190,7 +191,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     );
     let reply = LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat(&request("x"), 0)
+        .chat_blocking(&request("x"), 0)
         .expect("retried past three unusable bodies");
     assert_eq!(reply.content.as_deref(), Some("whole"));
     assert_eq!(reply.attempts, 4);
@@ -199,7 +200,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     cfg.max_retries = 0;
     match LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat(&request("y"), 0)
+        .chat_blocking(&request("y"), 0)
     {
         Err(LlmError::Exhausted {
             attempts: 1, last, ..
@@ -210,7 +211,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     }
     match LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat(&request("z"), 0)
+        .chat_blocking(&request("z"), 0)
     {
         Err(LlmError::Http { status: 400, .. }) => {}
         other => panic!("expected HTTP 400, got {other:?}"),
@@ -232,7 +233,7 @@ fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
     cfg.api_key_env = Some("PREFFLOW_TEST_KEY_UNSET".into());
     match LlmClient::new(cfg.clone(), &store, false)
         .expect("client")
-        .chat(&request("x"), 0)
+        .chat_blocking(&request("x"), 0)
     {
         Err(e @ LlmError::MissingKey { .. }) => {
             assert!(e.to_string().contains("PREFFLOW_TEST_KEY_UNSET"))
@@ -243,7 +244,7 @@ fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
     cfg.api_key_env = Some("PREFFLOW_TEST_KEY_SET".into());
     LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat(&request("x"), 0)
+        .chat_blocking(&request("x"), 0)
         .expect("call");
     let seen = server.requests();
     let auth = seen[0]

@@ -290,3 +290,138 @@ fn provider_faults_are_retried_and_exhausted_ones_fail_the_item_not_the_episode(
         .iter()
         .all(|id| strs(&episodes, "episode_id").contains(id)));
 }
+
+/// World, `count` tasks, the `llm` agent swept over `models` (name, server URL) as
+/// `pipelines/iprefbench.yaml` does it, judged and aggregated.
+fn models_pipeline(count: usize, models: &[(&str, &str)]) -> String {
+    let head = world_and_candidates(
+        "llm_models",
+        "resources: { llm_main: 8 }\n",
+        &repo("datasets/tasks"),
+        count,
+        3,
+    );
+    let entries: Vec<String> = models
+        .iter()
+        .map(|(name, url)| {
+            format!("{{ name: {name}, model: served-{name}, base_url: '{url}', concurrency: 2, prices: {{ prompt_per_mtok: 1.0, completion_per_mtok: 2.0 }} }}")
+        })
+        .collect();
+    let names: Vec<&str> = models.iter().map(|(n, _)| *n).collect();
+    format!(
+        "{head}  validated:
+    kind: validate_tasks
+    inputs: [candidates.bundles, world.sources, world.history_events]
+    per_item: task_id
+  episodes_llm:
+    kind: run_episodes
+    inputs: [validated.bundles, world.sources, world.history_events]
+    per_item: task_id
+    concurrency: 4
+    resources: [llm_main]
+    sweep: {{ model: [{}] }}
+    params:
+      agent: llm
+      history: all
+      max_steps: 4
+      prompts: '{}'
+      llm: {{ model: unused, temperature: 0, max_retries: 1, backoff_ms: 1, timeout_s: 5 }}
+      models: [{}]
+      model: {}
+  judged_llm:
+    kind: judge
+    inputs: [episodes_llm.episodes, episodes_llm.steps, validated.bundles, world.sources, world.history_events]
+    per_item: episode_id
+  table:
+    kind: aggregate
+    gather: true
+    inputs: [judged_llm.scores, judged_llm.interaction, judged_llm.verdicts, episodes_llm.episodes]
+    params: {{ resamples: 20 }}
+",
+        names.join(", "),
+        repo("datasets/prompts"),
+        entries.join(", "),
+        names[0]
+    )
+}
+
+fn llm_variants(table1: &DataFrame) -> Vec<String> {
+    distinct(table1, "variant")
+}
+
+#[test]
+fn models_side_by_side_each_with_its_endpoint_column_and_cost() {
+    let a = ScriptedServer::start(vec![], finish());
+    let b = ScriptedServer::start(vec![], finish());
+    let ws = Workspace::new();
+    ws.write(
+        "m.yaml",
+        &models_pipeline(3, &[("a", &a.url), ("b", &b.url)]),
+    );
+    ws.run_ok("m.yaml", &[]);
+    let served = |s: &ScriptedServer, model: &str| {
+        let seen = s.requests();
+        assert!(
+            seen.iter()
+                .all(|r| r.body.contains(&format!("\"model\":\"{model}\""))),
+            "every request names the entry's model"
+        );
+        seen.len()
+    };
+    assert_eq!((served(&a, "served-a"), served(&b, "served-b")), (3, 3));
+    let table1 = ws.table("table.table1", None);
+    assert_eq!(
+        llm_variants(&table1),
+        [
+            "agent=llm,model=a,history=all",
+            "agent=llm,model=b,history=all"
+        ]
+    );
+    // Table 1's companion: per model and role, tokens and money at the entry's prices.
+    let usage = ws.table("table.usage", None);
+    let rows: Vec<(String, String, String, String)> = strs(&usage, "variant")
+        .into_iter()
+        .zip(strs(&usage, "role"))
+        .zip(strs(&usage, "prompt_tokens"))
+        .zip(strs(&usage, "cost"))
+        .map(|(((v, r), p), c)| (v, r, p, c))
+        .collect();
+    for model in ["a", "b"] {
+        let agent = rows
+            .iter()
+            .find(|(v, r, _, _)| v.contains(&format!("model={model},")) && r == "agent")
+            .unwrap_or_else(|| panic!("no agent usage for {model}: {rows:?}"));
+        // 3 episodes × 30 prompt + 2 completion tokens at $1 / $2 per million.
+        assert_eq!(agent.2, "90");
+        let cost: f64 = agent.3.parse().expect("cost");
+        assert!((cost - 102e-6).abs() < 1e-12, "{cost}");
+    }
+
+    // A third model: the first two send nothing more (their episodes replay from the record).
+    let c = ScriptedServer::start(vec![], finish());
+    ws.write(
+        "m.yaml",
+        &models_pipeline(3, &[("a", &a.url), ("b", &b.url), ("c", &c.url)]),
+    );
+    ws.run_ok("m.yaml", &[]);
+    assert_eq!(
+        (a.requests().len(), b.requests().len(), c.requests().len()),
+        (3, 3, 3)
+    );
+    let table1 = ws.table("table.table1", None);
+    assert_eq!(llm_variants(&table1).len(), 3);
+
+    // `--set` picks one model: only its column.
+    ws.run_ok("m.yaml", &["--set", "episodes_llm.model=b"]);
+    let table1 = ws.table("table.table1", None);
+    assert_eq!(llm_variants(&table1), ["agent=llm,model=b,history=all"]);
+
+    // A name that is not an entry is a located plan error, before anything runs.
+    let out = ws.cli(&["run", "m.yaml", "--set", "episodes_llm.model=zzz"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("zzz") && out.stderr.contains("models"),
+        "{}",
+        out.stderr
+    );
+}

@@ -289,7 +289,7 @@ fn a_real_local_model_plays_records_and_replays_episodes() {
         json_mode: false,
     };
     let reply = client
-        .chat(&request, 0)
+        .chat_blocking(&request, 0)
         .expect("a request with tools is accepted");
     assert!(reply.usage.prompt_tokens > 0);
     assert!(reply.content.is_some() || !reply.tool_calls.is_empty());

@@ -1,39 +1,28 @@
 //! Embedding retrieval for history exposure (KnowU-Bench's `rag_backend: embedding`): the
 //! history events and the instruction are embedded through an OpenAI-compatible
 //! `/v1/embeddings` endpoint and the `k` events nearest the instruction (cosine) are shown.
-//! Requests are recorded in the store under `embeddings/` keyed by endpoint, model and input
-//! (never the API key), so a finished run replays with no network; `--offline` makes a missing
-//! recording an error. 429 / 5xx / connection failures are retried with doubling backoff.
+//! The calls go through the one model client ([`LlmClient::embed`]): recorded in the store under
+//! `embeddings/` keyed by endpoint, model and input (never the API key), so a finished run
+//! replays with no network; `--offline` makes a missing recording an error; provider faults are
+//! retried by the client's one retry layer.
 
-use std::sync::OnceLock;
-use std::time::Duration;
-
-use prefflow_engine::keys::hash_json;
 use prefflow_engine::store::Store;
-use serde_json::{json, Value};
 
-use crate::llm::{LlmConfig, LlmError};
+use crate::llm::{LlmClient, LlmConfig, LlmError};
 use crate::world::history::HistoryEvent;
 
 /// An embeddings endpoint with record/replay.
 pub struct Embedder<'a> {
-    config: &'a LlmConfig,
-    endpoint: String,
-    cache: &'a dyn Store,
-    offline: bool,
+    client: LlmClient<'a>,
 }
 
 impl<'a> Embedder<'a> {
-    /// An embedder for `config` (`base_url`, `model`, `api_key_env`, `timeout_s`,
-    /// `max_retries`, `backoff_ms` are used).
-    pub fn new(config: &'a LlmConfig, cache: &'a dyn Store, offline: bool) -> Self {
-        let endpoint = format!("{}/embeddings", config.base_url.trim_end_matches('/'));
-        Self {
-            config,
-            endpoint,
-            cache,
-            offline,
-        }
+    /// An embedder for `config` (`base_url` or `base_url_env`, `model`, `api_key_env`,
+    /// `timeout_s`, `max_retries`, `backoff_ms`, `concurrency` are used).
+    pub fn new(config: &LlmConfig, cache: &'a dyn Store, offline: bool) -> Result<Self, LlmError> {
+        Ok(Self {
+            client: LlmClient::new(config.clone(), cache, offline)?,
+        })
     }
 
     /// The `k` events of `pool` nearest `query`, in time order.
@@ -49,9 +38,11 @@ impl<'a> Embedder<'a> {
         let texts: Vec<String> = pool.iter().map(|e| e.text.clone()).collect();
         let vectors = self.embed(&texts)?;
         let q = self.embed(&[query.to_string()])?;
-        let q = q
-            .first()
-            .ok_or_else(|| self.malformed("no vector for the query", ""))?;
+        let q = q.first().ok_or_else(|| LlmError::Malformed {
+            endpoint: self.client.config().model.clone(),
+            detail: "no vector for the query".into(),
+            excerpt: String::new(),
+        })?;
         let mut order: Vec<(f64, usize)> = vectors
             .iter()
             .enumerate()
@@ -65,108 +56,7 @@ impl<'a> Embedder<'a> {
 
     /// One vector per text, replayed from the store when recorded.
     pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
-        let body = json!({ "model": self.config.model, "input": texts });
-        let key = hash_json(&json!({ "endpoint": self.endpoint, "body": body }));
-        let path = format!("embeddings/{}/{key}.json", &key[..2]);
-        let cached = self
-            .cache
-            .get(&path)
-            .map_err(|e| LlmError::Cache(e.to_string()))?;
-        if let Some(v) = cached.and_then(|b| serde_json::from_slice::<Vec<Vec<f64>>>(&b).ok()) {
-            return Ok(v);
-        }
-        if self.offline {
-            return Err(LlmError::OfflineMiss {
-                model: self.config.model.clone(),
-                key,
-            });
-        }
-        let text = self.call(&body)?;
-        let vectors = self.parse(&text, texts.len())?;
-        let bytes = serde_json::to_vec(&vectors).map_err(|e| LlmError::Cache(e.to_string()))?;
-        self.cache
-            .put(&path, &bytes)
-            .map_err(|e| LlmError::Cache(e.to_string()))?;
-        Ok(vectors)
-    }
-
-    /// The live request with retries; the response body.
-    fn call(&self, body: &Value) -> Result<String, LlmError> {
-        let key = match &self.config.api_key_env {
-            None => None,
-            Some(var) => {
-                Some(std::env::var(var).map_err(|_| LlmError::MissingKey { var: var.clone() })?)
-            }
-        };
-        let mut last = String::new();
-        for attempt in 0..=self.config.max_retries {
-            let mut req = http(self.config.timeout_s).post(&self.endpoint).json(body);
-            if let Some(k) = &key {
-                req = req.bearer_auth(k);
-            }
-            match req.send() {
-                Ok(resp) if resp.status().is_success() => {
-                    return resp.text().map_err(|e| self.malformed(&e.to_string(), ""))
-                }
-                Ok(resp) if resp.status().as_u16() == 429 || resp.status().is_server_error() => {
-                    last = format!("HTTP {}", resp.status().as_u16());
-                }
-                Ok(resp) => {
-                    let status = resp.status().as_u16();
-                    let text = resp.text().unwrap_or_default();
-                    return Err(LlmError::Http {
-                        endpoint: self.endpoint.clone(),
-                        status,
-                        body: text.chars().take(200).collect(),
-                    });
-                }
-                Err(e) => last = e.to_string(),
-            }
-            if attempt < self.config.max_retries {
-                let ms = self
-                    .config
-                    .backoff_ms
-                    .saturating_mul(1u64 << attempt.min(16));
-                std::thread::sleep(Duration::from_millis(ms).min(Duration::from_secs(60)));
-            }
-        }
-        Err(LlmError::Exhausted {
-            endpoint: self.endpoint.clone(),
-            attempts: self.config.max_retries + 1,
-            last,
-        })
-    }
-
-    /// `{"data": [{"index": i, "embedding": [...]}, …]}` → vectors in input order.
-    fn parse(&self, text: &str, n: usize) -> Result<Vec<Vec<f64>>, LlmError> {
-        let v: Value =
-            serde_json::from_str(text).map_err(|e| self.malformed(&e.to_string(), text))?;
-        let data = v["data"]
-            .as_array()
-            .ok_or_else(|| self.malformed("no `data` list", text))?;
-        let mut out = vec![Vec::new(); n];
-        for (pos, item) in data.iter().enumerate() {
-            let i = item["index"].as_u64().map_or(pos, |i| i as usize);
-            let vector: Option<Vec<f64>> = item["embedding"]
-                .as_array()
-                .and_then(|a| a.iter().map(Value::as_f64).collect());
-            match (out.get_mut(i), vector) {
-                (Some(slot), Some(vec)) => *slot = vec,
-                _ => return Err(self.malformed(&format!("bad item {pos}"), text)),
-            }
-        }
-        if out.iter().any(Vec::is_empty) {
-            return Err(self.malformed(&format!("expected {n} embeddings"), text));
-        }
-        Ok(out)
-    }
-
-    fn malformed(&self, detail: &str, body: &str) -> LlmError {
-        LlmError::Malformed {
-            endpoint: self.endpoint.clone(),
-            detail: detail.to_string(),
-            excerpt: body.chars().take(200).collect(),
-        }
+        self.client.embed_blocking(texts)
     }
 }
 
@@ -186,18 +76,6 @@ pub fn select<'e>(
     embedder.top_k(&pool, query, k)
 }
 
-/// One blocking client for the process (the first caller's timeout): clients are costly to
-/// build and share their connection pool.
-fn http(timeout_s: f64) -> &'static reqwest::blocking::Client {
-    static CLIENT: OnceLock<reqwest::blocking::Client> = OnceLock::new();
-    CLIENT.get_or_init(|| {
-        reqwest::blocking::Client::builder()
-            .timeout(Duration::from_secs_f64(timeout_s.max(0.001)))
-            .build()
-            .unwrap_or_default()
-    })
-}
-
 fn cosine(a: &[f64], b: &[f64]) -> f64 {
     let dot: f64 = a.iter().zip(b).map(|(x, y)| x * y).sum();
     let norm = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
@@ -211,6 +89,7 @@ fn cosine(a: &[f64], b: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::{json, Value};
     use super::*;
     use crate::llm::mock::{Behavior, ScriptedServer};
     use crate::world::clock::DateTime;
@@ -267,6 +146,7 @@ mod tests {
         ];
         let pool: Vec<&HistoryEvent> = evs.iter().collect();
         let top = Embedder::new(&cfg, &store, false)
+            .unwrap()
             .top_k(&pool, "how do I commute", 2)
             .unwrap();
         let ids: Vec<&str> = top.iter().map(|e| e.event_id.as_str()).collect();
@@ -279,12 +159,15 @@ mod tests {
         );
         // Replayed offline from the store: no more requests.
         let again = Embedder::new(&cfg, &store, true)
+            .unwrap()
             .top_k(&pool, "how do I commute", 2)
             .unwrap();
         assert_eq!(again.len(), 2);
         assert_eq!(server.requests().len(), 3);
         // A query never recorded is an offline miss, not a call.
-        let miss = Embedder::new(&cfg, &store, true).top_k(&pool, "something else", 2);
+        let miss = Embedder::new(&cfg, &store, true)
+            .unwrap()
+            .top_k(&pool, "something else", 2);
         assert!(
             matches!(miss, Err(LlmError::OfflineMiss { .. })),
             "{miss:?}"
@@ -292,7 +175,7 @@ mod tests {
     }
 
     #[test]
-    fn malformed_and_short_replies_are_typed_errors() {
+    fn unusable_and_short_replies_are_retried_then_typed_errors() {
         let server = ScriptedServer::start(
             vec![Behavior::ok("{\"data\": 3}")],
             Behavior::ok(vectors(&[[1.0, 0.0]])),
@@ -300,13 +183,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = prefflow_engine::store::FsStore::new(dir.path());
         let cfg = config(&server.url);
-        let e = Embedder::new(&cfg, &store, false)
+        let v = Embedder::new(&cfg, &store, false)
+            .unwrap()
             .embed(&["x".into()])
-            .unwrap_err();
-        assert!(e.to_string().contains("no `data` list"), "{e}");
+            .unwrap();
+        assert_eq!(v, [[1.0, 0.0]]);
+        assert_eq!(server.requests().len(), 2, "the unusable body was retried");
         let e = Embedder::new(&cfg, &store, false)
+            .unwrap()
             .embed(&["x".into(), "y".into()])
             .unwrap_err();
-        assert!(e.to_string().contains("expected 2 embeddings"), "{e}");
+        assert!(
+            matches!(e, LlmError::Exhausted { attempts: 3, .. })
+                && e.to_string().contains("expected 2 embeddings"),
+            "{e}"
+        );
     }
 }

@@ -102,7 +102,7 @@ impl<'a> LlmJudge<'a> {
             json_mode: true,
             ..ChatRequest::default()
         };
-        let reply = self.client.chat(&request, 0)?;
+        let reply = self.client.chat_blocking(&request, 0)?;
         Ok((reply.content, reply.usage))
     }
 

@@ -1,5 +1,6 @@
 //! `aggregate`: the judge's per-episode tables → Table 1 of iPrefBench with bootstrap CIs, paired
-//! differences, pass^k, and the subset tables behind Figures 2–4. Put `gather: true` on the stage
+//! differences, pass^k, the subset tables behind Figures 2–4, and `usage` (tokens and money per
+//! variant and role). Put `gather: true` on the stage
 //! so it sees every variant of its inputs at once (all tables carry `variant`).
 
 use std::borrow::Cow;
@@ -36,13 +37,14 @@ fn level() -> f64 {
 }
 
 /// The aggregate tables, in output order.
-pub const AGGREGATE_TABLES: [&str; 6] = [
+pub const AGGREGATE_TABLES: [&str; 7] = [
     "table1",
     "paired",
     "pass_k",
     "perturbations",
     "history_curve",
     "failure_labels",
+    "usage",
 ];
 
 /// Aggregates judged episodes into the paper's tables.
@@ -103,9 +105,9 @@ impl Kind for Aggregate {
     type Params = AggregateParams;
     type State = ();
     const NAME: &'static str = "aggregate";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &AGGREGATE_TABLES;
-    const SUMMARY: &'static str = "scores (+ interaction, verdicts, episodes) → table1, paired, pass_k, perturbations, history_curve, failure_labels (params: resamples, seed, level, baseline; use gather: true)";
+    const SUMMARY: &'static str = "scores (+ interaction, verdicts, episodes) → table1, paired, pass_k, perturbations, history_curve, failure_labels, usage (params: resamples, seed, level, baseline; use gather: true)";
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         if !(params.level > 0.0 && params.level < 1.0) {
@@ -136,6 +138,7 @@ impl Kind for Aggregate {
             ("perturbations", a.perturbations),
             ("history_curve", a.history_curve),
             ("failure_labels", a.failure_labels),
+            ("usage", a.usage),
         ]))
     }
 }

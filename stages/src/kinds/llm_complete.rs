@@ -4,7 +4,7 @@
 //! that resource pools, retries and record/replay work together. Rows become template variables.
 
 use polars::prelude::*;
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -42,46 +42,75 @@ impl Kind for LlmComplete {
     const SUMMARY: &'static str =
         "one chat completion per row of the first input (params: llm, prompt, system?, epoch?) → `completions`";
 
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let input = ctx.inputs.first().ok_or_else(|| {
-            StageError::Input(format!(
-                "stage `{}`: llm_complete needs an input table",
-                ctx.stage
-            ))
+    // Waiting on the endpoint is all an item does: items are tasks on the engine's runtime, so
+    // a pool of hundreds of requests in flight costs no thread each.
+    const EXECUTION: Execution = Execution::Async;
+
+    fn run_async<'a>(
+        &'a self,
+        params: &'a Self::Params,
+        ctx: &'a StageContext<'a>,
+    ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
+        complete(params, ctx)
+    }
+}
+
+/// The completions of the item's rows, one request after the other.
+async fn complete(
+    params: &LlmCompleteParams,
+    ctx: &StageContext<'_>,
+) -> Result<Tables, StageError> {
+    let input = ctx.inputs.first().ok_or_else(|| {
+        StageError::Input(format!(
+            "stage `{}`: llm_complete needs an input table",
+            ctx.stage
+        ))
+    })?;
+    let client = LlmClient::new(params.llm.clone(), ctx.cache, ctx.offline)?;
+    let requests = requests(params, ctx, &rows_as_json(&input.df))?;
+    let mut out = Completions::default();
+    for request in &requests {
+        let reply = client.chat(request, params.epoch).await?;
+        let counts = reply.usage.counts(params.llm.prices, reply.from_cache);
+        ctx.usage.record(USAGE_ROLE, &params.llm.model, &counts);
+        out.push(&reply, params.llm.prices);
+    }
+    let mut df = input.df.clone();
+    for column in out.into_columns() {
+        df.with_column(column)?;
+    }
+    Ok(Tables::single("completions", df))
+}
+
+/// The rendered request of every row, before the first request is sent.
+fn requests(
+    params: &LlmCompleteParams,
+    ctx: &StageContext<'_>,
+    rows: &[Value],
+) -> Result<Vec<ChatRequest>, StageError> {
+    let mut env = minijinja::Environment::new();
+    env.add_template("prompt", &params.prompt).map_err(|e| {
+        StageError::Input(format!("stage `{}`: bad `prompt` template: {e}", ctx.stage))
+    })?;
+    if let Some(system) = &params.system {
+        env.add_template("system", system).map_err(|e| {
+            StageError::Input(format!("stage `{}`: bad `system` template: {e}", ctx.stage))
         })?;
-        let client = LlmClient::new(params.llm.clone(), ctx.cache, ctx.offline)?;
-        let mut env = minijinja::Environment::new();
-        env.add_template("prompt", &params.prompt).map_err(|e| {
-            StageError::Input(format!("stage `{}`: bad `prompt` template: {e}", ctx.stage))
-        })?;
-        if let Some(system) = &params.system {
-            env.add_template("system", system).map_err(|e| {
-                StageError::Input(format!("stage `{}`: bad `system` template: {e}", ctx.stage))
-            })?;
-        }
-        let rows = rows_as_json(&input.df);
-        let mut out = Completions::default();
-        for row in &rows {
+    }
+    let env = &env;
+    rows.iter()
+        .map(|row| {
             let mut messages = Vec::new();
             if params.system.is_some() {
-                messages.push(ChatMessage::new("system", render(&env, "system", row)?));
+                messages.push(ChatMessage::new("system", render(env, "system", row)?));
             }
-            messages.push(ChatMessage::new("user", render(&env, "prompt", row)?));
-            let request = ChatRequest {
+            messages.push(ChatMessage::new("user", render(env, "prompt", row)?));
+            Ok(ChatRequest {
                 messages,
                 ..ChatRequest::default()
-            };
-            let reply = client.chat(&request, params.epoch)?;
-            let counts = reply.usage.counts(params.llm.prices, reply.from_cache);
-            ctx.usage.record(USAGE_ROLE, &params.llm.model, &counts);
-            out.push(&reply, params.llm.prices);
-        }
-        let mut df = input.df.clone();
-        for column in out.into_columns() {
-            df.with_column(column)?;
-        }
-        Ok(Tables::single("completions", df))
-    }
+            })
+        })
+        .collect()
 }
 
 fn render(env: &minijinja::Environment<'_>, name: &str, row: &Value) -> Result<String, StageError> {

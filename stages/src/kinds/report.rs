@@ -51,7 +51,7 @@ impl Kind for Report {
     type Params = ReportParams;
     type State = ();
     const NAME: &'static str = "report";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &["report"];
     const SUMMARY: &'static str = "table1 (+ paired, pass_k, perturbations, history_curve, failure_labels, agreement, episodes, steps, verdicts, scores, tasks) → a self-contained HTML file (params: path, template, title, max_tasks)";
 
@@ -105,7 +105,8 @@ struct Section {
 }
 
 /// The optional aggregate tables, in page order: (input, id, heading, note, collapsed).
-const SECTIONS: [(&str, &str, &str, &str, bool); 6] = [
+const SECTIONS: [(&str, &str, &str, &str, bool); 7] = [
+    ("usage", "usage", "Usage and cost per variant", "Tokens and money per role (agent, user simulator, judge), summed over the variant's episodes; replayed calls cost nothing. Money uses each model's configured `prices` (0 without).", false),
     ("paired", "paired", "Paired differences (variant − baseline, same tasks)", "wins / ties / losses count tasks; n/a when no common task defines the metric.", false),
     ("pass_k", "pass-k", "pass^k and pass@k", "pass^k: all k epochs succeed; pass@k: at least one does (tasks with ≥ k epochs).", false),
     ("agreement", "agreement", "Judge validation", "Agreement and Cohen's κ against human labels; κ is n/a when undefined (a single label used by both raters).", false),

@@ -24,7 +24,7 @@ use crate::world::phone::{ActionSpace, EpisodeConfig};
 use crate::world::World;
 
 /// Parameters of `run_episodes`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RunEpisodesParams {
     /// `oracle`, `defaults`, `ask_all`, `heuristic` or `llm`.
@@ -56,9 +56,18 @@ pub struct RunEpisodesParams {
     /// Root seed; each episode's seed is hash(seed, task, variant, epoch).
     #[serde(default)]
     pub seed: u64,
-    /// The agent's model (agent `llm`).
+    /// The agent's model (agent `llm`); with `models`, the defaults every entry starts from.
     #[serde(default)]
     pub llm: Option<LlmConfig>,
+    /// Models the `llm` agent may play, each an endpoint block with a `name`:
+    /// `{ name, model, base_url | base_url_env, api_key_env, prices, concurrency, … }`; fields an
+    /// entry leaves out come from `llm`. Sweep `model` over the names to compare models side by
+    /// side: each gets its own variant (`agent=llm,model=NAME,…`), cache entries and endpoint pool.
+    #[serde(default)]
+    pub models: Vec<serde_json::Value>,
+    /// The entry of `models` the `llm` agent plays, by `name`.
+    #[serde(default)]
+    pub model: Option<String>,
     /// The simulator's model (simulator `llm`).
     #[serde(default)]
     pub user_llm: Option<LlmConfig>,
@@ -99,7 +108,7 @@ impl Kind for RunEpisodes {
     const VERSION: &'static str = "4";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const DETERMINISTIC: bool = true;
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_epochs, max_steps, space, seed, llm, user_llm, embeddings; use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_epochs, max_steps, space, seed, llm, models, model, user_llm, embeddings; use per_item: task_id)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         let uses_prompts = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;
@@ -111,11 +120,79 @@ impl Kind for RunEpisodes {
     }
 
     fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
-        crate::limits::EPOCHS.check(u64::from(params.epochs), params.max_epochs)
+        crate::limits::EPOCHS.check(u64::from(params.epochs), params.max_epochs)?;
+        params
+            .model_entry()
+            .map(|_| ())
+            .map_err(|message| ParamError {
+                field: Some("model".into()),
+                message,
+            })
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         run_with(params, ctx, &NoHooks)
+    }
+}
+
+impl RunEpisodesParams {
+    /// The `models` entry `model` names (`None` when `model` is unset), or why there is none.
+    fn model_entry(&self) -> Result<Option<&serde_json::Value>, String> {
+        let Some(name) = &self.model else {
+            return Ok(None);
+        };
+        let names: Vec<&str> = self
+            .models
+            .iter()
+            .filter_map(|m| m.get("name").and_then(serde_json::Value::as_str))
+            .collect();
+        self.models
+            .iter()
+            .find(|m| m.get("name").and_then(serde_json::Value::as_str) == Some(name))
+            .map(Some)
+            .ok_or_else(|| {
+                format!(
+                    "`model: {name}` names no entry of `models` (names: [{}]); add `{{ name: {name}, model: …, base_url_env: … }}` to `models` or pick one of those",
+                    names.join(", ")
+                )
+            })
+    }
+
+    /// These params with `llm` set to the chosen `models` entry over the `llm` defaults (an
+    /// entry's endpoint replaces the defaults' endpoint whole), so everything downstream reads
+    /// one endpoint block.
+    pub fn with_chosen_model(&self) -> Result<RunEpisodesParams, String> {
+        let Some(entry) = self.model_entry()? else {
+            return Ok(self.clone());
+        };
+        let name = self.model.clone().unwrap_or_default();
+        let mut merged = match &self.llm {
+            Some(defaults) => serde_json::to_value(defaults).map_err(|e| e.to_string())?,
+            None => serde_json::json!({}),
+        };
+        let (Some(base), Some(over)) = (merged.as_object_mut(), entry.as_object()) else {
+            return Err(format!("`models` entry `{name}` must be a mapping"));
+        };
+        if over.contains_key("base_url") || over.contains_key("base_url_env") {
+            base.remove("base_url");
+            base.remove("base_url_env");
+        }
+        for (k, v) in over.iter().filter(|(k, _)| k.as_str() != "name") {
+            base.insert(k.clone(), v.clone());
+        }
+        let llm: LlmConfig =
+            serde_json::from_value(merged).map_err(|e| format!("`models` entry `{name}`: {e}"))?;
+        Ok(RunEpisodesParams {
+            llm: Some(llm),
+            ..self.clone()
+        })
+    }
+
+    /// The name the agent's model is reported under: the `models` entry's name, else `llm.model`.
+    pub fn model_name(&self) -> Option<String> {
+        self.model
+            .clone()
+            .or_else(|| self.llm.as_ref().map(|l| l.model.clone()))
     }
 }
 
@@ -125,6 +202,9 @@ pub fn run_with(
     ctx: &StageContext<'_>,
     hooks: &dyn EpisodeHooks,
 ) -> Result<Tables, StageError> {
+    let params = &params
+        .with_chosen_model()
+        .map_err(|m| StageError::Input(format!("stage `{}`: {m}", ctx.stage)))?;
     let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
     let factory = agents::factory(params, ctx)?;
     let bundles = bundles_from_table(bundles_input(ctx)?)?;
@@ -218,7 +298,7 @@ fn play(
     history.sort_by_key(|e| e.time);
     let shown = match &params.embeddings {
         Some(cfg) => {
-            let embedder = Embedder::new(cfg, ctx.cache, ctx.offline);
+            let embedder = Embedder::new(cfg, ctx.cache, ctx.offline)?;
             embeddings::select(
                 &embedder,
                 &history,
@@ -282,9 +362,8 @@ fn play(
 /// then the stage's own dimensions), so a model's Table 1 column reads like the built-in
 /// agents' (`agent=oracle,history=all`) although its stage sweeps only models, or nothing.
 pub fn episode_variant(params: &RunEpisodesParams, engine_variant: &str) -> String {
-    let Some(llm) = params
-        .llm
-        .as_ref()
+    let Some(model) = params
+        .model_name()
         .filter(|_| params.agent == AgentName::Llm)
     else {
         return engine_variant.to_string();
@@ -292,7 +371,7 @@ pub fn episode_variant(params: &RunEpisodesParams, engine_variant: &str) -> Stri
     let named = ["agent", "model", "history"];
     let mut pairs = vec![
         "agent=llm".to_string(),
-        format!("model={}", llm.model),
+        format!("model={model}"),
         format!("history={}", params.history),
     ];
     pairs.extend(

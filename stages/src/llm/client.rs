@@ -1,14 +1,36 @@
-//! The client: request building, record/replay, retries.
+//! The one model client: chat completions and embeddings, async, with record/replay, one retry
+//! layer and a bounded connection pool per endpoint.
+//!
+//! - **Endpoints.** Every (base URL, model) pair gets one [`Endpoint`] for the whole process: a
+//!   `reqwest` connection pool and a semaphore of `concurrency` slots. A request holds a slot
+//!   only while it is on the wire; the backoff between attempts sleeps on the runtime without
+//!   one, so a rate-limited model does not starve its own pool.
+//! - **I/O.** Requests run as tasks on one small process-wide runtime ([`io_runtime`], two
+//!   threads), whichever runtime or thread awaits them: thousands of requests in flight cost
+//!   tasks, not OS threads, and a connection pool is never shared between runtimes. Blocking
+//!   callers (CPU-bound stage kinds, tests) use the `*_blocking` twins, which park the calling
+//!   thread until the task is done.
+//! - **Retries.** [`RetryPolicy`] of the engine, the one retry layer: 429, 5xx, transport
+//!   failures and bodies that are not a usable answer (truncated or unparsable, no choices, no
+//!   message) are provider faults and are retried with jittered doubling backoff (honouring
+//!   `Retry-After`); when retries run out the error is [`LlmError::Exhausted`], which the engine
+//!   does not retry again. Other statuses (400, 401, 404) are permanent.
+//! - **Record/replay.** Every answered request is stored content-addressed in the run's store
+//!   (endpoint, body and epoch — never the key), so a finished run replays with zero network
+//!   and `--offline` turns a miss into [`LlmError::OfflineMiss`].
 
 use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::future::Future;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-use prefflow_engine::keys::hash_bytes;
+use prefflow_engine::keys::{hash_bytes, hash_json};
 use prefflow_engine::retry::{Retry, RetryPolicy};
 use prefflow_engine::store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
+use tokio::sync::Semaphore;
 
 use super::error::LlmError;
 use super::types::{ChatRequest, LlmConfig, ToolCall, Usage};
@@ -66,11 +88,98 @@ fn recorded_bytes(body: &[u8], reply: &Reply) -> Result<Vec<u8>, LlmError> {
     Ok(out)
 }
 
-/// A chat-completions client bound to one endpoint and one record/replay cache.
+/// One model endpoint as the process shares it: its connection pool and its request slots.
+pub struct Endpoint {
+    http: reqwest::Client,
+    slots: Semaphore,
+    concurrency: usize,
+}
+
+impl Endpoint {
+    /// Requests this endpoint lets be on the wire at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
+    }
+
+    /// Requests on the wire right now.
+    pub fn in_flight(&self) -> usize {
+        self.concurrency - self.slots.available_permits()
+    }
+}
+
+/// The process's endpoint for `base_url` and `model`, created on first use with
+/// `concurrency` slots (later callers share it; a larger `concurrency` widens it).
+fn endpoint(base_url: &str, model: &str, concurrency: usize) -> Result<Arc<Endpoint>, LlmError> {
+    type Registry = Mutex<HashMap<(String, String), Arc<Endpoint>>>;
+    static ENDPOINTS: OnceLock<Registry> = OnceLock::new();
+    let mut all = ENDPOINTS
+        .get_or_init(Mutex::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
+    let key = (
+        base_url.trim_end_matches('/').to_string(),
+        model.to_string(),
+    );
+    if let Some(known) = all.get(&key) {
+        if known.concurrency >= concurrency {
+            return Ok(known.clone());
+        }
+    }
+    let http = reqwest::Client::builder()
+        .pool_max_idle_per_host(concurrency)
+        .build()
+        .map_err(|e| LlmError::Cache(format!("cannot build an HTTP client: {e}")))?;
+    let made = Arc::new(Endpoint {
+        http,
+        slots: Semaphore::new(concurrency),
+        concurrency,
+    });
+    all.insert(key, made.clone());
+    Ok(made)
+}
+
+/// The runtime every model request runs on: two threads for the whole process, whoever awaits.
+pub fn io_runtime() -> &'static tokio::runtime::Runtime {
+    static IO: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    IO.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("prefflow-model-io")
+            .enable_all()
+            .build()
+            .unwrap_or_else(|e| panic!("cannot start the model I/O runtime: {e}"))
+    })
+}
+
+/// Runs `future` to completion on the calling thread, parking it while the future waits (for
+/// blocking callers of the async client; the I/O itself runs on [`io_runtime`]). Must not be
+/// called from inside an async task.
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(out) => return out,
+            Poll::Pending => std::thread::park(),
+        }
+    }
+}
+
+/// A model client bound to one configuration, endpoint and record/replay cache.
 pub struct LlmClient<'a> {
     config: LlmConfig,
-    endpoint: String,
-    http: reqwest::blocking::Client,
+    base_url: String,
+    endpoint: Arc<Endpoint>,
     cache: &'a dyn Store,
     offline: bool,
 }
@@ -78,13 +187,15 @@ pub struct LlmClient<'a> {
 impl<'a> LlmClient<'a> {
     /// A client for `config`, recording into `cache`. With `offline`, only cached replies are used.
     pub fn new(config: LlmConfig, cache: &'a dyn Store, offline: bool) -> Result<Self, LlmError> {
-        let base_url = config.resolved_base_url()?;
-        let endpoint = format!("{}/chat/completions", base_url.trim_end_matches('/'));
-        let http = shared_http_client(Duration::from_secs_f64(config.timeout_s.max(0.001)))?;
+        let base_url = config
+            .resolved_base_url()?
+            .trim_end_matches('/')
+            .to_string();
+        let endpoint = endpoint(&base_url, &config.model, config.concurrency.max(1))?;
         Ok(Self {
             config,
+            base_url,
             endpoint,
-            http,
             cache,
             offline,
         })
@@ -93,6 +204,15 @@ impl<'a> LlmClient<'a> {
     /// The configuration in use.
     pub fn config(&self) -> &LlmConfig {
         &self.config
+    }
+
+    /// The shared endpoint this client sends to (its pool and slots).
+    pub fn endpoint(&self) -> &Arc<Endpoint> {
+        &self.endpoint
+    }
+
+    fn chat_url(&self) -> String {
+        format!("{}/chat/completions", self.base_url)
     }
 
     /// The request body sent to the server (and recorded with the reply).
@@ -124,8 +244,9 @@ impl<'a> LlmClient<'a> {
     /// Hashes the serialized body (object keys are sorted: serde_json's maps are ordered), so
     /// the body is serialized once per call for the key, the request and the record.
     fn key_of(&self, body: &[u8], epoch: u32) -> String {
-        let mut bytes = Vec::with_capacity(body.len() + self.endpoint.len() + 16);
-        bytes.extend_from_slice(self.endpoint.as_bytes());
+        let url = self.chat_url();
+        let mut bytes = Vec::with_capacity(body.len() + url.len() + 16);
+        bytes.extend_from_slice(url.as_bytes());
         bytes.push(0x1f);
         bytes.extend_from_slice(body);
         bytes.push(0x1f);
@@ -134,7 +255,7 @@ impl<'a> LlmClient<'a> {
     }
 
     /// Sends `request` (or replays it). `epoch` separates independent repeats of one request.
-    pub fn chat(&self, request: &ChatRequest, epoch: u32) -> Result<Reply, LlmError> {
+    pub async fn chat(&self, request: &ChatRequest, epoch: u32) -> Result<Reply, LlmError> {
         // The body is built once: it keys the record, is sent, and is recorded.
         let body = body_bytes(&self.body(request));
         let key = self.key_of(&body, epoch);
@@ -150,14 +271,58 @@ impl<'a> LlmClient<'a> {
                 key,
             });
         }
-        let (mut reply, attempts) = self.call(&body)?;
+        let (mut reply, attempts) = self
+            .exchange(self.chat_url(), body.clone(), parse_reply)
+            .await?;
         let bytes = recorded_bytes(&body, &reply)?;
-        self.cache
-            .put(&path, &bytes)
-            .map_err(|e| LlmError::Cache(e.to_string()))?;
+        self.put(&path, &bytes)?;
         reply.attempts = attempts;
         reply.cache_key = key;
         Ok(reply)
+    }
+
+    /// [`LlmClient::chat`] for blocking callers.
+    pub fn chat_blocking(&self, request: &ChatRequest, epoch: u32) -> Result<Reply, LlmError> {
+        block_on(self.chat(request, epoch))
+    }
+
+    /// One vector per text from the endpoint's `/embeddings`, replayed when recorded (keyed by
+    /// endpoint, model and inputs).
+    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
+        let url = format!("{}/embeddings", self.base_url);
+        let body = json!({ "model": self.config.model, "input": texts });
+        let key = hash_json(&json!({ "endpoint": url, "body": body }));
+        let path = format!("embeddings/{}/{key}.json", &key[..2]);
+        let cached = self
+            .cache
+            .get(&path)
+            .map_err(|e| LlmError::Cache(e.to_string()))?;
+        if let Some(v) = cached.and_then(|b| serde_json::from_slice::<Vec<Vec<f64>>>(&b).ok()) {
+            return Ok(v);
+        }
+        if self.offline {
+            return Err(LlmError::OfflineMiss {
+                model: self.config.model.clone(),
+                key,
+            });
+        }
+        let n = texts.len();
+        let parse = move |url: &str, text: &str| parse_embeddings(url, text, n);
+        let (vectors, _) = self.exchange(url, body_bytes(&body), parse).await?;
+        let bytes = serde_json::to_vec(&vectors).map_err(|e| LlmError::Cache(e.to_string()))?;
+        self.put(&path, &bytes)?;
+        Ok(vectors)
+    }
+
+    /// [`LlmClient::embed`] for blocking callers.
+    pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
+        block_on(self.embed(texts))
+    }
+
+    fn put(&self, path: &str, bytes: &[u8]) -> Result<(), LlmError> {
+        self.cache
+            .put(path, bytes)
+            .map_err(|e| LlmError::Cache(e.to_string()))
     }
 
     fn replay(&self, path: &str) -> Result<Option<Reply>, LlmError> {
@@ -194,38 +359,89 @@ impl<'a> LlmClient<'a> {
         }
     }
 
-    /// The live call with retries; returns the reply and the attempts used. A reply that is not
-    /// a usable chat completion (truncated or unparsable body, no choices, no message) is a
-    /// provider fault like a 5xx and is retried; so are 429, 5xx and transport failures.
-    fn call(&self, body: &[u8]) -> Result<(Reply, u32), LlmError> {
-        let key = self.api_key()?;
-        let attempt = |_: u32| self.attempt(body, key.as_deref());
-        self.policy()
-            .run_blocking(attempt, Attempt::retry)
-            .map_err(|gave_up| gave_up.error.into_error(&self.endpoint, gave_up.attempts))
+    /// The live exchange with retries, run as a task on [`io_runtime`]: the parsed answer and
+    /// the attempts it took.
+    async fn exchange<T, P>(
+        &self,
+        url: String,
+        body: Vec<u8>,
+        parse: P,
+    ) -> Result<(T, u32), LlmError>
+    where
+        T: Send + 'static,
+        P: Fn(&str, &str) -> Result<T, LlmError> + Send + Sync + 'static,
+    {
+        let call = Call {
+            endpoint: self.endpoint.clone(),
+            url,
+            body,
+            key: self.api_key()?,
+            timeout: Duration::from_secs_f64(self.config.timeout_s.max(0.001)),
+        };
+        let policy = self.policy();
+        let task = async move {
+            let call = &call;
+            let parse = &parse;
+            policy
+                .run(|_| call.attempt(parse), Attempt::retry)
+                .await
+                .map_err(|gave_up| gave_up.error.into_error(&call.url, gave_up.attempts))
+        };
+        io_runtime()
+            .spawn(task)
+            .await
+            .map_err(|e| LlmError::Cache(format!("a model request task failed: {e}")))?
     }
+}
 
-    /// One attempt: send, read, parse.
-    fn attempt(&self, body: &[u8], key: Option<&str>) -> Result<Reply, Attempt> {
-        let mut req = self
-            .http
-            .post(&self.endpoint)
-            .header(reqwest::header::CONTENT_TYPE, "application/json")
-            .body(body.to_vec());
-        if let Some(k) = key {
-            req = req.bearer_auth(k);
-        }
-        let resp = req.send().map_err(|e| Attempt::Transient {
-            why: describe(&e),
-            hint: None,
-        })?;
-        let status = resp.status();
-        let hint = retry_after(resp.headers());
-        let text = resp.text().map_err(|e| Attempt::Transient {
-            why: format!("reading the response failed: {e}"),
-            hint: None,
-        });
-        classify_response(&self.endpoint, status.as_u16(), hint, text)
+/// One request as the I/O task owns it.
+struct Call {
+    endpoint: Arc<Endpoint>,
+    url: String,
+    body: Vec<u8>,
+    key: Option<String>,
+    timeout: Duration,
+}
+
+impl Call {
+    /// One attempt: take a slot, send, read, give the slot back, parse.
+    async fn attempt<T>(
+        &self,
+        parse: &(impl Fn(&str, &str) -> Result<T, LlmError> + ?Sized),
+    ) -> Result<T, Attempt> {
+        let (status, hint, text) =
+            {
+                let _slot =
+                    self.endpoint.slots.acquire().await.map_err(|_| {
+                        Attempt::Permanent(LlmError::Cache("endpoint closed".into()))
+                    })?;
+                let mut req = self
+                    .endpoint
+                    .http
+                    .post(&self.url)
+                    .timeout(self.timeout)
+                    .header(reqwest::header::CONTENT_TYPE, "application/json")
+                    .body(self.body.clone());
+                if let Some(k) = &self.key {
+                    req = req.bearer_auth(k);
+                }
+                let resp = req.send().await.map_err(|e| Attempt::Transient {
+                    why: describe(&e),
+                    hint: None,
+                })?;
+                let status = resp.status().as_u16();
+                let hint = retry_after(resp.headers());
+                let text = resp.text().await.map_err(|e| Attempt::Transient {
+                    why: format!("reading the response failed: {}", describe(&e)),
+                    hint: None,
+                });
+                (status, hint, text)
+            };
+        let text = classify_response(&self.url, status, hint, text)?;
+        parse(&self.url, &text).map_err(|e| Attempt::Transient {
+            why: e.to_string(),
+            hint,
+        })
     }
 }
 
@@ -259,17 +475,19 @@ impl Attempt {
     }
 }
 
-/// The verdict on one HTTP exchange: a reply, a transient fault (429, 5xx, a body that is not a
-/// usable completion) or a permanent error (other statuses).
+/// The body of a successful exchange, or why the exchange failed: 429 and 5xx are transient,
+/// other non-2xx statuses permanent.
 fn classify_response(
     endpoint: &str,
     status: u16,
     hint: Option<Duration>,
     text: Result<String, Attempt>,
-) -> Result<Reply, Attempt> {
-    let transient = |why: String| Attempt::Transient { why, hint };
+) -> Result<String, Attempt> {
     if status == 429 || (500..600).contains(&status) {
-        return Err(transient(format!("HTTP {status}")));
+        return Err(Attempt::Transient {
+            why: format!("HTTP {status}"),
+            hint,
+        });
     }
     let text = text?;
     if !(200..300).contains(&status) {
@@ -279,34 +497,7 @@ fn classify_response(
             body: excerpt(&text),
         }));
     }
-    parse_reply(endpoint, &text).map_err(|e| transient(e.to_string()))
-}
-
-/// HTTP clients are shared by the whole process: building one (TLS roots, a runtime thread)
-/// costs far more than a request, and clients keep connection pools. Blocking clients kept per
-/// timeout. Each blocking client drives its requests on one internal
-/// thread; with 64 requests in flight that one thread's per-request work queues up, so requests
-/// are spread over a few clients (their threads run in parallel on the machine's cores).
-const CLIENTS_PER_TIMEOUT: usize = 4;
-
-type ClientPool = (Vec<reqwest::blocking::Client>, usize);
-
-fn shared_http_client(timeout: Duration) -> Result<reqwest::blocking::Client, LlmError> {
-    static CLIENTS: OnceLock<Mutex<HashMap<u128, ClientPool>>> = OnceLock::new();
-    let clients = CLIENTS.get_or_init(Mutex::default);
-    let mut clients = clients
-        .lock()
-        .map_err(|_| LlmError::Cache("HTTP client registry poisoned".into()))?;
-    let (pool, next) = clients.entry(timeout.as_millis()).or_default();
-    if pool.len() < CLIENTS_PER_TIMEOUT {
-        let client = reqwest::blocking::Client::builder()
-            .timeout(timeout)
-            .build()
-            .map_err(|e| LlmError::Cache(format!("cannot build HTTP client: {e}")))?;
-        pool.push(client);
-    }
-    *next = (*next + 1) % pool.len();
-    Ok(pool[*next].clone())
+    Ok(text)
 }
 
 fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
@@ -355,18 +546,23 @@ struct WireMessage {
     tool_calls: Option<Vec<ToolCall>>,
 }
 
-fn parse_reply(endpoint: &str, text: &str) -> Result<Reply, LlmError> {
-    let malformed = |detail: String| LlmError::Malformed {
+fn malformed(endpoint: &str, detail: String, text: &str) -> LlmError {
+    LlmError::Malformed {
         endpoint: endpoint.to_string(),
         detail,
         excerpt: excerpt(text),
-    };
-    let wire: WireResponse = serde_json::from_str(text).map_err(|e| malformed(e.to_string()))?;
+    }
+}
+
+/// A chat completion, or why the body is not one (no choices, no message, not JSON).
+fn parse_reply(endpoint: &str, text: &str) -> Result<Reply, LlmError> {
+    let wire: WireResponse =
+        serde_json::from_str(text).map_err(|e| malformed(endpoint, e.to_string(), text))?;
     let choice = wire
         .choices
         .into_iter()
         .next()
-        .ok_or_else(|| malformed("no choices".into()))?;
+        .ok_or_else(|| malformed(endpoint, "no choices".into(), text))?;
     Ok(Reply {
         content: choice.message.content,
         tool_calls: choice.message.tool_calls.unwrap_or_default(),
@@ -376,4 +572,32 @@ fn parse_reply(endpoint: &str, text: &str) -> Result<Reply, LlmError> {
         attempts: 0,
         cache_key: String::new(),
     })
+}
+
+/// `{"data": [{"index": i, "embedding": [...]}, …]}` → `n` vectors in input order.
+fn parse_embeddings(endpoint: &str, text: &str, n: usize) -> Result<Vec<Vec<f64>>, LlmError> {
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| malformed(endpoint, e.to_string(), text))?;
+    let data = v["data"]
+        .as_array()
+        .ok_or_else(|| malformed(endpoint, "no `data` list".into(), text))?;
+    let mut out = vec![Vec::new(); n];
+    for (pos, item) in data.iter().enumerate() {
+        let i = item["index"].as_u64().map_or(pos, |i| i as usize);
+        let vector: Option<Vec<f64>> = item["embedding"]
+            .as_array()
+            .and_then(|a| a.iter().map(Value::as_f64).collect());
+        match (out.get_mut(i), vector) {
+            (Some(slot), Some(vec)) => *slot = vec,
+            _ => return Err(malformed(endpoint, format!("bad item {pos}"), text)),
+        }
+    }
+    if out.iter().any(Vec::is_empty) {
+        return Err(malformed(
+            endpoint,
+            format!("expected {n} embeddings"),
+            text,
+        ));
+    }
+    Ok(out)
 }

@@ -43,6 +43,12 @@ pub struct LlmConfig {
     /// Optional prices, for cost accounting.
     #[serde(default)]
     pub prices: Option<Prices>,
+    /// Requests on the wire at once to this endpoint and model, for the whole process (default
+    /// 16): the endpoint's own pool, shared by every stage, item and role that calls it, so a
+    /// provider's rate limit is respected however many episodes wait. A request holds a slot
+    /// only while it is sent and read, never while backing off.
+    #[serde(default = "default_concurrency")]
+    pub concurrency: usize,
 }
 
 impl LlmConfig {
@@ -72,6 +78,9 @@ fn default_retries() -> u32 {
 }
 fn default_backoff() -> u64 {
     500
+}
+fn default_concurrency() -> usize {
+    16
 }
 
 /// Prices per million tokens.

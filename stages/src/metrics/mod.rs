@@ -12,6 +12,7 @@ pub mod passk;
 pub mod pertask;
 pub mod subsets;
 pub mod table1;
+pub mod usage;
 
 #[cfg(test)]
 mod tests;

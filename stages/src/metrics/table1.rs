@@ -34,6 +34,8 @@ pub struct Aggregates {
     pub history_curve: DataFrame,
     /// Figure 3: failure labels of failed criteria.
     pub failure_labels: DataFrame,
+    /// Table 1's companion: tokens and money per variant and role (agent, user, judge).
+    pub usage: DataFrame,
 }
 
 /// Builds all aggregate tables from the judge's `scores`, `interaction` and `verdicts` and the
@@ -67,6 +69,7 @@ pub fn aggregate(
         perturbations: perturbations(&tasks)?,
         history_curve: history_curve(&tasks, boot)?,
         failure_labels: failure_labels(verdicts)?,
+        usage: super::usage::usage(scores, episodes)?,
     })
 }
 

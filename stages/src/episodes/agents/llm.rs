@@ -154,7 +154,7 @@ impl<'a> LlmAgent<'a> {
             self.client = Some(LlmClient::new(self.config.clone(), f.cache, f.offline)?);
         }
         match &self.client {
-            Some(client) => Ok(client.chat(request, self.epoch)?),
+            Some(client) => Ok(client.chat_blocking(request, self.epoch)?),
             None => Err(AgentError::Other("model client unavailable".into())),
         }
     }

@@ -54,7 +54,7 @@ impl Simulator for LlmUser<'_> {
             messages: self.messages.clone(),
             ..ChatRequest::default()
         };
-        let reply = self.client.chat(&request, self.epoch)?;
+        let reply = self.client.chat_blocking(&request, self.epoch)?;
         let text = reply
             .content
             .map(|c| c.trim().to_string())

@@ -1,0 +1,139 @@
+//! What each variant's episodes cost, per role: Table 1's companion table (`usage`). The agent
+//! and the user simulator are read from the runner's `episodes` (`*_tokens_agent`,
+//! `*_tokens_user`, `cost_agent`, `cost_user`), the judge from the judge's `scores`
+//! (`*_tokens_judge`, `cost_judge`), so a model's column in Table 1 comes with the tokens and
+//! money it took to get. Built-in agents cost nothing and show zeros honestly (no model ran).
+
+use polars::prelude::*;
+
+/// The roles, in table order, with the frame each is read from and its column suffix.
+const ROLES: [(&str, Source); 3] = [
+    ("agent", Source::Episodes),
+    ("user", Source::Episodes),
+    ("judge", Source::Scores),
+];
+
+#[derive(Clone, Copy)]
+enum Source {
+    Episodes,
+    Scores,
+}
+
+/// `usage`: variant, role, episodes, prompt_tokens, completion_tokens, cost (sums over the
+/// variant's episodes). Without an `episodes` table only the judge rows are known.
+pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
+    let mut parts = Vec::new();
+    for (role, source) in ROLES {
+        let frame = match source {
+            Source::Episodes => match episodes {
+                Some(e) => e,
+                None => continue,
+            },
+            Source::Scores => scores,
+        };
+        let needed = [
+            format!("prompt_tokens_{role}"),
+            format!("completion_tokens_{role}"),
+            format!("cost_{role}"),
+        ];
+        if !needed.iter().all(|c| frame.schema().contains(c)) {
+            continue;
+        }
+        parts.push(
+            frame
+                .clone()
+                .lazy()
+                .group_by_stable([col("variant")])
+                .agg([
+                    len().cast(DataType::UInt32).alias("episodes"),
+                    col(needed[0].as_str())
+                        .cast(DataType::UInt64)
+                        .sum()
+                        .alias("prompt_tokens"),
+                    col(needed[1].as_str())
+                        .cast(DataType::UInt64)
+                        .sum()
+                        .alias("completion_tokens"),
+                    col(needed[2].as_str())
+                        .cast(DataType::Float64)
+                        .sum()
+                        .alias("cost"),
+                ])
+                .with_column(lit(role).alias("role"))
+                .select([
+                    col("variant"),
+                    col("role"),
+                    col("episodes"),
+                    col("prompt_tokens"),
+                    col("completion_tokens"),
+                    col("cost"),
+                ]),
+        );
+    }
+    if parts.is_empty() {
+        return df!(
+            "variant" => Vec::<String>::new(),
+            "role" => Vec::<String>::new(),
+            "episodes" => Vec::<u32>::new(),
+            "prompt_tokens" => Vec::<u64>::new(),
+            "completion_tokens" => Vec::<u64>::new(),
+            "cost" => Vec::<f64>::new(),
+        );
+    }
+    concat(parts, UnionArgs::default())?
+        .sort(
+            ["variant"],
+            SortMultipleOptions::default().with_maintain_order(true),
+        )
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tokens_and_money_add_up_per_variant_and_role() {
+        let episodes = df!(
+            "variant" => ["m1", "m1", "oracle"],
+            "prompt_tokens_agent" => [10u64, 20, 0],
+            "completion_tokens_agent" => [1u64, 2, 0],
+            "cost_agent" => [0.5, 0.25, 0.0],
+            "prompt_tokens_user" => [3u64, 4, 0],
+            "completion_tokens_user" => [1u64, 1, 0],
+            "cost_user" => [0.0, 0.0, 0.0],
+        )
+        .unwrap();
+        let scores = df!(
+            "variant" => ["m1", "m1", "oracle"],
+            "prompt_tokens_judge" => [100u64, 0, 0],
+            "completion_tokens_judge" => [5u64, 0, 0],
+            "cost_judge" => [0.125, 0.0, 0.0],
+        )
+        .unwrap();
+        let u = usage(&scores, Some(&episodes)).unwrap();
+        assert_eq!(u.height(), 6);
+        let row = |variant: &str, role: &str| -> (u64, f64) {
+            let v = u.column("variant").unwrap().str().unwrap();
+            let r = u.column("role").unwrap().str().unwrap();
+            let i = (0..u.height())
+                .find(|&i| v.get(i) == Some(variant) && r.get(i) == Some(role))
+                .unwrap();
+            (
+                u.column("prompt_tokens")
+                    .unwrap()
+                    .u64()
+                    .unwrap()
+                    .get(i)
+                    .unwrap(),
+                u.column("cost").unwrap().f64().unwrap().get(i).unwrap(),
+            )
+        };
+        assert_eq!(row("m1", "agent"), (30, 0.75));
+        assert_eq!(row("m1", "user"), (7, 0.0));
+        assert_eq!(row("m1", "judge"), (100, 0.125));
+        assert_eq!(row("oracle", "agent"), (0, 0.0));
+        let judge_only = usage(&scores, None).unwrap();
+        assert_eq!(judge_only.height(), 2);
+    }
+}
