@@ -89,11 +89,11 @@ fn cosine(a: &[f64], b: &[f64]) -> f64 {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{json, Value};
     use super::*;
     use crate::llm::mock::{Behavior, ScriptedServer};
     use crate::world::clock::DateTime;
     use crate::world::history::Label;
+    use serde_json::{json, Value};
 
     fn event(id: &str, time: &str, text: &str) -> HistoryEvent {
         HistoryEvent {
