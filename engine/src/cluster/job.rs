@@ -196,6 +196,7 @@ mod tests {
                 engine: String::new(),
                 kind: String::new(),
                 kind_version: String::new(),
+                code: Default::default(),
                 params: serde_json::Value::Null,
                 inputs: BTreeMap::new(),
                 external: BTreeMap::new(),
