@@ -65,6 +65,26 @@ enum Command {
         /// Print `peak_rss_kb: N` after the run (used by `prefflow bench`).
         #[arg(long, hide = true)]
         report_peak_rss: bool,
+        /// Where per-item work runs: `local` (this process) or `slurm` (job arrays over the
+        /// shared store; see docs/cluster.md). Default: the pipeline's or profile's `kind`,
+        /// else local.
+        #[arg(long, value_enum)]
+        executor: Option<ExecutorArg>,
+        /// Executor profile: a YAML file with the fields of an `executor:` block (partition,
+        /// account, qos, time, cpus_per_task, mem, max_array_size, parallel, sbatch_args,
+        /// export, …); it overrides the pipeline's block field by field.
+        #[arg(long, value_name = "FILE")]
+        profile: Option<PathBuf>,
+    },
+    /// Compute one shard of a cluster job (what each Slurm array task runs; docs/cluster.md).
+    /// Exit codes: 0 done, 1 items failed, 2 bad input, 3 could not start.
+    Work {
+        /// The job id the coordinator wrote to the store.
+        #[arg(long)]
+        job: String,
+        /// This task's share: INDEX/COUNT, e.g. `$SLURM_ARRAY_TASK_ID/16`.
+        #[arg(long, value_name = "INDEX/COUNT")]
+        shard: String,
     },
     /// Measure performance on generated workloads (see BENCHMARKS.md).
     Bench {
@@ -235,6 +255,12 @@ enum ProgressArg {
     None,
 }
 
+#[derive(Clone, Copy, ValueEnum)]
+enum ExecutorArg {
+    Local,
+    Slurm,
+}
+
 #[derive(Clone, Copy, PartialEq, ValueEnum)]
 enum BenchSuite {
     All,
@@ -304,12 +330,60 @@ fn registry() -> Registry {
 }
 
 fn load_plan(path: &Path, set: &[String]) -> anyhow::Result<Plan> {
+    Ok(load_file_and_plan(path, set)?.1)
+}
+
+fn load_file_and_plan(path: &Path, set: &[String]) -> anyhow::Result<(PipelineFile, Plan)> {
     let overrides = set
         .iter()
         .map(|s| Override::parse(s).map_err(Error::Usage))
         .collect::<Result<Vec<_>, _>>()?;
     let file = PipelineFile::load(path)?;
-    Ok(Plan::build(&file, &registry(), &overrides)?)
+    let plan = Plan::build(&file, &registry(), &overrides)?;
+    Ok((file, plan))
+}
+
+/// The run's item executor: `None` for local, the Slurm executor otherwise (settings from the
+/// pipeline's `executor:` block, then the profile, checked with locations).
+fn item_executor(
+    file: &PipelineFile,
+    flag: Option<ExecutorArg>,
+    profile: Option<&Path>,
+    (store, set, offline): (&Path, &[String], bool),
+) -> anyhow::Result<Option<Arc<dyn exec::ItemExecutor>>> {
+    use prefflow_engine::cluster::{self, config};
+    let profile_spec = profile.map(config::load_profile).transpose()?;
+    let mut sources = Vec::new();
+    if let Some(spec) = &file.spec.executor {
+        sources.push(config::SpecSource {
+            file: &file.path,
+            spec,
+        });
+    }
+    if let (Some(path), Some(spec)) = (profile, &profile_spec) {
+        sources.push(config::SpecSource { file: path, spec });
+    }
+    let flag = flag.map(|f| match f {
+        ExecutorArg::Local => cluster::ExecutorKind::Local,
+        ExecutorArg::Slurm => cluster::ExecutorKind::Slurm,
+    });
+    let settings = match config::resolve(flag, &sources)? {
+        cluster::ExecutorChoice::Local => return Ok(None),
+        cluster::ExecutorChoice::Slurm(s) => *s,
+    };
+    let local_stages = config::local_stages(file)?;
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let setup = cluster::SlurmSetup {
+        settings,
+        store_arg: absolute(store).to_string_lossy().into_owned(),
+        file: file.path.to_string_lossy().into_owned(),
+        overrides: set.to_vec(),
+        local_stages,
+        workdir: absolute(Path::new(".")),
+        offline,
+    };
+    let executor = cluster::SlurmExecutor::new(setup).context("cannot start the Slurm executor")?;
+    Ok(Some(Arc::new(executor)))
 }
 
 /// `--store` must be a directory or a path one can be created at; a file there (or above it)
@@ -344,6 +418,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             | Command::Why { .. }
             | Command::Gc { .. }
             | Command::Verify { .. }
+            | Command::Work { .. }
     ) {
         check_store_path(&cli.store)?;
     }
@@ -357,8 +432,17 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             log_every,
             report_peak_rss,
             offline,
+            executor,
+            profile,
         } => {
-            let plan = Arc::new(load_plan(pipeline, &select.set)?);
+            let (file, plan) = load_file_and_plan(pipeline, &select.set)?;
+            let plan = Arc::new(plan);
+            let executor = item_executor(
+                &file,
+                *executor,
+                profile.as_deref(),
+                (&cli.store, &select.set, *offline),
+            )?;
             let opts = RunOptions {
                 workdir,
                 only: select.only.clone(),
@@ -370,6 +454,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 },
                 log_every: Duration::from_secs_f64(log_every.max(0.1)),
                 offline: *offline,
+                executor,
             };
             let report = exec::run(plan, Arc::new(store), &opts)?;
             if !cli.quiet {
@@ -507,6 +592,28 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
         Command::Verify { pipeline, repair } => {
             let report = inspect::verify(&store, pipeline.as_deref(), *repair)?;
             Ok(print_verify(&report))
+        }
+        Command::Work { job, shard } => {
+            use prefflow_engine::cluster::{work, Shard, WorkRequest};
+            let shard: Shard = shard.parse().map_err(Error::Usage)?;
+            let registry = registry();
+            let (exit, report) = work(WorkRequest {
+                store: Arc::new(store),
+                job,
+                shard,
+                registry: &registry,
+                workdir,
+            });
+            println!(
+                "shard {}/{}: {} item(s) committed, {} already committed, {} failed (exit {})",
+                shard.index,
+                shard.count,
+                report.committed,
+                report.already,
+                report.failures.len(),
+                exit as i32
+            );
+            Ok(exit as u8)
         }
         Command::ServeEnv(args) => serve_env(args).map(|()| 0),
         Command::Schema => {

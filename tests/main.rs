@@ -3,6 +3,7 @@
 //! One test crate on purpose: every test binary links polars, and linking is the slow part.
 
 mod bad_input;
+mod cluster;
 mod common;
 mod engine_cache;
 mod engine_errors;

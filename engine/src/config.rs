@@ -39,6 +39,10 @@ pub struct PipelineSpec {
     /// The stages, by name. Order does not matter: dependencies come from `inputs`.
     #[schemars(with = "IndexMap<String, StageSpec>")]
     pub stages: IndexMap<String, Spanned<StageSpec>>,
+    /// Where per-item work runs and how cluster jobs are asked for (docs/cluster.md); a
+    /// profile file (`--profile`) overrides it field by field, `--executor` picks the kind.
+    #[serde(default)]
+    pub executor: Option<crate::cluster::ExecutorSpec>,
 }
 
 /// One stage of a pipeline.
@@ -95,6 +99,11 @@ pub struct StageSpec {
     #[serde(default)]
     #[schemars(with = "Option<crate::when::When>")]
     pub when: Option<Spanned<crate::when::When>>,
+    /// `local` keeps a per-item stage's items on the coordinator under a cluster executor
+    /// (for cheap stages, where a job's start-up costs more than the work).
+    #[serde(default)]
+    #[schemars(with = "Option<crate::cluster::StageExecutor>")]
+    pub executor: Option<Spanned<crate::cluster::StageExecutor>>,
 }
 
 /// A parsed pipeline file together with where it came from.

@@ -13,9 +13,11 @@
 //! - [`code`] fingerprints the sources kinds are built from (part of every key);
 //! - [`decision`] decides, per instance and item, whether a cached result can be used;
 //! - [`exec`] runs them, reusing results by recipe key ([`artifact`], [`keys`]);
+//! - [`cluster`] hands per-item work to Slurm job arrays over a shared store;
 //! - [`record`] keeps what each run produced, for `show`, `why` and `gc` ([`inspect`]).
 
 pub mod artifact;
+pub mod cluster;
 pub mod code;
 pub mod config;
 pub mod decision;

@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use super::commit::{commit_instance, Provenance};
 use super::prepare::prepare;
 use super::unit::{run_unit, Unit, UnitResult, Work};
-use super::{ExecEnv, Outcome, Runner};
+use super::{ExecEnv, InputBlob, Outcome, RemoteItems, Runner};
 use crate::artifact::{
     blobs_present, item_path, load_manifest, load_tables, unix_now, ItemCounts, Manifest,
     TableEntry,
@@ -295,9 +295,10 @@ impl Runner {
         self: Arc<Self>,
         inst: Arc<Instance>,
         decision: Decision,
-        inputs: Arc<Vec<InputTable>>,
+        (inputs, blobs): (Arc<Vec<InputTable>>, Vec<InputBlob>),
         started: Instant,
     ) -> Result<(Manifest, Usage), Outcome> {
+        let remote = self.executor.clone().filter(|x| x.takes(&inst));
         let mut items = match self.decide_items(&inst, &decision, &inputs).await {
             Ok(items) => items,
             Err(e) => return Err(self.fail(&inst, None, 1, &e)),
@@ -322,7 +323,43 @@ impl Runner {
         // Round 1 runs the missing items (waiting for those an older live run computes); a
         // further round the ones found damaged, or that the other run did not commit.
         for _round in 0..4 {
-            if items.items.iter().any(|i| i.hit.is_none()) {
+            if let Some(executor) = remote
+                .clone()
+                .filter(|_| items.items.iter().any(|i| i.hit.is_none()))
+            {
+                // A cluster executor computes and commits the missing items elsewhere.
+                let progress = task.clone();
+                let req = RemoteItems {
+                    env: self.env.clone(),
+                    inst: inst.clone(),
+                    decision: decision.clone(),
+                    items: items.clone(),
+                    inputs: blobs.clone(),
+                    pools: self.pool_sizes(&inst),
+                    on_committed: Arc::new(move || progress.inc()),
+                };
+                let ran = tokio::task::spawn_blocking(move || executor.run_items(req))
+                    .await
+                    .unwrap_or_else(|e| ItemsRan {
+                        fresh: HashMap::new(),
+                        failures: vec![(
+                            None,
+                            1,
+                            StageError::Failed(format!("internal error: {e}")),
+                        )],
+                    });
+                if !ran.failures.is_empty() {
+                    let task = Arc::try_unwrap(task).ok();
+                    return Err(self.items_failed(&inst, &items, ran, task));
+                }
+                for (i, (m, t)) in ran.fresh {
+                    items.items[i].hit = Some(m.clone());
+                    fresh.insert(i, (m, t));
+                }
+                if items.items.iter().any(|i| i.hit.is_none()) {
+                    continue;
+                }
+            } else if items.items.iter().any(|i| i.hit.is_none()) {
                 let kind = match &prepared {
                     Some(p) => p.clone(),
                     None => match prepare(&self.env, &inst, &decision.key, &inputs, &meter).await {

@@ -15,6 +15,7 @@ mod env;
 mod inputs;
 mod items;
 mod prepare;
+mod remote;
 mod unit;
 mod whole;
 
@@ -23,6 +24,7 @@ pub use env::ExecEnv;
 pub use inputs::{input_blobs, load_inputs, InputBlob};
 pub use items::{assemble, run_items_locally, ItemsRan};
 pub use prepare::prepare;
+pub use remote::{ItemExecutor, RemoteItems};
 pub use unit::{run_unit, seed_of, Unit, UnitResult, Work};
 
 use std::collections::HashMap;
@@ -60,6 +62,9 @@ pub struct RunOptions {
     pub log_every: Duration,
     /// Forbid external calls that are not already cached (see [`crate::StageContext::offline`]).
     pub offline: bool,
+    /// Where the missing items of per-item stages run when not in this process (a cluster
+    /// executor); `None` runs everything locally.
+    pub executor: Option<Arc<dyn ItemExecutor>>,
 }
 
 impl Default for RunOptions {
@@ -70,6 +75,7 @@ impl Default for RunOptions {
             progress: ProgressMode::Auto,
             log_every: Duration::from_secs(10),
             offline: false,
+            executor: None,
         }
     }
 }
@@ -113,6 +119,7 @@ struct Runner {
     pools: HashMap<String, Arc<Semaphore>>,
     progress: Progress,
     previous: Option<RunRecord>,
+    executor: Option<Arc<dyn ItemExecutor>>,
 }
 
 /// What an instance run yields: its record and its error rows.
@@ -143,6 +150,7 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
         plan: plan.clone(),
         progress: Progress::new(opts.progress),
         previous,
+        executor: opts.executor.clone(),
     });
     runner.env.attach_lease(lease.clone());
     let ticker = runner.progress.spawn_ticker(opts.log_every);
@@ -379,14 +387,18 @@ impl Runner {
                 return self.fail(inst, None, 1, &e);
             }
         }
-        let inputs = match self.load_inputs(inst, &upstream).await {
+        let blobs = match input_blobs(inst, &upstream) {
+            Ok(blobs) => blobs,
+            Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
+        };
+        let inputs = match self.load_inputs(blobs.clone()).await {
             Ok(inputs) => Arc::new(inputs),
             Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
         };
         let result = if inst.per_item.is_some() {
             let run = self
                 .clone()
-                .run_items(inst.clone(), decision, inputs, started);
+                .run_items(inst.clone(), decision, (inputs, blobs), started);
             run.await
         } else {
             self.clone().run_whole(inst.clone(), decision, inputs).await
@@ -457,13 +469,8 @@ impl Runner {
         rec
     }
 
-    /// The input tables of `inst`, loaded on a blocking thread.
-    async fn load_inputs(
-        &self,
-        inst: &Instance,
-        upstream: &[Arc<InstanceRecord>],
-    ) -> Result<Vec<InputTable>> {
-        let blobs = input_blobs(inst, upstream)?;
+    /// The input tables of an instance (its `blobs`), loaded on a blocking thread.
+    async fn load_inputs(&self, blobs: Vec<InputBlob>) -> Result<Vec<InputTable>> {
         let env = self.env.clone();
         tokio::task::spawn_blocking(move || load_inputs(env.store.as_ref(), blobs))
             .await
@@ -502,6 +509,14 @@ impl Runner {
         names
             .into_iter()
             .filter_map(|n| self.pools.get(n).cloned())
+            .collect()
+    }
+
+    /// The declared size of every pool `inst` holds (for executors that divide them).
+    fn pool_sizes(&self, inst: &Instance) -> std::collections::BTreeMap<String, u32> {
+        inst.pools
+            .iter()
+            .filter_map(|n| self.plan.resources.get(n).map(|&size| (n.clone(), size)))
             .collect()
     }
 }

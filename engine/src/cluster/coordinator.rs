@@ -1,0 +1,638 @@
+//! The coordinator side of the Slurm executor: for each per-item instance with missing items
+//! it writes the job to the store, submits one job array, follows it with `squeue`/`scontrol`,
+//! counts committed items in the store for progress, re-submits failed or pre-empted tasks up
+//! to the stage's `retries`, and hands the committed items back to the local runner, which
+//! assembles and commits the instance exactly as it does for local items.
+//!
+//! A coordinator can be killed at any point: the job and its submissions are in the store, so
+//! a restarted one adopts the arrays still queued or running and submits only the shards whose
+//! items are still missing; workers skip items already committed.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::PathBuf;
+use std::sync::{Mutex, Once};
+use std::time::{Duration, Instant};
+
+use super::config::SlurmSettings;
+use super::job::{self, JobInput, JobSpec, ShardReport, Submission, Submissions};
+use super::slurm::{ArrayRequest, SlurmClient, TaskState};
+use crate::artifact::{item_path, load_manifest, load_tables, unix_now, Manifest};
+use crate::error::StageError;
+use crate::exec::{ItemExecutor, ItemsRan, RemoteItems};
+use crate::kind::Tables;
+use crate::plan::Instance;
+use crate::store::Store;
+
+/// Slurm array jobs this process submitted and has not seen finish: cancelled on Ctrl-C.
+static LIVE: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
+static SIGNALS: Once = Once::new();
+
+/// How long a freshly submitted array may be missing from squeue and scontrol before its
+/// tasks count as gone (a scancel'ed pending task leaves no record at all).
+const VISIBLE_WITHIN: Duration = Duration::from_secs(30);
+
+/// Consecutive failed looks at Slurm after which the coordinator gives up on a job.
+const MAX_POLL_ERRORS: u32 = 60;
+
+/// The Slurm executor, as the local runner sees it.
+#[derive(Debug)]
+pub struct SlurmExecutor {
+    settings: SlurmSettings,
+    client: SlurmClient,
+    /// What workers get as `--store`.
+    store_arg: String,
+    /// The pipeline file as given, and the `--set` overrides.
+    file: String,
+    overrides: Vec<String>,
+    /// Stages whose items stay on the coordinator (`executor: local`).
+    local_stages: BTreeSet<String>,
+    /// The working directory, absolute (`--chdir` of the tasks).
+    workdir: PathBuf,
+    /// The worker binary.
+    worker: PathBuf,
+    offline: bool,
+}
+
+/// What the executor is built from.
+pub struct SlurmSetup {
+    /// Checked settings.
+    pub settings: SlurmSettings,
+    /// The store as workers must name it (an absolute path or a URL).
+    pub store_arg: String,
+    /// The pipeline file as the user gave it.
+    pub file: String,
+    /// `--set` overrides.
+    pub overrides: Vec<String>,
+    /// Stages marked `executor: local`.
+    pub local_stages: BTreeSet<String>,
+    /// Absolute working directory.
+    pub workdir: PathBuf,
+    /// Offline run.
+    pub offline: bool,
+}
+
+impl SlurmExecutor {
+    /// An executor with `setup`; installs the Ctrl-C handler that cancels its jobs.
+    pub fn new(setup: SlurmSetup) -> std::io::Result<Self> {
+        let worker = match &setup.settings.worker {
+            Some(w) => w.clone(),
+            None => std::env::current_exe()?,
+        };
+        install_signal_handler();
+        Ok(Self {
+            client: SlurmClient::default(),
+            store_arg: setup.store_arg,
+            file: setup.file,
+            overrides: setup.overrides,
+            local_stages: setup.local_stages,
+            workdir: setup.workdir,
+            worker,
+            offline: setup.offline,
+            settings: setup.settings,
+        })
+    }
+
+    /// The batch script of a job with `shards` tasks.
+    fn script(&self, job: &str, shards: u32) -> String {
+        format!(
+            "#!/bin/sh\n# prefflow worker (job {job})\nexec {} --store {} work --job {} --shard \"${{SLURM_ARRAY_TASK_ID}}/{shards}\"\n",
+            quote(&self.worker.to_string_lossy()),
+            quote(&self.store_arg),
+            quote(job),
+        )
+    }
+
+    /// sbatch options from the settings.
+    fn options(&self) -> Vec<String> {
+        let s = &self.settings;
+        let mut o = Vec::new();
+        let mut opt = |name: &str, v: &Option<String>| {
+            if let Some(v) = v {
+                o.push(format!("--{name}={v}"));
+            }
+        };
+        opt("partition", &s.partition);
+        opt("account", &s.account);
+        opt("qos", &s.qos);
+        opt("time", &s.time);
+        opt("mem", &s.mem);
+        opt("cpus-per-task", &s.cpus_per_task.map(|c| c.to_string()));
+        o.extend(s.sbatch_args.iter().cloned());
+        o
+    }
+
+    fn log_dir(&self) -> PathBuf {
+        self.workdir.join(&self.settings.log_dir)
+    }
+
+    /// Submits `shards` of `spec` as one array; records it in the store before returning.
+    fn submit(
+        &self,
+        store: &dyn Store,
+        spec: &JobSpec,
+        label: &str,
+        shards: &[u32],
+        subs: &mut Submissions,
+    ) -> Result<String, String> {
+        let parallel = self.parallel(spec);
+        let dir = self.log_dir();
+        std::fs::create_dir_all(&dir).map_err(|e| {
+            format!(
+                "cannot create the task log directory {}: {e}",
+                dir.display()
+            )
+        })?;
+        let req = ArrayRequest {
+            name: format!("prefflow:{label}"),
+            indices: shards.to_vec(),
+            parallel,
+            options: self.options(),
+            export: if self.settings.export.is_empty() {
+                "ALL".into()
+            } else {
+                self.settings.export.join(",")
+            },
+            workdir: self.workdir.clone(),
+            output: dir.join("%A_%a.log"),
+            script: self.script(&spec.job, spec.shards),
+        };
+        let id = self.client.submit(&req).map_err(|e| {
+            format!("{e} (check the executor settings: partition, account, qos, time, sbatch_args)")
+        })?;
+        if let Ok(mut live) = LIVE.lock() {
+            live.insert(id.clone());
+        }
+        subs.list.push(Submission {
+            slurm_job: id.clone(),
+            shards: shards.to_vec(),
+            at: unix_now(),
+        });
+        job::save(store, &job::submissions_key(&spec.job), subs)
+            .map_err(|e| format!("cannot record slurm job {id} in the store: {e}"))?;
+        tracing::info!(
+            "{label}: submitted slurm job {id} ({} task(s) of {}, {} item(s))",
+            shards.len(),
+            spec.shards,
+            shards
+                .iter()
+                .map(|&s| spec.shard_items(s).len())
+                .sum::<usize>()
+        );
+        Ok(id)
+    }
+
+    /// `%N` for an array of `spec`: the settings' `parallel`, bounded by the smallest pool.
+    fn parallel(&self, spec: &JobSpec) -> Option<u32> {
+        parallel_limit(self.settings.parallel, &spec.pools_declared)
+    }
+}
+
+/// `%N`: `parallel`, bounded by the smallest declared pool the stage holds (so that, with
+/// every task holding at least one slot, the pool's bound holds across workers).
+fn parallel_limit(parallel: Option<u32>, pools: &BTreeMap<String, u32>) -> Option<u32> {
+    let smallest = pools.values().copied().min();
+    match (parallel, smallest) {
+        (Some(p), Some(s)) => Some(p.min(s)),
+        (p, s) => p.or(s),
+    }
+}
+
+/// Each worker's share of each pool: the pool divided among the tasks that run at once.
+fn pool_shares(pools: &BTreeMap<String, u32>, at_once: u32) -> BTreeMap<String, u32> {
+    pools
+        .iter()
+        .map(|(n, &size)| (n.clone(), (size / at_once.max(1)).max(1)))
+        .collect()
+}
+
+/// Single-quotes `s` for sh.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+impl ItemExecutor for SlurmExecutor {
+    fn takes(&self, inst: &Instance) -> bool {
+        !self.local_stages.contains(&inst.stage)
+    }
+
+    fn run_items(&self, req: RemoteItems) -> ItemsRan {
+        match self.supervise(&req) {
+            Ok(ran) => ran,
+            Err(message) => ItemsRan {
+                fresh: HashMap::new(),
+                failures: vec![(None, 1, StageError::Failed(message))],
+            },
+        }
+    }
+}
+
+/// One shard as the coordinator follows it.
+#[derive(Debug)]
+struct ShardTrack {
+    /// Positions (in the instance's items) of its items not yet seen committed.
+    pending: Vec<usize>,
+    /// Submissions of it made by this coordinator.
+    attempts: u32,
+    /// Its latest task: (Slurm job id, submitted at).
+    last: Option<(String, Instant)>,
+    /// Given up: why (per item, or for the shard).
+    failed: Option<Vec<(Option<usize>, u32, StageError)>>,
+}
+
+impl SlurmExecutor {
+    fn supervise(&self, req: &RemoteItems) -> Result<ItemsRan, String> {
+        let store = req.env.store.as_ref();
+        let inst = &req.inst;
+        let label = inst.label();
+        let missing: Vec<usize> = (0..req.items.items.len())
+            .filter(|&i| req.items.items[i].hit.is_none())
+            .collect();
+        let (spec, mut subs, adopted) = self.job_for(req, &missing)?;
+        let by_key: HashMap<&str, usize> = req
+            .items
+            .items
+            .iter()
+            .enumerate()
+            .map(|(i, it)| (it.key.as_str(), i))
+            .collect();
+        let mut shards: BTreeMap<u32, ShardTrack> = BTreeMap::new();
+        let still: BTreeSet<usize> = missing.iter().copied().collect();
+        for s in 0..spec.shards {
+            let pending: Vec<usize> = spec
+                .shard_items(s)
+                .into_iter()
+                .filter_map(|k| by_key.get(k).copied())
+                .filter(|p| still.contains(p))
+                .collect();
+            if pending.is_empty() {
+                continue;
+            }
+            let last = adopted
+                .then(|| subs.list.iter().rev().find(|x| x.shards.contains(&s)))
+                .flatten()
+                .map(|x| (x.slurm_job.clone(), Instant::now()));
+            // An adopted task is an earlier coordinator's attempt, not one of this run's.
+            shards.insert(
+                s,
+                ShardTrack {
+                    attempts: 0,
+                    pending,
+                    last,
+                    failed: None,
+                },
+            );
+        }
+        if adopted {
+            let jobs: BTreeSet<&str> = shards
+                .values()
+                .filter_map(|t| t.last.as_ref().map(|(j, _)| j.as_str()))
+                .collect();
+            if !jobs.is_empty() {
+                tracing::info!(
+                    "{label}: adopting slurm job(s) {} from an earlier coordinator",
+                    jobs.into_iter().collect::<Vec<_>>().join(", ")
+                );
+            }
+        }
+        let mut fresh: HashMap<usize, (Manifest, Tables)> = HashMap::new();
+        let mut poll_errors = 0u32;
+        loop {
+            // 1. Where the tasks are.
+            let jobs: BTreeSet<String> = shards
+                .values()
+                .filter(|t| t.failed.is_none() && !t.pending.is_empty())
+                .filter_map(|t| t.last.as_ref().map(|(j, _)| j.clone()))
+                .collect();
+            let mut states: HashMap<String, BTreeMap<u32, TaskState>> = HashMap::new();
+            let mut looked = true;
+            for j in &jobs {
+                match self.client.states(j) {
+                    Ok(s) => {
+                        states.insert(j.clone(), s);
+                    }
+                    Err(e) => {
+                        looked = false;
+                        tracing::warn!("{label}: cannot look at slurm job {j}: {e}");
+                    }
+                }
+            }
+            poll_errors = if looked { 0 } else { poll_errors + 1 };
+            if poll_errors >= MAX_POLL_ERRORS {
+                return Err(format!(
+                    "lost track of slurm job(s) {}: Slurm did not answer {MAX_POLL_ERRORS} times in a row; the tasks may still run: re-run to adopt them",
+                    jobs.into_iter().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            // 2. What is committed (after the states: a finished task committed before it ended).
+            for t in shards.values_mut() {
+                let mut left = Vec::new();
+                for &p in &t.pending {
+                    let key = &req.items.items[p].key;
+                    match committed(store, key) {
+                        Some(done) => {
+                            fresh.insert(p, done);
+                            (req.on_committed)();
+                        }
+                        None => left.push(p),
+                    }
+                }
+                t.pending = left;
+            }
+            // 3. What each unfinished shard needs.
+            let mut to_submit = Vec::new();
+            for (&s, t) in shards.iter_mut() {
+                if t.pending.is_empty() || t.failed.is_some() || !looked {
+                    continue;
+                }
+                let Some((j, submitted)) = &t.last else {
+                    to_submit.push(s);
+                    continue;
+                };
+                let state = states.get(j).and_then(|m| m.get(&s)).cloned();
+                let ended = match state {
+                    Some(TaskState::Waiting(_)) | Some(TaskState::Running(_)) => continue,
+                    None if submitted.elapsed() < VISIBLE_WITHIN => continue,
+                    None => "gone (no record in squeue or scontrol)".to_string(),
+                    Some(TaskState::Completed) => "COMPLETED".to_string(),
+                    Some(TaskState::Ended(name)) => name,
+                };
+                let task = format!("{j}_{s}");
+                let report = job::load::<ShardReport>(store, &job::report_key(&spec.job, s))
+                    .ok()
+                    .flatten()
+                    .filter(|r| r.slurm.as_deref() == Some(task.as_str()));
+                let log = self.log_dir().join(format!("{j}_{s}.log"));
+                let failures = verdict(req, &spec, s, t, &task, &ended, report.as_ref(), &log);
+                match t.attempts > inst.retries || !retryable(report.as_ref()) {
+                    true => t.failed = Some(failures),
+                    false => {
+                        tracing::warn!(
+                            "{label}: slurm task {task} ended {ended} with {} item(s) missing; re-submitting (attempt {} of {})",
+                            t.pending.len(),
+                            t.attempts + 1,
+                            inst.retries + 1
+                        );
+                        to_submit.push(s);
+                    }
+                }
+            }
+            // 4. Submit what needs it, as one array.
+            if !to_submit.is_empty() {
+                match self.submit(store, &spec, &label, &to_submit, &mut subs) {
+                    Ok(id) => {
+                        for s in &to_submit {
+                            if let Some(t) = shards.get_mut(s) {
+                                t.attempts += 1;
+                                t.last = Some((id.clone(), Instant::now()));
+                            }
+                        }
+                    }
+                    Err(message) => {
+                        for s in &to_submit {
+                            if let Some(t) = shards.get_mut(s) {
+                                let attempts = t.attempts.max(1);
+                                t.failed = Some(
+                                    t.pending
+                                        .iter()
+                                        .map(|&p| {
+                                            (Some(p), attempts, StageError::Failed(message.clone()))
+                                        })
+                                        .collect(),
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+            forget_finished(&shards, &states);
+            if shards
+                .values()
+                .all(|t| t.pending.is_empty() || t.failed.is_some())
+            {
+                break;
+            }
+            std::thread::sleep(self.settings.poll);
+        }
+        let failures = shards
+            .into_values()
+            .filter(|t| !t.pending.is_empty())
+            .flat_map(|t| t.failed.unwrap_or_default())
+            .collect();
+        Ok(ItemsRan { fresh, failures })
+    }
+
+    /// The job for the missing items: the stored one when it covers them (adopting its
+    /// submissions), else a new one written to the store.
+    fn job_for(
+        &self,
+        req: &RemoteItems,
+        missing: &[usize],
+    ) -> Result<(JobSpec, Submissions, bool), String> {
+        let store = req.env.store.as_ref();
+        let job_id = req.decision.key.clone();
+        let keys: Vec<String> = missing
+            .iter()
+            .map(|&i| req.items.items[i].key.clone())
+            .collect();
+        let stored: Option<JobSpec> = job::load(store, &job::spec_key(&job_id)).ok().flatten();
+        if let Some(spec) = stored {
+            let known: BTreeSet<&str> = spec.items.iter().map(String::as_str).collect();
+            let covers = keys.iter().all(|k| known.contains(k.as_str()));
+            if covers && spec.parts == req.decision.parts && spec.file == self.file {
+                let subs = job::load(store, &job::submissions_key(&job_id))
+                    .ok()
+                    .flatten()
+                    .unwrap_or_default();
+                return Ok((spec, subs, true));
+            }
+        }
+        let per_task = self.settings.items_per_task.max(1) as usize;
+        let shards = keys
+            .len()
+            .div_ceil(per_task)
+            .min(self.settings.max_array_size as usize)
+            .max(1) as u32;
+        let at_once = parallel_limit(self.settings.parallel, &req.pools)
+            .unwrap_or(shards)
+            .min(shards);
+        let spec = JobSpec {
+            job: job_id.clone(),
+            file: self.file.clone(),
+            overrides: self.overrides.clone(),
+            offline: self.offline,
+            stage: req.inst.stage.clone(),
+            variant: req.inst.variant.name(),
+            parts: req.decision.parts.clone(),
+            inputs: req.inputs.iter().map(JobInput::from).collect(),
+            items: keys,
+            shards,
+            pools: pool_shares(&req.pools, at_once),
+            pools_declared: req.pools.clone(),
+        };
+        job::save(store, &job::spec_key(&job_id), &spec)
+            .map_err(|e| format!("cannot write the job to the store: {e}"))?;
+        let subs = Submissions::default();
+        job::save(store, &job::submissions_key(&job_id), &subs)
+            .map_err(|e| format!("cannot write the job to the store: {e}"))?;
+        Ok((spec, subs, false))
+    }
+}
+
+/// An item's committed manifest and tables, when it is complete in the store.
+fn committed(store: &dyn Store, key: &str) -> Option<(Manifest, Tables)> {
+    let m = load_manifest(store, &item_path(key)).ok().flatten()?;
+    let tables = load_tables(store, &m).ok()?;
+    Some((m, tables))
+}
+
+/// Whether re-submitting a task can help: yes unless its worker said the input is at fault
+/// or failed deterministically on every item it reported.
+fn retryable(report: Option<&ShardReport>) -> bool {
+    match report {
+        None => true,
+        Some(r) => r.failures.iter().any(|f| f.kind == "transient") || r.failures.is_empty(),
+    }
+}
+
+/// The failures of a task that ended with items missing: the worker's own (located) errors
+/// when it reported them, else the Slurm state and where its log is (the caller decides
+/// whether to re-submit instead).
+#[allow(clippy::too_many_arguments)]
+fn verdict(
+    req: &RemoteItems,
+    spec: &JobSpec,
+    shard: u32,
+    t: &ShardTrack,
+    task: &str,
+    ended: &str,
+    report: Option<&ShardReport>,
+    log: &std::path::Path,
+) -> Vec<(Option<usize>, u32, StageError)> {
+    let attempts = t.attempts.max(1);
+    let where_ = format!("slurm task {task} (shard {shard}/{})", spec.shards);
+    let mut out = Vec::new();
+    let mut reported: BTreeSet<usize> = BTreeSet::new();
+    if let Some(r) = report {
+        for f in &r.failures {
+            let pos = f
+                .key
+                .as_ref()
+                .and_then(|k| req.items.items.iter().position(|i| &i.key == k));
+            let message = format!("{where_}: {}", f.message);
+            let err = match f.kind.as_str() {
+                "input" => StageError::Input(message),
+                "transient" => StageError::Exhausted(message),
+                _ => StageError::Failed(message),
+            };
+            match pos {
+                Some(p) => {
+                    reported.insert(p);
+                    out.push((Some(p), f.attempts.max(attempts), err));
+                }
+                // The worker failed before its items: every pending item fails with it.
+                None => {
+                    for &p in &t.pending {
+                        reported.insert(p);
+                        out.push((Some(p), attempts, clone_error(&err)));
+                    }
+                }
+            }
+        }
+    }
+    for &p in t.pending.iter().filter(|p| !reported.contains(p)) {
+        out.push((
+            Some(p),
+            attempts,
+            StageError::Failed(format!(
+                "{where_} ended {ended} without committing the item after {attempts} attempt(s); its output: {}",
+                log.display()
+            )),
+        ));
+    }
+    out
+}
+
+fn clone_error(e: &StageError) -> StageError {
+    match e {
+        StageError::Input(m) => StageError::Input(m.clone()),
+        StageError::Transient(m) => StageError::Transient(m.clone()),
+        StageError::Exhausted(m) => StageError::Exhausted(m.clone()),
+        StageError::Failed(m) => StageError::Failed(m.clone()),
+    }
+}
+
+/// Drops from [`LIVE`] the arrays whose every known task is final.
+fn forget_finished(
+    shards: &BTreeMap<u32, ShardTrack>,
+    states: &HashMap<String, BTreeMap<u32, TaskState>>,
+) {
+    let still: BTreeSet<&str> = shards
+        .values()
+        .filter(|t| !t.pending.is_empty() && t.failed.is_none())
+        .filter_map(|t| t.last.as_ref().map(|(j, _)| j.as_str()))
+        .collect();
+    if let Ok(mut live) = LIVE.lock() {
+        for (job, tasks) in states {
+            if !still.contains(job.as_str()) && tasks.values().all(TaskState::is_final) {
+                live.remove(job);
+            }
+        }
+    }
+}
+
+/// On SIGINT or SIGTERM: cancel every live array of this process, then exit 130.
+fn install_signal_handler() {
+    SIGNALS.call_once(|| {
+        use signal_hook::consts::{SIGINT, SIGTERM};
+        let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+            tracing::warn!("cannot install the Ctrl-C handler: jobs would outlive an interrupt");
+            return;
+        };
+        std::thread::spawn(move || {
+            if signals.forever().next().is_some() {
+                cancel_live_jobs();
+                std::process::exit(130);
+            }
+        });
+    });
+}
+
+/// Cancels every array this process submitted and has not seen finish.
+pub fn cancel_live_jobs() {
+    let jobs: Vec<String> = LIVE
+        .lock()
+        .map(|l| l.iter().cloned().collect())
+        .unwrap_or_default();
+    if jobs.is_empty() {
+        return;
+    }
+    match SlurmClient::default().cancel(&jobs) {
+        Ok(()) => eprintln!("interrupted: cancelled slurm job(s) {}", jobs.join(", ")),
+        Err(e) => eprintln!(
+            "interrupted: could not cancel slurm job(s) {}: {e}; cancel them with: scancel {}",
+            jobs.join(", "),
+            jobs.join(" ")
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pools_are_divided_among_the_tasks_that_run_at_once() {
+        let pools: BTreeMap<String, u32> = [("llm".to_string(), 16)].into();
+        assert_eq!(parallel_limit(Some(32), &pools), Some(16));
+        assert_eq!(parallel_limit(None, &pools), Some(16));
+        assert_eq!(parallel_limit(Some(4), &BTreeMap::new()), Some(4));
+        assert_eq!(pool_shares(&pools, 4)["llm"], 4);
+        assert_eq!(pool_shares(&pools, 16)["llm"], 1);
+    }
+
+    #[test]
+    fn quoting_survives_quotes() {
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+}

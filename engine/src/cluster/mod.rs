@@ -1,0 +1,22 @@
+//! Cluster execution on an existing scheduler, Slurm first, the way Nextflow and Snakemake run
+//! on clusters: the coordinator (`prefflow run --executor slurm`) plans as usual and hands the
+//! missing items of each per-item instance to one Slurm job array; each array task runs
+//! `prefflow work --store URL --job ID --shard i/N`, which computes its share and commits items
+//! to the shared store as it goes; the coordinator follows the jobs, re-submits what failed and
+//! assembles the instance from the store. The store is the only thing they share.
+//!
+//! - [`config`]: the `executor:` block, profile files, `--executor`; checked with locations;
+//! - [`slurm`]: the Slurm client (sbatch, squeue, scontrol, scancel as processes);
+//! - [`job`]: the job, its submissions and the workers' reports, as store objects;
+//! - [`worker`]: one array task;
+//! - [`coordinator`]: submission, supervision, re-submission, Ctrl-C.
+
+pub mod config;
+pub mod coordinator;
+pub mod job;
+pub mod slurm;
+pub mod worker;
+
+pub use config::{ExecutorChoice, ExecutorKind, ExecutorSpec, SlurmSettings, StageExecutor};
+pub use coordinator::{SlurmExecutor, SlurmSetup};
+pub use worker::{work, Shard, WorkExit, WorkRequest};

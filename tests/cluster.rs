@@ -1,0 +1,552 @@
+//! The Slurm executor against a real Slurm cluster (../shared/tools/slurm-single-node.sh; CI
+//! starts it): the shipped iPrefBench pipeline gives the same bytes as a local run, a task
+//! cancelled with `scancel` is re-submitted, a SIGKILLed coordinator restarted computes no
+//! committed item again, and a worker's bad-input error comes back located with exit 2.
+//! Without `sbatch` these tests say so and pass; under `CI=true` they must run.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::common::*;
+
+/// Whether a Slurm cluster answers here; under CI it must.
+fn slurm_up(test: &str) -> bool {
+    let ok = Command::new("squeue")
+        .arg("-h")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+        && Command::new("sbatch")
+            .arg("--version")
+            .stdout(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success());
+    if !ok {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "{test}: no Slurm cluster under CI=true (.ci/run starts ../shared/tools/slurm-single-node.sh)"
+        );
+        eprintln!("skipping {test}: no Slurm cluster (sbatch/squeue absent or not answering); start one with ../shared/tools/slurm-single-node.sh");
+    }
+    ok
+}
+
+/// A profile for the test cluster: its partition, short polls, at most `tasks` per array.
+fn profile(ws: &Workspace, tasks: u32, extra: &str) -> String {
+    let partition = std::env::var("SLURM_TEST_PARTITION").unwrap_or_else(|_| "debug".into());
+    ws.write(
+        "slurm.yaml",
+        &format!("partition: {partition}\nmax_array_size: {tasks}\npoll_ms: 200\n{extra}"),
+    );
+    "slurm.yaml".into()
+}
+
+/// Every instance's tables as blob hashes (content addresses: equal hashes, equal bytes).
+fn table_blobs(record: &Value) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for inst in record["instances"].as_array().expect("instances") {
+        let label = format!(
+            "{}[{}]",
+            inst["stage"].as_str().unwrap_or_default(),
+            inst["variant"].as_str().unwrap_or_default()
+        );
+        if let Some(tables) = inst["tables"].as_object() {
+            for (name, t) in tables {
+                out.insert(
+                    format!("{label}.{name}"),
+                    t["blob"].as_str().unwrap_or_default().to_string(),
+                );
+            }
+        }
+    }
+    out
+}
+
+/// The Slurm job ids a job's submissions name, oldest first, with their shards.
+fn submissions(store: &Path) -> Vec<(String, Vec<u64>)> {
+    let mut out = Vec::new();
+    for path in files(&store.join("cluster/jobs")) {
+        if !path.ends_with("submissions.json") {
+            continue;
+        }
+        let v: Value = serde_json::from_slice(&std::fs::read(&path).expect("read")).expect("json");
+        for s in v["list"].as_array().cloned().unwrap_or_default() {
+            let shards = s["shards"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Value::as_u64).collect())
+                .unwrap_or_default();
+            out.push((
+                s["slurm_job"].as_str().unwrap_or_default().to_string(),
+                shards,
+            ));
+        }
+    }
+    out
+}
+
+fn files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Item manifests by path, with their bytes.
+fn item_manifests(store: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    files(&store.join("items"))
+        .into_iter()
+        .filter(|p| !p.to_string_lossy().ends_with(".tmp"))
+        .map(|p| {
+            let bytes = std::fs::read(&p).expect("manifest");
+            (p, bytes)
+        })
+        .collect()
+}
+
+/// Waits (without a deadline the test asserts on: the cluster is slow under load) until
+/// `ready` holds, polling; panics after `patience` with `what`.
+fn wait_for(what: &str, patience: Duration, mut ready: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !ready() {
+        assert!(start.elapsed() < patience, "gave up waiting for {what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn running_tasks(job: &str) -> Vec<String> {
+    let out = Command::new("squeue")
+        .args(["--states=RUNNING", "-h", "-r", "-j", job, "-o", "%i"])
+        .output()
+        .expect("squeue");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim().to_string())
+        .filter(|l| !l.is_empty())
+        .collect()
+}
+
+fn spawn(ws: &Workspace, args: &[&str]) -> Child {
+    ws.command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn coordinator")
+}
+
+fn finish(child: Child) -> (i32, String, String) {
+    let out = child.wait_with_output().expect("coordinator output");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Rows to map over, and a probe stage over them (`extra` params), then a whole-table sum.
+fn probe_pipeline(n: usize, params: &str, stage_extra: &str) -> (String, String) {
+    let rows = numbers_csv(n);
+    let yaml = format!(
+        r#"
+pipeline: sl
+stages:
+  rows:
+    kind: read_table
+    params: {{ path: data/rows.csv }}
+  work:
+    kind: probe
+    inputs: [rows]
+    per_item: id
+{stage_extra}    params: {{ {params} }}
+  total:
+    kind: query
+    inputs: [work]
+    params: {{ sql: "SELECT COUNT(*) AS n, SUM(value) AS s FROM work" }}
+"#
+    );
+    (rows, yaml)
+}
+
+/// `pipelines/iprefbench.yaml` with the episode sweep narrowed to two agents (the full sweep
+/// takes a quarter of an hour in a debug build on two cores; BENCHMARKS.md has that run).
+fn narrowed_iprefbench() -> String {
+    let yaml = std::fs::read_to_string(repo("pipelines/iprefbench.yaml")).expect("pipeline");
+    let sweep =
+        "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [\"top_k:10\", all] }";
+    assert!(
+        yaml.contains(sweep),
+        "the shipped sweep changed; update this test"
+    );
+    yaml.replace(
+        sweep,
+        "sweep: { agent: [oracle, defaults], history: [all] }",
+    )
+}
+
+#[test]
+fn iprefbench_on_slurm_gives_the_same_bytes_as_a_local_run() {
+    if !slurm_up("iprefbench_on_slurm_gives_the_same_bytes_as_a_local_run") {
+        return;
+    }
+    let local = Workspace::new();
+    let cluster = Workspace::new();
+    for ws in [&local, &cluster] {
+        std::os::unix::fs::symlink(repo("datasets"), ws.path().join("datasets")).expect("link");
+        ws.write("iprefbench.yaml", &narrowed_iprefbench());
+    }
+    let local_record = local.run_ok("iprefbench.yaml", &[]);
+    let p = profile(&cluster, 2, "");
+    let record = cluster.run_ok("iprefbench.yaml", &["--executor", "slurm", "--profile", &p]);
+    let (want, got) = (table_blobs(&local_record), table_blobs(&record));
+    assert!(want.len() > 40, "{want:?}");
+    assert_eq!(got, want, "tables differ between the local and slurm runs");
+    let subs = submissions(&cluster.store());
+    // One array per per-item instance: validated, two episodes, two judged.
+    assert_eq!(subs.len(), 5, "{subs:?}");
+    let items = summary(&record, "items_executed");
+    assert_eq!(items, summary(&local_record, "items_executed"));
+    // Every item was computed by an array task: the workers' reports account for all of them.
+    let committed: u64 = files(&cluster.store().join("cluster/jobs"))
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("shard-"))
+        })
+        .map(|p| {
+            let v: Value =
+                serde_json::from_slice(&std::fs::read(p).expect("report")).expect("json");
+            v["committed"].as_u64().unwrap_or(0)
+        })
+        .sum();
+    assert_eq!(committed, items);
+    // A no-op re-run submits nothing.
+    cluster.run_ok("iprefbench.yaml", &["--executor", "slurm", "--profile", &p]);
+    assert_eq!(submissions(&cluster.store()).len(), subs.len());
+}
+
+#[test]
+fn a_task_cancelled_with_scancel_is_resubmitted_and_the_run_completes() {
+    if !slurm_up("a_task_cancelled_with_scancel_is_resubmitted_and_the_run_completes") {
+        return;
+    }
+    let ws = Workspace::new();
+    let (rows, yaml) = probe_pipeline(8, "delay_ms: 700", "    retries: 1\n");
+    ws.write("data/rows.csv", &rows);
+    ws.write("sl.yaml", &yaml);
+    let p = profile(&ws, 4, "");
+    let child = spawn(
+        &ws,
+        &[
+            "run",
+            "sl.yaml",
+            "--progress",
+            "none",
+            "--executor",
+            "slurm",
+            "--profile",
+            &p,
+        ],
+    );
+    let store = ws.store();
+    let mut victim = String::new();
+    wait_for("a running array task", Duration::from_secs(300), || {
+        let subs = submissions(&store);
+        if let Some((job, _)) = subs.first() {
+            if let Some(t) = running_tasks(job).into_iter().next() {
+                victim = t;
+                return true;
+            }
+        }
+        false
+    });
+    let status = Command::new("scancel")
+        .arg(&victim)
+        .status()
+        .expect("scancel");
+    assert!(status.success());
+    let (code, stdout, stderr) = finish(child);
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let shard: u64 = victim
+        .split('_')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("task index");
+    let subs = submissions(&store);
+    assert!(
+        subs.iter()
+            .skip(1)
+            .any(|(_, shards)| shards.contains(&shard)),
+        "cancelled task {victim} was not re-submitted: {subs:?}\n{stderr}"
+    );
+    let record = ws.last_run("sl");
+    assert_eq!(summary(&record, "items_failed"), 0);
+    assert_eq!(
+        ws.table("total", None)
+            .column("n")
+            .expect("n")
+            .u32()
+            .expect("u32")
+            .get(0),
+        Some(8)
+    );
+    // Same bytes as a local run of the same pipeline.
+    let local = Workspace::new();
+    local.write("data/rows.csv", &rows);
+    local.write("sl.yaml", &yaml);
+    let want = table_blobs(&local.run_ok("sl.yaml", &[]));
+    assert_eq!(table_blobs(&record), want);
+}
+
+#[test]
+fn a_sigkilled_coordinator_restarted_computes_no_committed_item_again() {
+    if !slurm_up("a_sigkilled_coordinator_restarted_computes_no_committed_item_again") {
+        return;
+    }
+    let ws = Workspace::new();
+    // `timing` stamps each computation, so an item computed twice would change its manifest.
+    let (rows, yaml) = probe_pipeline(12, "delay_ms: 600, timing: true", "");
+    ws.write("data/rows.csv", &rows);
+    ws.write("sl.yaml", &yaml);
+    let p = profile(&ws, 4, "");
+    let args = [
+        "run",
+        "sl.yaml",
+        "--progress",
+        "none",
+        "--executor",
+        "slurm",
+        "--profile",
+        &p,
+    ];
+    let mut first = spawn(&ws, &args);
+    let store = ws.store();
+    wait_for("two committed items", Duration::from_secs(300), || {
+        item_manifests(&store).len() >= 2
+    });
+    first.kill().expect("SIGKILL the coordinator");
+    let _ = first.wait();
+    let before = item_manifests(&store);
+    assert!(
+        before.len() < 12,
+        "everything finished before the kill; slow the probe down"
+    );
+    let (code, stdout, stderr) = finish(spawn(&ws, &args));
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let after = item_manifests(&store);
+    assert_eq!(after.len(), 12, "{stderr}");
+    for (path, bytes) in &before {
+        assert_eq!(
+            after.get(path),
+            Some(bytes),
+            "item {} was computed again after the restart",
+            path.display()
+        );
+    }
+    let record = ws.last_run("sl");
+    let work = instance(&record, "work");
+    assert_eq!(work["status"], "executed");
+    assert_eq!(ws.table("work", None).height(), 12);
+}
+
+#[test]
+fn a_worker_failing_on_bad_input_surfaces_its_error_through_the_coordinator_with_exit_2() {
+    if !slurm_up(
+        "a_worker_failing_on_bad_input_surfaces_its_error_through_the_coordinator_with_exit_2",
+    ) {
+        return;
+    }
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", "id,value\nr1,1\nr2,2\nr3,three\nr4,4\n");
+    ws.write(
+        "bad.yaml",
+        r#"
+pipeline: bad
+stages:
+  rows:
+    kind: read_table
+    params: { path: data/rows.csv }
+  cast:
+    kind: query
+    inputs: [rows]
+    per_item: id
+    retries: 2
+    params: { sql: "SELECT id, CAST(value AS INT) AS n FROM rows" }
+"#,
+    );
+    let p = profile(&ws, 2, "");
+    let run = ws.cli(&[
+        "run",
+        "bad.yaml",
+        "--progress",
+        "none",
+        "--executor",
+        "slurm",
+        "--profile",
+        &p,
+    ]);
+    assert_eq!(
+        run.code, 2,
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stderr.contains("failed: cast item `r3`") && run.stderr.contains("three"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("slurm task "), "{}", run.stderr);
+    let errors = ws.cli(&["show", "errors"]).expect_code(0);
+    assert!(errors.stdout.contains("r3\tinput"), "{}", errors.stdout);
+    // An input error is not re-submitted: one submission.
+    assert_eq!(submissions(&ws.store()).len(), 1);
+    // The other items are committed.
+    assert_eq!(item_manifests(&ws.store()).len(), 3);
+}
+
+#[test]
+fn a_bad_executor_profile_is_a_located_error_and_submits_nothing() {
+    let ws = Workspace::new();
+    let (rows, yaml) = probe_pipeline(3, "", "");
+    ws.write("data/rows.csv", &rows);
+    ws.write("sl.yaml", &yaml);
+    ws.write(
+        "slurm.yaml",
+        "partition: debug\ntime: 2h\nmax_aray_size: 3\n",
+    );
+    let run = ws.cli(&[
+        "run",
+        "sl.yaml",
+        "--executor",
+        "slurm",
+        "--profile",
+        "slurm.yaml",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("slurm.yaml:3:1"), "{}", run.stderr);
+    assert!(run.stderr.contains("max_array_size"), "{}", run.stderr);
+    ws.write("slurm.yaml", "partition: debug\ntime: 2h\n");
+    let run = ws.cli(&[
+        "run",
+        "sl.yaml",
+        "--executor",
+        "slurm",
+        "--profile",
+        "slurm.yaml",
+    ]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("slurm.yaml:2:7") && run.stderr.contains("HH:MM:SS"),
+        "{}",
+        run.stderr
+    );
+    assert!(!ws.store().exists(), "a bad profile touched the store");
+    // The pipeline's own block, and a stage-level `executor:` on a whole-table stage.
+    ws.write(
+        "sl.yaml",
+        &yaml.replace(
+            "pipeline: sl\n",
+            "pipeline: sl\nexecutor: { kind: slurm, mem: lots }\n",
+        ),
+    );
+    let run = ws.cli(&["run", "sl.yaml"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("sl.yaml:3:") && run.stderr.contains("memory size"),
+        "{}",
+        run.stderr
+    );
+    ws.write(
+        "sl.yaml",
+        &yaml.replace(
+            "    kind: read_table\n",
+            "    kind: read_table\n    executor: slurm\n",
+        ),
+    );
+    let run = ws.cli(&["run", "sl.yaml", "--executor", "slurm"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("needs `per_item`"), "{}", run.stderr);
+}
+
+#[test]
+fn a_worker_for_an_unknown_job_exits_3_and_a_bad_shard_exits_2() {
+    let ws = Workspace::new();
+    let run = ws.cli(&["work", "--job", "nosuch", "--shard", "0/2"]);
+    assert_eq!(run.code, 3, "{}", run.stderr);
+    assert!(run.stderr.contains("no job `nosuch`"), "{}", run.stderr);
+    let run = ws.cli(&["work", "--job", "nosuch", "--shard", "2/2"]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(run.stderr.contains("INDEX/COUNT"), "{}", run.stderr);
+}
+
+#[test]
+fn ctrl_c_cancels_the_coordinators_jobs() {
+    if !slurm_up("ctrl_c_cancels_the_coordinators_jobs") {
+        return;
+    }
+    let ws = Workspace::new();
+    let (rows, yaml) = probe_pipeline(6, "delay_ms: 3000", "");
+    ws.write("data/rows.csv", &rows);
+    ws.write("sl.yaml", &yaml);
+    let p = profile(&ws, 3, "");
+    let child = spawn(
+        &ws,
+        &[
+            "run",
+            "sl.yaml",
+            "--progress",
+            "none",
+            "--executor",
+            "slurm",
+            "--profile",
+            &p,
+        ],
+    );
+    let store = ws.store();
+    let mut job = String::new();
+    wait_for(
+        "a running array task",
+        Duration::from_secs(300),
+        || match submissions(&store).first() {
+            Some((j, _)) if !running_tasks(j).is_empty() => {
+                job = j.clone();
+                true
+            }
+            _ => false,
+        },
+    );
+    let pid = child.id().to_string();
+    assert!(Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill")
+        .success());
+    let (code, _, stderr) = finish(child);
+    assert_eq!(code, 130, "{stderr}");
+    assert!(
+        stderr.contains(&format!("cancelled slurm job(s) {job}")),
+        "{stderr}"
+    );
+    let out = Command::new("squeue")
+        .args(["--states=all", "-h", "-r", "-j", &job, "-o", "%T"])
+        .output()
+        .expect("squeue");
+    let states = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !states.contains("RUNNING") && !states.contains("PENDING"),
+        "tasks outlived the interrupt: {states}"
+    );
+}
