@@ -207,14 +207,16 @@ mod declared_columns {
         }
     }
 
-    fn plan(yaml: &str) -> Result<Plan, String> {
+    fn plan(yaml: &str) -> Result<(), String> {
         let ws = Workspace::new();
         ws.write("p.yaml", yaml);
         let mut registry = Registry::with_generic_kinds();
         registry.register(Writer);
         registry.register(Reader);
         let file = PipelineFile::load(&ws.path().join("p.yaml")).map_err(|e| e.to_string())?;
-        Plan::build(&file, &registry, &[]).map_err(|e| e.to_string())
+        Plan::build(&file, &registry, &[])
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     #[test]
