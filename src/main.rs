@@ -184,6 +184,9 @@ enum Command {
     Schema,
     /// List the registered stage kinds.
     Kinds,
+    /// Print the inter-stage table contracts (columns, types, meaning) as Markdown:
+    /// docs/tables.md is this output.
+    Tables,
 }
 
 #[derive(clap::Args)]
@@ -621,6 +624,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 "{}",
                 serde_json::to_string_pretty(&prefflow_engine::config::json_schema())?
             );
+            Ok(0)
+        }
+        Command::Tables => {
+            print!("{}", prefflow_stages::tables::markdown());
             Ok(0)
         }
         Command::Kinds => {

@@ -134,3 +134,113 @@ fn bad_input_data_fails_with_exit_2_and_keeps_earlier_results() {
     assert!(out.stderr.contains("data/missing.csv"), "{}", out.stderr);
     assert_eq!(statuses(&ws.last_run("p"))["source"], "executed");
 }
+
+#[test]
+fn a_kind_whose_declared_input_is_not_bound_fails_at_plan_time_located() {
+    // generate_tasks reads `sources` and `history_events`; only `sources` is bound.
+    let err = rejected(
+        "pipeline: p\nstages:\n  world:\n    kind: build_world\n    params: { persona: datasets/personas/maya.yaml, apps: datasets/apps, events: 100, seed: 1 }\n  candidates:\n    kind: generate_tasks\n    inputs: [world.sources]\n    params: { templates: datasets/tasks, count: 5, seed: 1 }\n",
+    );
+    assert!(err.contains("bad.yaml:8:14"), "{err}");
+    assert!(
+        err.contains("kind `generate_tasks` reads table `history_events`, which none of its inputs provides (inputs: world.sources)"),
+        "{err}"
+    );
+    assert!(
+        err.contains("help: add the stage that writes `history_events`"),
+        "{err}"
+    );
+}
+
+/// Two kinds declaring what they write and read, to show the plan-time column check.
+mod declared_columns {
+    use prefflow_engine::config::PipelineFile;
+    use prefflow_engine::plan::Plan;
+    use prefflow_engine::schema::{ColumnDef, Dtype, InputDef, TableDef};
+    use prefflow_engine::{Kind, Registry, StageContext, StageError, Tables};
+
+    use crate::common::*;
+
+    static WRITTEN: TableDef = TableDef {
+        name: "things",
+        doc: "what `writer` writes",
+        columns: &[
+            ColumnDef::new("id", Dtype::Str, "id"),
+            ColumnDef::new("n", Dtype::U32, "a count"),
+        ],
+    };
+    static READ: TableDef = TableDef {
+        name: "things",
+        doc: "what `reader` expects",
+        columns: &[
+            ColumnDef::new("id", Dtype::Str, "id"),
+            ColumnDef::new("n", Dtype::F64, "a count, read as a float"),
+            ColumnDef::new("extra", Dtype::Str, "a column nobody writes"),
+        ],
+    };
+
+    struct Writer;
+    impl Kind for Writer {
+        type Params = serde_json::Value;
+        type State = ();
+        const NAME: &'static str = "writer";
+        const VERSION: &'static str = "1";
+        const OUTPUTS: &'static [&'static str] = &["things"];
+        const OUTPUT_DEFS: &'static [&'static TableDef] = &[&WRITTEN];
+        const SUMMARY: &'static str = "test";
+        fn run(&self, _: &Self::Params, _: &StageContext<'_>) -> Result<Tables, StageError> {
+            Ok(Tables::default())
+        }
+    }
+
+    struct Reader;
+    impl Kind for Reader {
+        type Params = serde_json::Value;
+        type State = ();
+        const NAME: &'static str = "reader";
+        const VERSION: &'static str = "1";
+        const OUTPUTS: &'static [&'static str] = &["out"];
+        const INPUTS: &'static [InputDef] = &[InputDef::required(&READ, &["id", "n", "extra"])];
+        const SUMMARY: &'static str = "test";
+        fn run(&self, _: &Self::Params, _: &StageContext<'_>) -> Result<Tables, StageError> {
+            Ok(Tables::default())
+        }
+    }
+
+    fn plan(yaml: &str) -> Result<(), String> {
+        let ws = Workspace::new();
+        ws.write("p.yaml", yaml);
+        let mut registry = Registry::with_generic_kinds();
+        registry.register(Writer);
+        registry.register(Reader);
+        let file = PipelineFile::load(&ws.path().join("p.yaml")).map_err(|e| e.to_string())?;
+        Plan::build(&file, &registry, &[])
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn a_column_the_upstream_kind_does_not_write_or_writes_as_another_type_is_located() {
+        let err = plan("pipeline: p\nstages:\n  w:\n    kind: writer\n  r:\n    kind: reader\n    inputs: [w.things]\n")
+            .expect_err("the plan must be rejected");
+        assert!(err.contains("p.yaml:7:14: error: stage `r`: kind `reader` reads `w.things`, but stage `w` (kind `writer`) writes column `n` as u32, but `reader` reads it as f64"), "{err}");
+        assert!(err.contains("p.yaml:7:14: error: stage `r`: kind `reader` reads `w.things`, but stage `w` (kind `writer`) does not write column `extra`"), "{err}");
+        assert!(!err.contains("column `id`"), "{err}");
+    }
+
+    #[test]
+    fn a_table_from_a_kind_without_declared_columns_is_checked_by_name_only() {
+        // `query` writes `table` with whatever columns its SQL makes: the stage name binds it.
+        let yaml = "pipeline: p\nstages:\n  things:\n    kind: query\n    params: { sql: \"SELECT 1 AS id\" }\n  r:\n    kind: reader\n    inputs: [things]\n";
+        plan(yaml).expect("bound by stage name; columns unknown until it runs");
+        let unbound = "pipeline: p\nstages:\n  other:\n    kind: query\n    params: { sql: \"SELECT 1 AS id\" }\n  r:\n    kind: reader\n    inputs: [other]\n";
+        let err = plan(unbound).expect_err("no table `things`");
+        assert!(
+            err.contains("p.yaml:8:14")
+                && err.contains(
+                    "reads table `things`, which none of its inputs provides (inputs: other.table)"
+                ),
+            "{err}"
+        );
+    }
+}

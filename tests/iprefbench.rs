@@ -75,4 +75,36 @@ fn oracle_succeeds_everywhere_and_defaults_never_gets_an_ask_only_detail() {
     seen.dedup();
     assert!(seen.len() >= 3, "agreement levels: {seen:?}");
     assert!(Path::new(&repo("datasets/judge-labels/sample.csv")).exists());
+
+    let checked = assert_outputs_match_their_definitions(&ws, "iprefbench");
+    assert!(checked >= 40, "declared tables checked: {checked}");
+}
+
+/// Every table a kind declares (stages/src/tables/, docs/tables.md) is written as declared:
+/// each declared column present, of its type, and null only where the definition allows.
+fn assert_outputs_match_their_definitions(ws: &Workspace, pipeline: &str) -> usize {
+    let mut registry = prefflow_engine::Registry::with_generic_kinds();
+    prefflow_stages::register(&mut registry);
+    let record = ws.last_run(pipeline);
+    let mut checked = 0;
+    for inst in record["instances"].as_array().expect("instances") {
+        let Some(kind) = registry.get(inst["kind"].as_str().unwrap_or_default()) else {
+            continue;
+        };
+        for (table, entry) in inst["tables"].as_object().into_iter().flatten() {
+            let Some(def) = kind.output_def(table) else {
+                continue;
+            };
+            let blob = entry["blob"].as_str().expect("blob");
+            let path = ws
+                .store()
+                .join(format!("blobs/{}/{blob}.parquet", &blob[..2]));
+            let file = std::fs::File::open(&path).expect("blob file");
+            let df = ParquetReader::new(file).finish().expect("parquet");
+            let wrong = def.mismatches(&df);
+            assert!(wrong.is_empty(), "{}.{table}: {wrong:?}", inst["stage"]);
+            checked += 1;
+        }
+    }
+    checked
 }

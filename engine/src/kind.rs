@@ -26,6 +26,7 @@ use serde_json::Value;
 
 use crate::code::{CodeFingerprint, CrateCode};
 use crate::error::StageError;
+use crate::schema::{InputDef, TableDef};
 use crate::usage::UsageMeter;
 
 /// Named output tables of one stage (or one item of a per-item stage).
@@ -183,6 +184,12 @@ pub trait Kind: Send + Sync + 'static {
     const VERSION: &'static str;
     /// Names of the tables `run` returns.
     const OUTPUTS: &'static [&'static str];
+    /// Definitions of (some of) [`Kind::OUTPUTS`]: the columns the kind promises to write, so
+    /// `Plan::build` can check what downstream kinds read.
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[];
+    /// The tables the kind reads (required or optional, with the columns it uses), found among
+    /// the stage's inputs as [`StageContext::input`] finds them; checked by `Plan::build`.
+    const INPUTS: &'static [InputDef] = &[];
     /// False for kinds whose output depends on randomness beyond `ctx.seed` (recorded in manifests).
     const DETERMINISTIC: bool = true;
     /// One line for `prefflow kinds`.
@@ -267,6 +274,14 @@ pub trait DynKind: Send + Sync {
     fn version(&self) -> &'static str;
     /// See [`Kind::OUTPUTS`].
     fn outputs(&self) -> &'static [&'static str];
+    /// See [`Kind::OUTPUT_DEFS`].
+    fn output_defs(&self) -> &'static [&'static TableDef];
+    /// See [`Kind::INPUTS`].
+    fn inputs(&self) -> &'static [InputDef];
+    /// The definition of output table `table`, when the kind declares one.
+    fn output_def(&self, table: &str) -> Option<&'static TableDef> {
+        self.output_defs().iter().copied().find(|d| d.name == table)
+    }
     /// See [`Kind::DETERMINISTIC`].
     fn deterministic(&self) -> bool;
     /// See [`Kind::SUMMARY`].
@@ -371,6 +386,12 @@ impl<K: Kind> DynKind for K {
     fn outputs(&self) -> &'static [&'static str] {
         K::OUTPUTS
     }
+    fn output_defs(&self) -> &'static [&'static TableDef] {
+        K::OUTPUT_DEFS
+    }
+    fn inputs(&self) -> &'static [InputDef] {
+        K::INPUTS
+    }
     fn deterministic(&self) -> bool {
         K::DETERMINISTIC
     }
@@ -436,6 +457,12 @@ impl DynKind for Coded {
     }
     fn outputs(&self) -> &'static [&'static str] {
         self.kind.outputs()
+    }
+    fn output_defs(&self) -> &'static [&'static TableDef] {
+        self.kind.output_defs()
+    }
+    fn inputs(&self) -> &'static [InputDef] {
+        self.kind.inputs()
     }
     fn deterministic(&self) -> bool {
         self.kind.deterministic()

@@ -9,7 +9,7 @@
 //! The flow, module by module:
 //! - [`config`] parses the pipeline file with source locations;
 //! - [`params`] resolves `${params.x}` and `--set` overrides; [`sweep`] expands grids to variants;
-//! - [`plan`] validates everything and produces stage instances in dependency order;
+//! - [`schema`] declares the tables kinds read and write; [`plan`] validates everything and produces stage instances in dependency order;
 //! - [`code`] fingerprints the sources kinds are built from (part of every key);
 //! - [`decision`] decides, per instance and item, whether a cached result can be used;
 //! - [`exec`] runs them, reusing results by recipe key ([`artifact`], [`keys`]);
@@ -33,6 +33,7 @@ pub mod plan;
 pub mod progress;
 pub mod record;
 pub mod retry;
+pub mod schema;
 pub mod store;
 pub mod sweep;
 pub mod usage;

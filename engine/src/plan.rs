@@ -19,6 +19,7 @@ use crate::config::{at, InputRef, PipelineFile, StageSpec};
 use crate::error::{ConfigError, Error, Location, Result};
 use crate::kind::{DynKind, Execution, Registry, ASYNC_CONCURRENCY};
 use crate::params::{get_path, interpolate, set_path, Override};
+use crate::schema::InputDef;
 use crate::sweep::{Sweep, Variant};
 use crate::when::When;
 
@@ -408,6 +409,15 @@ fn check_stages<'a>(
         }
         let refs = check_inputs(path, name, stage_spec, spec, &outputs_of, errors);
         check_per_item(path, name, stage_spec, &refs, errors);
+        let declared = Declared {
+            path,
+            name,
+            stage: stage_spec,
+            kind: kind.as_ref(),
+            registry,
+            spec,
+        };
+        declared.check(&refs, errors);
         for pool in &stage_spec.resources {
             if !spec.resources.contains_key(&pool.value) {
                 errors.push(ConfigError::new(
@@ -492,6 +502,127 @@ fn check_inputs(
         refs.push((r, tables));
     }
     refs
+}
+
+/// A stage, with what it needs to check the tables its kind declares it reads
+/// ([`crate::Kind::INPUTS`]) against its `inputs`.
+struct Declared<'a> {
+    path: &'a Path,
+    name: &'a str,
+    stage: &'a StageSpec,
+    kind: &'a dyn DynKind,
+    registry: &'a Registry,
+    spec: &'a crate::config::PipelineSpec,
+}
+
+impl Declared<'_> {
+    /// A required table must be bound, and every column the kind reads must be one the upstream
+    /// kind declares it writes, with the same type.
+    fn check(&self, refs: &[(InputRef, Vec<String>)], errors: &mut Vec<ConfigError>) {
+        for input in self.kind.inputs() {
+            match find_input(refs, input.table) {
+                Some((r, table)) => self.check_columns(input, r, &table, errors),
+                None if input.required => errors.push(self.missing(input.table, refs)),
+                None => {}
+            }
+        }
+    }
+
+    fn missing(&self, table: &str, refs: &[(InputRef, Vec<String>)]) -> ConfigError {
+        let bound: Vec<String> = refs
+            .iter()
+            .flat_map(|(r, tables)| tables.iter().map(move |t| format!("{}.{t}", r.stage)))
+            .collect();
+        let place = self
+            .stage
+            .inputs
+            .first()
+            .map_or_else(|| at(self.path, &self.stage.kind), |i| at(self.path, i));
+        let bound = if bound.is_empty() {
+            "none".to_string()
+        } else {
+            bound.join(", ")
+        };
+        ConfigError::new(
+            place,
+            format!(
+                "stage `{}`: kind `{}` reads table `{table}`, which none of its inputs provides (inputs: {bound})",
+                self.name,
+                self.kind.name(),
+            ),
+            Some(format!(
+                "add the stage that writes `{table}` to `inputs`, e.g. `inputs: [<stage>.{table}, …]` (see `prefflow tables`)"
+            )),
+        )
+    }
+
+    fn check_columns(
+        &self,
+        input: &InputDef,
+        r: &InputRef,
+        table: &str,
+        errors: &mut Vec<ConfigError>,
+    ) {
+        let producer = self
+            .spec
+            .stages
+            .get(&r.stage)
+            .and_then(|s| self.registry.get(&s.value.kind.value));
+        let Some(producer) = producer else {
+            return;
+        };
+        let Some(written) = producer.output_def(table) else {
+            return;
+        };
+        let place = self
+            .stage
+            .inputs
+            .iter()
+            .find(|i| InputRef::parse(&i.value).as_ref() == Some(r))
+            .map_or_else(|| at(self.path, &self.stage.kind), |i| at(self.path, i));
+        for column in input.columns {
+            let wanted = input.def.and_then(|d| d.column(column));
+            let problem = match (written.column(column), wanted) {
+                (None, _) => format!("does not write column `{column}`"),
+                (Some(w), Some(c)) if w.dtype != c.dtype => format!(
+                    "writes column `{column}` as {}, but `{}` reads it as {}",
+                    w.dtype.name(),
+                    self.kind.name(),
+                    c.dtype.name()
+                ),
+                _ => continue,
+            };
+            errors.push(ConfigError::new(
+                place.clone(),
+                format!(
+                    "stage `{}`: kind `{}` reads `{}.{table}`, but stage `{}` (kind `{}`) {problem}",
+                    self.name,
+                    self.kind.name(),
+                    r.stage,
+                    r.stage,
+                    producer.name(),
+                ),
+                Some("bind a stage that writes it (see `prefflow tables`), or fix `inputs`".into()),
+            ));
+        }
+    }
+}
+
+/// The bound table a kind's `ctx.input(table)` would find: by table name, or an upstream stage
+/// of that name with one table.
+fn find_input<'r>(
+    refs: &'r [(InputRef, Vec<String>)],
+    table: &str,
+) -> Option<(&'r InputRef, String)> {
+    refs.iter().find_map(|(r, tables)| {
+        if tables.iter().any(|t| t == table) {
+            Some((r, table.to_string()))
+        } else if r.stage == table && tables.len() == 1 {
+            tables.first().map(|t| (r, t.clone()))
+        } else {
+            None
+        }
+    })
 }
 
 fn check_per_item(

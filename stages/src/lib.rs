@@ -18,6 +18,7 @@ pub mod metrics;
 mod property_tests;
 pub mod report;
 pub mod serve;
+pub mod tables;
 pub mod tasks;
 pub mod world;
 

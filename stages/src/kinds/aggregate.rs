@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 
 use polars::prelude::DataFrame;
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{InputTable, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -107,6 +108,47 @@ impl Kind for Aggregate {
     const NAME: &'static str = "aggregate";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &AGGREGATE_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::aggregate::TABLE1,
+        &crate::tables::aggregate::PAIRED,
+        &crate::tables::aggregate::PASS_K,
+        &crate::tables::aggregate::PERTURBATIONS,
+        &crate::tables::aggregate::HISTORY_CURVE,
+        &crate::tables::aggregate::FAILURE_LABELS,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &crate::tables::judging::SCORES,
+            &[
+                crate::tables::judging::EPISODE_ID,
+                crate::tables::judging::TASK_ID,
+                crate::tables::judging::VARIANT,
+                crate::tables::judging::EPOCH,
+                crate::tables::judging::SUCCESS,
+                crate::tables::judging::SCORE,
+            ],
+        ),
+        InputDef::optional(
+            &crate::tables::judging::INTERACTION,
+            &[crate::tables::judging::EPISODE_ID, "recall", "precision"],
+        ),
+        InputDef::optional(
+            &crate::tables::judging::VERDICTS,
+            &[
+                crate::tables::judging::EPISODE_ID,
+                crate::tables::judging::MODE,
+                crate::tables::judging::VERDICT,
+                crate::tables::judging::FAILURE_LABEL,
+            ],
+        ),
+        InputDef::optional(
+            &crate::tables::episodes::EPISODES,
+            &[
+                crate::tables::episodes::EPISODE_ID,
+                crate::tables::episodes::VARIANT,
+            ],
+        ),
+    ];
     const SUMMARY: &'static str = "scores (+ interaction, verdicts, episodes) → table1, paired, pass_k, perturbations, history_curve, failure_labels, usage (params: resamples, seed, level, baseline; use gather: true)";
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {

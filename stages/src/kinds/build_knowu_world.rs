@@ -4,6 +4,7 @@
 //! memory ablation.
 
 use polars::prelude::*;
+use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -46,6 +47,14 @@ impl Kind for BuildKnowuWorld {
     const NAME: &'static str = "build_knowu_world";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = WORLD_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::world::PROFILE_ENTRIES,
+        &crate::tables::world::HISTORY_EVENTS,
+        &crate::tables::world::APPS,
+        &crate::tables::world::APP_RECORDS,
+        &crate::tables::world::SOURCES,
+        &crate::tables::world::SUMMARY,
+    ];
     const SUMMARY: &'static str = "KnowU profile YAML + log JSON + app definitions → profile_entries, history_events, apps, app_records, sources (with the KnowU profile), summary (params: profile, log, apps, extra_apps)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

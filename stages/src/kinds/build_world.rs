@@ -1,6 +1,7 @@
 //! `build_world`: apps + persona → profile, history, apps, app records (and the sources later
 //! stages rebuild the world from).
 
+use prefflow_engine::schema::TableDef;
 use std::path::Path;
 
 use polars::prelude::*;
@@ -83,6 +84,14 @@ impl Kind for BuildWorld {
     const NAME: &'static str = "build_world";
     const VERSION: &'static str = "3";
     const OUTPUTS: &'static [&'static str] = BUILD_WORLD_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::world::PROFILE_ENTRIES,
+        &crate::tables::world::HISTORY_EVENTS,
+        &crate::tables::world::APPS,
+        &crate::tables::world::APP_RECORDS,
+        &crate::tables::world::SOURCES,
+        &crate::tables::world::SUMMARY,
+    ];
     const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary, audit (params: persona, apps, events, noise, seed, max_events)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

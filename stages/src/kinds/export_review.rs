@@ -1,6 +1,7 @@
 //! `export_review`: task bundles → a review sheet (CSV) for one round, one row per task with
 //! empty decision columns; the sheet is also the stage's `sheet` table.
 
+use prefflow_engine::schema::InputDef;
 use std::path::Path;
 
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
@@ -28,6 +29,10 @@ impl Kind for ExportReview {
     const NAME: &'static str = "export_review";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["sheet"];
+    const INPUTS: &'static [InputDef] = &[InputDef::required(
+        &crate::tables::tasks::BUNDLES,
+        &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
+    )];
     const SUMMARY: &'static str =
         "bundles → a CSV review sheet with empty decision columns (params: round, path)";
 

@@ -1,6 +1,7 @@
 //! `generate_tasks`: world tables + task templates → candidate tasks (`tasks`, `slots`,
 //! `criteria`, `bundles`), deterministic by seed.
 
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -46,6 +47,33 @@ impl Kind for GenerateTasks {
     const NAME: &'static str = "generate_tasks";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &TASK_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::tasks::TASKS,
+        &crate::tables::tasks::SLOTS,
+        &crate::tables::tasks::CRITERIA,
+        &crate::tables::tasks::BUNDLES,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &crate::tables::world::SOURCES,
+            &[
+                crate::tables::world::KIND,
+                crate::tables::world::NAME,
+                crate::tables::world::TEXT,
+            ],
+        ),
+        InputDef::required(
+            &crate::tables::world::HISTORY_EVENTS,
+            &[
+                crate::tables::world::EVENT_ID,
+                crate::tables::world::TIME,
+                crate::tables::world::APP,
+                crate::tables::world::TEXT,
+                crate::tables::world::LABEL,
+                crate::tables::world::SUPPORTS,
+            ],
+        ),
+    ];
     const SUMMARY: &'static str = "world (sources, history_events) + templates → candidate tasks, slots, criteria, bundles (params: templates, count, seed, max_count)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

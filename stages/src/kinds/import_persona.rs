@@ -3,6 +3,7 @@
 //! run on KnowU users as well as on synthesized ones.
 
 use polars::prelude::*;
+use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -34,6 +35,11 @@ impl Kind for ImportPersona {
     const NAME: &'static str = "import_persona";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["profile_entries", "history_events", "summary"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::world::PROFILE_ENTRIES,
+        &crate::tables::world::HISTORY_EVENTS,
+        &crate::tables::world::SUMMARY,
+    ];
     const SUMMARY: &'static str = "KnowU profile YAML + log JSON → profile_entries, history_events, summary (params: profile, log, persona?)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

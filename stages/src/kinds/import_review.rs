@@ -1,6 +1,7 @@
 //! `import_review`: task bundles + the reviewers' sheets of one round → the reviewed tasks and
 //! the audit trail of every applied edit (appended to the upstream `audit`, if any).
 
+use prefflow_engine::schema::{InputDef, TableDef};
 use std::collections::HashMap;
 use std::path::PathBuf;
 
@@ -33,6 +34,23 @@ impl Kind for ImportReview {
     const NAME: &'static str = "import_review";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "bundles", "audit"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::tasks::TASKS,
+        &crate::tables::tasks::SLOTS,
+        &crate::tables::tasks::CRITERIA,
+        &crate::tables::tasks::BUNDLES,
+        &crate::tables::tasks::AUDIT,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &crate::tables::tasks::BUNDLES,
+            &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
+        ),
+        InputDef::optional(
+            &crate::tables::tasks::AUDIT,
+            &[crate::tables::tasks::TASK_ID, "round", "field"],
+        ),
+    ];
     const SUMMARY: &'static str = "bundles (+ audit) + review sheets of one round → reviewed tasks, slots, criteria, bundles, audit (params: round, sheets)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

@@ -4,6 +4,7 @@
 //! `interaction` (docs/judging.md). Inputs: `episodes` (first, per item), `steps`, `bundles`,
 //! `sources`, `history_events`.
 
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -56,6 +57,47 @@ impl Kind for Judge {
     const NAME: &'static str = "judge";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &JUDGE_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::judging::VERDICTS,
+        &crate::tables::judging::SCORES,
+        &crate::tables::judging::REQUESTS,
+        &crate::tables::judging::INTERACTION,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &crate::tables::episodes::STEPS,
+            &[
+                crate::tables::episodes::EPISODE_ID,
+                crate::tables::episodes::STEP,
+                crate::tables::episodes::ACTION_TYPE,
+                crate::tables::episodes::ARGUMENTS,
+                "user_reply",
+            ],
+        ),
+        InputDef::required(
+            &crate::tables::tasks::BUNDLES,
+            &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
+        ),
+        InputDef::required(
+            &crate::tables::world::SOURCES,
+            &[
+                crate::tables::world::KIND,
+                crate::tables::world::NAME,
+                crate::tables::world::TEXT,
+            ],
+        ),
+        InputDef::required(
+            &crate::tables::world::HISTORY_EVENTS,
+            &[
+                crate::tables::world::EVENT_ID,
+                crate::tables::world::TIME,
+                crate::tables::world::APP,
+                crate::tables::world::TEXT,
+                crate::tables::world::LABEL,
+                crate::tables::world::SUPPORTS,
+            ],
+        ),
+    ];
     const DETERMINISTIC: bool = true;
     const SUMMARY: &'static str = "episodes + steps + bundles + world (sources, history_events) → verdicts, scores, requests, interaction (params: mode rule|llm|hybrid, matcher scripted|llm, lambda, llm, prompts; use per_item: episode_id)";
 

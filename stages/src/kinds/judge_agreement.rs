@@ -2,6 +2,7 @@
 //! and Cohen's κ between the rule judge, the LLM judge and humans (iPrefBench §4.5). The
 //! labelled sample in `datasets/judge-labels/` makes the stage run by default.
 
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -32,6 +33,25 @@ impl Kind for JudgeAgreement {
     const NAME: &'static str = "judge_agreement";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["agreement", "labels"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::aggregate::AGREEMENT,
+        &crate::tables::aggregate::LABELS,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &crate::tables::judging::VERDICTS,
+            &[
+                crate::tables::judging::EPISODE_ID,
+                crate::tables::judging::CRITERION_ID,
+                crate::tables::judging::MODE,
+                crate::tables::judging::VERDICT,
+            ],
+        ),
+        InputDef::optional(
+            &crate::tables::judging::REQUESTS,
+            &[crate::tables::judging::EPISODE_ID, "slot_id", "slot_source"],
+        ),
+    ];
     const SUMMARY: &'static str = "verdicts (+ requests) + human labels CSV → agreement (p_o, Cohen's κ per level and rater pair), labels (params: labels; use gather: true)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

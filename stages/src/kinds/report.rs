@@ -2,6 +2,7 @@
 //! self-contained HTML file. An export: its file lives outside the store, so a cached run whose
 //! file was deleted runs again.
 
+use prefflow_engine::schema::{InputDef, TableDef};
 use std::path::Path;
 
 use minijinja::Value;
@@ -53,6 +54,31 @@ impl Kind for Report {
     const NAME: &'static str = "report";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &["report"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[&crate::tables::aggregate::REPORT];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &crate::tables::aggregate::TABLE1,
+            &[
+                crate::tables::aggregate::VARIANT,
+                crate::tables::aggregate::METRIC,
+                crate::tables::aggregate::VALUE,
+                crate::tables::aggregate::CI_LOW,
+                crate::tables::aggregate::CI_HIGH,
+                crate::tables::aggregate::N,
+            ],
+        ),
+        InputDef::optional(&crate::tables::aggregate::PAIRED, &[]),
+        InputDef::optional(&crate::tables::aggregate::PASS_K, &[]),
+        InputDef::optional(&crate::tables::aggregate::PERTURBATIONS, &[]),
+        InputDef::optional(&crate::tables::aggregate::HISTORY_CURVE, &[]),
+        InputDef::optional(&crate::tables::aggregate::FAILURE_LABELS, &[]),
+        InputDef::optional(&crate::tables::aggregate::AGREEMENT, &[]),
+        InputDef::optional(&crate::tables::episodes::EPISODES, &[]),
+        InputDef::optional(&crate::tables::episodes::STEPS, &[]),
+        InputDef::optional(&crate::tables::judging::VERDICTS, &[]),
+        InputDef::optional(&crate::tables::judging::SCORES, &[]),
+        InputDef::optional(&crate::tables::tasks::TASKS, &[]),
+    ];
     const SUMMARY: &'static str = "table1 (+ paired, pass_k, perturbations, history_curve, failure_labels, agreement, episodes, steps, verdicts, scores, tasks) → a self-contained HTML file (params: path, template, title, max_tasks)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

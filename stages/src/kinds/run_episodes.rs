@@ -4,6 +4,7 @@
 //! episodes are cached per task, so changing one variant re-runs only its episodes.
 
 use polars::prelude::DataFrame;
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -107,6 +108,36 @@ impl Kind for RunEpisodes {
     const NAME: &'static str = "run_episodes";
     const VERSION: &'static str = "4";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::episodes::EPISODES,
+        &crate::tables::episodes::STEPS,
+        &crate::tables::episodes::DIFFS,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::optional(
+            &crate::tables::tasks::BUNDLES,
+            &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
+        ),
+        InputDef::required(
+            &crate::tables::world::SOURCES,
+            &[
+                crate::tables::world::KIND,
+                crate::tables::world::NAME,
+                crate::tables::world::TEXT,
+            ],
+        ),
+        InputDef::required(
+            &crate::tables::world::HISTORY_EVENTS,
+            &[
+                crate::tables::world::EVENT_ID,
+                crate::tables::world::TIME,
+                crate::tables::world::APP,
+                crate::tables::world::TEXT,
+                crate::tables::world::LABEL,
+                crate::tables::world::SUPPORTS,
+            ],
+        ),
+    ];
     const DETERMINISTIC: bool = true;
     const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_epochs, max_steps, space, seed, llm, models, model, user_llm, embeddings; use per_item: task_id)";
 

@@ -3,6 +3,7 @@
 //! KnowU-Bench defines: a proactive situation's clock, the KnowU user (with `simulator: scripted`)
 //! and each episode's rule score in `episodes.score`, which `knowu_metrics` reads.
 
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 
 use super::run_episodes::{run_with, RunEpisodes, RunEpisodesParams};
@@ -19,6 +20,42 @@ impl Kind for RunKnowuEpisodes {
     const NAME: &'static str = "run_knowu_episodes";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::episodes::EPISODES,
+        &crate::tables::episodes::STEPS,
+        &crate::tables::episodes::DIFFS,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::optional(
+            &crate::tables::tasks::BUNDLES,
+            &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
+        ),
+        InputDef::required(
+            &crate::tables::world::SOURCES,
+            &[
+                crate::tables::world::KIND,
+                crate::tables::world::NAME,
+                crate::tables::world::TEXT,
+            ],
+        ),
+        InputDef::required(
+            &crate::tables::world::HISTORY_EVENTS,
+            &[
+                crate::tables::world::EVENT_ID,
+                crate::tables::world::TIME,
+                crate::tables::world::APP,
+                crate::tables::world::TEXT,
+                crate::tables::world::LABEL,
+                crate::tables::world::SUPPORTS,
+            ],
+        ),
+        InputDef {
+            table: "knowu_tasks",
+            required: true,
+            def: None,
+            columns: &[],
+        },
+    ];
     const DETERMINISTIC: bool = true;
     const SUMMARY: &'static str = "KnowU bundles + knowu_tasks + world (sources, history_events) → episodes (with KnowU's rule score), steps, diffs (params as run_episodes; use per_item: task_id)";
 

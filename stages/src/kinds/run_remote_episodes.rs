@@ -5,6 +5,7 @@
 //! pipeline pool `resources: { devices: N }` (N = number of URLs) and `resources: [devices]` on
 //! the stage, N emulators play N tasks at once and no emulator ever plays two.
 
+use prefflow_engine::schema::TableDef;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 use std::time::Duration;
@@ -126,6 +127,11 @@ impl Kind for RunRemoteEpisodes {
     const NAME: &'static str = "run_remote_episodes";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::episodes::EPISODES,
+        &crate::tables::episodes::STEPS,
+        &crate::tables::episodes::DIFFS,
+    ];
     const DETERMINISTIC: bool = false;
     const SUMMARY: &'static str = "tasks (task_id, goal?, actions?) → episodes, steps, diffs played on env servers (params: devices, agent, actions, suite, epochs, max_steps, device_retries; use per_item: task_id and resources: [devices])";
 

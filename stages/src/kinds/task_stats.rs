@@ -2,6 +2,7 @@
 //! iPrefBench Table D.1 (with the paper's figures alongside). The task set passes through, so
 //! the released set and its statistics live in one stage (`taskset.tasks`, `taskset.stats`).
 
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -21,6 +22,41 @@ impl Kind for TaskStats {
     const NAME: &'static str = "task_stats";
     const VERSION: &'static str = "3";
     const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "stats"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::tasks::TASKS,
+        &crate::tables::tasks::SLOTS,
+        &crate::tables::tasks::CRITERIA,
+        &crate::tables::tasks::STATS,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &crate::tables::tasks::TASKS,
+            &[
+                crate::tables::tasks::TASK_ID,
+                crate::tables::tasks::TEMPLATE,
+                crate::tables::tasks::PERTURBATION,
+                "task_type",
+                "cross_app",
+                "apps",
+            ],
+        ),
+        InputDef::required(
+            &crate::tables::tasks::SLOTS,
+            &[
+                crate::tables::tasks::TASK_ID,
+                crate::tables::tasks::SLOT_ID,
+                crate::tables::tasks::SOURCE,
+            ],
+        ),
+        InputDef::required(
+            &crate::tables::tasks::CRITERIA,
+            &[
+                crate::tables::tasks::TASK_ID,
+                crate::tables::tasks::CRITERION_ID,
+                crate::tables::tasks::KIND,
+            ],
+        ),
+    ];
     const SUMMARY: &'static str =
         "tasks, slots, criteria → the same tables plus stats (section, key, value, paper), like iPrefBench Table D.1";
 

@@ -3,6 +3,7 @@
 //! released set, the rest land in `rejections` with their reasons.
 
 use polars::prelude::*;
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -30,6 +31,46 @@ impl Kind for ValidateTasks {
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] =
         &["tasks", "slots", "criteria", "bundles", "rejections"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::tasks::TASKS,
+        &crate::tables::tasks::SLOTS,
+        &crate::tables::tasks::CRITERIA,
+        &crate::tables::tasks::BUNDLES,
+        &crate::tables::tasks::REJECTIONS,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &crate::tables::tasks::BUNDLES,
+            &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
+        ),
+        InputDef::required(
+            &crate::tables::world::SOURCES,
+            &[
+                crate::tables::world::KIND,
+                crate::tables::world::NAME,
+                crate::tables::world::TEXT,
+            ],
+        ),
+        InputDef::required(
+            &crate::tables::world::HISTORY_EVENTS,
+            &[
+                crate::tables::world::EVENT_ID,
+                crate::tables::world::TIME,
+                crate::tables::world::APP,
+                crate::tables::world::TEXT,
+                crate::tables::world::LABEL,
+                crate::tables::world::SUPPORTS,
+            ],
+        ),
+        InputDef::optional(
+            &crate::tables::tasks::SLOTS,
+            &[
+                crate::tables::tasks::TASK_ID,
+                crate::tables::tasks::SLOT_ID,
+                crate::tables::tasks::SOURCE,
+            ],
+        ),
+    ];
     const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots, for the cross-variant source lint] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
 
     fn run(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {

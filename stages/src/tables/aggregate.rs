@@ -1,0 +1,158 @@
+//! The aggregate tables (`aggregate`, `judge_agreement`, `report`; see docs/metrics.md).
+
+use prefflow_engine::schema::{ColumnDef as C, Dtype::*, TableDef};
+
+pub use super::episodes::VARIANT;
+/// The metric a row reports.
+pub const METRIC: &str = "metric";
+/// A metric's value.
+pub const VALUE: &str = "value";
+/// The lower end of a 95% bootstrap interval.
+pub const CI_LOW: &str = "ci_low";
+/// The upper end of a 95% bootstrap interval.
+pub const CI_HIGH: &str = "ci_high";
+/// How many tasks a value is over.
+pub const N: &str = "n";
+
+/// Table 1.
+pub static TABLE1: TableDef = TableDef {
+    name: "table1",
+    doc: "per variant × metric; `aggregate` adds `display` str (`61.5% [53.1, 70.0]`, `n/a`)",
+    columns: &[
+        C::new(VARIANT, Str, "the variant"),
+        C::new(METRIC, Str, "`success`, `action`, `personalization`, `inferable`, `ask_only`, `recall`, `precision`, `ask_user_calls`, `steps`"),
+        C::nullable(VALUE, F64, "the metric"),
+        C::nullable(CI_LOW, F64, "95% bootstrap, seeded, resampling templates: the variants of one template are one cluster"),
+        C::nullable(CI_HIGH, F64, "see `ci_low`"),
+        C::new(N, U32, "tasks"),
+        C::new("templates", U32, "templates behind those tasks; scores without a `template` column count each task as its own"),
+    ],
+};
+
+/// Paired differences.
+pub static PAIRED: TableDef = TableDef {
+    name: "paired",
+    doc: "per variant × metric, against the baseline",
+    columns: &[
+        C::new(VARIANT, Str, "the variant"),
+        C::new("baseline", Str, "the baseline variant"),
+        C::new(METRIC, Str, "the metric"),
+        C::nullable("diff", F64, "variant − baseline on common tasks"),
+        C::nullable(
+            CI_LOW,
+            F64,
+            "resampling templates, the same for both variants",
+        ),
+        C::nullable(CI_HIGH, F64, "see `ci_low`"),
+        C::new(N, U32, "common tasks"),
+        C::new("wins", U32, "tasks where the variant is better"),
+        C::new("ties", U32, "tasks where they tie"),
+        C::new("losses", U32, "tasks where the baseline is better"),
+    ],
+};
+
+/// pass^k and pass@k.
+pub static PASS_K: TableDef = TableDef {
+    name: "pass_k",
+    doc: "per variant × k",
+    columns: &[
+        C::new(VARIANT, Str, "the variant"),
+        C::new("k", U32, "epochs"),
+        C::new("pass_hat_k", F64, "pass^k"),
+        C::new("pass_at_k", F64, "pass@k"),
+        C::new(N, U32, "tasks with ≥ k scored epochs"),
+    ],
+};
+
+/// Figure 2: perturbation subsets.
+pub static PERTURBATIONS: TableDef = TableDef {
+    name: "perturbations",
+    doc: "per variant × perturbation × metric (Figure 2)",
+    columns: &[
+        C::new(VARIANT, Str, "the variant"),
+        C::new("perturbation", Str, "the subset"),
+        C::new(METRIC, Str, "the metric"),
+        C::nullable(VALUE, F64, "on the subset"),
+        C::nullable("overall", F64, "on every task"),
+        C::nullable("delta", F64, "value − overall"),
+        C::new(N, U32, "subset tasks"),
+    ],
+};
+
+/// Figure 4: metrics per history exposure.
+pub static HISTORY_CURVE: TableDef = TableDef {
+    name: "history_curve",
+    doc: "per variant × exposure × metric (Figure 4)",
+    columns: &[
+        C::new(VARIANT, Str, "the variant"),
+        C::new("exposure", Str, "the history exposure"),
+        C::nullable("top_k", U32, "0 for `none`, null for `all`"),
+        C::new(METRIC, Str, "the metric"),
+        C::nullable(VALUE, F64, "the metric"),
+        C::nullable(CI_LOW, F64, "95% bootstrap"),
+        C::nullable(CI_HIGH, F64, "see `ci_low`"),
+        C::new(N, U32, "tasks"),
+    ],
+};
+
+/// Figure 3: failure-label distribution.
+pub static FAILURE_LABELS: TableDef = TableDef {
+    name: "failure_labels",
+    doc: "per variant × judge mode × failure label (Figure 3)",
+    columns: &[
+        C::new(VARIANT, Str, "the variant"),
+        C::new("mode", Str, "the judge mode"),
+        C::new("failure_label", Str, "the label (`unlabelled` when none)"),
+        C::new("count", U32, "failed criteria with it"),
+        C::new("share", F64, "of the failed criteria of variant × mode"),
+    ],
+};
+
+/// Judge agreement (`judge_agreement`).
+pub static AGREEMENT: TableDef = TableDef {
+    name: "agreement",
+    doc: "per level × pair of raters (`judge_agreement`)",
+    columns: &[
+        C::new("level", Str, "`criterion` \\| `success` \\| `slot`"),
+        C::new(
+            "pair",
+            Str,
+            "`rule~human`, `llm~human`, `llm~rule`, `interaction~human`",
+        ),
+        C::new(N, U32, "items both rated"),
+        C::new("agree", U32, "items they agree on"),
+        C::nullable("p_o", F64, "observed agreement"),
+        C::nullable("p_e", F64, "chance agreement"),
+        C::nullable("kappa", F64, "Cohen's κ (null when undefined)"),
+        C::new("excluded", U32, "items left out"),
+    ],
+};
+
+/// The human labels `judge_agreement` read.
+pub static LABELS: TableDef = TableDef {
+    name: "labels",
+    doc: "one row per human label (`judge_agreement`)",
+    columns: &[
+        C::new("episode_id", Str, "the episode"),
+        C::nullable("criterion_id", Str, "the criterion"),
+        C::nullable("slot_id", Str, "the slot"),
+        C::new(
+            "label",
+            Str,
+            "`pass` \\| `fail` \\| `asked` \\| `not_asked`",
+        ),
+        C::new("file", Str, "the labels file"),
+        C::new("line", U32, "its line"),
+    ],
+};
+
+/// The HTML report (`report`).
+pub static REPORT: TableDef = TableDef {
+    name: "report",
+    doc: "one row: the report written (`report`)",
+    columns: &[
+        C::new("path", Str, "where"),
+        C::new("bytes", U64, "its size"),
+        C::new("tasks", U32, "tasks in the drill-down"),
+    ],
+};

@@ -1,0 +1,150 @@
+//! The task tables (`generate_tasks`, `import_review`, `validate_tasks`, `task_stats`,
+//! `generate_knowu_tasks`); the JSON columns hold the values documented in tasks.md.
+
+use prefflow_engine::schema::{ColumnDef as C, Dtype::*, TableDef};
+
+/// A task's id, in every task table and in `episodes`, `verdicts`, `scores`.
+pub const TASK_ID: &str = "task_id";
+/// A slot's id.
+pub const SLOT_ID: &str = "slot_id";
+/// A criterion's id.
+pub const CRITERION_ID: &str = "criterion_id";
+/// The task's template (the bootstrap's cluster).
+pub const TEMPLATE: &str = "template";
+/// The task's perturbation.
+pub const PERTURBATION: &str = "perturbation";
+/// `bundles.bundle`: the whole task bundle as JSON.
+pub const BUNDLE: &str = "bundle";
+/// A slot's or profile entry's source (`inferable` | `ask_only`).
+pub const SOURCE: &str = "source";
+/// A criterion's kind (`action` | `personalization`).
+pub const KIND: &str = "kind";
+
+/// One row per task.
+pub static TASKS: TableDef = TableDef {
+    name: "tasks",
+    doc: "one row per task",
+    columns: &[
+        C::new(TASK_ID, Str, "task id"),
+        C::new("persona", Str, "whose task it is"),
+        C::new(TEMPLATE, Str, "the template it was instantiated from"),
+        C::new("instruction", Str, "the underspecified instruction"),
+        C::new("apps", ListStr, "apps it touches"),
+        C::new("category", Str, "the task's category"),
+        C::new("task_type", Str, "`operation` \\| `qa`"),
+        C::new(
+            PERTURBATION,
+            Str,
+            "`none` \\| `instruction_override` \\| `preference_shift` \\| `unavailable_option`",
+        ),
+        C::new("cross_app", Bool, "whether it spans apps"),
+        C::new("overrides", Str, "JSON: `app_data`, `history`, `profile`"),
+        C::new(
+            "hidden_context",
+            Str,
+            "JSON: `ask_only` by slot, `facts`, `unavailable`",
+        ),
+        C::new(
+            "reference_solution",
+            Str,
+            "JSON list of phone actions; arguments may be `{\"$slot\": id}` / `{\"$fmt\": text}`",
+        ),
+        C::new("defaults_solution", Str, "JSON list of phone actions"),
+    ],
+};
+
+/// One row per slot of a task.
+pub static SLOTS: TableDef = TableDef {
+    name: "slots",
+    doc: "one row per slot (a user-dependent detail the instruction omits)",
+    columns: &[
+        C::new(TASK_ID, Str, "the task"),
+        C::new(SLOT_ID, Str, "slot id"),
+        C::new(SOURCE, Str, "`inferable` \\| `ask_only`"),
+        C::new("evidence", ListStr, "history event ids"),
+        C::new("value", Str, "the value, for display"),
+        C::new("value_json", Str, "the value as JSON"),
+        C::new(
+            "keywords",
+            ListStr,
+            "words that name the slot in a question",
+        ),
+        C::nullable("app_default", Str, "the app's default for it"),
+        C::nullable("profile_entry", Str, "profile entry or situational fact id"),
+        C::new(
+            "about",
+            Str,
+            "one sentence saying what the slot is; enum values as words",
+        ),
+    ],
+};
+
+/// One row per criterion of a task.
+pub static CRITERIA: TableDef = TableDef {
+    name: "criteria",
+    doc: "one row per criterion",
+    columns: &[
+        C::new(TASK_ID, Str, "the task"),
+        C::new(CRITERION_ID, Str, "criterion id"),
+        C::new(KIND, Str, "`action` \\| `personalization`"),
+        C::nullable(SLOT_ID, Str, "the slot (personalization only)"),
+        C::new("predicate", Str, "JSON, the predicate language"),
+        C::new("rubric", Str, "what a judge checks"),
+        C::new(
+            "free_text",
+            Bool,
+            "checks text the user dictated: a judge model may accept a paraphrase under `hybrid`",
+        ),
+    ],
+};
+
+/// One row per task with its whole bundle.
+pub static BUNDLES: TableDef = TableDef {
+    name: "bundles",
+    doc: "one row per task with the whole bundle; what per-item stages read",
+    columns: &[
+        C::new(TASK_ID, Str, "the task"),
+        C::new(BUNDLE, Str, "JSON: `task`, `slots`, `criteria`"),
+    ],
+};
+
+/// The review rounds' changes.
+pub static AUDIT: TableDef = TableDef {
+    name: "audit",
+    doc: "one row per change a review round made",
+    columns: &[
+        C::new(TASK_ID, Str, "the task"),
+        C::new("round", Str, "`refinement` \\| `validation`"),
+        C::new("field", Str, "what changed"),
+        C::new("old", Str, "before"),
+        C::new("new", Str, "after"),
+        C::new("reviewer", Str, "who decided"),
+        C::new("note", Str, "why"),
+        C::new("sheet", Str, "the sheet file"),
+        C::new("row", U32, "its row"),
+    ],
+};
+
+/// Tasks validation rejected.
+pub static REJECTIONS: TableDef = TableDef {
+    name: "rejections",
+    doc: "one row per failed validation check (`validate_tasks`)",
+    columns: &[
+        C::new(TASK_ID, Str, "the task"),
+        C::new("check", Str, "`overrides` \\| `reference` \\| `reference_asks` \\| `defaults` \\| `initial_state` \\| `evidence` \\| `leak` \\| `unavailable` (checks), `quantity` \\| `premise` \\| `derivable` \\| `artefacts` \\| `source_mismatch` (lints)"),
+        C::nullable("subject", Str, "criterion or slot"),
+        C::new("reason", Str, "what failed"),
+    ],
+};
+
+/// Task-set statistics.
+pub static STATS: TableDef = TableDef {
+    name: "stats",
+    doc: "Table D.1-style statistics of the task set (`task_stats`)",
+    columns: &[
+        C::new("section", Str, "what is counted"),
+        C::new("key", Str, "which one"),
+        C::new("value", F64, "the value"),
+        C::nullable("paper", F64, "the paper's value, where it reports one"),
+    ],
+};
