@@ -54,25 +54,8 @@ impl Kind for GenerateTasks {
         &crate::tables::tasks::BUNDLES,
     ];
     const INPUTS: &'static [InputDef] = &[
-        InputDef::required(
-            &crate::tables::world::SOURCES,
-            &[
-                crate::tables::world::KIND,
-                crate::tables::world::NAME,
-                crate::tables::world::TEXT,
-            ],
-        ),
-        InputDef::required(
-            &crate::tables::world::HISTORY_EVENTS,
-            &[
-                crate::tables::world::EVENT_ID,
-                crate::tables::world::TIME,
-                crate::tables::world::APP,
-                crate::tables::world::TEXT,
-                crate::tables::world::LABEL,
-                crate::tables::world::SUPPORTS,
-            ],
-        ),
+        crate::tables::world::READ_SOURCES,
+        crate::tables::world::READ_HISTORY,
     ];
     const SUMMARY: &'static str = "world (sources, history_events) + templates → candidate tasks, slots, criteria, bundles (params: templates, count, seed, max_count)";
 

@@ -30,25 +30,8 @@ impl Kind for RunKnowuEpisodes {
             &crate::tables::tasks::BUNDLES,
             &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
         ),
-        InputDef::required(
-            &crate::tables::world::SOURCES,
-            &[
-                crate::tables::world::KIND,
-                crate::tables::world::NAME,
-                crate::tables::world::TEXT,
-            ],
-        ),
-        InputDef::required(
-            &crate::tables::world::HISTORY_EVENTS,
-            &[
-                crate::tables::world::EVENT_ID,
-                crate::tables::world::TIME,
-                crate::tables::world::APP,
-                crate::tables::world::TEXT,
-                crate::tables::world::LABEL,
-                crate::tables::world::SUPPORTS,
-            ],
-        ),
+        crate::tables::world::READ_SOURCES,
+        crate::tables::world::READ_HISTORY,
         InputDef {
             table: "knowu_tasks",
             required: true,

@@ -1,6 +1,6 @@
 //! The world's tables (`build_world`, `import_persona`, `build_knowu_world`).
 
-use prefflow_engine::schema::{ColumnDef as C, Dtype::*, TableDef};
+use prefflow_engine::schema::{ColumnDef as C, Dtype::*, InputDef, TableDef};
 
 /// `profile_entries.id`, `slots.profile_entry`'s target.
 pub const ID: &str = "id";
@@ -126,3 +126,13 @@ pub static SUMMARY: TableDef = TableDef {
         C::new("count", U64, "how many"),
     ],
 };
+
+/// How every world-reading kind reads `sources` (the loader needs kind, name and text), so the
+/// declaration lives once beside the table.
+pub const READ_SOURCES: InputDef = InputDef::required(&SOURCES, &[KIND, NAME, TEXT]);
+
+/// How every history-reading kind reads `history_events` (what `History::from_tables` needs).
+pub const READ_HISTORY: InputDef = InputDef::required(
+    &HISTORY_EVENTS,
+    &[EVENT_ID, TIME, APP, TEXT, LABEL, SUPPORTS],
+);
