@@ -15,7 +15,7 @@ use super::clock::Date;
 use super::history::{HistoryEvent, Label};
 use super::persona::text::mentions_lowered;
 use super::persona::{Persona, Source};
-use super::rules::{attributes, choice_tables, is_avoid, purchasable, record_date};
+use super::rules::{attributes, choice_tables, is_avoid, occasion, purchasable, record_date};
 use super::types::{value_matches, FieldKind, TableId};
 use super::World;
 use crate::episodes::retrieval::tokens;
@@ -318,7 +318,11 @@ fn contradictions(
                     }
                 }
                 for (e, text) in history.iter().zip(&lowered) {
-                    if e.label != Label::Signal || e.supports.contains(&p.id) {
+                    // The avoid-list's own evidence and designed exceptions name it on purpose.
+                    if e.label != Label::Signal
+                        || e.supports.contains(&p.id)
+                        || e.counters.contains(&p.id)
+                    {
                         continue;
                     }
                     if let Some(n) = avoided.iter().find(|n| mentions_lowered(text, &n.label)) {
@@ -401,16 +405,6 @@ fn before_exists(
         }
     }
     out
-}
-
-/// The occasion an event records, if any: a marker with the word before it (`sam's birthday`).
-fn occasion(text: &str) -> Option<String> {
-    ONE_OFF_MARKERS.iter().find_map(|m| {
-        let at = text.find(m)?;
-        let before = text[..at].trim_end();
-        let owner = before.rsplit(' ').next().unwrap_or_default();
-        Some(format!("{owner} {m}").trim().to_string())
-    })
 }
 
 fn one_offs_repeated(history: &[HistoryEvent], lowered: &[String]) -> Vec<Contradiction> {

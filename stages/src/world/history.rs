@@ -3,6 +3,9 @@
 //! shift), mixes in noise that evidences nothing, and never reveals an ask-only value. Every
 //! guarantee is re-checked on the produced text, so a violation is an error, not silent data.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
+
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -17,7 +20,7 @@ use super::persona::{
     choose, leak_phrases, render, render_at, Binding, EventTemplate, Fill, Period, Persona,
     ProfileEntry, Source,
 };
-use super::rules::{attributes, is_avoid, listing_window, purchasable, record_date};
+use super::rules::{attributes, is_avoid, listing_window, occasion, purchasable, record_date};
 use super::template::Template;
 use super::types::{value_matches, TableId};
 
@@ -103,6 +106,11 @@ pub const COUNTER_SHARE: f64 = 0.15;
 /// Fewest events an entry with counter templates gets, so one counter stays a minority of
 /// at most 20%.
 pub const MIN_WITH_COUNTER: usize = 5;
+
+/// The share of noise events drawn from entries' decoys (noise that looks like signal: the same
+/// apps, records and values in someone else's or a non-preference context); the rest comes from
+/// the persona's plain noise templates.
+pub const DECOY_SHARE: f64 = 0.85;
 
 /// Draw attempts per event before synthesis reports that no record fits the profile.
 const ATTEMPTS: usize = 64;
@@ -218,12 +226,14 @@ impl Constraints {
     }
 
     /// Whether the user's own choice on `day` may name `r` through binding `b`: not a value she
-    /// avoids or has moved away from (unless the binding asks for that field itself, as the
-    /// avoid-list's own evidence does).
+    /// avoids or has moved away from (unless the binding asks for that field, or for one record
+    /// by id, itself: the avoid-list's own evidence and its designed exceptions do).
     fn fits_profile(&self, b: &Binding, r: &Record, day: Date) -> bool {
         self.exclusions.iter().all(|x| {
             x.table != b.table
-                || b.filters.iter().any(|(f, _)| *f == Some(x.field))
+                || b.filters
+                    .iter()
+                    .any(|(f, _)| f.is_none() || *f == Some(x.field))
                 || x.from.is_some_and(|d| day < d)
                 || !r.values.get(x.field).is_some_and(|v| {
                     value_matches(v, &x.value)
@@ -277,6 +287,8 @@ fn excluded_names(cat: &Catalog, x: &Exclusion) -> Vec<ExcludedName> {
 /// Everything a draw reads.
 struct Ctx<'a> {
     cat: &'a Catalog,
+    /// One-off occasions already recorded, per app (a birthday is booked once).
+    occasions: RefCell<HashSet<(String, String)>>,
     vocab: &'a [Vec<Template<Var>>],
     guards: Guards,
     rules: Constraints,
@@ -307,6 +319,7 @@ pub fn synthesize(
     let counts = allocate(&entries, n_signal, params.min_per_entry, &mut rng);
     let ctx = Ctx {
         cat,
+        occasions: RefCell::new(HashSet::new()),
         vocab: &persona.vocab,
         guards: guards(persona),
         rules: Constraints::new(cat, persona),
@@ -391,7 +404,13 @@ fn counter_count(e: &ProfileEntry, n: usize) -> usize {
         return 0;
     }
     let c = (n as f64 * COUNTER_SHARE).round() as usize;
-    c.clamp(n.div_ceil(10), n / 5)
+    let c = c.clamp(n.div_ceil(10), n / 5);
+    // `once` counter templates serve one event each.
+    if e.counter.iter().all(|t| t.once) {
+        c.min(e.counter.len())
+    } else {
+        c
+    }
 }
 
 /// Events per entry: the minimum, plus the remainder drawn in proportion to entry weights.
@@ -549,7 +568,9 @@ fn entry_events(
     }
     let mut rot = Rotation::new(e.counter.iter().collect(), rng);
     for _ in 0..n_counter {
-        let Some(t) = rot.take() else { break };
+        let t = rot.take().ok_or_else(|| {
+            WorldError::Synthesis(format!("entry `{}` ran out of counter templates", e.id))
+        })?;
         let window = side_window(&wins, t.period, rng);
         let ask = Ask {
             t,
@@ -600,9 +621,16 @@ fn noise_events(
     {
         pool.extend(e.decoys.iter().map(|t| (t, Some(e))));
     }
+    let plain = persona.noise.len();
     let mut used = vec![false; pool.len()];
     for _ in 0..n {
-        let mut i = rng.random_range(0..pool.len());
+        // DECOY_SHARE of the noise dresses as signal; the rest is plain phone chatter.
+        let decoy = plain == 0 || (pool.len() > plain && rng.random_bool(DECOY_SHARE));
+        let mut i = if decoy && pool.len() > plain {
+            rng.random_range(plain..pool.len())
+        } else {
+            rng.random_range(0..plain)
+        };
         for _ in 0..pool.len() {
             if !(pool[i].0.once && used[i]) {
                 break;
@@ -714,6 +742,11 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
         if let Err(e) = check(ctx, ask, &text, &location, time) {
             last = Some(e);
             continue;
+        }
+        if let Some(o) = occasion(&text.to_lowercase()) {
+            if !ctx.occasions.borrow_mut().insert((t.app.clone(), o)) {
+                continue;
+            }
         }
         let id = ask.entry.map(|e| e.id.clone());
         return Ok(Draft {

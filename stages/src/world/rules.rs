@@ -110,3 +110,14 @@ pub fn record_date(cat: &Catalog, table: TableId, r: &Record) -> Option<Date> {
 pub fn listing_window(date: Date) -> (Date, Date) {
     (date.add_days(-(LISTING_DAYS as i32)), date)
 }
+
+/// The one-off occasion a lower-cased event text records, if any: a marker with the word before
+/// it (`sam's birthday`). One app recording the same occasion twice repeats a one-off.
+pub fn occasion(text: &str) -> Option<String> {
+    ONE_OFF_MARKERS.iter().find_map(|m| {
+        let at = text.find(m)?;
+        let before = text[..at].trim_end();
+        let owner = before.rsplit(' ').next().unwrap_or_default();
+        Some(format!("{owner} {m}").trim().to_string())
+    })
+}
