@@ -397,16 +397,29 @@ fn models_side_by_side_each_with_its_endpoint_column_and_cost() {
         assert!((cost - 102e-6).abs() < 1e-12, "{cost}");
     }
 
-    // A third model: the first two send nothing more (their episodes replay from the record).
+    // A third model runs only its own items: the first two models' episodes (and their
+    // judgements) are engine cache hits — their keys hold only their own `models` entry — so
+    // nothing of theirs executes, not even a replay from the record.
     let c = ScriptedServer::start(vec![], finish());
     ws.write(
         "m.yaml",
         &models_pipeline(3, &[("a", &a.url), ("b", &b.url), ("c", &c.url)]),
     );
-    ws.run_ok("m.yaml", &[]);
+    let record = ws.run_ok("m.yaml", &[]);
     assert_eq!(
         (a.requests().len(), b.requests().len(), c.requests().len()),
         (3, 3, 3)
+    );
+    let s = statuses(&record);
+    for stage in ["episodes_llm", "judged_llm"] {
+        for (model, status) in [("a", "cached"), ("b", "cached"), ("c", "executed")] {
+            assert_eq!(s[&format!("{stage}[model={model}]")], status, "{s:?}");
+        }
+    }
+    assert_eq!(
+        summary(&record, "items_executed"),
+        6,
+        "c's 3 episodes and their 3 judgements"
     );
     let table1 = ws.table("table.table1", None);
     assert_eq!(llm_variants(&table1).len(), 3);
