@@ -1,7 +1,8 @@
 //! Model episodes downstream, through the real CLI against a scripted OpenAI-compatible server
 //! on 127.0.0.1: judged, aggregated, validated and reported exactly like the built-in agents'
 //! (a Table 1 column, paired differences, pass^k over epochs, the drill-down), absent — not
-//! zeros — while no endpoint is set; and provider faults (unusable bodies, 5xx) retried, and
+//! zeros — while no endpoint is set, and replayed `--offline` into bit-identical tables; models
+//! side by side, a new one running only its own items; and provider faults (unusable bodies, 5xx) retried, and
 //! when retries run out failing the item with a typed error row instead of becoming an episode.
 
 use std::process::Output;
@@ -212,6 +213,60 @@ fn model_episodes_are_judged_aggregated_and_reported_like_the_built_in_agents() 
         html.contains(&format!("{LLM} · epoch 1")),
         "the drill-down shows the model's episodes"
     );
+
+    // Offline, with the server gone and every model-dependent stage forgotten: the recorded
+    // requests replay and every table comes out bit-identical.
+    let before = replayed_tables(&ws);
+    let url = server.url.clone();
+    drop(server);
+    for stage in [
+        "episodes_llm",
+        "judged_llm",
+        "table",
+        "validation",
+        "report",
+    ] {
+        forget_stage(&ws, stage);
+    }
+    let (status, text) = code(&run(&ws, Some(&url), &["--offline"]));
+    assert_eq!(status, Some(0), "{text}");
+    for stage in ["episodes_llm", "judged_llm", "table"] {
+        assert_executed(&ws, "llm_judged", stage);
+    }
+    assert_eq!(
+        replayed_tables(&ws),
+        before,
+        "offline replay is bit-identical"
+    );
+}
+
+/// The Parquet bytes of every table the model's episodes reach, by name.
+fn replayed_tables(ws: &Workspace) -> Vec<(String, Vec<u8>)> {
+    let targets = [
+        "episodes_llm.episodes",
+        "episodes_llm.steps",
+        "judged_llm.verdicts",
+        "judged_llm.scores",
+        "table.table1",
+        "table.paired",
+        "table.pass_k",
+        "table.usage",
+        "validation.agreement",
+    ];
+    targets
+        .iter()
+        .map(|t| {
+            let out = ws.cli(&["show", t, "--path"]).expect_code(0);
+            let path = out
+                .stdout
+                .lines()
+                .next()
+                .expect("a path")
+                .trim()
+                .to_string();
+            (t.to_string(), std::fs::read(path).expect("parquet bytes"))
+        })
+        .collect()
 }
 
 #[test]
