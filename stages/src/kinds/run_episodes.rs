@@ -87,6 +87,12 @@ impl Kind for RunEpisodes {
         inputs
     }
 
+    /// Only the `models` entry this variant plays is part of its key, so adding a model to
+    /// the list re-runs no other model's episodes.
+    fn key_params(&self, params: &Self::Params, raw: &serde_json::Value) -> serde_json::Value {
+        prefflow_engine::keys::only_picked_entry(raw, "models", params.model.as_deref())
+    }
+
     fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
         crate::limits::EPOCHS.check(u64::from(params.epochs), params.max_epochs)?;
         params
