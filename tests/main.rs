@@ -23,6 +23,7 @@ mod llm_pipeline;
 mod remote_device;
 mod report;
 mod store_integrity;
+mod store_s3;
 mod store_sharing;
 mod taskset;
 mod world_evidence;
