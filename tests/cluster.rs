@@ -542,7 +542,7 @@ fn iprefbench_on_slurm_over_s3_gives_the_same_bytes_as_a_local_run() {
     let local = Workspace::new();
     let cluster = Workspace::new();
     for ws in [&local, &cluster] {
-        std::os::unix::fs::symlink(repo("datasets"), ws.path().join("datasets")).expect("link");
+        link_repo(ws, "datasets");
         ws.write("iprefbench.yaml", &narrowed_iprefbench());
     }
     let local_record = local.run_ok("iprefbench.yaml", &[]);

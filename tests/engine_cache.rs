@@ -362,3 +362,61 @@ stages:
         assert_ne!(stages["prefflow-engine"], stages["prefflow-stages"]);
     }
 }
+
+/// A catalog the sweep picks one entry from (`Kind::key_params`): each variant's key holds only
+/// its own entry, so growing the catalog with a new entry (and sweep value) runs only the new
+/// variant's items, while editing a picked entry re-runs that variant alone.
+#[test]
+fn growing_a_catalog_runs_only_the_new_picks_items() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(5));
+    let yaml = |entries: &str, picks: &str| {
+        format!(
+            "pipeline: catalog
+params: {{ catalog: [{entries}] }}
+stages:
+  rows: {{ kind: read_table, params: {{ path: data/rows.csv }} }}
+  work:
+    kind: probe
+    inputs: [rows]
+    per_item: id
+    sweep: {{ pick: [{picks}] }}
+    params: {{ catalog: \"${{params.catalog}}\", pick: a }}
+"
+        )
+    };
+    let a = "{ name: a, x: 1 }";
+    let b = "{ name: b, x: 2 }";
+    let c = "{ name: c, x: 3 }";
+    ws.write("c.yaml", &yaml(&format!("{a}, {b}"), "a, b"));
+    let first = ws.run_ok("c.yaml", &[]);
+    assert_eq!(summary(&first, "items_executed"), 10);
+
+    ws.write("c.yaml", &yaml(&format!("{a}, {b}, {c}"), "a, b, c"));
+    let grown = ws.run_ok("c.yaml", &[]);
+    let s = statuses(&grown);
+    assert_eq!(s["work[pick=a]"], "cached", "{s:?}");
+    assert_eq!(s["work[pick=b]"], "cached", "{s:?}");
+    assert_eq!(s["work[pick=c]"], "executed", "{s:?}");
+    assert_eq!(summary(&grown, "items_executed"), 5);
+    let picked = ws.table("work", Some("pick=c"));
+    let text = picked.column("picked").expect("picked").str().expect("str");
+    assert!(
+        text.iter().all(|t| t == Some("{\"name\":\"c\",\"x\":3}")),
+        "{picked}"
+    );
+
+    // Editing one entry is a change to that variant only.
+    let b2 = "{ name: b, x: 20 }";
+    ws.write("c.yaml", &yaml(&format!("{a}, {b2}, {c}"), "a, b, c"));
+    let edited = ws.run_ok("c.yaml", &[]);
+    let s = statuses(&edited);
+    assert_eq!(
+        (
+            s["work[pick=a]"].as_str(),
+            s["work[pick=b]"].as_str(),
+            s["work[pick=c]"].as_str()
+        ),
+        ("cached", "executed", "cached")
+    );
+}

@@ -10,17 +10,7 @@ use crate::common::*;
 
 /// `pipelines/iprefbench.yaml` with the episode sweep narrowed to the two reference agents.
 fn two_agent_pipeline() -> String {
-    let yaml = std::fs::read_to_string(repo("pipelines/iprefbench.yaml")).expect("pipeline");
-    let sweep =
-        "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [\"top_k:10\", all] }";
-    assert!(
-        yaml.contains(sweep),
-        "the shipped sweep changed; update this test"
-    );
-    yaml.replace(
-        sweep,
-        "sweep: { agent: [oracle, defaults], history: [all] }",
-    )
+    shipped_iprefbench("{ agent: [oracle, defaults], history: [all] }")
 }
 
 fn metric(table1: &DataFrame, variant: &str, name: &str) -> (Option<f64>, u32) {
@@ -38,14 +28,10 @@ fn metric(table1: &DataFrame, variant: &str, name: &str) -> (Option<f64>, u32) {
         .unwrap_or_else(|| panic!("no {variant}/{name} in table1"))
 }
 
-fn link(ws: &Workspace, name: &str) {
-    std::os::unix::fs::symlink(repo(name), ws.path().join(name)).expect("symlink");
-}
-
 #[test]
 fn oracle_succeeds_everywhere_and_defaults_never_gets_an_ask_only_detail() {
     let ws = Workspace::new();
-    link(&ws, "datasets");
+    link_repo(&ws, "datasets");
     ws.write("iprefbench.yaml", &two_agent_pipeline());
     ws.run_ok(
         "iprefbench.yaml",

@@ -1,7 +1,8 @@
 //! Model episodes downstream, through the real CLI against a scripted OpenAI-compatible server
 //! on 127.0.0.1: judged, aggregated, validated and reported exactly like the built-in agents'
 //! (a Table 1 column, paired differences, pass^k over epochs, the drill-down), absent — not
-//! zeros — while no endpoint is set; and provider faults (unusable bodies, 5xx) retried, and
+//! zeros — while no endpoint is set, and replayed `--offline` into bit-identical tables; models
+//! side by side, a new one running only its own items; and provider faults (unusable bodies, 5xx) retried, and
 //! when retries run out failing the item with a typed error row instead of becoming an episode.
 
 use std::process::Output;
@@ -212,6 +213,60 @@ fn model_episodes_are_judged_aggregated_and_reported_like_the_built_in_agents() 
         html.contains(&format!("{LLM} · epoch 1")),
         "the drill-down shows the model's episodes"
     );
+
+    // Offline, with the server gone and every model-dependent stage forgotten: the recorded
+    // requests replay and every table comes out bit-identical.
+    let before = replayed_tables(&ws);
+    let url = server.url.clone();
+    drop(server);
+    for stage in [
+        "episodes_llm",
+        "judged_llm",
+        "table",
+        "validation",
+        "report",
+    ] {
+        forget_stage(&ws, stage);
+    }
+    let (status, text) = code(&run(&ws, Some(&url), &["--offline"]));
+    assert_eq!(status, Some(0), "{text}");
+    for stage in ["episodes_llm", "judged_llm", "table"] {
+        assert_executed(&ws, "llm_judged", stage);
+    }
+    assert_eq!(
+        replayed_tables(&ws),
+        before,
+        "offline replay is bit-identical"
+    );
+}
+
+/// The Parquet bytes of every table the model's episodes reach, by name.
+fn replayed_tables(ws: &Workspace) -> Vec<(String, Vec<u8>)> {
+    let targets = [
+        "episodes_llm.episodes",
+        "episodes_llm.steps",
+        "judged_llm.verdicts",
+        "judged_llm.scores",
+        "table.table1",
+        "table.paired",
+        "table.pass_k",
+        "table.usage",
+        "validation.agreement",
+    ];
+    targets
+        .iter()
+        .map(|t| {
+            let out = ws.cli(&["show", t, "--path"]).expect_code(0);
+            let path = out
+                .stdout
+                .lines()
+                .next()
+                .expect("a path")
+                .trim()
+                .to_string();
+            (t.to_string(), std::fs::read(path).expect("parquet bytes"))
+        })
+        .collect()
 }
 
 #[test]
@@ -397,16 +452,29 @@ fn models_side_by_side_each_with_its_endpoint_column_and_cost() {
         assert!((cost - 102e-6).abs() < 1e-12, "{cost}");
     }
 
-    // A third model: the first two send nothing more (their episodes replay from the record).
+    // A third model runs only its own items: the first two models' episodes (and their
+    // judgements) are engine cache hits — their keys hold only their own `models` entry — so
+    // nothing of theirs executes, not even a replay from the record.
     let c = ScriptedServer::start(vec![], finish());
     ws.write(
         "m.yaml",
         &models_pipeline(3, &[("a", &a.url), ("b", &b.url), ("c", &c.url)]),
     );
-    ws.run_ok("m.yaml", &[]);
+    let record = ws.run_ok("m.yaml", &[]);
     assert_eq!(
         (a.requests().len(), b.requests().len(), c.requests().len()),
         (3, 3, 3)
+    );
+    let s = statuses(&record);
+    for stage in ["episodes_llm", "judged_llm"] {
+        for (model, status) in [("a", "cached"), ("b", "cached"), ("c", "executed")] {
+            assert_eq!(s[&format!("{stage}[model={model}]")], status, "{s:?}");
+        }
+    }
+    assert_eq!(
+        summary(&record, "items_executed"),
+        6,
+        "c's 3 episodes and their 3 judgements"
     );
     let table1 = ws.table("table.table1", None);
     assert_eq!(llm_variants(&table1).len(), 3);

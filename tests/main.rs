@@ -20,6 +20,7 @@ mod llm_episodes;
 mod llm_judged;
 mod llm_local;
 mod llm_pipeline;
+mod llm_table1;
 mod remote_device;
 mod report;
 mod store_integrity;

@@ -310,7 +310,7 @@ fn iprefbench_on_s3_gives_the_same_bytes_as_a_local_store() {
     };
     let (local, remote) = (Workspace::new(), Workspace::new());
     for ws in [&local, &remote] {
-        std::os::unix::fs::symlink(repo("datasets"), ws.path().join("datasets")).expect("link");
+        link_repo(ws, "datasets");
         std::fs::create_dir(ws.path().join("pipelines")).expect("mkdir");
         std::fs::copy(
             repo("pipelines/iprefbench.yaml"),

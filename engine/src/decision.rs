@@ -167,7 +167,7 @@ fn key_parts(inst: &Instance, upstream: &[Arc<InstanceRecord>], workdir: &Path) 
         kind: inst.kind.name().to_string(),
         kind_version: inst.kind.version().to_string(),
         code: inst.kind.code().as_ref().clone(),
-        params: inst.params.clone(),
+        params: inst.kind.key_params(&inst.params),
         inputs,
         external,
         item: None,

@@ -56,6 +56,21 @@ pub fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+/// `params` with the list at `catalog` (entries `{ name, … }`) narrowed to the entry named
+/// `picked`: the usual [`crate::Kind::key_params`] of a kind whose params hold a catalog and
+/// the name a sweep chose from it. Unchanged when `picked` is `None` or the field is no list;
+/// an empty list when no entry has that name (the kind's own check reports that).
+pub fn only_picked_entry(params: &Value, catalog: &str, picked: Option<&str>) -> Value {
+    let mut out = params.clone();
+    let (Some(name), Some(Value::Array(entries))) =
+        (picked, out.get_mut(catalog).filter(|v| v.is_array()))
+    else {
+        return out;
+    };
+    entries.retain(|e| e.get("name").and_then(Value::as_str) == Some(name));
+    out
+}
+
 fn short(hash: blake3::Hash) -> String {
     hash.to_hex()[..KEY_HEX_LEN].to_string()
 }
@@ -206,6 +221,24 @@ mod tests {
             groups[0].content_hash,
             item_groups(&edited, "id").expect("groups")[0].content_hash
         );
+    }
+
+    #[test]
+    fn a_catalog_keeps_only_the_picked_entry() {
+        let params = serde_json::json!({
+            "pick": "b",
+            "catalog": [{"name": "a", "x": 1}, {"name": "b", "x": 2}],
+        });
+        let grown = serde_json::json!({
+            "pick": "b",
+            "catalog": [{"name": "a", "x": 1}, {"name": "b", "x": 2}, {"name": "c"}],
+        });
+        let keyed = only_picked_entry(&params, "catalog", Some("b"));
+        assert_eq!(keyed["catalog"], serde_json::json!([{"name": "b", "x": 2}]));
+        assert_eq!(keyed, only_picked_entry(&grown, "catalog", Some("b")));
+        assert_ne!(keyed, only_picked_entry(&params, "catalog", Some("a")));
+        assert_eq!(only_picked_entry(&params, "catalog", None), params);
+        assert_eq!(only_picked_entry(&params, "other", Some("b")), params);
     }
 
     #[test]

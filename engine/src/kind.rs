@@ -209,6 +209,16 @@ pub trait Kind: Send + Sync + 'static {
         true
     }
 
+    /// The part of the resolved params (`raw`; `params` is the same, typed) that determines
+    /// the result: what the recipe and item keys hash instead of the whole params. The default
+    /// is all of them. It exists for params that are a *catalog* an instance picks one entry
+    /// from — a list of named endpoints and the name a sweep chose: return the params with
+    /// only the picked entry, so adding an entry to the catalog re-runs no other variant's
+    /// items. Leave out only what the result cannot depend on, or stale results are reused.
+    fn key_params(&self, _params: &Self::Params, raw: &Value) -> Value {
+        raw.clone()
+    }
+
     /// Checks what serde cannot (limits, ranges) when the plan is built, so a value that would
     /// run for hours is a located error (exit 2) before anything runs. `field` names the
     /// parameter, `message` follows the word "parameter".
@@ -294,6 +304,9 @@ pub trait DynKind: Send + Sync {
     fn external_inputs(&self, params: &Value) -> Vec<String>;
     /// See [`Kind::cached_output_is_valid`].
     fn cached_output_is_valid(&self, params: &Value, workdir: &Path) -> bool;
+    /// See [`Kind::key_params`]; `params` unchanged when they do not fit the kind (the plan
+    /// rejects those before any key is made).
+    fn key_params(&self, params: &Value) -> Value;
     /// Deserializes `params` once and runs [`Kind::prepare`]: the result runs every item.
     fn prepare(
         self: Arc<Self>,
@@ -414,6 +427,11 @@ impl<K: Kind> DynKind for K {
             .map(|p| Kind::cached_output_is_valid(self, &p, workdir))
             .unwrap_or(false)
     }
+    fn key_params(&self, params: &Value) -> Value {
+        typed::<K::Params>(params)
+            .map(|p| Kind::key_params(self, &p, params))
+            .unwrap_or_else(|_| params.clone())
+    }
     fn prepare(
         self: Arc<Self>,
         params: &Value,
@@ -481,6 +499,9 @@ impl DynKind for Coded {
     }
     fn cached_output_is_valid(&self, params: &Value, workdir: &Path) -> bool {
         self.kind.cached_output_is_valid(params, workdir)
+    }
+    fn key_params(&self, params: &Value) -> Value {
+        self.kind.key_params(params)
     }
     fn prepare(
         self: Arc<Self>,

@@ -313,3 +313,24 @@ pub fn table_blobs(record: &Value) -> std::collections::BTreeMap<String, String>
     }
     out
 }
+
+/// The built-in agents' sweep of `pipelines/iprefbench.yaml`, as shipped.
+pub const SHIPPED_SWEEP: &str =
+    "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [\"top_k:10\", all] }";
+
+/// `pipelines/iprefbench.yaml` with the built-in agents' sweep replaced by `sweep` (a flow map,
+/// e.g. `{ agent: [oracle], history: [all] }`), so a test plays only the agents it needs.
+pub fn shipped_iprefbench(sweep: &str) -> String {
+    let yaml = std::fs::read_to_string(repo("pipelines/iprefbench.yaml")).expect("pipeline");
+    assert!(
+        yaml.contains(SHIPPED_SWEEP),
+        "the shipped sweep changed; update SHIPPED_SWEEP in tests/common"
+    );
+    yaml.replace(SHIPPED_SWEEP, &format!("sweep: {sweep}"))
+}
+
+/// Links the repository's `name` (e.g. `datasets`) into the workspace, for pipelines whose
+/// paths are relative to the repository root.
+pub fn link_repo(ws: &Workspace, name: &str) {
+    std::os::unix::fs::symlink(repo(name), ws.path().join(name)).expect("symlink");
+}

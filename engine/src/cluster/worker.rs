@@ -341,7 +341,7 @@ fn find_instance(plan: &Plan, spec: &JobSpec, workdir: &Path) -> Result<Arc<Inst
             p.kind_version
         ));
     }
-    if p.params != inst.params {
+    if p.params != inst.kind.key_params(&inst.params) {
         differs.push("the stage's params (the pipeline file or --set changed)".into());
     }
     for (path, hash) in &p.external {

@@ -50,6 +50,33 @@ pub struct ProbeParams {
     /// the usage meter per call, as role `probe` and model `fake`.
     #[serde(default)]
     pub usage_calls: u64,
+    /// Named entries (`{ name, … }`) of which the probe uses the one `pick` names, adding it as
+    /// a `picked` column (JSON text). Only that entry is part of the cache key
+    /// ([`Kind::key_params`]), so tests can see that growing a catalog re-runs no other pick.
+    #[serde(default)]
+    pub catalog: Vec<serde_json::Value>,
+    /// The entry of `catalog` to use, by name (sweep it).
+    #[serde(default)]
+    pub pick: Option<String>,
+}
+
+impl ProbeParams {
+    /// The `catalog` entry `pick` names, as JSON text; `None` without `pick`.
+    fn picked(&self) -> Result<Option<String>, String> {
+        let Some(name) = &self.pick else {
+            return Ok(None);
+        };
+        self.catalog
+            .iter()
+            .find(|e| e.get("name").and_then(serde_json::Value::as_str) == Some(name))
+            .map(|e| Some(e.to_string()))
+            .ok_or_else(|| format!("`pick: {name}` names no entry of `catalog`"))
+    }
+
+    /// The params the key hashes: `raw` with `catalog` narrowed to the picked entry.
+    pub fn key_params(&self, raw: &serde_json::Value) -> serde_json::Value {
+        crate::keys::only_picked_entry(raw, "catalog", self.pick.as_deref())
+    }
 }
 
 /// What `prepare` builds for a probe instance.
@@ -84,7 +111,11 @@ impl Kind for Probe {
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["table"];
     const SUMMARY: &'static str =
-        "pass the first input through as `table`, with optional delay_ms, fail_items, flaky_items/flaky_attempts, exhausted_items, timing, show_prepare, usage_calls (engine testing)";
+        "pass the first input through as `table`, with optional delay_ms, fail_items, flaky_items/flaky_attempts, exhausted_items, timing, show_prepare, usage_calls, catalog/pick (engine testing)";
+
+    fn key_params(&self, params: &Self::Params, raw: &serde_json::Value) -> serde_json::Value {
+        params.key_params(raw)
+    }
 
     fn prepare(
         &self,
@@ -151,6 +182,12 @@ pub fn probe_output(
         df.with_column(Column::new("probe_start_us".into(), vec![started; n]))?;
         df.with_column(Column::new("probe_end_us".into(), vec![unix_micros(); n]))?;
         df.with_column(Column::new("probe_threads".into(), vec![os_threads(); n]))?;
+    }
+    if let Some(entry) = params
+        .picked()
+        .map_err(|m| StageError::Input(format!("stage `{}`: {m}", ctx.stage)))?
+    {
+        df.with_column(Column::new("picked".into(), vec![entry; n]))?;
     }
     if params.show_prepare {
         df.with_column(Column::new("prepared_id".into(), vec![ctx.state.id; n]))?;

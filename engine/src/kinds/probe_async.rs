@@ -21,6 +21,10 @@ impl Kind for ProbeAsync {
     const SUMMARY: &'static str =
         "`probe` whose delay_ms waits on the async runtime instead of a thread (engine testing)";
 
+    fn key_params(&self, params: &Self::Params, raw: &serde_json::Value) -> serde_json::Value {
+        params.key_params(raw)
+    }
+
     fn prepare(
         &self,
         _params: &Self::Params,

@@ -1,7 +1,8 @@
 //! A scripted OpenAI-compatible server on 127.0.0.1.
 //!
 //! Tests and `prefflow bench` use it to exercise the client against real sockets: scripted
-//! replies, injected latency, rate limits, server errors, hangs and malformed bodies. It binds the
+//! replies, replies computed from the request, injected latency, rate limits, server errors,
+//! hangs and malformed bodies. It binds the
 //! loopback interface only and stops accepting when dropped.
 
 use std::collections::VecDeque;
@@ -29,6 +30,19 @@ pub enum Behavior {
     /// Answer an `/embeddings` request with one vector per input: hashed word counts, so texts
     /// sharing words are near.
     Embed,
+    /// Reply 200 with the body this function computes from the request body: a model that
+    /// plays something the test knows (a task's reference solution, turn by turn).
+    Respond(Responder),
+}
+
+/// The function of [`Behavior::Respond`]: request body in, response body out.
+#[derive(Clone)]
+pub struct Responder(pub Arc<dyn Fn(&str) -> String + Send + Sync>);
+
+impl std::fmt::Debug for Responder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Responder(..)")
+    }
 }
 
 impl Behavior {
@@ -39,6 +53,11 @@ impl Behavior {
             headers: vec![],
             body: body.into(),
         }
+    }
+
+    /// 200 with whatever `reply` makes of the request body.
+    pub fn respond(reply: impl Fn(&str) -> String + Send + Sync + 'static) -> Self {
+        Behavior::Respond(Responder(Arc::new(reply)))
     }
 
     /// `status` with a small JSON error body.
@@ -212,6 +231,7 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> boo
             body,
         } => respond(stream, status, &headers, &body),
         Behavior::Embed => respond(stream, 200, &[], &embeddings(request_body)),
+        Behavior::Respond(reply) => respond(stream, 200, &[], &(reply.0)(request_body)),
         Behavior::Echo(d) => {
             std::thread::sleep(d);
             respond(
