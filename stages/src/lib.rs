@@ -12,7 +12,6 @@ pub mod kinds;
 pub mod knowu;
 pub mod limits;
 pub mod llm;
-mod memo;
 pub mod metrics;
 #[cfg(test)]
 mod property_tests;
@@ -52,5 +51,8 @@ pub fn register(registry: &mut Registry) {
     registry.register(kinds::BuildKnowuWorld);
     registry.register(kinds::GenerateKnowuTasks);
     registry.register(kinds::RunKnowuEpisodes);
-    knowu::register(registry);
+    registry.register(kinds::ImportKnowuRuns);
+    registry.register(kinds::ExportKnowuRuns);
+    registry.register(kinds::KnowuMetrics);
+    registry.register(kinds::KnowuLeaderboard);
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use thiserror::Error;
 
+use super::retrieval::IndexCache;
 use crate::llm::{LlmError, Usage};
 use crate::tasks::TaskBundle;
 use crate::world::history::HistoryEvent;
@@ -30,6 +31,8 @@ pub struct Brief<'a> {
     /// The episode's repeat index: model-backed agents pass it to the client so repeats of one
     /// task are distinct recorded requests.
     pub epoch: u32,
+    /// Where agents that search the history get their index, built once per stage instance.
+    pub indexes: &'a IndexCache,
 }
 
 /// One agent turn: the action (or why the output could not be parsed), the model's raw output

@@ -68,11 +68,14 @@ pub fn select<'e>(
     exposure: super::Exposure,
     log: super::LogKind,
     query: &str,
+    indexes: &super::retrieval::IndexCache,
 ) -> Result<Vec<&'e HistoryEvent>, LlmError> {
     let super::Exposure::TopK(k) = exposure else {
-        return Ok(super::exposure::select(history, exposure, log, query));
+        return Ok(super::exposure::select(
+            history, exposure, log, query, indexes,
+        ));
     };
-    let pool = super::exposure::select(history, super::Exposure::All, log, query);
+    let pool = super::exposure::select(history, super::Exposure::All, log, query, indexes);
     embedder.top_k(&pool, query, k)
 }
 

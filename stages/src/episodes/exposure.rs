@@ -8,7 +8,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
-use super::retrieval::Bm25;
+use super::retrieval::{Bm25, IndexCache};
 use crate::world::history::{HistoryEvent, Label};
 
 /// How much history the agent sees.
@@ -83,6 +83,7 @@ pub fn select<'a>(
     exposure: Exposure,
     log: LogKind,
     query: &str,
+    indexes: &IndexCache,
 ) -> Vec<&'a HistoryEvent> {
     let pool: Vec<&HistoryEvent> = history
         .iter()
@@ -93,7 +94,7 @@ pub fn select<'a>(
         Exposure::All => pool,
         Exposure::None => Vec::new(),
         Exposure::TopK(k) => {
-            let ix = Bm25::new(&pool);
+            let ix = Bm25::cached(&pool, indexes);
             let mut top = ix.top_k(query, k);
             top.sort_by(|a, b| a.time.cmp(&b.time).then(a.event_id.cmp(&b.event_id)));
             top

@@ -71,6 +71,7 @@ fn play(
     let mut agent = factory.make(bundle, 11);
     let history: Vec<_> = world().history.iter().take(5).collect();
     let spec = EpisodeSpec {
+        indexes: Default::default(),
         row: EpisodeRow {
             episode_id: "e".into(),
             task_id: bundle.task.task_id.clone(),

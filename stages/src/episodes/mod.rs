@@ -9,6 +9,8 @@
 //! - [`exposure`] / [`retrieval`]: which history events an agent sees.
 //! - [`toolset`]: which phone tools a capped episode offers (every task stays solvable).
 //! - [`env`]: where actions land (the simulated phone, or a remote device).
+//! - [`params`]: an episode stage's parameters; [`ModelAccess`]: where its model calls are
+//!   recorded.
 //! - [`runner`]: the episode loop; [`frames`]: its rows as tables; [`hooks`]: what a
 //!   benchmark-specific stage kind adds to it.
 
@@ -20,6 +22,7 @@ pub mod env;
 pub mod exposure;
 pub mod frames;
 pub mod hooks;
+pub mod params;
 pub mod prompts;
 pub mod record;
 pub mod remote;
@@ -40,6 +43,22 @@ mod space_tests;
 pub use agent::{Agent, AgentError, AgentFactory, Brief, Turn};
 pub use env::{Environment, PhoneEnv};
 pub use exposure::{Exposure, LogKind};
+pub use params::RunEpisodesParams;
 pub use record::{EpisodeRow, EpisodeRun, StepRow};
 pub use runner::{run_episode, EpisodeSpec};
 pub use simulator::{ScriptedUser, Simulator, UserReply};
+
+/// How an episode stage's model calls run: where they are recorded and replayed, whether the
+/// network may be used, where prompt files are found, and the stage name errors begin with.
+/// The kinds build it from their context, so agents and simulators never see the engine's.
+#[derive(Clone, Copy)]
+pub struct ModelAccess<'a> {
+    /// The stage, for messages (`stage `episodes_llm`: …`).
+    pub stage: &'a str,
+    /// The store model requests are recorded in.
+    pub cache: &'a dyn prefflow_engine::store::Store,
+    /// Serve every request from `cache`; a miss is an error.
+    pub offline: bool,
+    /// What relative prompt directories are resolved against.
+    pub workdir: &'a std::path::Path,
+}

@@ -67,6 +67,7 @@ fn first_request(task: &TaskBundle) -> Value {
     let mut env = PhoneEnv::new(world(), config).expect("phone");
     let history: Vec<_> = world().history.iter().take(5).collect();
     let spec = EpisodeSpec {
+        indexes: Default::default(),
         row: EpisodeRow {
             episode_id: "e".into(),
             task_id: task.task.task_id.clone(),

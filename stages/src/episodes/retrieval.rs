@@ -110,12 +110,20 @@ impl TextIndex {
 }
 
 impl<'s, 'e> Bm25<'s, 'e> {
-    /// Indexes `events`. Episodes of one variant see the same history, so the index is built
-    /// once per distinct event list (keyed by a hash of the events' content) and shared.
+    /// Indexes `events` on its own (tests, one-off queries).
     pub fn new(events: &'s [&'e HistoryEvent]) -> Self {
         Self {
             events,
-            index: shared_index(events),
+            index: std::sync::Arc::new(index_of(events)),
+        }
+    }
+
+    /// Indexes `events` through `cache`: the episodes of one stage instance see the same
+    /// history, so its index is built once per distinct event list and shared.
+    pub fn cached(events: &'s [&'e HistoryEvent], cache: &IndexCache) -> Self {
+        Self {
+            events,
+            index: cache.index(events),
         }
     }
 
@@ -140,33 +148,54 @@ pub fn visible_text(e: &HistoryEvent) -> String {
     format!("{} {} {} {}", e.time.date, e.time.time, e.app, e.text)
 }
 
-/// Distinct event lists whose index is kept.
-const MEMO_CAPACITY: usize = 8;
+/// Distinct event lists whose index an [`IndexCache`] keeps.
+const CACHE_CAPACITY: usize = 8;
 
-type IndexMemo = std::sync::Mutex<Vec<(String, std::sync::Arc<TextIndex>)>>;
-
-/// The index of `events`, built once per content.
-fn shared_index(events: &[&HistoryEvent]) -> std::sync::Arc<TextIndex> {
-    static MEMO: IndexMemo = std::sync::Mutex::new(Vec::new());
+fn index_of(events: &[&HistoryEvent]) -> TextIndex {
     let texts: Vec<String> = events.iter().map(|e| visible_text(e)).collect();
+    TextIndex::new(texts.iter())
+}
+
+/// The BM25 indexes of one stage instance's event lists, keyed by their content (event id and
+/// visible text), so the episodes of an instance build each index once. It lives in the
+/// instance's prepared state: nothing survives the instance, and two instances never share.
+#[derive(Default)]
+pub struct IndexCache(std::sync::Mutex<Vec<(String, std::sync::Arc<TextIndex>)>>);
+
+impl std::fmt::Debug for IndexCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.0.lock().map(|k| k.len()).unwrap_or(0);
+        write!(f, "IndexCache({kept} indexes)")
+    }
+}
+
+impl IndexCache {
+    /// The index of `events`, built at most once per content.
+    pub fn index(&self, events: &[&HistoryEvent]) -> std::sync::Arc<TextIndex> {
+        let key = content_key(events);
+        let mut kept = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((_, ix)) = kept.iter().find(|(k, _)| *k == key) {
+            return ix.clone();
+        }
+        let ix = std::sync::Arc::new(index_of(events));
+        if kept.len() >= CACHE_CAPACITY {
+            kept.remove(0);
+        }
+        kept.push((key, ix.clone()));
+        ix
+    }
+}
+
+/// A hash of what indexing `events` reads: their ids and visible texts.
+fn content_key(events: &[&HistoryEvent]) -> String {
     let mut bytes = Vec::new();
-    for (e, t) in events.iter().zip(&texts) {
+    for e in events {
         bytes.extend_from_slice(e.event_id.as_bytes());
         bytes.push(0x1f);
-        bytes.extend_from_slice(t.as_bytes());
+        bytes.extend_from_slice(visible_text(e).as_bytes());
         bytes.push(0x1e);
     }
-    let key = prefflow_engine::keys::hash_bytes(&bytes);
-    let mut memo = MEMO.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, ix)) = memo.iter().find(|(k, _)| *k == key) {
-        return ix.clone();
-    }
-    let ix = std::sync::Arc::new(TextIndex::new(texts.iter()));
-    if memo.len() >= MEMO_CAPACITY {
-        memo.remove(0);
-    }
-    memo.push((key, ix.clone()));
-    ix
+    prefflow_engine::keys::hash_bytes(&bytes)
 }
 
 #[cfg(test)]
@@ -273,5 +302,29 @@ mod tests {
         e.location = "Irving St".into();
         let doc = visible_text(&e);
         assert_eq!(doc, "2025-01-01 10:00:00 notes Booked a table");
+    }
+
+    #[test]
+    fn an_index_cache_builds_once_per_content() {
+        let evs = [event("a", "oat milk latte"), event("b", "window seat")];
+        let same = [event("a", "oat milk latte"), event("b", "window seat")];
+        let other = [event("a", "oat milk latte"), event("b", "aisle seat")];
+        let cache = IndexCache::default();
+        let (r1, r2, r3): (Vec<&HistoryEvent>, Vec<&HistoryEvent>, Vec<&HistoryEvent>) = (
+            evs.iter().collect(),
+            same.iter().collect(),
+            other.iter().collect(),
+        );
+        let first = cache.index(&r1);
+        assert!(
+            std::sync::Arc::ptr_eq(&first, &cache.index(&r2)),
+            "same content, one index"
+        );
+        assert!(
+            !std::sync::Arc::ptr_eq(&first, &cache.index(&r3)),
+            "other text, another index"
+        );
+        let cached = Bm25::cached(&r3, &cache);
+        assert_eq!(cached.top_k("aisle", 1)[0].event_id, "b");
     }
 }

@@ -3,6 +3,8 @@
 //! Every action becomes a step row; `ask_user` goes to the simulator, and its reply and
 //! disclosure audit ride on the asking step.
 
+use std::sync::Arc;
+
 use crate::world::history::HistoryEvent;
 use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status};
 
@@ -10,6 +12,7 @@ use super::agent::{Agent, AgentError, Brief, Turn};
 use super::codec::{encode, UNKNOWN};
 use super::env::Environment;
 use super::record::{EpisodeRow, EpisodeRun, StepRow};
+use super::retrieval::IndexCache;
 use super::simulator::{Simulator, UserReply};
 
 /// What identifies and bounds one episode.
@@ -25,6 +28,9 @@ pub struct EpisodeSpec {
     pub max_steps: u32,
     /// Whether to run pre-execution clarification.
     pub clarify: bool,
+    /// The retrieval indexes of the stage instance the episode belongs to, shared by its
+    /// episodes (see [`IndexCache`]); a fresh one for an episode played on its own.
+    pub indexes: Arc<IndexCache>,
 }
 
 /// Runs one episode to completion. Agent and simulator failures end it with status `error`;
@@ -78,6 +84,7 @@ fn play(
         now: &now,
         observation: &first,
         epoch: spec.row.epoch,
+        indexes: &spec.indexes,
     };
     let mut answered = Vec::new();
     if spec.clarify {

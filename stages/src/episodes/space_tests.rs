@@ -152,6 +152,7 @@ fn play_llm(task: &TaskBundle, server: &ScriptedServer, space: ActionSpace) -> E
     let mut agent = factory.make(task, 3);
     let mut phone = env(task, space);
     let spec = EpisodeSpec {
+        indexes: Default::default(),
         row: EpisodeRow {
             episode_id: "e".into(),
             task_id: task.task.task_id.clone(),

@@ -1,8 +1,7 @@
-//! The rows a judge needs, indexed once per table content: `steps` grouped by episode and
-//! `bundles` parsed by task. A per-item stage sees the whole `steps` table for every episode it
-//! judges; grouping it per item would cost O(rows) each time, so the index is memoized by the
-//! identity of the table's buffers (the engine shares one copy of a secondary input across a
-//! stage's items) and built once.
+//! The rows a judge needs, indexed once: `steps` grouped by episode and `bundles` parsed by task.
+//! A per-item stage sees the whole `steps` table for every episode it judges; grouping it per
+//! item would cost O(rows) each time, so the `judge` kind builds the index once per instance (in
+//! its `prepare`) and every item reads it.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -10,11 +9,8 @@ use std::sync::Arc;
 use polars::prelude::*;
 
 use super::JudgeError;
-use crate::memo::Memo;
 use crate::tasks::frames::bundles_from_table;
-use crate::tasks::world_cache::world_of;
 use crate::tasks::TaskBundle;
-use crate::world::World;
 
 /// One `steps` row, as judges read it.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -178,17 +174,4 @@ fn optional_strings(df: &DataFrame, name: &str) -> Result<Vec<Option<String>>, J
 fn u32s(df: &DataFrame, table: &str, name: &str) -> Result<Vec<Option<u32>>, JudgeError> {
     let c = column(df, table, name)?.cast(&DataType::UInt32)?;
     Ok(c.u32()?.iter().collect())
-}
-
-/// The index of `steps` and `bundles`, built once per pair of tables and shared by every item.
-pub fn cached_index(steps: &DataFrame, bundles: &DataFrame) -> Result<Arc<JudgeIndex>, JudgeError> {
-    static MEMO: Memo<JudgeIndex> = Memo::new();
-    MEMO.get_or_build(steps, bundles, || {
-        JudgeIndex::build(steps, bundles).map(Arc::new)
-    })
-}
-
-/// The world of `sources` and `history_events` (see [`crate::tasks::world_cache::world_of`]).
-pub fn cached_world(sources: &DataFrame, history: &DataFrame) -> Result<Arc<World>, JudgeError> {
-    world_of(sources, history).map_err(|e| JudgeError::Input(e.to_string()))
 }

@@ -2,12 +2,10 @@
 //! runner (reference, defaults-only or hand-written action lists, answered by the scripted
 //! user), written to the real `episodes`/`steps`/`bundles` tables and judged from them.
 
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 
 use super::episode::VerdictRow;
-use super::index::{cached_index, episodes_from_table, JudgeIndex};
+use super::index::{episodes_from_table, JudgeIndex};
 use super::interaction::scripted_pieces;
 use super::llm::LlmJudge;
 use super::*;
@@ -51,6 +49,7 @@ fn play_with(b: &TaskBundle, agent: &mut dyn Agent, name: &str) -> EpisodeRun {
     let mut env = PhoneEnv::new(world(), config).unwrap();
     let mut user = ScriptedUser::new(&b.slots);
     let spec = EpisodeSpec {
+        indexes: Default::default(),
         row: EpisodeRow {
             episode_id: format!("{}#{name}#0", b.task.task_id),
             task_id: b.task.task_id.clone(),
@@ -407,21 +406,15 @@ fn a_step_that_replays_differently_is_reported() {
 }
 
 #[test]
-fn the_index_is_built_once_per_table_and_batches_match_single_episodes() {
+fn batches_over_one_index_match_single_episodes() {
     let tasks: Vec<TaskBundle> = ["dinespot_dinner", "shopnest_clothes"].map(task).to_vec();
     let mut runs: Vec<EpisodeRun> = tasks.iter().map(|b| play(b, &Oracle)).collect();
     runs.extend(tasks.iter().map(|b| play(b, &Defaults)));
     let tables = episode_tables(&runs).unwrap();
     let bundles = bundles_table(&tasks).unwrap();
-    let a = cached_index(&tables[1].1, &bundles).unwrap();
-    let b = cached_index(&tables[1].1.clone(), &bundles.clone()).unwrap();
-    assert!(
-        Arc::ptr_eq(&a, &b),
-        "a clone of the same table reuses the index"
-    );
+    let a = JudgeIndex::build(&tables[1].1, &bundles).unwrap();
     let other = episode_tables(&runs[..1]).unwrap();
-    let c = cached_index(&other[1].1, &bundles).unwrap();
-    assert!(!Arc::ptr_eq(&a, &c));
+    let c = JudgeIndex::build(&other[1].1, &bundles).unwrap();
     assert_eq!(c.steps.len(), 1);
     let episodes = episodes_from_table(&tables[0].1).unwrap();
     let opts = JudgeOptions::default();

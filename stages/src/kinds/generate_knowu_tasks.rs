@@ -13,7 +13,6 @@ use crate::knowu::sim::table;
 use crate::knowu::sim::template::load_dir;
 use crate::knowu::sim::world::PROFILE_KIND;
 use crate::tasks::frames::task_tables;
-use crate::tasks::world_cache::world_of;
 use crate::tasks::TaskBundle;
 
 /// Parameters of `generate_knowu_tasks`.
@@ -57,7 +56,7 @@ impl Kind for GenerateKnowuTasks {
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let sources = ctx.input("sources")?;
-        let world = world_of(sources, ctx.input("history_events")?)?;
+        let world = super::world_input(ctx)?;
         let persona = knowu_persona(sources, ctx.stage)?;
         let templates = load_dir(&ctx.resolve(&params.templates), &params.templates)
             .map_err(|e| StageError::Input(e.to_string()))?;

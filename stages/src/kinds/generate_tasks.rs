@@ -8,7 +8,6 @@ use serde::Deserialize;
 use crate::tasks::frames::{task_tables, TASK_TABLES};
 use crate::tasks::generate::{instantiate_all, select};
 use crate::tasks::template::load_dir;
-use crate::tasks::world_cache::world_of;
 
 /// Parameters of `generate_tasks`.
 #[derive(Debug, Deserialize)]
@@ -68,7 +67,7 @@ impl Kind for GenerateTasks {
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
+        let world = super::world_input(ctx)?;
         let files = load_dir(&ctx.resolve(&params.templates), &params.templates)?;
         let all = instantiate_all(&world, &files)?;
         let picked = select(all, params.count, params.seed)?;

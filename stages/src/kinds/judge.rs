@@ -4,15 +4,18 @@
 //! `interaction` (docs/judging.md). Inputs: `episodes` (first, per item), `steps`, `bundles`,
 //! `sources`, `history_events`.
 
+use std::sync::Arc;
+
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::judging::frames::{judge_tables, JUDGE_TABLES};
-use crate::judging::index::{cached_index, cached_world, episodes_from_table};
+use crate::judging::index::episodes_from_table;
 use crate::judging::llm::LlmJudge;
-use crate::judging::{judge_episode, judge_label, JudgeOptions, MatcherName, Mode};
+use crate::judging::{judge_episode, judge_label, JudgeIndex, JudgeOptions, MatcherName, Mode};
 use crate::llm::LlmConfig;
+use crate::world::World;
 
 /// Parameters of `judge`.
 #[derive(Debug, Deserialize)]
@@ -96,9 +99,16 @@ impl JudgeParams {
 /// Judges episodes.
 pub struct Judge;
 
+/// What every episode of a `judge` instance is judged against, built once in `prepare`: the
+/// steps and bundles indexed by episode and task, and the world.
+pub struct JudgeState {
+    index: JudgeIndex,
+    world: Arc<World>,
+}
+
 impl Kind for Judge {
     type Params = JudgeParams;
-    type State = ();
+    type State = JudgeState;
     const NAME: &'static str = "judge";
     const VERSION: &'static str = "3";
     const OUTPUTS: &'static [&'static str] = &JUDGE_TABLES;
@@ -147,7 +157,18 @@ impl Kind for Judge {
         }
     }
 
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+    fn prepare(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<JudgeState, StageError> {
+        Ok(JudgeState {
+            index: JudgeIndex::build(ctx.input("steps")?, ctx.input("bundles")?)?,
+            world: super::world_input(ctx)?,
+        })
+    }
+
+    fn run(
+        &self,
+        params: &Self::Params,
+        ctx: &StageContext<'_, JudgeState>,
+    ) -> Result<Tables, StageError> {
         let bad = |m: String| StageError::Input(format!("stage `{}`: {m}", ctx.stage));
         if !(0.0..=1.0).contains(&params.lambda) {
             return Err(bad(format!(
@@ -175,8 +196,7 @@ impl Kind for Judge {
             bad("needs inputs [episodes, steps, bundles, sources, history_events]".into())
         })?;
         let episodes = episodes_from_table(&first.df)?;
-        let index = cached_index(ctx.input("steps")?, ctx.input("bundles")?)?;
-        let world = cached_world(ctx.input("sources")?, ctx.input("history_events")?)?;
+        let (index, world) = (&ctx.state.index, &ctx.state.world);
         let opts = JudgeOptions {
             mode: effective.mode,
             matcher: effective.matcher,
@@ -187,7 +207,7 @@ impl Kind for Judge {
             let bundle = index.bundle(ep)?;
             let steps = index.steps_of(&ep.episode_id);
             judged.push(judge_episode(
-                &world,
+                world,
                 bundle,
                 ep,
                 steps,

@@ -3,108 +3,62 @@
 //! `history`, `clarify`, `simulator`… in the pipeline to compare configurations; each variant's
 //! episodes are cached per task, so changing one variant re-runs only its episodes.
 
+use std::sync::Arc;
+
 use polars::prelude::DataFrame;
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
-use serde::Deserialize;
 
 use crate::episodes::agents::{self, AgentName};
 use crate::episodes::embeddings::{self, Embedder};
 use crate::episodes::exposure::{self, Exposure, LogKind};
 use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
 use crate::episodes::hooks::{EpisodeHooks, NoHooks};
+use crate::episodes::retrieval::IndexCache;
 use crate::episodes::seed::{episode_id, episode_seed};
 use crate::episodes::simulators::{self, SimulatorName};
-use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, PhoneEnv};
-use crate::llm::LlmConfig;
+use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, ModelAccess, PhoneEnv};
 use crate::tasks::frames::bundles_from_table;
-use crate::tasks::world_cache::world_of;
 use crate::tasks::TaskBundle;
 use crate::world::history::HistoryEvent;
-use crate::world::phone::{ActionSpace, EpisodeConfig};
+use crate::world::phone::EpisodeConfig;
 use crate::world::World;
 
-/// Parameters of `run_episodes`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct RunEpisodesParams {
-    /// `oracle`, `defaults`, `ask_all`, `heuristic` or `llm`.
-    pub agent: AgentName,
-    /// History exposure: `all`, `top_k:N` or `none` (default `all`).
-    #[serde(default)]
-    pub history: Exposure,
-    /// `noisy` (as recorded, default) or `clean` (signal events only).
-    #[serde(default)]
-    pub log: LogKind,
-    /// Pre-execution clarification (iPrefBench G.5): the agent may ask before acting.
-    #[serde(default)]
-    pub clarify: bool,
-    /// Who answers ask_user: `scripted` (default) or `llm`.
-    #[serde(default)]
-    pub simulator: SimulatorName,
-    /// Independent repeats per task (default 1).
-    #[serde(default = "one")]
-    pub epochs: u32,
-    /// Step bound per episode (default 30).
-    #[serde(default = "thirty")]
-    pub max_steps: u32,
-    /// Raises the limit on `epochs` (default 100; see README, "Limits").
-    #[serde(default)]
-    pub max_epochs: Option<u64>,
-    /// `tools` (default) or `gui`.
-    #[serde(default = "tools")]
-    pub space: ActionSpace,
-    /// Root seed; each episode's seed is hash(seed, task, variant, epoch).
-    #[serde(default)]
-    pub seed: u64,
-    /// The agent's model (agent `llm`); with `models`, the defaults every entry starts from.
-    #[serde(default)]
-    pub llm: Option<LlmConfig>,
-    /// Models the `llm` agent may play, each an endpoint block with a `name`:
-    /// `{ name, model, base_url | base_url_env, api_key_env, prices, concurrency, … }`; fields an
-    /// entry leaves out come from `llm`. Sweep `model` over the names to compare models side by
-    /// side: each gets its own variant (`agent=llm,model=NAME,…`), cache entries and endpoint pool.
-    #[serde(default)]
-    pub models: Vec<serde_json::Value>,
-    /// The entry of `models` the `llm` agent plays, by `name`.
-    #[serde(default)]
-    pub model: Option<String>,
-    /// The simulator's model (simulator `llm`).
-    #[serde(default)]
-    pub user_llm: Option<LlmConfig>,
-    /// Directory of prompt templates (default `datasets/prompts`).
-    #[serde(default = "prompts_dir")]
-    pub prompts: String,
-    /// `llm` agent in tools mode: offer at most this many phone tools, chosen per task so that
-    /// it stays solvable (`episodes::toolset`; hosted APIs cap function lists, e.g. 128);
-    /// default: all.
-    #[serde(default)]
-    pub max_tools: Option<usize>,
-    /// Retrieve `top_k` / `rag` history through this OpenAI-compatible embeddings endpoint
-    /// (`/v1/embeddings`) instead of lexical BM25.
-    #[serde(default)]
-    pub embeddings: Option<LlmConfig>,
-}
-
-fn one() -> u32 {
-    1
-}
-fn thirty() -> u32 {
-    30
-}
-fn tools() -> ActionSpace {
-    ActionSpace::Tools
-}
-fn prompts_dir() -> String {
-    "datasets/prompts".into()
-}
+pub use crate::episodes::params::RunEpisodesParams;
 
 /// Plays tasks with one agent configuration.
 pub struct RunEpisodes;
 
+/// How this stage's agents and simulators reach their models.
+pub(crate) fn model_access<'a>(ctx: &'a StageContext<'_>) -> ModelAccess<'a> {
+    ModelAccess {
+        stage: ctx.stage,
+        cache: ctx.cache,
+        offline: ctx.offline,
+        workdir: ctx.workdir,
+    }
+}
+
+/// What the episodes of one `run_episodes` instance share, built once in `prepare`: the world
+/// (rebuilt from its tables) and the retrieval indexes over its history.
+pub struct EpisodeState {
+    /// The world every episode of the instance plays in.
+    pub world: Arc<World>,
+    /// BM25 indexes of the event lists the instance's episodes search.
+    pub indexes: Arc<IndexCache>,
+}
+
+/// Builds an episode kind's [`EpisodeState`] from its whole inputs.
+pub fn prepare_episodes(ctx: &StageContext<'_>) -> Result<EpisodeState, StageError> {
+    Ok(EpisodeState {
+        world: super::world_input(ctx)?,
+        indexes: Arc::default(),
+    })
+}
+
 impl Kind for RunEpisodes {
     type Params = RunEpisodesParams;
-    type State = ();
+    type State = EpisodeState;
     const NAME: &'static str = "run_episodes";
     const VERSION: &'static str = "4";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
@@ -150,89 +104,41 @@ impl Kind for RunEpisodes {
             })
     }
 
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+    fn prepare(
+        &self,
+        _: &Self::Params,
+        ctx: &StageContext<'_>,
+    ) -> Result<EpisodeState, StageError> {
+        prepare_episodes(ctx)
+    }
+
+    fn run(
+        &self,
+        params: &Self::Params,
+        ctx: &StageContext<'_, EpisodeState>,
+    ) -> Result<Tables, StageError> {
         run_with(params, ctx, &NoHooks)
-    }
-}
-
-impl RunEpisodesParams {
-    /// The `models` entry `model` names (`None` when `model` is unset), or why there is none.
-    fn model_entry(&self) -> Result<Option<&serde_json::Value>, String> {
-        let Some(name) = &self.model else {
-            return Ok(None);
-        };
-        let names: Vec<&str> = self
-            .models
-            .iter()
-            .filter_map(|m| m.get("name").and_then(serde_json::Value::as_str))
-            .collect();
-        self.models
-            .iter()
-            .find(|m| m.get("name").and_then(serde_json::Value::as_str) == Some(name))
-            .map(Some)
-            .ok_or_else(|| {
-                format!(
-                    "`model: {name}` names no entry of `models` (names: [{}]); add `{{ name: {name}, model: …, base_url_env: … }}` to `models` or pick one of those",
-                    names.join(", ")
-                )
-            })
-    }
-
-    /// These params with `llm` set to the chosen `models` entry over the `llm` defaults (an
-    /// entry's endpoint replaces the defaults' endpoint whole), so everything downstream reads
-    /// one endpoint block.
-    pub fn with_chosen_model(&self) -> Result<RunEpisodesParams, String> {
-        let Some(entry) = self.model_entry()? else {
-            return Ok(self.clone());
-        };
-        let name = self.model.clone().unwrap_or_default();
-        let mut merged = match &self.llm {
-            Some(defaults) => serde_json::to_value(defaults).map_err(|e| e.to_string())?,
-            None => serde_json::json!({}),
-        };
-        let (Some(base), Some(over)) = (merged.as_object_mut(), entry.as_object()) else {
-            return Err(format!("`models` entry `{name}` must be a mapping"));
-        };
-        if over.contains_key("base_url") || over.contains_key("base_url_env") {
-            base.remove("base_url");
-            base.remove("base_url_env");
-        }
-        for (k, v) in over.iter().filter(|(k, _)| k.as_str() != "name") {
-            base.insert(k.clone(), v.clone());
-        }
-        let llm: LlmConfig =
-            serde_json::from_value(merged).map_err(|e| format!("`models` entry `{name}`: {e}"))?;
-        Ok(RunEpisodesParams {
-            llm: Some(llm),
-            ..self.clone()
-        })
-    }
-
-    /// The name the agent's model is reported under: the `models` entry's name, else `llm.model`.
-    pub fn model_name(&self) -> Option<String> {
-        self.model
-            .clone()
-            .or_else(|| self.llm.as_ref().map(|l| l.model.clone()))
     }
 }
 
 /// `run_episodes` with a stage kind's additions to each episode (see [`EpisodeHooks`]).
 pub fn run_with(
     params: &RunEpisodesParams,
-    ctx: &StageContext<'_>,
+    ctx: &StageContext<'_, EpisodeState>,
     hooks: &dyn EpisodeHooks,
 ) -> Result<Tables, StageError> {
+    let state = ctx.state;
+    let ctx = &ctx.with_state(&());
     let params = &params
         .with_chosen_model()
         .map_err(|m| StageError::Input(format!("stage `{}`: {m}", ctx.stage)))?;
-    let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
-    let factory = agents::factory(params, ctx)?;
+    let factory = agents::factory(params, model_access(ctx))?;
     let bundles = bundles_from_table(bundles_input(ctx)?)?;
     check_episode_count(bundles.len(), params.epochs)?;
     let mut runs = Vec::new();
     for bundle in bundles {
         for epoch in 0..params.epochs {
-            let run = play(params, ctx, &world, &bundle, factory.as_ref(), epoch, hooks)?;
+            let run = play(params, ctx, state, &bundle, factory.as_ref(), epoch, hooks)?;
             refuse_faults(ctx, &run)?;
             runs.push(run);
         }
@@ -293,12 +199,13 @@ fn tables(runs: &[EpisodeRun]) -> Result<Tables, StageError> {
 fn play(
     params: &RunEpisodesParams,
     ctx: &StageContext<'_>,
-    world: &World,
+    state: &EpisodeState,
     bundle: &TaskBundle,
     factory: &dyn crate::episodes::AgentFactory,
     epoch: u32,
     hooks: &dyn EpisodeHooks,
 ) -> Result<EpisodeRun, StageError> {
+    let (world, indexes) = (&*state.world, &state.indexes);
     let task = &bundle.task;
     let variant = episode_variant(params, ctx.variant);
     let seed = episode_seed(params.seed, &task.task_id, &variant, epoch);
@@ -325,9 +232,16 @@ fn play(
                 params.history,
                 params.log,
                 &task.instruction,
+                indexes,
             )?
         }
-        None => exposure::select(&history, params.history, params.log, &task.instruction),
+        None => exposure::select(
+            &history,
+            params.history,
+            params.log,
+            &task.instruction,
+            indexes,
+        ),
     };
     let retrieval = if params.embeddings.is_some() {
         "/embeddings"
@@ -337,7 +251,7 @@ fn play(
     let mut agent = factory.make(bundle, seed);
     let mut user = match hooks.scripted_user(bundle) {
         Some(user) if params.simulator == SimulatorName::Scripted => user,
-        _ => simulators::make(params, ctx, world, bundle, seed, epoch)?,
+        _ => simulators::make(params, model_access(ctx), world, bundle, seed, epoch)?,
     };
     let row = EpisodeRow {
         episode_id: episode_id(&task.task_id, &variant, epoch),
@@ -356,6 +270,7 @@ fn play(
         space: params.space,
         max_steps: params.max_steps,
         clarify: params.clarify,
+        indexes: indexes.clone(),
     };
     let mut run = run_episode(&mut env, agent.as_mut(), user.as_mut(), &shown, spec);
     if !matches!(params.history, Exposure::TopK(_)) {

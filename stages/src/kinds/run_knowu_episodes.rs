@@ -6,7 +6,9 @@
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 
-use super::run_episodes::{run_with, RunEpisodes, RunEpisodesParams};
+use super::run_episodes::{
+    prepare_episodes, run_with, EpisodeState, RunEpisodes, RunEpisodesParams,
+};
 use crate::episodes::frames::EPISODE_TABLES;
 use crate::knowu::sim::episode::KnowuHooks;
 use crate::knowu::sim::table;
@@ -16,7 +18,7 @@ pub struct RunKnowuEpisodes;
 
 impl Kind for RunKnowuEpisodes {
     type Params = RunEpisodesParams;
-    type State = ();
+    type State = EpisodeState;
     const NAME: &'static str = "run_knowu_episodes";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
@@ -46,7 +48,19 @@ impl Kind for RunKnowuEpisodes {
         RunEpisodes.external_inputs(params)
     }
 
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
+    fn prepare(
+        &self,
+        _: &Self::Params,
+        ctx: &StageContext<'_>,
+    ) -> Result<EpisodeState, StageError> {
+        prepare_episodes(ctx)
+    }
+
+    fn run(
+        &self,
+        params: &Self::Params,
+        ctx: &StageContext<'_, EpisodeState>,
+    ) -> Result<Tables, StageError> {
         let tasks = ctx.input("knowu_tasks").map_err(|_| {
             StageError::Input(format!(
                 "stage `{}`: needs a `knowu_tasks` input (the table of the `generate_knowu_tasks` stage that made its bundles)",

@@ -154,7 +154,9 @@ impl Kind for RunRemoteEpisodes {
         let episode_params = llm_params(params)?;
         let factory: Box<dyn AgentFactory + '_> = match params.agent {
             RemoteAgent::Replay => Box::new(Replay::new(replay_actions(params, &tasks))),
-            RemoteAgent::Llm => agents::factory(&episode_params, ctx)?,
+            RemoteAgent::Llm => {
+                agents::factory(&episode_params, super::run_episodes::model_access(ctx))?
+            }
         };
         let lease = lease::acquire(&params.devices);
         let timeout = Duration::from_secs(params.timeout_s.max(1));

@@ -2,6 +2,8 @@
 //! (reference solution, defaults-only agent, untouched state) and linted; valid tasks form the
 //! released set, the rest land in `rejections` with their reasons.
 
+use std::sync::Arc;
+
 use polars::prelude::*;
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
@@ -11,10 +13,10 @@ use crate::tasks::error::TaskError;
 use crate::tasks::frames::{bundles_from_table, task_tables};
 use crate::tasks::lints::SlotSource;
 use crate::tasks::validate::{validate_in_set, Rejection};
-use crate::tasks::world_cache::world_of;
 use crate::tasks::world_index::WorldIndex;
 use crate::tasks::Source;
 use crate::tasks::TaskBundle;
+use crate::world::World;
 
 /// Parameters of `validate_tasks` (none yet; the checks are fixed).
 #[derive(Debug, Default, Deserialize)]
@@ -24,9 +26,18 @@ pub struct ValidateTasksParams {}
 /// Execution-based validation of tasks (iPrefBench D.1).
 pub struct ValidateTasks;
 
+/// What every task of a `validate_tasks` instance is checked against, built once in `prepare`.
+pub struct ValidationState {
+    /// The world the tasks run in.
+    world: Arc<World>,
+    /// The reviewed set's slot sources (from the optional `slots` input), so a slot's source
+    /// can be compared across the variants of its template.
+    set: Vec<SlotSource>,
+}
+
 impl Kind for ValidateTasks {
     type Params = ValidateTasksParams;
-    type State = ();
+    type State = ValidationState;
     const NAME: &'static str = "validate_tasks";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] =
@@ -56,19 +67,31 @@ impl Kind for ValidateTasks {
     ];
     const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots, for the cross-variant source lint] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
 
-    fn run(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let world = world_of(ctx.input("sources")?, ctx.input("history_events")?)?;
-        let ix = WorldIndex::new(&world);
-        // The reviewed set's `slots` table (optional): the slot sources of every task, so a
-        // slot's source can be compared across the variants of its template.
+    fn prepare(
+        &self,
+        _: &Self::Params,
+        ctx: &StageContext<'_>,
+    ) -> Result<ValidationState, StageError> {
         let set = match ctx.input("slots") {
             Ok(df) => slot_sources(df)?,
             Err(_) => Vec::new(),
         };
+        Ok(ValidationState {
+            world: super::world_input(ctx)?,
+            set,
+        })
+    }
+
+    fn run(
+        &self,
+        _: &Self::Params,
+        ctx: &StageContext<'_, ValidationState>,
+    ) -> Result<Tables, StageError> {
+        let (ix, set) = (WorldIndex::new(&ctx.state.world), &ctx.state.set);
         let mut valid: Vec<TaskBundle> = Vec::new();
         let mut rejected: Vec<(String, Rejection)> = Vec::new();
         for mut b in bundles_from_table(ctx.input("bundles")?)? {
-            let reasons = validate_in_set(&ix, &b, &set);
+            let reasons = validate_in_set(&ix, &b, set);
             if reasons.is_empty() {
                 b.task.cross_app = ix.cross_app(&b.task.overrides.history, &b.task.apps, &b.slots);
                 valid.push(b);

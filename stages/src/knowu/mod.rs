@@ -19,10 +19,3 @@ pub mod profile;
 pub mod sim;
 
 pub use error::KnowuError;
-
-use prefflow_engine::Registry;
-
-/// Registers the KnowU-Bench interop stage kinds (the simulation kinds live in `kinds/`).
-pub fn register(registry: &mut Registry) {
-    interop::register(registry);
-}

@@ -186,6 +186,8 @@ fn flatten(prefix: &str, dimension: &str, key: &str, v: &Value, out: &mut Vec<Pr
             weight: 1.0,
             note: String::new(),
             evidence: Vec::new(),
+            counter: Vec::new(),
+            decoys: Vec::new(),
         }),
     }
 }

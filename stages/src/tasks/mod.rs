@@ -19,7 +19,6 @@ pub mod subst;
 pub mod template;
 pub mod user;
 pub mod validate;
-pub mod world_cache;
 pub mod world_index;
 
 pub use error::{PredicateError, TaskError};

@@ -14,25 +14,13 @@ use super::app::{Catalog, Record};
 use super::clock::Date;
 use super::history::{HistoryEvent, Label};
 use super::persona::text::mentions_lowered;
-use super::persona::{Persona, ProfileEntry, Source, Want};
+use super::persona::{Persona, Source};
+use super::rules::{attributes, choice_tables, is_avoid, occasion, purchasable, record_date};
 use super::types::{value_matches, FieldKind, TableId};
 use super::World;
 use crate::episodes::retrieval::tokens;
 
-/// A record dated further than this many days after an event that names it did not exist yet
-/// when the event happened (shows, flights and calendar entries are listed a few weeks ahead).
-pub const LISTING_DAYS: i64 = 60;
-
-/// Phrases that mark an occasion that happens once in the history window; one app recording
-/// the same occasion twice is a one-off repeated.
-pub const ONE_OFF_MARKERS: &[&str] = &[
-    "birthday",
-    "anniversary",
-    "annual membership",
-    "wedding",
-    "graduation",
-    "housewarming",
-];
+pub use super::rules::{LISTING_DAYS, ONE_OFF_MARKERS};
 
 /// Which rule found a contradiction.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -210,34 +198,6 @@ fn entry_evidence(persona: &Persona, history: &[HistoryEvent]) -> Vec<EntryEvide
         .collect()
 }
 
-/// A table and field an entry's value is a value of (from its `$value` bindings).
-type Attribute = (TableId, usize);
-
-/// Only single-valued fields count: a product offered in several colours says nothing about the
-/// colour chosen.
-fn attributes(cat: &Catalog, p: &ProfileEntry) -> Vec<Attribute> {
-    let mut out: Vec<Attribute> = Vec::new();
-    for t in &p.evidence {
-        for b in &t.binds {
-            for (field, want) in &b.filters {
-                if let (Some(f), Want::Value) = (field, want) {
-                    let single = cat.table(b.table).fields.get(*f).is_some_and(|d| !d.many);
-                    if single && !out.contains(&(b.table, *f)) {
-                        out.push((b.table, *f));
-                    }
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Whether an entry is an avoid-list (its key names a dislike).
-fn is_avoid(p: &ProfileEntry) -> bool {
-    let k = p.key.to_lowercase();
-    k.contains("disliked") || k.contains("avoid")
-}
-
 /// A record a rule looks for in event text, with its lower-cased label.
 struct Named<'c> {
     label: String,
@@ -358,7 +318,11 @@ fn contradictions(
                     }
                 }
                 for (e, text) in history.iter().zip(&lowered) {
-                    if e.label != Label::Signal || e.supports.contains(&p.id) {
+                    // The avoid-list's own evidence and designed exceptions name it on purpose.
+                    if e.label != Label::Signal
+                        || e.supports.contains(&p.id)
+                        || e.counters.contains(&p.id)
+                    {
                         continue;
                     }
                     if let Some(n) = avoided.iter().find(|n| mentions_lowered(text, &n.label)) {
@@ -383,61 +347,27 @@ fn contradictions(
     out
 }
 
-/// The user's own records that refer to a record of `target` (a reservation's restaurant): the
-/// table's name, the record, its date and the id referred to.
+/// The user's own choices that refer to a record of `target` (a reservation's restaurant): the
+/// table's name, the record, its date and the id referred to. Only tables of choices count
+/// ([`choice_tables`]): a public trending list or her own two-star review of a steakhouse is
+/// no choice of one.
 fn referring_records(cat: &Catalog, target: TableId) -> Vec<(String, &Record, Option<Date>, &str)> {
     let mut out = Vec::new();
-    for (ai, app) in cat.apps.iter().enumerate() {
-        for (ti, t) in app.tables.iter().enumerate() {
-            let id = TableId {
-                app: ai as u16,
-                table: ti as u16,
-            };
-            let Some(f) = t
-                .fields
-                .iter()
-                .position(|f| f.kind == FieldKind::Ref(target) && !f.many)
-            else {
-                continue;
-            };
-            for r in &t.records {
-                if let Some(to) = r.values.get(f).and_then(|v| v.as_str()) {
-                    out.push((cat.table_name(id), r, record_date(cat, id, r), to));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// The date of a record: its first `date` (or datetime) field.
-fn record_date(cat: &Catalog, table: TableId, r: &Record) -> Option<Date> {
-    let t = cat.table(table);
-    let i = t
-        .fields
-        .iter()
-        .position(|f| matches!(f.kind, FieldKind::Date | FieldKind::DateTime) && !f.many)?;
-    let s = r.values.get(i)?.as_str()?;
-    Date::parse(s.get(..10)?)
-}
-
-/// Tables whose records one buys or books: the entity of an irreversible operation that inserts
-/// a record (a show's tickets, a flight's booking), as opposed to records of what already happened
-/// (payments) or standing entries (a recurring standup).
-fn purchasable(cat: &Catalog) -> Vec<TableId> {
-    let mut out: Vec<TableId> = Vec::new();
-    for op in cat.apps.iter().flat_map(|a| &a.operations) {
-        let inserts = op
-            .effects
+    for id in choice_tables(cat) {
+        let t = cat.table(id);
+        let Some(f) = t
+            .fields
             .iter()
-            .any(|e| matches!(e, super::app::Effect::Insert { .. }));
-        if let (true, true, Some(t)) = (op.irreversible, inserts, op.entity) {
-            if !out.contains(&t) {
-                out.push(t);
+            .position(|f| f.kind == FieldKind::Ref(target) && !f.many)
+        else {
+            continue;
+        };
+        for r in &t.records {
+            if let Some(to) = r.values.get(f).and_then(|v| v.as_str()) {
+                out.push((cat.table_name(id), r, record_date(cat, id, r), to));
             }
         }
     }
-    out.sort();
     out
 }
 
@@ -475,16 +405,6 @@ fn before_exists(
         }
     }
     out
-}
-
-/// The occasion an event records, if any: a marker with the word before it (`sam's birthday`).
-fn occasion(text: &str) -> Option<String> {
-    ONE_OFF_MARKERS.iter().find_map(|m| {
-        let at = text.find(m)?;
-        let before = text[..at].trim_end();
-        let owner = before.rsplit(' ').next().unwrap_or_default();
-        Some(format!("{owner} {m}").trim().to_string())
-    })
 }
 
 fn one_offs_repeated(history: &[HistoryEvent], lowered: &[String]) -> Vec<Contradiction> {

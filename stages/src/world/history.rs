@@ -3,18 +3,26 @@
 //! shift), mixes in noise that evidences nothing, and never reveals an ask-only value. Every
 //! guarantee is re-checked on the produced text, so a violation is an error, not silent data.
 
+use std::cell::RefCell;
+use std::collections::HashSet;
+
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::app::Catalog;
+use super::app::{Catalog, Record};
 use super::clock::{Date, DateTime, Time};
 use super::error::{Result, WorldError};
 use super::persona::text::mentions_lowered;
+use super::persona::Var;
 use super::persona::{
-    choose, leak_phrases, render, render_at, EventTemplate, Period, Persona, ProfileEntry, Source,
+    choose, leak_phrases, render, render_at, Binding, EventTemplate, Fill, Period, Persona,
+    ProfileEntry, Source,
 };
+use super::rules::{attributes, is_avoid, listing_window, occasion, purchasable, record_date};
+use super::template::Template;
+use super::types::{value_matches, TableId};
 
 /// Whether an event evidences a profile entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -91,6 +99,35 @@ impl Default for HistoryParams {
     }
 }
 
+/// The share of an entry's events that are designed counter-evidence (when it has counter
+/// templates and at least [`MIN_WITH_COUNTER`] events); always kept within 10–20%.
+pub const COUNTER_SHARE: f64 = 0.15;
+
+/// Fewest events an entry with counter templates gets, so one counter stays a minority of
+/// at most 20%.
+pub const MIN_WITH_COUNTER: usize = 5;
+
+/// The share of noise events drawn from entries' decoys (noise that looks like signal: the same
+/// apps, records and values in someone else's or a non-preference context); the rest comes from
+/// the persona's plain noise templates.
+pub const DECOY_SHARE: f64 = 0.85;
+
+/// Draw attempts per event before synthesis reports that no record fits the profile.
+const ATTEMPTS: usize = 64;
+
+/// What an event is to the entry it was drawn for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// Evidence of the value in effect.
+    Support,
+    /// A designed exception.
+    Counter,
+    /// Noise dressed as the entry's evidence.
+    Decoy,
+    /// Plain noise.
+    Noise,
+}
+
 /// An event before ids are assigned.
 struct Draft {
     time: DateTime,
@@ -98,6 +135,7 @@ struct Draft {
     location: String,
     text: String,
     supports: Option<String>,
+    counters: Option<String>,
     category: String,
 }
 
@@ -107,45 +145,205 @@ struct Guards {
     mentions: Vec<String>,
 }
 
+/// A record value a choice may not name: an avoid-list's value always, a shift's earlier value
+/// from its change date on.
+struct Exclusion {
+    entry: String,
+    table: TableId,
+    field: usize,
+    value: Value,
+    /// Everything but this value (a shift's current value is never excluded).
+    keep: Option<Value>,
+    from: Option<Date>,
+}
+
+/// A record name the user's own events may not carry: the lower-cased label of a record of an
+/// avoided value (except in the avoid-list's own evidence), or of a shift's earlier value from
+/// the change date on. The audit's `avoid` and `shift` rules read text the same way.
+struct ExcludedName {
+    label: String,
+    entry: String,
+    from: Option<Date>,
+}
+
+/// The profile and app-data rules every draw obeys ([`super::rules`]).
+struct Constraints {
+    exclusions: Vec<Exclusion>,
+    names: Vec<ExcludedName>,
+    purchasable: Vec<TableId>,
+}
+
+impl Constraints {
+    fn new(cat: &Catalog, persona: &Persona) -> Self {
+        let mut exclusions = Vec::new();
+        for p in persona
+            .profile
+            .iter()
+            .filter(|p| p.source == Source::Inferable)
+        {
+            for (table, field) in attributes(cat, p) {
+                if is_avoid(p) {
+                    exclusions.push(Exclusion {
+                        entry: p.id.clone(),
+                        table,
+                        field,
+                        value: p.value.clone(),
+                        keep: None,
+                        from: None,
+                    });
+                }
+                if let Some(s) = &p.shift {
+                    exclusions.push(Exclusion {
+                        entry: p.id.clone(),
+                        table,
+                        field,
+                        value: s.from.clone(),
+                        keep: Some(p.value.clone()),
+                        from: Some(s.changed),
+                    });
+                }
+            }
+        }
+        let names = exclusions
+            .iter()
+            .flat_map(|x| excluded_names(cat, x))
+            .collect();
+        Self {
+            exclusions,
+            names,
+            purchasable: purchasable(cat),
+        }
+    }
+
+    /// Whether the user's own event about `entry` on `day` may say `lower` (no record she avoids
+    /// or has moved away from is named).
+    fn text_fits(&self, lower: &str, day: Date, entry: &str) -> bool {
+        self.names.iter().all(|n| {
+            (n.from.is_none() && n.entry == entry)
+                || n.from.is_some_and(|d| day < d)
+                || !mentions_lowered(lower, &n.label)
+        })
+    }
+
+    /// Whether the user's own choice on `day` may name `r` through binding `b`: not a value she
+    /// avoids or has moved away from (unless the binding asks for that field, or for one record
+    /// by id, itself: the avoid-list's own evidence and its designed exceptions do).
+    fn fits_profile(&self, b: &Binding, r: &Record, day: Date) -> bool {
+        self.exclusions.iter().all(|x| {
+            x.table != b.table
+                || b.filters
+                    .iter()
+                    .any(|(f, _)| f.is_none() || *f == Some(x.field))
+                || x.from.is_some_and(|d| day < d)
+                || !r.values.get(x.field).is_some_and(|v| {
+                    value_matches(v, &x.value)
+                        && !x.keep.as_ref().is_some_and(|k| value_matches(v, k))
+                })
+        })
+    }
+
+    /// The days within `window` on which an event may name `r`: all of them, unless `r` is a
+    /// dated thing one buys (a show, a flight), which is named from its listing to its day.
+    fn days_for(
+        &self,
+        cat: &Catalog,
+        b: &Binding,
+        r: &Record,
+        window: (Date, Date),
+    ) -> Option<(Date, Date)> {
+        if !self.purchasable.contains(&b.table) {
+            return Some(window);
+        }
+        let Some(d) = record_date(cat, b.table, r) else {
+            return Some(window);
+        };
+        let (lo, hi) = listing_window(d);
+        let (lo, hi) = (lo.max(window.0), hi.min(window.1));
+        (lo <= hi).then_some((lo, hi))
+    }
+}
+
+/// The names of the records an exclusion covers (labels of at least four letters or digits, as
+/// the audit reads them).
+fn excluded_names(cat: &Catalog, x: &Exclusion) -> Vec<ExcludedName> {
+    let t = cat.table(x.table);
+    t.records
+        .iter()
+        .filter(|r| {
+            r.values.get(x.field).is_some_and(|v| {
+                value_matches(v, &x.value) && !x.keep.as_ref().is_some_and(|k| value_matches(v, k))
+            })
+        })
+        .map(|r| t.label(r).to_lowercase())
+        .filter(|l| l.chars().filter(|c| c.is_alphanumeric()).count() >= 4)
+        .map(|label| ExcludedName {
+            label,
+            entry: x.entry.clone(),
+            from: x.from,
+        })
+        .collect()
+}
+
+/// Everything a draw reads.
+struct Ctx<'a> {
+    cat: &'a Catalog,
+    /// One-off occasions already recorded, per app (a birthday is booked once).
+    occasions: RefCell<HashSet<(String, String)>>,
+    vocab: &'a [Vec<Template<Var>>],
+    guards: Guards,
+    rules: Constraints,
+}
+
+/// One event to draw: the template, the entry it is drawn for, its role and its day window (one
+/// side of a shift at most, so the value in effect is fixed).
+struct Ask<'a> {
+    t: &'a EventTemplate,
+    entry: Option<&'a ProfileEntry>,
+    role: Role,
+    window: (Date, Date),
+}
+
 /// Synthesizes the history of `persona`.
 pub fn synthesize(
     cat: &Catalog,
     persona: &Persona,
     params: &HistoryParams,
 ) -> Result<Vec<HistoryEvent>> {
-    let entries: Vec<(usize, &ProfileEntry)> = persona
+    let entries: Vec<&ProfileEntry> = persona
         .profile
         .iter()
-        .enumerate()
-        .filter(|(_, e)| e.source == Source::Inferable)
+        .filter(|e| e.source == Source::Inferable)
         .collect();
     let (n_signal, n_noise) = split_counts(persona, params, &entries)?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(params.seed);
     let counts = allocate(&entries, n_signal, params.min_per_entry, &mut rng);
-    let guards = guards(persona);
+    let ctx = Ctx {
+        cat,
+        occasions: RefCell::new(HashSet::new()),
+        vocab: &persona.vocab,
+        guards: guards(persona),
+        rules: Constraints::new(cat, persona),
+    };
     let mut drafts = Vec::with_capacity(params.events);
-    for (&(_, entry), &count) in entries.iter().zip(&counts) {
-        signal_events(
-            cat,
+    for (&entry, &count) in entries.iter().zip(&counts) {
+        entry_events(
+            &ctx,
             persona,
             entry,
             count,
             params.min_per_entry,
-            &guards,
             &mut rng,
             &mut drafts,
         )?;
     }
-    for _ in 0..n_noise {
-        drafts.push(noise_event(cat, persona, &guards, &mut rng)?);
-    }
+    noise_events(&ctx, persona, n_noise, &mut rng, &mut drafts)?;
     Ok(finish(drafts))
 }
 
 fn split_counts(
     persona: &Persona,
     params: &HistoryParams,
-    entries: &[(usize, &ProfileEntry)],
+    entries: &[&ProfileEntry],
 ) -> Result<(usize, usize)> {
     if !(0.0..1.0).contains(&params.noise) {
         return Err(WorldError::Synthesis(format!(
@@ -162,7 +360,7 @@ fn split_counts(
     let n_signal = params.events - n_noise;
     let needed: usize = entries
         .iter()
-        .map(|(_, e)| params.min_per_entry * sides(e))
+        .map(|e| minimum(e, params.min_per_entry))
         .sum();
     if n_signal < needed {
         return Err(WorldError::Synthesis(format!("{n_signal} signal events cannot give {} inferable entries {} events each ({needed} needed); raise `events` or lower `noise`", entries.len(), params.min_per_entry)));
@@ -172,7 +370,8 @@ fn split_counts(
             "signal events requested but the persona has no inferable entries".into(),
         ));
     }
-    if n_noise > 0 && persona.noise_template_count() == 0 {
+    let decoys: usize = entries.iter().map(|e| e.decoys.len()).sum();
+    if n_noise > 0 && persona.noise_template_count() + decoys == 0 {
         return Err(WorldError::Synthesis(
             "noise requested but the persona has no noise templates".into(),
         ));
@@ -188,17 +387,43 @@ fn sides(e: &ProfileEntry) -> usize {
     }
 }
 
+/// Fewest events of an entry: `min` supporting ones per side of a shift, and room for one
+/// counter-event that stays within 20% when the entry has counter templates.
+fn minimum(e: &ProfileEntry, min: usize) -> usize {
+    let base = min * sides(e);
+    if e.counter.is_empty() {
+        base
+    } else {
+        (base * 5).div_ceil(4).max(MIN_WITH_COUNTER)
+    }
+}
+
+/// Counter-events among an entry's `n` events: [`COUNTER_SHARE`], kept within 10–20%.
+fn counter_count(e: &ProfileEntry, n: usize) -> usize {
+    if e.counter.is_empty() || n < MIN_WITH_COUNTER {
+        return 0;
+    }
+    let c = (n as f64 * COUNTER_SHARE).round() as usize;
+    let c = c.clamp(n.div_ceil(10), n / 5);
+    // `once` counter templates serve one event each.
+    if e.counter.iter().all(|t| t.once) {
+        c.min(e.counter.len())
+    } else {
+        c
+    }
+}
+
 /// Events per entry: the minimum, plus the remainder drawn in proportion to entry weights.
 fn allocate(
-    entries: &[(usize, &ProfileEntry)],
+    entries: &[&ProfileEntry],
     n_signal: usize,
     min: usize,
     rng: &mut Xoshiro256PlusPlus,
 ) -> Vec<usize> {
-    let mut counts: Vec<usize> = entries.iter().map(|(_, e)| min * sides(e)).collect();
+    let mut counts: Vec<usize> = entries.iter().map(|e| minimum(e, min)).collect();
     let mut cumulative = Vec::with_capacity(entries.len());
     let mut total = 0.0;
-    for (_, e) in entries {
+    for e in entries {
         total += e.weight;
         cumulative.push(total);
     }
@@ -246,103 +471,365 @@ fn random_time(rng: &mut Xoshiro256PlusPlus, from: Date, to: Date, hours: (u32, 
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn signal_events(
-    cat: &Catalog,
+/// The day windows of an entry: the whole history, or each side of its shift.
+fn windows(persona: &Persona, e: &ProfileEntry) -> Vec<(Option<Period>, Date, Date)> {
+    match &e.shift {
+        None => vec![(None, persona.start, persona.end)],
+        Some(s) => vec![
+            (Some(Period::Before), persona.start, s.changed.add_days(-1)),
+            (Some(Period::After), s.changed, persona.end),
+        ],
+    }
+}
+
+/// Templates that fit one side of a shift.
+fn for_period(templates: &[EventTemplate], period: Option<Period>) -> Vec<&EventTemplate> {
+    templates
+        .iter()
+        .filter(|t| period.is_none() || t.period.is_none() || t.period == period)
+        .collect()
+}
+
+/// Rotates through templates from a random offset, skipping `once` templates already used.
+struct Rotation<'a> {
+    templates: Vec<&'a EventTemplate>,
+    next: usize,
+    used: Vec<bool>,
+}
+
+impl<'a> Rotation<'a> {
+    fn new(templates: Vec<&'a EventTemplate>, rng: &mut Xoshiro256PlusPlus) -> Self {
+        let next = if templates.is_empty() {
+            0
+        } else {
+            rng.random_range(0..templates.len())
+        };
+        let used = vec![false; templates.len()];
+        Self {
+            templates,
+            next,
+            used,
+        }
+    }
+
+    fn take(&mut self) -> Option<&'a EventTemplate> {
+        for _ in 0..self.templates.len() {
+            let i = self.next % self.templates.len();
+            self.next += 1;
+            if self.templates[i].once && self.used[i] {
+                continue;
+            }
+            self.used[i] = true;
+            return Some(self.templates[i]);
+        }
+        None
+    }
+}
+
+fn entry_events(
+    ctx: &Ctx<'_>,
     persona: &Persona,
     e: &ProfileEntry,
     count: usize,
     min: usize,
-    guards: &Guards,
     rng: &mut Xoshiro256PlusPlus,
     out: &mut Vec<Draft>,
 ) -> Result<()> {
-    let windows: Vec<(Option<Period>, Date, Date, usize)> = match &e.shift {
-        None => vec![(None, persona.start, persona.end, count)],
+    let n_counter = counter_count(e, count);
+    let supporting = count - n_counter;
+    let wins = windows(persona, e);
+    let per_window: Vec<usize> = match &e.shift {
+        None => vec![supporting],
         Some(s) => {
             let before_days = persona.start.days_until(s.changed) as f64;
             let total_days = persona.start.days_until(persona.end) as f64 + 1.0;
-            let before = ((count as f64 * before_days / total_days).round() as usize)
-                .clamp(min, count - min);
-            vec![
-                (
-                    Some(Period::Before),
-                    persona.start,
-                    s.changed.add_days(-1),
-                    before,
-                ),
-                (Some(Period::After), s.changed, persona.end, count - before),
-            ]
+            let before = ((supporting as f64 * before_days / total_days).round() as usize)
+                .clamp(min, supporting - min);
+            vec![before, supporting - before]
         }
     };
-    for (period, from, to, n) in windows {
-        let templates: Vec<&EventTemplate> = e
-            .evidence
-            .iter()
-            .filter(|t| period.is_none() || t.period.is_none() || t.period == period)
-            .collect();
-        if templates.is_empty() {
-            return Err(WorldError::Synthesis(format!(
-                "entry `{}` has no evidence template for this period",
-                e.id
-            )));
+    for (&(period, from, to), &n) in wins.iter().zip(&per_window) {
+        let mut rot = Rotation::new(for_period(&e.evidence, period), rng);
+        for _ in 0..n {
+            let t = rot.take().ok_or_else(|| {
+                WorldError::Synthesis(format!(
+                    "entry `{}` has no (unused) evidence template for this period",
+                    e.id
+                ))
+            })?;
+            let ask = Ask {
+                t,
+                entry: Some(e),
+                role: Role::Support,
+                window: (from, to),
+            };
+            out.push(draw(ctx, &ask, rng)?);
         }
-        let offset = rng.random_range(0..templates.len());
-        for i in 0..n {
-            let t = templates[(offset + i) % templates.len()];
-            let time = random_time(rng, from, to, t.hours);
-            out.push(render_signal(cat, e, t, time, guards, rng)?);
-        }
+    }
+    let mut rot = Rotation::new(e.counter.iter().collect(), rng);
+    for _ in 0..n_counter {
+        let t = rot.take().ok_or_else(|| {
+            WorldError::Synthesis(format!("entry `{}` ran out of counter templates", e.id))
+        })?;
+        let window = side_window(&wins, t.period, rng);
+        let ask = Ask {
+            t,
+            entry: Some(e),
+            role: Role::Counter,
+            window,
+        };
+        out.push(draw(ctx, &ask, rng)?);
     }
     Ok(())
 }
 
-fn render_signal(
-    cat: &Catalog,
-    e: &ProfileEntry,
-    t: &EventTemplate,
-    time: DateTime,
-    guards: &Guards,
+/// A window for a template that may fall on either side of a shift: the template's period, else
+/// a side drawn in proportion to its days.
+fn side_window(
+    wins: &[(Option<Period>, Date, Date)],
+    period: Option<Period>,
     rng: &mut Xoshiro256PlusPlus,
-) -> Result<Draft> {
-    let (value, mention) = (e.value_on(time.date), e.mention_on(time.date));
-    let chosen = choose(cat, &t.binds, value, &mut |n| rng.random_range(0..n)).map_err(|b| {
-        WorldError::Synthesis(format!(
-            "entry `{}`: binding {b} matches no record for {value}",
-            e.id
-        ))
-    })?;
-    let text = render(cat, &t.text, &t.binds, &chosen, value, mention);
-    let location = render_at(cat, t, &chosen, value, mention);
-    let lower = text.to_lowercase();
-    if !mentions_lowered(&lower, &mention.to_lowercase()) {
-        return Err(WorldError::Synthesis(format!(
-            "entry `{}`: \"{text}\" does not mention \"{mention}\"",
-            e.id
-        )));
+) -> (Date, Date) {
+    if let Some(&(_, a, b)) = wins.iter().find(|w| period.is_some() && w.0 == period) {
+        return (a, b);
     }
-    if let Some(other) = e.shift.as_ref().map(|s| {
-        if time.date < s.changed {
-            &e.mention
-        } else {
-            &s.from_mention
+    let days: Vec<i32> = wins.iter().map(|w| w.1.days_until(w.2) + 1).collect();
+    let mut x = rng.random_range(0..days.iter().sum::<i32>().max(1));
+    for (w, d) in wins.iter().zip(&days) {
+        if x < *d {
+            return (w.1, w.2);
         }
-    }) {
-        if mentions_lowered(&lower, &other.to_lowercase()) {
+        x -= d;
+    }
+    (wins[0].1, wins[0].2)
+}
+
+/// Noise: persona noise templates and every entry's decoys, drawn uniformly.
+fn noise_events(
+    ctx: &Ctx<'_>,
+    persona: &Persona,
+    n: usize,
+    rng: &mut Xoshiro256PlusPlus,
+    out: &mut Vec<Draft>,
+) -> Result<()> {
+    let mut pool: Vec<(&EventTemplate, Option<&ProfileEntry>)> =
+        persona.noise.iter().map(|t| (t, None)).collect();
+    for e in persona
+        .profile
+        .iter()
+        .filter(|e| e.source == Source::Inferable)
+    {
+        pool.extend(e.decoys.iter().map(|t| (t, Some(e))));
+    }
+    let plain = persona.noise.len();
+    let mut used = vec![false; pool.len()];
+    for _ in 0..n {
+        // DECOY_SHARE of the noise dresses as signal; the rest is plain phone chatter.
+        let decoy = plain == 0 || (pool.len() > plain && rng.random_bool(DECOY_SHARE));
+        let mut i = if decoy && pool.len() > plain {
+            rng.random_range(plain..pool.len())
+        } else {
+            rng.random_range(0..plain)
+        };
+        for _ in 0..pool.len() {
+            if !(pool[i].0.once && used[i]) {
+                break;
+            }
+            i = (i + 1) % pool.len();
+        }
+        used[i] = true;
+        let (t, entry) = pool[i];
+        let window = match entry {
+            Some(e) => side_window(&windows(persona, e), t.period, rng),
+            None => (persona.start, persona.end),
+        };
+        let role = if entry.is_some() {
+            Role::Decoy
+        } else {
+            Role::Noise
+        };
+        out.push(draw(ctx, &ask_of(t, entry, role, window), rng)?);
+    }
+    Ok(())
+}
+
+fn ask_of<'a>(
+    t: &'a EventTemplate,
+    entry: Option<&'a ProfileEntry>,
+    role: Role,
+    window: (Date, Date),
+) -> Ask<'a> {
+    Ask {
+        t,
+        entry,
+        role,
+        window,
+    }
+}
+
+/// Draws one event: a time in the window, records that fit the profile (for the user's own
+/// evidence) and the time (for dated purchases, re-timed into their listing window), a phrasing,
+/// and the guards of its role.
+fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Draft> {
+    let t = ask.t;
+    let own = matches!(ask.role, Role::Support | Role::Counter);
+    let (value, mention) = match ask.entry {
+        Some(e) => (e.value_on(ask.window.0), e.mention_on(ask.window.0)),
+        None => (&Value::Null, ""),
+    };
+    let mut last = None;
+    for _ in 0..ATTEMPTS {
+        let mut time = random_time(rng, ask.window.0, ask.window.1, t.hours);
+        let day = time.date;
+        let admit = |b: &Binding, r: &Record| {
+            (!own || ctx.rules.fits_profile(b, r, day))
+                && ctx.rules.days_for(ctx.cat, b, r, ask.window).is_some()
+        };
+        let Ok(chosen) = choose(ctx.cat, &t.binds, value, &admit, &mut |n| {
+            rng.random_range(0..n)
+        }) else {
+            continue;
+        };
+        let mut days = ask.window;
+        for (b, r) in t.binds.iter().zip(&chosen) {
+            if let Some((lo, hi)) = ctx.rules.days_for(ctx.cat, b, r, days) {
+                days = (lo, hi);
+            }
+        }
+        if days.0 > days.1 {
+            continue;
+        }
+        if days != ask.window {
+            time.date = days
+                .0
+                .add_days(rng.random_range(0..=days.0.days_until(days.1)));
+        }
+        if own
+            && !t
+                .binds
+                .iter()
+                .zip(&chosen)
+                .all(|(b, r)| ctx.rules.fits_profile(b, r, time.date))
+        {
+            continue;
+        }
+        let picks: Vec<usize> = ctx
+            .vocab
+            .iter()
+            .map(|l| rng.random_range(0..l.len().max(1)))
+            .collect();
+        let fill = Fill {
+            chosen: &chosen,
+            value,
+            mention,
+            when: time,
+            vocab: ctx.vocab,
+            picks: &picks,
+        };
+        let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
+        let text = render(ctx.cat, phrasing, &t.binds, &fill);
+        let location = render_at(ctx.cat, t, &fill);
+        let entry_id = ask.entry.map_or("", |e| e.id.as_str());
+        if own
+            && !ctx
+                .rules
+                .text_fits(&text.to_lowercase(), time.date, entry_id)
+        {
+            continue;
+        }
+        // A phrase drawn from the vocabulary may trip a guard (a companion who is the value a
+        // counter-event must not name): draw again, and report the last failure if all do.
+        if let Err(e) = check(ctx, ask, &text, &location, time) {
+            last = Some(e);
+            continue;
+        }
+        if let Some(o) = occasion(&text.to_lowercase()) {
+            if !ctx.occasions.borrow_mut().insert((t.app.clone(), o)) {
+                continue;
+            }
+        }
+        let id = ask.entry.map(|e| e.id.clone());
+        return Ok(Draft {
+            time,
+            app: t.app.clone(),
+            location,
+            text,
+            supports: id.clone().filter(|_| ask.role == Role::Support),
+            counters: id.filter(|_| ask.role == Role::Counter),
+            category: match (ask.role, ask.entry) {
+                (Role::Support | Role::Counter, Some(e)) => e.dimension.clone(),
+                _ => "noise".into(),
+            },
+        });
+    }
+    if let Some(e) = last {
+        return Err(e);
+    }
+    let who = ask
+        .entry
+        .map_or("noise".to_string(), |e| format!("entry `{}`", e.id));
+    Err(WorldError::Synthesis(format!(
+        "{who}: no records fit the profile and the dates for \"{}\" in {} … {} ({ATTEMPTS} draws)",
+        t.app, ask.window.0, ask.window.1
+    )))
+}
+
+/// The guards of an event's role, re-checked on the produced text.
+fn check(ctx: &Ctx<'_>, ask: &Ask<'_>, text: &str, location: &str, time: DateTime) -> Result<()> {
+    let lower = text.to_lowercase();
+    let here = || {
+        ask.entry
+            .map_or("noise".to_string(), |e| format!("entry `{}`", e.id))
+    };
+    if let Some(e) = ask.entry {
+        let (own, other) = (e.mention_on(time.date), other_side(e, time.date));
+        let names_own = mentions_lowered(&lower, &own.to_lowercase());
+        let names_other = other.is_some_and(|o| mentions_lowered(&lower, &o.to_lowercase()));
+        match ask.role {
+            Role::Support if !names_own => {
+                return Err(WorldError::Synthesis(format!(
+                    "{}: \"{text}\" does not mention \"{own}\"",
+                    here()
+                )))
+            }
+            Role::Support if names_other => {
+                return Err(WorldError::Synthesis(format!(
+                    "{}: \"{text}\" mentions the other side of its shift",
+                    here()
+                )))
+            }
+            Role::Counter if names_own || names_other => {
+                return Err(WorldError::Synthesis(format!(
+                    "{}: counter-evidence \"{text}\" names the entry's own value",
+                    here()
+                )))
+            }
+            _ => {}
+        }
+    }
+    if ask.role == Role::Noise {
+        if let Some(m) = ctx
+            .guards
+            .mentions
+            .iter()
+            .find(|m| mentions_lowered(&lower, m))
+        {
             return Err(WorldError::Synthesis(format!(
-                "entry `{}`: \"{text}\" mentions the other side of its shift",
-                e.id
+                "noise \"{text}\" mentions profile value \"{m}\""
             )));
         }
     }
-    check_leaks(&lower, &location.to_lowercase(), guards, &text)?;
-    Ok(Draft {
-        time,
-        app: t.app.clone(),
-        location,
-        text,
-        supports: Some(e.id.clone()),
-        category: e.dimension.clone(),
+    check_leaks(&lower, &location.to_lowercase(), &ctx.guards, text)
+}
+
+/// The mention of the other side of an entry's shift on `day`.
+fn other_side(e: &ProfileEntry, day: Date) -> Option<&str> {
+    e.shift.as_ref().map(|s| {
+        if day < s.changed {
+            e.mention.as_str()
+        } else {
+            s.from_mention.as_str()
+        }
     })
 }
 
@@ -359,35 +846,6 @@ fn check_leaks(text_lower: &str, location_lower: &str, guards: &Guards, text: &s
     }
 }
 
-fn noise_event(
-    cat: &Catalog,
-    persona: &Persona,
-    guards: &Guards,
-    rng: &mut Xoshiro256PlusPlus,
-) -> Result<Draft> {
-    let t = &persona.noise[rng.random_range(0..persona.noise.len())];
-    let time = random_time(rng, persona.start, persona.end, t.hours);
-    let chosen = choose(cat, &t.binds, &Value::Null, &mut |n| rng.random_range(0..n))
-        .map_err(|_| WorldError::Synthesis("a noise binding matches no record".into()))?;
-    let text = render(cat, &t.text, &t.binds, &chosen, &Value::Null, "");
-    let location = render_at(cat, t, &chosen, &Value::Null, "");
-    let lower = text.to_lowercase();
-    if let Some(m) = guards.mentions.iter().find(|m| mentions_lowered(&lower, m)) {
-        return Err(WorldError::Synthesis(format!(
-            "noise \"{text}\" mentions profile value \"{m}\""
-        )));
-    }
-    check_leaks(&lower, &location.to_lowercase(), guards, &text)?;
-    Ok(Draft {
-        time,
-        app: t.app.clone(),
-        location,
-        text,
-        supports: None,
-        category: "noise".into(),
-    })
-}
-
 /// Sorts drafts by time (stable, so ties keep generation order) and assigns ids.
 fn finish(mut drafts: Vec<Draft>) -> Vec<HistoryEvent> {
     drafts.sort_by_key(|d| d.time);
@@ -402,14 +860,14 @@ fn finish(mut drafts: Vec<Draft>) -> Vec<HistoryEvent> {
             app: d.app,
             location: d.location,
             text: d.text,
-            label: if d.supports.is_some() {
+            label: if d.supports.is_some() || d.counters.is_some() {
                 Label::Signal
             } else {
                 Label::Noise
             },
             category: d.category,
             supports: d.supports.into_iter().collect(),
-            counters: Vec::new(),
+            counters: d.counters.into_iter().collect(),
         })
         .collect()
 }

@@ -12,6 +12,7 @@ mod hash;
 pub mod history;
 pub mod persona;
 pub mod phone;
+pub mod rules;
 pub mod summary;
 pub mod tables;
 pub mod template;

@@ -128,7 +128,7 @@ fn agreed(tally: &[(Value, usize)]) -> Option<Value> {
 impl Policy for HeuristicPolicy {
     fn prepare(&mut self, brief: &Brief<'_>, plan: &Plan) {
         self.instruction = brief.instruction.to_lowercase();
-        let index = Bm25::new(brief.history);
+        let index = Bm25::cached(brief.history, brief.indexes);
         for (step, op, p) in plan.open_fields() {
             let texts = index
                 .top_k(&query(op, p, brief.instruction), self.k * RANKED_PER_K)

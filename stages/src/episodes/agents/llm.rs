@@ -11,13 +11,14 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use prefflow_engine::store::Store;
-use prefflow_engine::{StageContext, StageError};
+use prefflow_engine::StageError;
 use serde_json::{json, Map, Value};
 
 use crate::episodes::agent::{Agent, AgentError, AgentFactory, Brief, Turn};
+use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::prompts::{self, Prompts};
 use crate::episodes::toolset;
-use crate::kinds::RunEpisodesParams;
+use crate::episodes::ModelAccess;
 use crate::llm::{self, ChatMessage, ChatRequest, LlmClient, LlmConfig, Reply, ToolCall};
 use crate::tasks::TaskBundle;
 use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status, ToolSpec};
@@ -37,16 +38,21 @@ pub struct LlmFactory<'a> {
 impl<'a> LlmFactory<'a> {
     /// Checks everything that would otherwise fail every episode alike — the `llm` block, the
     /// endpoint, the key variable, the templates — and fails the stage with the fix instead.
-    pub fn new(params: &RunEpisodesParams, ctx: &StageContext<'a>) -> Result<Self, StageError> {
+    pub fn new(params: &RunEpisodesParams, access: ModelAccess<'a>) -> Result<Self, StageError> {
         let config = params.llm.clone().ok_or_else(|| {
             StageError::Input(format!(
                 "stage `{}`: agent `llm` needs `llm: {{ model, base_url or base_url_env }}` in params",
-                ctx.stage
+                access.stage
             ))
         })?;
-        let mut factory =
-            Self::from_parts(config, ctx.cache, ctx.offline, ctx.workdir, &params.prompts)
-                .map_err(|e| prefix(ctx.stage, e))?;
+        let mut factory = Self::from_parts(
+            config,
+            access.cache,
+            access.offline,
+            access.workdir,
+            &params.prompts,
+        )
+        .map_err(|e| prefix(access.stage, e))?;
         factory.max_tools = params.max_tools;
         Ok(factory)
     }
@@ -518,6 +524,7 @@ mod tests {
                 now: "now",
                 observation: &observation,
                 epoch: 0,
+                indexes: &Default::default(),
             };
             prompts
                 .render("t.j2", &context(&brief, &[], tools))
@@ -558,6 +565,7 @@ mod tests {
                 now: "2025-10-02T17:30:00",
                 observation: &observation,
                 epoch: 0,
+                indexes: &Default::default(),
             };
             let plain = json!({
                 "instruction": brief.instruction,

@@ -11,7 +11,7 @@ mod replay;
 mod scripted;
 pub mod values;
 
-use prefflow_engine::{StageContext, StageError};
+use prefflow_engine::StageError;
 use serde::{Deserialize, Serialize};
 
 pub use ask_all::{AskAll, AskAllPolicy};
@@ -22,7 +22,8 @@ pub use replay::Replay;
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
-use crate::kinds::RunEpisodesParams;
+use crate::episodes::params::RunEpisodesParams;
+use crate::episodes::ModelAccess;
 
 /// The agent a `run_episodes` stage plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,12 +57,12 @@ impl AgentName {
 /// The factory for the stage's agent.
 pub fn factory<'a>(
     params: &'a RunEpisodesParams,
-    ctx: &'a StageContext<'a>,
+    access: ModelAccess<'a>,
 ) -> Result<Box<dyn AgentFactory + 'a>, StageError> {
     match params.agent {
         AgentName::Oracle => Ok(Box::new(Oracle)),
         AgentName::Defaults => Ok(Box::new(Defaults)),
-        AgentName::Llm => Ok(Box::new(LlmFactory::new(params, ctx)?)),
+        AgentName::Llm => Ok(Box::new(LlmFactory::new(params, access)?)),
         AgentName::AskAll => Ok(Box::new(AskAll)),
         AgentName::Heuristic => Ok(Box::new(Heuristic)),
     }

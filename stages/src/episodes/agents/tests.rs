@@ -67,10 +67,17 @@ fn measure(factory: &dyn AgentFactory, history: Exposure, clarify: bool) -> Scor
         let extra: Vec<HistoryEvent> = env.phone.extra_history().to_vec();
         let mut all: Vec<&HistoryEvent> = world().history.iter().chain(&extra).collect();
         all.sort_by_key(|e| e.time);
-        let shown = exposure::select(&all, history, LogKind::Noisy, &task.instruction);
+        let shown = exposure::select(
+            &all,
+            history,
+            LogKind::Noisy,
+            &task.instruction,
+            &Default::default(),
+        );
         let mut agent = factory.make(bundle, 0);
         let mut user = ScriptedUser::new(&bundle.slots);
         let spec = EpisodeSpec {
+            indexes: Default::default(),
             row: EpisodeRow::default(),
             instruction: task.instruction.clone(),
             space: ActionSpace::Tools,
@@ -248,10 +255,17 @@ fn play_with_user(
     };
     let mut env = PhoneEnv::new(world(), config).unwrap_or_else(|e| panic!("{e}"));
     let all: Vec<&HistoryEvent> = world().history.iter().collect();
-    let shown = exposure::select(&all, history, LogKind::Noisy, &task.instruction);
+    let shown = exposure::select(
+        &all,
+        history,
+        LogKind::Noisy,
+        &task.instruction,
+        &Default::default(),
+    );
     let mut agent = factory.make(bundle, 0);
     let mut user = ScriptedUser::new(user_slots);
     let spec = EpisodeSpec {
+        indexes: Default::default(),
         row: EpisodeRow::default(),
         instruction: task.instruction.clone(),
         space: ActionSpace::Tools,

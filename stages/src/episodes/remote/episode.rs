@@ -89,6 +89,7 @@ fn play_once(
     let bundle = bundle(task_id, &goal, spec.row.persona.as_deref());
     let mut agent = factory.make(&bundle, spec.row.seed);
     let episode = EpisodeSpec {
+        indexes: Default::default(),
         row: spec.row.clone(),
         instruction: goal,
         space: ActionSpace::Gui,

@@ -2,7 +2,7 @@
 
 mod llm;
 
-use prefflow_engine::{StageContext, StageError};
+use prefflow_engine::StageError;
 use serde::{Deserialize, Serialize};
 
 pub use llm::LlmUser;
@@ -10,7 +10,8 @@ pub use llm::LlmUser;
 use super::agents::llm::{check_endpoint, episode_config, prefix};
 use super::prompts::{self, Prompts};
 use super::simulator::{ScriptedUser, Simulator};
-use crate::kinds::RunEpisodesParams;
+use crate::episodes::params::RunEpisodesParams;
+use crate::episodes::ModelAccess;
 use crate::llm::LlmClient;
 use crate::tasks::TaskBundle;
 use crate::world::World;
@@ -29,7 +30,7 @@ pub enum SimulatorName {
 /// The simulator for one episode (`epoch` keeps repeats distinct recorded requests).
 pub fn make<'a>(
     params: &'a RunEpisodesParams,
-    ctx: &'a StageContext<'a>,
+    access: ModelAccess<'a>,
     world: &'a World,
     bundle: &'a TaskBundle,
     seed: u64,
@@ -38,15 +39,16 @@ pub fn make<'a>(
     match params.simulator {
         SimulatorName::Scripted => Ok(Box::new(ScriptedUser::new(&bundle.slots))),
         SimulatorName::Llm => {
-            let input = |m: String| StageError::Input(format!("stage `{}`: {m}", ctx.stage));
+            let input = |m: String| StageError::Input(format!("stage `{}`: {m}", access.stage));
             // The simulator's own model, else the agent's.
             let config = params.user_llm.as_ref().or(params.llm.as_ref()).ok_or_else(|| {
                 input("simulator `llm` needs `user_llm: { model, base_url or base_url_env }` (or `llm`) in params".into())
             })?;
-            check_endpoint(config, ctx.offline).map_err(|e| prefix(ctx.stage, e))?;
-            let prompts = Prompts::load(ctx.workdir, &params.prompts, &prompts::USER_TEMPLATES)
-                .map_err(|e| prefix(ctx.stage, e))?;
-            let client = LlmClient::new(episode_config(config, seed), ctx.cache, ctx.offline)?;
+            check_endpoint(config, access.offline).map_err(|e| prefix(access.stage, e))?;
+            let prompts = Prompts::load(access.workdir, &params.prompts, &prompts::USER_TEMPLATES)
+                .map_err(|e| prefix(access.stage, e))?;
+            let client =
+                LlmClient::new(episode_config(config, seed), access.cache, access.offline)?;
             let user = LlmUser::new(client, prompts, &world.persona, bundle, epoch)
                 .map_err(|e| input(e.to_string()))?;
             Ok(Box::new(user))

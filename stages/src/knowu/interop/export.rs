@@ -19,8 +19,6 @@
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
-use prefflow_engine::keys::hash_path;
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use super::result_file;
@@ -40,7 +38,7 @@ pub struct ExportParams {
 }
 
 impl ExportParams {
-    fn prefflow_only_dir(&self) -> String {
+    pub(crate) fn prefflow_only_dir(&self) -> String {
         self.prefflow_only_dir
             .clone()
             .unwrap_or_else(|| format!("{}-prefflow-only", self.dir.trim_end_matches('/')))
@@ -49,56 +47,6 @@ impl ExportParams {
 
 /// The file in an export directory listing the task directories the exporter wrote.
 const MANIFEST: &str = ".prefflow-export";
-
-/// Writes episodes in KnowU-Bench's run layout; re-runs when the directory changed since.
-pub struct ExportKnowuRuns;
-
-impl Kind for ExportKnowuRuns {
-    type Params = ExportParams;
-    type State = ();
-    const NAME: &'static str = "export_knowu_runs";
-    const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["written"];
-    const SUMMARY: &'static str = "write inputs episodes + steps as KnowU-Bench results directories in KnowU's action vocabulary (params: dir, prefflow_only_dir?); table `written` lists the task directories";
-
-    fn cached_output_is_valid(&self, params: &Self::Params, workdir: &Path) -> bool {
-        [params.dir.clone(), params.prefflow_only_dir()]
-            .iter()
-            .map(|d| workdir.join(d))
-            .all(|dir| {
-                !dir.exists()
-                    || std::fs::read_to_string(marker(&dir))
-                        .is_ok_and(|m| m.trim() == hash_path(&dir))
-            })
-    }
-
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let run = run::from_frames(ctx.input("episodes")?, ctx.input("steps")?)?;
-        check_task_ids(&run)?;
-        let (knowu, prefflow): (Vec<RunEpisode>, Vec<RunEpisode>) =
-            run.into_iter().partition(|e| !is_prefflow_only(&e.task_id));
-        let extra = params.prefflow_only_dir();
-        let mut written = Vec::new();
-        for (label, episodes) in [(&params.dir, &knowu), (&extra, &prefflow)] {
-            let dir = ctx.resolve(label);
-            if episodes.is_empty() && !dir.exists() {
-                continue;
-            }
-            write_run(&dir, episodes)?;
-            std::fs::write(marker(&dir), hash_path(&dir))
-                .map_err(|e| KnowuError::write(&dir, e))?;
-            written.extend(episodes.iter().map(|e| (label.as_str(), e)));
-        }
-        if !prefflow.is_empty() {
-            tracing::info!(
-                "stage `{}`: {} episode(s) of prefflow-only classes written apart, to {extra}",
-                ctx.stage,
-                prefflow.len()
-            );
-        }
-        Ok(Tables::single("written", written_frame(&written)?))
-    }
-}
 
 /// Whether a task's class is prefflow's own (`Prefflow…`), not one of KnowU-Bench's.
 pub fn is_prefflow_only(task_id: &str) -> bool {
@@ -201,7 +149,7 @@ fn write_file(path: &Path, text: &str) -> Result<(), KnowuError> {
 }
 
 /// Task ids become directory names: they must be distinct plain names.
-fn check_task_ids(run: &[RunEpisode]) -> Result<(), KnowuError> {
+pub(crate) fn check_task_ids(run: &[RunEpisode]) -> Result<(), KnowuError> {
     let mut seen = std::collections::HashSet::new();
     for e in run {
         let id = e.task_id.as_str();
@@ -221,7 +169,7 @@ fn check_task_ids(run: &[RunEpisode]) -> Result<(), KnowuError> {
     Ok(())
 }
 
-fn written_frame(run: &[(&str, &RunEpisode)]) -> PolarsResult<DataFrame> {
+pub(crate) fn written_frame(run: &[(&str, &RunEpisode)]) -> PolarsResult<DataFrame> {
     df!(
         "task_id" => run.iter().map(|(_, e)| e.task_id.clone()).collect::<Vec<_>>(),
         "path" => run.iter().map(|(d, e)| format!("{d}/{}", e.task_id)).collect::<Vec<_>>(),
@@ -232,7 +180,7 @@ fn written_frame(run: &[(&str, &RunEpisode)]) -> PolarsResult<DataFrame> {
 }
 
 /// `<dir>.prefflow-hash`, beside the directory so it is not part of the hashed content.
-fn marker(dir: &Path) -> PathBuf {
+pub(crate) fn marker(dir: &Path) -> PathBuf {
     let mut name = dir
         .file_name()
         .map(|n| n.to_os_string())

@@ -17,13 +17,11 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use polars::prelude::*;
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use super::report::{self, EvalReport};
 use super::result_file::{self, EpisodeResult};
-use super::run::{self, RunEpisode};
-use super::tasks;
+use super::run::RunEpisode;
 use super::traj::{self, Trajectory};
 use crate::knowu::error::KnowuError;
 
@@ -41,54 +39,6 @@ pub struct ImportParams {
     /// tasks.csv; when given, registered tasks without a directory become `no_result` episodes.
     #[serde(default)]
     pub tasks: Option<String>,
-}
-
-/// Imports a KnowU-Bench results directory; its whole content is part of the cache key.
-pub struct ImportKnowuRuns;
-
-impl Kind for ImportKnowuRuns {
-    type Params = ImportParams;
-    type State = ();
-    const NAME: &'static str = "import_knowu_runs";
-    const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &["episodes", "steps", "reports", "errors"];
-    const SUMMARY: &'static str = "import a KnowU-Bench results directory into tables episodes, steps, reports and errors (unreadable files) (params: root, label, tasks?)";
-
-    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
-        let mut files = vec![params.root.clone()];
-        files.extend(params.tasks.clone());
-        files
-    }
-
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let root = ctx.resolve(&params.root);
-        let mut dir = read_run_dir(&root)?;
-        if let Some(path) = &params.tasks {
-            add_missing_tasks(&mut dir.episodes, &tasks::read_names(&ctx.resolve(path))?);
-        }
-        warn_on_report_mismatch(ctx.stage, &params.root, &dir);
-        if !dir.errors.is_empty() {
-            tracing::warn!(
-                "stage `{}`: {} file(s) of {} could not be read; their episodes have status `error` and are left out of the metrics (see table `errors`); first: {}",
-                ctx.stage,
-                dir.errors.len(),
-                params.root,
-                dir.errors[0].message
-            );
-        }
-        Ok(Tables::new([
-            (
-                "episodes",
-                run::episodes_frame(&params.label, &dir.episodes)?,
-            ),
-            ("steps", run::steps_frame(&params.label, &dir.episodes)?),
-            (
-                "reports",
-                reports_frame(&params.label, &dir.reports, &dir.episodes)?,
-            ),
-            ("errors", errors_frame(&dir.errors)?),
-        ]))
-    }
 }
 
 /// Everything read from one results directory.
@@ -213,7 +163,7 @@ fn file_name(path: &Path) -> String {
 }
 
 /// Appends a `no_result` episode for every task name without a directory, keeping name order.
-fn add_missing_tasks(episodes: &mut Vec<RunEpisode>, names: &[String]) {
+pub(crate) fn add_missing_tasks(episodes: &mut Vec<RunEpisode>, names: &[String]) {
     let present: BTreeSet<&str> = episodes.iter().map(|e| e.task_id.as_str()).collect();
     let missing: Vec<RunEpisode> = names
         .iter()
@@ -231,7 +181,7 @@ fn add_missing_tasks(episodes: &mut Vec<RunEpisode>, names: &[String]) {
 
 /// Warns when the run's latest report lists other scores than its task directories (KnowU's
 /// split and persona scripts would then read the report's).
-fn warn_on_report_mismatch(stage: &str, root: &str, dir: &RunDir) {
+pub(crate) fn warn_on_report_mismatch(stage: &str, root: &str, dir: &RunDir) {
     let Some(latest) = dir.reports.last() else {
         return;
     };

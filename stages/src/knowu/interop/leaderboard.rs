@@ -5,7 +5,6 @@
 use std::path::Path;
 
 use polars::prelude::*;
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -35,38 +34,6 @@ pub struct LeaderboardParams {
     /// "Approach & Details" of our runs; defaults to naming the run's variant.
     #[serde(default)]
     pub approach: Option<String>,
-}
-
-/// Places our runs on KnowU-Bench's leaderboard; leaderboard.json is in the cache key.
-pub struct KnowuLeaderboard;
-
-impl Kind for KnowuLeaderboard {
-    type Params = LeaderboardParams;
-    type State = ();
-    const NAME: &'static str = "knowu_leaderboard";
-    const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["leaderboard", "text"];
-    const SUMMARY: &'static str = "KnowU-Bench leaderboard with our runs side by side, from knowu_metrics tables overall + splits (params: path, date?, approach?); table `text` is a Markdown rendering";
-
-    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
-        vec![params.path.clone()]
-    }
-
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let mut rows = read_published(&ctx.resolve(&params.path))?;
-        rows.extend(our_rows(
-            ctx.input("overall")?,
-            ctx.input("splits")?,
-            params,
-        )?);
-        let board = leaderboard_frame(rank(rows))?;
-        let text = render_markdown(&board)?;
-        let lines = Column::new("line".into(), text.lines().collect::<Vec<_>>());
-        Ok(Tables::new([
-            ("leaderboard", board),
-            ("text", DataFrame::new_infer_height(vec![lines])?),
-        ]))
-    }
 }
 
 /// One leaderboard row before ranking.
@@ -242,7 +209,7 @@ pub fn rank(mut rows: Vec<Row>) -> Vec<(u32, Row)> {
     rows.into_iter().zip(1u32..).map(|(r, i)| (i, r)).collect()
 }
 
-fn leaderboard_frame(rows: Vec<(u32, Row)>) -> PolarsResult<DataFrame> {
+pub(crate) fn leaderboard_frame(rows: Vec<(u32, Row)>) -> PolarsResult<DataFrame> {
     let rate = |k: usize| rows.iter().map(|(_, r)| r.rates[k]).collect::<Vec<_>>();
     df!(
         LAYOUT[0] => rows.iter().map(|(i, _)| *i).collect::<Vec<_>>(),

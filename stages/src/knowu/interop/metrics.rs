@@ -13,7 +13,7 @@
 use std::path::Path;
 
 use polars::prelude::*;
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{StageError, Tables};
 use serde::Deserialize;
 
 use super::aggregate;
@@ -92,52 +92,10 @@ impl Classes {
     }
 }
 
-/// Computes KnowU-Bench's metrics; tasks.csv and the persona directory are in the cache key.
-pub struct KnowuMetrics;
-
-impl Kind for KnowuMetrics {
-    type Params = MetricsParams;
-    type State = ();
-    const NAME: &'static str = "knowu_metrics";
-    const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] =
-        &["episode_metrics", "splits", "policy", "personas", "overall"];
-    const SUMMARY: &'static str = "KnowU-Bench metrics (SR, AvgScore, AveSteps, AveQueries, IE, Act/Silent/Stop, per persona, Overall) from inputs episodes + steps [+ knowu_tasks] (params: tasks?, personas, allow_missing_profiles?, classes?, episodes_input?, steps_input?, tasks_input?)";
-
-    fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
-        params
-            .tasks
-            .iter()
-            .cloned()
-            .chain([params.personas.clone()])
-            .collect()
-    }
-
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let episodes = ctx.input(params.episodes_input.as_deref().unwrap_or("episodes"))?;
-        let steps = ctx.input(params.steps_input.as_deref().unwrap_or("steps"))?;
-        let tasks_input = params.tasks_input.as_deref().unwrap_or("knowu_tasks");
-        let tasks = match (ctx.input(tasks_input), &params.tasks) {
-            (Ok(df), _) => tasks::from_frame(df, Path::new("knowu_tasks"))?,
-            (Err(_), Some(path)) => tasks::read(&ctx.resolve(path))?,
-            (Err(_), None) => {
-                return Err(StageError::Input(format!(
-                    "stage `{}`: give `tasks:` (a tasks.csv) or a `knowu_tasks` input",
-                    ctx.stage
-                )))
-            }
-        };
-        let per_episode = episode_metrics(episodes, steps, &tasks, &ctx.resolve(&params.personas))?;
-        let per_episode = with_scope(per_episode, params.classes)?;
-        check_profiles(&per_episode, params, ctx.stage)?;
-        Ok(metric_tables(per_episode, params.classes)?)
-    }
-}
-
 /// Refuses (or, when allowed, warns about) proactive episodes with a result whose persona has no
 /// profile: their need / noneed bucket would silently be "noneed". (Episodes without a result
 /// enter no bucket, so their persona's profile does not matter.)
-fn check_profiles(
+pub(crate) fn check_profiles(
     per_episode: &DataFrame,
     params: &MetricsParams,
     stage: &str,

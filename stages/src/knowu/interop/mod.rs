@@ -28,18 +28,3 @@ mod scale_tests;
 mod scenario_tests;
 #[cfg(test)]
 mod testkit;
-
-pub use export::ExportKnowuRuns;
-pub use import::ImportKnowuRuns;
-pub use leaderboard::KnowuLeaderboard;
-pub use metrics::KnowuMetrics;
-
-use prefflow_engine::Registry;
-
-/// Registers the KnowU-Bench interop stage kinds.
-pub fn register(registry: &mut Registry) {
-    registry.register(ImportKnowuRuns);
-    registry.register(ExportKnowuRuns);
-    registry.register(KnowuMetrics);
-    registry.register(KnowuLeaderboard);
-}

@@ -6,7 +6,7 @@ use polars::prelude::*;
 use serde_json::json;
 
 use super::testkit::{act, input, run_kind, say, shared, step, Scratch};
-use super::{ExportKnowuRuns, ImportKnowuRuns, KnowuLeaderboard, KnowuMetrics};
+use crate::kinds::{ExportKnowuRuns, ImportKnowuRuns, KnowuLeaderboard, KnowuMetrics};
 
 const TASKS: &str = "\
 task_name,class_name,split,difficulty,profile,tags,apps,habit_keys,goal

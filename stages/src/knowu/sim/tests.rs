@@ -104,6 +104,7 @@ fn play(world: &World, t: &KnowuTask, actions: Vec<Action>) -> (Option<f64>, Vec
     let mut agent = ScriptedAgent::new(actions);
     let mut user = KnowuUser::new(bundle, &t.info);
     let spec = EpisodeSpec {
+        indexes: Default::default(),
         row: EpisodeRow::default(),
         instruction: bundle.task.instruction.clone(),
         space: ActionSpace::Tools,

@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use super::model::{At, Binding, EventTemplate, Var, Want};
 use crate::world::app::{Catalog, Record};
+use crate::world::clock::DateTime;
 use crate::world::template::Template;
 use crate::world::types::{value_matches, write_display};
 
@@ -17,12 +18,15 @@ fn wanted<'v>(want: &'v Want, value: &'v Value, chosen: &[&'v Record]) -> Option
     }
 }
 
-/// Chooses one record per binding, in order; `pick(n)` selects among `n > 0` candidates. On
-/// failure returns the index of the first binding with no matching record.
+/// Chooses one record per binding, in order, among those matching its filters that `admit`
+/// accepts (history synthesis admits only records consistent with the profile and the event's
+/// time); `pick(n)` selects among `n > 0` candidates. On failure returns the index of the first
+/// binding with no matching record.
 pub(crate) fn choose<'c>(
     cat: &'c Catalog,
     binds: &[Binding],
     value: &Value,
+    admit: &dyn Fn(&Binding, &Record) -> bool,
     pick: &mut impl FnMut(usize) -> usize,
 ) -> Result<Vec<&'c Record>, usize> {
     let mut chosen: Vec<&Record> = Vec::with_capacity(binds.len());
@@ -42,7 +46,7 @@ pub(crate) fn choose<'c>(
                     Some(fi) => r.values.get(*fi).is_some_and(|have| value_matches(have, w)),
                 }
             });
-            if ok {
+            if ok && admit(b, r) {
                 candidates.push(r);
             }
         }
@@ -55,16 +59,65 @@ pub(crate) fn choose<'c>(
     Ok(chosen)
 }
 
-/// Renders a template for chosen records and the value/mention in effect.
+/// Admits every record (load-time checks render with the first matching record).
+pub(crate) fn admit_all(_: &Binding, _: &Record) -> bool {
+    true
+}
+
+/// What a template renders with: the chosen records, the value and mention in effect, and the
+/// event's time (for `{weekday}` and `{daypart}`).
+pub(crate) struct Fill<'a> {
+    pub chosen: &'a [&'a Record],
+    pub value: &'a Value,
+    pub mention: &'a str,
+    pub when: DateTime,
+    /// The persona's vocabulary lists and the phrase picked from each for this event.
+    pub vocab: &'a [Vec<Template<Var>>],
+    pub picks: &'a [usize],
+}
+
+/// `morning`, `afternoon`, `evening` or `night` for an hour of the day.
+pub(crate) fn daypart(hour: u32) -> &'static str {
+    match hour {
+        5..=11 => "morning",
+        12..=16 => "afternoon",
+        17..=21 => "evening",
+        _ => "night",
+    }
+}
+
+/// The English name of a day of the week (0 = Monday).
+pub(crate) fn weekday_name(day: u32) -> &'static str {
+    const NAMES: [&str; 7] = [
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+        "Sunday",
+    ];
+    NAMES[(day % 7) as usize]
+}
+
+/// Renders a template for chosen records, the value/mention in effect and the event's time.
 pub(crate) fn render(
     cat: &Catalog,
     tpl: &Template<Var>,
     binds: &[Binding],
-    chosen: &[&Record],
-    value: &Value,
-    mention: &str,
+    f: &Fill<'_>,
 ) -> String {
+    let (chosen, value, mention) = (f.chosen, f.value, f.mention);
     tpl.render(|var, out| match var {
+        Var::Weekday => out.push_str(weekday_name(f.when.date.weekday())),
+        Var::Daypart => out.push_str(daypart(f.when.time.seconds() / 3600)),
+        Var::Vocab(l) => {
+            let list = &f.vocab[*l];
+            let pick = f.picks.get(*l).copied().unwrap_or(0);
+            if let Some(t) = list.get(pick.min(list.len().saturating_sub(1))) {
+                out.push_str(&render(cat, t, binds, f));
+            }
+        }
         Var::Value => write_display(value, out),
         Var::Mention => out.push_str(mention),
         Var::Id(b) => out.push_str(&chosen[*b].id),
@@ -74,15 +127,9 @@ pub(crate) fn render(
 }
 
 /// Renders an event's location.
-pub(crate) fn render_at(
-    cat: &Catalog,
-    t: &EventTemplate,
-    chosen: &[&Record],
-    value: &Value,
-    mention: &str,
-) -> String {
+pub(crate) fn render_at(cat: &Catalog, t: &EventTemplate, f: &Fill<'_>) -> String {
     match &t.at {
         At::Label(l) => l.clone(),
-        At::Template(tpl) => render(cat, tpl, &t.binds, chosen, value, mention),
+        At::Template(tpl) => render(cat, tpl, &t.binds, f),
     }
 }

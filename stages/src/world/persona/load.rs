@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::bind::{choose, render, render_at};
+use super::bind::{admit_all, choose, render, render_at, Fill};
 use super::model::{
     At, Binding, EventTemplate, Period, Persona, ProfileEntry, Shift, SituationalFact, Source, Var,
     Want, DIMENSIONS,
@@ -16,8 +16,9 @@ use super::model::{
 use super::raw::{RawBind, RawEntry, RawPersona, RawPlace, RawShift, RawSituational, RawTemplate};
 use super::text::mentions;
 use crate::world::app::Catalog;
-use crate::world::clock::{Date, DateTime};
+use crate::world::clock::{Date, DateTime, Time};
 use crate::world::error::{Loc, Problem, ProblemKind as K, Problems, Result, WorldError};
+use crate::world::rules::ONE_OFF_MARKERS;
 use crate::world::template;
 use crate::world::types::display;
 use crate::world::yaml::{at, parse};
@@ -25,6 +26,8 @@ use crate::world::yaml::{at, parse};
 /// Lowering state for one file.
 struct Lower<'a> {
     cat: &'a Catalog,
+    /// Vocabulary list names, once lowered (`{vocab.<name>}` resolves against them).
+    vocab: Vec<String>,
     file: &'a str,
     places: &'a IndexMap<String, Spanned<RawPlace>>,
     problems: Vec<Problem>,
@@ -44,6 +47,7 @@ pub(crate) fn from_source(file: &str, text: &str, cat: &Catalog) -> Result<Perso
     let raw: RawPersona = parse(file, text)?;
     let mut lw = Lower {
         cat,
+        vocab: Vec::new(),
         file,
         places: &raw.places,
         problems: Vec::new(),
@@ -80,6 +84,7 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
         );
     }
     check_ids(lw, raw);
+    let vocab = lower_vocab(lw, raw);
     let profile: Vec<ProfileEntry> = raw
         .profile
         .iter()
@@ -110,7 +115,34 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
         profile,
         situational,
         noise,
+        vocab,
     })
+}
+
+/// Lowers the vocabulary lists; a phrase may use `{weekday}` and `{daypart}` but no binding
+/// and no other list.
+fn lower_vocab(lw: &mut Lower, raw: &RawPersona) -> Vec<Vec<template::Template<Var>>> {
+    let mut out = Vec::new();
+    for (name, phrases) in &raw.vocab {
+        let lowered: Vec<_> = phrases
+            .iter()
+            .filter_map(|p| lower_text(lw, p, &[]))
+            .collect();
+        if lowered.is_empty() {
+            if let Some(first) = phrases.first() {
+                lw.push(
+                    K::BadTemplate,
+                    lw.at(first),
+                    format!("vocabulary list `{name}` has no usable phrase"),
+                    "give the list at least one phrase",
+                );
+            }
+        }
+        out.push(lowered);
+    }
+    // Names become visible only now, so a phrase cannot name a list.
+    lw.vocab = raw.vocab.keys().cloned().collect();
+    out
 }
 
 fn lower_date(lw: &mut Lower, s: &Spanned<String>) -> Option<Date> {
@@ -186,6 +218,27 @@ fn lower_entry(
     if evidence.len() == r.evidence.len() {
         check_evidence_presence(lw, e, source, &shift, &evidence);
     }
+    let counter: Vec<EventTemplate> = r
+        .counter
+        .iter()
+        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some()))
+        .collect();
+    let decoys: Vec<EventTemplate> = r
+        .decoys
+        .iter()
+        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some()))
+        .collect();
+    if source == Source::AskOnly && !(r.counter.is_empty() && r.decoys.is_empty()) {
+        lw.push(
+            K::NoEvidence,
+            lw.at(e),
+            format!(
+                "ask-only entry `{}` has counter-evidence or decoys",
+                r.id.value
+            ),
+            "remove `counter` and `decoys`: history must say nothing about an ask-only entry",
+        );
+    }
     Some(ProfileEntry {
         id: r.id.value.clone(),
         dimension: r.dimension.value.clone(),
@@ -200,6 +253,8 @@ fn lower_entry(
         weight: r.weight.unwrap_or(1.0).max(0.0),
         note: r.note.clone(),
         evidence,
+        counter,
+        decoys,
     })
 }
 
@@ -307,7 +362,11 @@ fn lower_template(
         return None;
     };
     let binds = lower_binds(lw, shared, &r.bind)?;
-    let text = lower_text(lw, &r.text, &binds)?;
+    let mut texts = vec![lower_text(lw, &r.text, &binds)?];
+    for p in &r.phrasings {
+        texts.push(lower_text(lw, p, &binds)?);
+    }
+    check_once(lw, r);
     let at = lower_at(lw, &r.at, &binds)?;
     let place_hours = lw
         .places
@@ -318,11 +377,34 @@ fn lower_template(
     Some(EventTemplate {
         app: r.app.value.clone(),
         at,
-        text,
+        texts,
+        once: r.once,
         hours,
         period,
         binds,
     })
+}
+
+/// A template naming a one-off occasion (a birthday, a renewal) must occur once.
+fn check_once(lw: &mut Lower, r: &RawTemplate) {
+    if r.once {
+        return;
+    }
+    for t in std::iter::once(&r.text).chain(&r.phrasings) {
+        let lower = t.value.to_lowercase();
+        if let Some(m) = ONE_OFF_MARKERS.iter().find(|m| lower.contains(*m)) {
+            lw.push(
+                K::BadTemplate,
+                lw.at(t),
+                format!(
+                    "\"{}\" names a one-off occasion (\"{m}\") but may repeat",
+                    t.value
+                ),
+                "add `once: true` so the occasion happens once in the history",
+            );
+            return;
+        }
+    }
 }
 
 /// The hour window: the template's, else its place's, else 08–22.
@@ -481,7 +563,7 @@ fn lower_text(
     binds: &[Binding],
 ) -> Option<template::Template<Var>> {
     let parsed = template::parse(&s.value)
-        .and_then(|t| t.resolve(|p: Vec<String>| resolve_var(lw.cat, &p, binds)));
+        .and_then(|t| t.resolve(|p: Vec<String>| resolve_var(lw.cat, &lw.vocab, &p, binds)));
     match parsed {
         Ok(t) => Some(t),
         Err(m) => {
@@ -498,12 +580,24 @@ fn lower_text(
 
 fn resolve_var(
     cat: &Catalog,
+    vocab: &[String],
     path: &[String],
     binds: &[Binding],
 ) -> std::result::Result<Var, String> {
+    if let [v, name] = path {
+        if v == "vocab" && !binds.iter().any(|b| &b.name == v) {
+            return vocab
+                .iter()
+                .position(|n| n == name)
+                .map(Var::Vocab)
+                .ok_or_else(|| format!("`{{vocab.{name}}}` names no list under `vocab:`"));
+        }
+    }
     match path {
         [v] if v == "value" => return Ok(Var::Value),
         [m] if m == "mention" => return Ok(Var::Mention),
+        [w] if w == "weekday" => return Ok(Var::Weekday),
+        [d] if d == "daypart" => return Ok(Var::Daypart),
         _ => {}
     }
     let bi = binds
@@ -544,10 +638,33 @@ fn lower_at(lw: &mut Lower, s: &Spanned<String>, binds: &[Binding]) -> Option<At
     }
 }
 
-/// Renders every template once per value it can carry (first matching records) and checks the
-/// lexical guarantees that make history honest.
+/// The time load-time checks render `{weekday}` and `{daypart}` with.
+fn check_time(p: &Persona) -> DateTime {
+    DateTime {
+        date: p.start,
+        time: Time::from_seconds(12 * 3600),
+    }
+}
+
+/// What every load-time render shares: the leak phrases, a time, the vocabulary (first phrase
+/// of each list).
+struct CheckEnv<'p> {
+    leaks: Vec<String>,
+    when: DateTime,
+    vocab: &'p [Vec<template::Template<Var>>],
+    picks: Vec<usize>,
+}
+
+/// Renders every template (each phrasing) once per value it can carry (first matching records)
+/// and checks the lexical guarantees that make history honest.
 fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
-    let leaks = leak_phrases(p);
+    let env = CheckEnv {
+        leaks: leak_phrases(p),
+        when: check_time(p),
+        vocab: &p.vocab,
+        picks: vec![0; p.vocab.len()],
+    };
+    check_vocab(lw, p, raw, &env);
     let all_mentions: Vec<&str> = p
         .profile
         .iter()
@@ -560,31 +677,93 @@ fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
     for (e, re) in p.profile.iter().zip(&raw.profile) {
         for (t, rt) in e.evidence.iter().zip(&re.value.evidence) {
             for (value, mention, other) in sides(e, t) {
-                check_one(lw, t, rt, value, mention, other, &leaks, e);
+                check_one(lw, t, rt, (value, mention, other), &env, e);
+            }
+        }
+        for (t, rt) in e.counter.iter().zip(&re.value.counter) {
+            for (value, mention, other) in sides(e, t) {
+                check_counter(lw, t, rt, (value, mention, other), &env, e);
+            }
+        }
+        for (t, rt) in e.decoys.iter().zip(&re.value.decoys) {
+            for (value, mention, _) in sides(e, t) {
+                check_rendered(lw, t, rt, (value, mention), &env, &mut |_, _| {});
             }
         }
     }
     for (t, rt) in p.noise.iter().zip(&raw.noise) {
-        let Ok(chosen) = choose(lw.cat, &t.binds, &Value::Null, &mut |_| 0) else {
-            lw.push(
-                K::BadBinding,
-                lw.at(&rt.value.text),
-                "a noise binding matches no record",
-                "loosen the `where` filter",
-            );
-            continue;
-        };
-        let text = render(lw.cat, &t.text, &t.binds, &chosen, &Value::Null, "");
-        if let Some(m) = all_mentions.iter().find(|m| mentions(&text, m)) {
-            lw.push(
-                K::NoiseEvidences,
-                lw.at(&rt.value.text),
-                format!("noise \"{text}\" mentions profile value \"{m}\""),
-                "reword the noise so it evidences nothing",
-            );
-        }
-        check_leaks(lw, &text, &leaks, &rt.value.text);
+        check_rendered(lw, t, rt, (&Value::Null, ""), &env, &mut |lw, text| {
+            if let Some(m) = all_mentions.iter().find(|m| mentions(text, m)) {
+                lw.push(
+                    K::NoiseEvidences,
+                    lw.at(&rt.value.text),
+                    format!("noise \"{text}\" mentions profile value \"{m}\""),
+                    "reword the noise, or move it to the entry's `decoys` if it names the value in a non-preference context",
+                );
+            }
+        });
     }
+}
+
+/// Every vocabulary phrase is checked for leaks on its own (load-time renders of templates see
+/// only the first phrase of each list).
+fn check_vocab(lw: &mut Lower, p: &Persona, raw: &RawPersona, env: &CheckEnv<'_>) {
+    for (list, phrases) in p.vocab.iter().zip(raw.vocab.values()) {
+        for (tpl, src) in list.iter().zip(phrases) {
+            let fill = Fill {
+                chosen: &[],
+                value: &Value::Null,
+                mention: "",
+                when: env.when,
+                vocab: env.vocab,
+                picks: &env.picks,
+            };
+            let text = render(lw.cat, tpl, &[], &fill);
+            check_leaks(lw, &text, &env.leaks, src);
+        }
+    }
+}
+
+/// Renders each phrasing of `t` with the first matching records and checks its text (by
+/// `check`) and its text and location for leaks.
+fn check_rendered(
+    lw: &mut Lower,
+    t: &EventTemplate,
+    rt: &Spanned<RawTemplate>,
+    (value, mention): (&Value, &str),
+    env: &CheckEnv<'_>,
+    check: &mut dyn FnMut(&mut Lower, &str),
+) {
+    let (when, leaks) = (env.when, &env.leaks);
+    let Ok(chosen) = choose(lw.cat, &t.binds, value, &admit_all, &mut |_| 0) else {
+        lw.push(
+            K::BadBinding,
+            lw.at(&rt.value.text),
+            format!("for {}, a binding matches no record", display(value)),
+            "add matching seed records or loosen the `where` filter",
+        );
+        return;
+    };
+    let fill = Fill {
+        chosen: &chosen,
+        value,
+        mention,
+        when,
+        vocab: env.vocab,
+        picks: &env.picks,
+    };
+    for (tpl, src) in t.texts.iter().zip(phrasings(rt)) {
+        let text = render(lw.cat, tpl, &t.binds, &fill);
+        check(lw, &text);
+        check_leaks(lw, &text, leaks, src);
+    }
+    let at_text = render_at(lw.cat, t, &fill);
+    check_leaks(lw, &at_text, leaks, &rt.value.at);
+}
+
+/// A template's phrasings as written: `text`, then `phrasings`.
+fn phrasings(rt: &Spanned<RawTemplate>) -> impl Iterator<Item = &Spanned<String>> {
+    std::iter::once(&rt.value.text).chain(&rt.value.phrasings)
 }
 
 /// (value, mention, other side's mention) for each side a template serves.
@@ -604,57 +783,70 @@ fn sides<'e>(e: &'e ProfileEntry, t: &EventTemplate) -> Vec<(&'e Value, &'e str,
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The value, mention and other side's mention one check renders with.
+type Side<'e> = (&'e Value, &'e str, Option<&'e str>);
+
 fn check_one(
     lw: &mut Lower,
     t: &EventTemplate,
     rt: &Spanned<RawTemplate>,
-    value: &Value,
-    mention: &str,
-    other: Option<&str>,
-    leaks: &[String],
+    (value, mention, other): Side<'_>,
+    env: &CheckEnv<'_>,
     e: &ProfileEntry,
 ) {
-    let here = lw.at(&rt.value.text);
-    let Ok(chosen) = choose(lw.cat, &t.binds, value, &mut |_| 0) else {
-        lw.push(
-            K::BadBinding,
-            here,
-            format!(
-                "for `{}` = {}, a binding matches no record",
-                e.id,
-                display(value)
-            ),
-            "add matching seed records or loosen the `where` filter",
-        );
-        return;
-    };
-    let text = render(lw.cat, &t.text, &t.binds, &chosen, value, mention);
-    if !mentions(&text, mention) {
-        lw.push(
-            K::EvidenceMissesValue,
-            here.clone(),
-            format!(
-                "evidence \"{text}\" for `{}` never mentions \"{mention}\"",
-                e.id
-            ),
-            "include {mention} (or the phrase itself) in the text",
-        );
-    }
-    if let Some(o) = other.filter(|o| mentions(&text, o)) {
-        lw.push(
-            K::EvidenceMissesValue,
-            here.clone(),
-            format!(
-                "evidence \"{text}\" for `{}` also mentions the other side of the shift \"{o}\"",
-                e.id
-            ),
-            "keep each template to one side, or use `period`",
-        );
-    }
-    check_leaks(lw, &text, leaks, &rt.value.text);
-    let at_text = render_at(lw.cat, t, &chosen, value, mention);
-    check_leaks(lw, &at_text, leaks, &rt.value.at);
+    check_rendered(lw, t, rt, (value, mention), env, &mut |lw, text| {
+        let here = lw.at(&rt.value.text);
+        if !mentions(text, mention) {
+            lw.push(
+                K::EvidenceMissesValue,
+                here.clone(),
+                format!(
+                    "evidence \"{text}\" for `{}` never mentions \"{mention}\"",
+                    e.id
+                ),
+                "include {mention} (or the phrase itself) in the text",
+            );
+        }
+        if let Some(o) = other.filter(|o| mentions(text, o)) {
+            lw.push(
+                K::EvidenceMissesValue,
+                here,
+                format!(
+                    "evidence \"{text}\" for `{}` also mentions the other side of the shift \"{o}\"",
+                    e.id
+                ),
+                "keep each template to one side, or use `period`",
+            );
+        }
+    });
+}
+
+/// Counter-evidence disagrees: it names neither the value in effect nor, for a shift, the other
+/// side (a reversion would blur the shift, not make an exception).
+fn check_counter(
+    lw: &mut Lower,
+    t: &EventTemplate,
+    rt: &Spanned<RawTemplate>,
+    (value, mention, other): Side<'_>,
+    env: &CheckEnv<'_>,
+    e: &ProfileEntry,
+) {
+    check_rendered(lw, t, rt, (value, mention), env, &mut |lw, text| {
+        if let Some(m) = std::iter::once(mention)
+            .chain(other)
+            .find(|m| mentions(text, m))
+        {
+            lw.push(
+                K::EvidenceMissesValue,
+                lw.at(&rt.value.text),
+                format!(
+                    "counter-evidence \"{text}\" for `{}` mentions \"{m}\"",
+                    e.id
+                ),
+                "counter-evidence names another choice, never the entry's own value",
+            );
+        }
+    });
 }
 
 fn check_leaks(lw: &mut Lower, text: &str, leaks: &[String], here: &Spanned<String>) {

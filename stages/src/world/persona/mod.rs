@@ -10,9 +10,9 @@ pub mod text;
 
 use std::path::Path;
 
-pub(crate) use bind::{choose, render, render_at};
+pub(crate) use bind::{choose, render, render_at, Fill};
 pub(crate) use load::leak_phrases;
-pub(crate) use model::{EventTemplate, Period, Want};
+pub(crate) use model::{Binding, EventTemplate, Period, Var, Want};
 pub use model::{Persona, ProfileEntry, Shift, SituationalFact, Source, DIMENSIONS};
 
 use super::app::Catalog;

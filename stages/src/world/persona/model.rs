@@ -56,6 +56,8 @@ pub struct Persona {
     /// Ask-only facts that must never appear in history.
     pub situational: Vec<SituationalFact>,
     pub(crate) noise: Vec<EventTemplate>,
+    /// Phrase lists templates draw from (`{vocab.<name>}`), in file order.
+    pub(crate) vocab: Vec<Vec<Template<Var>>>,
 }
 
 /// Whether history can reveal an entry.
@@ -103,6 +105,10 @@ pub struct ProfileEntry {
     /// Author's note for reviewers.
     pub note: String,
     pub(crate) evidence: Vec<EventTemplate>,
+    /// Designed counter-evidence templates (events labelled signal, listed in `counters`).
+    pub(crate) counter: Vec<EventTemplate>,
+    /// Noise templates that look like this entry's evidence.
+    pub(crate) decoys: Vec<EventTemplate>,
 }
 
 /// A preference change: `from` held until the day before `changed`.
@@ -153,6 +159,12 @@ pub(crate) enum Var {
     Field(usize, usize),
     /// A bound record's id.
     Id(usize),
+    /// The event's day of the week (`Monday` …).
+    Weekday,
+    /// The event's part of the day (`morning`, `afternoon`, `evening`, `night`).
+    Daypart,
+    /// One phrase of a persona vocabulary list, picked per event.
+    Vocab(usize),
 }
 
 /// What a binding filter compares against.
@@ -189,7 +201,10 @@ pub(crate) enum At {
 pub(crate) struct EventTemplate {
     pub app: String,
     pub at: At,
-    pub text: Template<Var>,
+    /// Phrasings of the event; one is picked per event (the first is `text`).
+    pub texts: Vec<Template<Var>>,
+    /// At most one event from this template.
+    pub once: bool,
     /// Hour window [from, to).
     pub hours: (u32, u32),
     pub period: Option<Period>,
@@ -228,5 +243,10 @@ impl ProfileEntry {
     /// Number of evidence templates.
     pub fn evidence_template_count(&self) -> usize {
         self.evidence.len()
+    }
+
+    /// Number of counter-evidence templates.
+    pub fn counter_template_count(&self) -> usize {
+        self.counter.len()
     }
 }

@@ -26,6 +26,9 @@ pub(crate) struct RawPersona {
     pub situational: Vec<Spanned<RawSituational>>,
     #[serde(default)]
     pub noise: Vec<Spanned<RawTemplate>>,
+    /// Named lists of phrases (`{vocab.with}` picks one per event): companions, moments, asides.
+    #[serde(default)]
+    pub vocab: IndexMap<String, Vec<Spanned<String>>>,
 }
 
 /// A named place: the label events show, and the hours events there usually happen.
@@ -62,6 +65,13 @@ pub(crate) struct RawEntry {
     pub bind: IndexMap<String, Spanned<RawBind>>,
     #[serde(default)]
     pub evidence: Vec<Spanned<RawTemplate>>,
+    /// Designed minority counter-evidence: exceptions a careful reader outweighs.
+    #[serde(default)]
+    pub counter: Vec<Spanned<RawTemplate>>,
+    /// Noise that looks like this entry's signal: its apps, records and even its value in a
+    /// non-preference context (someone else's booking, browsing alternatives).
+    #[serde(default)]
+    pub decoys: Vec<Spanned<RawTemplate>>,
 }
 
 /// An earlier value and the day the preference changed.
@@ -89,6 +99,12 @@ pub(crate) struct RawTemplate {
     pub app: Spanned<String>,
     pub at: Spanned<String>,
     pub text: Spanned<String>,
+    /// Further phrasings of the same event; each event picks one of `text` and these.
+    #[serde(default)]
+    pub phrasings: Vec<Spanned<String>>,
+    /// The event happens at most once in the history (a birthday dinner, a renewal).
+    #[serde(default)]
+    pub once: bool,
     pub hours: Option<Spanned<(u32, u32)>>,
     pub period: Option<Spanned<String>>,
     #[serde(default)]
