@@ -10,8 +10,13 @@
 //! reference step to play next (one call per turn, then `finish`, as the oracle does). The user simulator is the scripted one
 //! the oracle plays with (`--set episodes_llm.simulator=scripted`).
 //!
-//! The whole released set is cheap enough in a debug build: 395 requests, about 35 s on 2 cores
-//! (the test prints its time), so no subset is needed.
+//! Then a judge model is configured (`judge_model`, `PREFFLOW_JUDGE_BASE_URL`) against a second
+//! scripted server: only the model's judging re-runs, free-text criteria get the judge's
+//! verdict, questions go through the LLM matcher, and every table says which judge produced it.
+//!
+//! The whole released set is cheap enough in a debug build: 395 agent requests and ~110 judge
+//! requests, about 60 s on 2 cores for both phases (the test prints its time), so no subset is
+//! needed.
 
 use std::collections::HashMap;
 use std::process::Output;
@@ -27,22 +32,26 @@ use serde_json::{json, Value};
 
 use crate::common::*;
 
-/// The shipped pipeline's endpoint variable.
+/// The shipped pipeline's endpoint variables: the agent's and the judge's.
 const URL_VAR: &str = "PREFFLOW_LLM_BASE_URL";
+const JUDGE_VAR: &str = "PREFFLOW_JUDGE_BASE_URL";
 const ORACLE: &str = "agent=oracle,history=all";
 const LLM: &str = "agent=llm,model=default,history=all";
 /// The shipped pipeline's root seed (`params.seed`).
 const ROOT_SEED: u64 = 7;
 
-/// `prefflow run iprefbench.yaml` with the endpoint variable set to `url` (or unset).
-fn run(ws: &Workspace, url: Option<&str>, extra: &[&str]) -> Output {
+/// `prefflow run iprefbench.yaml` with the agent's endpoint variable set to `url` (or unset)
+/// and the judge's to `judge` (or unset), expecting success.
+fn run(ws: &Workspace, url: Option<&str>, judge: Option<&str>, extra: &[&str]) -> Output {
     let mut args = vec!["run", "iprefbench.yaml", "--progress", "none"];
     args.extend_from_slice(extra);
     let mut cmd = ws.command(&args);
-    match url {
-        Some(u) => cmd.env(URL_VAR, u),
-        None => cmd.env_remove(URL_VAR),
-    };
+    for (var, value) in [(URL_VAR, url), (JUDGE_VAR, judge)] {
+        match value {
+            Some(u) => cmd.env(var, u),
+            None => cmd.env_remove(var),
+        };
+    }
     let out = cmd.output().expect("spawn prefflow");
     assert_eq!(
         out.status.code(),
@@ -186,7 +195,7 @@ fn per_task(scores: &DataFrame) -> Vec<(String, String, String)> {
 }
 
 #[test]
-fn a_model_playing_the_reference_solutions_gets_the_oracles_table1_column() {
+fn a_model_playing_the_references_gets_the_oracles_column_then_a_judge_model_rejudges_it() {
     let started = std::time::Instant::now();
     let ws = Workspace::new();
     link_repo(&ws, "datasets");
@@ -195,21 +204,18 @@ fn a_model_playing_the_reference_solutions_gets_the_oracles_table1_column() {
         &shipped_iprefbench("{ agent: [oracle, defaults], history: [all] }"),
     );
     // The released set, built offline (the model's stages are disabled without the variable).
-    run(&ws, None, &["--only", "validated"]);
+    run(&ws, None, None, &["--only", "validated"]);
     let bundles = bundles_from_table(&ws.table("validated.bundles", None)).expect("bundles");
     assert_eq!(bundles.len(), 130, "the released set");
     let server = reference_server(&bundles);
 
-    run(
-        &ws,
-        Some(&server.url),
-        &[
-            "--only",
-            "iprefbench",
-            "--set",
-            "episodes_llm.simulator=scripted",
-        ],
-    );
+    let only = [
+        "--only",
+        "iprefbench",
+        "--set",
+        "episodes_llm.simulator=scripted",
+    ];
+    run(&ws, Some(&server.url), None, &only);
     let requests = server.requests();
     let played: usize = bundles.iter().map(|b| reference_calls(b).len()).sum();
     assert_eq!(requests.len(), played, "one request per reference step");
@@ -235,10 +241,221 @@ fn a_model_playing_the_reference_solutions_gets_the_oracles_table1_column() {
             .any(|(m, v, n, _)| (m.as_str(), v.as_str(), n.as_str()) == ("success", "1.0", "130")),
         "the oracle succeeds on all 130 tasks: {oracle:?}"
     );
+    let judges = distinct(&ws.table("iprefbench.table1", None), "judge");
+    assert_eq!(judges, ["rule+scripted"], "no judge model configured");
     eprintln!(
         "llm_table1: {} requests, {} tasks, {:.0?}",
         requests.len(),
         bundles.len(),
         started.elapsed()
     );
+
+    judged_by_a_judge_model(&ws, &server, &bundles, &only, oracle);
+}
+
+/// The judge model (`judge_model`, `PREFFLOW_JUDGE_BASE_URL`) on the same episodes: a scripted
+/// judge that fails every free-text criterion and splits each question exactly as the scripted
+/// matcher did. Only `judged_llm` re-runs (no agent request); free-text criteria get an LLM
+/// verdict and nothing else does; questions go through the LLM matcher; Table 1, the scores and
+/// the report name the judge; its tokens are the usage table's `judge` row; `--offline`
+/// replays the judge's calls.
+fn judged_by_a_judge_model(
+    ws: &Workspace,
+    agent: &ScriptedServer,
+    bundles: &[TaskBundle],
+    only: &[&str],
+    oracle: Vec<(String, String, String, String)>,
+) {
+    let splits = scripted_splits(ws);
+    let judge = ScriptedServer::start(
+        vec![],
+        Behavior::respond(move |body| judge_reply(body, &splits)),
+    );
+    let agent_requests = agent.requests().len();
+    let record = {
+        run(ws, Some(&agent.url), Some(&judge.url), only);
+        ws.last_run("iprefbench")
+    };
+    let s = statuses(&record);
+    assert_eq!(s["episodes_llm[model=default]"], "cached", "{s:?}");
+    assert_eq!(s["judged[agent=oracle,history=all]"], "cached", "{s:?}");
+    assert!(
+        s["judged_llm[model=default]"].starts_with("executed"),
+        "{s:?}"
+    );
+    assert_eq!(agent.requests().len(), agent_requests, "no agent request");
+
+    let free_text: usize = bundles
+        .iter()
+        .map(|b| b.criteria.iter().filter(|c| c.free_text).count())
+        .sum();
+    let with_free_text = bundles
+        .iter()
+        .filter(|b| b.criteria.iter().any(|c| c.free_text))
+        .count();
+    assert!(
+        with_free_text > 0,
+        "the released set has free-text criteria"
+    );
+    let scores = ws.table("judged_llm.scores", None);
+    let asks: u64 = strs(&scores, "ask_user_calls")
+        .iter()
+        .map(|n| n.parse::<u64>().expect("count"))
+        .sum();
+    // One call per free-text criterion and one per question; an identical prompt (the same
+    // question in two perturbations of one request) is replayed from the record unless both
+    // were in flight at once, so fewer are sent.
+    let calls = free_text as u64 + asks;
+    let sent = judge.requests();
+    assert!(
+        sent.len() as u64 <= calls && sent.len() as u64 > calls / 2,
+        "{} sent for {calls} calls",
+        sent.len()
+    );
+    let label = "hybrid_text:default+llm:default";
+    assert_eq!(distinct(&scores, "judge"), [label]);
+    let verdicts = ws.table("judged_llm.verdicts", None);
+    let llm_rows = strs(&verdicts, "mode")
+        .iter()
+        .filter(|m| *m == "llm")
+        .count();
+    assert_eq!(
+        llm_rows, free_text,
+        "the LLM judges the free-text criteria only"
+    );
+    let requests = ws.table("judged_llm.requests", None);
+    assert_eq!(distinct(&requests, "matcher"), ["llm"]);
+
+    let table1 = ws.table("iprefbench.table1", None);
+    assert_eq!(distinct(&table1, "judge"), [label, "rule+scripted"]);
+    let model = column_of(&table1, LLM);
+    let value = |rows: &[(String, String, String, String)], m: &str| {
+        rows.iter()
+            .find(|r| r.0 == m)
+            .map(|r| r.1.clone())
+            .unwrap_or_default()
+    };
+    let expected = (bundles.len() - with_free_text) as f64 / bundles.len() as f64;
+    let success: f64 = value(&model, "success").parse().expect("success");
+    assert!(
+        (success - expected).abs() < 1e-12,
+        "{success} vs {expected}"
+    );
+    for same in ["recall", "precision", "ask_user_calls", "steps", "action"] {
+        assert_eq!(value(&model, same), value(&oracle, same), "{same}");
+    }
+    let usage = ws.table("iprefbench.usage", None);
+    let judge_tokens: Vec<String> = strs(&usage, "variant")
+        .iter()
+        .zip(strs(&usage, "role"))
+        .zip(strs(&usage, "prompt_tokens"))
+        .filter(|((v, r), _)| *v == LLM && r == "judge")
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(
+        judge_tokens,
+        [(10 * calls).to_string()],
+        "the judge's tokens: 10 per call, replayed ones included"
+    );
+    let report = ws.cli(&["show", "iprefbench.table1"]).expect_code(0);
+    assert!(report.stdout.contains(label), "{}", report.stdout);
+
+    // Offline, with the judge gone, its verdicts replay from the record.
+    let before = std::fs::read(table_path(ws, "judged_llm.scores")).expect("scores");
+    let judge_url = judge.url.clone();
+    drop(judge);
+    forget_stage(ws, "judged_llm");
+    let mut offline = only.to_vec();
+    offline.push("--offline");
+    run(ws, Some(&agent.url), Some(&judge_url), &offline);
+    assert_executed(ws, "iprefbench", "judged_llm");
+    let after = std::fs::read(table_path(ws, "judged_llm.scores")).expect("scores");
+    assert_eq!(after, before, "the judge's calls replay bit-identically");
+}
+
+fn table_path(ws: &Workspace, target: &str) -> String {
+    let out = ws.cli(&["show", target, "--path"]).expect_code(0);
+    out.stdout
+        .lines()
+        .next()
+        .expect("a path")
+        .trim()
+        .to_string()
+}
+
+/// How the scripted matcher split each question of the model's episodes: (instruction,
+/// question) → `[{request, slot_id}]`, read from the first judging's `requests` and `steps`.
+fn scripted_splits(ws: &Workspace) -> HashMap<(String, String), Vec<Value>> {
+    let steps = ws.table("episodes_llm.steps", None);
+    let [episode, step, action, arguments] =
+        ["episode_id", "step", "action_type", "arguments"].map(|c| strs(&steps, c));
+    let scores = ws.table("judged_llm.scores", None);
+    let bundles = bundles_from_table(&ws.table("validated.bundles", None)).expect("bundles");
+    let instruction_of_task = |task: &str| {
+        bundles
+            .iter()
+            .find(|b| b.task.task_id == task)
+            .map(|b| b.task.instruction.clone())
+            .expect("task")
+    };
+    let [s_episode, s_task] = ["episode_id", "task_id"].map(|c| strs(&scores, c));
+    let task_of = |e: &str| {
+        s_episode
+            .iter()
+            .position(|x| x == e)
+            .map(|i| s_task[i].clone())
+            .expect("episode")
+    };
+    let requests = ws.table("judged_llm.requests", None);
+    let [r_episode, r_step, r_text, r_slot] =
+        ["episode_id", "step", "request", "slot_id"].map(|c| strs(&requests, c));
+    let mut out: HashMap<(String, String), Vec<Value>> = HashMap::new();
+    for i in (0..steps.height()).filter(|&i| action[i] == "ask_user") {
+        let args: Value = serde_json::from_str(&arguments[i]).expect("arguments");
+        let question = args["text"].as_str().expect("text").to_string();
+        let pieces: Vec<Value> = (0..requests.height())
+            .filter(|&r| r_episode[r] == episode[i] && r_step[r] == step[i])
+            .map(|r| {
+                let slot = (r_slot[r] != "null").then(|| r_slot[r].clone());
+                json!({ "request": r_text[r], "slot_id": slot })
+            })
+            .collect();
+        let key = (instruction_of_task(&task_of(&episode[i])), question);
+        if let Some(known) = out.insert(key.clone(), pieces.clone()) {
+            assert_eq!(known, pieces, "one split per question: {key:?}");
+        }
+    }
+    out
+}
+
+/// The scripted judge: every criterion fails; a question is split as `splits` says.
+fn judge_reply(body: &str, splits: &HashMap<(String, String), Vec<Value>>) -> String {
+    let request: Value = serde_json::from_str(body).unwrap_or_default();
+    let prompt = request["messages"][0]["content"]
+        .as_str()
+        .unwrap_or_default();
+    let content = if prompt.contains("Agent's message: ") {
+        let instruction = between(prompt, "Task: ", "\n");
+        let question = between(prompt, "Agent's message: ", "\n\nReply with");
+        let pieces = splits
+            .get(&(instruction, question))
+            .cloned()
+            .unwrap_or_default();
+        json!({ "requests": pieces })
+    } else {
+        json!({ "verdict": "fail", "reason": "scripted judge" })
+    };
+    prefflow_stages::llm::mock::completion(&content.to_string(), 10, 2)
+}
+
+fn between(text: &str, start: &str, end: &str) -> String {
+    let from = text.split_once(start).map_or("", |(_, rest)| rest);
+    from.split_once(end).map_or(from, |(v, _)| v).to_string()
+}
+
+fn distinct(df: &DataFrame, col: &str) -> Vec<String> {
+    let mut v = strs(df, col);
+    v.sort();
+    v.dedup();
+    v
 }

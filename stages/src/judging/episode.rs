@@ -27,6 +27,10 @@ pub enum Mode {
     Llm,
     /// Both, combined per task as S = λ·S_rule + (1−λ)·S_llm.
     Hybrid,
+    /// The rule judge on every criterion, and the LLM judge too on free-text criteria (a
+    /// message or caption the user dictated, `Criterion::free_text`), where a faithful
+    /// paraphrase is a fair answer the rule cannot see; those criteria count λ·rule + (1−λ)·llm.
+    HybridText,
 }
 
 impl Mode {
@@ -34,6 +38,34 @@ impl Mode {
     pub fn uses_llm(self) -> bool {
         self != Mode::Rule
     }
+
+    /// Whether the LLM judge rules on criterion `c` in this mode.
+    fn llm_judges(self, c: &Criterion) -> bool {
+        match self {
+            Mode::Rule => false,
+            Mode::Llm | Mode::Hybrid => true,
+            Mode::HybridText => c.free_text,
+        }
+    }
+}
+
+/// Which judge produced a score, as the `judge` column of `scores` and `table1` writes it:
+/// `<criteria>+<matcher>`, each LLM part naming its model — `rule+scripted` (the offline
+/// default), `hybrid_text:MODEL+llm:MODEL` (a judge model configured for model episodes),
+/// `hybrid:MODEL+scripted`, … — so a reader can tell numbers from different judges apart.
+pub fn judge_label(mode: Mode, matcher: MatcherName, model: Option<&str>) -> String {
+    let m = model.unwrap_or("?");
+    let criteria = match mode {
+        Mode::Rule => "rule".to_string(),
+        Mode::Llm => format!("llm:{m}"),
+        Mode::Hybrid => format!("hybrid:{m}"),
+        Mode::HybridText => format!("hybrid_text:{m}"),
+    };
+    let matcher = match matcher {
+        MatcherName::Scripted => "scripted".to_string(),
+        MatcherName::Llm => format!("llm:{m}"),
+    };
+    format!("{criteria}+{matcher}")
 }
 
 /// How to judge.
@@ -105,6 +137,8 @@ pub struct ScoreRow {
     pub usage: Usage,
     /// Judge cost.
     pub cost: f64,
+    /// Which judge produced these numbers ([`judge_label`]).
+    pub judge: String,
 }
 
 /// Everything judging one episode produced.
@@ -162,11 +196,15 @@ pub fn judge_episode(
     let mut verdicts = Vec::new();
     if opts.mode != Mode::Llm {
         let judged = rule::judge(&r.env.phone, bundle, &asked);
-        let decided = judged.into_iter().map(|j| (j.verdict, j.reason));
+        let decided = bundle
+            .criteria
+            .iter()
+            .zip(judged)
+            .map(|(c, j)| (c, j.verdict, j.reason));
         verdicts.extend(rows(bundle, "rule", decided, &facts));
     }
     if let Some(judge) = llm.filter(|_| opts.mode.uses_llm()) {
-        let decided = llm_verdicts(world, bundle, steps, &r, judge, &mut usage)?;
+        let decided = llm_verdicts(world, bundle, steps, &r, judge, opts.mode, &mut usage)?;
         verdicts.extend(rows(bundle, "llm", decided.into_iter(), &facts));
     }
     let lambda = bundle.task.lambda.unwrap_or(opts.lambda);
@@ -181,6 +219,7 @@ pub fn judge_episode(
     score.divergence = r.divergences.first().map(|d| d.detail.clone());
     score.usage = usage;
     score.cost = llm.map_or(0.0, |j| j.cost(usage));
+    score.judge = judge_label(opts.mode, opts.matcher, llm.map(LlmJudge::model));
     if let Some(d) = &score.divergence {
         tracing::warn!("episode `{}`: replay diverged: {d}", episode.episode_id);
     }
@@ -230,14 +269,16 @@ fn add(total: &mut Usage, u: Usage) {
     total.completion_tokens += u.completion_tokens;
 }
 
-fn llm_verdicts(
+/// The LLM judge's verdicts on the criteria `mode` gives it, in criterion order.
+fn llm_verdicts<'b>(
     world: &World,
-    bundle: &TaskBundle,
+    bundle: &'b TaskBundle,
     steps: &[StepRec],
     r: &Replay<'_>,
     judge: &LlmJudge<'_>,
+    mode: Mode,
     usage: &mut Usage,
-) -> Result<Vec<(Verdict, String)>, JudgeError> {
+) -> Result<Vec<(&'b Criterion, Verdict, String)>, JudgeError> {
     let shared = Shared {
         trajectory: llm::trajectory(steps),
         profile: llm::profile(world),
@@ -246,25 +287,22 @@ fn llm_verdicts(
     };
     let answer = r.env.phone.answer();
     let mut out = Vec::new();
-    for c in &bundle.criteria {
+    for c in bundle.criteria.iter().filter(|c| mode.llm_judges(c)) {
         let (v, reason, u) = judge.criterion(&llm::context(bundle, c, &shared, answer))?;
         add(usage, u);
-        out.push((v, reason));
+        out.push((c, v, reason));
     }
     Ok(out)
 }
 
-fn rows(
+fn rows<'b>(
     bundle: &TaskBundle,
     mode: &'static str,
-    decided: impl Iterator<Item = (Verdict, String)>,
+    decided: impl Iterator<Item = (&'b Criterion, Verdict, String)>,
     facts: &Facts<'_>,
 ) -> Vec<VerdictRow> {
-    bundle
-        .criteria
-        .iter()
-        .zip(decided)
-        .map(|(c, (verdict, reason))| VerdictRow {
+    decided
+        .map(|(c, verdict, reason)| VerdictRow {
             criterion_id: c.criterion_id.clone(),
             kind: c.kind,
             slot_id: c.slot_id.clone(),
@@ -284,70 +322,83 @@ fn source(bundle: &TaskBundle, c: &Criterion) -> Option<Source> {
         .map(|s| s.source)
 }
 
-/// Fractions of one judge's verdicts, per category.
-#[derive(Default)]
-struct Fractions {
-    all: Option<f64>,
-    action: Option<f64>,
-    personalization: Option<f64>,
-    inferable: Option<f64>,
-    ask_only: Option<f64>,
-    success: Option<bool>,
+/// One criterion's standing: its category and its value in [0, 1] under the mode's judges.
+struct Standing {
+    kind: CriterionKind,
+    source: Option<Source>,
+    value: f64,
 }
 
-fn fractions(rows: &[&VerdictRow]) -> Fractions {
-    let frac = |keep: &dyn Fn(&VerdictRow) -> bool| {
-        let of: Vec<&&VerdictRow> = rows.iter().filter(|r| keep(r)).collect();
-        let pass = of.iter().filter(|r| r.verdict == Verdict::Pass).count();
-        (!of.is_empty()).then(|| pass as f64 / of.len() as f64)
-    };
-    let personal = |r: &VerdictRow| r.kind == CriterionKind::Personalization;
-    let unscored = rows.iter().any(|r| r.verdict == Verdict::Unscored);
-    Fractions {
-        all: frac(&|_| true),
-        action: frac(&|r| r.kind == CriterionKind::Action),
-        personalization: frac(&personal),
-        inferable: frac(&|r| personal(r) && r.source == Some(Source::Inferable)),
-        ask_only: frac(&|r| personal(r) && r.source == Some(Source::AskOnly)),
-        success: (!unscored).then(|| rows.iter().all(|r| r.verdict == Verdict::Pass)),
+/// Each criterion's value: the rule's or the LLM's verdict (pass 1, fail or unscored 0), or
+/// λ·rule + (1−λ)·llm where both judged it. With every criterion judged by both this is the
+/// paper's S = λ·S_rule + (1−λ)·S_llm per category; with some (free text only) it mixes just
+/// those.
+fn standings(verdicts: &[VerdictRow], mode: Mode, lambda: f64) -> Vec<Standing> {
+    let pass = |v: &VerdictRow| f64::from(u8::from(v.verdict == Verdict::Pass));
+    let mut order: Vec<&str> = Vec::new();
+    for v in verdicts {
+        if !order.contains(&v.criterion_id.as_str()) {
+            order.push(&v.criterion_id);
+        }
     }
+    order
+        .into_iter()
+        .filter_map(|id| {
+            let of = |m: &str| {
+                verdicts
+                    .iter()
+                    .find(|v| v.criterion_id == id && v.mode == m)
+            };
+            let (rule, llm) = match mode {
+                Mode::Rule => (of("rule"), None),
+                Mode::Llm => (None, of("llm")),
+                Mode::Hybrid | Mode::HybridText => (of("rule"), of("llm")),
+            };
+            let value = match (rule, llm) {
+                (Some(r), Some(l)) => lambda * pass(r) + (1.0 - lambda) * pass(l),
+                (Some(one), None) | (None, Some(one)) => pass(one),
+                (None, None) => return None,
+            };
+            let any = rule.or(llm)?;
+            Some(Standing {
+                kind: any.kind,
+                source: any.source,
+                value,
+            })
+        })
+        .collect()
 }
 
 fn scores(verdicts: &[VerdictRow], mode: Mode, lambda: f64) -> ScoreRow {
-    let of = |m: &str| -> Vec<&VerdictRow> { verdicts.iter().filter(|v| v.mode == m).collect() };
-    let unscored = verdicts
+    let used: Vec<&VerdictRow> = verdicts
+        .iter()
+        .filter(|v| match mode {
+            Mode::Rule => v.mode == "rule",
+            Mode::Llm => v.mode == "llm",
+            Mode::Hybrid | Mode::HybridText => true,
+        })
+        .collect();
+    let unscored = used
         .iter()
         .filter(|v| v.verdict == Verdict::Unscored)
         .count() as u32;
-    let one = |f: Fractions, lambda: Option<f64>| ScoreRow {
-        success: f.success,
-        action: f.action,
-        personalization: f.personalization,
-        inferable: f.inferable,
-        ask_only: f.ask_only,
-        score: f.all.unwrap_or(0.0),
-        lambda,
+    let all = standings(verdicts, mode, lambda);
+    let frac = |keep: &dyn Fn(&Standing) -> bool| {
+        let of: Vec<&Standing> = all.iter().filter(|s| keep(s)).collect();
+        (!of.is_empty()).then(|| of.iter().map(|s| s.value).sum::<f64>() / of.len() as f64)
+    };
+    let personal = |s: &Standing| s.kind == CriterionKind::Personalization;
+    let mixed = matches!(mode, Mode::Hybrid | Mode::HybridText);
+    ScoreRow {
+        success: (unscored == 0).then(|| used.iter().all(|v| v.verdict == Verdict::Pass)),
+        action: frac(&|s| s.kind == CriterionKind::Action),
+        personalization: frac(&personal),
+        inferable: frac(&|s| personal(s) && s.source == Some(Source::Inferable)),
+        ask_only: frac(&|s| personal(s) && s.source == Some(Source::AskOnly)),
+        score: frac(&|_| true).unwrap_or(0.0),
+        lambda: mixed.then_some(lambda),
         unscored,
         ..ScoreRow::default()
-    };
-    match mode {
-        Mode::Rule => one(fractions(&of("rule")), None),
-        Mode::Llm => one(fractions(&of("llm")), None),
-        Mode::Hybrid => {
-            let (r, l) = (fractions(&of("rule")), fractions(&of("llm")));
-            let mix = |a: Option<f64>, b: Option<f64>| Some(lambda * a? + (1.0 - lambda) * b?);
-            one(
-                Fractions {
-                    all: mix(r.all, l.all),
-                    action: mix(r.action, l.action),
-                    personalization: mix(r.personalization, l.personalization),
-                    inferable: mix(r.inferable, l.inferable),
-                    ask_only: mix(r.ask_only, l.ask_only),
-                    success: r.success.zip(l.success).map(|(a, b)| a && b),
-                },
-                Some(lambda),
-            )
-        }
     }
 }
 

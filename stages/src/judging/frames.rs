@@ -73,6 +73,7 @@ pub fn scores_frame(judged: &[EpisodeJudgement]) -> PolarsResult<DataFrame> {
             j.score.usage.completion_tokens
         }),
         col("cost_judge", j, |j| j.score.cost),
+        col("judge", j, |j| j.score.judge.clone()),
     ])
 }
 

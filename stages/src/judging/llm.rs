@@ -83,6 +83,11 @@ impl<'a> LlmJudge<'a> {
         })
     }
 
+    /// The judge's model name (for the `judge` column).
+    pub fn model(&self) -> &str {
+        &self.client.config().model
+    }
+
     /// Cost of `usage` at the configured prices.
     pub fn cost(&self, usage: Usage) -> f64 {
         usage.cost(self.prices)

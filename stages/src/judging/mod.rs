@@ -22,7 +22,7 @@ pub mod rule;
 #[cfg(test)]
 mod tests;
 
-pub use episode::{judge_batch, judge_episode, EpisodeJudgement, JudgeOptions, Mode};
+pub use episode::{judge_batch, judge_episode, judge_label, EpisodeJudgement, JudgeOptions, Mode};
 pub use index::{EpisodeInfo, JudgeIndex, StepRec};
 pub use interaction::MatcherName;
 

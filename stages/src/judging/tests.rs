@@ -537,6 +537,55 @@ fn hybrid_scores_mix_rule_and_llm_with_the_tasks_lambda() {
     assert!((j.score.score - 0.8).abs() < 1e-12);
 }
 
+/// `hybrid_text`: every criterion by rule, only the free-text ones by the LLM too; those count
+/// λ·rule + (1−λ)·llm, the others their rule verdict, and the label names the judge.
+#[test]
+fn hybrid_text_asks_the_llm_only_about_free_text_criteria() {
+    let mut b = task("dinespot_dinner");
+    let run = play(&b, &Oracle);
+    b.criteria[0].free_text = true;
+    let server = ScriptedServer::start(vec![], reply("fail", "not her words"));
+    let store_dir = tempfile::tempdir().unwrap();
+    let store = prefflow_engine::store::FsStore::new(store_dir.path());
+    let judge = LlmJudge::new(
+        llm_config(&server.url),
+        &store,
+        false,
+        &datasets().join("prompts"),
+    )
+    .unwrap();
+    let opts = JudgeOptions {
+        mode: Mode::HybridText,
+        lambda: 0.25,
+        ..JudgeOptions::default()
+    };
+    let j = judge_runs(&[run], std::slice::from_ref(&b), &opts, Some(&judge)).remove(0);
+    let n = b.criteria.len();
+    assert_eq!(
+        server.requests().len(),
+        1,
+        "one request: the free-text criterion"
+    );
+    assert_eq!(j.verdicts.len(), n + 1);
+    let llm: Vec<&str> = j
+        .verdicts
+        .iter()
+        .filter(|v| v.mode == "llm")
+        .map(|v| v.criterion_id.as_str())
+        .collect();
+    assert_eq!(llm, [b.criteria[0].criterion_id.as_str()]);
+    // n − 1 criteria pass by rule alone; the free-text one scores 0.25·1 + 0.75·0.
+    let expected = ((n - 1) as f64 + 0.25) / n as f64;
+    assert!(
+        (j.score.score - expected).abs() < 1e-12,
+        "{}",
+        j.score.score
+    );
+    assert_eq!(j.score.success, Some(false));
+    assert_eq!(j.score.lambda, Some(0.25));
+    assert_eq!(j.score.judge, "hybrid_text:judge+scripted");
+}
+
 #[test]
 fn the_llm_matcher_splits_requests_and_falls_back_when_unreadable() {
     let b = task("dinespot_dinner");

@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::judging::frames::{judge_tables, JUDGE_TABLES};
 use crate::judging::index::episodes_from_table;
 use crate::judging::llm::LlmJudge;
-use crate::judging::{judge_episode, JudgeIndex, JudgeOptions, MatcherName, Mode};
+use crate::judging::{judge_episode, judge_label, JudgeIndex, JudgeOptions, MatcherName, Mode};
 use crate::llm::LlmConfig;
 use crate::world::World;
 
@@ -21,7 +21,7 @@ use crate::world::World;
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JudgeParams {
-    /// `rule` (default), `llm` or `hybrid`.
+    /// `rule` (default), `llm`, `hybrid` or `hybrid_text` (LLM on free-text criteria only).
     #[serde(default)]
     pub mode: Mode,
     /// Request matcher: `scripted` (default) or `llm`.
@@ -36,6 +36,22 @@ pub struct JudgeParams {
     /// Directory of the judge prompt templates (default `datasets/prompts`).
     #[serde(default = "prompts_dir")]
     pub prompts: String,
+    /// A judge model for model episodes, its own endpoint block (`{ base_url | base_url_env,
+    /// model, api_key_env, prices, concurrency }`, its own pool of `concurrency` requests):
+    /// when its endpoint is configured (`base_url`, or `base_url_env` set), free-text criteria
+    /// are judged `hybrid_text` and questions matched by the LLM matcher with it, whatever
+    /// `mode`, `matcher` and `llm` say; when it is not, those apply (rule + scripted by
+    /// default). The `judge` column says which judge produced each score.
+    #[serde(default)]
+    pub judge_model: Option<LlmConfig>,
+}
+
+/// The judge a `judge` instance uses: from `judge_model` when its endpoint is configured,
+/// else from `mode`, `matcher` and `llm`.
+struct Effective {
+    mode: Mode,
+    matcher: MatcherName,
+    llm: Option<LlmConfig>,
 }
 
 fn half() -> f64 {
@@ -47,7 +63,36 @@ fn prompts_dir() -> String {
 
 impl JudgeParams {
     fn uses_llm(&self) -> bool {
-        self.mode.uses_llm() || self.matcher == MatcherName::Llm
+        let e = self.effective();
+        e.mode.uses_llm() || e.matcher == MatcherName::Llm
+    }
+
+    /// `judge_model` when its endpoint resolves here (the environment decides), else the
+    /// explicit settings.
+    fn effective(&self) -> Effective {
+        match self
+            .judge_model
+            .as_ref()
+            .filter(|m| m.resolved_base_url().is_ok())
+        {
+            Some(model) => Effective {
+                mode: Mode::HybridText,
+                matcher: MatcherName::Llm,
+                llm: Some(model.clone()),
+            },
+            None => Effective {
+                mode: self.mode,
+                matcher: self.matcher,
+                llm: self.llm.clone(),
+            },
+        }
+    }
+
+    /// The `judge` label results of these params carry ([`judge_label`]).
+    fn label(&self) -> String {
+        let e = self.effective();
+        let model = e.llm.as_ref().map(|l| l.model.as_str());
+        judge_label(e.mode, e.matcher, model)
     }
 }
 
@@ -65,7 +110,7 @@ impl Kind for Judge {
     type Params = JudgeParams;
     type State = JudgeState;
     const NAME: &'static str = "judge";
-    const VERSION: &'static str = "2";
+    const VERSION: &'static str = "3";
     const OUTPUTS: &'static [&'static str] = &JUDGE_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::judging::VERDICTS,
@@ -92,7 +137,17 @@ impl Kind for Judge {
         crate::tables::world::READ_HISTORY,
     ];
     const DETERMINISTIC: bool = true;
-    const SUMMARY: &'static str = "episodes + steps + bundles + world (sources, history_events) → verdicts, scores, requests, interaction (params: mode rule|llm|hybrid, matcher scripted|llm, lambda, llm, prompts; use per_item: episode_id)";
+    const SUMMARY: &'static str = "episodes + steps + bundles + world (sources, history_events) → verdicts, scores, requests, interaction (params: mode rule|llm|hybrid|hybrid_text, matcher scripted|llm, lambda, llm, prompts, judge_model; use per_item: episode_id)";
+
+    /// Whether a configured `judge_model` is in use depends on the environment, so the judge
+    /// actually used is part of the key: setting (or unsetting) the judge endpoint re-judges.
+    fn key_params(&self, params: &Self::Params, raw: &serde_json::Value) -> serde_json::Value {
+        let mut keyed = raw.clone();
+        if let Some(map) = keyed.as_object_mut() {
+            map.insert("judge".into(), serde_json::Value::String(params.label()));
+        }
+        keyed
+    }
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         if params.uses_llm() {
@@ -121,7 +176,8 @@ impl Kind for Judge {
                 params.lambda
             )));
         }
-        let llm = match (&params.llm, params.uses_llm()) {
+        let effective = params.effective();
+        let llm = match (&effective.llm, params.uses_llm()) {
             (Some(config), true) => Some(LlmJudge::new(
                 config.clone(),
                 ctx.cache,
@@ -142,8 +198,8 @@ impl Kind for Judge {
         let episodes = episodes_from_table(&first.df)?;
         let (index, world) = (&ctx.state.index, &ctx.state.world);
         let opts = JudgeOptions {
-            mode: params.mode,
-            matcher: params.matcher,
+            mode: effective.mode,
+            matcher: effective.matcher,
             lambda: params.lambda,
         };
         let mut judged = Vec::new();

@@ -63,7 +63,7 @@ pub fn aggregate(
         }
     }
     Ok(Aggregates {
-        table1: table1(&tasks, boot)?,
+        table1: with_judge(table1(&tasks, boot)?, scores)?,
         paired: paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
         pass_k: pass_k_frame(&tasks)?,
         perturbations: perturbations(&tasks)?,
@@ -90,6 +90,35 @@ pub fn table1(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
         }
     }
     rows.frame()
+}
+
+/// `table1` with a `judge` column: for each variant, which judge produced its numbers (the
+/// distinct `judge` labels of its scores, sorted, comma-separated; null for scores written
+/// without one), so a model judged by a judge model is never read as rule-judged.
+pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFrame> {
+    if !scores.schema().contains("judge") {
+        return table1
+            .lazy()
+            .with_column(lit(NULL).cast(DataType::String).alias("judge"))
+            .collect();
+    }
+    let labels = scores
+        .clone()
+        .lazy()
+        .select([col("variant"), col("judge").cast(DataType::String)])
+        .unique_stable(None, UniqueKeepStrategy::First)
+        .sort(["variant", "judge"], SortMultipleOptions::default())
+        .group_by_stable([col("variant")])
+        .agg([col("judge").str().join(", ", true)]);
+    table1
+        .lazy()
+        .join(
+            labels,
+            [col("variant")],
+            [col("variant")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .collect()
 }
 
 /// The estimate of `metric` over `rows` (tasks where it is defined), resampling templates.

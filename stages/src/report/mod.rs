@@ -123,7 +123,7 @@ pub fn table1_view(table1: &DataFrame) -> PolarsResult<TableView> {
             v.clone()
         }
     }));
-    let rows = metrics
+    let mut rows: Vec<Vec<String>> = metrics
         .iter()
         .map(|m| {
             std::iter::once(m.clone())
@@ -131,6 +131,21 @@ pub fn table1_view(table1: &DataFrame) -> PolarsResult<TableView> {
                 .collect()
         })
         .collect();
+    // The last row says which judge produced each column's numbers.
+    if table1.schema().contains("judge") {
+        let judge = text_column(table1, "judge")?;
+        let of = |v: &str| {
+            (0..table1.height())
+                .find(|&i| variant[i].as_deref() == Some(v))
+                .and_then(|i| judge[i].clone())
+                .unwrap_or_else(|| "n/a".into())
+        };
+        rows.push(
+            std::iter::once("judge".to_string())
+                .chain(variants.iter().map(|v| of(v)))
+                .collect(),
+        );
+    }
     Ok(TableView { columns, rows })
 }
 

@@ -26,6 +26,7 @@ pub static TABLE1: TableDef = TableDef {
         C::nullable(CI_HIGH, F64, "see `ci_low`"),
         C::new(N, U32, "tasks"),
         C::new("templates", U32, "templates behind those tasks; scores without a `template` column count each task as its own"),
+        C::nullable("judge", Str, "which judge produced the variant's numbers (`scores.judge`: `rule+scripted`, `hybrid_text:MODEL+llm:MODEL`, …); null when the scores carry none"),
     ],
 };
 

@@ -96,6 +96,11 @@ pub static SCORES: TableDef = TableDef {
         C::new("prompt_tokens_judge", U64, "the judge's token usage"),
         C::new("completion_tokens_judge", U64, "the judge's token usage"),
         C::new("cost_judge", F64, "the judge's cost"),
+        C::new(
+            "judge",
+            Str,
+            "which judge produced these numbers: `rule+scripted`, `hybrid_text:MODEL+llm:MODEL`, … (docs/judging.md)",
+        ),
     ],
 };
 
