@@ -157,3 +157,17 @@ pub static REPORT: TableDef = TableDef {
         C::new("tasks", U32, "tasks in the drill-down"),
     ],
 };
+
+/// Table 1's companion: what the variant's model calls cost.
+pub static USAGE: TableDef = TableDef {
+    name: "usage",
+    doc: "per variant × role (`agent`, `user`, `judge`) with any tokens; sums over the variant's episodes",
+    columns: &[
+        C::new(VARIANT, Str, "the variant (its model is in the name: `agent=llm,model=NAME,…`)"),
+        C::new("role", Str, "`agent`, `user` (the simulator) or `judge`"),
+        C::new("episodes", U32, "episodes summed"),
+        C::new("prompt_tokens", U64, "prompt tokens"),
+        C::new("completion_tokens", U64, "completion tokens"),
+        C::new("cost", F64, "money at each model's configured `prices` (0 without; replayed calls cost what they cost when recorded)"),
+    ],
+};
