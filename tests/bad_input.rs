@@ -112,7 +112,7 @@ const TEMPLATES: &str = "pipeline: t
 stages:
   world:
     kind: build_world
-    params: { persona: '{repo}/datasets/personas/maya.yaml', apps: '{repo}/datasets/apps', events: 600 }
+    params: { persona: '{repo}/datasets/personas/maya.yaml', apps: '{repo}/datasets/apps', events: 1000 }
   candidates:
     kind: generate_tasks
     inputs: [world.sources, world.history_events]

@@ -388,10 +388,9 @@ fn assert_audit_targets(ws: &Workspace, seed: u64) {
         with_counter >= 80,
         "seed {seed}: {with_counter} entries with counters"
     );
-    // Issue 13 asks for ≤ 0.70; the history reaches about 0.75 (see BENCHMARKS.md and the
-    // README). This bound keeps it from sliding back towards the 0.997 of the stamped history.
+    // Words alone barely tell signal from noise (0.5 is chance).
     let ba = audit_value(&a, "separability", "balanced_accuracy");
-    assert!(ba <= 0.80, "seed {seed}: balanced accuracy {ba}");
+    assert!(ba <= 0.70, "seed {seed}: balanced accuracy {ba}");
 }
 
 #[test]
@@ -428,17 +427,24 @@ fn the_world_rebuilds_byte_identical() {
     }
 }
 
-/// The heuristic's inferable score (history = all) from `iprefbench.table1`.
+/// The retrieval heuristic's inferable score (the 10 events BM25 ranks highest per field) from
+/// `iprefbench.table1`.
 fn heuristic_inferable(ws: &Workspace) -> f64 {
     let t = ws.table("iprefbench.table1", None);
     let (v, m) = (text(&t, "variant"), text(&t, "metric"));
     let value = t.column("value").expect("value").f64().expect("f64");
     (0..t.height())
-        .find(|&i| v[i] == "agent=heuristic,history=all" && m[i] == "inferable")
+        .find(|&i| v[i] == "agent=heuristic,history=top_k:10" && m[i] == "inferable")
         .and_then(|i| value.get(i))
         .expect("heuristic inferable")
 }
 
+/// Decoys crowd the evidence a retrieval agent reads: the same world with no noise (3,051 signal
+/// events) lets it infer more than the released log (noise 0.2). With the whole history shown the
+/// two are within a point of each other (README).
+/// Decoys crowd the evidence a retrieval agent reads: the same world with no noise (3,051 signal
+/// events) lets it infer more than the released log (noise 0.2). With the whole history shown the
+/// two are within a point of each other (README).
 #[test]
 fn noise_lowers_the_heuristics_inferable_score() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -449,9 +455,10 @@ fn noise_lowers_the_heuristics_inferable_score() {
         yaml.contains(sweep),
         "the shipped sweep changed; update this test"
     );
+    // `defaults` under `all` is the aggregate's baseline.
     let yaml = yaml.replace(
         sweep,
-        "sweep: { agent: [defaults, heuristic], history: [all] }",
+        "sweep: { agent: [defaults, heuristic], history: [\"top_k:10\", all] }",
     );
     let ws = Workspace::new();
     std::os::unix::fs::symlink(root.join("datasets"), ws.path().join("datasets")).expect("link");

@@ -110,7 +110,7 @@ pub const MIN_WITH_COUNTER: usize = 5;
 /// The share of noise events drawn from entries' decoys (noise that looks like signal: the same
 /// apps, records and values in someone else's or a non-preference context); the rest comes from
 /// the persona's plain noise templates.
-pub const DECOY_SHARE: f64 = 0.85;
+pub const DECOY_SHARE: f64 = 0.9;
 
 /// Draw attempts per event before synthesis reports that no record fits the profile.
 const ATTEMPTS: usize = 64;
@@ -673,9 +673,10 @@ fn ask_of<'a>(
 fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Draft> {
     let t = ask.t;
     let own = matches!(ask.role, Role::Support | Role::Counter);
-    let (value, mention) = match ask.entry {
-        Some(e) => (e.value_on(ask.window.0), e.mention_on(ask.window.0)),
-        None => (&Value::Null, ""),
+    let (value, mention) = match (ask.entry, ask.role) {
+        (Some(e), Role::Decoy) => decoy_value(e, ask.window.0),
+        (Some(e), _) => (e.value_on(ask.window.0), e.mention_on(ask.window.0)),
+        (None, _) => (&Value::Null, ""),
     };
     let mut last = None;
     for _ in 0..ATTEMPTS {
@@ -772,6 +773,17 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
         "{who}: no records fit the profile and the dates for \"{}\" in {} … {} ({ATTEMPTS} draws)",
         t.app, ask.window.0, ask.window.1
     )))
+}
+
+/// The value a decoy of `e` carries on `day`: for a shifted entry the other side's (someone
+/// else still booking the cuisine she left, or already on the one she has not adopted yet), so
+/// a reader counting mentions is misled and a careful one is not; otherwise the value in effect.
+fn decoy_value(e: &ProfileEntry, day: Date) -> (&Value, &str) {
+    match &e.shift {
+        Some(s) if day < s.changed => (&e.value, e.mention.as_str()),
+        Some(s) => (&s.from, s.from_mention.as_str()),
+        None => (&e.value, e.mention.as_str()),
+    }
 }
 
 /// The guards of an event's role, re-checked on the produced text.
