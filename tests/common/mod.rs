@@ -296,7 +296,7 @@ pub fn validated_episodes(params: &str, sweep: &str) -> String {
 
 /// The built-in agents' sweep of `pipelines/iprefbench.yaml`, as shipped.
 pub const SHIPPED_SWEEP: &str =
-    "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [\"top_k:10\", all] }";
+    "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [all] }";
 
 /// `pipelines/iprefbench.yaml` with the built-in agents' sweep replaced by `sweep` (a flow map,
 /// e.g. `{ agent: [oracle], history: [all] }`), so a test plays only the agents it needs.
