@@ -20,7 +20,7 @@ use prefflow_engine::params::Override;
 use prefflow_engine::plan::Plan;
 use prefflow_engine::progress::ProgressMode;
 use prefflow_engine::record::{RunRecord, Status};
-use prefflow_engine::store::{FsStore, Store};
+use prefflow_engine::store::{Store, StoreLocation};
 use prefflow_engine::{Error, Registry};
 
 #[derive(Parser)]
@@ -30,14 +30,15 @@ use prefflow_engine::{Error, Registry};
     about = "Declarative pipelines for personalized mobile-agent benchmarks"
 )]
 struct Cli {
-    /// Artifact store directory.
+    /// Artifact store: a directory (or file:///path), or an object store URL
+    /// (s3://bucket/prefix, gs://…, az://…; credentials from the environment, see docs/store.md).
     #[arg(
         long,
         global = true,
         default_value = ".prefflow",
         env = "PREFFLOW_STORE"
     )]
-    store: PathBuf,
+    store: String,
     /// Only warnings and errors on stderr.
     #[arg(short, long, global = true)]
     quiet: bool,
@@ -352,7 +353,7 @@ fn item_executor(
     file: &PipelineFile,
     flag: Option<ExecutorArg>,
     profile: Option<&Path>,
-    (store, set, offline): (&Path, &[String], bool),
+    (store, set, offline): (&StoreLocation, &[String], bool),
 ) -> anyhow::Result<Option<Arc<dyn exec::ItemExecutor>>> {
     use prefflow_engine::cluster::{self, config};
     let profile_spec = profile.map(config::load_profile).transpose()?;
@@ -378,7 +379,10 @@ fn item_executor(
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let setup = cluster::SlurmSetup {
         settings,
-        store_arg: absolute(store).to_string_lossy().into_owned(),
+        store_arg: match store {
+            StoreLocation::Local(dir) => absolute(dir).to_string_lossy().into_owned(),
+            StoreLocation::Remote(url) => url.to_url(),
+        },
         file: file.path.to_string_lossy().into_owned(),
         overrides: set.to_vec(),
         local_stages,
@@ -413,6 +417,7 @@ fn check_store_path(store: &Path) -> Result<(), Error> {
 }
 
 fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
+    let location = StoreLocation::parse(&cli.store)?;
     if matches!(
         cli.command,
         Command::Run { .. }
@@ -423,9 +428,11 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             | Command::Verify { .. }
             | Command::Work { .. }
     ) {
-        check_store_path(&cli.store)?;
+        if let StoreLocation::Local(dir) = &location {
+            check_store_path(dir)?;
+        }
     }
-    let store = FsStore::new(&cli.store);
+    let store = || location.open();
     let workdir = PathBuf::from(".");
     match &cli.command {
         Command::Run {
@@ -444,7 +451,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 &file,
                 *executor,
                 profile.as_deref(),
-                (&cli.store, &select.set, *offline),
+                (&location, &select.set, *offline),
             )?;
             let opts = RunOptions {
                 workdir,
@@ -459,7 +466,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 offline: *offline,
                 executor,
             };
-            let report = exec::run(plan, Arc::new(store), &opts)?;
+            let report = exec::run(plan, store()?, &opts)?;
             if !cli.quiet {
                 print_summary(&report.record);
             } else {
@@ -503,7 +510,12 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
         }
         Command::Plan { pipeline, select } => {
             let plan = load_plan(pipeline, &select.set)?;
-            print_plan(&inspect::dry_run(&plan, &store, &workdir, &select.only)?);
+            print_plan(&inspect::dry_run(
+                &plan,
+                store()?.as_ref(),
+                &workdir,
+                &select.only,
+            )?);
             Ok(0)
         }
         Command::Dag {
@@ -533,7 +545,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 width: *width,
             };
             show(
-                &store,
+                store()?.as_ref(),
                 target,
                 pipeline.as_deref(),
                 variant.as_deref(),
@@ -547,12 +559,13 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             pipeline,
             set,
         } => {
+            let store = store()?;
             let file = match pipeline {
                 Some(p) => p.clone(),
-                None => most_recent_file(&store)?,
+                None => most_recent_file(store.as_ref())?,
             };
             let plan = load_plan(&file, set)?;
-            for line in inspect::why(&plan, &store, &workdir, stage)? {
+            for line in inspect::why(&plan, store.as_ref(), &workdir, stage)? {
                 println!("{line}");
             }
             Ok(0)
@@ -567,7 +580,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 wait: wait.map(|w| Duration::from_secs_f64(w.max(0.0))),
                 drop_dead_leases: *drop_dead_leases,
             };
-            let report = inspect::gc(Arc::new(store.clone()), &opts)?;
+            let report = inspect::gc(store()?, &opts)?;
             for key in &report.removed {
                 println!(
                     "{} {key}",
@@ -593,7 +606,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Verify { pipeline, repair } => {
-            let report = inspect::verify(&store, pipeline.as_deref(), *repair)?;
+            let report = inspect::verify(store()?.as_ref(), pipeline.as_deref(), *repair)?;
             Ok(print_verify(&report))
         }
         Command::Work { job, shard } => {
@@ -601,7 +614,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             let shard: Shard = shard.parse().map_err(Error::Usage)?;
             let registry = registry();
             let (exit, report) = work(WorkRequest {
-                store: Arc::new(store),
+                store: store()?,
                 job,
                 shard,
                 registry: &registry,
@@ -739,7 +752,7 @@ fn print_verify(r: &inspect::VerifyReport) -> u8 {
     }
 }
 
-fn most_recent_file(store: &FsStore) -> anyhow::Result<PathBuf> {
+fn most_recent_file(store: &dyn Store) -> anyhow::Result<PathBuf> {
     let record = inspect::record_for_show(store, None)?;
     Ok(PathBuf::from(record.file))
 }
@@ -919,7 +932,7 @@ fn render_dag(plan: &Plan, format: DagFormat) -> String {
 /// `prefflow show runs`: tokens, cost and requests by pipeline, role and model, for what the
 /// last run spent and what the latest results cost (summed from their manifests).
 fn show_runs(
-    store: &FsStore,
+    store: &dyn Store,
     pipeline: Option<&str>,
     (format, limits): (format::Format, format::Limits),
 ) -> anyhow::Result<()> {
@@ -955,7 +968,7 @@ fn show_runs(
 }
 
 fn show(
-    store: &FsStore,
+    store: &dyn Store,
     target: &str,
     pipeline: Option<&str>,
     variant: Option<&str>,
@@ -1005,7 +1018,14 @@ fn show(
     for (label, table, entry) in tables {
         let key = prefflow_engine::artifact::blob_path(&entry.blob);
         if path {
-            let p = store.local_path(&key).context("store has no local paths")?;
+            let Some(p) = store.local_path(&key) else {
+                return Err(Error::Usage(format!(
+                    "show --path needs a local store; {} has no local files: print the table with \
+                     --format csv or --format json instead",
+                    store.describe()
+                ))
+                .into());
+            };
             println!("{}", std::path::absolute(&p).unwrap_or(p).display());
             continue;
         }

@@ -46,27 +46,6 @@ fn profile(ws: &Workspace, tasks: u32, extra: &str) -> String {
     "slurm.yaml".into()
 }
 
-/// Every instance's tables as blob hashes (content addresses: equal hashes, equal bytes).
-fn table_blobs(record: &Value) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    for inst in record["instances"].as_array().expect("instances") {
-        let label = format!(
-            "{}[{}]",
-            inst["stage"].as_str().unwrap_or_default(),
-            inst["variant"].as_str().unwrap_or_default()
-        );
-        if let Some(tables) = inst["tables"].as_object() {
-            for (name, t) in tables {
-                out.insert(
-                    format!("{label}.{name}"),
-                    t["blob"].as_str().unwrap_or_default().to_string(),
-                );
-            }
-        }
-    }
-    out
-}
-
 /// The Slurm job ids a job's submissions name, oldest first, with their shards.
 fn submissions(store: &Path) -> Vec<(String, Vec<u64>)> {
     let mut out = Vec::new();
@@ -539,4 +518,70 @@ fn ctrl_c_cancels_the_coordinators_jobs() {
         !states.contains("RUNNING") && !states.contains("PENDING"),
         "tasks outlived the interrupt: {states}"
     );
+}
+
+#[test]
+fn iprefbench_on_slurm_over_s3_gives_the_same_bytes_as_a_local_run() {
+    let name = "iprefbench_on_slurm_over_s3_gives_the_same_bytes_as_a_local_run";
+    if !slurm_up(name) {
+        return;
+    }
+    let Some(s3) = crate::store_s3::s3(name) else {
+        return;
+    };
+    let local = Workspace::new();
+    let cluster = Workspace::new();
+    for ws in [&local, &cluster] {
+        link_repo(ws, "datasets");
+        ws.write("iprefbench.yaml", &narrowed_iprefbench());
+    }
+    let local_record = local.run_ok("iprefbench.yaml", &[]);
+    let p = profile(&cluster, 2, "");
+    let args = ["--executor", "slurm", "--profile", p.as_str()];
+    let record = s3.run_ok(&cluster, "iprefbench.yaml", &args);
+    let (want, got) = (table_blobs(&local_record), table_blobs(&record));
+    assert!(want.len() > 40, "{want:?}");
+    assert_eq!(
+        got, want,
+        "tables differ between the local run and slurm over S3"
+    );
+    assert!(!cluster.store().exists(), "a local store was written");
+    let jobs = s3.store.list("cluster/jobs").expect("list");
+    let count = |suffix: &str| jobs.iter().filter(|k| k.ends_with(suffix)).count();
+    assert_eq!(count("submissions.json"), 5, "{jobs:?}");
+    // Every item was computed by an array task and marked for the coordinator's listing.
+    let items = summary(&record, "items_executed");
+    assert_eq!(items, summary(&local_record, "items_executed"));
+    let committed: u64 = jobs
+        .iter()
+        .filter(|k| {
+            k.rsplit('/')
+                .next()
+                .is_some_and(|n| n.starts_with("shard-"))
+        })
+        .map(|k| s3.json(k)["committed"].as_u64().unwrap_or(0))
+        .sum();
+    assert_eq!(committed, items);
+    assert_eq!(
+        jobs.iter().filter(|k| k.contains("/done/")).count() as u64,
+        items
+    );
+    // A no-op re-run submits nothing.
+    let again = s3.run_ok(&cluster, "iprefbench.yaml", &args);
+    assert_eq!(summary(&again, "items_executed"), 0);
+    let subs = |k: &String| s3.json(k)["list"].as_array().map_or(0, Vec::len);
+    let submitted: usize = jobs
+        .iter()
+        .filter(|k| k.ends_with("submissions.json"))
+        .map(subs)
+        .sum();
+    let after: usize = s3
+        .store
+        .list("cluster/jobs")
+        .expect("list")
+        .iter()
+        .filter(|k| k.ends_with("submissions.json"))
+        .map(subs)
+        .sum();
+    assert_eq!(after, submitted, "the no-op re-run submitted work");
 }

@@ -24,6 +24,7 @@ mod llm_table1;
 mod remote_device;
 mod report;
 mod store_integrity;
+mod store_s3;
 mod store_sharing;
 mod taskset;
 mod world_evidence;

@@ -93,6 +93,17 @@ pub enum Error {
         /// The underlying I/O error.
         source: std::io::Error,
     },
+    /// A request to a remote object store (`s3://…`) failed after its retries. The message
+    /// names the store and the key; credentials never appear in it.
+    #[error("object store error at {store} (key `{key}`): {source}")]
+    Remote {
+        /// The store, as `s3://bucket/prefix`.
+        store: String,
+        /// The store key involved (empty for listings of the whole store).
+        key: String,
+        /// What the object store client said.
+        source: Box<object_store::Error>,
+    },
     /// An object in the store cannot be decoded; it is ignored and rebuilt where possible.
     #[error("corrupt store object `{key}`: {reason}")]
     Corrupt {

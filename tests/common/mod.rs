@@ -294,6 +294,26 @@ pub fn validated_episodes(params: &str, sweep: &str) -> String {
     )
 }
 
+/// Every instance's tables of a run record as blob hashes (content addresses: equal hashes,
+/// equal bytes), for comparing runs on different stores or executors.
+pub fn table_blobs(record: &Value) -> std::collections::BTreeMap<String, String> {
+    let mut out = std::collections::BTreeMap::new();
+    for inst in record["instances"].as_array().expect("instances") {
+        let label = format!(
+            "{}[{}]",
+            inst["stage"].as_str().unwrap_or_default(),
+            inst["variant"].as_str().unwrap_or_default()
+        );
+        for (name, t) in inst["tables"].as_object().into_iter().flatten() {
+            out.insert(
+                format!("{label}.{name}"),
+                t["blob"].as_str().unwrap_or_default().to_string(),
+            );
+        }
+    }
+    out
+}
+
 /// The built-in agents' sweep of `pipelines/iprefbench.yaml`, as shipped.
 pub const SHIPPED_SWEEP: &str =
     "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [all] }";

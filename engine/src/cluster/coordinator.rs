@@ -8,7 +8,7 @@
 //! a restarted one adopts the arrays still queued or running and submits only the shards whose
 //! items are still missing; workers skip items already committed.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::{Mutex, Once};
 use std::time::{Duration, Instant};
@@ -323,20 +323,11 @@ impl SlurmExecutor {
                     jobs.into_iter().collect::<Vec<_>>().join(", ")
                 ));
             }
-            // 2. What is committed (after the states: a finished task committed before it ended).
+            // 2. What is committed (after the states: a finished task committed before it
+            // ended): one listing of the workers' marks, then only the marked items are read.
+            let marked = marked_items(store, &spec.job);
             for t in shards.values_mut() {
-                let mut left = Vec::new();
-                for &p in &t.pending {
-                    let key = &req.items.items[p].key;
-                    match committed(store, key) {
-                        Some(done) => {
-                            fresh.insert(p, done);
-                            (req.on_committed)();
-                        }
-                        None => left.push(p),
-                    }
-                }
-                t.pending = left;
+                collect(req, store, t, &mut fresh, |key| marked.contains(key));
             }
             // 3. What each unfinished shard needs.
             let mut to_submit = Vec::new();
@@ -344,11 +335,11 @@ impl SlurmExecutor {
                 if t.pending.is_empty() || t.failed.is_some() || !looked {
                     continue;
                 }
-                let Some((j, submitted)) = &t.last else {
+                let Some((j, submitted)) = t.last.clone() else {
                     to_submit.push(s);
                     continue;
                 };
-                let state = states.get(j).and_then(|m| m.get(&s)).cloned();
+                let state = states.get(&j).and_then(|m| m.get(&s)).cloned();
                 let ended = match state {
                     Some(TaskState::Waiting(_)) | Some(TaskState::Running(_)) => continue,
                     None if submitted.elapsed() < VISIBLE_WITHIN => continue,
@@ -356,6 +347,12 @@ impl SlurmExecutor {
                     Some(TaskState::Completed) => "COMPLETED".to_string(),
                     Some(TaskState::Ended(name)) => name,
                 };
+                // The task is over: ask for its unmarked items one by one, once (a worker
+                // killed between commit and mark, or items another run committed).
+                collect(req, store, t, &mut fresh, |_| true);
+                if t.pending.is_empty() {
+                    continue;
+                }
                 let task = format!("{j}_{s}");
                 let report = job::load::<ShardReport>(store, &job::report_key(&spec.job, s))
                     .ok()
@@ -476,6 +473,45 @@ impl SlurmExecutor {
             .map_err(|e| format!("cannot write the job to the store: {e}"))?;
         Ok((spec, subs, false))
     }
+}
+
+/// The item keys the job's workers marked committed (empty when the listing fails: the
+/// items are then found when their tasks end).
+fn marked_items(store: &dyn Store, job: &str) -> HashSet<String> {
+    let prefix = format!("{}/", job::done_prefix(job));
+    match store.list(&job::done_prefix(job)) {
+        Ok(keys) => keys
+            .into_iter()
+            .filter_map(|k| k.strip_prefix(&prefix).map(str::to_string))
+            .collect(),
+        Err(e) => {
+            tracing::warn!("cannot list the committed items of job {job}: {e}");
+            HashSet::new()
+        }
+    }
+}
+
+/// Moves the pending items of `t` that `look` selects and that are complete in the store
+/// into `fresh`, counting each for progress.
+fn collect(
+    req: &RemoteItems,
+    store: &dyn Store,
+    t: &mut ShardTrack,
+    fresh: &mut HashMap<usize, (Manifest, Tables)>,
+    look: impl Fn(&str) -> bool,
+) {
+    let mut left = Vec::new();
+    for &p in &t.pending {
+        let key = &req.items.items[p].key;
+        match look(key).then(|| committed(store, key)).flatten() {
+            Some(done) => {
+                fresh.insert(p, done);
+                (req.on_committed)();
+            }
+            None => left.push(p),
+        }
+    }
+    t.pending = left;
 }
 
 /// An item's committed manifest and tables, when it is complete in the store.

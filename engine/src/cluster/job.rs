@@ -157,6 +157,17 @@ pub fn report_key(job: &str, shard: u32) -> String {
     format!("{PREFIX}/{job}/shard-{shard}.json")
 }
 
+/// Store prefix under which workers mark the items they committed (`done/<item key>`, empty
+/// objects): the coordinator lists it once per poll instead of asking for every pending item.
+pub fn done_prefix(job: &str) -> String {
+    format!("{PREFIX}/{job}/done")
+}
+
+/// Store key of the mark a worker leaves when it has committed item `item_key` of `job`.
+pub fn done_key(job: &str, item_key: &str) -> String {
+    format!("{}/{item_key}", done_prefix(job))
+}
+
 /// Reads a JSON object from the store; `None` when absent.
 pub fn load<T: serde::de::DeserializeOwned>(store: &dyn Store, key: &str) -> Result<Option<T>> {
     let Some(bytes) = store.get(key)? else {

@@ -231,7 +231,7 @@ async fn run_shard(req: &WorkRequest<'_>, report: &mut ShardReport) -> WorkExit 
         prepared,
         inputs.clone(),
         pools,
-        Arc::new(|| {}),
+        mark_committed(store.clone(), &spec.job),
     )
     .await;
     report.committed = ran.fresh.len();
@@ -254,6 +254,19 @@ async fn run_shard(req: &WorkRequest<'_>, report: &mut ShardReport) -> WorkExit 
         );
     }
     exit_for(&report.failures)
+}
+
+/// Leaves a mark under the job's `done/` prefix as each item is committed, so the coordinator
+/// sees progress with one listing per poll (a failed mark only delays it until the task ends).
+fn mark_committed(store: Arc<dyn Store>, job: &str) -> crate::exec::ItemDone {
+    let job = job.to_string();
+    Arc::new(move |key: Option<&str>| {
+        if let Some(key) = key {
+            if let Err(e) = store.put(&super::job::done_key(&job, key), b"") {
+                tracing::warn!("cannot mark item {key} committed: {e}");
+            }
+        }
+    })
 }
 
 /// The exit code for a shard's failures.

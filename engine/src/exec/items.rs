@@ -42,6 +42,10 @@ pub struct ItemsRan {
     pub failures: Vec<(Option<usize>, u32, StageError)>,
 }
 
+/// Called as each item finishes, with the item's key when it was committed (`None` when it
+/// failed): progress bars count, cluster workers announce the commit to their coordinator.
+pub type ItemDone = Arc<dyn Fn(Option<&str>) + Send + Sync>;
+
 /// Runs every item of `items` without a cached result through [`run_unit`], at most the
 /// instance's `concurrency` at once, each holding a slot of every pool in `pools`;
 /// `on_done` is called as each one finishes.
@@ -52,7 +56,7 @@ pub async fn run_items_locally(
     prepared: Arc<dyn PreparedKind>,
     inputs: Arc<Vec<InputTable>>,
     pools: Vec<Arc<Semaphore>>,
-    on_done: Arc<dyn Fn() + Send + Sync>,
+    on_done: ItemDone,
 ) -> ItemsRan {
     let none = HashSet::new();
     run_items_except(env, inst, items, &none, prepared, inputs, pools, on_done).await
@@ -69,7 +73,7 @@ pub async fn run_items_except(
     prepared: Arc<dyn PreparedKind>,
     inputs: Arc<Vec<InputTable>>,
     pools: Vec<Arc<Semaphore>>,
-    on_done: Arc<dyn Fn() + Send + Sync>,
+    on_done: ItemDone,
 ) -> ItemsRan {
     let slots = Arc::new(Semaphore::new(inst.concurrency));
     let mut running: JoinSet<(usize, UnitResult)> = JoinSet::new();
@@ -93,8 +97,9 @@ pub async fn run_items_except(
         };
         let (env, on_done) = (env.clone(), on_done.clone());
         running.spawn(async move {
+            let key = work.unit.key.clone();
             let result = run_unit(&env, work).await;
-            on_done();
+            on_done(result.is_ok().then_some(key.as_str()));
             (i, result)
         });
     }
@@ -394,7 +399,7 @@ impl Runner {
                     kind,
                     inputs.clone(),
                     pools,
-                    on_done,
+                    Arc::new(move |_: Option<&str>| on_done()),
                 )
                 .await;
                 let shared = match waiter.await {

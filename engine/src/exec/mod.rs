@@ -22,7 +22,7 @@ mod whole;
 pub use commit::{commit_instance, commit_item, Provenance};
 pub use env::ExecEnv;
 pub use inputs::{input_blobs, load_inputs, InputBlob};
-pub use items::{assemble, run_items_locally, ItemsRan};
+pub use items::{assemble, run_items_locally, ItemDone, ItemsRan};
 pub use prepare::prepare;
 pub use remote::{ItemExecutor, RemoteItems};
 pub use unit::{run_unit, seed_of, Unit, UnitResult, Work};

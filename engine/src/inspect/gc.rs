@@ -99,6 +99,9 @@ pub fn gc(store: Arc<dyn Store>, opts: &GcOptions) -> Result<GcReport> {
     let mut keep = reachable(store)?;
     let cutoff = protect_leases(store, &leases, &own_id, opts, &mut keep, &mut report)?;
     let now = unix_now();
+    // Lease times are on this machine's clock, modification times on the store's.
+    let offset = store.clock_offset().unwrap_or(0.0);
+    let store_cutoff = cutoff.map(|c| c + offset);
     let dry_run = opts.dry_run;
     let sweep = |meta: ObjectMeta, garbage: bool, report: &mut GcReport| -> Result<()> {
         if !garbage {
@@ -117,7 +120,7 @@ pub fn gc(store: Arc<dyn Store>, opts: &GcOptions) -> Result<GcReport> {
         for meta in store.list_meta(prefix)? {
             let garbage = if meta.key.ends_with(TMP_SUFFIX) {
                 tmp_is_stale(&meta, now)
-            } else if cutoff.is_some_and(|c| meta.modified >= c) {
+            } else if store_cutoff.is_some_and(|c| meta.modified >= c) {
                 recent += 1;
                 false
             } else {

@@ -47,17 +47,7 @@ impl FsStore {
     /// The file of `key`. Keys are built from validated names and hashes; one that could
     /// leave the root (`..`, absolute, empty segments) is refused all the same.
     fn path(&self, key: &str) -> Result<PathBuf> {
-        let bad = key.is_empty()
-            || key.starts_with('/')
-            || key.contains('\\')
-            || key
-                .split('/')
-                .any(|s| s.is_empty() || s == "." || s == "..");
-        if bad {
-            return Err(Error::Usage(format!(
-                "store key `{key}` is not a relative path inside the store"
-            )));
-        }
+        super::check_key(key)?;
         Ok(self.root.join(key))
     }
 
@@ -209,15 +199,10 @@ impl Store for FsStore {
         if base.is_dir() {
             walk(&base, &mut |p, meta| {
                 if let Ok(rel) = p.strip_prefix(&self.root) {
-                    let modified = meta
-                        .modified()
-                        .ok()
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .map_or(0.0, |d| d.as_secs_f64());
                     out.push(ObjectMeta {
                         key: rel.to_string_lossy().replace('\\', "/"),
                         size: meta.len(),
-                        modified,
+                        modified: modified_secs(meta),
                     });
                 }
             })
@@ -232,6 +217,20 @@ impl Store for FsStore {
         match std::fs::remove_file(&path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Self::io(&path, e)),
             _ => Ok(()),
+        }
+    }
+
+    fn stat(&self, key: &str) -> Result<Option<ObjectMeta>> {
+        let path = self.path(key)?;
+        match std::fs::metadata(&path) {
+            Ok(meta) if meta.is_file() => Ok(Some(ObjectMeta {
+                key: key.to_string(),
+                size: meta.len(),
+                modified: modified_secs(&meta),
+            })),
+            Ok(_) => Ok(None),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Self::io(&path, e)),
         }
     }
 
@@ -260,6 +259,14 @@ impl Store for FsStore {
             _ => Ok(()),
         }
     }
+}
+
+/// A file's modification time in Unix seconds (0 when the filesystem does not say).
+fn modified_secs(meta: &std::fs::Metadata) -> f64 {
+    meta.modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0.0, |d| d.as_secs_f64())
 }
 
 fn walk(dir: &Path, visit: &mut dyn FnMut(&Path, &std::fs::Metadata)) -> std::io::Result<()> {

@@ -146,20 +146,18 @@ fn protected_dir(id: &str) -> String {
 
 /// Every lease in the store, with the lists of what each protects.
 pub fn list_leases(store: &dyn Store) -> Result<Vec<(LeaseRecord, Vec<Protected>)>> {
-    let keys = store.list(LEASES)?;
+    let metas = store.list_meta(LEASES)?;
+    let keys: Vec<String> = metas.iter().map(|m| m.key.clone()).collect();
     let mut out = Vec::new();
-    for key in &keys {
+    for meta in &metas {
+        let key = &meta.key;
         let Some(rest) = key.strip_prefix(&format!("{LEASES}/")) else {
             continue;
         };
         let Some(id) = rest.strip_suffix(".json").filter(|r| !r.contains('/')) else {
             continue;
         };
-        let Some(bytes) = store.get(key)? else {
-            continue;
-        };
-        let Ok(lease) = serde_json::from_slice::<LeaseRecord>(&bytes) else {
-            tracing::warn!("ignoring unreadable lease {key}");
+        let Some(lease) = read_lease(store, key, meta.modified)? else {
             continue;
         };
         let prefix = format!("{}/", protected_dir(id));
@@ -182,10 +180,42 @@ pub fn list_leases(store: &dyn Store) -> Result<Vec<(LeaseRecord, Vec<Protected>
 
 /// Whether lease `id` exists and is live now.
 pub fn is_live(store: &dyn Store, id: &str) -> Result<bool> {
-    Ok(store
-        .get(&lease_key(id))?
-        .and_then(|b| serde_json::from_slice::<LeaseRecord>(&b).ok())
-        .is_some_and(|l| l.liveness(unix_now()) == Liveness::Live))
+    let key = lease_key(id);
+    let modified = match store.clock_offset() {
+        Some(_) => store.stat(&key)?.map_or(0.0, |m| m.modified),
+        None => 0.0,
+    };
+    Ok(
+        read_lease(store, &key, modified)?
+            .is_some_and(|l| l.liveness(unix_now()) == Liveness::Live),
+    )
+}
+
+/// Reads the lease at `key` (`None` when gone or unreadable). On a store that stamps objects
+/// with its own clock (see [`Store::clock_offset`]), the lease's times are re-expressed on
+/// this machine's clock from `modified`, the store's stamp of its last heartbeat: liveness is
+/// then judged by when the store last saw a heartbeat, whatever the writer's clock says.
+fn read_lease(store: &dyn Store, key: &str, modified: f64) -> Result<Option<LeaseRecord>> {
+    let Some(bytes) = store.get(key)? else {
+        return Ok(None);
+    };
+    let Ok(mut lease) = serde_json::from_slice::<LeaseRecord>(&bytes) else {
+        tracing::warn!("ignoring unreadable lease {key}");
+        return Ok(None);
+    };
+    if let Some(offset) = store.clock_offset().filter(|_| modified > 0.0) {
+        rebase(&mut lease, modified, offset);
+    }
+    Ok(Some(lease))
+}
+
+/// Moves a lease's start and heartbeat onto this machine's clock: the heartbeat is the
+/// store's stamp of the lease object (`modified`, store clock) minus `offset` (store clock
+/// minus ours); the start keeps its distance from the heartbeat as the writer measured it.
+fn rebase(lease: &mut LeaseRecord, modified: f64, offset: f64) {
+    let heartbeat = modified - offset;
+    lease.started_at = heartbeat - (lease.heartbeat_at - lease.started_at);
+    lease.heartbeat_at = heartbeat;
 }
 
 /// Removes a lease and its lists (a finished holder, or a dead one whose work is adopted).

@@ -13,13 +13,75 @@
 mod fs;
 pub mod lease;
 pub mod names;
+pub mod object;
 
 pub use fs::{FsStore, TMP_SUFFIX};
 pub use names::{check_name, NameRule};
+pub use object::{RemoteStore, RemoteUrl};
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// Where a `--store` argument points: a local (or shared-filesystem) directory, or an object
+/// store. Parsing touches nothing, so a bad URL is a usage error before any work.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StoreLocation {
+    /// A directory (a plain path, or `file:///abs/path`).
+    Local(PathBuf),
+    /// An object store (`s3://bucket/prefix`, `gs://…`, `az://…`).
+    Remote(RemoteUrl),
+}
+
+impl StoreLocation {
+    /// Parses a `--store` argument: `s3://`, `gs://`, `az://` and `file://` URLs, or a path.
+    pub fn parse(spec: &str) -> Result<Self> {
+        if let Some(remote) = RemoteUrl::parse(spec) {
+            return remote.map(StoreLocation::Remote);
+        }
+        if let Some(path) = spec.strip_prefix("file://") {
+            if path.is_empty() {
+                return Err(Error::Usage(format!(
+                    "--store {spec}: a file:// URL needs a path, e.g. file:///data/prefflow-store"
+                )));
+            }
+            return Ok(StoreLocation::Local(PathBuf::from(path)));
+        }
+        if let Some((scheme, _)) = spec.split_once("://") {
+            return Err(Error::Usage(format!(
+                "--store {spec}: `{scheme}://` stores are not built in; use a directory, file://, \
+                 s3:// (also S3-compatible servers through AWS_ENDPOINT_URL), gs:// or az://"
+            )));
+        }
+        Ok(StoreLocation::Local(PathBuf::from(spec)))
+    }
+
+    /// Opens the store (an object store's client is set up, nothing is requested yet).
+    pub fn open(&self) -> Result<Arc<dyn Store>> {
+        Ok(match self {
+            StoreLocation::Local(dir) => Arc::new(FsStore::new(dir)),
+            StoreLocation::Remote(url) => Arc::new(RemoteStore::open(url)?),
+        })
+    }
+}
+
+/// Refuses a store key that could leave the store (`..`, absolute, empty segments, `\`). Keys
+/// are built from validated names and hashes; this is the last line of defence.
+pub fn check_key(key: &str) -> Result<()> {
+    let bad = key.is_empty()
+        || key.starts_with('/')
+        || key.contains('\\')
+        || key
+            .split('/')
+            .any(|s| s.is_empty() || s == "." || s == "..");
+    if bad {
+        return Err(Error::Usage(format!(
+            "store key `{key}` is not a relative path inside the store"
+        )));
+    }
+    Ok(())
+}
 
 /// An opaque version of a stored object, for compare-and-swap ([`Store::put_if`]): an object
 /// store's ETag, or a hash of a local file's content.
@@ -61,12 +123,21 @@ pub trait Store: Send + Sync {
     fn list_meta(&self, prefix: &str) -> Result<Vec<ObjectMeta>>;
     /// Removes `key`; absent keys are fine.
     fn delete(&self, key: &str) -> Result<()>;
+    /// Size and modification time of `key`, `None` when absent.
+    fn stat(&self, key: &str) -> Result<Option<ObjectMeta>>;
     /// Size in bytes of `key` (0 when absent).
     fn size(&self, key: &str) -> Result<u64>;
     /// A local file path for `key`, when the store is local (for `show --path`).
     fn local_path(&self, key: &str) -> Option<PathBuf>;
     /// Where the store is, for messages (`/path/.prefflow`, `s3://bucket/prefix`).
     fn describe(&self) -> String;
+    /// The store's clock minus this machine's, in seconds, when the store stamps objects with
+    /// its own clock (an object store): lease heartbeats are then judged by the lease object's
+    /// modification time, not by the writer's clock. `None` for a local directory, where the
+    /// lease records' own times are used.
+    fn clock_offset(&self) -> Option<f64> {
+        None
+    }
     /// Moves a damaged object out of the way to `quarantine/<key>` (kept for inspection, never
     /// read again), so the next read treats it as missing and it is recomputed.
     fn quarantine(&self, key: &str) -> Result<()> {
