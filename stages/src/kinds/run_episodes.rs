@@ -36,6 +36,7 @@ pub(crate) fn model_access<'a>(ctx: &'a StageContext<'_>) -> ModelAccess<'a> {
         cache: ctx.cache,
         offline: ctx.offline,
         workdir: ctx.workdir,
+        usage: Some(ctx.usage),
     }
 }
 
