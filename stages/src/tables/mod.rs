@@ -78,7 +78,7 @@ pub static SECTIONS: &[Section] = &[
     },
     Section {
         title: "Aggregation (issue 6)",
-        intro: "See [metrics.md](metrics.md) for the conventions. `aggregate` also writes `usage`: `variant` str, `role` str (`agent`, `user`, `judge`), `episodes` u32, `prompt_tokens` u64, `completion_tokens` u64, `cost` f64 (sums over the variant's episodes, at each model's `prices`; Table 1's companion, per model).",
+        intro: "See [metrics.md](metrics.md) for the conventions. `aggregate` also writes `usage`: `variant` str, `role` str (`agent`, `user`, `judge`), `episodes` u32, `prompt_tokens` u64, `completion_tokens` u64, `cost` f64 (sums over the variant's episodes, at each model's `prices`; Table 1's companion, per model), `judge` str? (as in `table1`).",
         tables: &[
             &aggregate::TABLE1,
             &aggregate::PAIRED,
