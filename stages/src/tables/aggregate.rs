@@ -49,6 +49,11 @@ pub static PAIRED: TableDef = TableDef {
         C::new("wins", U32, "tasks where the variant is better"),
         C::new("ties", U32, "tasks where they tie"),
         C::new("losses", U32, "tasks where the baseline is better"),
+        C::nullable(
+            "judge",
+            Str,
+            "which judge produced the variant's numbers (as in `table1`)",
+        ),
     ],
 };
 
@@ -62,6 +67,11 @@ pub static PASS_K: TableDef = TableDef {
         C::new("pass_hat_k", F64, "pass^k"),
         C::new("pass_at_k", F64, "pass@k"),
         C::new(N, U32, "tasks with ≥ k scored epochs"),
+        C::nullable(
+            "judge",
+            Str,
+            "which judge produced the variant's numbers (as in `table1`)",
+        ),
     ],
 };
 
@@ -169,5 +179,6 @@ pub static USAGE: TableDef = TableDef {
         C::new("prompt_tokens", U64, "prompt tokens"),
         C::new("completion_tokens", U64, "completion tokens"),
         C::new("cost", F64, "money at each model's configured `prices` (0 without; replayed calls cost what they cost when recorded)"),
+        C::nullable("judge", Str, "which judge produced the variant's numbers, as in `table1`"),
     ],
 };
