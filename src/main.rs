@@ -1,5 +1,7 @@
 //! The `prefflow` command line: run, inspect and maintain pipelines.
 
+#![deny(missing_docs)]
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;

@@ -51,7 +51,7 @@ fn the_shipped_ablations_sweep_their_dimension_over_every_agent_variant() {
     for (file, dims, variants) in [
         ("pipelines/ablation-history.yaml", "sweep=agent,history", 6),
         ("pipelines/ablation-clarify.yaml", "sweep=agent,clarify", 4),
-        ("pipelines/iprefbench.yaml", "sweep=agent,history", 8),
+        ("pipelines/iprefbench.yaml", "sweep=agent,history", 4),
     ] {
         let out = ws.cli(&["dag", &repo(file)]).expect_code(0);
         let line = out

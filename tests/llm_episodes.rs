@@ -92,6 +92,29 @@ fn tables(ws: &Workspace) -> Vec<DataFrame> {
     out
 }
 
+/// What the last run spent, per role: (role, requests, replayed, prompt tokens), from
+/// `prefflow show runs`.
+fn spent(ws: &Workspace) -> Vec<(String, u64, u64, u64)> {
+    let out = ws.cli(&["show", "runs", "--format", "json"]).expect_code(0);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).expect("json rows");
+    let n = |r: &serde_json::Value, k: &str| r[k].as_u64().unwrap_or_default();
+    let mut spent: Vec<(String, u64, u64, u64)> = rows
+        .iter()
+        .filter(|r| r["scope"] == "spent")
+        .map(|r| {
+            let role = r["role"].as_str().unwrap_or_default().to_string();
+            (
+                role,
+                n(r, "requests"),
+                n(r, "replayed"),
+                n(r, "prompt_tokens"),
+            )
+        })
+        .collect();
+    spent.sort();
+    spent
+}
+
 /// Forgets `play`'s cached results so the next run plays every episode again.
 fn clear_engine_cache(ws: &Workspace) {
     forget_stage(ws, "play");
@@ -137,9 +160,15 @@ fn llm_episodes_are_skipped_recorded_replayed_and_replayed_offline() {
     assert_eq!(statuses(&record)["play[space=gui]"], "disabled");
     assert!(server.requests().is_empty());
 
-    // With it, the stage runs: 3 tasks × 2 spaces × (3 agent + 3 user) calls.
+    // With it, the stage runs: 3 tasks × 2 spaces × (3 agent + 3 user) calls, each counted in
+    // the run's usage by role (what `prefflow show runs` sums).
     ok(run(&ws, Some(&server.url), &[]));
     assert_eq!(server.requests().len(), 36);
+    assert_eq!(
+        spent(&ws),
+        [("agent".into(), 18, 0, 720), ("user".into(), 18, 0, 720)],
+        "role, requests, replayed, prompt tokens"
+    );
     let first = tables(&ws);
     for variant in ["space=gui", "space=tools"] {
         let episodes = ws.table("play.episodes", Some(variant));
@@ -166,13 +195,17 @@ fn llm_episodes_are_skipped_recorded_replayed_and_replayed_offline() {
     assert_eq!(server.requests().len(), 36);
     assert_eq!(tables(&ws), first);
 
-    // Offline, with the server gone: the same tables.
+    // Offline, with the server gone: the same tables, every call replayed and none sent.
     let url = server.url.clone();
     drop(server);
     clear_engine_cache(&ws);
     ok(run(&ws, Some(&url), &["--offline"]));
     assert_executed(&ws, "llm_episodes", "play");
     assert_eq!(tables(&ws), first);
+    assert_eq!(
+        spent(&ws),
+        [("agent".into(), 0, 18, 0), ("user".into(), 0, 18, 0)]
+    );
 
     // A task never recorded cannot be played offline: exit 2, naming the episode.
     ws.write("p.yaml", &pipeline(4, &play));

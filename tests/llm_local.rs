@@ -1,10 +1,12 @@
 //! A real model: llama.cpp's `llama-server` with SmolLM2-135M (see ../shared/local-llm.md),
 //! found through `LOCAL_LLM_BIN` and `LOCAL_LLM_MODEL` (`.ci/run` installs it and sets them
 //! under `CI=true`; elsewhere the test skips with a message when they are unset, and fails
-//! under `CI=true`). A few short GUI-mode episodes run through the real CLI with the `llm`
-//! agent and the `llm` simulator; the model is tiny, so only structure is asserted: every step
-//! is a parsed action or a recorded parse failure, tokens are counted, a re-run sends nothing
-//! to the server, and `--offline` replays the same tables. The simulator and a tools-mode
+//! under `CI=true`). Three short GUI-mode episodes run through the real CLI with the `llm`
+//! agent and the `llm` simulator, then judge → aggregate → report; the model is tiny, so only
+//! structure is asserted: every step is a parsed action or a recorded parse failure, tokens are
+//! counted, each episode is judged, the model has a Table 1 column over the 3 tasks and usage
+//! rows, the report names it, a re-run sends nothing to the server, and `--offline` replays the
+//! same tables. The simulator and a tools-mode
 //! request are also put to the server directly.
 
 use std::fs::File;
@@ -144,8 +146,13 @@ impl LlamaServer {
     }
 }
 
+/// The model's variant as the downstream tables name it.
+const LLM: &str = "agent=llm,model=smollm2,history=none";
+
+/// Three tasks played by the model, then judged (rule + scripted), aggregated and reported as
+/// in `pipelines/iprefbench.yaml`.
 fn pipeline(prompts: &Path) -> String {
-    let head = world_and_candidates("local_llm", "", &repo("datasets/tasks"), 2, 5);
+    let head = world_and_candidates("local_llm", "", &repo("datasets/tasks"), 3, 5);
     format!(
         "{head}  play:
     kind: run_episodes
@@ -160,8 +167,25 @@ fn pipeline(prompts: &Path) -> String {
       max_steps: 3
       prompts: '{}'
       llm: {{ base_url_env: {URL_VAR}, model: smollm2, temperature: 0, max_tokens: 24, timeout_s: 120, max_retries: 1, backoff_ms: 100 }}
+  judged:
+    kind: judge
+    inputs: [play.episodes, play.steps, candidates.bundles, world.sources, world.history_events]
+    per_item: episode_id
+  table:
+    kind: aggregate
+    gather: true
+    inputs: [judged.scores, judged.interaction, judged.verdicts, play.episodes]
+    params: {{ resamples: 20 }}
+  report:
+    kind: report
+    gather: true
+    inputs: [table.table1, table.usage, table.paired, table.pass_k, table.perturbations,
+             table.history_curve, table.failure_labels, play.episodes, play.steps,
+             judged.verdicts, judged.scores]
+    params: {{ template: '{}' }}
 ",
-        prompts.display()
+        prompts.display(),
+        repo("datasets/report/report.html.j2")
     )
 }
 
@@ -224,7 +248,7 @@ fn a_real_local_model_plays_records_and_replays_episodes() {
     let sent = server.requests();
     let first = tables(&ws);
     let (episodes, steps) = (&first[0], &first[1]);
-    assert_eq!(episodes.height(), 2);
+    assert_eq!(episodes.height(), 3);
     for status in column(episodes, "status", text) {
         assert!(status == "ok" || status == "max_steps", "{status}");
     }
@@ -250,6 +274,45 @@ fn a_real_local_model_plays_records_and_replays_episodes() {
         recorded, sent,
         "each request the server processed is recorded once"
     );
+
+    // Downstream, structure only: each episode judged, a Table 1 column for the model with
+    // every metric over its 3 tasks, its tokens in the usage table, and the report naming it.
+    let scores = ws.table("judged.scores", None);
+    assert_eq!(scores.height(), 3);
+    assert!(column(&scores, "variant", text).iter().all(|v| v == LLM));
+    assert!(column(&scores, "judge", text)
+        .iter()
+        .all(|j| j == "rule+scripted"));
+    let table1 = ws.table("table.table1", None);
+    let rows: Vec<(String, String, u64)> = (0..table1.height())
+        .map(|i| {
+            let get = |c: &str| table1.column(c).expect(c).get(i).expect("value");
+            (text(get("variant")), text(get("metric")), count(get("n")))
+        })
+        .collect();
+    assert!(rows.iter().all(|(v, _, _)| v == LLM), "{table1}");
+    let success = rows
+        .iter()
+        .find(|(_, m, _)| m == "success")
+        .expect("success");
+    assert_eq!(success.2, 3, "success over the 3 tasks");
+    assert!(rows.len() >= 9, "every metric: {rows:?}");
+    let usage = ws.table("table.usage", None);
+    let agent_tokens: Vec<u64> = (0..usage.height())
+        .filter(|&i| text(usage.column("role").expect("role").get(i).expect("role")) == "agent")
+        .map(|i| {
+            count(
+                usage
+                    .column("prompt_tokens")
+                    .expect("tokens")
+                    .get(i)
+                    .expect("n"),
+            )
+        })
+        .collect();
+    assert!(agent_tokens.len() == 1 && agent_tokens[0] > 0, "{usage}");
+    let html = std::fs::read_to_string(ws.path().join("out/report.html")).expect("report");
+    assert!(html.contains(LLM), "the report names the model");
 
     // With the stage's results forgotten, a re-run replays every model call: the server hears nothing.
     forget_stage(&ws, "play");

@@ -312,6 +312,23 @@ fn judged_by_a_judge_model(
         "{} sent for {calls} calls",
         sent.len()
     );
+    let runs = ws.cli(&["show", "runs", "--format", "json"]).expect_code(0);
+    let rows: Vec<Value> = serde_json::from_str(&runs.stdout).expect("json rows");
+    let judge_spent: Vec<(u64, u64)> = rows
+        .iter()
+        .filter(|r| r["scope"] == "spent" && r["role"] == "judge")
+        .map(|r| {
+            (
+                r["requests"].as_u64().unwrap_or(0),
+                r["replayed"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(
+        judge_spent,
+        [(sent.len() as u64, calls - sent.len() as u64)],
+        "the judge's calls in `prefflow show runs`: sent, replayed"
+    );
     let label = "hybrid_text:default+llm:default";
     assert_eq!(distinct(&scores, "judge"), [label]);
     let verdicts = ws.table("judged_llm.verdicts", None);

@@ -228,9 +228,7 @@ pub fn store_tables(
         let bytes = encode_parquet(df)?;
         let blob = hash_bytes(&bytes);
         let key = blob_path(&blob);
-        if !store.exists(&key)? {
-            store.put(&key, &bytes)?;
-        }
+        store.put_content(&key, &bytes)?;
         let columns = df
             .get_column_names()
             .iter()

@@ -16,6 +16,8 @@
 //! - [`cluster`] hands per-item work to Slurm job arrays over a shared store;
 //! - [`record`] keeps what each run produced, for `show`, `why` and `gc` ([`inspect`]).
 
+#![deny(missing_docs)]
+
 pub mod artifact;
 pub mod cluster;
 pub mod code;

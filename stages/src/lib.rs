@@ -4,6 +4,8 @@
 //! calls, KnowU-Bench interop, the phone served over HTTP (`serve`), and one module per stage
 //! kind. This crate depends on the engine; the engine never depends on it.
 
+#![deny(missing_docs)]
+
 mod columns;
 pub mod episodes;
 pub mod files;

@@ -316,7 +316,7 @@ pub fn table_blobs(record: &Value) -> std::collections::BTreeMap<String, String>
 
 /// The built-in agents' sweep of `pipelines/iprefbench.yaml`, as shipped.
 pub const SHIPPED_SWEEP: &str =
-    "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [\"top_k:10\", all] }";
+    "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [all] }";
 
 /// `pipelines/iprefbench.yaml` with the built-in agents' sweep replaced by `sweep` (a flow map,
 /// e.g. `{ agent: [oracle], history: [all] }`), so a test plays only the agents it needs.

@@ -105,6 +105,15 @@ pub trait Store: Send + Sync {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>>;
     /// Writes `bytes` under `key` atomically (readers see all or nothing).
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()>;
+    /// Writes a content-addressed object (its key names its bytes, so every writer writes the
+    /// same): skipped when it exists already. An object store overrides this with a plain PUT,
+    /// one request instead of a HEAD and a PUT.
+    fn put_content(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        if !self.exists(key)? {
+            self.put(key, bytes)?;
+        }
+        Ok(())
+    }
     /// Writes `bytes` under `key` only when nothing is there yet; `false` when something was
     /// (the existing object is left alone). Leases rely on exactly one winner.
     fn put_new(&self, key: &str, bytes: &[u8]) -> Result<bool>;

@@ -427,6 +427,10 @@ impl Store for RemoteStore {
         self.put_mode(key, bytes, PutMode::Overwrite).map(|_| ())
     }
 
+    fn put_content(&self, key: &str, bytes: &[u8]) -> Result<()> {
+        self.put(key, bytes)
+    }
+
     fn put_new(&self, key: &str, bytes: &[u8]) -> Result<bool> {
         self.put_mode(key, bytes, PutMode::Create)
     }

@@ -61,4 +61,6 @@ pub struct ModelAccess<'a> {
     pub offline: bool,
     /// What relative prompt directories are resolved against.
     pub workdir: &'a std::path::Path,
+    /// Where the stage's model calls are counted (roles `agent` and `user`), when metered.
+    pub usage: Option<&'a prefflow_engine::usage::UsageMeter>,
 }

@@ -83,6 +83,13 @@ impl<'a> LlmJudge<'a> {
         })
     }
 
+    /// This judge with its calls counted in `meter` as role `judge` (see
+    /// [`LlmClient::metered`]).
+    pub fn metered(mut self, meter: Option<&'a prefflow_engine::usage::UsageMeter>) -> Self {
+        self.client = self.client.metered(meter, "judge");
+        self
+    }
+
     /// The judge's model name (for the `judge` column).
     pub fn model(&self) -> &str {
         &self.client.config().model

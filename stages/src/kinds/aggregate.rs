@@ -115,6 +115,7 @@ impl Kind for Aggregate {
         &crate::tables::aggregate::PERTURBATIONS,
         &crate::tables::aggregate::HISTORY_CURVE,
         &crate::tables::aggregate::FAILURE_LABELS,
+        &crate::tables::aggregate::USAGE,
     ];
     const INPUTS: &'static [InputDef] = &[
         InputDef::required(

@@ -2,6 +2,7 @@
 //! empty decision columns; the sheet is also the stage's `sheet` table.
 
 use prefflow_engine::schema::InputDef;
+use prefflow_engine::schema::TableDef;
 use std::path::Path;
 
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
@@ -29,6 +30,7 @@ impl Kind for ExportReview {
     const NAME: &'static str = "export_review";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["sheet"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[&crate::tables::tasks::SHEET];
     const INPUTS: &'static [InputDef] = &[InputDef::required(
         &crate::tables::tasks::BUNDLES,
         &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],

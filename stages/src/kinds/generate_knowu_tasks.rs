@@ -4,6 +4,7 @@
 //! the persona lacks a section for, with the section).
 
 use polars::prelude::*;
+use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -48,6 +49,15 @@ impl Kind for GenerateKnowuTasks {
     const NAME: &'static str = "generate_knowu_tasks";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &KNOWU_TASK_TABLES;
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::tasks::TASKS,
+        &crate::tables::tasks::SLOTS,
+        &crate::tables::tasks::CRITERIA,
+        &crate::tables::tasks::BUNDLES,
+        &crate::tables::knowu::KNOWU_TASKS,
+        &crate::tables::knowu::SKIPPED,
+        &crate::tables::knowu::GENERATED,
+    ];
     const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns + KnowU facts), skipped (templates the persona lacks a section for), generated (counts per split) (params: templates)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

@@ -178,12 +178,15 @@ impl Kind for Judge {
         }
         let effective = params.effective();
         let llm = match (&effective.llm, params.uses_llm()) {
-            (Some(config), true) => Some(LlmJudge::new(
-                config.clone(),
-                ctx.cache,
-                ctx.offline,
-                &ctx.resolve(&params.prompts),
-            )?),
+            (Some(config), true) => Some(
+                LlmJudge::new(
+                    config.clone(),
+                    ctx.cache,
+                    ctx.offline,
+                    &ctx.resolve(&params.prompts),
+                )?
+                .metered(Some(ctx.usage)),
+            ),
             (None, true) => {
                 return Err(bad(
                     "mode `llm`/`hybrid` and matcher `llm` need `llm: {base_url, model}`".into(),

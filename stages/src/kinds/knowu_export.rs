@@ -10,6 +10,7 @@ use crate::knowu::error::KnowuError;
 use crate::knowu::interop::export::*;
 use crate::knowu::interop::run::{self, RunEpisode};
 use prefflow_engine::keys::hash_path;
+use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use std::path::Path;
 
@@ -22,6 +23,7 @@ impl Kind for ExportKnowuRuns {
     const NAME: &'static str = "export_knowu_runs";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["written"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[&crate::tables::knowu::WRITTEN];
     const SUMMARY: &'static str = "write inputs episodes + steps as KnowU-Bench results directories in KnowU's action vocabulary (params: dir, prefflow_only_dir?); table `written` lists the task directories";
 
     fn cached_output_is_valid(&self, params: &Self::Params, workdir: &Path) -> bool {

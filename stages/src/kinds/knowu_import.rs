@@ -6,6 +6,7 @@
 use crate::knowu::interop::import::*;
 use crate::knowu::interop::run;
 use crate::knowu::interop::tasks;
+use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 
 /// Imports a KnowU-Bench results directory; its whole content is part of the cache key.
@@ -17,6 +18,10 @@ impl Kind for ImportKnowuRuns {
     const NAME: &'static str = "import_knowu_runs";
     const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &["episodes", "steps", "reports", "errors"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::knowu::REPORTS,
+        &crate::tables::knowu::IMPORT_ERRORS,
+    ];
     const SUMMARY: &'static str = "import a KnowU-Bench results directory into tables episodes, steps, reports and errors (unreadable files) (params: root, label, tasks?)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

@@ -6,6 +6,7 @@
 
 use crate::knowu::interop::leaderboard::*;
 use polars::prelude::*;
+use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 
 /// Places our runs on KnowU-Bench's leaderboard; leaderboard.json is in the cache key.
@@ -17,6 +18,10 @@ impl Kind for KnowuLeaderboard {
     const NAME: &'static str = "knowu_leaderboard";
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] = &["leaderboard", "text"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::knowu::LEADERBOARD,
+        &crate::tables::knowu::LEADERBOARD_TEXT,
+    ];
     const SUMMARY: &'static str = "KnowU-Bench leaderboard with our runs side by side, from knowu_metrics tables overall + splits (params: path, date?, approach?); table `text` is a Markdown rendering";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

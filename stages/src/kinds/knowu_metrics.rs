@@ -6,6 +6,7 @@
 
 use crate::knowu::interop::metrics::*;
 use crate::knowu::interop::tasks;
+use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use std::path::Path;
 
@@ -19,6 +20,13 @@ impl Kind for KnowuMetrics {
     const VERSION: &'static str = "1";
     const OUTPUTS: &'static [&'static str] =
         &["episode_metrics", "splits", "policy", "personas", "overall"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::knowu::EPISODE_METRICS,
+        &crate::tables::knowu::SPLITS,
+        &crate::tables::knowu::POLICY,
+        &crate::tables::knowu::PERSONAS,
+        &crate::tables::knowu::OVERALL,
+    ];
     const SUMMARY: &'static str = "KnowU-Bench metrics (SR, AvgScore, AveSteps, AveQueries, IE, Act/Silent/Stop, per persona, Overall) from inputs episodes + steps [+ knowu_tasks] (params: tasks?, personas, allow_missing_profiles?, classes?, episodes_input?, steps_input?, tasks_input?)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {

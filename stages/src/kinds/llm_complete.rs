@@ -66,13 +66,12 @@ async fn complete(
             ctx.stage
         ))
     })?;
-    let client = LlmClient::new(params.llm.clone(), ctx.cache, ctx.offline)?;
+    let client = LlmClient::new(params.llm.clone(), ctx.cache, ctx.offline)?
+        .metered(Some(ctx.usage), USAGE_ROLE);
     let requests = requests(params, ctx, &rows_as_json(&input.df))?;
     let mut out = Completions::default();
     for request in &requests {
         let reply = client.chat(request, params.epoch).await?;
-        let counts = reply.usage.counts(params.llm.prices, reply.from_cache);
-        ctx.usage.record(USAGE_ROLE, &params.llm.model, &counts);
         out.push(&reply, params.llm.prices);
     }
     let mut df = input.df.clone();

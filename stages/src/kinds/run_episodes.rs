@@ -36,6 +36,7 @@ pub(crate) fn model_access<'a>(ctx: &'a StageContext<'_>) -> ModelAccess<'a> {
         cache: ctx.cache,
         offline: ctx.offline,
         workdir: ctx.workdir,
+        usage: Some(ctx.usage),
     }
 }
 
@@ -314,18 +315,50 @@ pub fn episode_variant(params: &RunEpisodesParams, engine_variant: &str) -> Stri
             .split(',')
             .filter(|p| !p.is_empty())
             .filter(|p| {
-                !named
-                    .iter()
-                    .any(|n| p.split_once('=').is_some_and(|(k, _)| k == *n))
+                !named.iter().any(|n| {
+                    p.split_once('=')
+                        .is_some_and(|(k, _)| names_dimension(k, n))
+                })
             })
             .map(str::to_string),
     );
     pairs.join(",")
 }
 
+/// Whether engine dimension `key` sweeps `name`: `history` itself, or a pipeline param feeding
+/// it (`params.llm_history`, which a pipeline uses when another stage already sweeps `history`,
+/// as pipelines/ablation-history.yaml does).
+fn names_dimension(key: &str, name: &str) -> bool {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    key == name || (key.starts_with("params.") && last.rsplit('_').next() == Some(name))
+}
+
 fn log_name(log: LogKind) -> &'static str {
     match log {
         LogKind::Noisy => "noisy",
         LogKind::Clean => "clean",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn model_variants_name_agent_model_and_history_once() {
+        let params: RunEpisodesParams = serde_json::from_value(serde_json::json!({
+            "agent": "llm", "history": "top_k:10", "model": "a", "models": [{ "name": "a" }],
+        }))
+        .expect("params");
+        let named = "agent=llm,model=a,history=top_k:10";
+        assert_eq!(episode_variant(&params, "model=a"), named);
+        assert_eq!(
+            episode_variant(&params, "model=a,params.llm_history=top_k:10"),
+            named
+        );
+        assert_eq!(
+            episode_variant(&params, "model=a,clarify=true,params.seed=3"),
+            format!("{named},clarify=true,params.seed=3")
+        );
     }
 }

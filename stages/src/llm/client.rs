@@ -28,6 +28,7 @@ use std::time::Duration;
 use prefflow_engine::keys::{hash_bytes, hash_json};
 use prefflow_engine::retry::{Retry, RetryPolicy};
 use prefflow_engine::store::Store;
+use prefflow_engine::usage::UsageMeter;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use tokio::sync::Semaphore;
@@ -182,6 +183,8 @@ pub struct LlmClient<'a> {
     endpoint: Arc<Endpoint>,
     cache: &'a dyn Store,
     offline: bool,
+    /// Where each answered chat call is counted (provider or replayed), under this role.
+    meter: Option<(&'a UsageMeter, &'static str)>,
 }
 
 impl<'a> LlmClient<'a> {
@@ -198,7 +201,24 @@ impl<'a> LlmClient<'a> {
             endpoint,
             cache,
             offline,
+            meter: None,
         })
+    }
+
+    /// This client with every chat call it answers counted in `meter` (when given) as `role`
+    /// and the config's model: answered by the provider (requests, tokens, cost at the
+    /// config's prices) or replayed from the record — the one place model calls are counted,
+    /// so `prefflow show runs` sums what each stage's calls cost.
+    pub fn metered(mut self, meter: Option<&'a UsageMeter>, role: &'static str) -> Self {
+        self.meter = meter.map(|m| (m, role));
+        self
+    }
+
+    fn count(&self, reply: &Reply) {
+        if let Some((meter, role)) = self.meter {
+            let counts = reply.usage.counts(self.config.prices, reply.from_cache);
+            meter.record(role, &self.config.model, &counts);
+        }
     }
 
     /// The configuration in use.
@@ -263,6 +283,7 @@ impl<'a> LlmClient<'a> {
         if let Some(mut reply) = self.replay(&path)? {
             reply.from_cache = true;
             reply.cache_key = key;
+            self.count(&reply);
             return Ok(reply);
         }
         if self.offline {
@@ -278,6 +299,7 @@ impl<'a> LlmClient<'a> {
         self.put(&path, &bytes)?;
         reply.attempts = attempts;
         reply.cache_key = key;
+        self.count(&reply);
         Ok(reply)
     }
 

@@ -17,8 +17,11 @@ use std::time::Duration;
 pub enum Behavior {
     /// Answer with this status, extra headers and body.
     Reply {
+        /// HTTP status code.
         status: u16,
+        /// Headers sent besides the content type and length.
         headers: Vec<(String, String)>,
+        /// The response body.
         body: String,
     },
     /// Say nothing for this long, then close.

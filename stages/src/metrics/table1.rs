@@ -64,12 +64,15 @@ pub fn aggregate(
     }
     Ok(Aggregates {
         table1: with_judge(table1(&tasks, boot)?, scores)?,
-        paired: paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
-        pass_k: pass_k_frame(&tasks)?,
+        paired: with_judge(
+            paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
+            scores,
+        )?,
+        pass_k: with_judge(pass_k_frame(&tasks)?, scores)?,
         perturbations: perturbations(&tasks)?,
         history_curve: history_curve(&tasks, boot)?,
         failure_labels: failure_labels(verdicts)?,
-        usage: super::usage::usage(scores, episodes)?,
+        usage: with_judge(super::usage::usage(scores, episodes)?, scores)?,
     })
 }
 
@@ -92,9 +95,10 @@ pub fn table1(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
     rows.frame()
 }
 
-/// `table1` with a `judge` column: for each variant, which judge produced its numbers (the
-/// distinct `judge` labels of its scores, sorted, comma-separated; null for scores written
-/// without one), so a model judged by a judge model is never read as rule-judged.
+/// A per-variant table (`table1`, `paired`, `pass_k`, `usage`) with a `judge` column: for each
+/// variant, which judge produced its numbers (the distinct `judge` labels of its scores,
+/// sorted, comma-separated; null for scores written without one), so a model judged by a judge
+/// model is never read as rule-judged.
 pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFrame> {
     if !scores.schema().contains("judge") {
         return table1

@@ -49,6 +49,11 @@ pub static PAIRED: TableDef = TableDef {
         C::new("wins", U32, "tasks where the variant is better"),
         C::new("ties", U32, "tasks where they tie"),
         C::new("losses", U32, "tasks where the baseline is better"),
+        C::nullable(
+            "judge",
+            Str,
+            "which judge produced the variant's numbers (as in `table1`)",
+        ),
     ],
 };
 
@@ -62,6 +67,11 @@ pub static PASS_K: TableDef = TableDef {
         C::new("pass_hat_k", F64, "pass^k"),
         C::new("pass_at_k", F64, "pass@k"),
         C::new(N, U32, "tasks with ≥ k scored epochs"),
+        C::nullable(
+            "judge",
+            Str,
+            "which judge produced the variant's numbers (as in `table1`)",
+        ),
     ],
 };
 
@@ -155,5 +165,20 @@ pub static REPORT: TableDef = TableDef {
         C::new("path", Str, "where"),
         C::new("bytes", U64, "its size"),
         C::new("tasks", U32, "tasks in the drill-down"),
+    ],
+};
+
+/// Table 1's companion: what the variant's model calls cost.
+pub static USAGE: TableDef = TableDef {
+    name: "usage",
+    doc: "per variant × role (`agent`, `user`, `judge`) with any tokens; sums over the variant's episodes",
+    columns: &[
+        C::new(VARIANT, Str, "the variant (its model is in the name: `agent=llm,model=NAME,…`)"),
+        C::new("role", Str, "`agent`, `user` (the simulator) or `judge`"),
+        C::new("episodes", U32, "episodes summed"),
+        C::new("prompt_tokens", U64, "prompt tokens"),
+        C::new("completion_tokens", U64, "completion tokens"),
+        C::new("cost", F64, "money at each model's configured `prices` (0 without; replayed calls cost what they cost when recorded)"),
+        C::nullable("judge", Str, "which judge produced the variant's numbers, as in `table1`"),
     ],
 };

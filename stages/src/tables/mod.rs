@@ -7,6 +7,7 @@
 pub mod aggregate;
 pub mod episodes;
 pub mod judging;
+pub mod knowu;
 pub mod tasks;
 pub mod world;
 
@@ -41,7 +42,7 @@ pub static SECTIONS: &[Section] = &[
     },
     Section {
         title: "Tasks (issue 4; see [tasks.md](tasks.md))",
-        intro: "Written by `generate_tasks`, `import_review` and `validate_tasks` (the released set is `taskset.*` in `pipelines/taskset.yaml`). JSON columns hold the values documented in tasks.md. `export_review` writes `sheet`: the review sheet's columns, all str.",
+        intro: "Written by `generate_tasks`, `import_review` and `validate_tasks` (the released set is `taskset.*` in `pipelines/taskset.yaml`). JSON columns hold the values documented in tasks.md.",
         tables: &[
             &tasks::TASKS,
             &tasks::SLOTS,
@@ -50,14 +51,29 @@ pub static SECTIONS: &[Section] = &[
             &tasks::AUDIT,
             &tasks::REJECTIONS,
             &tasks::STATS,
+            &tasks::SHEET,
         ],
         outro: "",
     },
     Section {
         title: "KnowU tasks (issue 7; see [knowu.md](knowu.md))",
-        intro: KNOWU_TASKS,
-        tables: &[],
-        outro: "",
+        intro: KNOWU_INTRO,
+        tables: &[
+            &knowu::KNOWU_TASKS,
+            &knowu::SKIPPED,
+            &knowu::GENERATED,
+            &knowu::REPORTS,
+            &knowu::IMPORT_ERRORS,
+            &knowu::WRITTEN,
+            &knowu::EPISODE_METRICS,
+            &knowu::SPLITS,
+            &knowu::POLICY,
+            &knowu::PERSONAS,
+            &knowu::OVERALL,
+            &knowu::LEADERBOARD,
+            &knowu::LEADERBOARD_TEXT,
+        ],
+        outro: KNOWU_NOTES,
     },
     Section {
         title: "Episodes (issue 5; also written by `import_knowu_runs`)",
@@ -78,7 +94,7 @@ pub static SECTIONS: &[Section] = &[
     },
     Section {
         title: "Aggregation (issue 6)",
-        intro: "See [metrics.md](metrics.md) for the conventions. `aggregate` also writes `usage`: `variant` str, `role` str (`agent`, `user`, `judge`), `episodes` u32, `prompt_tokens` u64, `completion_tokens` u64, `cost` f64 (sums over the variant's episodes, at each model's `prices`; Table 1's companion, per model).",
+        intro: "See [metrics.md](metrics.md) for the conventions.",
         tables: &[
             &aggregate::TABLE1,
             &aggregate::PAIRED,
@@ -86,6 +102,7 @@ pub static SECTIONS: &[Section] = &[
             &aggregate::PERTURBATIONS,
             &aggregate::HISTORY_CURVE,
             &aggregate::FAILURE_LABELS,
+            &aggregate::USAGE,
             &aggregate::AGREEMENT,
             &aggregate::LABELS,
             &aggregate::REPORT,
@@ -97,27 +114,11 @@ pub static SECTIONS: &[Section] = &[
 /// `build_world`'s `audit` table (named like the review rounds' `audit`, so described here).
 const WORLD_AUDIT: &str = "`build_world` also writes `audit`: `section` str, `key` str, `value` f64, `detail` str: `total` (events, distinct_texts, distinct_ratio, stamped_signal_share), `separability` (balanced_accuracy, signal_recall, noise_recall of a multinomial naive Bayes over text words, trained on a seeded half of the events), `contradictions` (total and per rule: shift, avoid, before_exists, one_off_repeated), `entry_events` / `entry_counter` / `entry_agreement` per inferable entry, one `contradiction` row per finding with the event and why (`prefflow show world.audit`; see `stages/src/world/audit.rs`).";
 
-/// The KnowU tables, described in prose (their columns follow KnowU-Bench's files).
-const KNOWU_TASKS: &str = "`build_knowu_world` writes the World tables; its `sources` has one more row kind, `knowu_profile`
-(the KnowU profile YAML). `generate_knowu_tasks` writes the Tasks tables (plain tasks: a task's
-KnowU facts are in `knowu_tasks`, keyed by `task_name` = `task_id`) and:
+/// What the KnowU tables share with the others.
+const KNOWU_INTRO: &str = "`build_knowu_world` writes the World tables; its `sources` has one more row kind, `knowu_profile` (the KnowU profile YAML). `generate_knowu_tasks` writes the Tasks tables (plain tasks: a task's KnowU facts are in `knowu_tasks`, keyed by `task_name` = `task_id`) and `knowu_tasks`, `skipped`, `generated`. `import_knowu_runs` writes the Episodes tables (`episodes`, `steps`) plus `reports` and `errors`; `export_knowu_runs` writes `written`; `knowu_metrics` writes `episode_metrics`, `splits`, `policy`, `personas`, `overall`; `knowu_leaderboard` writes `leaderboard` and `text`.";
 
-| table | columns |
-|---|---|
-| `knowu_tasks` | tasks.csv's `task_name`, `class_name`, `split` (`general` \\| `personalized` \\| `proactive`), `difficulty` (`easy` \\| `hard`), `profile`, `tags`, `apps`, `habit_keys` (`;`-joined), `goal` str; `expect` str (`act` \\| `silent` \\| `stop`, proactive; else empty), `lambda` f64? (personalized), `decision`? str (`accept` \\| `reject`, proactive), `reason` str, `clock`? str, `notification`? str (proactive situation), `in_knowu` bool (a KnowU-Bench class; else prefflow-only, `Prefflow…`), `habit`? str (the persona's habit key that decided `expect`), `habit_match`? str (`key` \\| `meaning`) |
-| `skipped` | `template`, `persona`, `split`, `missing` str (the section and the phrases looked for) |
-| `generated` | `persona`, `split` str, `tasks`, `knowu_classes`, `skipped` u32 |
-
-`run_knowu_episodes` (`run_episodes` plus the `knowu_tasks` input) writes KnowU tasks' rule score
-to `episodes.score`. `import_knowu_runs` also writes `reports` (one row per `eval_report_*.json`,
-with `score_mismatches` u32 against the task directories and `latest` bool) and `errors`
-(`task_id`? str, `file` str, `message` str: one row per file it could not read; that episode has
-status `error`). `knowu_metrics` writes `episode_metrics` (per episode: split, difficulty,
-persona, `has_result`, `success`, steps, queries, the decision and step indices, `bucket`,
-`policy_success`, `bucket_from_quirk`, `profile_found`, `in_scope`), `splits`, `policy`,
-`personas` (each with episode counts and `missing_profile_episodes`) and `overall` (counts,
-`overall_SR`, `error_episodes`, `out_of_scope_episodes`, `scope` = its `classes`); see
-[knowu.md](knowu.md).";
+/// After the KnowU tables.
+const KNOWU_NOTES: &str = "`run_knowu_episodes` (`run_episodes` plus the `knowu_tasks` input) writes KnowU tasks' rule score to `episodes.score`. See [knowu.md](knowu.md) for how each metric is computed.";
 
 /// Every defined table, in documentation order.
 pub fn all() -> impl Iterator<Item = &'static TableDef> {

@@ -148,3 +148,37 @@ pub static STATS: TableDef = TableDef {
         C::nullable("paper", F64, "the paper's value, where it reports one"),
     ],
 };
+
+/// The review sheet `export_review` writes (also as CSV for reviewers).
+pub static SHEET: TableDef = TableDef {
+    name: "sheet",
+    doc: "per task to review; every column str (a CSV sheet); reviewers fill the last six",
+    columns: &[
+        C::new(TASK_ID, Str, "the task"),
+        C::new("template", Str, "its template"),
+        C::new("apps", Str, "apps it touches, space-separated"),
+        C::new("perturbation", Str, "its perturbation subset"),
+        C::new("cross_app", Str, "`true` when its evidence spans apps"),
+        C::new(
+            "instruction",
+            Str,
+            "what the user says (checked on import; edits go to `new_instruction`)",
+        ),
+        C::new("slots", Str, "its slots with source and value"),
+        C::new("criteria", Str, "its criteria"),
+        C::new(
+            "decision",
+            Str,
+            "the reviewer's decision (refinement: `accept`/`reject`; validation: `confirm`/`flag`)",
+        ),
+        C::new(
+            "new_instruction",
+            Str,
+            "a rewritten instruction (empty: unchanged)",
+        ),
+        C::new("set_source", Str, "`slot=inferable|ask_only; …` changes"),
+        C::new("set_value", Str, "`slot=value; …` changes"),
+        C::new("reviewer", Str, "who reviewed"),
+        C::new("note", Str, "why"),
+    ],
+};

@@ -1,6 +1,5 @@
 //! The world: apps as data, one persona with a hidden profile and a visible history, and the
 //! simulated phone an episode runs on. Everything here is deterministic and offline.
-#![deny(missing_docs)]
 
 pub mod app;
 mod assemble;

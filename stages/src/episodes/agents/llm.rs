@@ -33,6 +33,8 @@ pub struct LlmFactory<'a> {
     cache: &'a dyn Store,
     offline: bool,
     prompts: Prompts,
+    /// Where the agent's calls are counted (role `agent`).
+    usage: Option<&'a prefflow_engine::usage::UsageMeter>,
 }
 
 impl<'a> LlmFactory<'a> {
@@ -54,6 +56,7 @@ impl<'a> LlmFactory<'a> {
         )
         .map_err(|e| prefix(access.stage, e))?;
         factory.max_tools = params.max_tools;
+        factory.usage = access.usage;
         Ok(factory)
     }
 
@@ -73,6 +76,7 @@ impl<'a> LlmFactory<'a> {
             cache,
             offline,
             prompts,
+            usage: None,
         })
     }
 }
@@ -157,7 +161,9 @@ impl<'a> LlmAgent<'a> {
     fn chat(&mut self, request: &ChatRequest) -> Result<Reply, AgentError> {
         if self.client.is_none() {
             let f = self.factory;
-            self.client = Some(LlmClient::new(self.config.clone(), f.cache, f.offline)?);
+            self.client = Some(
+                LlmClient::new(self.config.clone(), f.cache, f.offline)?.metered(f.usage, "agent"),
+            );
         }
         match &self.client {
             Some(client) => Ok(client.chat_blocking(request, self.epoch)?),

@@ -48,7 +48,8 @@ pub fn make<'a>(
             let prompts = Prompts::load(access.workdir, &params.prompts, &prompts::USER_TEMPLATES)
                 .map_err(|e| prefix(access.stage, e))?;
             let client =
-                LlmClient::new(episode_config(config, seed), access.cache, access.offline)?;
+                LlmClient::new(episode_config(config, seed), access.cache, access.offline)?
+                    .metered(access.usage, "user");
             let user = LlmUser::new(client, prompts, &world.persona, bundle, epoch)
                 .map_err(|e| input(e.to_string()))?;
             Ok(Box::new(user))

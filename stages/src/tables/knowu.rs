@@ -1,0 +1,368 @@
+//! The KnowU-Bench tables (`generate_knowu_tasks`, `import_knowu_runs`, `export_knowu_runs`,
+//! `knowu_metrics`, `knowu_leaderboard`; see docs/knowu.md). Their columns follow KnowU-Bench's
+//! own files (tasks.csv, eval reports, METRICS.md), so the names keep KnowU's spelling.
+
+use prefflow_engine::schema::{ColumnDef as C, Dtype::*, TableDef};
+
+pub use super::episodes::VARIANT;
+/// The agent a run's episodes were played by.
+pub const AGENT: &str = "agent";
+/// KnowU's split: `general`, `personalized` or `proactive`.
+pub const SPLIT: &str = "split";
+/// A task's difficulty: `easy` or `hard` (`all` in `splits`).
+pub const DIFFICULTY: &str = "difficulty";
+/// The KnowU persona (profile) a task belongs to.
+pub const PERSONA: &str = "persona";
+/// Episodes counted in a row.
+pub const EPISODES: &str = "episodes";
+/// Episodes of a row whose persona has no profile.
+pub const MISSING_PROFILE_EPISODES: &str = "missing_profile_episodes";
+
+/// tasks.csv, one row per generated task.
+pub static KNOWU_TASKS: TableDef = TableDef {
+    name: "knowu_tasks",
+    doc: "per generated task (KnowU's tasks.csv columns, then prefflow's); `task_name` = the Tasks tables' `task_id`",
+    columns: &[
+        C::new("task_name", Str, "the task (= `task_id`)"),
+        C::new("class_name", Str, "the KnowU task class (`Prefflow…` for prefflow-only classes)"),
+        C::new(SPLIT, Str, "`general`, `personalized` or `proactive`"),
+        C::new(DIFFICULTY, Str, "`easy` or `hard`"),
+        C::new("profile", Str, "the persona's profile name"),
+        C::new("tags", Str, "tasks.csv's tags"),
+        C::new("apps", Str, "tasks.csv's apps"),
+        C::new("habit_keys", Str, "profile keys the task reads, `;`-joined"),
+        C::new("goal", Str, "the instruction"),
+        C::new("expect", Str, "`act`, `silent` or `stop` (proactive); empty otherwise"),
+        C::nullable("lambda", F64, "the hybrid score's λ (personalized)"),
+        C::nullable("decision", Str, "the user's `accept` or `reject` (proactive)"),
+        C::new("reason", Str, "why the task expects what it does"),
+        C::nullable("clock", Str, "the proactive situation's clock"),
+        C::nullable("notification", Str, "the proactive situation's notification"),
+        C::new("in_knowu", Bool, "a KnowU-Bench class (false: prefflow-only)"),
+        C::nullable("habit", Str, "the persona's habit key that decided `expect`"),
+        C::nullable("habit_match", Str, "how the habit was found: `key` or `meaning`"),
+    ],
+};
+
+/// Templates a persona's profile cannot instantiate.
+pub static SKIPPED: TableDef = TableDef {
+    name: "skipped",
+    doc: "per template × persona that was not generated",
+    columns: &[
+        C::new("template", Str, "the template"),
+        C::new(PERSONA, Str, "the persona"),
+        C::new(SPLIT, Str, "the template's split"),
+        C::new(
+            "missing",
+            Str,
+            "the profile section and the phrases looked for",
+        ),
+    ],
+};
+
+/// What generation produced per persona and split.
+pub static GENERATED: TableDef = TableDef {
+    name: "generated",
+    doc: "per persona × split",
+    columns: &[
+        C::new(PERSONA, Str, "the persona"),
+        C::new(SPLIT, Str, "the split"),
+        C::new("tasks", U32, "tasks generated"),
+        C::new("knowu_classes", U32, "of which KnowU-Bench classes"),
+        C::new("skipped", U32, "templates skipped"),
+    ],
+};
+
+/// The evaluation reports of an imported results directory.
+pub static REPORTS: TableDef = TableDef {
+    name: "reports",
+    doc: "per `eval_report_*.json` of an imported run, oldest first",
+    columns: &[
+        C::new("label", Str, "the import's label"),
+        C::new("file", Str, "the report's file name"),
+        C::nullable(
+            "total_tasks_assigned",
+            U64,
+            "`summary.total_tasks_assigned`",
+        ),
+        C::nullable(
+            "total_tasks_with_results",
+            U64,
+            "`summary.total_tasks_with_results`",
+        ),
+        C::nullable("successful_tasks", U64, "`summary.successful_tasks`"),
+        C::nullable(
+            "total_tasks_with_no_results",
+            U64,
+            "`summary.total_tasks_with_no_results`",
+        ),
+        C::nullable(
+            "overall_success_rate",
+            F64,
+            "`summary.overall_success_rate`",
+        ),
+        C::nullable(
+            "total_duration_seconds",
+            F64,
+            "`summary.total_duration_seconds`",
+        ),
+        C::nullable("model_name", Str, "`metadata.model_name`"),
+        C::nullable("timestamp", Str, "`metadata.timestamp`"),
+        C::new("tasks_scored", U64, "entries of `tasks_with_results`"),
+        C::new(
+            "score_mismatches",
+            U32,
+            "per-task scores that differ from the task directories'",
+        ),
+        C::new(
+            "latest",
+            Bool,
+            "the report KnowU's split and persona scripts read",
+        ),
+    ],
+};
+
+/// Files of an imported results directory that could not be read.
+pub static IMPORT_ERRORS: TableDef = TableDef {
+    name: "errors",
+    doc: "per unreadable file of an imported run; its episode has status `error`",
+    columns: &[
+        C::nullable(
+            "task_id",
+            Str,
+            "the task directory, when the file belongs to one",
+        ),
+        C::new("file", Str, "the file"),
+        C::new("message", Str, "what is wrong with it"),
+    ],
+};
+
+/// The task directories an export wrote.
+pub static WRITTEN: TableDef = TableDef {
+    name: "written",
+    doc: "per task directory `export_knowu_runs` wrote",
+    columns: &[
+        C::new("task_id", Str, "the task"),
+        C::new("path", Str, "the directory written"),
+        C::new(
+            "knowu_class",
+            Bool,
+            "a KnowU-Bench class (false: prefflow-only)",
+        ),
+        C::new("steps", U32, "trajectory steps written"),
+        C::new("has_result", Bool, "a result file was written"),
+    ],
+};
+
+/// The per-episode facts every KnowU mean is built from.
+pub static EPISODE_METRICS: TableDef = TableDef {
+    name: "episode_metrics",
+    doc: "per episode (METRICS.md's per-task facts)",
+    columns: &[
+        C::new("episode_id", Str, "the episode"),
+        C::new("task_id", Str, "the task"),
+        C::new(VARIANT, Str, "the run's variant"),
+        C::new(AGENT, Str, "the run's agent"),
+        C::new("epoch", U32, "repeat index"),
+        C::new("class_name", Str, "the task class"),
+        C::new(SPLIT, Str, "the split"),
+        C::new(DIFFICULTY, Str, "`easy` or `hard`"),
+        C::new(PERSONA, Str, "the persona"),
+        C::new("status", Str, "the episode's status"),
+        C::new(
+            "has_result",
+            Bool,
+            "the episode has a result (else it counts as no-result)",
+        ),
+        C::new("score", F64, "the episode's score"),
+        C::new(
+            "success",
+            Bool,
+            "score at or above KnowU's success threshold",
+        ),
+        C::new("steps", U32, "steps taken"),
+        C::new("queries", U32, "questions asked of the user"),
+        C::nullable(
+            "user_decision",
+            Str,
+            "the user's accept or reject (proactive)",
+        ),
+        C::nullable(
+            "first_reject_step",
+            U32,
+            "step of the user's first rejection",
+        ),
+        C::nullable("last_query_step", U32, "step of the last question"),
+        C::new("any_engagement", Bool, "the agent engaged the user at all"),
+        C::nullable(
+            "last_violation_step",
+            U32,
+            "step of the last action after a rejection",
+        ),
+        C::nullable(
+            "habit_should_act",
+            Bool,
+            "whether the persona's habit says to act (proactive)",
+        ),
+        C::nullable(
+            "profile_found",
+            Bool,
+            "the persona's profile was found (proactive)",
+        ),
+        C::nullable("bucket", Str, "the proactive bucket (`need` / `noneed`, …)"),
+        C::nullable(
+            "policy_success",
+            Bool,
+            "Act / Silent / Stop success (proactive)",
+        ),
+        C::new(
+            "bucket_from_quirk",
+            Bool,
+            "the bucket comes from a known quirk of KnowU's scripts",
+        ),
+        C::new(
+            "in_scope",
+            Bool,
+            "the episode's class is one the stage's `classes` cover",
+        ),
+    ],
+};
+
+/// SR, AvgScore and the other means per split and difficulty.
+pub static SPLITS: TableDef = TableDef {
+    name: "splits",
+    doc: "per run × split × difficulty (`all`, `easy`, `hard`)",
+    columns: &[
+        C::new(VARIANT, Str, "the run's variant"),
+        C::new(AGENT, Str, "the run's agent"),
+        C::new(SPLIT, Str, "the split"),
+        C::new(DIFFICULTY, Str, "`all`, `easy` or `hard`"),
+        C::new(EPISODES, U32, "episodes"),
+        C::new("no_result_episodes", U32, "of which without a result"),
+        C::new(
+            MISSING_PROFILE_EPISODES,
+            U32,
+            "of which whose persona has no profile",
+        ),
+        C::new("successes", U32, "successful episodes"),
+        C::nullable("SR", F64, "success rate"),
+        C::nullable("AvgScore", F64, "mean score"),
+        C::nullable("AveSteps", F64, "mean steps"),
+        C::nullable("AveQueries", F64, "mean questions"),
+        C::nullable("IE", F64, "interaction efficiency"),
+    ],
+};
+
+/// Proactive Act / Silent / Stop.
+pub static POLICY: TableDef = TableDef {
+    name: "policy",
+    doc: "per run × proactive metric × bucket",
+    columns: &[
+        C::new(VARIANT, Str, "the run's variant"),
+        C::new(AGENT, Str, "the run's agent"),
+        C::new("metric", Str, "`act`, `silent` or `stop`"),
+        C::new("bucket", Str, "the bucket"),
+        C::new(EPISODES, U32, "episodes in the bucket"),
+        C::new("successes", U32, "of which successful"),
+        C::nullable(
+            "value",
+            F64,
+            "successes / episodes (none for an empty bucket)",
+        ),
+        C::new(
+            "quirk_episodes",
+            U32,
+            "episodes bucketed by a quirk of KnowU's scripts",
+        ),
+        C::new(
+            MISSING_PROFILE_EPISODES,
+            U32,
+            "episodes whose persona has no profile",
+        ),
+    ],
+};
+
+/// Mean score per persona.
+pub static PERSONAS: TableDef = TableDef {
+    name: "personas",
+    doc: "per run × persona × split (personalized, proactive; no result = 0)",
+    columns: &[
+        C::new(VARIANT, Str, "the run's variant"),
+        C::new(AGENT, Str, "the run's agent"),
+        C::new(PERSONA, Str, "the persona"),
+        C::new(SPLIT, Str, "the split"),
+        C::new(EPISODES, U32, "episodes"),
+        C::new("with_results", U32, "of which with a result"),
+        C::new("no_results", U32, "of which without"),
+        C::new("avg_score", F64, "mean score"),
+        C::new(
+            MISSING_PROFILE_EPISODES,
+            U32,
+            "episodes whose persona has no profile",
+        ),
+    ],
+};
+
+/// Overall SR and the counts behind it.
+pub static OVERALL: TableDef = TableDef {
+    name: "overall",
+    doc: "per run",
+    columns: &[
+        C::new(VARIANT, Str, "the run's variant"),
+        C::new(AGENT, Str, "the run's agent"),
+        C::new(EPISODES, U32, "episodes"),
+        C::new("episodes_with_results", U32, "of which with a result"),
+        C::new("successes", U32, "successful episodes"),
+        C::new("no_result_episodes", U32, "episodes without a result"),
+        C::new(
+            "unmatched_episodes",
+            U32,
+            "episodes no task of tasks.csv matches",
+        ),
+        C::new("error_episodes", U32, "episodes with status `error`"),
+        C::new(
+            "quirk_episodes",
+            U32,
+            "episodes bucketed by a quirk of KnowU's scripts",
+        ),
+        C::new(
+            MISSING_PROFILE_EPISODES,
+            U32,
+            "episodes whose persona has no profile",
+        ),
+        C::new(
+            "out_of_scope_episodes",
+            U32,
+            "episodes of classes the stage does not cover",
+        ),
+        C::new("overall_SR", F64, "successes / episodes with a result"),
+        C::new("scope", Str, "the stage's `classes`"),
+    ],
+};
+
+/// KnowU-Bench's leaderboard with our runs among the published ones.
+pub static LEADERBOARD: TableDef = TableDef {
+    name: "leaderboard",
+    doc: "per ranked row, in KnowU's column layout (success rates in percent)",
+    columns: &[
+        C::new("Rank", U32, "1 = best Overall"),
+        C::new("Model & Date", Str, "the model and the date shown"),
+        C::new("Approach & Details", Str, "the approach"),
+        C::nullable("Overall", F64, "overall SR, %"),
+        C::nullable("General", F64, "general SR, %"),
+        C::nullable("Personalized", F64, "personalized SR, %"),
+        C::nullable("Proactive", F64, "proactive SR, %"),
+        C::new(
+            "source",
+            Str,
+            "`KnowU-Bench` (published) or `prefflow` (our runs)",
+        ),
+    ],
+};
+
+/// The leaderboard as Markdown, one line per row.
+pub static LEADERBOARD_TEXT: TableDef = TableDef {
+    name: "text",
+    doc: "per line of the leaderboard's Markdown rendering",
+    columns: &[C::new("line", Str, "one line")],
+};
