@@ -447,21 +447,12 @@ fn heuristic_inferable(ws: &Workspace) -> f64 {
 /// two are within a point of each other (README).
 #[test]
 fn noise_lowers_the_heuristics_inferable_score() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let yaml = std::fs::read_to_string(root.join("pipelines/iprefbench.yaml")).expect("pipeline");
-    let sweep =
-        "sweep: { agent: [oracle, defaults, ask_all, heuristic], history: [\"top_k:10\", all] }";
-    assert!(
-        yaml.contains(sweep),
-        "the shipped sweep changed; update this test"
-    );
-    // `defaults` under `all` is the aggregate's baseline.
-    let yaml = yaml.replace(
-        sweep,
-        "sweep: { agent: [defaults, heuristic], history: [\"top_k:10\", all] }",
+    // `defaults` under `all` is the aggregate's baseline; top_k:10 is the retrieval setting.
+    let yaml = crate::common::shipped_iprefbench(
+        "{ agent: [defaults, heuristic], history: [\"top_k:10\", all] }",
     );
     let ws = Workspace::new();
-    std::os::unix::fs::symlink(root.join("datasets"), ws.path().join("datasets")).expect("link");
+    crate::common::link_repo(&ws, "datasets");
     ws.write("ipb.yaml", &yaml);
     ws.run_ok("ipb.yaml", &["--only", "iprefbench"]);
     let noisy = heuristic_inferable(&ws);
