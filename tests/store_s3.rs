@@ -322,7 +322,9 @@ fn iprefbench_on_s3_gives_the_same_bytes_as_a_local_store() {
     let local_record = local.run_ok(file, &[]);
     let record = s3.run_ok(&remote, file, &[]);
     let (want, got) = (table_blobs(&local_record), table_blobs(&record));
-    assert!(want.len() > 80, "{want:?}");
+    // Every stage's tables (70 with the four built-in agents on the whole history), not a
+    // near-empty comparison.
+    assert!(want.len() >= 70, "{want:?}");
     assert_eq!(got, want, "tables differ between the local and S3 stores");
     assert_eq!(
         summary(&record, "items_executed"),
