@@ -988,8 +988,14 @@ fn show(
             } else {
                 format!("[{}]", e.variant)
             };
+            // Where a cluster ran it (`slurm JOB_TASK`), when it did: a column of its own.
+            let ran_in = e
+                .ran_in
+                .as_deref()
+                .map(|r| format!("{r}\t"))
+                .unwrap_or_default();
             println!(
-                "{}{variant}\t{}\t{}\t{} attempt(s)\t{}",
+                "{}{variant}\t{}\t{}\t{} attempt(s)\t{ran_in}{}",
                 e.stage,
                 e.item.as_deref().unwrap_or("-"),
                 e.kind,

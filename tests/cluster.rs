@@ -380,6 +380,16 @@ stages:
     assert!(run.stderr.contains("slurm task "), "{}", run.stderr);
     let errors = ws.cli(&["show", "errors"]).expect_code(0);
     assert!(errors.stdout.contains("r3\tinput"), "{}", errors.stdout);
+    // The Slurm job and array task it ran in have a column of their own (`slurm JOB_TASK`).
+    let row = errors.stdout.lines().find(|l| l.contains("\tr3\t"));
+    let ran_in = row.and_then(|l| l.split('\t').nth(4)).unwrap_or_default();
+    let task = ran_in.strip_prefix("slurm ").unwrap_or_default();
+    assert!(
+        task.split_once('_')
+            .is_some_and(|(job, t)| job.parse::<u64>().is_ok() && t.parse::<u32>().is_ok()),
+        "{}",
+        errors.stdout
+    );
     // An input error is not re-submitted: one submission.
     assert_eq!(submissions(&ws.store()).len(), 1);
     // The other items are committed.

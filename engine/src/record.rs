@@ -143,6 +143,10 @@ pub struct ErrorRow {
     pub kind: String,
     /// The cause.
     pub message: String,
+    /// Where a cluster executor ran the failed attempt (`slurm 1234_5`: job and array task),
+    /// so it can be looked up in the scheduler; `None` on the local executor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_in: Option<String>,
 }
 
 /// Counts for the run summary.

@@ -18,7 +18,7 @@ use super::job::{self, JobInput, JobSpec, ShardReport, Submission, Submissions};
 use super::slurm::{ArrayRequest, SlurmClient, TaskState};
 use crate::artifact::{item_path, load_manifest, load_tables, unix_now, Manifest};
 use crate::error::StageError;
-use crate::exec::{ItemExecutor, ItemsRan, RemoteItems};
+use crate::exec::{ItemExecutor, ItemFailure, ItemsRan, RemoteItems};
 use crate::kind::Tables;
 use crate::plan::Instance;
 use crate::store::Store;
@@ -220,7 +220,7 @@ impl ItemExecutor for SlurmExecutor {
             Ok(ran) => ran,
             Err(message) => ItemsRan {
                 fresh: HashMap::new(),
-                failures: vec![(None, 1, StageError::Failed(message))],
+                failures: vec![ItemFailure::local(None, 1, StageError::Failed(message))],
             },
         }
     }
@@ -236,7 +236,7 @@ struct ShardTrack {
     /// Its latest task: (Slurm job id, submitted at).
     last: Option<(String, Instant)>,
     /// Given up: why (per item, or for the shard).
-    failed: Option<Vec<(Option<usize>, u32, StageError)>>,
+    failed: Option<Vec<ItemFailure>>,
 }
 
 impl SlurmExecutor {
@@ -392,7 +392,11 @@ impl SlurmExecutor {
                                     t.pending
                                         .iter()
                                         .map(|&p| {
-                                            (Some(p), attempts, StageError::Failed(message.clone()))
+                                            ItemFailure::local(
+                                                Some(p),
+                                                attempts,
+                                                StageError::Failed(message.clone()),
+                                            )
                                         })
                                         .collect(),
                                 );
@@ -543,9 +547,15 @@ fn verdict(
     ended: &str,
     report: Option<&ShardReport>,
     log: &std::path::Path,
-) -> Vec<(Option<usize>, u32, StageError)> {
+) -> Vec<ItemFailure> {
     let attempts = t.attempts.max(1);
     let where_ = format!("slurm task {task} (shard {shard}/{})", spec.shards);
+    let failure = |position: usize, attempts: u32, error: StageError| ItemFailure {
+        position: Some(position),
+        attempts,
+        error,
+        ran_in: Some(format!("slurm {task}")),
+    };
     let mut out = Vec::new();
     let mut reported: BTreeSet<usize> = BTreeSet::new();
     if let Some(r) = report {
@@ -563,21 +573,21 @@ fn verdict(
             match pos {
                 Some(p) => {
                     reported.insert(p);
-                    out.push((Some(p), f.attempts.max(attempts), err));
+                    out.push(failure(p, f.attempts.max(attempts), err));
                 }
                 // The worker failed before its items: every pending item fails with it.
                 None => {
                     for &p in &t.pending {
                         reported.insert(p);
-                        out.push((Some(p), attempts, clone_error(&err)));
+                        out.push(failure(p, attempts, clone_error(&err)));
                     }
                 }
             }
         }
     }
     for &p in t.pending.iter().filter(|p| !reported.contains(p)) {
-        out.push((
-            Some(p),
+        out.push(failure(
+            p,
             attempts,
             StageError::Failed(format!(
                 "{where_} ended {ended} without committing the item after {attempts} attempt(s); its output: {}",

@@ -235,14 +235,14 @@ async fn run_shard(req: &WorkRequest<'_>, report: &mut ShardReport) -> WorkExit 
     )
     .await;
     report.committed = ran.fresh.len();
-    for (pos, attempts, e) in ran.failures {
-        let item = pos.map(|p| &todo.items[p]);
+    for f in ran.failures {
+        let item = f.position.map(|p| &todo.items[p]);
         report.failures.push(ItemFailure {
             item: item.map(|i| i.group.value.clone()),
             key: item.map(|i| i.key.clone()),
-            attempts,
-            kind: kind_of(&e).into(),
-            message: message_of(&e),
+            attempts: f.attempts,
+            kind: kind_of(&f.error).into(),
+            message: message_of(&f.error),
         });
     }
     for f in &report.failures {

@@ -37,9 +37,34 @@ use crate::usage::{Usage, UsageMeter};
 pub struct ItemsRan {
     /// Items committed, with their manifest and tables.
     pub fresh: HashMap<usize, (Manifest, Tables)>,
-    /// Items that failed: position (`None` when an internal error lost it), attempts made,
-    /// error.
-    pub failures: Vec<(Option<usize>, u32, StageError)>,
+    /// Items that failed.
+    pub failures: Vec<ItemFailure>,
+}
+
+/// An item that failed, as the errors table reports it.
+#[derive(Debug)]
+pub struct ItemFailure {
+    /// Its position in the instance's [`ItemDecisions`] (`None` when an internal error lost it).
+    pub position: Option<usize>,
+    /// Attempts made.
+    pub attempts: u32,
+    /// The last attempt's error.
+    pub error: StageError,
+    /// Where a cluster executor ran its last attempt (`slurm 1234_5`), so a failure can be
+    /// looked up in the scheduler; `None` on the local executor.
+    pub ran_in: Option<String>,
+}
+
+impl ItemFailure {
+    /// A failure of the item at `position` on the local executor.
+    pub fn local(position: Option<usize>, attempts: u32, error: StageError) -> Self {
+        Self {
+            position,
+            attempts,
+            error,
+            ran_in: None,
+        }
+    }
 }
 
 /// Called as each item finishes, with the item's key when it was committed (`None` when it
@@ -109,11 +134,14 @@ pub async fn run_items_except(
             Ok((i, Ok(done))) => {
                 ran.fresh.insert(i, done);
             }
-            Ok((i, Err((attempts, e)))) => ran.failures.push((Some(i), attempts, e)),
-            Err(e) => {
-                ran.failures
-                    .push((None, 1, StageError::Failed(format!("internal error: {e}"))))
+            Ok((i, Err((attempts, e)))) => {
+                ran.failures.push(ItemFailure::local(Some(i), attempts, e))
             }
+            Err(e) => ran.failures.push(ItemFailure::local(
+                None,
+                1,
+                StageError::Failed(format!("internal error: {e}")),
+            )),
         }
     }
     ran
@@ -347,7 +375,7 @@ impl Runner {
                     .await
                     .unwrap_or_else(|e| ItemsRan {
                         fresh: HashMap::new(),
-                        failures: vec![(
+                        failures: vec![ItemFailure::local(
                             None,
                             1,
                             StageError::Failed(format!("internal error: {e}")),
@@ -502,26 +530,30 @@ impl Runner {
         task: Option<Task>,
     ) -> Outcome {
         let total = items.items.len();
-        let mut failed: Vec<&(Option<usize>, u32, StageError)> = ran.failures.iter().collect();
-        failed.sort_by_key(|(i, _, _)| *i);
+        let mut failed: Vec<&ItemFailure> = ran.failures.iter().collect();
+        failed.sort_by_key(|f| f.position);
         // Items never started because the store could not be written are one row, not
         // thousands: the record must stay small enough to fit on a nearly full disk.
-        let (not_started, failed): (Vec<_>, Vec<_>) = failed.into_iter().partition(
-            |(_, _, e)| matches!(e, StageError::Failed(m) if m.starts_with(NOT_STARTED)),
-        );
+        let (not_started, failed): (Vec<_>, Vec<_>) = failed
+            .into_iter()
+            .partition(|f| matches!(&f.error, StageError::Failed(m) if m.starts_with(NOT_STARTED)));
         let value = |i: &Option<usize>| i.map(|i| items.items[i].group.value.clone());
         let mut failures: Vec<ErrorRow> = failed
             .iter()
-            .map(|(i, attempts, e)| self.error_row(inst, value(i), *attempts, e))
+            .map(|f| {
+                let mut row = self.error_row(inst, value(&f.position), f.attempts, &f.error);
+                row.ran_in = f.ran_in.clone();
+                row
+            })
             .collect();
         let names: Vec<String> = failures.iter().filter_map(|f| f.item.clone()).collect();
         let mut message = format!("{} item(s) failed: {}", names.len(), shortlist(&names));
-        if let Some((_, _, e)) = not_started.first() {
+        if let Some(first) = not_started.first() {
             let skipped: Vec<String> = not_started
                 .iter()
-                .filter_map(|(i, _, _)| value(i))
+                .filter_map(|f| value(&f.position))
                 .collect();
-            let why = e.to_string();
+            let why = first.error.to_string();
             let row = StageError::Failed(format!(
                 "{} item(s) not started ({}): {}",
                 skipped.len(),

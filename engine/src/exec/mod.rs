@@ -22,7 +22,7 @@ mod whole;
 pub use commit::{commit_instance, commit_item, Provenance};
 pub use env::ExecEnv;
 pub use inputs::{input_blobs, load_inputs, InputBlob};
-pub use items::{assemble, run_items_locally, ItemDone, ItemsRan};
+pub use items::{assemble, run_items_locally, ItemDone, ItemFailure, ItemsRan};
 pub use prepare::prepare;
 pub use remote::{ItemExecutor, RemoteItems};
 pub use unit::{run_unit, seed_of, Unit, UnitResult, Work};
@@ -245,6 +245,7 @@ fn errors_blob(store: &dyn Store, errors: &[ErrorRow]) -> Result<Option<String>>
         "attempts" => errors.iter().map(|e| e.attempts).collect::<Vec<_>>(),
         "kind" => errors.iter().map(|e| e.kind.clone()).collect::<Vec<_>>(),
         "message" => errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>(),
+        "ran_in" => errors.iter().map(|e| e.ran_in.clone()).collect::<Vec<_>>(),
     )?;
     let (entries, _) = store_tables(store, &Tables::single("errors", df))?;
     Ok(entries.get("errors").map(|e| e.blob.clone()))
@@ -334,6 +335,7 @@ impl Runner {
             attempts,
             kind: error_kind(e).to_string(),
             message: e.to_string(),
+            ran_in: None,
         }
     }
 
