@@ -96,7 +96,7 @@ pub fn llm_episodes(dir: &Path, latency_ms: u64) -> anyhow::Result<Vec<Figure>> 
     std::os::unix::fs::symlink(&datasets, work.join("datasets")).context("linking datasets/")?;
     let (pool, tasks, epochs, steps) = (64, 128, 2, 10);
     let stages = format!(
-        "  subset:\n    kind: query\n    inputs: [validated.bundles]\n    params: {{ sql: \"SELECT * FROM validated_bundles ORDER BY task_id LIMIT {tasks}\" }}\n  calls:\n    kind: run_episodes\n    inputs: [subset, world.sources, world.history_events]\n    per_item: task_id\n    concurrency: {pool}\n    resources: [llm]\n    params:\n      agent: llm\n      space: gui\n      history: none\n      epochs: {epochs}\n      max_steps: {steps}\n      llm: {{ base_url: \"{}\", model: bench, max_retries: 0 }}\n",
+        "  subset:\n    kind: query\n    inputs: [validated.bundles]\n    params: {{ sql: \"SELECT * FROM validated_bundles ORDER BY task_id LIMIT {tasks}\" }}\n  calls:\n    kind: run_episodes\n    inputs: [subset, world.sources, world.history_events]\n    per_item: task_id\n    concurrency: {pool}\n    resources: [llm]\n    params:\n      agent: llm\n      space: gui\n      history: none\n      epochs: {epochs}\n      max_steps: {steps}\n      llm: {{ base_url: \"{}\", model: bench, max_retries: 0, concurrency: {pool} }}\n",
         server.url
     );
     let yaml = taskset.replacen(
