@@ -256,14 +256,7 @@ fn replayed_tables(ws: &Workspace) -> Vec<(String, Vec<u8>)> {
     targets
         .iter()
         .map(|t| {
-            let out = ws.cli(&["show", t, "--path"]).expect_code(0);
-            let path = out
-                .stdout
-                .lines()
-                .next()
-                .expect("a path")
-                .trim()
-                .to_string();
+            let path = ws.table_path(&["show", t, "--path"]);
             (t.to_string(), std::fs::read(path).expect("parquet bytes"))
         })
         .collect()

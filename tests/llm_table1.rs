@@ -151,14 +151,9 @@ fn reference_server(bundles: &[TaskBundle]) -> ScriptedServer {
 }
 
 fn strs(df: &DataFrame, col: &str) -> Vec<String> {
-    df.column(col)
-        .expect("column")
-        .cast(&DataType::String)
-        .expect("as text")
-        .str()
-        .expect("strings")
-        .iter()
-        .map(|s| s.unwrap_or("null").to_string())
+    column_texts(df, col)
+        .into_iter()
+        .map(|s| s.unwrap_or_else(|| "null".into()))
         .collect()
 }
 

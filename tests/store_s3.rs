@@ -109,30 +109,6 @@ fn blob_key(hash: &str) -> String {
     format!("blobs/{}/{hash}.parquet", &hash[..2])
 }
 
-fn probe_pipeline(delay_ms: u64) -> String {
-    format!(
-        r#"
-pipeline: s3p
-stages:
-  rows:
-    kind: read_table
-    params: {{ path: data/rows.csv }}
-  a:
-    kind: probe
-    inputs: [rows]
-    per_item: id
-    concurrency: 2
-    params: {{ delay_ms: {delay_ms}, label: a }}
-  b:
-    kind: probe
-    inputs: [rows]
-    per_item: id
-    concurrency: 2
-    params: {{ delay_ms: {delay_ms}, label: b }}
-"#
-    )
-}
-
 fn spawn(s3: &S3, ws: &Workspace, args: &[&str]) -> Child {
     let mut all = vec!["run", "p.yaml", "--progress", "none"];
     all.extend_from_slice(args);
@@ -369,7 +345,7 @@ fn a_run_sigkilled_on_s3_resumes_without_recomputing_a_committed_item() {
     };
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(30));
-    ws.write("p.yaml", &probe_pipeline(200));
+    ws.write("p.yaml", &two_probe_stages("s3p", 200));
     let mut child = spawn(&s3, &ws, &["--only", "a"]);
     wait_until("items to be committed", || s3.count("items") >= 4);
     child.kill().expect("SIGKILL");
@@ -399,7 +375,7 @@ fn concurrent_runs_on_one_s3_prefix_lose_nothing() {
     };
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(4));
-    ws.write("p.yaml", &probe_pipeline(0));
+    ws.write("p.yaml", &two_probe_stages("s3p", 0));
     for round in 0..6 {
         let (la, lb) = (format!("a.label=a{round}"), format!("b.label=b{round}"));
         let a = spawn(&s3, &ws, &["--only", "a", "--set", &la]);
@@ -437,7 +413,7 @@ fn gc_beside_a_live_run_on_s3_deletes_nothing_the_run_needs() {
     };
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(16));
-    ws.write("p.yaml", &probe_pipeline(150));
+    ws.write("p.yaml", &two_probe_stages("s3p", 150));
     s3.run_ok(&ws, "p.yaml", &[]);
     // A second run with changed parameters; gc runs while it is live.
     let child = spawn(&s3, &ws, &["--set", "a.label=a2", "--set", "b.label=b2"]);

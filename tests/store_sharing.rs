@@ -7,30 +7,6 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-fn pipeline(delay_ms: u64) -> String {
-    format!(
-        r#"
-pipeline: shared
-stages:
-  rows:
-    kind: read_table
-    params: {{ path: data/rows.csv }}
-  a:
-    kind: probe
-    inputs: [rows]
-    per_item: id
-    concurrency: 2
-    params: {{ delay_ms: {delay_ms}, label: a }}
-  b:
-    kind: probe
-    inputs: [rows]
-    per_item: id
-    concurrency: 2
-    params: {{ delay_ms: {delay_ms}, label: b }}
-"#
-    )
-}
-
 fn spawn(ws: &Workspace, args: &[&str]) -> Child {
     let mut all = vec!["run", "shared.yaml", "--progress", "none"];
     all.extend_from_slice(args);
@@ -73,7 +49,7 @@ fn finish(child: Child) -> Run {
 fn gc_refuses_while_a_run_is_live_and_keeps_a_killed_runs_items() {
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(30));
-    ws.write("shared.yaml", &pipeline(150));
+    ws.write("shared.yaml", &two_probe_stages("shared", 150));
     let mut child = spawn(&ws, &["--only", "a"]);
     wait_until("items to be committed", || ws.committed_items() >= 4);
     // While the run is live, gc refuses with its own exit code and names the lease.
@@ -138,7 +114,7 @@ fn gc_refuses_while_a_run_is_live_and_keeps_a_killed_runs_items() {
 fn gc_wait_lets_a_live_run_finish_and_deletes_nothing_it_needs() {
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(12));
-    ws.write("shared.yaml", &pipeline(300));
+    ws.write("shared.yaml", &two_probe_stages("shared", 300));
     ws.run_ok("shared.yaml", &[]);
     // A second run with changed parameters: gc --wait starts while it is live.
     let child = spawn(&ws, &["--set", "a.label=a2", "--set", "b.label=b2"]);
@@ -164,7 +140,7 @@ fn gc_wait_lets_a_live_run_finish_and_deletes_nothing_it_needs() {
 fn overlapping_runs_of_different_stages_both_land_their_results() {
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(4));
-    ws.write("shared.yaml", &pipeline(0));
+    ws.write("shared.yaml", &two_probe_stages("shared", 0));
     for round in 0..40 {
         let label_a = format!("a.label=a{round}");
         let label_b = format!("b.label=b{round}");
@@ -204,7 +180,7 @@ fn overlapping_runs_of_different_stages_both_land_their_results() {
 fn two_runs_of_the_same_items_compute_each_item_once() {
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(16));
-    ws.write("shared.yaml", &pipeline(250));
+    ws.write("shared.yaml", &two_probe_stages("shared", 250));
     let first = spawn(&ws, &["--only", "a"]);
     wait_until("the first run to start its items", || {
         ws.committed_items() >= 1

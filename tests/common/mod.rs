@@ -120,17 +120,59 @@ impl Workspace {
         if let Some(v) = variant {
             args.extend(["--variant", v]);
         }
-        let out = self.cli(&args).expect_code(0);
-        let path = out
-            .stdout
+        let file = std::fs::File::open(self.table_path(&args)).expect("parquet file");
+        ParquetReader::new(file).finish().expect("parquet")
+    }
+
+    /// The file `prefflow ARGS` names (`show TARGET --path …`): the first line it prints.
+    pub fn table_path(&self, args: &[&str]) -> String {
+        let out = self.cli(args).expect_code(0);
+        out.stdout
             .lines()
             .next()
             .expect("a path")
             .trim()
-            .to_string();
-        let file = std::fs::File::open(path).expect("parquet file");
-        ParquetReader::new(file).finish().expect("parquet")
+            .to_string()
     }
+}
+
+/// A table's column as text, nulls as `None` (any dtype, cast to strings).
+pub fn column_texts(df: &DataFrame, col: &str) -> Vec<Option<String>> {
+    df.column(col)
+        .expect("column")
+        .cast(&DataType::String)
+        .expect("as text")
+        .str()
+        .expect("strings")
+        .iter()
+        .map(|s| s.map(str::to_string))
+        .collect()
+}
+
+/// `read_table` of `data/rows.csv` and two per-item `probe` stages `a` and `b` over it, each
+/// waiting `delay_ms` per item: the pipeline the store-sharing tests overlap runs of.
+pub fn two_probe_stages(pipeline: &str, delay_ms: u64) -> String {
+    format!(
+        r#"
+pipeline: {pipeline}
+stages:
+  rows:
+    kind: read_table
+    params: {{ path: data/rows.csv }}
+  a:
+    kind: probe
+    inputs: [rows]
+    per_item: id
+    concurrency: 2
+    params: {{ delay_ms: {delay_ms}, label: a }}
+  b:
+    kind: probe
+    inputs: [rows]
+    per_item: id
+    concurrency: 2
+    params: {{ delay_ms: {delay_ms}, label: b }}
+"#
+    )
 }
 
 pub fn pipeline_name(file: &Path) -> String {

@@ -43,15 +43,6 @@ pub const USER_TEMPLATES: [&str; 2] = [USER_SYSTEM, USER_QUESTION];
 /// on. Text that is not a `YYYY-MM-DDTHH:MM[:SS]` time (a remote device's own clock text) is
 /// shown as it is.
 pub fn clock_in_words(now: &str) -> String {
-    const WEEKDAYS: [&str; 7] = [
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-    ];
     const MONTHS: [&str; 12] = [
         "January",
         "February",
@@ -70,7 +61,7 @@ pub fn clock_in_words(now: &str) -> String {
         return now.to_string();
     };
     let (year, month, day) = t.date.ymd();
-    let weekday = WEEKDAYS[t.date.weekday() as usize % 7];
+    let weekday = t.date.weekday_name();
     let month = MONTHS[(month as usize + 11) % 12];
     format!("{weekday}, {day} {month} {year}, {}", t.time.hhmm())
 }

@@ -91,6 +91,20 @@ impl Date {
         (self.0 + 3).rem_euclid(7) as u32
     }
 
+    /// The day of the week in English ("Thursday"), as history texts and the clock show it.
+    pub fn weekday_name(self) -> &'static str {
+        const NAMES: [&str; 7] = [
+            "Monday",
+            "Tuesday",
+            "Wednesday",
+            "Thursday",
+            "Friday",
+            "Saturday",
+            "Sunday",
+        ];
+        NAMES[self.weekday() as usize % 7]
+    }
+
     /// `YYYY-MM`, the key used for per-month summaries.
     pub fn month_key(self) -> String {
         let (y, m, _) = self.ymd();

@@ -86,20 +86,6 @@ pub(crate) fn daypart(hour: u32) -> &'static str {
     }
 }
 
-/// The English name of a day of the week (0 = Monday).
-pub(crate) fn weekday_name(day: u32) -> &'static str {
-    const NAMES: [&str; 7] = [
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-        "Thursday",
-        "Friday",
-        "Saturday",
-        "Sunday",
-    ];
-    NAMES[(day % 7) as usize]
-}
-
 /// Renders a template for chosen records, the value/mention in effect and the event's time.
 pub(crate) fn render(
     cat: &Catalog,
@@ -109,7 +95,7 @@ pub(crate) fn render(
 ) -> String {
     let (chosen, value, mention) = (f.chosen, f.value, f.mention);
     tpl.render(|var, out| match var {
-        Var::Weekday => out.push_str(weekday_name(f.when.date.weekday())),
+        Var::Weekday => out.push_str(f.when.date.weekday_name()),
         Var::Daypart => out.push_str(daypart(f.when.time.seconds() / 3600)),
         Var::Vocab(l) => {
             let list = &f.vocab[*l];
