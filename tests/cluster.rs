@@ -773,3 +773,66 @@ stages:
     // An input error is not re-submitted; nothing was committed for `cast`.
     assert_eq!(submissions(&ws.store()).len(), 1);
 }
+
+/// The run leases in the store (`leases/<id>.json`), as JSON.
+fn leases(store: &Path) -> Vec<Value> {
+    let Ok(entries) = std::fs::read_dir(store.join("leases")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| serde_json::from_slice(&std::fs::read(p).ok()?).ok())
+        .collect()
+}
+
+#[test]
+fn gc_refuses_while_a_worker_runs_even_after_its_coordinator_is_killed() {
+    if !slurm_up("gc_refuses_while_a_worker_runs_even_after_its_coordinator_is_killed") {
+        return;
+    }
+    let ws = Workspace::new();
+    // Items slow enough that the worker is still computing when gc runs; cancelled below.
+    let (rows, yaml) = probe_pipeline(2, "delay_ms: 60000", "");
+    ws.write("data/rows.csv", &rows);
+    ws.write("sl.yaml", &yaml);
+    let p = profile(&ws, 1, "");
+    let mut coordinator = spawn(
+        &ws,
+        &[
+            "run",
+            "sl.yaml",
+            "--progress",
+            "none",
+            "--executor",
+            "slurm",
+            "--profile",
+            &p,
+        ],
+    );
+    let store = ws.store();
+    let own = coordinator.id() as u64;
+    let mut worker_pid = 0;
+    wait_for("the worker's lease", Duration::from_secs(300), || {
+        let found = leases(&store)
+            .into_iter()
+            .filter_map(|l| l["pid"].as_u64())
+            .find(|&pid| pid != own);
+        worker_pid = found.unwrap_or(0);
+        found.is_some()
+    });
+    coordinator.kill().expect("SIGKILL the coordinator");
+    let _ = coordinator.wait();
+    let refused = ws.cli(&["gc"]);
+    let (job, _) = submissions(&store).into_iter().next().expect("a job");
+    let _ = Command::new("scancel").arg(&job).status();
+    assert_eq!(refused.code, 3, "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("gc refused: 1 live lease")
+            && refused.stderr.contains("run of `sl`")
+            && refused.stderr.contains(&format!("pid {worker_pid} ")),
+        "{}",
+        refused.stderr
+    );
+}
