@@ -836,3 +836,69 @@ fn gc_refuses_while_a_worker_runs_even_after_its_coordinator_is_killed() {
         refused.stderr
     );
 }
+
+#[test]
+fn a_restarted_coordinator_adopts_a_running_whole_table_job() {
+    if !slurm_up("a_restarted_coordinator_adopts_a_running_whole_table_job") {
+        return;
+    }
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(5));
+    ws.write(
+        "wj.yaml",
+        r#"
+pipeline: wj
+stages:
+  rows:
+    kind: read_table
+    params: { path: data/rows.csv }
+  slow:
+    kind: probe
+    inputs: [rows]
+    executor: slurm
+    params: { delay_ms: 4000 }
+"#,
+    );
+    let p = profile(&ws, 1, "");
+    let args = [
+        "run",
+        "wj.yaml",
+        "--progress",
+        "none",
+        "--executor",
+        "slurm",
+        "--profile",
+        &p,
+    ];
+    let mut first = spawn(&ws, &args);
+    let store = ws.store();
+    wait_for(
+        "the whole-table job running",
+        Duration::from_secs(300),
+        || {
+            submissions(&store)
+                .first()
+                .is_some_and(|(job, _)| !running_tasks(job).is_empty())
+        },
+    );
+    first.kill().expect("SIGKILL the coordinator");
+    let _ = first.wait();
+    let (code, stdout, stderr) = finish(spawn(&ws, &args));
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let subs = submissions(&store);
+    assert_eq!(
+        subs.len(),
+        1,
+        "the running job was submitted again: {subs:?}"
+    );
+    assert!(
+        stderr.contains(&format!("adopting slurm job(s) {}", subs[0].0)),
+        "{stderr}"
+    );
+    let record = ws.last_run("wj");
+    assert_eq!(instance(&record, "slow")["status"], "executed");
+    assert_eq!(ws.table("slow", None).height(), 5);
+    let reports = job_objects(&store, "shard-0.json");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0]["committed"], 1, "{reports:?}");
+}
