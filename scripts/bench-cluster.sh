@@ -35,7 +35,9 @@ done
 printf '%s\n' "${idx[@]}" > "$state/$id.job"
 for i in "${idx[@]}"; do
   log="${out//%A/$id}"; log="${log//%a/$i}"
-  ( cd "$chdir"; SLURM_ARRAY_JOB_ID=$id SLURM_ARRAY_TASK_ID=$i setsid sh "$script" > "$log" 2>&1; echo $? > "$state/${id}_$i.rc" ) < /dev/null > /dev/null 2>&1 &
+  # Detached twice: the task's shell is not a child of this script, so a task that ends before
+  # this script does is not reaped here, and its CPU is not counted as the coordinator's.
+  ( ( cd "$chdir"; SLURM_ARRAY_JOB_ID=$id SLURM_ARRAY_TASK_ID=$i setsid sh "$script" > "$log" 2>&1; echo $? > "$state/${id}_$i.rc" ) < /dev/null > /dev/null 2>&1 & )
 done
 echo "$id"
 SB
@@ -73,7 +75,7 @@ YAML
     cd "$ws"
     start=$(date +%s.%N)
     # CPU of the coordinator and of the sbatch/squeue it waited for; the workers are detached
-    # (setsid, not waited for), so their CPU is not counted.
+    # (double fork and setsid: never its descendants' to reap), so their CPU is not counted.
     /usr/bin/env time -f '%U %S' -o "$ws/cpu" "$bin" run p.yaml --progress none --profile profile.yaml > "$ws/out" 2> "$ws/err" || { cat "$ws/err"; exit 1; }
     wall=$(echo "$(date +%s.%N) - $start" | bc)
     cpu=$(awk '{print $1 + $2}' "$ws/cpu")

@@ -69,8 +69,8 @@ enum Command {
         #[arg(long, hide = true)]
         report_peak_rss: bool,
         /// Where per-item work runs: `local` (this process) or `slurm` (job arrays over the
-        /// shared store; see docs/cluster.md). Default: the pipeline's or profile's `kind`,
-        /// else local.
+        /// shared store, and one job per whole-table stage marked `executor: slurm`; see
+        /// docs/cluster.md). Default: the pipeline's or profile's `kind`, else local.
         #[arg(long, value_enum)]
         executor: Option<ExecutorArg>,
         /// Executor profile: a YAML file with the fields of an `executor:` block (partition,
@@ -350,7 +350,8 @@ fn load_file_and_plan(path: &Path, set: &[String]) -> anyhow::Result<(PipelineFi
 }
 
 /// The run's item executor: `None` for local, the Slurm executor otherwise (settings from the
-/// pipeline's `executor:` block, then the profile, checked with locations).
+/// pipeline's `executor:` block, then the profile, checked with locations; where each stage
+/// runs from its `executor:` field).
 fn item_executor(
     file: &PipelineFile,
     flag: Option<ExecutorArg>,
@@ -377,7 +378,7 @@ fn item_executor(
         cluster::ExecutorChoice::Local => return Ok(None),
         cluster::ExecutorChoice::Slurm(s) => *s,
     };
-    let local_stages = config::local_stages(file)?;
+    let placement = config::stage_placement(file);
     let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
     let setup = cluster::SlurmSetup {
         settings,
@@ -387,7 +388,8 @@ fn item_executor(
         },
         file: file.path.to_string_lossy().into_owned(),
         overrides: set.to_vec(),
-        local_stages,
+        local_stages: placement.local,
+        job_stages: placement.jobs,
         workdir: absolute(Path::new(".")),
         offline,
     };

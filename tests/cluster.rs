@@ -1,7 +1,8 @@
 //! The Slurm executor against a real Slurm cluster (../shared/tools/slurm-single-node.sh; CI
 //! starts it): the shipped iPrefBench pipeline gives the same bytes as a local run, a task
 //! cancelled with `scancel` is re-submitted, a SIGKILLed coordinator restarted computes no
-//! committed item again, and a worker's bad-input error comes back located with exit 2.
+//! committed item again, and a worker's bad-input error comes back located with exit 2;
+//! whole-table stages marked `executor: slurm` run as one-task jobs with the same bytes.
 //! Without `sbatch` these tests say so and pass; under `CI=true` they must run.
 
 use std::collections::BTreeMap;
@@ -452,12 +453,20 @@ fn a_bad_executor_profile_is_a_located_error_and_submits_nothing() {
         "sl.yaml",
         &yaml.replace(
             "    kind: read_table\n",
-            "    kind: read_table\n    executor: slurm\n",
+            "    kind: read_table\n    executor: job\n",
         ),
     );
     let run = ws.cli(&["run", "sl.yaml", "--executor", "slurm"]);
     assert_eq!(run.code, 2, "{}", run.stderr);
-    assert!(run.stderr.contains("needs `per_item`"), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("sl.yaml:6:") && run.stderr.contains("local"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !ws.store().exists(),
+        "a bad stage executor touched the store"
+    );
 }
 
 #[test]
@@ -594,4 +603,173 @@ fn iprefbench_on_slurm_over_s3_gives_the_same_bytes_as_a_local_run() {
         .map(subs)
         .sum();
     assert_eq!(after, submitted, "the no-op re-run submitted work");
+}
+
+/// Whole-table stages marked `executor: slurm` (`rows`, without inputs, and `total`) around a
+/// per-item stage kept on the coordinator (`executor: local`).
+fn whole_job_pipeline() -> String {
+    r#"
+pipeline: wj
+stages:
+  rows:
+    kind: read_table
+    executor: slurm
+    params: { path: data/rows.csv }
+  work:
+    kind: probe
+    inputs: [rows]
+    per_item: id
+    executor: local
+    params: { label: wj }
+  total:
+    kind: query
+    inputs: [work]
+    executor: slurm
+    params: { sql: "SELECT grp, COUNT(*) AS n, SUM(value) AS s FROM work GROUP BY grp ORDER BY grp" }
+"#
+    .into()
+}
+
+/// The JSON objects under `cluster/jobs/` whose file name is `name`.
+fn job_objects(store: &Path, name: &str) -> Vec<Value> {
+    files(&store.join("cluster/jobs"))
+        .into_iter()
+        .filter(|p| p.file_name().is_some_and(|n| n == name))
+        .map(|p| serde_json::from_slice(&std::fs::read(p).expect("read")).expect("json"))
+        .collect()
+}
+
+#[test]
+fn whole_table_stages_marked_slurm_run_as_jobs_with_the_same_bytes_as_a_local_run() {
+    if !slurm_up("whole_table_stages_marked_slurm_run_as_jobs_with_the_same_bytes_as_a_local_run") {
+        return;
+    }
+    let local = Workspace::new();
+    let cluster = Workspace::new();
+    for ws in [&local, &cluster] {
+        ws.write("data/rows.csv", &numbers_csv(9));
+        ws.write("wj.yaml", &whole_job_pipeline());
+    }
+    let want = table_blobs(&local.run_ok("wj.yaml", &[]));
+    let p = profile(&cluster, 2, "");
+    let args = ["--executor", "slurm", "--profile", p.as_str()];
+    let record = cluster.run_ok("wj.yaml", &args);
+    assert_eq!(
+        table_blobs(&record),
+        want,
+        "tables differ from the local run"
+    );
+    let total = cluster.table("total", None);
+    let n = total.column("n").expect("n").u32().expect("u32").clone();
+    assert_eq!((0..3).map(|i| n.get(i)).collect::<Vec<_>>(), [Some(3); 3]);
+    // Two jobs of one task each: `rows` and `total`; `work` stayed on the coordinator.
+    let store = cluster.store();
+    let subs = submissions(&store);
+    assert_eq!(subs.len(), 2, "{subs:?}");
+    assert!(subs.iter().all(|(_, shards)| shards == &[0]), "{subs:?}");
+    let specs = job_objects(&store, "spec.json");
+    let stages: Vec<&str> = specs.iter().filter_map(|s| s["stage"].as_str()).collect();
+    assert_eq!(specs.len(), 2, "{stages:?}");
+    assert!(
+        stages.contains(&"rows") && stages.contains(&"total"),
+        "{stages:?}"
+    );
+    assert!(specs.iter().all(|s| s["whole_stage"] == true), "{specs:?}");
+    // Each was computed by its Slurm task: the worker's report names it and its commit.
+    let reports = job_objects(&store, "shard-0.json");
+    assert_eq!(reports.len(), 2, "{reports:?}");
+    for (job, _) in &subs {
+        let task = format!("{job}_0");
+        let report = reports.iter().find(|r| r["slurm"] == task.as_str());
+        let report = report.unwrap_or_else(|| panic!("no report from {task}: {reports:?}"));
+        assert_eq!(report["committed"], 1, "{report}");
+        assert_eq!(report["exit_code"], 0, "{report}");
+    }
+    for stage in ["rows", "total"] {
+        assert_eq!(instance(&record, stage)["status"], "executed");
+    }
+    // A no-op re-run submits nothing and computes nothing.
+    let again = cluster.run_ok("wj.yaml", &args);
+    assert_eq!(
+        submissions(&store).len(),
+        2,
+        "the no-op re-run submitted work"
+    );
+    for stage in ["rows", "work", "total"] {
+        assert_eq!(instance(&again, stage)["status"], "cached", "{stage}");
+    }
+    assert_eq!(table_blobs(&again), want);
+}
+
+#[test]
+fn a_whole_table_job_failing_on_bad_input_surfaces_its_located_error_with_exit_2() {
+    if !slurm_up("a_whole_table_job_failing_on_bad_input_surfaces_its_located_error_with_exit_2") {
+        return;
+    }
+    let yaml = r#"
+pipeline: bad
+stages:
+  rows:
+    kind: read_table
+    params: { path: data/rows.csv }
+  cast:
+    kind: query
+    inputs: [rows]
+    executor: slurm
+    retries: 2
+    params: { sql: "SELECT id, CAST(value AS INT) AS n FROM rows" }
+"#;
+    let rows = "id,value\nr1,1\nr2,2\nr3,three\nr4,4\n";
+    // `ws` runs it on Slurm; `local` shows what the local executor says.
+    let (ws, local) = (Workspace::new(), Workspace::new());
+    for w in [&ws, &local] {
+        w.write("data/rows.csv", rows);
+        w.write("bad.yaml", yaml);
+    }
+    let here = local.cli(&["run", "bad.yaml", "--progress", "none"]);
+    assert_eq!(here.code, 2, "{}", here.stderr);
+    let p = profile(&ws, 2, "");
+    let run = ws.cli(&[
+        "run",
+        "bad.yaml",
+        "--progress",
+        "none",
+        "--executor",
+        "slurm",
+        "--profile",
+        &p,
+    ]);
+    assert_eq!(
+        run.code, 2,
+        "stdout:\n{}\nstderr:\n{}",
+        run.stdout, run.stderr
+    );
+    assert!(
+        run.stderr.contains("three") && run.stderr.contains("(the whole stage)"),
+        "{}",
+        run.stderr
+    );
+    let errors = ws.cli(&["show", "errors"]).expect_code(0);
+    let row = errors.stdout.lines().find(|l| l.starts_with("cast\t"));
+    let row = row.unwrap_or_else(|| panic!("no error row for `cast`: {}", errors.stdout));
+    let fields: Vec<&str> = row.split('\t').collect();
+    assert_eq!(fields[2], "input", "{row}");
+    // The Slurm job and task it ran in, in a column of their own.
+    let (job, _) = submissions(&ws.store()).into_iter().next().expect("a job");
+    assert_eq!(fields[4], format!("slurm {job}_0"), "{row}");
+    // The worker's message is the local executor's, behind where it ran.
+    let local_row = local.cli(&["show", "errors"]).expect_code(0).stdout;
+    let local_message = local_row
+        .lines()
+        .find(|l| l.starts_with("cast\t"))
+        .and_then(|l| l.split('\t').nth(4))
+        .expect("local error row")
+        .trim_start_matches("bad input: ")
+        .to_string();
+    assert!(
+        row.contains(&local_message),
+        "{row}\nlocal: {local_message}"
+    );
+    // An input error is not re-submitted; nothing was committed for `cast`.
+    assert_eq!(submissions(&ws.store()).len(), 1);
 }

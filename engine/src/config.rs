@@ -99,8 +99,10 @@ pub struct StageSpec {
     #[serde(default)]
     #[schemars(with = "Option<crate::when::When>")]
     pub when: Option<Spanned<crate::when::When>>,
-    /// `local` keeps a per-item stage's items on the coordinator under a cluster executor
-    /// (for cheap stages, where a job's start-up costs more than the work).
+    /// Where the stage runs under a cluster executor: `local` keeps a per-item stage's items on
+    /// the coordinator (for cheap stages, where a job's start-up costs more than the work);
+    /// `slurm` runs a whole-table stage as one Slurm job (for an expensive one; whole-table
+    /// stages run on the coordinator by default).
     #[serde(default)]
     #[schemars(with = "Option<crate::cluster::StageExecutor>")]
     pub executor: Option<Spanned<crate::cluster::StageExecutor>>,

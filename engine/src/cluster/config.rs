@@ -108,14 +108,18 @@ pub struct ExecutorSpec {
     pub poll_ms: Option<Spanned<u64>>,
 }
 
-/// Where a stage's work runs: `executor: local` keeps a per-item stage on the coordinator
-/// (for cheap stages, where a job's start-up would cost more than the work).
+/// Where a stage's work runs under a cluster executor (the stage's `executor:` field). A
+/// per-item stage's items go to job arrays unless it says `local` (for cheap stages, where a
+/// job's start-up would cost more than the work); a whole-table stage runs on the coordinator
+/// unless it says `slurm` (for an expensive one: it then runs as one Slurm job). Under the
+/// local executor both mean this process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum StageExecutor {
-    /// On the coordinator, in this process.
+    /// On the coordinator, in this process (the default for whole-table stages).
     Local,
-    /// Through the run's executor (the default for per-item stages).
+    /// Through the run's executor: job arrays for a per-item stage (its default), one job for
+    /// a whole-table stage.
     Slurm,
 }
 
@@ -453,35 +457,35 @@ fn sbatch_arg_problem(a: &str) -> Option<(String, &'static str)> {
     })
 }
 
-/// The stages whose items stay on the coordinator (`executor: local`). `executor: slurm` on
-/// a stage without `per_item` is refused with its location: whole-table stages always run on
-/// the coordinator.
-pub fn local_stages(file: &PipelineFile) -> Result<BTreeSet<String>> {
-    let mut local = BTreeSet::new();
-    let mut errors = Vec::new();
+/// Which stages leave the default placement under a cluster executor (see [`StageExecutor`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StagePlacement {
+    /// Per-item stages whose items stay on the coordinator (`executor: local`).
+    pub local: BTreeSet<String>,
+    /// Whole-table stages that run as one Slurm job each (`executor: slurm`).
+    pub jobs: BTreeSet<String>,
+}
+
+/// The stages' placement from their `executor:` fields.
+pub fn stage_placement(file: &PipelineFile) -> StagePlacement {
+    let mut placement = StagePlacement::default();
     for (name, stage) in &file.spec.stages {
         let Some(e) = &stage.value.executor else {
             continue;
         };
-        match e.value {
-            StageExecutor::Local => {
-                local.insert(name.clone());
+        let whole = stage.value.per_item.is_none();
+        match (e.value, whole) {
+            (StageExecutor::Local, false) => {
+                placement.local.insert(name.clone());
             }
-            StageExecutor::Slurm if stage.value.per_item.is_none() => {
-                errors.push(ConfigError::new(
-                    at(&file.path, e),
-                    format!("stage `{name}`: `executor: slurm` needs `per_item`: a whole-table stage runs on the coordinator"),
-                    Some("remove `executor:` from this stage, or make it a per-item stage".into()),
-                ));
+            (StageExecutor::Slurm, true) => {
+                placement.jobs.insert(name.clone());
             }
-            StageExecutor::Slurm => {}
+            // The defaults, spelled out.
+            (StageExecutor::Local, true) | (StageExecutor::Slurm, false) => {}
         }
     }
-    if errors.is_empty() {
-        Ok(local)
-    } else {
-        Err(Error::Config(errors))
-    }
+    placement
 }
 
 #[cfg(test)]

@@ -2,7 +2,9 @@
 //! it writes the job to the store, submits one job array, follows it with `squeue`/`scontrol`,
 //! counts committed items in the store for progress, re-submits failed or pre-empted tasks up
 //! to the stage's `retries`, and hands the committed items back to the local runner, which
-//! assembles and commits the instance exactly as it does for local items.
+//! assembles and commits the instance exactly as it does for local items. A whole-table
+//! instance marked `executor: slurm` is the same with one target: a one-task array whose
+//! worker commits the instance under its recipe key, which the runner then takes as its result.
 //!
 //! A coordinator can be killed at any point: the job and its submissions are in the store, so
 //! a restarted one adopts the arrays still queued or running and submits only the shards whose
@@ -10,15 +12,18 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
-use std::sync::{Mutex, Once};
+use std::sync::{Arc, Mutex, Once};
 use std::time::{Duration, Instant};
 
 use super::config::SlurmSettings;
 use super::job::{self, JobInput, JobSpec, ShardReport, Submission, Submissions};
 use super::slurm::{ArrayRequest, SlurmClient, TaskState};
-use crate::artifact::{item_path, load_manifest, load_tables, unix_now, Manifest};
+use crate::artifact::{item_path, load_manifest, load_tables, recipe_path, unix_now, Manifest};
+use crate::decision::Decision;
 use crate::error::StageError;
-use crate::exec::{ItemExecutor, ItemFailure, ItemsRan, RemoteItems};
+use crate::exec::{
+    ExecEnv, InputBlob, ItemExecutor, ItemFailure, ItemsRan, RemoteItems, RemoteWhole,
+};
 use crate::kind::Tables;
 use crate::plan::Instance;
 use crate::store::Store;
@@ -44,8 +49,10 @@ pub struct SlurmExecutor {
     /// The pipeline file as given, and the `--set` overrides.
     file: String,
     overrides: Vec<String>,
-    /// Stages whose items stay on the coordinator (`executor: local`).
+    /// Per-item stages whose items stay on the coordinator (`executor: local`).
     local_stages: BTreeSet<String>,
+    /// Whole-table stages that run as one job each (`executor: slurm`).
+    job_stages: BTreeSet<String>,
     /// The working directory, absolute (`--chdir` of the tasks).
     workdir: PathBuf,
     /// The worker binary.
@@ -63,8 +70,10 @@ pub struct SlurmSetup {
     pub file: String,
     /// `--set` overrides.
     pub overrides: Vec<String>,
-    /// Stages marked `executor: local`.
+    /// Per-item stages marked `executor: local`.
     pub local_stages: BTreeSet<String>,
+    /// Whole-table stages marked `executor: slurm`.
+    pub job_stages: BTreeSet<String>,
     /// Absolute working directory.
     pub workdir: PathBuf,
     /// Offline run.
@@ -85,6 +94,7 @@ impl SlurmExecutor {
             file: setup.file,
             overrides: setup.overrides,
             local_stages: setup.local_stages,
+            job_stages: setup.job_stages,
             workdir: setup.workdir,
             worker,
             offline: setup.offline,
@@ -169,15 +179,19 @@ impl SlurmExecutor {
         });
         job::save(store, &job::submissions_key(&spec.job), subs)
             .map_err(|e| format!("cannot record slurm job {id} in the store: {e}"))?;
-        tracing::info!(
-            "{label}: submitted slurm job {id} ({} task(s) of {}, {} item(s))",
-            shards.len(),
-            spec.shards,
-            shards
-                .iter()
-                .map(|&s| spec.shard_items(s).len())
-                .sum::<usize>()
-        );
+        if spec.whole_stage {
+            tracing::info!("{label}: submitted slurm job {id} (the whole stage, one task)");
+        } else {
+            tracing::info!(
+                "{label}: submitted slurm job {id} ({} task(s) of {}, {} item(s))",
+                shards.len(),
+                spec.shards,
+                shards
+                    .iter()
+                    .map(|&s| spec.shard_items(s).len())
+                    .sum::<usize>()
+            );
+        }
         Ok(id)
     }
 
@@ -216,12 +230,74 @@ impl ItemExecutor for SlurmExecutor {
     }
 
     fn run_items(&self, req: RemoteItems) -> ItemsRan {
-        match self.supervise(&req) {
-            Ok(ran) => ran,
-            Err(message) => ItemsRan {
-                fresh: HashMap::new(),
-                failures: vec![ItemFailure::local(None, 1, StageError::Failed(message))],
-            },
+        self.follow(&Request::items(req))
+    }
+
+    fn takes_whole(&self, inst: &Instance) -> bool {
+        inst.per_item.is_none() && self.job_stages.contains(&inst.stage)
+    }
+
+    fn run_whole(&self, req: RemoteWhole) -> ItemsRan {
+        self.follow(&Request::whole(req))
+    }
+}
+
+/// What a job computes, as the coordinator follows it: its targets by position — the items
+/// of a per-item instance, or a whole-table instance as one target keyed by its recipe key —
+/// and what its spec is made of.
+struct Request {
+    env: Arc<ExecEnv>,
+    inst: Arc<Instance>,
+    decision: Decision,
+    inputs: Vec<InputBlob>,
+    pools: BTreeMap<String, u32>,
+    /// Called once for each target seen committed, for progress.
+    on_committed: Arc<dyn Fn() + Send + Sync>,
+    /// Each target's key, by position.
+    keys: Vec<String>,
+    /// Positions of the targets to compute.
+    missing: Vec<usize>,
+    /// One target, the whole stage, committed under its recipe key.
+    whole_stage: bool,
+}
+
+impl Request {
+    fn items(req: RemoteItems) -> Self {
+        let items = &req.items.items;
+        Self {
+            keys: items.iter().map(|i| i.key.clone()).collect(),
+            missing: (0..items.len())
+                .filter(|&i| items[i].hit.is_none())
+                .collect(),
+            whole_stage: false,
+            env: req.env,
+            inst: req.inst,
+            decision: req.decision,
+            inputs: req.inputs,
+            pools: req.pools,
+            on_committed: req.on_committed,
+        }
+    }
+
+    fn whole(req: RemoteWhole) -> Self {
+        Self {
+            keys: vec![req.decision.key.clone()],
+            missing: vec![0],
+            whole_stage: true,
+            env: req.env,
+            inst: req.inst,
+            decision: req.decision,
+            inputs: req.inputs,
+            pools: req.pools,
+            on_committed: Arc::new(|| {}),
+        }
+    }
+
+    /// Where target `key` is committed: an item manifest, or the instance's recipe manifest.
+    fn manifest_path(&self, key: &str) -> String {
+        match self.whole_stage {
+            true => recipe_path(key),
+            false => item_path(key),
         }
     }
 }
@@ -240,20 +316,29 @@ struct ShardTrack {
 }
 
 impl SlurmExecutor {
-    fn supervise(&self, req: &RemoteItems) -> Result<ItemsRan, String> {
+    /// Runs `req` as a job and follows it to the end; a failure to run it at all fails every
+    /// target.
+    fn follow(&self, req: &Request) -> ItemsRan {
+        match self.supervise(req) {
+            Ok(ran) => ran,
+            Err(message) => ItemsRan {
+                fresh: HashMap::new(),
+                failures: vec![ItemFailure::local(None, 1, StageError::Failed(message))],
+            },
+        }
+    }
+
+    fn supervise(&self, req: &Request) -> Result<ItemsRan, String> {
         let store = req.env.store.as_ref();
         let inst = &req.inst;
         let label = inst.label();
-        let missing: Vec<usize> = (0..req.items.items.len())
-            .filter(|&i| req.items.items[i].hit.is_none())
-            .collect();
-        let (spec, mut subs, adopted) = self.job_for(req, &missing)?;
+        let missing = &req.missing;
+        let (spec, mut subs, adopted) = self.job_for(req, missing)?;
         let by_key: HashMap<&str, usize> = req
-            .items
-            .items
+            .keys
             .iter()
             .enumerate()
-            .map(|(i, it)| (it.key.as_str(), i))
+            .map(|(i, k)| (k.as_str(), i))
             .collect();
         let mut shards: BTreeMap<u32, ShardTrack> = BTreeMap::new();
         let still: BTreeSet<usize> = missing.iter().copied().collect();
@@ -426,20 +511,20 @@ impl SlurmExecutor {
     /// submissions), else a new one written to the store.
     fn job_for(
         &self,
-        req: &RemoteItems,
+        req: &Request,
         missing: &[usize],
     ) -> Result<(JobSpec, Submissions, bool), String> {
         let store = req.env.store.as_ref();
         let job_id = req.decision.key.clone();
-        let keys: Vec<String> = missing
-            .iter()
-            .map(|&i| req.items.items[i].key.clone())
-            .collect();
+        let keys: Vec<String> = missing.iter().map(|&i| req.keys[i].clone()).collect();
         let stored: Option<JobSpec> = job::load(store, &job::spec_key(&job_id)).ok().flatten();
         if let Some(spec) = stored {
             let known: BTreeSet<&str> = spec.items.iter().map(String::as_str).collect();
             let covers = keys.iter().all(|k| known.contains(k.as_str()));
-            if covers && spec.parts == req.decision.parts && spec.file == self.file {
+            let same = spec.parts == req.decision.parts
+                && spec.file == self.file
+                && spec.whole_stage == req.whole_stage;
+            if covers && same {
                 let subs = job::load(store, &job::submissions_key(&job_id))
                     .ok()
                     .flatten()
@@ -466,6 +551,7 @@ impl SlurmExecutor {
             parts: req.decision.parts.clone(),
             inputs: req.inputs.iter().map(JobInput::from).collect(),
             items: keys,
+            whole_stage: req.whole_stage,
             shards,
             pools: pool_shares(&req.pools, at_once),
             pools_declared: req.pools.clone(),
@@ -498,7 +584,7 @@ fn marked_items(store: &dyn Store, job: &str) -> HashSet<String> {
 /// Moves the pending items of `t` that `look` selects and that are complete in the store
 /// into `fresh`, counting each for progress.
 fn collect(
-    req: &RemoteItems,
+    req: &Request,
     store: &dyn Store,
     t: &mut ShardTrack,
     fresh: &mut HashMap<usize, (Manifest, Tables)>,
@@ -506,8 +592,11 @@ fn collect(
 ) {
     let mut left = Vec::new();
     for &p in &t.pending {
-        let key = &req.items.items[p].key;
-        match look(key).then(|| committed(store, key)).flatten() {
+        let key = &req.keys[p];
+        match look(key)
+            .then(|| committed(store, &req.manifest_path(key)))
+            .flatten()
+        {
             Some(done) => {
                 fresh.insert(p, done);
                 (req.on_committed)();
@@ -518,9 +607,9 @@ fn collect(
     t.pending = left;
 }
 
-/// An item's committed manifest and tables, when it is complete in the store.
-fn committed(store: &dyn Store, key: &str) -> Option<(Manifest, Tables)> {
-    let m = load_manifest(store, &item_path(key)).ok().flatten()?;
+/// A committed manifest (at `path`) and its tables, when it is complete in the store.
+fn committed(store: &dyn Store, path: &str) -> Option<(Manifest, Tables)> {
+    let m = load_manifest(store, path).ok().flatten()?;
     let tables = load_tables(store, &m).ok()?;
     Some((m, tables))
 }
@@ -539,7 +628,7 @@ fn retryable(report: Option<&ShardReport>) -> bool {
 /// whether to re-submit instead).
 #[allow(clippy::too_many_arguments)]
 fn verdict(
-    req: &RemoteItems,
+    req: &Request,
     spec: &JobSpec,
     shard: u32,
     t: &ShardTrack,
@@ -549,7 +638,10 @@ fn verdict(
     log: &std::path::Path,
 ) -> Vec<ItemFailure> {
     let attempts = t.attempts.max(1);
-    let where_ = format!("slurm task {task} (shard {shard}/{})", spec.shards);
+    let where_ = match spec.whole_stage {
+        true => format!("slurm task {task} (the whole stage)"),
+        false => format!("slurm task {task} (shard {shard}/{})", spec.shards),
+    };
     let failure = |position: usize, attempts: u32, error: StageError| ItemFailure {
         position: Some(position),
         attempts,
@@ -563,7 +655,7 @@ fn verdict(
             let pos = f
                 .key
                 .as_ref()
-                .and_then(|k| req.items.items.iter().position(|i| &i.key == k));
+                .and_then(|k| req.keys.iter().position(|key| key == k));
             let message = format!("{where_}: {}", f.message);
             let err = match f.kind.as_str() {
                 "input" => StageError::Input(message),

@@ -47,7 +47,8 @@ impl From<&JobInput> for InputBlob {
     }
 }
 
-/// What a worker computes: the items of one stage instance, dealt over `shards` tasks.
+/// What a worker computes: the items of one stage instance, dealt over `shards` tasks, or a
+/// whole-table instance in one task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct JobSpec {
     /// The job id (the instance's recipe key).
@@ -66,8 +67,13 @@ pub struct JobSpec {
     pub parts: KeyParts,
     /// Input tables, in binding order.
     pub inputs: Vec<JobInput>,
-    /// The item keys to compute, in item order; item `j` belongs to shard `j % shards`.
+    /// The item keys to compute, in item order; item `j` belongs to shard `j % shards`. For
+    /// a whole-stage job: the recipe key alone.
     pub items: Vec<String>,
+    /// The job computes a whole-table stage in one task (committed under its recipe key, the
+    /// job id), not items.
+    #[serde(default)]
+    pub whole_stage: bool,
     /// Number of shards (array tasks).
     pub shards: u32,
     /// The slots each worker may hold of each resource pool (the pool divided among the
@@ -158,7 +164,7 @@ pub fn report_key(job: &str, shard: u32) -> String {
 }
 
 /// Store prefix under which workers mark the items they committed (`done/<item key>`, empty
-/// objects): the coordinator lists it once per poll instead of asking for every pending item.
+/// objects; a whole-stage job's worker marks its recipe key): the coordinator lists it once per poll instead of asking for every pending item.
 pub fn done_prefix(job: &str) -> String {
     format!("{PREFIX}/{job}/done")
 }
@@ -216,6 +222,7 @@ mod tests {
             },
             inputs: vec![],
             items: (0..7).map(|i| format!("k{i}")).collect(),
+            whole_stage: false,
             shards: 3,
             pools: BTreeMap::new(),
             pools_declared: BTreeMap::new(),

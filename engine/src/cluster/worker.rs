@@ -4,9 +4,11 @@
 //! file, same `--set`), checks that its instance has the job's recipe (same kind version,
 //! params and external files — a compute node with other datasets or another binary would
 //! compute something else), then computes the items of its shard that are not committed yet
-//! with the local executor's own functions, committing each as it finishes. It ends with a
-//! report in the store and an exit code that says what happened ([`WorkExit`]). Nothing else
-//! needs to be shared with the coordinator, so the same command runs under any scheduler.
+//! with the local executor's own functions, committing each as it finishes. A whole-stage job
+//! (a whole-table stage marked `executor: slurm`, one task) computes the instance in one piece
+//! and commits it under its recipe key, as a local run would. It ends with a report in the
+//! store and an exit code that says what happened ([`WorkExit`]). Nothing else needs to be
+//! shared with the coordinator, so the same command runs under any scheduler.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -15,13 +17,15 @@ use std::sync::Arc;
 use tokio::sync::Semaphore;
 
 use super::job::{self, ItemFailure, JobSpec, ShardReport};
-use crate::artifact::ENGINE_VERSION;
+use crate::artifact::{blobs_present, load_manifest, recipe_path, ENGINE_VERSION};
 use crate::config::PipelineFile;
 use crate::decision::{decide_items, ItemDecisions};
 use crate::error::{Error, StageError};
-use crate::exec::{load_inputs, prepare, run_items_locally, ExecEnv, InputBlob};
+use crate::exec::{
+    load_inputs, prepare, run_items_locally, run_unit, ExecEnv, InputBlob, Unit, Work,
+};
 use crate::keys::hash_path;
-use crate::kind::Registry;
+use crate::kind::{InputTable, Registry};
 use crate::params::Override;
 use crate::plan::{Instance, Plan};
 use crate::store::Store;
@@ -180,6 +184,9 @@ async fn run_shard(req: &WorkRequest<'_>, report: &mut ShardReport) -> WorkExit 
         Ok(Err(e)) => return setup_failure(report, format!("cannot load the job's inputs: {e}")),
         Err(e) => return setup_failure(report, format!("internal error: {e}")),
     };
+    if spec.whole_stage {
+        return run_whole_stage(&env, &inst, &spec, inputs, report).await;
+    }
     let Some(main) = inputs.first() else {
         return setup_failure(report, "the job has no input tables".into());
     };
@@ -254,6 +261,80 @@ async fn run_shard(req: &WorkRequest<'_>, report: &mut ShardReport) -> WorkExit 
         );
     }
     exit_for(&report.failures)
+}
+
+/// Computes a whole-stage job's instance and commits it under its recipe key (the job id),
+/// through the same unit of work as a local run; nothing when it is committed already.
+async fn run_whole_stage(
+    env: &Arc<ExecEnv>,
+    inst: &Arc<Instance>,
+    spec: &JobSpec,
+    inputs: Arc<Vec<InputTable>>,
+    report: &mut ShardReport,
+) -> WorkExit {
+    let store = env.store.clone();
+    let done = mark_committed(store.clone(), &spec.job);
+    let path = recipe_path(&spec.job);
+    let cached = load_manifest(store.as_ref(), &path)
+        .ok()
+        .flatten()
+        .is_some_and(|m| blobs_present(store.as_ref(), &m).unwrap_or(false));
+    tracing::info!(
+        "{}: the whole stage ({})",
+        inst.label(),
+        if cached {
+            "already committed"
+        } else {
+            "to compute"
+        }
+    );
+    if cached {
+        report.already = 1;
+        done(Some(&spec.job));
+        return WorkExit::Done;
+    }
+    let meter = Arc::new(UsageMeter::new());
+    let failure = |attempts: u32, e: &StageError| ItemFailure {
+        item: None,
+        key: Some(spec.job.clone()),
+        attempts,
+        kind: kind_of(e).into(),
+        message: message_of(e),
+    };
+    let prepared = match prepare(env, inst, &spec.job, &inputs, &meter).await {
+        Ok(p) => p,
+        Err((attempts, e)) => {
+            report.failures.push(failure(attempts, &e));
+            return exit_for(&report.failures);
+        }
+    };
+    let work = Work {
+        inst: inst.clone(),
+        unit: Arc::new(Unit {
+            item: None,
+            rows: None,
+            parts: spec.parts.clone(),
+            key: spec.job.clone(),
+        }),
+        prepared,
+        inputs,
+        slots: None,
+        pools: worker_pools(inst, &spec.pools),
+        meter,
+    };
+    match run_unit(env, work).await {
+        Ok(_) => {
+            report.committed = 1;
+            done(Some(&spec.job));
+            WorkExit::Done
+        }
+        Err((attempts, e)) => {
+            let (kind, message) = (kind_of(&e), message_of(&e));
+            tracing::error!("{}: failed ({kind}): {message}", inst.label());
+            report.failures.push(failure(attempts, &e));
+            exit_for(&report.failures)
+        }
+    }
 }
 
 /// Leaves a mark under the job's `done/` prefix as each item is committed, so the coordinator
@@ -339,6 +420,21 @@ fn find_instance(plan: &Plan, spec: &JobSpec, workdir: &Path) -> Result<Arc<Inst
             inst.kind.version(),
             p.kind,
             p.kind_version
+        ));
+    }
+    if spec.whole_stage != inst.per_item.is_none() {
+        differs.push(format!(
+            "the stage is {} here, {} in the job (the pipeline file changed)",
+            if inst.per_item.is_none() {
+                "whole-table"
+            } else {
+                "per-item"
+            },
+            if spec.whole_stage {
+                "whole-table"
+            } else {
+                "per-item"
+            }
         ));
     }
     if p.params != inst.kind.key_params(&inst.params) {

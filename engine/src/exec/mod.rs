@@ -24,7 +24,7 @@ pub use env::ExecEnv;
 pub use inputs::{input_blobs, load_inputs, InputBlob};
 pub use items::{assemble, run_items_locally, ItemDone, ItemFailure, ItemsRan};
 pub use prepare::prepare;
-pub use remote::{ItemExecutor, RemoteItems};
+pub use remote::{ItemExecutor, RemoteItems, RemoteWhole};
 pub use unit::{run_unit, seed_of, Unit, UnitResult, Work};
 
 use std::collections::HashMap;
@@ -62,8 +62,8 @@ pub struct RunOptions {
     pub log_every: Duration,
     /// Forbid external calls that are not already cached (see [`crate::StageContext::offline`]).
     pub offline: bool,
-    /// Where the missing items of per-item stages run when not in this process (a cluster
-    /// executor); `None` runs everything locally.
+    /// Where the missing items of per-item stages, and the whole-table stages it takes, run
+    /// when not in this process (a cluster executor); `None` runs everything locally.
     pub executor: Option<Arc<dyn ItemExecutor>>,
 }
 
@@ -393,17 +393,27 @@ impl Runner {
             Ok(blobs) => blobs,
             Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
         };
-        let inputs = match self.load_inputs(blobs.clone()).await {
-            Ok(inputs) => Arc::new(inputs),
-            Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
-        };
-        let result = if inst.per_item.is_some() {
+        let remote_whole =
+            (self.executor.clone()).filter(|x| inst.per_item.is_none() && x.takes_whole(inst));
+        let result = if let Some(executor) = remote_whole {
+            // A cluster job computes and commits it; its worker loads the inputs itself.
             let run = self
                 .clone()
-                .run_items(inst.clone(), decision, (inputs, blobs), started);
+                .run_whole_remote(executor, inst.clone(), decision, blobs);
             run.await
         } else {
-            self.clone().run_whole(inst.clone(), decision, inputs).await
+            let inputs = match self.load_inputs(blobs.clone()).await {
+                Ok(inputs) => Arc::new(inputs),
+                Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
+            };
+            if inst.per_item.is_some() {
+                let run = self
+                    .clone()
+                    .run_items(inst.clone(), decision, (inputs, blobs), started);
+                run.await
+            } else {
+                self.clone().run_whole(inst.clone(), decision, inputs).await
+            }
         };
         match result {
             Ok((manifest, spent)) => {
