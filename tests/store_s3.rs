@@ -215,6 +215,63 @@ fn put_new_races_on_s3_have_exactly_one_winner() {
     }
 }
 
+/// Racing writers of one manifest key on S3 (a non-deterministic result computed twice): one
+/// manifest is written, every other writer gets that one back, and the stored bytes never
+/// change; once its blob is gone, the next writer replaces it.
+#[test]
+fn racing_manifest_commits_on_s3_keep_the_first_result() {
+    use prefflow_engine::artifact::{commit_manifest, Committed, Manifest};
+    let Some(s3) = s3("racing_manifest_commits_on_s3_keep_the_first_result") else {
+        return;
+    };
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(2));
+    ws.write("p.yaml", &two_probe_stages("s3m", 0));
+    s3.run_ok(&ws, "p.yaml", &["--only", "a"]);
+    let item = s3.store.list("items").expect("list")[0].clone();
+    let real: Manifest = serde_json::from_value(s3.json(&item)).expect("manifest");
+    for round in 0..10 {
+        let key = format!("items/zz/race-{round}.json");
+        let writers = 8;
+        let barrier = Arc::new(Barrier::new(writers));
+        let handles: Vec<_> = (0..writers)
+            .map(|w| {
+                let (store, barrier, key) = (s3.store.clone(), barrier.clone(), key.clone());
+                let mut mine = real.clone();
+                mine.data_version = format!("writer {w}");
+                std::thread::spawn(move || {
+                    barrier.wait();
+                    match commit_manifest(store.as_ref(), &key, &mine).expect("commit") {
+                        Committed::Written => mine.data_version,
+                        Committed::Kept(theirs) => theirs.data_version,
+                    }
+                })
+            })
+            .collect();
+        let seen: Vec<String> = handles
+            .into_iter()
+            .map(|h| h.join().expect("writer"))
+            .collect();
+        let stored: Manifest = serde_json::from_value(s3.json(&key)).expect("manifest");
+        assert!(
+            seen.iter().all(|v| *v == stored.data_version),
+            "round {round}: writers saw {seen:?}, the store holds {}",
+            stored.data_version
+        );
+    }
+    // The real item's blob goes missing: a new commit of its key replaces the manifest.
+    let blob = blob_key(&real.tables.values().next().expect("a table").blob);
+    s3.store.delete(&blob).expect("delete");
+    let mut healed = real.clone();
+    healed.data_version = "healed".into();
+    assert!(matches!(
+        commit_manifest(s3.store.as_ref(), &item, &healed).expect("commit"),
+        Committed::Written
+    ));
+    let stored: Manifest = serde_json::from_value(s3.json(&item)).expect("manifest");
+    assert_eq!(stored.data_version, "healed");
+}
+
 #[test]
 fn the_blob_cache_is_verified_and_never_outlives_the_remote_object() {
     let Some(s3) = s3("the_blob_cache_is_verified_and_never_outlives_the_remote_object") else {

@@ -213,3 +213,52 @@ fn two_runs_of_the_same_items_compute_each_item_once() {
     assert!(e2 < 16, "the second run computed everything again");
     assert!(ws.table("a", None).height() == 16);
 }
+
+/// The cluster executor's hand-off objects go once their instance is committed; an unfinished
+/// job (its coordinator was killed) stays for a restarted coordinator to adopt, until
+/// `--drop-dead-leases`.
+#[test]
+fn gc_removes_finished_cluster_jobs_and_keeps_unfinished_ones() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(4));
+    ws.write("shared.yaml", &two_probe_stages("shared", 0));
+    let record = ws.run_ok("shared.yaml", &["--only", "a"]);
+    let finished = instance(&record, "a")["recipe_key"]
+        .as_str()
+        .expect("recipe key")
+        .to_string();
+    let unfinished = "f".repeat(64);
+    let jobs = ws.store().join("cluster/jobs");
+    for job in [&finished, &unfinished] {
+        for file in ["spec.json", "submissions.json", "shard-0.json", "done/k1"] {
+            ws.write(&format!(".prefflow/cluster/jobs/{job}/{file}"), "{}");
+        }
+    }
+    let dry = ws.cli(&["gc", "--dry-run"]).expect_code(0);
+    assert!(
+        dry.stdout.contains("1 unfinished cluster job(s)"),
+        "{}",
+        dry.stdout
+    );
+    assert_eq!(
+        count_files(&jobs.join(&finished)),
+        4,
+        "--dry-run removed something"
+    );
+    ws.cli(&["gc"]).expect_code(0);
+    assert_eq!(
+        count_files(&jobs.join(&finished)),
+        0,
+        "a finished job was kept"
+    );
+    assert_eq!(
+        count_files(&jobs.join(&unfinished)),
+        4,
+        "an unfinished job was removed"
+    );
+    ws.cli(&["gc", "--drop-dead-leases"]).expect_code(0);
+    assert_eq!(count_files(&jobs.join(&unfinished)), 0);
+    // The run's own results survived every collection.
+    let again = ws.run_ok("shared.yaml", &["--only", "a"]);
+    assert_eq!(summary(&again, "stages_executed"), 0, "{again}");
+}

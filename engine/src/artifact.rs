@@ -314,13 +314,54 @@ pub fn load_manifest(store: &dyn Store, key: &str) -> Result<Option<Manifest>> {
     }
 }
 
-/// Writes a manifest (the commit point).
-pub fn save_manifest(store: &dyn Store, key: &str, manifest: &Manifest) -> Result<()> {
+/// What committing a manifest came to: this writer's manifest is the commit, or another
+/// writer committed the same key first and its result stands.
+#[derive(Debug)]
+pub enum Committed {
+    /// This manifest was written.
+    Written,
+    /// Another writer's manifest for the same key was already there, readable and with every
+    /// blob present; it stays, so everyone downstream sees one result per key.
+    Kept(Box<Manifest>),
+}
+
+/// Writes a manifest under `key` (the commit point) only if no usable one is there.
+///
+/// Two writers (runs, cluster workers, people sharing a store) may compute the same key; a
+/// plain put would let the later one overwrite a result that others may already have read —
+/// for a non-deterministic kind, with different data. So the manifest is created only if absent
+/// (`put_new`: `If-None-Match` on object stores); when one exists and is usable, it is kept;
+/// when it is unreadable or points at missing blobs (a healed store), it is replaced with a
+/// compare-and-swap on the version just read, so a concurrent healer cannot be clobbered either.
+pub fn commit_manifest(store: &dyn Store, key: &str, manifest: &Manifest) -> Result<Committed> {
+    const ROUNDS: usize = 8;
     let bytes = serde_json::to_vec_pretty(manifest).map_err(|e| Error::Corrupt {
         key: key.into(),
         reason: e.to_string(),
     })?;
-    store.put(key, &bytes)
+    for _ in 0..ROUNDS {
+        if store.put_new(key, &bytes)? {
+            return Ok(Committed::Written);
+        }
+        let Some((theirs, version)) = store.get_versioned(key)? else {
+            continue; // deleted between the two calls: try to create it again
+        };
+        if let Ok(m) = serde_json::from_slice::<Manifest>(&theirs) {
+            if blobs_present(store, &m)? {
+                return Ok(Committed::Kept(Box::new(m)));
+            }
+        }
+        if store.put_if(key, &bytes, Some(&version))? {
+            return Ok(Committed::Written);
+        }
+    }
+    Err(Error::Corrupt {
+        key: key.into(),
+        reason: format!(
+            "{ROUNDS} concurrent writers kept replacing this manifest; run again (the store is \
+             shared by writers that disagree about it)"
+        ),
+    })
 }
 
 /// Whether every blob a manifest points at is present.
@@ -437,5 +478,76 @@ mod tests {
         assert!(dictionary.len() < 500 * 9, "{} bytes", dictionary.len());
         let back = decode_parquet(plain).expect("decode");
         assert!(back.equals(&repetitive));
+    }
+
+    /// A manifest of one one-column table holding `value`, its blob stored in `store`.
+    fn committed_value(store: &dyn Store, value: &str) -> Manifest {
+        let mut tables = IndexMap::new();
+        tables.insert("t".to_string(), df!("v" => [value]).expect("frame"));
+        let (entries, data_version) = store_tables(store, &Tables(tables)).expect("store");
+        Manifest {
+            recipe_key: "k".repeat(64),
+            key: KeyParts {
+                engine: ENGINE_VERSION.into(),
+                kind: "probe".into(),
+                kind_version: "1".into(),
+                code: Default::default(),
+                params: serde_json::json!({}),
+                inputs: Default::default(),
+                external: Default::default(),
+                item: None,
+                when: None,
+            },
+            pipeline: "p".into(),
+            stage: "s".into(),
+            variant: String::new(),
+            deterministic: false,
+            data_version,
+            tables: entries,
+            started_at: 0.0,
+            seconds: 0.0,
+            attempts: 1,
+            items: None,
+            item_keys: Vec::new(),
+            usage: Usage::default(),
+        }
+    }
+
+    #[test]
+    fn the_first_committed_manifest_stands_unless_its_blobs_are_gone() {
+        let dir = std::env::temp_dir().join(format!("prefflow-commit-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = crate::store::FsStore::new(&dir);
+        let key = recipe_path(&"k".repeat(64));
+        let first = committed_value(&store, "first");
+        let second = committed_value(&store, "second");
+        assert!(matches!(
+            commit_manifest(&store, &key, &first).expect("commit"),
+            Committed::Written
+        ));
+        // A second writer of the same key (a non-deterministic kind: other data) keeps the first.
+        match commit_manifest(&store, &key, &second).expect("commit") {
+            Committed::Kept(m) => assert_eq!(m.data_version, first.data_version),
+            Committed::Written => panic!("the second writer overwrote the first's result"),
+        }
+        let standing = load_manifest(&store, &key).expect("load").expect("present");
+        assert_eq!(standing.data_version, first.data_version);
+        // Once the first result's blob is gone (gc'd, quarantined), a new commit replaces it.
+        store
+            .delete(&blob_path(&first.tables["t"].blob))
+            .expect("delete");
+        assert!(matches!(
+            commit_manifest(&store, &key, &second).expect("commit"),
+            Committed::Written
+        ));
+        let standing = load_manifest(&store, &key).expect("load").expect("present");
+        assert_eq!(standing.data_version, second.data_version);
+        // So does an unreadable manifest.
+        store.put(&key, b"{ not json").expect("put");
+        assert!(matches!(
+            commit_manifest(&store, &key, &first).expect("commit"),
+            Committed::Written
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

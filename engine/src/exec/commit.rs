@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use super::ExecEnv;
 use crate::artifact::{
-    item_path, recipe_path, save_manifest, store_tables, unix_now, ItemCounts, KeyParts, Manifest,
+    commit_manifest, item_path, recipe_path, store_tables, unix_now, Committed, ItemCounts,
+    KeyParts, Manifest,
 };
 use crate::error::{Error, StageError};
 use crate::kind::Tables;
@@ -20,8 +21,18 @@ pub struct Provenance {
     pub attempts: u32,
 }
 
+/// The manifest that stands under a key after a commit.
+pub struct Commit {
+    /// This writer's manifest, or the one another writer committed first (its result, with
+    /// this writer's provenance: time, attempts, usage and item counts).
+    pub manifest: Manifest,
+    /// Whether `manifest` is another writer's (its tables, not ours, are the result).
+    pub theirs: bool,
+}
+
 /// Commits one item of a per-item stage under its item key (`key` is the hash of `parts`);
-/// `usage` is what computing it cost.
+/// `usage` is what computing it cost. Returns the manifest that stands under the key: this
+/// one, or another writer's that committed the key first (see [`commit_manifest`]).
 pub fn commit_item(
     env: &ExecEnv,
     inst: &Instance,
@@ -29,15 +40,15 @@ pub fn commit_item(
     tables: &Tables,
     how: Provenance,
     usage: Usage,
-) -> Result<Manifest, StageError> {
+) -> Result<Commit, StageError> {
     let manifest = manifest(env, inst, (parts, key), tables, how, usage)?;
-    save(env, &item_path(&manifest.recipe_key), &manifest)?;
-    Ok(manifest)
+    save(env, &item_path(&manifest.recipe_key), manifest)
 }
 
 /// Commits an instance's whole result under its recipe key; `usage` is what producing it cost
 /// (for a per-item stage: prepare plus every item, cached ones included); `items` are a
-/// per-item stage's counts and item keys.
+/// per-item stage's counts and item keys. Returns the manifest that stands under the key, as
+/// [`commit_item`] does.
 pub fn commit_instance(
     env: &ExecEnv,
     inst: &Instance,
@@ -46,14 +57,13 @@ pub fn commit_instance(
     how: Provenance,
     usage: Usage,
     items: Option<(ItemCounts, Vec<String>)>,
-) -> Result<Manifest, StageError> {
+) -> Result<Commit, StageError> {
     let mut manifest = manifest(env, inst, (parts, key), tables, how, usage)?;
     if let Some((counts, keys)) = items {
         manifest.items = Some(counts);
         manifest.item_keys = keys;
     }
-    save(env, &recipe_path(&manifest.recipe_key), &manifest)?;
-    Ok(manifest)
+    save(env, &recipe_path(&manifest.recipe_key), manifest)
 }
 
 /// Stores `tables` as blobs and describes them in a manifest (not yet written).
@@ -86,8 +96,30 @@ fn manifest(
     })
 }
 
-fn save(env: &ExecEnv, path: &str, manifest: &Manifest) -> Result<(), StageError> {
-    save_manifest(env.store.as_ref(), path, manifest).map_err(|e| not_stored(env, e))
+/// Writes `manifest` unless another writer's stands under `path` already; returns the one that
+/// stands.
+fn save(env: &ExecEnv, path: &str, manifest: Manifest) -> Result<Commit, StageError> {
+    match commit_manifest(env.store.as_ref(), path, &manifest) {
+        Ok(Committed::Written) => Ok(Commit {
+            manifest,
+            theirs: false,
+        }),
+        Ok(Committed::Kept(mut theirs)) => {
+            tracing::debug!("{path}: another writer committed it first; keeping theirs");
+            // Their result stands; what this run reports (time, attempts, spending, item
+            // counts) is still what this run did.
+            theirs.started_at = manifest.started_at;
+            theirs.seconds = manifest.seconds;
+            theirs.attempts = manifest.attempts;
+            theirs.usage = manifest.usage;
+            theirs.items = manifest.items;
+            Ok(Commit {
+                manifest: *theirs,
+                theirs: true,
+            })
+        }
+        Err(e) => Err(not_stored(env, e)),
+    }
 }
 
 /// A failed write stops new work in this run (see [`ExecEnv::note_store_failure`]).

@@ -616,6 +616,7 @@ impl Runner {
                 usage,
                 Some((counts, keys)),
             )
+            .map(|commit| commit.manifest)
             .map_err(AssembleError::Failed)
         })
         .await

@@ -19,7 +19,7 @@ mod remote;
 mod unit;
 mod whole;
 
-pub use commit::{commit_instance, commit_item, Provenance};
+pub use commit::{commit_instance, commit_item, Commit, Provenance};
 pub use env::ExecEnv;
 pub use inputs::{input_blobs, load_inputs, InputBlob};
 pub use items::{assemble, run_items_locally, ItemDone, ItemFailure, ItemsRan};

@@ -14,7 +14,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use super::commit::{commit_instance, commit_item, Provenance};
 use super::items::NOT_STARTED;
 use super::ExecEnv;
-use crate::artifact::{KeyParts, Manifest};
+use crate::artifact::{load_tables, KeyParts, Manifest};
 use crate::error::StageError;
 use crate::kind::{Execution, InputTable, PreparedKind, StageContext, Tables};
 use crate::plan::Instance;
@@ -113,8 +113,7 @@ async fn attempt_unit(
                 let tables =
                     call_blocking(&env, &inst, &unit, &*prepared, &inputs, attempt, &meter);
                 drop(permits);
-                let tables = tables?;
-                commit_unit(&env, &inst, &unit, &tables, how, &meter).map(|m| (m, tables))
+                commit_unit(&env, &inst, &unit, tables?, how, &meter)
             })
             .await
             .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
@@ -202,28 +201,38 @@ async fn commit_async(
         work.unit.clone(),
         work.meter.clone(),
     );
-    tokio::task::spawn_blocking(move || {
-        commit_unit(&env, &inst, &unit, &tables, how, &meter).map(|m| (m, tables))
-    })
-    .await
-    .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
+    tokio::task::spawn_blocking(move || commit_unit(&env, &inst, &unit, tables, how, &meter))
+        .await
+        .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
 }
 
-/// Commits an item under its item key, a whole stage under its recipe key.
+/// Commits an item under its item key, a whole stage under its recipe key; returns the manifest
+/// and tables that stand under the key (another writer's when it committed the key first).
 fn commit_unit(
     env: &ExecEnv,
     inst: &Instance,
     unit: &Unit,
-    tables: &Tables,
+    tables: Tables,
     how: Provenance,
     meter: &UsageMeter,
-) -> Result<Manifest, StageError> {
+) -> Result<(Manifest, Tables), StageError> {
     let recipe = (&unit.parts, unit.key.as_str());
     let usage = meter.snapshot();
-    match unit.item {
-        Some(_) => commit_item(env, inst, recipe, tables, how, usage),
-        None => commit_instance(env, inst, recipe, tables, how, usage, None),
+    let commit = match unit.item {
+        Some(_) => commit_item(env, inst, recipe, &tables, how, usage),
+        None => commit_instance(env, inst, recipe, &tables, how, usage, None),
+    }?;
+    if !commit.theirs {
+        return Ok((commit.manifest, tables));
     }
+    // Another writer committed this key first: its result stands, for us as for everyone.
+    let theirs = load_tables(env.store.as_ref(), &commit.manifest).map_err(|e| {
+        StageError::Failed(format!(
+            "could not read the result another writer committed under {}: {e}",
+            unit.key
+        ))
+    })?;
+    Ok((commit.manifest, theirs))
 }
 
 /// The context of one attempt of `unit`.

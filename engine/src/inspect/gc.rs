@@ -1,11 +1,12 @@
 //! `prefflow gc`: removes every artifact no pipeline's run records (nor any lease) reach,
-//! and temporary files whose writer is gone.
+//! the hand-off objects of finished cluster jobs, and temporary files whose writer is gone.
 
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crate::artifact::{blob_path, item_path, load_manifest, recipe_path, unix_now};
+use crate::cluster::job as cluster_jobs;
 use crate::error::{Error, Result};
 use crate::record::{load_last_run, load_latest, pipelines};
 use crate::store::lease::{
@@ -143,10 +144,60 @@ pub fn gc(store: Arc<dyn Store>, opts: &GcOptions) -> Result<GcReport> {
             }
         }
     }
+    let unfinished = sweep_cluster_jobs(store, opts, now, |meta, garbage| {
+        sweep(meta, garbage, &mut report)
+    })?;
+    if unfinished > 0 {
+        report.protected.push(format!(
+            "{unfinished} unfinished cluster job(s) under {} (a restarted coordinator adopts \
+             them; `gc --drop-dead-leases` removes them)",
+            cluster_jobs::PREFIX
+        ));
+    }
     if let Some(own) = own {
         own.release()?;
     }
     Ok(report)
+}
+
+/// Sweeps the cluster executor's hand-off objects (`cluster/jobs/<job>/…`: spec, submissions,
+/// shard reports, done marks). A job whose instance is committed (its recipe manifest exists)
+/// is finished and all of it is garbage; an unfinished one is kept for a restarted coordinator
+/// to adopt, unless `drop_dead_leases` (no live lease exists by now, so nobody works on it).
+/// Returns how many unfinished jobs were kept.
+fn sweep_cluster_jobs(
+    store: &dyn Store,
+    opts: &GcOptions,
+    now: f64,
+    mut sweep: impl FnMut(ObjectMeta, bool) -> Result<()>,
+) -> Result<usize> {
+    let mut finished: std::collections::HashMap<String, bool> = Default::default();
+    let mut kept = HashSet::new();
+    for meta in store.list_meta(cluster_jobs::PREFIX)? {
+        let rest = &meta.key[cluster_jobs::PREFIX.len()..];
+        let job = match rest.trim_start_matches('/').split('/').next() {
+            Some(job) if !job.is_empty() => job.to_string(),
+            _ => continue,
+        };
+        let done = match finished.get(&job) {
+            Some(d) => *d,
+            None => {
+                let d = store.exists(&recipe_path(&job))?;
+                finished.insert(job.clone(), d);
+                d
+            }
+        };
+        let garbage = if meta.key.ends_with(TMP_SUFFIX) {
+            tmp_is_stale(&meta, now)
+        } else {
+            done || opts.drop_dead_leases
+        };
+        if !garbage && !done {
+            kept.insert(job);
+        }
+        sweep(meta, garbage)?;
+    }
+    Ok(kept.len())
 }
 
 /// Adds what the leases protect to `keep` and says why in `report`. A dead lease whose work
