@@ -773,3 +773,132 @@ stages:
     // An input error is not re-submitted; nothing was committed for `cast`.
     assert_eq!(submissions(&ws.store()).len(), 1);
 }
+
+/// The run leases in the store (`leases/<id>.json`), as JSON.
+fn leases(store: &Path) -> Vec<Value> {
+    let Ok(entries) = std::fs::read_dir(store.join("leases")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| serde_json::from_slice(&std::fs::read(p).ok()?).ok())
+        .collect()
+}
+
+#[test]
+fn gc_refuses_while_a_worker_runs_even_after_its_coordinator_is_killed() {
+    if !slurm_up("gc_refuses_while_a_worker_runs_even_after_its_coordinator_is_killed") {
+        return;
+    }
+    let ws = Workspace::new();
+    // Items slow enough that the worker is still computing when gc runs; cancelled below.
+    let (rows, yaml) = probe_pipeline(2, "delay_ms: 60000", "");
+    ws.write("data/rows.csv", &rows);
+    ws.write("sl.yaml", &yaml);
+    let p = profile(&ws, 1, "");
+    let mut coordinator = spawn(
+        &ws,
+        &[
+            "run",
+            "sl.yaml",
+            "--progress",
+            "none",
+            "--executor",
+            "slurm",
+            "--profile",
+            &p,
+        ],
+    );
+    let store = ws.store();
+    let own = coordinator.id() as u64;
+    let mut worker_pid = 0;
+    wait_for("the worker's lease", Duration::from_secs(300), || {
+        let found = leases(&store)
+            .into_iter()
+            .filter_map(|l| l["pid"].as_u64())
+            .find(|&pid| pid != own);
+        worker_pid = found.unwrap_or(0);
+        found.is_some()
+    });
+    coordinator.kill().expect("SIGKILL the coordinator");
+    let _ = coordinator.wait();
+    let refused = ws.cli(&["gc"]);
+    let (job, _) = submissions(&store).into_iter().next().expect("a job");
+    let _ = Command::new("scancel").arg(&job).status();
+    assert_eq!(refused.code, 3, "{}\n{}", refused.stdout, refused.stderr);
+    assert!(
+        refused.stderr.contains("gc refused: 1 live lease")
+            && refused.stderr.contains("run of `sl`")
+            && refused.stderr.contains(&format!("pid {worker_pid} ")),
+        "{}",
+        refused.stderr
+    );
+}
+
+#[test]
+fn a_restarted_coordinator_adopts_a_running_whole_table_job() {
+    if !slurm_up("a_restarted_coordinator_adopts_a_running_whole_table_job") {
+        return;
+    }
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(5));
+    ws.write(
+        "wj.yaml",
+        r#"
+pipeline: wj
+stages:
+  rows:
+    kind: read_table
+    params: { path: data/rows.csv }
+  slow:
+    kind: probe
+    inputs: [rows]
+    executor: slurm
+    params: { delay_ms: 4000 }
+"#,
+    );
+    let p = profile(&ws, 1, "");
+    let args = [
+        "run",
+        "wj.yaml",
+        "--progress",
+        "none",
+        "--executor",
+        "slurm",
+        "--profile",
+        &p,
+    ];
+    let mut first = spawn(&ws, &args);
+    let store = ws.store();
+    wait_for(
+        "the whole-table job running",
+        Duration::from_secs(300),
+        || {
+            submissions(&store)
+                .first()
+                .is_some_and(|(job, _)| !running_tasks(job).is_empty())
+        },
+    );
+    first.kill().expect("SIGKILL the coordinator");
+    let _ = first.wait();
+    let (code, stdout, stderr) = finish(spawn(&ws, &args));
+    assert_eq!(code, 0, "stdout:\n{stdout}\nstderr:\n{stderr}");
+    let subs = submissions(&store);
+    assert_eq!(
+        subs.len(),
+        1,
+        "the running job was submitted again: {subs:?}"
+    );
+    assert!(
+        stderr.contains(&format!("adopting slurm job(s) {}", subs[0].0)),
+        "{stderr}"
+    );
+    let record = ws.last_run("wj");
+    assert_eq!(instance(&record, "slow")["status"], "executed");
+    assert_eq!(ws.table("slow", None).height(), 5);
+    let reports = job_objects(&store, "shard-0.json");
+    assert_eq!(reports.len(), 1, "{reports:?}");
+    assert_eq!(reports[0]["committed"], 1, "{reports:?}");
+}

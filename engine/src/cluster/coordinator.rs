@@ -671,7 +671,7 @@ fn verdict(
                 None => {
                     for &p in &t.pending {
                         reported.insert(p);
-                        out.push(failure(p, attempts, clone_error(&err)));
+                        out.push(failure(p, attempts, err.clone()));
                     }
                 }
             }
@@ -688,15 +688,6 @@ fn verdict(
         ));
     }
     out
-}
-
-fn clone_error(e: &StageError) -> StageError {
-    match e {
-        StageError::Input(m) => StageError::Input(m.clone()),
-        StageError::Transient(m) => StageError::Transient(m.clone()),
-        StageError::Exhausted(m) => StageError::Exhausted(m.clone()),
-        StageError::Failed(m) => StageError::Failed(m.clone()),
-    }
 }
 
 /// Drops from [`LIVE`] the arrays whose every known task is final.

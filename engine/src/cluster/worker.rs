@@ -9,6 +9,10 @@
 //! and commits it under its recipe key, as a local run would. It ends with a report in the
 //! store and an exit code that says what happened ([`WorkExit`]). Nothing else needs to be
 //! shared with the coordinator, so the same command runs under any scheduler.
+//!
+//! A worker holds a run lease in the store for as long as it may commit, announcing the
+//! instance and items it computes, so `gc` refuses (or waits) while it works even when its
+//! coordinator is gone, and it waits for a `gc` in progress before starting, as a run does.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -28,6 +32,7 @@ use crate::keys::hash_path;
 use crate::kind::{InputTable, Registry};
 use crate::params::Override;
 use crate::plan::{Instance, Plan};
+use crate::store::lease::{self, Holder, Lease, Protected};
 use crate::store::Store;
 use crate::usage::UsageMeter;
 
@@ -98,8 +103,9 @@ pub fn work(req: WorkRequest<'_>) -> (WorkExit, ShardReport) {
         failures: Vec::new(),
         exit_code: 0,
     };
+    let mut held = None;
     let exit = match runtime {
-        Ok(rt) => rt.block_on(run_shard(&req, &mut report)),
+        Ok(rt) => rt.block_on(run_shard(&req, &mut report, &mut held)),
         Err(e) => setup_failure(&mut report, format!("cannot start a runtime: {e}")),
     };
     report.exit_code = exit as i32;
@@ -107,7 +113,62 @@ pub fn work(req: WorkRequest<'_>) -> (WorkExit, ShardReport) {
     if let Err(e) = job::save(req.store.as_ref(), &key, &report) {
         tracing::error!("cannot write the shard report {key}: {e}");
     }
+    // The lease ends after the report: everything this worker writes is written under it.
+    if let Some(lease) = held {
+        if let Err(e) = lease.release() {
+            tracing::warn!("could not release the worker's lease {}: {e}", lease.id());
+        }
+    }
     (exit, report)
+}
+
+/// Takes the worker's run lease (for `pipeline`), waits for a `gc` in progress, and announces
+/// what it computes: the instance's recipe key and this shard's item keys.
+fn hold_lease(
+    store: &Arc<dyn Store>,
+    pipeline: &str,
+    inst: &Instance,
+    spec: &JobSpec,
+    shard: u32,
+) -> Result<Arc<Lease>, ItemFailure> {
+    let failure = |kind: &str, message: String| ItemFailure {
+        item: None,
+        key: None,
+        attempts: 1,
+        kind: kind.into(),
+        message,
+    };
+    let lease = Lease::acquire(store.clone(), Holder::Run, pipeline)
+        .map_err(|e| failure("failed", format!("cannot take a lease in the store: {e}")))?;
+    let busy = lease::wait_for_gc(store.as_ref(), &lease.id(), crate::exec::GC_WAIT)
+        .map_err(|e| failure("failed", format!("cannot read the store's leases: {e}")))?;
+    if let Some(gc) = busy.first() {
+        return Err(failure(
+            "transient",
+            format!(
+                "the store {} is being garbage-collected by {}; re-submit when it is done",
+                store.describe(),
+                gc.describe(crate::artifact::unix_now())
+            ),
+        ));
+    }
+    let item_keys = match spec.whole_stage {
+        true => Vec::new(),
+        false => spec
+            .shard_items(shard)
+            .into_iter()
+            .map(String::from)
+            .collect(),
+    };
+    let entry = Protected {
+        label: inst.label(),
+        recipe_key: spec.job.clone(),
+        item_keys,
+    };
+    lease
+        .protect(&entry)
+        .map_err(|e| failure("failed", format!("cannot update the worker's lease: {e}")))?;
+    Ok(lease)
 }
 
 fn setup_failure(report: &mut ShardReport, message: String) -> WorkExit {
@@ -134,7 +195,11 @@ fn input_failure(report: &mut ShardReport, message: String) -> WorkExit {
     WorkExit::BadInput
 }
 
-async fn run_shard(req: &WorkRequest<'_>, report: &mut ShardReport) -> WorkExit {
+async fn run_shard(
+    req: &WorkRequest<'_>,
+    report: &mut ShardReport,
+    held: &mut Option<Arc<Lease>>,
+) -> WorkExit {
     let store = req.store.clone();
     let spec: JobSpec = match job::load(store.as_ref(), &job::spec_key(req.job)) {
         Ok(Some(spec)) => spec,
@@ -168,12 +233,25 @@ async fn run_shard(req: &WorkRequest<'_>, report: &mut ShardReport) -> WorkExit 
         Ok(inst) => inst,
         Err(message) => return setup_failure(report, message),
     };
+    let lease = match hold_lease(&store, &plan.name, &inst, &spec, req.shard.index) {
+        Ok(lease) => held.insert(lease).clone(),
+        Err(f) => {
+            tracing::error!("{}", f.message);
+            let exit = match f.kind.as_str() {
+                "transient" => WorkExit::Failed,
+                _ => WorkExit::Setup,
+            };
+            report.failures.push(f);
+            return exit;
+        }
+    };
     let env = ExecEnv::new(
         store.clone(),
         req.workdir.clone(),
         spec.offline,
         plan.name.clone(),
     );
+    env.attach_lease(lease);
     let blobs: Vec<InputBlob> = spec.inputs.iter().map(InputBlob::from).collect();
     let loaded = {
         let store = store.clone();

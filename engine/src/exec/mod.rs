@@ -46,8 +46,8 @@ use crate::record::{save_run, ErrorRow, InstanceRecord, RunRecord, Status};
 use crate::store::lease::{self, Holder, Lease, Protected};
 use crate::store::Store;
 
-/// How long a run waits for a `gc` that holds the store before giving up.
-const GC_WAIT: Duration = Duration::from_secs(600);
+/// How long a run (or a cluster worker) waits for a `gc` that holds the store before giving up.
+pub(crate) const GC_WAIT: Duration = Duration::from_secs(600);
 
 /// How to run.
 #[derive(Debug, Clone)]
