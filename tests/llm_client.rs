@@ -8,6 +8,8 @@ use prefflow_stages::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig, LlmEr
 
 use prefflow_stages::llm::mock::{completion, Behavior, ScriptedServer};
 
+use crate::common::ChatNow;
+
 fn config(url: &str) -> LlmConfig {
     LlmConfig {
         base_url: url.to_string(),
@@ -44,7 +46,7 @@ fn replies_are_recorded_and_replayed_offline() {
         Behavior::status(500),
     );
     let client = LlmClient::new(config(&server.url), &store, false).expect("client");
-    let first = client.chat_blocking(&request("hi"), 0).expect("live call");
+    let first = client.chat_now(&request("hi"), 0).expect("live call");
     assert_eq!(first.content.as_deref(), Some("hello"));
     assert_eq!(
         (first.usage.prompt_tokens, first.usage.completion_tokens),
@@ -58,7 +60,7 @@ fn replies_are_recorded_and_replayed_offline() {
     assert_eq!(sent["messages"][1]["content"], "hi");
     assert_eq!(server.requests()[0].path, "/v1/chat/completions");
 
-    let again = client.chat_blocking(&request("hi"), 0).expect("replay");
+    let again = client.chat_now(&request("hi"), 0).expect("replay");
     assert!(again.from_cache);
     assert_eq!(again.content, first.content);
     assert_eq!(server.requests().len(), 1, "a replay sends nothing");
@@ -66,7 +68,7 @@ fn replies_are_recorded_and_replayed_offline() {
     drop(server);
     let moved = LlmClient::new(config("http://127.0.0.1:9/v1"), &store, true)
         .expect("client")
-        .chat_blocking(&request("hi"), 0);
+        .chat_now(&request("hi"), 0);
     assert!(
         matches!(moved, Err(LlmError::OfflineMiss { .. })),
         "the endpoint is part of the key"
@@ -81,24 +83,24 @@ fn offline_replay_uses_the_recorded_endpoint() {
     let url = server.url.clone();
     LlmClient::new(config(&url), &store, false)
         .expect("client")
-        .chat_blocking(&request("q"), 0)
+        .chat_now(&request("q"), 0)
         .expect("record");
     drop(server);
     let replay = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat_blocking(&request("q"), 0)
+        .chat_now(&request("q"), 0)
         .expect("offline replay");
     assert_eq!(replay.content.as_deref(), Some("recorded"));
     let epoch = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat_blocking(&request("q"), 1);
+        .chat_now(&request("q"), 1);
     assert!(
         matches!(epoch, Err(LlmError::OfflineMiss { .. })),
         "epochs are recorded separately"
     );
     let miss = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat_blocking(&request("other"), 0);
+        .chat_now(&request("other"), 0);
     match miss {
         Err(e @ LlmError::OfflineMiss { .. }) => {
             assert!(e.to_string().contains("without --offline"))
@@ -128,7 +130,7 @@ fn rate_limits_honour_retry_after_and_server_errors_are_retried() {
     let started = Instant::now();
     let reply = LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
         .expect("retried");
     assert_eq!(reply.content.as_deref(), Some("finally"));
     assert_eq!(reply.attempts, 4);
@@ -151,7 +153,7 @@ fn timeouts_are_retried_and_exhaustion_is_a_typed_error() {
     cfg.timeout_s = 0.3;
     let reply = LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
         .expect("after a timeout");
     assert_eq!(reply.attempts, 2);
 
@@ -160,7 +162,7 @@ fn timeouts_are_retried_and_exhaustion_is_a_typed_error() {
     cfg.max_retries = 2;
     match LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat_blocking(&request("y"), 0)
+        .chat_now(&request("y"), 0)
     {
         Err(LlmError::Exhausted { attempts, last, .. }) => {
             assert_eq!(attempts, 3);
@@ -191,7 +193,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     );
     let reply = LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
         .expect("retried past three unusable bodies");
     assert_eq!(reply.content.as_deref(), Some("whole"));
     assert_eq!(reply.attempts, 4);
@@ -200,7 +202,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     cfg.max_retries = 0;
     match LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat_blocking(&request("y"), 0)
+        .chat_now(&request("y"), 0)
     {
         Err(LlmError::Exhausted {
             attempts: 1, last, ..
@@ -211,7 +213,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     }
     match LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat_blocking(&request("z"), 0)
+        .chat_now(&request("z"), 0)
     {
         Err(LlmError::Http { status: 400, .. }) => {}
         other => panic!("expected HTTP 400, got {other:?}"),
@@ -233,7 +235,7 @@ fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
     cfg.api_key_env = Some("PREFFLOW_TEST_KEY_UNSET".into());
     match LlmClient::new(cfg.clone(), &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
     {
         Err(e @ LlmError::MissingKey { .. }) => {
             assert!(e.to_string().contains("PREFFLOW_TEST_KEY_UNSET"))
@@ -244,7 +246,7 @@ fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
     cfg.api_key_env = Some("PREFFLOW_TEST_KEY_SET".into());
     LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
         .expect("call");
     let seen = server.requests();
     let auth = seen[0]

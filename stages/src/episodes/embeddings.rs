@@ -26,7 +26,7 @@ impl<'a> Embedder<'a> {
     }
 
     /// The `k` events of `pool` nearest `query`, in time order.
-    pub fn top_k<'e>(
+    pub async fn top_k<'e>(
         &self,
         pool: &[&'e HistoryEvent],
         query: &str,
@@ -36,8 +36,8 @@ impl<'a> Embedder<'a> {
             return Ok(Vec::new());
         }
         let texts: Vec<String> = pool.iter().map(|e| e.text.clone()).collect();
-        let vectors = self.embed(&texts)?;
-        let q = self.embed(&[query.to_string()])?;
+        let vectors = self.embed(&texts).await?;
+        let q = self.embed(&[query.to_string()]).await?;
         let q = q.first().ok_or_else(|| LlmError::Malformed {
             endpoint: self.client.config().model.clone(),
             detail: "no vector for the query".into(),
@@ -55,14 +55,14 @@ impl<'a> Embedder<'a> {
     }
 
     /// One vector per text, replayed from the store when recorded.
-    pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
-        self.client.embed_blocking(texts)
+    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
+        self.client.embed(texts).await
     }
 }
 
 /// The exposure of `top_k:N` / `rag:N` through embeddings: the log filter of
 /// [`super::exposure::select`], then the `k` nearest events; other exposures are unchanged.
-pub fn select<'e>(
+pub async fn select<'e>(
     embedder: &Embedder<'_>,
     history: &[&'e HistoryEvent],
     exposure: super::Exposure,
@@ -76,7 +76,7 @@ pub fn select<'e>(
         ));
     };
     let pool = super::exposure::select(history, super::Exposure::All, log, query, indexes);
-    embedder.top_k(&pool, query, k)
+    embedder.top_k(&pool, query, k).await
 }
 
 fn cosine(a: &[f64], b: &[f64]) -> f64 {
@@ -94,6 +94,7 @@ fn cosine(a: &[f64], b: &[f64]) -> f64 {
 mod tests {
     use super::*;
     use crate::llm::mock::{Behavior, ScriptedServer};
+    use crate::tasks::testkit::block_on;
     use crate::world::clock::DateTime;
     use crate::world::history::Label;
     use serde_json::{json, Value};
@@ -148,10 +149,12 @@ mod tests {
             event("c", "2026-01-03T09:00", "subway then ramen"),
         ];
         let pool: Vec<&HistoryEvent> = evs.iter().collect();
-        let top = Embedder::new(&cfg, &store, false)
-            .unwrap()
-            .top_k(&pool, "how do I commute", 2)
-            .unwrap();
+        let top = block_on(Embedder::new(&cfg, &store, false).unwrap().top_k(
+            &pool,
+            "how do I commute",
+            2,
+        ))
+        .unwrap();
         let ids: Vec<&str> = top.iter().map(|e| e.event_id.as_str()).collect();
         assert_eq!(ids, ["b", "c"], "the two nearest the query, in time order");
         let seen = server.requests();
@@ -161,16 +164,20 @@ mod tests {
             seen[1].body.contains("took the subway") && seen[2].body.contains("how do I commute")
         );
         // Replayed offline from the store: no more requests.
-        let again = Embedder::new(&cfg, &store, true)
-            .unwrap()
-            .top_k(&pool, "how do I commute", 2)
-            .unwrap();
+        let again = block_on(Embedder::new(&cfg, &store, true).unwrap().top_k(
+            &pool,
+            "how do I commute",
+            2,
+        ))
+        .unwrap();
         assert_eq!(again.len(), 2);
         assert_eq!(server.requests().len(), 3);
         // A query never recorded is an offline miss, not a call.
-        let miss = Embedder::new(&cfg, &store, true)
-            .unwrap()
-            .top_k(&pool, "something else", 2);
+        let miss = block_on(Embedder::new(&cfg, &store, true).unwrap().top_k(
+            &pool,
+            "something else",
+            2,
+        ));
         assert!(
             matches!(miss, Err(LlmError::OfflineMiss { .. })),
             "{miss:?}"
@@ -186,16 +193,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = prefflow_engine::store::FsStore::new(dir.path());
         let cfg = config(&server.url);
-        let v = Embedder::new(&cfg, &store, false)
-            .unwrap()
-            .embed(&["x".into()])
-            .unwrap();
+        let v = block_on(
+            Embedder::new(&cfg, &store, false)
+                .unwrap()
+                .embed(&["x".into()]),
+        )
+        .unwrap();
         assert_eq!(v, [[1.0, 0.0]]);
         assert_eq!(server.requests().len(), 2, "the unusable body was retried");
-        let e = Embedder::new(&cfg, &store, false)
-            .unwrap()
-            .embed(&["x".into(), "y".into()])
-            .unwrap_err();
+        let e = block_on(
+            Embedder::new(&cfg, &store, false)
+                .unwrap()
+                .embed(&["x".into(), "y".into()]),
+        )
+        .unwrap_err();
         assert!(
             matches!(e, LlmError::Exhausted { attempts: 3, .. })
                 && e.to_string().contains("expected 2 embeddings"),

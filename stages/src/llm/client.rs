@@ -7,9 +7,9 @@
 //!   one, so a rate-limited model does not starve its own pool.
 //! - **I/O.** Requests run as tasks on one small process-wide runtime ([`io_runtime`], two
 //!   threads), whichever runtime or thread awaits them: thousands of requests in flight cost
-//!   tasks, not OS threads, and a connection pool is never shared between runtimes. Blocking
-//!   callers (CPU-bound stage kinds, tests) use the `*_blocking` twins, which park the calling
-//!   thread until the task is done.
+//!   tasks, not OS threads, and a connection pool is never shared between runtimes. Callers
+//!   are async all the way up (agents, simulators, judges, embedding retrieval and the stage
+//!   kinds running them), so a request waiting on the network holds no thread of its caller.
 //! - **Retries.** [`RetryPolicy`] of the engine, the one retry layer: 429, 5xx, transport
 //!   failures and bodies that are not a usable answer (truncated or unparsable, no choices, no
 //!   message) are provider faults and are retried with jittered doubling backoff (honouring
@@ -20,9 +20,7 @@
 //!   and `--offline` turns a miss into [`LlmError::OfflineMiss`].
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use prefflow_engine::keys::{hash_bytes, hash_json};
@@ -152,30 +150,6 @@ pub fn io_runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// Runs `future` to completion on the calling thread, parking it while the future waits (for
-/// blocking callers of the async client; the I/O itself runs on [`io_runtime`]). Must not be
-/// called from inside an async task.
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(out) => return out,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
-
 /// A model client bound to one configuration, endpoint and record/replay cache.
 pub struct LlmClient<'a> {
     config: LlmConfig,
@@ -303,11 +277,6 @@ impl<'a> LlmClient<'a> {
         Ok(reply)
     }
 
-    /// [`LlmClient::chat`] for blocking callers.
-    pub fn chat_blocking(&self, request: &ChatRequest, epoch: u32) -> Result<Reply, LlmError> {
-        block_on(self.chat(request, epoch))
-    }
-
     /// One vector per text from the endpoint's `/embeddings`, replayed when recorded (keyed by
     /// endpoint, model and inputs).
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
@@ -334,11 +303,6 @@ impl<'a> LlmClient<'a> {
         let bytes = serde_json::to_vec(&vectors).map_err(|e| LlmError::Cache(e.to_string()))?;
         self.put(&path, &bytes)?;
         Ok(vectors)
-    }
-
-    /// [`LlmClient::embed`] for blocking callers.
-    pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
-        block_on(self.embed(texts))
     }
 
     fn put(&self, path: &str, bytes: &[u8]) -> Result<(), LlmError> {

@@ -337,3 +337,80 @@ pub fn tool_call_completion(
     })
     .to_string()
 }
+
+/// A latch for tests of concurrency: every request it answers waits until `n` requests are
+/// waiting together (or [`Gate::open`] is called, or `patience` runs out), then all are
+/// released. Whether `n` were ever in flight at once is then a fact the test can assert, with
+/// no timing in the assertion: an implementation that cannot keep `n` requests in flight never
+/// reaches the count, and the patience only keeps such a test from hanging.
+pub struct Gate {
+    n: usize,
+    patience: Duration,
+    state: Mutex<GateState>,
+    changed: std::sync::Condvar,
+}
+
+#[derive(Default)]
+struct GateState {
+    waiting: usize,
+    most: usize,
+    open: bool,
+    reached: bool,
+}
+
+impl Gate {
+    /// A closed gate that opens when `n` requests wait together.
+    pub fn new(n: usize, patience: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            n,
+            patience,
+            state: Mutex::new(GateState::default()),
+            changed: std::sync::Condvar::new(),
+        })
+    }
+
+    /// The server behavior: wait at the gate, then answer 200 with `body`.
+    pub fn behavior(self: &Arc<Self>, body: String) -> Behavior {
+        let gate = self.clone();
+        Behavior::respond(move |_| {
+            gate.pass();
+            body.clone()
+        })
+    }
+
+    /// Opens the gate: every waiting and later request passes.
+    pub fn open(&self) {
+        self.lock().open = true;
+        self.changed.notify_all();
+    }
+
+    /// Whether `n` requests were ever waiting at once.
+    pub fn reached(&self) -> bool {
+        self.lock().reached
+    }
+
+    /// The most requests that waited at once.
+    pub fn most_waiting(&self) -> usize {
+        self.lock().most
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn pass(&self) {
+        let mut s = self.lock();
+        s.waiting += 1;
+        s.most = s.most.max(s.waiting);
+        if s.waiting >= self.n {
+            s.reached = true;
+            s.open = true;
+            self.changed.notify_all();
+        }
+        let (mut s, _) = self
+            .changed
+            .wait_timeout_while(s, self.patience, |s| !s.open)
+            .unwrap_or_else(|p| p.into_inner());
+        s.waiting -= 1;
+    }
+}
