@@ -11,6 +11,9 @@ use prefflow_engine::store::Store;
 use crate::llm::{LlmClient, LlmConfig, LlmError};
 use crate::world::history::HistoryEvent;
 
+/// The role embedding calls are counted under in manifests and `prefflow show runs`.
+pub const USAGE_ROLE: &str = "embedding";
+
 /// An embeddings endpoint with record/replay.
 pub struct Embedder<'a> {
     client: LlmClient<'a>,
@@ -23,6 +26,13 @@ impl<'a> Embedder<'a> {
         Ok(Self {
             client: LlmClient::new(config.clone(), cache, offline)?,
         })
+    }
+
+    /// This embedder with its calls counted in `meter` as role [`USAGE_ROLE`] (see
+    /// [`LlmClient::metered`]).
+    pub fn metered(mut self, meter: Option<&'a prefflow_engine::usage::UsageMeter>) -> Self {
+        self.client = self.client.metered(meter, USAGE_ROLE);
+        self
     }
 
     /// The `k` events of `pool` nearest `query`, in time order.
@@ -212,5 +222,49 @@ mod tests {
                 && e.to_string().contains("expected 2 embeddings"),
             "{e}"
         );
+    }
+
+    /// Embedding calls count like chat calls under role `embedding`: a live call is a request
+    /// with the response's prompt tokens (0 when it reports none), a recorded one is replayed.
+    #[test]
+    fn embedding_calls_are_metered_live_and_replayed() {
+        let server = ScriptedServer::start(vec![], Behavior::Embed);
+        let dir = tempfile::tempdir().unwrap();
+        let store = prefflow_engine::store::FsStore::new(dir.path());
+        let cfg = config(&server.url);
+        let meter = prefflow_engine::usage::UsageMeter::new();
+        let texts = [
+            "ordered ramen twice".to_string(),
+            "took the subway".to_string(),
+        ];
+        let embed = |offline| {
+            let embedder = Embedder::new(&cfg, &store, offline)
+                .unwrap()
+                .metered(Some(&meter));
+            block_on(embedder.embed(&texts)).unwrap()
+        };
+        let live = embed(false);
+        let counted = meter.snapshot().0[USAGE_ROLE]["emb"];
+        assert_eq!((counted.requests, counted.replayed), (1, 0));
+        assert_eq!(
+            counted.prompt_tokens, 6,
+            "the server's usage: one token per word"
+        );
+        assert_eq!(embed(false), live);
+        assert_eq!(embed(true), live);
+        let counted = meter.snapshot().0[USAGE_ROLE]["emb"];
+        assert_eq!((counted.requests, counted.replayed), (1, 2));
+        assert_eq!(counted.prompt_tokens, 6, "replays cost nothing");
+        assert_eq!(server.requests().len(), 1);
+
+        // A server that reports no usage: the request is counted, with no tokens.
+        let bare = ScriptedServer::start(vec![], Behavior::ok(vectors(&[[1.0, 0.0]])));
+        let meter = prefflow_engine::usage::UsageMeter::new();
+        let embedder = Embedder::new(&config(&bare.url), &store, false)
+            .unwrap()
+            .metered(Some(&meter));
+        block_on(embedder.embed(&["x".into()])).unwrap();
+        let counted = meter.snapshot().0[USAGE_ROLE]["emb"];
+        assert_eq!((counted.requests, counted.prompt_tokens), (1, 0));
     }
 }

@@ -265,7 +265,7 @@ async fn play(
     history.sort_by_key(|e| e.time);
     let shown = match &params.embeddings {
         Some(cfg) => {
-            let embedder = Embedder::new(cfg, ctx.cache, ctx.offline)?;
+            let embedder = Embedder::new(cfg, ctx.cache, ctx.offline)?.metered(Some(ctx.usage));
             embeddings::select(
                 &embedder,
                 &history,

@@ -157,7 +157,7 @@ pub struct LlmClient<'a> {
     endpoint: Arc<Endpoint>,
     cache: &'a dyn Store,
     offline: bool,
-    /// Where each answered chat call is counted (provider or replayed), under this role.
+    /// Where each answered call is counted (provider or replayed), under this role.
     meter: Option<(&'a UsageMeter, &'static str)>,
 }
 
@@ -179,18 +179,18 @@ impl<'a> LlmClient<'a> {
         })
     }
 
-    /// This client with every chat call it answers counted in `meter` (when given) as `role`
-    /// and the config's model: answered by the provider (requests, tokens, cost at the
-    /// config's prices) or replayed from the record — the one place model calls are counted,
-    /// so `prefflow show runs` sums what each stage's calls cost.
+    /// This client with every call it answers — chat completions and embeddings — counted in
+    /// `meter` (when given) as `role` and the config's model: answered by the provider
+    /// (requests, tokens, cost at the config's prices) or replayed from the record — the one
+    /// place model calls are counted, so `prefflow show runs` sums what each stage's calls cost.
     pub fn metered(mut self, meter: Option<&'a UsageMeter>, role: &'static str) -> Self {
         self.meter = meter.map(|m| (m, role));
         self
     }
 
-    fn count(&self, reply: &Reply) {
+    fn count(&self, usage: Usage, from_cache: bool) {
         if let Some((meter, role)) = self.meter {
-            let counts = reply.usage.counts(self.config.prices, reply.from_cache);
+            let counts = usage.counts(self.config.prices, from_cache);
             meter.record(role, &self.config.model, &counts);
         }
     }
@@ -257,7 +257,7 @@ impl<'a> LlmClient<'a> {
         if let Some(mut reply) = self.replay(&path)? {
             reply.from_cache = true;
             reply.cache_key = key;
-            self.count(&reply);
+            self.count(reply.usage, true);
             return Ok(reply);
         }
         if self.offline {
@@ -273,12 +273,14 @@ impl<'a> LlmClient<'a> {
         self.put(&path, &bytes)?;
         reply.attempts = attempts;
         reply.cache_key = key;
-        self.count(&reply);
+        self.count(reply.usage, false);
         Ok(reply)
     }
 
     /// One vector per text from the endpoint's `/embeddings`, replayed when recorded (keyed by
-    /// endpoint, model and inputs).
+    /// endpoint, model and inputs). Metered like chat: a live call is a request with the
+    /// response's `usage.prompt_tokens` (0 when the server sends none), a replay is `replayed`
+    /// (the record holds only the vectors).
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
         let url = format!("{}/embeddings", self.base_url);
         let body = json!({ "model": self.config.model, "input": texts });
@@ -289,6 +291,7 @@ impl<'a> LlmClient<'a> {
             .get(&path)
             .map_err(|e| LlmError::Cache(e.to_string()))?;
         if let Some(v) = cached.and_then(|b| serde_json::from_slice::<Vec<Vec<f64>>>(&b).ok()) {
+            self.count(Usage::default(), true);
             return Ok(v);
         }
         if self.offline {
@@ -299,9 +302,10 @@ impl<'a> LlmClient<'a> {
         }
         let n = texts.len();
         let parse = move |url: &str, text: &str| parse_embeddings(url, text, n);
-        let (vectors, _) = self.exchange(url, body_bytes(&body), parse).await?;
+        let ((vectors, usage), _) = self.exchange(url, body_bytes(&body), parse).await?;
         let bytes = serde_json::to_vec(&vectors).map_err(|e| LlmError::Cache(e.to_string()))?;
         self.put(&path, &bytes)?;
+        self.count(usage, false);
         Ok(vectors)
     }
 
@@ -560,8 +564,13 @@ fn parse_reply(endpoint: &str, text: &str) -> Result<Reply, LlmError> {
     })
 }
 
-/// `{"data": [{"index": i, "embedding": [...]}, …]}` → `n` vectors in input order.
-fn parse_embeddings(endpoint: &str, text: &str, n: usize) -> Result<Vec<Vec<f64>>, LlmError> {
+/// `{"data": [{"index": i, "embedding": [...]}, …], "usage": {"prompt_tokens": …}}` → `n`
+/// vectors in input order, and the tokens the inputs cost (0 when the server does not say).
+fn parse_embeddings(
+    endpoint: &str,
+    text: &str,
+    n: usize,
+) -> Result<(Vec<Vec<f64>>, Usage), LlmError> {
     let v: Value =
         serde_json::from_str(text).map_err(|e| malformed(endpoint, e.to_string(), text))?;
     let data = v["data"]
@@ -585,5 +594,9 @@ fn parse_embeddings(endpoint: &str, text: &str, n: usize) -> Result<Vec<Vec<f64>
             text,
         ));
     }
-    Ok(out)
+    let usage = Usage {
+        prompt_tokens: v["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
+        completion_tokens: 0,
+    };
+    Ok((out, usage))
 }

@@ -248,7 +248,8 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> boo
     true
 }
 
-/// An embeddings response for a request body: 16 buckets of hashed, lower-cased words.
+/// An embeddings response for a request body: 16 buckets of hashed, lower-cased words, and a
+/// `usage.prompt_tokens` of one token per whitespace-separated word.
 fn embeddings(body: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
     let inputs: Vec<String> = match &v["input"] {
@@ -277,7 +278,12 @@ fn embeddings(body: &str) -> String {
             serde_json::json!({ "object": "embedding", "index": i, "embedding": vector })
         })
         .collect();
-    serde_json::json!({ "object": "list", "data": data }).to_string()
+    let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
+    serde_json::json!({
+        "object": "list", "data": data,
+        "usage": { "prompt_tokens": tokens, "total_tokens": tokens },
+    })
+    .to_string()
 }
 
 fn last_user_message(body: &str) -> String {
