@@ -1,14 +1,18 @@
 //! The OpenAI-compatible client against a real HTTP server on 127.0.0.1: retries, error kinds,
 //! record/replay and offline mode.
 
+use std::future::Future;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use prefflow_engine::store::{FsStore, Store};
+use prefflow_engine::usage::UsageMeter;
+use prefflow_stages::episodes::runner::join_all;
 use prefflow_stages::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig, LlmError};
 
-use prefflow_stages::llm::mock::{completion, Behavior, ScriptedServer};
+use prefflow_stages::llm::mock::{completion, Behavior, Gate, ScriptedServer};
 
-use crate::common::ChatNow;
+use crate::common::{block_on, ChatNow};
 
 fn config(url: &str) -> LlmConfig {
     LlmConfig {
@@ -262,4 +266,95 @@ fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
             "{key} leaks the key"
         );
     }
+}
+
+/// `n` identical requests from different clients, polled together once (so each has checked
+/// the record and joined the flight) before the gated server may answer, then awaited.
+fn identical_in_flight(
+    clients: &[LlmClient<'_>],
+    gate: &Gate,
+) -> Vec<Result<prefflow_stages::llm::Reply, LlmError>> {
+    let question = request("the same question");
+    block_on(async {
+        let calls = clients.iter().map(|c| c.chat(&question, 0)).collect();
+        let mut all = std::pin::pin!(join_all(calls, clients.len()));
+        let first = std::future::poll_fn(|cx| Poll::Ready(all.as_mut().poll(cx))).await;
+        assert!(first.is_pending(), "the server holds every request");
+        gate.open();
+        all.await
+    })
+}
+
+#[test]
+fn identical_requests_in_flight_send_one_request_and_share_its_answer() {
+    let gate = Gate::new(usize::MAX, Duration::from_secs(60));
+    let server = ScriptedServer::start(vec![], gate.behavior(completion("shared", 5, 2)));
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let meter = UsageMeter::new();
+    let clients: Vec<LlmClient<'_>> = (0..8)
+        .map(|_| {
+            LlmClient::new(config(&server.url), &store, false)
+                .expect("client")
+                .metered(Some(&meter), "judge")
+        })
+        .collect();
+    let replies: Vec<_> = identical_in_flight(&clients, &gate)
+        .into_iter()
+        .map(|r| r.expect("answered"))
+        .collect();
+
+    assert_eq!(server.requests().len(), 1, "one request upstream");
+    assert!(replies
+        .iter()
+        .all(|r| r.content.as_deref() == Some("shared")));
+    let sent: Vec<bool> = replies.iter().map(|r| !r.from_cache).collect();
+    assert_eq!(sent.iter().filter(|s| **s).count(), 1, "{sent:?}");
+    let counted = meter.snapshot().0["judge"]["tiny"];
+    assert_eq!((counted.requests, counted.replayed), (1, 7));
+    assert_eq!(counted.prompt_tokens, 5, "the shared answer is paid once");
+    // Nothing stays in flight: the next identical call is a replay of the record.
+    let again = clients[3]
+        .chat_now(&request("the same question"), 0)
+        .expect("replay");
+    assert!(again.from_cache);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_failed_request_in_flight_is_not_shared_and_not_recorded() {
+    let gate = Gate::new(usize::MAX, Duration::from_secs(60));
+    let server = ScriptedServer::start(
+        vec![gate.hold(Behavior::status(400))],
+        gate.behavior(completion("second try", 5, 2)),
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let clients: Vec<LlmClient<'_>> = (0..4)
+        .map(|_| LlmClient::new(config(&server.url), &store, false).expect("client"))
+        .collect();
+    let results = identical_in_flight(&clients, &gate);
+
+    assert!(
+        matches!(results[0], Err(LlmError::Http { status: 400, .. })),
+        "the request that failed: {:?}",
+        results[0]
+    );
+    for r in &results[1..] {
+        let reply = r.as_ref().expect("the waiting callers sent again");
+        assert_eq!(reply.content.as_deref(), Some("second try"));
+    }
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the failure, then one request for the three that waited"
+    );
+    let again = clients[0]
+        .chat_now(&request("the same question"), 0)
+        .expect("replay");
+    assert_eq!(again.content.as_deref(), Some("second try"));
+    assert!(
+        again.from_cache,
+        "the answer was recorded, the failure never was"
+    );
 }

@@ -18,6 +18,11 @@
 //! - **Record/replay.** Every answered request is stored content-addressed in the run's store
 //!   (endpoint, body and epoch — never the key), so a finished run replays with zero network
 //!   and `--offline` turns a miss into [`LlmError::OfflineMiss`].
+//! - **One request per identical request in flight.** A request whose key (and store) matches
+//!   one already on its way — judge prompts repeat across epochs and variants, every episode of
+//!   a world embeds the same history — waits for that one's answer instead of sending again,
+//!   and is then counted as replayed, as it would be had it come a moment later. Only answers
+//!   are shared: when the first request fails (or is dropped), each waiting one sends its own.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -29,7 +34,7 @@ use prefflow_engine::store::Store;
 use prefflow_engine::usage::UsageMeter;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
 
 use super::error::LlmError;
 use super::types::{ChatRequest, LlmConfig, ToolCall, Usage};
@@ -87,11 +92,14 @@ fn recorded_bytes(body: &[u8], reply: &Reply) -> Result<Vec<u8>, LlmError> {
     Ok(out)
 }
 
-/// One model endpoint as the process shares it: its connection pool and its request slots.
+/// One model endpoint as the process shares it: its connection pool, its request slots and
+/// the requests on their way to it.
 pub struct Endpoint {
     http: reqwest::Client,
     slots: Semaphore,
     concurrency: usize,
+    chats: InFlight<Reply>,
+    embeddings: InFlight<Vec<Vec<f64>>>,
 }
 
 impl Endpoint {
@@ -132,9 +140,85 @@ fn endpoint(base_url: &str, model: &str, concurrency: usize) -> Result<Arc<Endpo
         http,
         slots: Semaphore::new(concurrency),
         concurrency,
+        chats: InFlight::default(),
+        embeddings: InFlight::default(),
     });
     all.insert(key, made.clone());
     Ok(made)
+}
+
+/// What identifies one request in flight: the store it is recorded in (its address: a request
+/// in flight borrows its store, so the address cannot be reused meanwhile) and its cache key.
+type FlightKey = (usize, String);
+
+/// The requests of one kind (chat or embeddings) on their way to an endpoint, each with the
+/// channel its answer will be published on.
+struct InFlight<T>(Mutex<HashMap<FlightKey, watch::Receiver<Option<T>>>>);
+
+impl<T> Default for InFlight<T> {
+    fn default() -> Self {
+        Self(Mutex::default())
+    }
+}
+
+/// A caller's part in a request: it sends it, or it waits for the one already sent.
+enum Flight<'a, T> {
+    Lead(Leader<'a, T>),
+    Follow(watch::Receiver<Option<T>>),
+}
+
+impl<T: Clone> InFlight<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<FlightKey, watch::Receiver<Option<T>>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Follows the request already in flight under `key`, or leads a new one.
+    fn join(&self, key: FlightKey) -> Flight<'_, T> {
+        let mut all = self.lock();
+        if let Some(answer) = all.get(&key) {
+            return Flight::Follow(answer.clone());
+        }
+        let (answer, rx) = watch::channel(None);
+        all.insert(key.clone(), rx);
+        Flight::Lead(Leader {
+            flights: self,
+            key,
+            answer,
+        })
+    }
+}
+
+/// The caller sending a request others may wait for. Dropping it — answered, failed or
+/// cancelled — takes the request out of flight; waiters of an unanswered one send their own.
+struct Leader<'a, T> {
+    flights: &'a InFlight<T>,
+    key: FlightKey,
+    answer: watch::Sender<Option<T>>,
+}
+
+impl<T> Leader<'_, T> {
+    /// Hands the answer (already recorded) to every caller waiting for it.
+    fn publish(self, answer: T) {
+        self.answer.send_replace(Some(answer));
+    }
+}
+
+impl<T> Drop for Leader<'_, T> {
+    fn drop(&mut self) {
+        self.flights
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
+    }
+}
+
+/// The answer the leader of a request published, or `None` when it ended without one.
+async fn answer_of<T: Clone>(mut rx: watch::Receiver<Option<T>>) -> Option<T> {
+    rx.wait_for(Option::is_some)
+        .await
+        .ok()
+        .and_then(|a| a.clone())
 }
 
 /// The runtime every model request runs on: two threads for the whole process, whoever awaits.
@@ -254,11 +338,8 @@ impl<'a> LlmClient<'a> {
         let body = body_bytes(&self.body(request));
         let key = self.key_of(&body, epoch);
         let path = format!("llm/{}/{key}.json", &key[..2]);
-        if let Some(mut reply) = self.replay(&path)? {
-            reply.from_cache = true;
-            reply.cache_key = key;
-            self.count(reply.usage, true);
-            return Ok(reply);
+        if let Some(reply) = self.replay(&path)? {
+            return Ok(self.replayed(reply, key));
         }
         if self.offline {
             return Err(LlmError::OfflineMiss {
@@ -266,15 +347,43 @@ impl<'a> LlmClient<'a> {
                 key,
             });
         }
+        let leader = loop {
+            match self.endpoint.chats.join(self.flight_key(&key)) {
+                Flight::Lead(leader) => break leader,
+                Flight::Follow(answer) => {
+                    if let Some(reply) = answer_of(answer).await {
+                        return Ok(self.replayed(reply, key));
+                    }
+                }
+            }
+        };
         let (mut reply, attempts) = self
             .exchange(self.chat_url(), body.clone(), parse_reply)
             .await?;
         let bytes = recorded_bytes(&body, &reply)?;
         self.put(&path, &bytes)?;
+        leader.publish(reply.clone());
         reply.attempts = attempts;
         reply.cache_key = key;
         self.count(reply.usage, false);
         Ok(reply)
+    }
+
+    /// A reply that cost this caller no request (recorded, or sent by an identical request in
+    /// flight), marked and counted as replayed.
+    fn replayed(&self, mut reply: Reply, key: String) -> Reply {
+        reply.from_cache = true;
+        reply.attempts = 0;
+        reply.cache_key = key;
+        self.count(reply.usage, true);
+        reply
+    }
+
+    /// This client's store and `key`: identical requests share one flight only when they are
+    /// recorded in the same store.
+    fn flight_key(&self, key: &str) -> FlightKey {
+        let store = std::ptr::from_ref(self.cache).cast::<()>() as usize;
+        (store, key.to_string())
     }
 
     /// One vector per text from the endpoint's `/embeddings`, replayed when recorded (keyed by
@@ -300,11 +409,23 @@ impl<'a> LlmClient<'a> {
                 key,
             });
         }
+        let leader = loop {
+            match self.endpoint.embeddings.join(self.flight_key(&key)) {
+                Flight::Lead(leader) => break leader,
+                Flight::Follow(answer) => {
+                    if let Some(vectors) = answer_of(answer).await {
+                        self.count(Usage::default(), true);
+                        return Ok(vectors);
+                    }
+                }
+            }
+        };
         let n = texts.len();
         let parse = move |url: &str, text: &str| parse_embeddings(url, text, n);
         let ((vectors, usage), _) = self.exchange(url, body_bytes(&body), parse).await?;
         let bytes = serde_json::to_vec(&vectors).map_err(|e| LlmError::Cache(e.to_string()))?;
         self.put(&path, &bytes)?;
+        leader.publish(vectors.clone());
         self.count(usage, false);
         Ok(vectors)
     }

@@ -36,6 +36,8 @@ pub enum Behavior {
     /// Reply 200 with the body this function computes from the request body: a model that
     /// plays something the test knows (a task's reference solution, turn by turn).
     Respond(Responder),
+    /// Wait at the [`Gate`], then play the behavior.
+    Gated(Arc<Gate>, Box<Behavior>),
 }
 
 /// The function of [`Behavior::Respond`]: request body in, response body out.
@@ -235,6 +237,10 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> boo
         } => respond(stream, status, &headers, &body),
         Behavior::Embed => respond(stream, 200, &[], &embeddings(request_body)),
         Behavior::Respond(reply) => respond(stream, 200, &[], &(reply.0)(request_body)),
+        Behavior::Gated(gate, then) => {
+            gate.pass();
+            return answer(stream, *then, request_body);
+        }
         Behavior::Echo(d) => {
             std::thread::sleep(d);
             respond(
@@ -356,6 +362,12 @@ pub struct Gate {
     changed: std::sync::Condvar,
 }
 
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Gate(opens at {} waiting)", self.n)
+    }
+}
+
 #[derive(Default)]
 struct GateState {
     waiting: usize,
@@ -377,11 +389,12 @@ impl Gate {
 
     /// The server behavior: wait at the gate, then answer 200 with `body`.
     pub fn behavior(self: &Arc<Self>, body: String) -> Behavior {
-        let gate = self.clone();
-        Behavior::respond(move |_| {
-            gate.pass();
-            body.clone()
-        })
+        self.hold(Behavior::ok(body))
+    }
+
+    /// The server behavior: wait at the gate, then play `then`.
+    pub fn hold(self: &Arc<Self>, then: Behavior) -> Behavior {
+        Behavior::Gated(self.clone(), Box::new(then))
     }
 
     /// Opens the gate: every waiting and later request passes.
