@@ -396,6 +396,16 @@ stages:
     assert!(shown.u32().unwrap().iter().all(|n| n == Some(1)));
     let seen = server.requests();
     assert!(!seen.is_empty() && seen.iter().all(|r| r.path == "/v1/embeddings"));
+    // Each call the server answered is in the run's usage, role `embedding` (`show runs`).
+    let out = ws.cli(&["show", "runs", "--format", "json"]).expect_code(0);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&out.stdout).expect("json rows");
+    let embedding = rows
+        .iter()
+        .find(|r| r["scope"] == "spent" && r["role"] == "embedding")
+        .unwrap_or_else(|| panic!("no embedding usage in {rows:?}"));
+    assert_eq!(embedding["model"], "emb");
+    assert_eq!(embedding["requests"].as_u64(), Some(seen.len() as u64));
+    assert!(embedding["prompt_tokens"].as_u64().unwrap_or(0) > 0);
     // The lunch task is shown the lunch event (the words they share), not the dark-mode one.
     let steps = ws.table("episodes.steps", None);
     let lists = steps

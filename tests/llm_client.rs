@@ -1,12 +1,18 @@
 //! The OpenAI-compatible client against a real HTTP server on 127.0.0.1: retries, error kinds,
 //! record/replay and offline mode.
 
+use std::future::Future;
+use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use prefflow_engine::store::{FsStore, Store};
+use prefflow_engine::usage::UsageMeter;
+use prefflow_stages::episodes::runner::join_all;
 use prefflow_stages::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig, LlmError};
 
-use prefflow_stages::llm::mock::{completion, Behavior, ScriptedServer};
+use prefflow_stages::llm::mock::{completion, Behavior, Gate, ScriptedServer};
+
+use crate::common::{block_on, ChatNow};
 
 fn config(url: &str) -> LlmConfig {
     LlmConfig {
@@ -44,7 +50,7 @@ fn replies_are_recorded_and_replayed_offline() {
         Behavior::status(500),
     );
     let client = LlmClient::new(config(&server.url), &store, false).expect("client");
-    let first = client.chat_blocking(&request("hi"), 0).expect("live call");
+    let first = client.chat_now(&request("hi"), 0).expect("live call");
     assert_eq!(first.content.as_deref(), Some("hello"));
     assert_eq!(
         (first.usage.prompt_tokens, first.usage.completion_tokens),
@@ -58,7 +64,7 @@ fn replies_are_recorded_and_replayed_offline() {
     assert_eq!(sent["messages"][1]["content"], "hi");
     assert_eq!(server.requests()[0].path, "/v1/chat/completions");
 
-    let again = client.chat_blocking(&request("hi"), 0).expect("replay");
+    let again = client.chat_now(&request("hi"), 0).expect("replay");
     assert!(again.from_cache);
     assert_eq!(again.content, first.content);
     assert_eq!(server.requests().len(), 1, "a replay sends nothing");
@@ -66,7 +72,7 @@ fn replies_are_recorded_and_replayed_offline() {
     drop(server);
     let moved = LlmClient::new(config("http://127.0.0.1:9/v1"), &store, true)
         .expect("client")
-        .chat_blocking(&request("hi"), 0);
+        .chat_now(&request("hi"), 0);
     assert!(
         matches!(moved, Err(LlmError::OfflineMiss { .. })),
         "the endpoint is part of the key"
@@ -81,24 +87,24 @@ fn offline_replay_uses_the_recorded_endpoint() {
     let url = server.url.clone();
     LlmClient::new(config(&url), &store, false)
         .expect("client")
-        .chat_blocking(&request("q"), 0)
+        .chat_now(&request("q"), 0)
         .expect("record");
     drop(server);
     let replay = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat_blocking(&request("q"), 0)
+        .chat_now(&request("q"), 0)
         .expect("offline replay");
     assert_eq!(replay.content.as_deref(), Some("recorded"));
     let epoch = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat_blocking(&request("q"), 1);
+        .chat_now(&request("q"), 1);
     assert!(
         matches!(epoch, Err(LlmError::OfflineMiss { .. })),
         "epochs are recorded separately"
     );
     let miss = LlmClient::new(config(&url), &store, true)
         .expect("client")
-        .chat_blocking(&request("other"), 0);
+        .chat_now(&request("other"), 0);
     match miss {
         Err(e @ LlmError::OfflineMiss { .. }) => {
             assert!(e.to_string().contains("without --offline"))
@@ -128,7 +134,7 @@ fn rate_limits_honour_retry_after_and_server_errors_are_retried() {
     let started = Instant::now();
     let reply = LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
         .expect("retried");
     assert_eq!(reply.content.as_deref(), Some("finally"));
     assert_eq!(reply.attempts, 4);
@@ -151,7 +157,7 @@ fn timeouts_are_retried_and_exhaustion_is_a_typed_error() {
     cfg.timeout_s = 0.3;
     let reply = LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
         .expect("after a timeout");
     assert_eq!(reply.attempts, 2);
 
@@ -160,7 +166,7 @@ fn timeouts_are_retried_and_exhaustion_is_a_typed_error() {
     cfg.max_retries = 2;
     match LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat_blocking(&request("y"), 0)
+        .chat_now(&request("y"), 0)
     {
         Err(LlmError::Exhausted { attempts, last, .. }) => {
             assert_eq!(attempts, 3);
@@ -191,7 +197,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     );
     let reply = LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
         .expect("retried past three unusable bodies");
     assert_eq!(reply.content.as_deref(), Some("whole"));
     assert_eq!(reply.attempts, 4);
@@ -200,7 +206,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     cfg.max_retries = 0;
     match LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat_blocking(&request("y"), 0)
+        .chat_now(&request("y"), 0)
     {
         Err(LlmError::Exhausted {
             attempts: 1, last, ..
@@ -211,7 +217,7 @@ fn unusable_bodies_are_retried_and_client_errors_are_not() {
     }
     match LlmClient::new(config(&server.url), &store, false)
         .expect("client")
-        .chat_blocking(&request("z"), 0)
+        .chat_now(&request("z"), 0)
     {
         Err(LlmError::Http { status: 400, .. }) => {}
         other => panic!("expected HTTP 400, got {other:?}"),
@@ -233,7 +239,7 @@ fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
     cfg.api_key_env = Some("PREFFLOW_TEST_KEY_UNSET".into());
     match LlmClient::new(cfg.clone(), &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
     {
         Err(e @ LlmError::MissingKey { .. }) => {
             assert!(e.to_string().contains("PREFFLOW_TEST_KEY_UNSET"))
@@ -244,7 +250,7 @@ fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
     cfg.api_key_env = Some("PREFFLOW_TEST_KEY_SET".into());
     LlmClient::new(cfg, &store, false)
         .expect("client")
-        .chat_blocking(&request("x"), 0)
+        .chat_now(&request("x"), 0)
         .expect("call");
     let seen = server.requests();
     let auth = seen[0]
@@ -260,4 +266,95 @@ fn the_api_key_comes_from_the_environment_and_is_never_recorded() {
             "{key} leaks the key"
         );
     }
+}
+
+/// `n` identical requests from different clients, polled together once (so each has checked
+/// the record and joined the flight) before the gated server may answer, then awaited.
+fn identical_in_flight(
+    clients: &[LlmClient<'_>],
+    gate: &Gate,
+) -> Vec<Result<prefflow_stages::llm::Reply, LlmError>> {
+    let question = request("the same question");
+    block_on(async {
+        let calls = clients.iter().map(|c| c.chat(&question, 0)).collect();
+        let mut all = std::pin::pin!(join_all(calls, clients.len()));
+        let first = std::future::poll_fn(|cx| Poll::Ready(all.as_mut().poll(cx))).await;
+        assert!(first.is_pending(), "the server holds every request");
+        gate.open();
+        all.await
+    })
+}
+
+#[test]
+fn identical_requests_in_flight_send_one_request_and_share_its_answer() {
+    let gate = Gate::new(usize::MAX, Duration::from_secs(60));
+    let server = ScriptedServer::start(vec![], gate.behavior(completion("shared", 5, 2)));
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let meter = UsageMeter::new();
+    let clients: Vec<LlmClient<'_>> = (0..8)
+        .map(|_| {
+            LlmClient::new(config(&server.url), &store, false)
+                .expect("client")
+                .metered(Some(&meter), "judge")
+        })
+        .collect();
+    let replies: Vec<_> = identical_in_flight(&clients, &gate)
+        .into_iter()
+        .map(|r| r.expect("answered"))
+        .collect();
+
+    assert_eq!(server.requests().len(), 1, "one request upstream");
+    assert!(replies
+        .iter()
+        .all(|r| r.content.as_deref() == Some("shared")));
+    let sent: Vec<bool> = replies.iter().map(|r| !r.from_cache).collect();
+    assert_eq!(sent.iter().filter(|s| **s).count(), 1, "{sent:?}");
+    let counted = meter.snapshot().0["judge"]["tiny"];
+    assert_eq!((counted.requests, counted.replayed), (1, 7));
+    assert_eq!(counted.prompt_tokens, 5, "the shared answer is paid once");
+    // Nothing stays in flight: the next identical call is a replay of the record.
+    let again = clients[3]
+        .chat_now(&request("the same question"), 0)
+        .expect("replay");
+    assert!(again.from_cache);
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[test]
+fn a_failed_request_in_flight_is_not_shared_and_not_recorded() {
+    let gate = Gate::new(usize::MAX, Duration::from_secs(60));
+    let server = ScriptedServer::start(
+        vec![gate.hold(Behavior::status(400))],
+        gate.behavior(completion("second try", 5, 2)),
+    );
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let clients: Vec<LlmClient<'_>> = (0..4)
+        .map(|_| LlmClient::new(config(&server.url), &store, false).expect("client"))
+        .collect();
+    let results = identical_in_flight(&clients, &gate);
+
+    assert!(
+        matches!(results[0], Err(LlmError::Http { status: 400, .. })),
+        "the request that failed: {:?}",
+        results[0]
+    );
+    for r in &results[1..] {
+        let reply = r.as_ref().expect("the waiting callers sent again");
+        assert_eq!(reply.content.as_deref(), Some("second try"));
+    }
+    assert_eq!(
+        server.requests().len(),
+        2,
+        "the failure, then one request for the three that waited"
+    );
+    let again = clients[0]
+        .chat_now(&request("the same question"), 0)
+        .expect("replay");
+    assert_eq!(again.content.as_deref(), Some("second try"));
+    assert!(
+        again.from_cache,
+        "the answer was recorded, the failure never was"
+    );
 }

@@ -337,7 +337,7 @@ fn a_real_local_model_plays_records_and_replays_episodes() {
     let prompts = Prompts::load(ws.path(), "prompts", &USER_TEMPLATES).expect("prompts");
     let client = LlmClient::new(config(&server.url), &store, false).expect("client");
     let mut user = LlmUser::new(client, prompts, &world.persona, &bundles[0], 0).expect("user");
-    let reply = user.reply("Which option do you prefer?").expect("reply");
+    let reply = block_on(user.reply("Which option do you prefer?")).expect("reply");
     assert!(!reply.text.is_empty());
     assert!(reply.usage.prompt_tokens > 0 && reply.usage.completion_tokens > 0);
 
@@ -352,7 +352,7 @@ fn a_real_local_model_plays_records_and_replays_episodes() {
         json_mode: false,
     };
     let reply = client
-        .chat_blocking(&request, 0)
+        .chat_now(&request, 0)
         .expect("a request with tools is accepted");
     assert!(reply.usage.prompt_tokens > 0);
     assert!(reply.content.is_some() || !reply.tool_calls.is_empty());

@@ -376,3 +376,33 @@ pub fn shipped_iprefbench(sweep: &str) -> String {
 pub fn link_repo(ws: &Workspace, name: &str) {
     std::os::unix::fs::symlink(repo(name), ws.path().join(name)).expect("symlink");
 }
+
+/// Runs `future` to completion on a fresh single-threaded runtime (the model client is async;
+/// its requests run on the client's own I/O runtime).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a test runtime")
+        .block_on(future)
+}
+
+/// [`prefflow_stages::llm::LlmClient::chat`] awaited on the test's thread.
+pub trait ChatNow {
+    /// The reply to `request`, waiting for it.
+    fn chat_now(
+        &self,
+        request: &prefflow_stages::llm::ChatRequest,
+        epoch: u32,
+    ) -> Result<prefflow_stages::llm::Reply, prefflow_stages::llm::LlmError>;
+}
+
+impl ChatNow for prefflow_stages::llm::LlmClient<'_> {
+    fn chat_now(
+        &self,
+        request: &prefflow_stages::llm::ChatRequest,
+        epoch: u32,
+    ) -> Result<prefflow_stages::llm::Reply, prefflow_stages::llm::LlmError> {
+        block_on(self.chat(request, epoch))
+    }
+}

@@ -2,7 +2,14 @@
 //! when it is a reference bound such as `oracle`), is told the instruction, the tools and the
 //! history events the variant exposes, may ask clarifying questions before acting, and then
 //! returns one action per step. Model-backed agents report token usage per turn.
+//!
+//! The turns that may wait on a model ([`Agent::clarify`], [`Agent::next`],
+//! [`super::Simulator::reply`]) return boxed futures ([`AgentFuture`]), so an episode in flight
+//! is a task awaiting its endpoint, not an OS thread; the traits stay dyn-compatible. Agents
+//! that decide without a model return ready futures ([`ready`]).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use thiserror::Error;
@@ -70,20 +77,31 @@ pub enum AgentError {
     Other(String),
 }
 
+/// What an agent's or simulator's turn yields once any model call it makes is answered: a
+/// boxed future (so [`Agent`] and [`super::Simulator`] stay dyn-compatible) that is `Send`, so
+/// an episode can await on the engine's multi-threaded runtime.
+pub type AgentFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, AgentError>> + Send + 'a>>;
+
+/// A turn decided without waiting (CPU-only agents and simulators).
+pub fn ready<'a, T: Send + 'a>(result: Result<T, AgentError>) -> AgentFuture<'a, T> {
+    Box::pin(std::future::ready(result))
+}
+
 /// An agent playing one episode.
-pub trait Agent {
+pub trait Agent: Send {
     /// Pre-execution clarification (iPrefBench G.5): short questions about details that cannot
     /// be settled, asked before the first action. Empty when none; the default asks nothing.
-    fn clarify(&mut self, _brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
-        Ok(Turn::plain(Vec::new()))
+    fn clarify<'a>(&'a mut self, _brief: &'a Brief<'a>) -> AgentFuture<'a, Turn<Vec<String>>> {
+        ready(Ok(Turn::plain(Vec::new())))
     }
 
-    /// Starts the episode, with the answers to any clarification questions.
+    /// Starts the episode, with the answers to any clarification questions. It only reads the
+    /// brief (no model call), so it does not wait.
     fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError>;
 
     /// The next action, given what the previous action returned (the first observation for
     /// the first step).
-    fn next(&mut self, last: &Observation) -> Result<Turn, AgentError>;
+    fn next<'a>(&'a mut self, last: &'a Observation) -> AgentFuture<'a, Turn>;
 }
 
 /// Builds one agent per episode.

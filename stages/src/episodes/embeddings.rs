@@ -11,6 +11,9 @@ use prefflow_engine::store::Store;
 use crate::llm::{LlmClient, LlmConfig, LlmError};
 use crate::world::history::HistoryEvent;
 
+/// The role embedding calls are counted under in manifests and `prefflow show runs`.
+pub const USAGE_ROLE: &str = "embedding";
+
 /// An embeddings endpoint with record/replay.
 pub struct Embedder<'a> {
     client: LlmClient<'a>,
@@ -25,8 +28,15 @@ impl<'a> Embedder<'a> {
         })
     }
 
+    /// This embedder with its calls counted in `meter` as role [`USAGE_ROLE`] (see
+    /// [`LlmClient::metered`]).
+    pub fn metered(mut self, meter: Option<&'a prefflow_engine::usage::UsageMeter>) -> Self {
+        self.client = self.client.metered(meter, USAGE_ROLE);
+        self
+    }
+
     /// The `k` events of `pool` nearest `query`, in time order.
-    pub fn top_k<'e>(
+    pub async fn top_k<'e>(
         &self,
         pool: &[&'e HistoryEvent],
         query: &str,
@@ -36,8 +46,8 @@ impl<'a> Embedder<'a> {
             return Ok(Vec::new());
         }
         let texts: Vec<String> = pool.iter().map(|e| e.text.clone()).collect();
-        let vectors = self.embed(&texts)?;
-        let q = self.embed(&[query.to_string()])?;
+        let vectors = self.embed(&texts).await?;
+        let q = self.embed(&[query.to_string()]).await?;
         let q = q.first().ok_or_else(|| LlmError::Malformed {
             endpoint: self.client.config().model.clone(),
             detail: "no vector for the query".into(),
@@ -55,14 +65,14 @@ impl<'a> Embedder<'a> {
     }
 
     /// One vector per text, replayed from the store when recorded.
-    pub fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
-        self.client.embed_blocking(texts)
+    pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
+        self.client.embed(texts).await
     }
 }
 
 /// The exposure of `top_k:N` / `rag:N` through embeddings: the log filter of
 /// [`super::exposure::select`], then the `k` nearest events; other exposures are unchanged.
-pub fn select<'e>(
+pub async fn select<'e>(
     embedder: &Embedder<'_>,
     history: &[&'e HistoryEvent],
     exposure: super::Exposure,
@@ -76,7 +86,7 @@ pub fn select<'e>(
         ));
     };
     let pool = super::exposure::select(history, super::Exposure::All, log, query, indexes);
-    embedder.top_k(&pool, query, k)
+    embedder.top_k(&pool, query, k).await
 }
 
 fn cosine(a: &[f64], b: &[f64]) -> f64 {
@@ -94,6 +104,7 @@ fn cosine(a: &[f64], b: &[f64]) -> f64 {
 mod tests {
     use super::*;
     use crate::llm::mock::{Behavior, ScriptedServer};
+    use crate::tasks::testkit::block_on;
     use crate::world::clock::DateTime;
     use crate::world::history::Label;
     use serde_json::{json, Value};
@@ -148,10 +159,12 @@ mod tests {
             event("c", "2026-01-03T09:00", "subway then ramen"),
         ];
         let pool: Vec<&HistoryEvent> = evs.iter().collect();
-        let top = Embedder::new(&cfg, &store, false)
-            .unwrap()
-            .top_k(&pool, "how do I commute", 2)
-            .unwrap();
+        let top = block_on(Embedder::new(&cfg, &store, false).unwrap().top_k(
+            &pool,
+            "how do I commute",
+            2,
+        ))
+        .unwrap();
         let ids: Vec<&str> = top.iter().map(|e| e.event_id.as_str()).collect();
         assert_eq!(ids, ["b", "c"], "the two nearest the query, in time order");
         let seen = server.requests();
@@ -161,16 +174,20 @@ mod tests {
             seen[1].body.contains("took the subway") && seen[2].body.contains("how do I commute")
         );
         // Replayed offline from the store: no more requests.
-        let again = Embedder::new(&cfg, &store, true)
-            .unwrap()
-            .top_k(&pool, "how do I commute", 2)
-            .unwrap();
+        let again = block_on(Embedder::new(&cfg, &store, true).unwrap().top_k(
+            &pool,
+            "how do I commute",
+            2,
+        ))
+        .unwrap();
         assert_eq!(again.len(), 2);
         assert_eq!(server.requests().len(), 3);
         // A query never recorded is an offline miss, not a call.
-        let miss = Embedder::new(&cfg, &store, true)
-            .unwrap()
-            .top_k(&pool, "something else", 2);
+        let miss = block_on(Embedder::new(&cfg, &store, true).unwrap().top_k(
+            &pool,
+            "something else",
+            2,
+        ));
         assert!(
             matches!(miss, Err(LlmError::OfflineMiss { .. })),
             "{miss:?}"
@@ -186,20 +203,68 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = prefflow_engine::store::FsStore::new(dir.path());
         let cfg = config(&server.url);
-        let v = Embedder::new(&cfg, &store, false)
-            .unwrap()
-            .embed(&["x".into()])
-            .unwrap();
+        let v = block_on(
+            Embedder::new(&cfg, &store, false)
+                .unwrap()
+                .embed(&["x".into()]),
+        )
+        .unwrap();
         assert_eq!(v, [[1.0, 0.0]]);
         assert_eq!(server.requests().len(), 2, "the unusable body was retried");
-        let e = Embedder::new(&cfg, &store, false)
-            .unwrap()
-            .embed(&["x".into(), "y".into()])
-            .unwrap_err();
+        let e = block_on(
+            Embedder::new(&cfg, &store, false)
+                .unwrap()
+                .embed(&["x".into(), "y".into()]),
+        )
+        .unwrap_err();
         assert!(
             matches!(e, LlmError::Exhausted { attempts: 3, .. })
                 && e.to_string().contains("expected 2 embeddings"),
             "{e}"
         );
+    }
+
+    /// Embedding calls count like chat calls under role `embedding`: a live call is a request
+    /// with the response's prompt tokens (0 when it reports none), a recorded one is replayed.
+    #[test]
+    fn embedding_calls_are_metered_live_and_replayed() {
+        let server = ScriptedServer::start(vec![], Behavior::Embed);
+        let dir = tempfile::tempdir().unwrap();
+        let store = prefflow_engine::store::FsStore::new(dir.path());
+        let cfg = config(&server.url);
+        let meter = prefflow_engine::usage::UsageMeter::new();
+        let texts = [
+            "ordered ramen twice".to_string(),
+            "took the subway".to_string(),
+        ];
+        let embed = |offline| {
+            let embedder = Embedder::new(&cfg, &store, offline)
+                .unwrap()
+                .metered(Some(&meter));
+            block_on(embedder.embed(&texts)).unwrap()
+        };
+        let live = embed(false);
+        let counted = meter.snapshot().0[USAGE_ROLE]["emb"];
+        assert_eq!((counted.requests, counted.replayed), (1, 0));
+        assert_eq!(
+            counted.prompt_tokens, 6,
+            "the server's usage: one token per word"
+        );
+        assert_eq!(embed(false), live);
+        assert_eq!(embed(true), live);
+        let counted = meter.snapshot().0[USAGE_ROLE]["emb"];
+        assert_eq!((counted.requests, counted.replayed), (1, 2));
+        assert_eq!(counted.prompt_tokens, 6, "replays cost nothing");
+        assert_eq!(server.requests().len(), 1);
+
+        // A server that reports no usage: the request is counted, with no tokens.
+        let bare = ScriptedServer::start(vec![], Behavior::ok(vectors(&[[1.0, 0.0]])));
+        let meter = prefflow_engine::usage::UsageMeter::new();
+        let embedder = Embedder::new(&config(&bare.url), &store, false)
+            .unwrap()
+            .metered(Some(&meter));
+        block_on(embedder.embed(&["x".into()])).unwrap();
+        let counted = meter.snapshot().0[USAGE_ROLE]["emb"];
+        assert_eq!((counted.requests, counted.prompt_tokens), (1, 0));
     }
 }

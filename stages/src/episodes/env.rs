@@ -3,18 +3,17 @@
 //! the environment's own user: the runner asks the simulator and hands the reply over with
 //! [`Environment::ask`], so the same recorded replies can be replayed later by judges.
 
-use std::cell::RefCell;
 use std::collections::VecDeque;
-use std::rc::Rc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use crate::world::phone::{
     Action, AskUser, EpisodeConfig, Observation, OverrideError, Phone, ToolSpec,
 };
 use crate::world::World;
 
-/// An environment one episode runs in.
-pub trait Environment {
+/// An environment one episode runs in (`Send`: an episode awaiting its model may resume on
+/// another thread of the runtime).
+pub trait Environment: Send {
     /// What the agent sees before its first action.
     fn observe(&self) -> Observation;
     /// The tools the agent may call (empty for GUI-only environments).
@@ -35,19 +34,22 @@ pub trait Environment {
 /// Replies queued by the runner (or by a judge replaying recorded steps), handed to the phone
 /// when it forwards `ask_user`.
 #[derive(Clone, Default)]
-pub struct QueuedReplies(Rc<RefCell<VecDeque<String>>>);
+pub struct QueuedReplies(Arc<Mutex<VecDeque<String>>>);
 
 impl QueuedReplies {
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<String>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Queues the reply the next question gets.
     pub fn push(&self, reply: &str) {
-        self.0.borrow_mut().push_back(reply.to_string());
+        self.queue().push_back(reply.to_string());
     }
 }
 
 impl AskUser for QueuedReplies {
     fn ask(&mut self, _question: &str) -> String {
-        self.0
-            .borrow_mut()
+        self.queue()
             .pop_front()
             .unwrap_or_else(|| super::simulator::DONT_KNOW.to_string())
     }

@@ -16,7 +16,7 @@ use super::{run_episode, AgentFactory, EpisodeRow, EpisodeRun, EpisodeSpec, Phon
 use crate::llm::mock::{completion, tool_call_completion, Behavior, ScriptedServer};
 use crate::llm::{LlmClient, LlmConfig};
 use crate::tasks::eval::resolve_json;
-use crate::tasks::testkit::{candidates, world};
+use crate::tasks::testkit::{block_on, candidates, world};
 use crate::tasks::{Source, TaskBundle, TaskType};
 use crate::world::phone::{ActionSpace, EpisodeConfig};
 
@@ -82,7 +82,7 @@ fn play(
         max_steps: 6,
         clarify,
     };
-    run_episode(&mut env, agent.as_mut(), user, &history, spec)
+    block_on(run_episode(&mut env, agent.as_mut(), user, &history, spec))
 }
 
 fn factory<'a>(url: &str, store: &'a FsStore) -> LlmFactory<'a> {
@@ -302,10 +302,10 @@ fn the_llm_user_is_audited_for_volunteered_values() {
             .unwrap();
     let mut user = LlmUser::new(client, prompts, &world().persona, task, 0).unwrap();
 
-    let leak = user.reply("Shall I go ahead?").unwrap();
+    let leak = block_on(user.reply("Shall I go ahead?")).unwrap();
     assert_eq!(leak.disclosed, vec![slot.slot_id.clone()]);
     assert_eq!(leak.volunteered, vec![slot.slot_id.clone()]);
-    let unknown = user.reply("What colour is the sky on Mars?").unwrap();
+    let unknown = block_on(user.reply("What colour is the sky on Mars?")).unwrap();
     assert!(unknown.disclosed.is_empty() && !unknown.ungrounded);
     assert_eq!(unknown.usage.prompt_tokens, 210);
 

@@ -17,7 +17,7 @@ use super::{run_episode, AgentFactory, EpisodeRow, EpisodeSpec, PhoneEnv};
 use crate::kinds::{RunEpisodes, RunEpisodesParams};
 use crate::llm::mock::{completion, tool_call_completion, Behavior, ScriptedServer};
 use crate::llm::{LlmClient, LlmConfig};
-use crate::tasks::testkit::{candidates, world};
+use crate::tasks::testkit::{block_on, candidates, world};
 use crate::tasks::user::spoken;
 use crate::tasks::{Source, TaskBundle};
 use crate::world::phone::{Action, ActionSpace, EpisodeConfig};
@@ -78,13 +78,13 @@ fn first_request(task: &TaskBundle) -> Value {
         max_steps: 2,
         clarify: false,
     };
-    run_episode(
+    block_on(run_episode(
         &mut env,
         agent.as_mut(),
         &mut ScriptedUser::new(&task.slots),
         &history,
         spec,
-    );
+    ));
     bodies(&server).remove(0)
 }
 
@@ -179,7 +179,7 @@ fn the_simulated_user_is_told_what_each_ask_only_value_is_in_words() {
             Prompts::load(&root(), "datasets/prompts", &prompts::USER_TEMPLATES).expect("prompts");
         let mut user = LlmUser::new(client, prompts, &world().persona, task, 0).expect("simulator");
         use super::Simulator;
-        user.reply("Which one?").expect("reply");
+        block_on(user.reply("Which one?")).expect("reply");
         let system = bodies(&server)[0]["messages"][0]["content"]
             .as_str()
             .expect("system")

@@ -2,8 +2,16 @@
 //! actions and environment observations until the agent finishes, errors or hits `max_steps`.
 //! Every action becomes a step row; `ask_user` goes to the simulator, and its reply and
 //! disclosure audit ride on the asking step.
+//!
+//! The loop is async: an agent's or simulator's model call is awaited, so an episode waiting on
+//! its endpoint holds no thread; the environment's steps (the simulated phone) are short CPU
+//! work done in place.
 
-use std::sync::Arc;
+use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Wake, Waker};
 
 use crate::world::history::HistoryEvent;
 use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status};
@@ -35,7 +43,7 @@ pub struct EpisodeSpec {
 
 /// Runs one episode to completion. Agent and simulator failures end it with status `error`;
 /// everything recorded up to then is kept.
-pub fn run_episode(
+pub async fn run_episode(
     env: &mut dyn Environment,
     agent: &mut dyn Agent,
     user: &mut dyn Simulator,
@@ -43,7 +51,7 @@ pub fn run_episode(
     spec: EpisodeSpec,
 ) -> EpisodeRun {
     let mut run = Recorder::new(spec.row.clone(), history);
-    let outcome = play(env, agent, user, history, &spec, &mut run);
+    let outcome = play(env, agent, user, history, &spec, &mut run).await;
     let mut episode = run.episode;
     let mut fault = None;
     match outcome {
@@ -65,7 +73,7 @@ pub fn run_episode(
     }
 }
 
-fn play(
+async fn play(
     env: &mut dyn Environment,
     agent: &mut dyn Agent,
     user: &mut dyn Simulator,
@@ -88,10 +96,10 @@ fn play(
     };
     let mut answered = Vec::new();
     if spec.clarify {
-        let turn = agent.clarify(&brief)?;
+        let turn = agent.clarify(&brief).await?;
         run.add_usage(&turn);
         for q in turn.decision.unwrap_or_default() {
-            let (obs, reply) = ask(env, user, &q)?;
+            let (obs, reply) = ask(env, user, &q).await?;
             answered.push(AskRecord {
                 question: q.clone(),
                 reply: reply.text.clone(),
@@ -102,7 +110,7 @@ fn play(
     agent.start(&brief, &answered)?;
     let mut last = first;
     for _ in 0..spec.max_steps {
-        let turn = agent.next(&last)?;
+        let turn = agent.next(&last).await?;
         run.add_usage(&turn);
         last = match turn.decision {
             Err(why) => {
@@ -111,7 +119,7 @@ fn play(
                 obs
             }
             Ok(Action::AskUser { text }) => {
-                let (obs, reply) = ask(env, user, &text)?;
+                let (obs, reply) = ask(env, user, &text).await?;
                 run.push_ask("act", &text, &obs, reply, turn.raw);
                 obs
             }
@@ -128,12 +136,12 @@ fn play(
     Ok("max_steps")
 }
 
-fn ask(
+async fn ask(
     env: &mut dyn Environment,
     user: &mut dyn Simulator,
     question: &str,
 ) -> Result<(Observation, UserReply), AgentError> {
-    let reply = user.reply(question)?;
+    let reply = user.reply(question).await?;
     let obs = env.ask(question, &reply.text);
     Ok((obs, reply))
 }
@@ -231,5 +239,142 @@ fn status_str(s: Status) -> &'static str {
         Status::Ok => "ok",
         Status::Error => "error",
         Status::Done => "done",
+    }
+}
+
+/// Awaits `futures` together on the calling task, at most `limit` of them started at a time
+/// (the next starts when one finishes); their outputs in input order. Each future is polled only
+/// when its own waker fired, so many in flight cost no rescans. It exists so the episodes of one
+/// engine item (its tasks × epochs) wait on their model together instead of one after another,
+/// without requiring `'static` futures as a spawned task would.
+pub async fn join_all<F: Future>(futures: Vec<F>, limit: usize) -> Vec<F::Output> {
+    let n = futures.len();
+    let mut pending: Vec<Option<Pin<Box<F>>>> =
+        futures.into_iter().map(|f| Some(Box::pin(f))).collect();
+    let mut out: Vec<Option<F::Output>> = (0..n).map(|_| None).collect();
+    let limit = limit.max(1).min(n);
+    let woken = Arc::new(Woken::default());
+    woken.push_all(0..limit);
+    let wakers: Vec<Waker> = (0..n)
+        .map(|index| {
+            Waker::from(Arc::new(Child {
+                index,
+                woken: woken.clone(),
+            }))
+        })
+        .collect();
+    let (mut started, mut left) = (limit, n);
+    std::future::poll_fn(|cx| {
+        // The parent's waker is stored before the queue is read, so a child woken during this
+        // pass reschedules the task; the pass never loops, so tokio's cooperative budget (which
+        // makes an exhausted resource wake at once) cannot spin it.
+        woken.set_parent(cx.waker());
+        let mut todo: VecDeque<usize> = woken.take().into();
+        while let Some(i) = todo.pop_front() {
+            let Some(future) = pending[i].as_mut() else {
+                continue;
+            };
+            if let Poll::Ready(value) = future.as_mut().poll(&mut Context::from_waker(&wakers[i])) {
+                out[i] = Some(value);
+                pending[i] = None;
+                left -= 1;
+                if started < n {
+                    todo.push_back(started);
+                    started += 1;
+                }
+            }
+        }
+        if left == 0 {
+            Poll::Ready(())
+        } else {
+            Poll::Pending
+        }
+    })
+    .await;
+    out.into_iter().flatten().collect()
+}
+
+/// The futures of a [`join_all`] that were woken since its last pass, and its own waker.
+#[derive(Default)]
+struct Woken {
+    queue: Mutex<Vec<usize>>,
+    parent: Mutex<Option<Waker>>,
+}
+
+impl Woken {
+    fn push_all(&self, indexes: impl IntoIterator<Item = usize>) {
+        lock(&self.queue).extend(indexes);
+    }
+
+    fn take(&self) -> Vec<usize> {
+        std::mem::take(&mut *lock(&self.queue))
+    }
+
+    fn set_parent(&self, waker: &Waker) {
+        let mut parent = lock(&self.parent);
+        if !parent.as_ref().is_some_and(|w| w.will_wake(waker)) {
+            *parent = Some(waker.clone());
+        }
+    }
+
+    fn wake(&self, index: usize) {
+        self.push_all([index]);
+        if let Some(parent) = lock(&self.parent).as_ref() {
+            parent.wake_by_ref();
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The waker of one future of a [`join_all`].
+struct Child {
+    index: usize,
+    woken: Arc<Woken>,
+}
+
+impl Wake for Child {
+    fn wake(self: Arc<Self>) {
+        self.woken.wake(self.index);
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.wake(self.index);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::join_all;
+    use crate::tasks::testkit::block_on;
+
+    /// Ten futures, each yielding a few times: at most `limit` run at once, all finish, and the
+    /// outputs come back in input order whatever order they finished in.
+    #[test]
+    fn join_all_bounds_what_runs_at_once_and_keeps_input_order() {
+        let (active, most) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        let futures: Vec<_> = (0..10u32)
+            .map(|i| {
+                let (active, most) = (&active, &most);
+                async move {
+                    let now = active.fetch_add(1, Ordering::SeqCst) + 1;
+                    most.fetch_max(now, Ordering::SeqCst);
+                    for _ in 0..(10 - i) {
+                        tokio::task::yield_now().await;
+                    }
+                    active.fetch_sub(1, Ordering::SeqCst);
+                    i * 2
+                }
+            })
+            .collect();
+        let out = block_on(join_all(futures, 3));
+        assert_eq!(out, (0..10).map(|i| i * 2).collect::<Vec<_>>());
+        assert_eq!(most.load(Ordering::SeqCst), 3);
+        assert_eq!(active.load(Ordering::SeqCst), 0);
+        assert!(block_on(join_all(Vec::<std::future::Ready<u8>>::new(), 4)).is_empty());
     }
 }

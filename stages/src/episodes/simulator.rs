@@ -7,7 +7,7 @@ use crate::llm::Usage;
 use crate::tasks::user::{spoken, SlotUser};
 use crate::tasks::Slot;
 
-use super::agent::AgentError;
+use super::agent::{ready, AgentFuture};
 
 /// What the simulator says back, with its audit.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -25,9 +25,9 @@ pub struct UserReply {
 }
 
 /// Answers the agent's questions for one episode.
-pub trait Simulator {
-    /// The reply to one `ask_user` message.
-    fn reply(&mut self, question: &str) -> Result<UserReply, AgentError>;
+pub trait Simulator: Send {
+    /// The reply to one `ask_user` message (a future: a model-backed user waits on its model).
+    fn reply<'a>(&'a mut self, question: &'a str) -> AgentFuture<'a, UserReply>;
 }
 
 /// What the user answers when a question matches nothing they know.
@@ -48,15 +48,15 @@ impl<'a> ScriptedUser<'a> {
 }
 
 impl Simulator for ScriptedUser<'_> {
-    fn reply(&mut self, question: &str) -> Result<UserReply, AgentError> {
+    fn reply<'a>(&'a mut self, question: &'a str) -> AgentFuture<'a, UserReply> {
         let (text, matched) = SlotUser::new(self.slots).reply(question);
-        Ok(UserReply {
+        ready(Ok(UserReply {
             text,
             disclosed: matched.iter().map(|s| s.slot_id.clone()).collect(),
             volunteered: Vec::new(),
             ungrounded: false,
             usage: Usage::default(),
-        })
+        }))
     }
 }
 

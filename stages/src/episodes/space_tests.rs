@@ -16,7 +16,7 @@ use super::{
 use crate::llm::mock::{completion, tool_call_completion, Behavior, ScriptedServer};
 use crate::llm::LlmConfig;
 use crate::tasks::eval::{operation, resolve_json};
-use crate::tasks::testkit::{candidates, world};
+use crate::tasks::testkit::{block_on, candidates, world};
 use crate::tasks::validate::validate;
 use crate::tasks::world_index::WorldIndex;
 use crate::tasks::{TaskBundle, TaskType};
@@ -164,7 +164,13 @@ fn play_llm(task: &TaskBundle, server: &ScriptedServer, space: ActionSpace) -> E
         clarify: false,
     };
     let mut user = ScriptedUser::new(&task.slots);
-    run_episode(&mut phone, agent.as_mut(), &mut user, &[], spec)
+    block_on(run_episode(
+        &mut phone,
+        agent.as_mut(),
+        &mut user,
+        &[],
+        spec,
+    ))
 }
 
 #[test]

@@ -160,8 +160,9 @@ pub struct EpisodeJudgement {
     pub interaction: Interaction,
 }
 
-/// Judges one episode. `llm` is needed for `llm`/`hybrid` mode and the `llm` matcher.
-pub fn judge_episode(
+/// Judges one episode. `llm` is needed for `llm`/`hybrid` mode and the `llm` matcher; its
+/// requests are awaited (the replay and the rule judge are short CPU work done in place).
+pub async fn judge_episode(
     world: &World,
     bundle: &TaskBundle,
     episode: &EpisodeInfo,
@@ -180,7 +181,7 @@ pub fn judge_episode(
     };
     let r = replay(world, bundle, steps).map_err(JudgeError::Input)?;
     let mut usage = Usage::default();
-    let requests = match_requests(&r, bundle, opts.matcher, llm, &mut usage)?;
+    let requests = match_requests(&r, bundle, opts.matcher, llm, &mut usage).await?;
     let operations = r.env.phone.operations();
     let asked: HashSet<String> = requests.iter().filter_map(|q| q.slot_id.clone()).collect();
     let bindings = interaction::bindings(bundle);
@@ -204,7 +205,7 @@ pub fn judge_episode(
         verdicts.extend(rows(bundle, "rule", decided, &facts));
     }
     if let Some(judge) = llm.filter(|_| opts.mode.uses_llm()) {
-        let decided = llm_verdicts(world, bundle, steps, &r, judge, opts.mode, &mut usage)?;
+        let decided = llm_verdicts(world, bundle, steps, &r, judge, opts.mode, &mut usage).await?;
         verdicts.extend(rows(bundle, "llm", decided.into_iter(), &facts));
     }
     let lambda = bundle.task.lambda.unwrap_or(opts.lambda);
@@ -234,7 +235,7 @@ pub fn judge_episode(
     })
 }
 
-fn match_requests(
+async fn match_requests(
     r: &Replay<'_>,
     bundle: &TaskBundle,
     matcher: MatcherName,
@@ -246,7 +247,7 @@ fn match_requests(
         let scripted = || interaction::scripted_pieces(&ask.question, &bundle.slots);
         let pieces = match (matcher, llm) {
             (MatcherName::Llm, Some(judge)) => {
-                let (pieces, u) = judge.pieces(&ask.question, bundle)?;
+                let (pieces, u) = judge.pieces(&ask.question, bundle).await?;
                 add(usage, u);
                 match pieces {
                     Some(p) => (p, "llm"),
@@ -270,7 +271,7 @@ fn add(total: &mut Usage, u: Usage) {
 }
 
 /// The LLM judge's verdicts on the criteria `mode` gives it, in criterion order.
-fn llm_verdicts<'b>(
+async fn llm_verdicts<'b>(
     world: &World,
     bundle: &'b TaskBundle,
     steps: &[StepRec],
@@ -288,7 +289,9 @@ fn llm_verdicts<'b>(
     let answer = r.env.phone.answer();
     let mut out = Vec::new();
     for c in bundle.criteria.iter().filter(|c| mode.llm_judges(c)) {
-        let (v, reason, u) = judge.criterion(&llm::context(bundle, c, &shared, answer))?;
+        let (v, reason, u) = judge
+            .criterion(&llm::context(bundle, c, &shared, answer))
+            .await?;
         add(usage, u);
         out.push((c, v, reason));
     }
@@ -403,7 +406,8 @@ fn scores(verdicts: &[VerdictRow], mode: Mode, lambda: f64) -> ScoreRow {
 }
 
 /// Judges many episodes with `opts` (rule mode, scripted matcher: no model calls) on `threads`
-/// threads; results are in `episodes` order.
+/// threads, each driving [`judge_episode`] on its own single-threaded runtime; results are in
+/// `episodes` order.
 pub fn judge_batch(
     world: &World,
     index: &JudgeIndex,
@@ -414,20 +418,31 @@ pub fn judge_batch(
     let chunk = episodes.len().div_ceil(threads.max(1)).max(1);
     let one = |ep: &EpisodeInfo| {
         let bundle = index.bundle(ep)?;
-        judge_episode(
-            world,
-            bundle,
-            ep,
-            index.steps_of(&ep.episode_id),
-            opts,
-            None,
-        )
+        Ok::<_, JudgeError>((bundle, index.steps_of(&ep.episode_id)))
+    };
+    let part_of = |part: &[EpisodeInfo]| -> Vec<Result<EpisodeJudgement, JudgeError>> {
+        let runtime = match tokio::runtime::Builder::new_current_thread().build() {
+            Ok(rt) => rt,
+            Err(e) => {
+                let why = format!("cannot start a judging runtime: {e}");
+                return part
+                    .iter()
+                    .map(|_| Err(JudgeError::Input(why.clone())))
+                    .collect();
+            }
+        };
+        part.iter()
+            .map(|ep| {
+                let (bundle, steps) = one(ep)?;
+                runtime.block_on(judge_episode(world, bundle, ep, steps, opts, None))
+            })
+            .collect()
     };
     std::thread::scope(|s| {
         let handles: Vec<_> = episodes
             .chunks(chunk)
             .map(|part| {
-                let h = s.spawn(move || part.iter().map(one).collect::<Vec<_>>());
+                let h = s.spawn(move || part_of(part));
                 (part.len(), h)
             })
             .collect();

@@ -100,7 +100,7 @@ impl<'a> LlmJudge<'a> {
         usage.cost(self.prices)
     }
 
-    fn ask(
+    async fn ask(
         &self,
         template: &str,
         name: &str,
@@ -114,16 +114,16 @@ impl<'a> LlmJudge<'a> {
             json_mode: true,
             ..ChatRequest::default()
         };
-        let reply = self.client.chat_blocking(&request, 0)?;
+        let reply = self.client.chat(&request, 0).await?;
         Ok((reply.content, reply.usage))
     }
 
     /// Judges one criterion; an unreadable reply is [`Verdict::Unscored`].
-    pub fn criterion(
+    pub async fn criterion(
         &self,
         ctx: &CriterionContext<'_>,
     ) -> Result<(Verdict, String, Usage), JudgeError> {
-        let (content, usage) = self.ask(&self.criterion, CRITERION_TEMPLATE, ctx)?;
+        let (content, usage) = self.ask(&self.criterion, CRITERION_TEMPLATE, ctx).await?;
         let text = content.unwrap_or_default();
         Ok(match parse_verdict(&text) {
             Some((v, reason)) => (v, reason, usage),
@@ -136,7 +136,7 @@ impl<'a> LlmJudge<'a> {
     }
 
     /// Splits and matches one question; `None` when the reply cannot be read.
-    pub fn pieces(
+    pub async fn pieces(
         &self,
         question: &str,
         bundle: &TaskBundle,
@@ -151,7 +151,7 @@ impl<'a> LlmJudge<'a> {
             "question": question,
             "slots": slots,
         });
-        let (content, usage) = self.ask(&self.requests, REQUESTS_TEMPLATE, &vars)?;
+        let (content, usage) = self.ask(&self.requests, REQUESTS_TEMPLATE, &vars).await?;
         let pieces = parse_requests(&content.unwrap_or_default(), bundle);
         Ok((pieces, usage))
     }

@@ -16,7 +16,7 @@ use crate::episodes::{PhoneEnv, ScriptedUser};
 use crate::llm::mock::{completion, Behavior, ScriptedServer};
 use crate::llm::LlmConfig;
 use crate::tasks::frames::bundles_table;
-use crate::tasks::testkit::{candidates, datasets, world};
+use crate::tasks::testkit::{block_on, candidates, datasets, world};
 use crate::tasks::validate::validate;
 use crate::tasks::world_index::WorldIndex;
 use crate::tasks::{CriterionKind, Perturbation, Source, TaskBundle};
@@ -61,7 +61,7 @@ fn play_with(b: &TaskBundle, agent: &mut dyn Agent, name: &str) -> EpisodeRun {
         max_steps: 30,
         clarify: false,
     };
-    run_episode(&mut env, agent, &mut user, &[], spec)
+    block_on(run_episode(&mut env, agent, &mut user, &[], spec))
 }
 
 fn play(b: &TaskBundle, factory: &dyn AgentFactory) -> EpisodeRun {
@@ -88,7 +88,15 @@ fn judge_runs(
         .iter()
         .map(|ep| {
             let b = index.bundle(ep).unwrap();
-            judge_episode(world(), b, ep, index.steps_of(&ep.episode_id), opts, llm).unwrap()
+            block_on(judge_episode(
+                world(),
+                b,
+                ep,
+                index.steps_of(&ep.episode_id),
+                opts,
+                llm,
+            ))
+            .unwrap()
         })
         .collect()
 }

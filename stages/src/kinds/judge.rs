@@ -3,11 +3,15 @@
 //! matched to slots, failed criteria labelled — and writes `verdicts`, `scores`, `requests` and
 //! `interaction` (docs/judging.md). Inputs: `episodes` (first, per item), `steps`, `bundles`,
 //! `sources`, `history_events`.
+//!
+//! Items are async ([`Execution::Async`]): an episode whose criteria go to a judge model awaits
+//! its requests on the engine's runtime instead of holding a thread; the replay and the rule
+//! judge are short CPU work, and the index of steps and bundles is built in `prepare`.
 
 use std::sync::Arc;
 
 use prefflow_engine::schema::{InputDef, TableDef};
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::judging::frames::{judge_tables, JUDGE_TABLES};
@@ -164,60 +168,63 @@ impl Kind for Judge {
         })
     }
 
-    fn run(
-        &self,
-        params: &Self::Params,
-        ctx: &StageContext<'_, JudgeState>,
-    ) -> Result<Tables, StageError> {
-        let bad = |m: String| StageError::Input(format!("stage `{}`: {m}", ctx.stage));
-        if !(0.0..=1.0).contains(&params.lambda) {
-            return Err(bad(format!(
-                "`lambda` must lie in [0, 1], got {}",
-                params.lambda
-            )));
-        }
-        let effective = params.effective();
-        let llm = match (&effective.llm, params.uses_llm()) {
-            (Some(config), true) => Some(
-                LlmJudge::new(
-                    config.clone(),
-                    ctx.cache,
-                    ctx.offline,
-                    &ctx.resolve(&params.prompts),
-                )?
-                .metered(Some(ctx.usage)),
-            ),
-            (None, true) => {
-                return Err(bad(
-                    "mode `llm`/`hybrid` and matcher `llm` need `llm: {base_url, model}`".into(),
-                ))
-            }
-            _ => None,
-        };
-        // The first input holds this item's episodes (the engine filters it per item).
-        let first = ctx.inputs.first().ok_or_else(|| {
-            bad("needs inputs [episodes, steps, bundles, sources, history_events]".into())
-        })?;
-        let episodes = episodes_from_table(&first.df)?;
-        let (index, world) = (&ctx.state.index, &ctx.state.world);
-        let opts = JudgeOptions {
-            mode: effective.mode,
-            matcher: effective.matcher,
-            lambda: params.lambda,
-        };
-        let mut judged = Vec::new();
-        for ep in &episodes {
-            let bundle = index.bundle(ep)?;
-            let steps = index.steps_of(&ep.episode_id);
-            judged.push(judge_episode(
-                world,
-                bundle,
-                ep,
-                steps,
-                &opts,
-                llm.as_ref(),
-            )?);
-        }
-        Ok(Tables::new(judge_tables(&judged)?))
+    const EXECUTION: Execution = Execution::Async;
+
+    fn run_async<'a>(
+        &'a self,
+        params: &'a Self::Params,
+        ctx: &'a StageContext<'a, JudgeState>,
+    ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
+        judge_item(params, ctx)
     }
+}
+
+/// Judges the item's episodes, one after the other.
+async fn judge_item(
+    params: &JudgeParams,
+    ctx: &StageContext<'_, JudgeState>,
+) -> Result<Tables, StageError> {
+    let bad = |m: String| StageError::Input(format!("stage `{}`: {m}", ctx.stage));
+    if !(0.0..=1.0).contains(&params.lambda) {
+        return Err(bad(format!(
+            "`lambda` must lie in [0, 1], got {}",
+            params.lambda
+        )));
+    }
+    let effective = params.effective();
+    let llm = match (&effective.llm, params.uses_llm()) {
+        (Some(config), true) => Some(
+            LlmJudge::new(
+                config.clone(),
+                ctx.cache,
+                ctx.offline,
+                &ctx.resolve(&params.prompts),
+            )?
+            .metered(Some(ctx.usage)),
+        ),
+        (None, true) => {
+            return Err(bad(
+                "mode `llm`/`hybrid` and matcher `llm` need `llm: {base_url, model}`".into(),
+            ))
+        }
+        _ => None,
+    };
+    // The first input holds this item's episodes (the engine filters it per item).
+    let first = ctx.inputs.first().ok_or_else(|| {
+        bad("needs inputs [episodes, steps, bundles, sources, history_events]".into())
+    })?;
+    let episodes = episodes_from_table(&first.df)?;
+    let (index, world) = (&ctx.state.index, &ctx.state.world);
+    let opts = JudgeOptions {
+        mode: effective.mode,
+        matcher: effective.matcher,
+        lambda: params.lambda,
+    };
+    let mut judged = Vec::new();
+    for ep in &episodes {
+        let bundle = index.bundle(ep)?;
+        let steps = index.steps_of(&ep.episode_id);
+        judged.push(judge_episode(world, bundle, ep, steps, &opts, llm.as_ref()).await?);
+    }
+    Ok(Tables::new(judge_tables(&judged)?))
 }

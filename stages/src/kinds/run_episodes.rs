@@ -2,12 +2,17 @@
 //! simulated phone, `epochs` times, and writes `episodes`, `steps` and `diffs`. Sweep `agent`,
 //! `history`, `clarify`, `simulator`… in the pipeline to compare configurations; each variant's
 //! episodes are cached per task, so changing one variant re-runs only its episodes.
+//!
+//! Items are async ([`Execution::Async`]): an episode waiting on its model is a task on the
+//! engine's runtime, not a thread, so a pool of hundreds of `llm` episodes in flight costs a few
+//! OS threads. The phone's steps are short CPU work done in place; what every episode shares
+//! (the world, the retrieval indexes) is built in `prepare`.
 
 use std::sync::Arc;
 
 use polars::prelude::DataFrame;
 use prefflow_engine::schema::{InputDef, TableDef};
-use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
+use prefflow_engine::{Execution, Kind, ParamError, StageContext, StageError, Tables};
 
 use crate::episodes::agents::{self, AgentName};
 use crate::episodes::embeddings::{self, Embedder};
@@ -15,6 +20,7 @@ use crate::episodes::exposure::{self, Exposure, LogKind};
 use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
 use crate::episodes::hooks::{EpisodeHooks, NoHooks};
 use crate::episodes::retrieval::IndexCache;
+use crate::episodes::runner::join_all;
 use crate::episodes::seed::{episode_id, episode_seed};
 use crate::episodes::simulators::{self, SimulatorName};
 use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, ModelAccess, PhoneEnv};
@@ -113,17 +119,21 @@ impl Kind for RunEpisodes {
         prepare_episodes(ctx)
     }
 
-    fn run(
-        &self,
-        params: &Self::Params,
-        ctx: &StageContext<'_, EpisodeState>,
-    ) -> Result<Tables, StageError> {
+    const EXECUTION: Execution = Execution::Async;
+
+    fn run_async<'a>(
+        &'a self,
+        params: &'a Self::Params,
+        ctx: &'a StageContext<'a, EpisodeState>,
+    ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
         run_with(params, ctx, &NoHooks)
     }
 }
 
-/// `run_episodes` with a stage kind's additions to each episode (see [`EpisodeHooks`]).
-pub fn run_with(
+/// `run_episodes` with a stage kind's additions to each episode (see [`EpisodeHooks`]). The
+/// item's episodes (tasks × epochs) are in flight together, at most as many as the agent's
+/// endpoint lets be on the wire ([`in_flight`]); results keep task-then-epoch order.
+pub async fn run_with(
     params: &RunEpisodesParams,
     ctx: &StageContext<'_, EpisodeState>,
     hooks: &dyn EpisodeHooks,
@@ -136,15 +146,44 @@ pub fn run_with(
     let factory = agents::factory(params, model_access(ctx))?;
     let bundles = bundles_from_table(bundles_input(ctx)?)?;
     check_episode_count(bundles.len(), params.epochs)?;
-    let mut runs = Vec::new();
-    for bundle in bundles {
+    let mut episodes = Vec::new();
+    for bundle in &bundles {
         for epoch in 0..params.epochs {
-            let run = play(params, ctx, state, &bundle, factory.as_ref(), epoch, hooks)?;
-            refuse_faults(ctx, &run)?;
-            runs.push(run);
+            episodes.push(play(
+                params,
+                ctx,
+                state,
+                bundle,
+                factory.as_ref(),
+                epoch,
+                hooks,
+            ));
         }
     }
+    let mut runs = Vec::with_capacity(episodes.len());
+    for run in join_all(episodes, in_flight(params)).await {
+        let run = run?;
+        refuse_faults(ctx, &run)?;
+        runs.push(run);
+    }
     tables(&runs)
+}
+
+/// How many of one item's episodes are played at once: as many as the model endpoint lets be
+/// on the wire (the agent's, else the simulator's `concurrency`) — more would only wait for its
+/// slots while holding their phones — and one at a time without a model (such episodes never
+/// wait, so they run to the end one after another anyway).
+fn in_flight(params: &RunEpisodesParams) -> usize {
+    let agent = params
+        .llm
+        .as_ref()
+        .filter(|_| params.agent == AgentName::Llm);
+    let user = params
+        .user_llm
+        .as_ref()
+        .or(params.llm.as_ref())
+        .filter(|_| params.simulator == SimulatorName::Llm);
+    agent.or(user).map_or(1, |l| l.concurrency.max(1))
 }
 
 /// Refuses a call that would play more than [`crate::limits::EPISODES`] episodes (tasks ×
@@ -197,7 +236,7 @@ fn tables(runs: &[EpisodeRun]) -> Result<Tables, StageError> {
 }
 
 /// Plays one episode of `bundle`.
-fn play(
+async fn play(
     params: &RunEpisodesParams,
     ctx: &StageContext<'_>,
     state: &EpisodeState,
@@ -226,7 +265,7 @@ fn play(
     history.sort_by_key(|e| e.time);
     let shown = match &params.embeddings {
         Some(cfg) => {
-            let embedder = Embedder::new(cfg, ctx.cache, ctx.offline)?;
+            let embedder = Embedder::new(cfg, ctx.cache, ctx.offline)?.metered(Some(ctx.usage));
             embeddings::select(
                 &embedder,
                 &history,
@@ -234,7 +273,8 @@ fn play(
                 params.log,
                 &task.instruction,
                 indexes,
-            )?
+            )
+            .await?
         }
         None => exposure::select(
             &history,
@@ -273,7 +313,7 @@ fn play(
         clarify: params.clarify,
         indexes: indexes.clone(),
     };
-    let mut run = run_episode(&mut env, agent.as_mut(), user.as_mut(), &shown, spec);
+    let mut run = run_episode(&mut env, agent.as_mut(), user.as_mut(), &shown, spec).await;
     if !matches!(params.history, Exposure::TopK(_)) {
         // `all` and `none` are fully described by the `exposure` column and the count; listing
         // 3,000 ids on every episode would dominate the steps table and the run's memory.
@@ -359,6 +399,89 @@ mod tests {
         assert_eq!(
             episode_variant(&params, "model=a,clarify=true,params.seed=3"),
             format!("{named},clarify=true,params.seed=3")
+        );
+    }
+
+    /// 64 `llm` episodes of one item in flight at once on a single thread: the kind is run the
+    /// way a test or one-off call runs it ([`prefflow_engine::kind::DynKind::run`], a
+    /// current-thread runtime for async kinds), against a server that holds every request
+    /// until 64 wait together. An episode that held its thread while waiting for its model
+    /// (the synchronous agent of before) would let one request out at a time, and the gate
+    /// would never open by count.
+    #[test]
+    fn episodes_in_flight_wait_on_their_model_without_a_thread_each() {
+        use crate::llm::mock::{completion, Gate, ScriptedServer};
+        use prefflow_engine::kind::DynKind;
+        use prefflow_engine::store::FsStore;
+        use prefflow_engine::InputTable;
+
+        const IN_FLIGHT: usize = 64;
+        let gate = Gate::new(IN_FLIGHT, std::time::Duration::from_secs(60));
+        let server = ScriptedServer::start(
+            vec![],
+            gate.behavior(completion(r#"{"action": "finish"}"#, 7, 2)),
+        );
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsStore::new(dir.path());
+        let usage = prefflow_engine::usage::UsageMeter::new();
+        let ctx = |inputs| StageContext {
+            stage: "episodes",
+            variant: "",
+            item: None,
+            seed: 0,
+            attempt: 0,
+            workdir: &root,
+            inputs,
+            cache: &store,
+            offline: false,
+            state: &(),
+            usage: &usage,
+        };
+        let world = DynKind::run(
+            &crate::kinds::build_world::BuildWorld,
+            &serde_json::json!({ "persona": "datasets/personas/maya.yaml" }),
+            &ctx(&[]),
+        )
+        .unwrap();
+        let bundle = &crate::tasks::testkit::candidates()[0];
+        let input = |table: &str, df: DataFrame| InputTable {
+            stage: "up".into(),
+            table: table.into(),
+            df,
+        };
+        let inputs = [
+            input(
+                "bundles",
+                crate::tasks::frames::bundles_table(std::slice::from_ref(bundle)).unwrap(),
+            ),
+            input("sources", world.get("sources").unwrap().clone()),
+            input(
+                "history_events",
+                world.get("history_events").unwrap().clone(),
+            ),
+        ];
+        let params = serde_json::json!({
+            "agent": "llm", "space": "gui", "history": "none", "epochs": IN_FLIGHT,
+            "max_steps": 3,
+            "llm": { "base_url": server.url, "model": "gate", "max_retries": 0,
+                     "timeout_s": 120, "concurrency": IN_FLIGHT },
+        });
+        let tables = DynKind::run(&RunEpisodes, &params, &ctx(&inputs)).unwrap();
+
+        assert!(
+            gate.reached(),
+            "at most {} of {IN_FLIGHT} requests were in flight at once",
+            gate.most_waiting()
+        );
+        let episodes = tables.get("episodes").unwrap();
+        assert_eq!(episodes.height(), IN_FLIGHT);
+        let status = episodes.column("status").unwrap().str().unwrap();
+        assert!(status.iter().all(|s| s == Some("ok")), "{status:?}");
+        assert_eq!(
+            server.requests().len(),
+            IN_FLIGHT,
+            "one request per episode"
         );
     }
 }

@@ -4,7 +4,7 @@
 //! and each episode's rule score in `episodes.score`, which `knowu_metrics` reads.
 
 use prefflow_engine::schema::{InputDef, TableDef};
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 
 use super::run_episodes::{
     prepare_episodes, run_with, EpisodeState, RunEpisodes, RunEpisodesParams,
@@ -56,18 +56,29 @@ impl Kind for RunKnowuEpisodes {
         prepare_episodes(ctx)
     }
 
-    fn run(
-        &self,
-        params: &Self::Params,
-        ctx: &StageContext<'_, EpisodeState>,
-    ) -> Result<Tables, StageError> {
-        let tasks = ctx.input("knowu_tasks").map_err(|_| {
-            StageError::Input(format!(
-                "stage `{}`: needs a `knowu_tasks` input (the table of the `generate_knowu_tasks` stage that made its bundles)",
-                ctx.stage
-            ))
-        })?;
-        let hooks = KnowuHooks::new(table::read(tasks)?);
-        run_with(params, ctx, &hooks)
+    // Episodes await their models on the engine's runtime, as `run_episodes`' do.
+    const EXECUTION: Execution = Execution::Async;
+
+    fn run_async<'a>(
+        &'a self,
+        params: &'a Self::Params,
+        ctx: &'a StageContext<'a, EpisodeState>,
+    ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
+        run(params, ctx)
     }
+}
+
+/// The item's KnowU episodes: `run_episodes` with the KnowU hooks of its tasks.
+async fn run(
+    params: &RunEpisodesParams,
+    ctx: &StageContext<'_, EpisodeState>,
+) -> Result<Tables, StageError> {
+    let tasks = ctx.input("knowu_tasks").map_err(|_| {
+        StageError::Input(format!(
+            "stage `{}`: needs a `knowu_tasks` input (the table of the `generate_knowu_tasks` stage that made its bundles)",
+            ctx.stage
+        ))
+    })?;
+    let hooks = KnowuHooks::new(table::read(tasks)?);
+    run_with(params, ctx, &hooks).await
 }

@@ -7,7 +7,7 @@
 
 use prefflow_engine::schema::TableDef;
 use std::collections::{BTreeMap, HashMap};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use polars::prelude::{Column, DataFrame};
@@ -161,7 +161,7 @@ impl Kind for RunRemoteEpisodes {
         let lease = lease::acquire(&params.devices);
         let timeout = Duration::from_secs(params.timeout_s.max(1));
         let client = DeviceClient::new(lease.url(), &params.device_id, timeout)
-            .map(Rc::new)
+            .map(Arc::new)
             .map_err(|e| StageError::Input(format!("stage `{}`: {e}", ctx.stage)))?;
         let policy = RetryPolicy {
             retries: params.device_retries,
@@ -182,7 +182,7 @@ fn play_all(
     params: &RunRemoteEpisodesParams,
     ctx: &StageContext<'_>,
     tasks: &[RemoteTask],
-    client: &Rc<DeviceClient>,
+    client: &Arc<DeviceClient>,
     policy: &RetryPolicy,
     factory: &dyn AgentFactory,
 ) -> Result<Vec<Played>, (String, DeviceError)> {

@@ -7,9 +7,9 @@
 //!   one, so a rate-limited model does not starve its own pool.
 //! - **I/O.** Requests run as tasks on one small process-wide runtime ([`io_runtime`], two
 //!   threads), whichever runtime or thread awaits them: thousands of requests in flight cost
-//!   tasks, not OS threads, and a connection pool is never shared between runtimes. Blocking
-//!   callers (CPU-bound stage kinds, tests) use the `*_blocking` twins, which park the calling
-//!   thread until the task is done.
+//!   tasks, not OS threads, and a connection pool is never shared between runtimes. Callers
+//!   are async all the way up (agents, simulators, judges, embedding retrieval and the stage
+//!   kinds running them), so a request waiting on the network holds no thread of its caller.
 //! - **Retries.** [`RetryPolicy`] of the engine, the one retry layer: 429, 5xx, transport
 //!   failures and bodies that are not a usable answer (truncated or unparsable, no choices, no
 //!   message) are provider faults and are retried with jittered doubling backoff (honouring
@@ -18,11 +18,14 @@
 //! - **Record/replay.** Every answered request is stored content-addressed in the run's store
 //!   (endpoint, body and epoch — never the key), so a finished run replays with zero network
 //!   and `--offline` turns a miss into [`LlmError::OfflineMiss`].
+//! - **One request per identical request in flight.** A request whose key (and store) matches
+//!   one already on its way — judge prompts repeat across epochs and variants, every episode of
+//!   a world embeds the same history — waits for that one's answer instead of sending again,
+//!   and is then counted as replayed, as it would be had it come a moment later. Only answers
+//!   are shared: when the first request fails (or is dropped), each waiting one sends its own.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 use prefflow_engine::keys::{hash_bytes, hash_json};
@@ -31,7 +34,7 @@ use prefflow_engine::store::Store;
 use prefflow_engine::usage::UsageMeter;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tokio::sync::Semaphore;
+use tokio::sync::{watch, Semaphore};
 
 use super::error::LlmError;
 use super::types::{ChatRequest, LlmConfig, ToolCall, Usage};
@@ -89,11 +92,14 @@ fn recorded_bytes(body: &[u8], reply: &Reply) -> Result<Vec<u8>, LlmError> {
     Ok(out)
 }
 
-/// One model endpoint as the process shares it: its connection pool and its request slots.
+/// One model endpoint as the process shares it: its connection pool, its request slots and
+/// the requests on their way to it.
 pub struct Endpoint {
     http: reqwest::Client,
     slots: Semaphore,
     concurrency: usize,
+    chats: InFlight<Reply>,
+    embeddings: InFlight<Vec<Vec<f64>>>,
 }
 
 impl Endpoint {
@@ -134,9 +140,85 @@ fn endpoint(base_url: &str, model: &str, concurrency: usize) -> Result<Arc<Endpo
         http,
         slots: Semaphore::new(concurrency),
         concurrency,
+        chats: InFlight::default(),
+        embeddings: InFlight::default(),
     });
     all.insert(key, made.clone());
     Ok(made)
+}
+
+/// What identifies one request in flight: the store it is recorded in (its address: a request
+/// in flight borrows its store, so the address cannot be reused meanwhile) and its cache key.
+type FlightKey = (usize, String);
+
+/// The requests of one kind (chat or embeddings) on their way to an endpoint, each with the
+/// channel its answer will be published on.
+struct InFlight<T>(Mutex<HashMap<FlightKey, watch::Receiver<Option<T>>>>);
+
+impl<T> Default for InFlight<T> {
+    fn default() -> Self {
+        Self(Mutex::default())
+    }
+}
+
+/// A caller's part in a request: it sends it, or it waits for the one already sent.
+enum Flight<'a, T> {
+    Lead(Leader<'a, T>),
+    Follow(watch::Receiver<Option<T>>),
+}
+
+impl<T: Clone> InFlight<T> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<FlightKey, watch::Receiver<Option<T>>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Follows the request already in flight under `key`, or leads a new one.
+    fn join(&self, key: FlightKey) -> Flight<'_, T> {
+        let mut all = self.lock();
+        if let Some(answer) = all.get(&key) {
+            return Flight::Follow(answer.clone());
+        }
+        let (answer, rx) = watch::channel(None);
+        all.insert(key.clone(), rx);
+        Flight::Lead(Leader {
+            flights: self,
+            key,
+            answer,
+        })
+    }
+}
+
+/// The caller sending a request others may wait for. Dropping it — answered, failed or
+/// cancelled — takes the request out of flight; waiters of an unanswered one send their own.
+struct Leader<'a, T> {
+    flights: &'a InFlight<T>,
+    key: FlightKey,
+    answer: watch::Sender<Option<T>>,
+}
+
+impl<T> Leader<'_, T> {
+    /// Hands the answer (already recorded) to every caller waiting for it.
+    fn publish(self, answer: T) {
+        self.answer.send_replace(Some(answer));
+    }
+}
+
+impl<T> Drop for Leader<'_, T> {
+    fn drop(&mut self) {
+        self.flights
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&self.key);
+    }
+}
+
+/// The answer the leader of a request published, or `None` when it ended without one.
+async fn answer_of<T: Clone>(mut rx: watch::Receiver<Option<T>>) -> Option<T> {
+    rx.wait_for(Option::is_some)
+        .await
+        .ok()
+        .and_then(|a| a.clone())
 }
 
 /// The runtime every model request runs on: two threads for the whole process, whoever awaits.
@@ -152,30 +234,6 @@ pub fn io_runtime() -> &'static tokio::runtime::Runtime {
     })
 }
 
-/// Runs `future` to completion on the calling thread, parking it while the future waits (for
-/// blocking callers of the async client; the I/O itself runs on [`io_runtime`]). Must not be
-/// called from inside an async task.
-pub fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(out) => return out,
-            Poll::Pending => std::thread::park(),
-        }
-    }
-}
-
 /// A model client bound to one configuration, endpoint and record/replay cache.
 pub struct LlmClient<'a> {
     config: LlmConfig,
@@ -183,7 +241,7 @@ pub struct LlmClient<'a> {
     endpoint: Arc<Endpoint>,
     cache: &'a dyn Store,
     offline: bool,
-    /// Where each answered chat call is counted (provider or replayed), under this role.
+    /// Where each answered call is counted (provider or replayed), under this role.
     meter: Option<(&'a UsageMeter, &'static str)>,
 }
 
@@ -205,18 +263,18 @@ impl<'a> LlmClient<'a> {
         })
     }
 
-    /// This client with every chat call it answers counted in `meter` (when given) as `role`
-    /// and the config's model: answered by the provider (requests, tokens, cost at the
-    /// config's prices) or replayed from the record — the one place model calls are counted,
-    /// so `prefflow show runs` sums what each stage's calls cost.
+    /// This client with every call it answers — chat completions and embeddings — counted in
+    /// `meter` (when given) as `role` and the config's model: answered by the provider
+    /// (requests, tokens, cost at the config's prices) or replayed from the record — the one
+    /// place model calls are counted, so `prefflow show runs` sums what each stage's calls cost.
     pub fn metered(mut self, meter: Option<&'a UsageMeter>, role: &'static str) -> Self {
         self.meter = meter.map(|m| (m, role));
         self
     }
 
-    fn count(&self, reply: &Reply) {
+    fn count(&self, usage: Usage, from_cache: bool) {
         if let Some((meter, role)) = self.meter {
-            let counts = reply.usage.counts(self.config.prices, reply.from_cache);
+            let counts = usage.counts(self.config.prices, from_cache);
             meter.record(role, &self.config.model, &counts);
         }
     }
@@ -280,11 +338,8 @@ impl<'a> LlmClient<'a> {
         let body = body_bytes(&self.body(request));
         let key = self.key_of(&body, epoch);
         let path = format!("llm/{}/{key}.json", &key[..2]);
-        if let Some(mut reply) = self.replay(&path)? {
-            reply.from_cache = true;
-            reply.cache_key = key;
-            self.count(&reply);
-            return Ok(reply);
+        if let Some(reply) = self.replay(&path)? {
+            return Ok(self.replayed(reply, key));
         }
         if self.offline {
             return Err(LlmError::OfflineMiss {
@@ -292,24 +347,49 @@ impl<'a> LlmClient<'a> {
                 key,
             });
         }
+        let leader = loop {
+            match self.endpoint.chats.join(self.flight_key(&key)) {
+                Flight::Lead(leader) => break leader,
+                Flight::Follow(answer) => {
+                    if let Some(reply) = answer_of(answer).await {
+                        return Ok(self.replayed(reply, key));
+                    }
+                }
+            }
+        };
         let (mut reply, attempts) = self
             .exchange(self.chat_url(), body.clone(), parse_reply)
             .await?;
         let bytes = recorded_bytes(&body, &reply)?;
         self.put(&path, &bytes)?;
+        leader.publish(reply.clone());
         reply.attempts = attempts;
         reply.cache_key = key;
-        self.count(&reply);
+        self.count(reply.usage, false);
         Ok(reply)
     }
 
-    /// [`LlmClient::chat`] for blocking callers.
-    pub fn chat_blocking(&self, request: &ChatRequest, epoch: u32) -> Result<Reply, LlmError> {
-        block_on(self.chat(request, epoch))
+    /// A reply that cost this caller no request (recorded, or sent by an identical request in
+    /// flight), marked and counted as replayed.
+    fn replayed(&self, mut reply: Reply, key: String) -> Reply {
+        reply.from_cache = true;
+        reply.attempts = 0;
+        reply.cache_key = key;
+        self.count(reply.usage, true);
+        reply
+    }
+
+    /// This client's store and `key`: identical requests share one flight only when they are
+    /// recorded in the same store.
+    fn flight_key(&self, key: &str) -> FlightKey {
+        let store = std::ptr::from_ref(self.cache).cast::<()>() as usize;
+        (store, key.to_string())
     }
 
     /// One vector per text from the endpoint's `/embeddings`, replayed when recorded (keyed by
-    /// endpoint, model and inputs).
+    /// endpoint, model and inputs). Metered like chat: a live call is a request with the
+    /// response's `usage.prompt_tokens` (0 when the server sends none), a replay is `replayed`
+    /// (the record holds only the vectors).
     pub async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
         let url = format!("{}/embeddings", self.base_url);
         let body = json!({ "model": self.config.model, "input": texts });
@@ -320,6 +400,7 @@ impl<'a> LlmClient<'a> {
             .get(&path)
             .map_err(|e| LlmError::Cache(e.to_string()))?;
         if let Some(v) = cached.and_then(|b| serde_json::from_slice::<Vec<Vec<f64>>>(&b).ok()) {
+            self.count(Usage::default(), true);
             return Ok(v);
         }
         if self.offline {
@@ -328,17 +409,25 @@ impl<'a> LlmClient<'a> {
                 key,
             });
         }
+        let leader = loop {
+            match self.endpoint.embeddings.join(self.flight_key(&key)) {
+                Flight::Lead(leader) => break leader,
+                Flight::Follow(answer) => {
+                    if let Some(vectors) = answer_of(answer).await {
+                        self.count(Usage::default(), true);
+                        return Ok(vectors);
+                    }
+                }
+            }
+        };
         let n = texts.len();
         let parse = move |url: &str, text: &str| parse_embeddings(url, text, n);
-        let (vectors, _) = self.exchange(url, body_bytes(&body), parse).await?;
+        let ((vectors, usage), _) = self.exchange(url, body_bytes(&body), parse).await?;
         let bytes = serde_json::to_vec(&vectors).map_err(|e| LlmError::Cache(e.to_string()))?;
         self.put(&path, &bytes)?;
+        leader.publish(vectors.clone());
+        self.count(usage, false);
         Ok(vectors)
-    }
-
-    /// [`LlmClient::embed`] for blocking callers.
-    pub fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f64>>, LlmError> {
-        block_on(self.embed(texts))
     }
 
     fn put(&self, path: &str, bytes: &[u8]) -> Result<(), LlmError> {
@@ -596,8 +685,13 @@ fn parse_reply(endpoint: &str, text: &str) -> Result<Reply, LlmError> {
     })
 }
 
-/// `{"data": [{"index": i, "embedding": [...]}, …]}` → `n` vectors in input order.
-fn parse_embeddings(endpoint: &str, text: &str, n: usize) -> Result<Vec<Vec<f64>>, LlmError> {
+/// `{"data": [{"index": i, "embedding": [...]}, …], "usage": {"prompt_tokens": …}}` → `n`
+/// vectors in input order, and the tokens the inputs cost (0 when the server does not say).
+fn parse_embeddings(
+    endpoint: &str,
+    text: &str,
+    n: usize,
+) -> Result<(Vec<Vec<f64>>, Usage), LlmError> {
     let v: Value =
         serde_json::from_str(text).map_err(|e| malformed(endpoint, e.to_string(), text))?;
     let data = v["data"]
@@ -621,5 +715,9 @@ fn parse_embeddings(endpoint: &str, text: &str, n: usize) -> Result<Vec<Vec<f64>
             text,
         ));
     }
-    Ok(out)
+    let usage = Usage {
+        prompt_tokens: v["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
+        completion_tokens: 0,
+    };
+    Ok((out, usage))
 }

@@ -36,6 +36,8 @@ pub enum Behavior {
     /// Reply 200 with the body this function computes from the request body: a model that
     /// plays something the test knows (a task's reference solution, turn by turn).
     Respond(Responder),
+    /// Wait at the [`Gate`], then play the behavior.
+    Gated(Arc<Gate>, Box<Behavior>),
 }
 
 /// The function of [`Behavior::Respond`]: request body in, response body out.
@@ -235,6 +237,10 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> boo
         } => respond(stream, status, &headers, &body),
         Behavior::Embed => respond(stream, 200, &[], &embeddings(request_body)),
         Behavior::Respond(reply) => respond(stream, 200, &[], &(reply.0)(request_body)),
+        Behavior::Gated(gate, then) => {
+            gate.pass();
+            return answer(stream, *then, request_body);
+        }
         Behavior::Echo(d) => {
             std::thread::sleep(d);
             respond(
@@ -248,7 +254,8 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> boo
     true
 }
 
-/// An embeddings response for a request body: 16 buckets of hashed, lower-cased words.
+/// An embeddings response for a request body: 16 buckets of hashed, lower-cased words, and a
+/// `usage.prompt_tokens` of one token per whitespace-separated word.
 fn embeddings(body: &str) -> String {
     let v: serde_json::Value = serde_json::from_str(body).unwrap_or_default();
     let inputs: Vec<String> = match &v["input"] {
@@ -277,7 +284,12 @@ fn embeddings(body: &str) -> String {
             serde_json::json!({ "object": "embedding", "index": i, "embedding": vector })
         })
         .collect();
-    serde_json::json!({ "object": "list", "data": data }).to_string()
+    let tokens: usize = inputs.iter().map(|t| t.split_whitespace().count()).sum();
+    serde_json::json!({
+        "object": "list", "data": data,
+        "usage": { "prompt_tokens": tokens, "total_tokens": tokens },
+    })
+    .to_string()
 }
 
 fn last_user_message(body: &str) -> String {
@@ -336,4 +348,88 @@ pub fn tool_call_completion(
         "usage": { "prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion }
     })
     .to_string()
+}
+
+/// A latch for tests of concurrency: every request it answers waits until `n` requests are
+/// waiting together (or [`Gate::open`] is called, or `patience` runs out), then all are
+/// released. Whether `n` were ever in flight at once is then a fact the test can assert, with
+/// no timing in the assertion: an implementation that cannot keep `n` requests in flight never
+/// reaches the count, and the patience only keeps such a test from hanging.
+pub struct Gate {
+    n: usize,
+    patience: Duration,
+    state: Mutex<GateState>,
+    changed: std::sync::Condvar,
+}
+
+impl std::fmt::Debug for Gate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Gate(opens at {} waiting)", self.n)
+    }
+}
+
+#[derive(Default)]
+struct GateState {
+    waiting: usize,
+    most: usize,
+    open: bool,
+    reached: bool,
+}
+
+impl Gate {
+    /// A closed gate that opens when `n` requests wait together.
+    pub fn new(n: usize, patience: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            n,
+            patience,
+            state: Mutex::new(GateState::default()),
+            changed: std::sync::Condvar::new(),
+        })
+    }
+
+    /// The server behavior: wait at the gate, then answer 200 with `body`.
+    pub fn behavior(self: &Arc<Self>, body: String) -> Behavior {
+        self.hold(Behavior::ok(body))
+    }
+
+    /// The server behavior: wait at the gate, then play `then`.
+    pub fn hold(self: &Arc<Self>, then: Behavior) -> Behavior {
+        Behavior::Gated(self.clone(), Box::new(then))
+    }
+
+    /// Opens the gate: every waiting and later request passes.
+    pub fn open(&self) {
+        self.lock().open = true;
+        self.changed.notify_all();
+    }
+
+    /// Whether `n` requests were ever waiting at once.
+    pub fn reached(&self) -> bool {
+        self.lock().reached
+    }
+
+    /// The most requests that waited at once.
+    pub fn most_waiting(&self) -> usize {
+        self.lock().most
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, GateState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn pass(&self) {
+        let mut s = self.lock();
+        s.waiting += 1;
+        s.most = s.most.max(s.waiting);
+        if s.waiting >= self.n {
+            s.reached = true;
+            s.open = true;
+            self.changed.notify_all();
+        }
+        let (mut s, _) = self
+            .changed
+            .wait_timeout_while(s, self.patience, |s| !s.open)
+            .unwrap_or_else(|p| p.into_inner());
+        s.waiting -= 1;
+    }
 }

@@ -13,6 +13,6 @@ mod error;
 pub mod mock;
 mod types;
 
-pub use client::{block_on, io_runtime, Endpoint, LlmClient, Reply};
+pub use client::{io_runtime, Endpoint, LlmClient, Reply};
 pub use error::LlmError;
 pub use types::{ChatMessage, ChatRequest, LlmConfig, Prices, ToolCall, ToolSpec, Usage};

@@ -32,3 +32,13 @@ pub fn candidates() -> &'static [super::TaskBundle] {
         super::generate::instantiate_all(world(), &files).unwrap_or_else(|e| panic!("{e}"))
     })
 }
+
+/// Runs `future` to completion on a fresh single-threaded runtime: how tests drive the async
+/// episode loop, agents and judges (model requests themselves run on the client's I/O runtime).
+pub fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("cannot start a test runtime: {e}"))
+        .block_on(future)
+}

@@ -15,7 +15,7 @@ use crate::episodes::simulator::is_dont_know;
 use crate::world::phone::{Action, AskRecord, Observation, ParamSpec, Status, ToolSpec};
 use crate::world::types::display;
 
-use super::super::agent::{Agent, AgentError, Brief, Turn};
+use super::super::agent::{ready, Agent, AgentError, AgentFuture, Brief, Turn};
 use super::plan::{question, words, OpCall, Plan, PlanStep};
 use super::values::{from_reply, mentions};
 
@@ -36,7 +36,7 @@ pub enum Decision {
 }
 
 /// How a baseline settles open fields; the rest of the episode is the shared [`PlanAgent`].
-pub trait Policy {
+pub trait Policy: Send {
     /// Called once with the brief and the plan, before any decision (e.g. to retrieve evidence).
     fn prepare(&mut self, brief: &Brief<'_>, plan: &Plan);
 
@@ -340,10 +340,10 @@ fn culprit(args: &Map<String, Value>, error: &str) -> Option<(String, Value)> {
 }
 
 impl<P: Policy> Agent for PlanAgent<'_, P> {
-    fn clarify(&mut self, brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
+    fn clarify<'a>(&'a mut self, brief: &'a Brief<'a>) -> AgentFuture<'a, Turn<Vec<String>>> {
         self.ensure_plan(brief);
         let Some(plan) = &self.plan else {
-            return Ok(Turn::plain(Vec::new()));
+            return ready(Ok(Turn::plain(Vec::new())));
         };
         let mut questions = Vec::new();
         for (step, op, p) in plan.open_fields() {
@@ -353,7 +353,7 @@ impl<P: Policy> Agent for PlanAgent<'_, P> {
                 self.asked.insert(key);
             }
         }
-        Ok(Turn::plain(questions))
+        ready(Ok(Turn::plain(questions)))
     }
 
     fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError> {
@@ -371,12 +371,12 @@ impl<P: Policy> Agent for PlanAgent<'_, P> {
         Ok(())
     }
 
-    fn next(&mut self, last: &Observation) -> Result<Turn, AgentError> {
+    fn next<'a>(&'a mut self, last: &'a Observation) -> AgentFuture<'a, Turn> {
         let action = match self.absorb(last) {
             Some(a) => a,
             None => self.advance(),
         };
-        Ok(Turn::plain(action))
+        ready(Ok(Turn::plain(action)))
     }
 }
 

@@ -14,7 +14,7 @@ use prefflow_engine::store::Store;
 use prefflow_engine::StageError;
 use serde_json::{json, Map, Value};
 
-use crate::episodes::agent::{Agent, AgentError, AgentFactory, Brief, Turn};
+use crate::episodes::agent::{Agent, AgentError, AgentFactory, AgentFuture, Brief, Turn};
 use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::prompts::{self, Prompts};
 use crate::episodes::toolset;
@@ -158,7 +158,7 @@ pub struct LlmAgent<'a> {
 }
 
 impl<'a> LlmAgent<'a> {
-    fn chat(&mut self, request: &ChatRequest) -> Result<Reply, AgentError> {
+    async fn chat(&mut self, request: &ChatRequest) -> Result<Reply, AgentError> {
         if self.client.is_none() {
             let f = self.factory;
             self.client = Some(
@@ -166,7 +166,7 @@ impl<'a> LlmAgent<'a> {
             );
         }
         match &self.client {
-            Some(client) => Ok(client.chat_blocking(request, self.epoch)?),
+            Some(client) => Ok(client.chat(request, self.epoch).await?),
             None => Err(AgentError::Other("model client unavailable".into())),
         }
     }
@@ -244,27 +244,8 @@ impl<'a> LlmAgent<'a> {
 }
 
 impl Agent for LlmAgent<'_> {
-    fn clarify(&mut self, brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
-        self.adopt(brief);
-        let context = context(brief, &[], &self.tools);
-        let request = ChatRequest {
-            messages: vec![
-                ChatMessage::new("system", self.system_prompt(&context)?),
-                ChatMessage::new(
-                    "user",
-                    self.factory.prompts.render(prompts::CLARIFY, &context)?,
-                ),
-            ],
-            tools: Vec::new(),
-            json_mode: true,
-        };
-        let reply = self.chat(&request)?;
-        let text = reply.content.unwrap_or_default();
-        Ok(Turn {
-            decision: parse_questions(&text),
-            raw: Some(text),
-            usage: reply.usage,
-        })
+    fn clarify<'a>(&'a mut self, brief: &'a Brief<'a>) -> AgentFuture<'a, Turn<Vec<String>>> {
+        Box::pin(self.ask_questions(brief))
     }
 
     fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError> {
@@ -281,7 +262,38 @@ impl Agent for LlmAgent<'_> {
         Ok(())
     }
 
-    fn next(&mut self, last: &Observation) -> Result<Turn, AgentError> {
+    fn next<'a>(&'a mut self, last: &'a Observation) -> AgentFuture<'a, Turn> {
+        Box::pin(self.act(last))
+    }
+}
+
+impl LlmAgent<'_> {
+    /// The clarification turn: one JSON-mode request for the questions to ask first.
+    async fn ask_questions(&mut self, brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
+        self.adopt(brief);
+        let context = context(brief, &[], &self.tools);
+        let request = ChatRequest {
+            messages: vec![
+                ChatMessage::new("system", self.system_prompt(&context)?),
+                ChatMessage::new(
+                    "user",
+                    self.factory.prompts.render(prompts::CLARIFY, &context)?,
+                ),
+            ],
+            tools: Vec::new(),
+            json_mode: true,
+        };
+        let reply = self.chat(&request).await?;
+        let text = reply.content.unwrap_or_default();
+        Ok(Turn {
+            decision: parse_questions(&text),
+            raw: Some(text),
+            usage: reply.usage,
+        })
+    }
+
+    /// One act-phase turn: a queued tool call of the last reply, else a request to the model.
+    async fn act(&mut self, last: &Observation) -> Result<Turn, AgentError> {
         if !std::mem::take(&mut self.fresh) {
             let message = self.observation_message(last)?;
             self.messages.push(message);
@@ -299,7 +311,7 @@ impl Agent for LlmAgent<'_> {
             tools: self.functions.clone(),
             json_mode: self.space == ActionSpace::Gui,
         };
-        let reply = self.chat(&request)?;
+        let reply = self.chat(&request).await?;
         Ok(match self.space {
             ActionSpace::Tools => self.take_tool_reply(reply),
             ActionSpace::Gui => self.take_gui_reply(reply),

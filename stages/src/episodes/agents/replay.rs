@@ -4,7 +4,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
-use crate::episodes::agent::{Agent, AgentError, AgentFactory, Brief, Turn};
+use crate::episodes::agent::{ready, Agent, AgentError, AgentFactory, AgentFuture, Brief, Turn};
 use crate::tasks::TaskBundle;
 use crate::world::phone::{Action, AskRecord, Observation};
 
@@ -46,10 +46,10 @@ impl Agent for ReplayAgent {
         Ok(())
     }
 
-    fn next(&mut self, _last: &Observation) -> Result<Turn, AgentError> {
-        Ok(Turn::plain(
+    fn next<'a>(&'a mut self, _last: &'a Observation) -> AgentFuture<'a, Turn> {
+        ready(Ok(Turn::plain(
             self.queue.pop_front().unwrap_or(Action::Finish),
-        ))
+        )))
     }
 }
 
@@ -57,6 +57,7 @@ impl Agent for ReplayAgent {
 mod tests {
     use super::*;
     use crate::episodes::remote::episode::bundle;
+    use crate::tasks::testkit::block_on;
 
     #[test]
     fn plays_the_task_s_actions_then_finishes() {
@@ -67,11 +68,14 @@ mod tests {
         let obs = Observation::ok("");
         let mut played = Vec::new();
         for _ in 0..3 {
-            played.push(agent.next(&obs).unwrap().decision.unwrap());
+            played.push(block_on(agent.next(&obs)).unwrap().decision.unwrap());
         }
         assert_eq!(played, vec![Action::Back, Action::Home, Action::Finish]);
         let other = bundle("t2", "go", None);
         let mut agent = factory.make(&other, 0);
-        assert_eq!(agent.next(&obs).unwrap().decision.unwrap(), Action::Finish);
+        assert_eq!(
+            block_on(agent.next(&obs)).unwrap().decision.unwrap(),
+            Action::Finish
+        );
     }
 }

@@ -11,7 +11,7 @@ use crate::tasks::eval::resolve_json;
 use crate::tasks::TaskBundle;
 use crate::world::phone::{Action, AskRecord, Observation};
 
-use super::super::agent::{Agent, AgentError, AgentFactory, Brief, Turn};
+use super::super::agent::{ready, Agent, AgentError, AgentFactory, AgentFuture, Brief, Turn};
 
 /// Plays actions in order, then finishes.
 pub struct ScriptedAgent {
@@ -45,8 +45,8 @@ impl Agent for ScriptedAgent {
         Ok(())
     }
 
-    fn next(&mut self, _last: &Observation) -> Result<Turn, AgentError> {
-        Ok(match self.actions.pop_front() {
+    fn next<'a>(&'a mut self, _last: &'a Observation) -> AgentFuture<'a, Turn> {
+        ready(Ok(match self.actions.pop_front() {
             Some(Ok(a)) => Turn::plain(a),
             Some(Err(e)) => Turn {
                 decision: Err(e),
@@ -54,7 +54,7 @@ impl Agent for ScriptedAgent {
                 usage: Default::default(),
             },
             None => Turn::plain(Action::Finish),
-        })
+        }))
     }
 }
 

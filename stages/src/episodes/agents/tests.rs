@@ -7,7 +7,7 @@ use crate::episodes::agent::AgentFactory;
 use crate::episodes::exposure::{self, Exposure, LogKind};
 use crate::episodes::{run_episode, EpisodeRow, EpisodeSpec, PhoneEnv, ScriptedUser};
 use crate::tasks::eval::Episode;
-use crate::tasks::testkit::{candidates, world};
+use crate::tasks::testkit::{block_on, candidates, world};
 use crate::tasks::validate::validate;
 use crate::tasks::world_index::WorldIndex;
 use crate::tasks::{CriterionKind, Source, TaskBundle};
@@ -84,7 +84,13 @@ fn measure(factory: &dyn AgentFactory, history: Exposure, clarify: bool) -> Scor
             max_steps: 30,
             clarify,
         };
-        let run = run_episode(&mut env, agent.as_mut(), &mut user, &shown, spec);
+        let run = block_on(run_episode(
+            &mut env,
+            agent.as_mut(),
+            &mut user,
+            &shown,
+            spec,
+        ));
         assert_ne!(
             run.episode.status, "error",
             "{}: {:?}",
@@ -272,7 +278,13 @@ fn play_with_user(
         max_steps: 30,
         clarify: false,
     };
-    let run = run_episode(&mut env, agent.as_mut(), &mut user, &shown, spec);
+    let run = block_on(run_episode(
+        &mut env,
+        agent.as_mut(),
+        &mut user,
+        &shown,
+        spec,
+    ));
     let judge = Episode::new(&env.phone, &bundle.slots);
     let passed = bundle
         .criteria

@@ -5,10 +5,9 @@
 //! cannot be shown to the agent as an observation (the device state is gone), so it is kept in
 //! the shared session, the episode ends, and the caller retries from a fresh task init.
 
-use std::cell::RefCell;
-use std::rc::Rc;
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::episodes::agent::AgentError;
+use crate::episodes::agent::{ready, AgentError, AgentFuture};
 use crate::episodes::env::Environment;
 use crate::episodes::simulator::{Simulator, UserReply};
 use crate::world::phone::{Action, Observation, Status, ToolSpec};
@@ -20,7 +19,7 @@ use super::screen::{render, Element};
 
 /// What the environment and the simulator of one episode share.
 struct Session {
-    client: Rc<DeviceClient>,
+    client: Arc<DeviceClient>,
     read_screen: bool,
     screen: Vec<Element>,
     failure: Option<DeviceError>,
@@ -65,13 +64,13 @@ impl Session {
 
 /// One episode on a remote device whose task is already initialized.
 pub struct RemoteEnv {
-    session: Rc<RefCell<Session>>,
+    session: Arc<Mutex<Session>>,
     first: Observation,
 }
 
 impl RemoteEnv {
     /// Starts on the device's current screen (read with `GET /a11y` when `read_screen`).
-    pub fn new(client: Rc<DeviceClient>, read_screen: bool) -> Result<Self, DeviceError> {
+    pub fn new(client: Arc<DeviceClient>, read_screen: bool) -> Result<Self, DeviceError> {
         let mut session = Session {
             client,
             read_screen,
@@ -82,7 +81,7 @@ impl RemoteEnv {
         session.refresh()?;
         let first = Observation::ok(session.observation("task initialized"));
         Ok(Self {
-            session: Rc::new(RefCell::new(session)),
+            session: Arc::new(Mutex::new(session)),
             first,
         })
     }
@@ -96,8 +95,13 @@ impl RemoteEnv {
 
     /// The device failure that ended the episode, if one did (taken, so it is reported once).
     pub fn take_failure(&self) -> Option<DeviceError> {
-        self.session.borrow_mut().failure.take()
+        lock(&self.session).failure.take()
     }
+}
+
+/// The session, whoever panicked while holding it (its fields stay meaningful).
+fn lock(session: &Mutex<Session>) -> MutexGuard<'_, Session> {
+    session.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Environment for RemoteEnv {
@@ -114,7 +118,7 @@ impl Environment for RemoteEnv {
     }
 
     fn step(&mut self, action: &Action) -> Observation {
-        let mut s = self.session.borrow_mut();
+        let mut s = lock(&self.session);
         let device_actions = match to_device(action, &s.screen) {
             Ok(a) => a,
             Err(why) => return Observation::error(why),
@@ -143,7 +147,7 @@ impl Environment for RemoteEnv {
     }
 
     fn finished(&self) -> bool {
-        self.session.borrow().finished
+        lock(&self.session).finished
     }
 
     fn diff(&self) -> serde_json::Value {
@@ -154,14 +158,15 @@ impl Environment for RemoteEnv {
 /// Answers `ask_user` by sending it to the device (`{"action_type": "ask_user", "text": …}`),
 /// whose user agent replies; no disclosure audit is possible (the profile stays on the device).
 pub struct DeviceUser {
-    session: Rc<RefCell<Session>>,
+    session: Arc<Mutex<Session>>,
 }
 
 impl Simulator for DeviceUser {
-    fn reply(&mut self, question: &str) -> Result<UserReply, AgentError> {
-        let mut s = self.session.borrow_mut();
+    /// Asks the device at once (the device client is blocking; see `run_remote_episodes`).
+    fn reply<'a>(&'a mut self, question: &'a str) -> AgentFuture<'a, UserReply> {
+        let mut s = lock(&self.session);
         let ask = serde_json::json!({"action_type": "ask_user", "text": question});
-        match s.send(std::slice::from_ref(&ask)) {
+        ready(match s.send(std::slice::from_ref(&ask)) {
             Ok(text) => Ok(UserReply {
                 text,
                 ..UserReply::default()
@@ -171,6 +176,6 @@ impl Simulator for DeviceUser {
                 s.fail(e);
                 Err(AgentError::Other(msg))
             }
-        }
+        })
     }
 }

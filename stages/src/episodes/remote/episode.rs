@@ -3,8 +3,15 @@
 //! the device fails in the middle (unreachable, 5xx, unhealthy), the half-played episode is
 //! discarded and the task is played again from a fresh init, up to the policy's retries; only
 //! the attempt that finished is recorded.
+//!
+//! The device client is blocking (`reqwest::blocking`, which refuses to run inside an async
+//! runtime), so remote episodes run on the kind's blocking thread — one per leased device, and
+//! devices are few — and drive the async episode loop there with [`block_on`]; an `llm` agent's
+//! requests still run on the model client's I/O runtime.
 
-use std::rc::Rc;
+use std::future::Future;
+use std::sync::Arc;
+use std::task::{Context, Poll, Wake, Waker};
 
 use crate::episodes::agent::AgentFactory;
 use crate::episodes::record::{EpisodeRow, EpisodeRun};
@@ -43,7 +50,7 @@ pub struct Played {
 /// Plays `spec` on `client`, retrying device failures per `policy`. The error is the last
 /// device failure, or the first one that retrying cannot fix (a rejected request).
 pub fn play_remote(
-    client: &Rc<DeviceClient>,
+    client: &Arc<DeviceClient>,
     policy: &RetryPolicy,
     factory: &dyn AgentFactory,
     spec: &RemoteSpec,
@@ -74,7 +81,7 @@ pub fn play_remote(
 }
 
 fn play_once(
-    client: &Rc<DeviceClient>,
+    client: &Arc<DeviceClient>,
     factory: &dyn AgentFactory,
     spec: &RemoteSpec,
 ) -> Result<(EpisodeRun, Option<Evaluation>), DeviceError> {
@@ -96,7 +103,13 @@ fn play_once(
         max_steps: spec.max_steps,
         clarify: false,
     };
-    let mut run = run_episode(&mut env, agent.as_mut(), &mut user, &[], episode);
+    let mut run = block_on(run_episode(
+        &mut env,
+        agent.as_mut(),
+        &mut user,
+        &[],
+        episode,
+    ));
     if let Some(e) = env.take_failure() {
         return Err(e);
     }
@@ -110,6 +123,30 @@ fn play_once(
         tracing::warn!("task `{task_id}`: tear down failed ({e}); the next init resets the device");
     }
     Ok((run, eval))
+}
+
+/// Runs `future` to completion on the calling thread, parking it while the future waits (no
+/// runtime is entered, so the blocking device client may be called inside). Must not be called
+/// from inside an async task.
+fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        match future.as_mut().poll(&mut cx) {
+            Poll::Ready(out) => return out,
+            Poll::Pending => std::thread::park(),
+        }
+    }
 }
 
 /// What an agent factory gets for a remote task: only the id, instruction and persona (the

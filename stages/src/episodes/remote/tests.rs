@@ -2,7 +2,7 @@
 //! classes, and whole episodes with the retry policy.
 
 use std::collections::HashMap;
-use std::rc::Rc;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::json;
@@ -46,8 +46,8 @@ fn alarm_actions() -> HashMap<String, Vec<Action>> {
     HashMap::from([("SetAlarm@student".to_string(), actions)])
 }
 
-fn client(url: &str) -> Rc<DeviceClient> {
-    Rc::new(DeviceClient::new(url, "emulator-5554", Duration::from_secs(10)).unwrap())
+fn client(url: &str) -> Arc<DeviceClient> {
+    Arc::new(DeviceClient::new(url, "emulator-5554", Duration::from_secs(10)).unwrap())
 }
 
 fn policy(retries: u32) -> RetryPolicy {

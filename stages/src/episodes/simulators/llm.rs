@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::episodes::agent::AgentError;
+use crate::episodes::agent::{AgentError, AgentFuture};
 use crate::episodes::prompts::{self, Prompts};
 use crate::episodes::simulator::{audit, Simulator, UserReply, DONT_KNOW};
 use crate::llm::{ChatMessage, ChatRequest, LlmClient};
@@ -45,7 +45,13 @@ impl<'a> LlmUser<'a> {
 }
 
 impl Simulator for LlmUser<'_> {
-    fn reply(&mut self, question: &str) -> Result<UserReply, AgentError> {
+    fn reply<'a>(&'a mut self, question: &'a str) -> AgentFuture<'a, UserReply> {
+        Box::pin(self.answer(question))
+    }
+}
+
+impl LlmUser<'_> {
+    async fn answer(&mut self, question: &str) -> Result<UserReply, AgentError> {
         let asked = self
             .prompts
             .render(prompts::USER_QUESTION, &json!({ "question": question }))?;
@@ -54,7 +60,7 @@ impl Simulator for LlmUser<'_> {
             messages: self.messages.clone(),
             ..ChatRequest::default()
         };
-        let reply = self.client.chat_blocking(&request, self.epoch)?;
+        let reply = self.client.chat(&request, self.epoch).await?;
         let text = reply
             .content
             .map(|c| c.trim().to_string())

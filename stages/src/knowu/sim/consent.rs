@@ -5,7 +5,7 @@
 //! knows their whole profile), matched by the slots' keywords, and says it does not know
 //! otherwise.
 
-use crate::episodes::agent::AgentError;
+use crate::episodes::agent::{ready, AgentFuture};
 use crate::episodes::simulator::{Simulator, UserReply, DONT_KNOW};
 use crate::tasks::TaskBundle;
 
@@ -33,12 +33,12 @@ pub fn decision_reply(decision: Decision, reason: &str) -> String {
 }
 
 impl Simulator for KnowuUser<'_> {
-    fn reply(&mut self, question: &str) -> Result<UserReply, AgentError> {
+    fn reply<'a>(&'a mut self, question: &'a str) -> AgentFuture<'a, UserReply> {
         if let Some(decision) = self.info.decision {
-            return Ok(UserReply {
+            return ready(Ok(UserReply {
                 text: decision_reply(decision, &self.info.reason),
                 ..UserReply::default()
-            });
+            }));
         }
         let lower = question.to_lowercase();
         let matched: Vec<_> = self
@@ -56,10 +56,10 @@ impl Simulator for KnowuUser<'_> {
                 .collect::<Vec<_>>()
                 .join("; ")
         };
-        Ok(UserReply {
+        ready(Ok(UserReply {
             text,
             disclosed: matched.iter().map(|s| s.slot_id.clone()).collect(),
             ..UserReply::default()
-        })
+        }))
     }
 }

@@ -16,6 +16,7 @@ use crate::episodes::simulator::Simulator;
 use crate::episodes::{run_episode, EpisodeRow, EpisodeSpec, PhoneEnv};
 use crate::knowu::interop::rules::{parse_decision, Decision as MetricDecision};
 use crate::knowu::profile::KnowuProfile;
+use crate::tasks::testkit::block_on;
 use crate::world::from_tables::world_from_tables;
 use crate::world::phone::{Action, ActionSpace, EpisodeConfig};
 use crate::world::{tables, World};
@@ -111,7 +112,7 @@ fn play(world: &World, t: &KnowuTask, actions: Vec<Action>) -> (Option<f64>, Vec
         max_steps: 10,
         clarify: false,
     };
-    let run = run_episode(&mut env, &mut agent, &mut user, &[], spec);
+    let run = block_on(run_episode(&mut env, &mut agent, &mut user, &[], spec));
     let replies = run
         .steps
         .iter()
@@ -208,18 +209,19 @@ fn habits_decide_the_expected_bucket_and_the_consent_decision() {
         Some(Expect::Silent)
     );
     // The user's replies carry KnowU's decision tag, which KnowU's metrics parse back.
-    let accept = KnowuUser::new(&battery.bundle, &battery.info)
-        .reply("Shall I turn on power saving?")
-        .unwrap();
+    let accept = block_on(
+        KnowuUser::new(&battery.bundle, &battery.info).reply("Shall I turn on power saving?"),
+    )
+    .unwrap();
     assert_eq!(parse_decision(&accept.text), Some(MetricDecision::Accept));
     assert!(
         accept.text.contains("power saving when the battery is low"),
         "{}",
         accept.text
     );
-    let reject = KnowuUser::new(&report.bundle, &report.info)
-        .reply("Shall I send the report?")
-        .unwrap();
+    let reject =
+        block_on(KnowuUser::new(&report.bundle, &report.info).reply("Shall I send the report?"))
+            .unwrap();
     assert_eq!(parse_decision(&reject.text), Some(MetricDecision::Reject));
     assert_eq!(report.info.decision, Some(Decision::Reject));
 }
