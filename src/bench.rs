@@ -268,14 +268,16 @@ pub fn llm(
 }
 
 /// A run measured from outside while it runs.
-struct Sampled {
-    peak_rss_mb: f64,
-    peak_threads: u64,
+pub struct Sampled {
+    /// Peak resident memory in MB.
+    pub peak_rss_mb: f64,
+    /// The most OS threads the process had at once.
+    pub peak_threads: u64,
 }
 
 /// Runs `prefflow run FILE` in `dir`, reading its thread count and peak memory from
 /// /proc/PID/status every 10 ms until it exits.
-fn sampled_run(exe: &Path, dir: &Path, file: &str) -> anyhow::Result<Sampled> {
+pub fn sampled_run(exe: &Path, dir: &Path, file: &str) -> anyhow::Result<Sampled> {
     let mut child = Command::new(exe)
         .current_dir(dir)
         .args(["run", file, "--progress", "none", "-q"])

@@ -495,7 +495,21 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 figures.extend(bench::llm(dir, *requests, 64, 100)?);
                 // Hosted-API-like latency: 256 in flight, 1 s each, for ten seconds.
                 figures.extend(bench::llm(dir, 2560, 256, 1000)?);
-                figures.extend(bench_episodes::llm_episodes(dir, 100)?);
+                let rounds = bench_episodes::EpisodeLoad {
+                    pool: 64,
+                    tasks: 128,
+                    epochs: 2,
+                    steps: 10,
+                };
+                figures.extend(bench_episodes::llm_episodes(dir, &rounds, 100)?);
+                // Hosted-API-like: 256 episodes in flight (128 tasks × 2 epochs), 1 s per call.
+                let hosted = bench_episodes::EpisodeLoad {
+                    pool: 256,
+                    tasks: 128,
+                    epochs: 2,
+                    steps: 5,
+                };
+                figures.extend(bench_episodes::llm_episodes(dir, &hosted, 1000)?);
             }
             if matches!(suite, BenchSuite::All | BenchSuite::World) {
                 figures.extend(bench_world::world(Path::new("datasets"))?);

@@ -55,12 +55,34 @@ pub struct EpisodeState {
     pub indexes: Arc<IndexCache>,
 }
 
-/// Builds an episode kind's [`EpisodeState`] from its whole inputs.
-pub fn prepare_episodes(ctx: &StageContext<'_>) -> Result<EpisodeState, StageError> {
-    Ok(EpisodeState {
+/// Builds an episode kind's [`EpisodeState`] from its whole inputs, with the retrieval index
+/// its episodes search ([`prebuild_index`]).
+pub fn prepare_episodes(
+    params: &RunEpisodesParams,
+    ctx: &StageContext<'_>,
+) -> Result<EpisodeState, StageError> {
+    let state = EpisodeState {
         world: super::world_input(ctx)?,
         indexes: Arc::default(),
-    })
+    };
+    prebuild_index(params, &state);
+    Ok(state)
+}
+
+/// Builds, once in `prepare`, the BM25 index most of the instance's episodes search — over the
+/// world's history as the log filter leaves it, which `top_k:N` exposure ranks and the
+/// `heuristic` agent searches under `all` — so the first items do not build it on the runtime
+/// (a task whose overrides add history events still gets its own, built when first needed).
+fn prebuild_index(params: &RunEpisodesParams, state: &EpisodeState) {
+    let ranked = matches!(params.history, Exposure::TopK(_)) && params.embeddings.is_none();
+    let searched = params.agent == AgentName::Heuristic && params.history == Exposure::All;
+    if !(ranked || searched) {
+        return;
+    }
+    let mut history: Vec<&HistoryEvent> = state.world.history.iter().collect();
+    history.sort_by_key(|e| e.time);
+    let pool = exposure::select(&history, Exposure::All, params.log, "", &state.indexes);
+    state.indexes.index(&pool);
 }
 
 impl Kind for RunEpisodes {
@@ -113,10 +135,10 @@ impl Kind for RunEpisodes {
 
     fn prepare(
         &self,
-        _: &Self::Params,
+        params: &Self::Params,
         ctx: &StageContext<'_>,
     ) -> Result<EpisodeState, StageError> {
-        prepare_episodes(ctx)
+        prepare_episodes(params, ctx)
     }
 
     const EXECUTION: Execution = Execution::Async;
@@ -402,6 +424,98 @@ mod tests {
         );
     }
 
+    /// The default world's tables (as `build_world` writes them) and `bundles`, as inputs.
+    fn inputs(bundles: &[TaskBundle]) -> [prefflow_engine::InputTable; 3] {
+        use prefflow_engine::kind::DynKind;
+        static WORLD: std::sync::OnceLock<Tables> = std::sync::OnceLock::new();
+        let world = WORLD.get_or_init(|| {
+            let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+            let dir = tempfile::tempdir().unwrap();
+            let store = prefflow_engine::store::FsStore::new(dir.path());
+            let ctx = StageContext {
+                stage: "world",
+                variant: "",
+                item: None,
+                seed: 0,
+                attempt: 0,
+                workdir: &root,
+                inputs: &[],
+                cache: &store,
+                offline: true,
+                state: &(),
+                usage: &prefflow_engine::usage::UsageMeter::new(),
+            };
+            let params = serde_json::json!({ "persona": "datasets/personas/maya.yaml" });
+            DynKind::run(&crate::kinds::build_world::BuildWorld, &params, &ctx).unwrap()
+        });
+        let input = |table: &str, df: DataFrame| prefflow_engine::InputTable {
+            stage: "up".into(),
+            table: table.into(),
+            df,
+        };
+        [
+            input(
+                "bundles",
+                crate::tasks::frames::bundles_table(bundles).unwrap(),
+            ),
+            input("sources", world.get("sources").unwrap().clone()),
+            input(
+                "history_events",
+                world.get("history_events").unwrap().clone(),
+            ),
+        ]
+    }
+
+    /// The index `top_k:N` episodes rank is built in `prepare`, and it is the one they use: an
+    /// item played on the prepared state adds no index (a different key would add one).
+    #[test]
+    fn the_ranked_history_index_is_built_in_prepare_and_used_by_the_episodes() {
+        let plain: Vec<TaskBundle> = crate::tasks::testkit::candidates()
+            .iter()
+            .filter(|b| b.task.overrides == Default::default())
+            .take(2)
+            .cloned()
+            .collect();
+        assert_eq!(plain.len(), 2, "tasks without overrides");
+        let inputs = inputs(&plain);
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let dir = tempfile::tempdir().unwrap();
+        let store = prefflow_engine::store::FsStore::new(dir.path());
+        let usage = prefflow_engine::usage::UsageMeter::new();
+        let ctx = StageContext {
+            stage: "episodes",
+            variant: "",
+            item: None,
+            seed: 0,
+            attempt: 0,
+            workdir: &root,
+            inputs: &inputs,
+            cache: &store,
+            offline: true,
+            state: &(),
+            usage: &usage,
+        };
+        let kept = |s: &EpisodeState| format!("{:?}", s.indexes);
+        let params = |history: &str| -> RunEpisodesParams {
+            serde_json::from_value(serde_json::json!({ "agent": "oracle", "history": history }))
+                .unwrap()
+        };
+        let none = RunEpisodes.prepare(&params("none"), &ctx).unwrap();
+        assert_eq!(kept(&none), "IndexCache(0 indexes)");
+        let ranked = params("top_k:5");
+        let state = RunEpisodes.prepare(&ranked, &ctx).unwrap();
+        assert_eq!(kept(&state), "IndexCache(1 indexes)");
+        let prepared = ctx.with_state(&state);
+        let tables =
+            crate::tasks::testkit::block_on(run_with(&ranked, &prepared, &NoHooks)).unwrap();
+        assert_eq!(tables.get("episodes").unwrap().height(), 2);
+        assert_eq!(
+            kept(&state),
+            "IndexCache(1 indexes)",
+            "the episodes used it"
+        );
+    }
+
     /// 64 `llm` episodes of one item in flight at once on a single thread: the kind is run the
     /// way a test or one-off call runs it ([`prefflow_engine::kind::DynKind::run`], a
     /// current-thread runtime for async kinds), against a server that holds every request
@@ -413,7 +527,6 @@ mod tests {
         use crate::llm::mock::{completion, Gate, ScriptedServer};
         use prefflow_engine::kind::DynKind;
         use prefflow_engine::store::FsStore;
-        use prefflow_engine::InputTable;
 
         const IN_FLIGHT: usize = 64;
         let gate = Gate::new(IN_FLIGHT, std::time::Duration::from_secs(60));
@@ -438,29 +551,7 @@ mod tests {
             state: &(),
             usage: &usage,
         };
-        let world = DynKind::run(
-            &crate::kinds::build_world::BuildWorld,
-            &serde_json::json!({ "persona": "datasets/personas/maya.yaml" }),
-            &ctx(&[]),
-        )
-        .unwrap();
-        let bundle = &crate::tasks::testkit::candidates()[0];
-        let input = |table: &str, df: DataFrame| InputTable {
-            stage: "up".into(),
-            table: table.into(),
-            df,
-        };
-        let inputs = [
-            input(
-                "bundles",
-                crate::tasks::frames::bundles_table(std::slice::from_ref(bundle)).unwrap(),
-            ),
-            input("sources", world.get("sources").unwrap().clone()),
-            input(
-                "history_events",
-                world.get("history_events").unwrap().clone(),
-            ),
-        ];
+        let inputs = inputs(&crate::tasks::testkit::candidates()[..1]);
         let params = serde_json::json!({
             "agent": "llm", "space": "gui", "history": "none", "epochs": IN_FLIGHT,
             "max_steps": 3,

@@ -50,10 +50,10 @@ impl Kind for RunKnowuEpisodes {
 
     fn prepare(
         &self,
-        _: &Self::Params,
+        params: &Self::Params,
         ctx: &StageContext<'_>,
     ) -> Result<EpisodeState, StageError> {
-        prepare_episodes(ctx)
+        prepare_episodes(params, ctx)
     }
 
     // Episodes await their models on the engine's runtime, as `run_episodes`' do.

@@ -167,7 +167,7 @@ enum Flight<'a, T> {
     Follow(watch::Receiver<Option<T>>),
 }
 
-impl<T: Clone> InFlight<T> {
+impl<T> InFlight<T> {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<FlightKey, watch::Receiver<Option<T>>>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -205,11 +205,7 @@ impl<T> Leader<'_, T> {
 
 impl<T> Drop for Leader<'_, T> {
     fn drop(&mut self) {
-        self.flights
-            .0
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&self.key);
+        self.flights.lock().remove(&self.key);
     }
 }
 
