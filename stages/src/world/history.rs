@@ -661,9 +661,9 @@ fn side_window(
 
 /// Noise: the noise twins of evidence templates with `twins` ([`TWIN_SHARE`]), the entries'
 /// hand-written decoys (the rest of [`DECOY_SHARE`]) and plain noise templates. Decoys and plain
-/// noise are drawn uniformly; a twin in proportion to the signal events its template stands for
-/// (`signal`: events per entry), so twins are spread over templates as her own events are and
-/// the words of no template lean to noise.
+/// noise are dealt in shuffled rounds ([`Deck`]); a twin is drawn in proportion to the signal
+/// events its template stands for (`signal`: events per entry), so twins are spread over
+/// templates as her own events are and the words of no template lean to noise.
 fn noise_events(
     ctx: &Ctx<'_>,
     persona: &Persona,
