@@ -336,6 +336,8 @@ fn the_audit_table_measures_the_history_it_is_built_with() {
     assert_eq!(audit_value(&a, "total", "events"), 3051.0);
     let ba = audit_value(&a, "separability", "balanced_accuracy");
     assert!((0.0..=1.0).contains(&ba), "{ba}");
+    let rule = audit_value(&a, "separability", "rule_balanced_accuracy");
+    assert!((0.0..=1.0).contains(&rule), "{rule}");
     // Per-rule counts add up to the total, and each finding has its own row.
     let total = audit_value(&a, "contradictions", "total");
     let per_rule: f64 = ["shift", "avoid", "before_exists", "one_off_repeated"]
@@ -388,9 +390,15 @@ fn assert_audit_targets(ws: &Workspace, seed: u64) {
         with_counter >= 80,
         "seed {seed}: {with_counter} entries with counters"
     );
-    // Words alone barely tell signal from noise (0.5 is chance).
+    // Words alone barely tell signal from noise (0.5 is chance), and neither does any single
+    // phrase in any position ("… for Marco" at the end of a decoy).
     let ba = audit_value(&a, "separability", "balanced_accuracy");
     assert!(ba <= 0.70, "seed {seed}: balanced accuracy {ba}");
+    let rule = audit_value(&a, "separability", "rule_balanced_accuracy");
+    assert!(
+        rule <= 0.70,
+        "seed {seed}: the best single-feature rule scores {rule}"
+    );
 }
 
 #[test]
@@ -427,27 +435,26 @@ fn the_world_rebuilds_byte_identical() {
     }
 }
 
-/// The retrieval heuristic's inferable score (the 10 events BM25 ranks highest per field) from
-/// `iprefbench.table1`.
-fn heuristic_inferable(ws: &Workspace) -> f64 {
+/// The heuristic's inferable score under one history exposure (`top_k:10`: the 10 events BM25
+/// ranks highest per field; `all`: the whole log) from `iprefbench.table1`.
+fn heuristic_inferable(ws: &Workspace, history: &str) -> f64 {
     let t = ws.table("iprefbench.table1", None);
     let (v, m) = (text(&t, "variant"), text(&t, "metric"));
     let value = t.column("value").expect("value").f64().expect("f64");
+    let variant = format!("agent=heuristic,history={history}");
     (0..t.height())
-        .find(|&i| v[i] == "agent=heuristic,history=top_k:10" && m[i] == "inferable")
+        .find(|&i| v[i] == variant && m[i] == "inferable")
         .and_then(|i| value.get(i))
         .expect("heuristic inferable")
 }
 
-/// Decoys crowd the evidence a retrieval agent reads: the same world with no noise (3,051 signal
-/// events) lets it infer more than the released log (noise 0.2). With the whole history shown the
-/// two are within a point of each other (README).
-/// Decoys crowd the evidence a retrieval agent reads: the same world with no noise (3,051 signal
-/// events) lets it infer more than the released log (noise 0.2). With the whole history shown the
-/// two are within a point of each other (README).
+/// Decoys mislead a careless reader: the same world with no noise (3,051 signal events) lets the
+/// retrieval heuristic infer more than the released log (noise 0.2), whether it reads the 10
+/// events BM25 ranks highest per field or the whole history. Noise twins carry other values
+/// (someone else's size, a browsed cuisine), so counting mentions splits the vote.
 #[test]
 fn noise_lowers_the_heuristics_inferable_score() {
-    // `defaults` under `all` is the aggregate's baseline; top_k:10 is the retrieval setting.
+    // `defaults` under `all` is the aggregate's baseline.
     let yaml = crate::common::shipped_iprefbench(
         "{ agent: [defaults, heuristic], history: [\"top_k:10\", all] }",
     );
@@ -455,11 +462,19 @@ fn noise_lowers_the_heuristics_inferable_score() {
     crate::common::link_repo(&ws, "datasets");
     ws.write("ipb.yaml", &yaml);
     ws.run_ok("ipb.yaml", &["--only", "iprefbench"]);
-    let noisy = heuristic_inferable(&ws);
+    let noisy = ["top_k:10", "all"].map(|h| heuristic_inferable(&ws, h));
     ws.run_ok("ipb.yaml", &["--only", "iprefbench", "--set", "noise=0"]);
-    let clean = heuristic_inferable(&ws);
-    assert!(
-        noisy < clean,
-        "noise should cost the heuristic: {noisy} (noise 0.2) vs {clean} (clean)"
+    let clean = ["top_k:10", "all"].map(|h| heuristic_inferable(&ws, h));
+    eprintln!(
+        "heuristic inferable, noisy vs clean: top_k:10 {} vs {}, all {} vs {}",
+        noisy[0], clean[0], noisy[1], clean[1]
     );
+    for (i, h) in ["top_k:10", "all"].iter().enumerate() {
+        assert!(
+            noisy[i] < clean[i],
+            "history={h}: noise should cost the heuristic: {} (noise 0.2) vs {} (clean)",
+            noisy[i],
+            clean[i]
+        );
+    }
 }

@@ -188,6 +188,7 @@ fn flatten(prefix: &str, dimension: &str, key: &str, v: &Value, out: &mut Vec<Pr
             evidence: Vec::new(),
             counter: Vec::new(),
             decoys: Vec::new(),
+            others: Vec::new(),
         }),
     }
 }

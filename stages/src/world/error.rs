@@ -92,7 +92,9 @@ pub enum ProblemKind {
     EvidenceMissesValue,
     /// A shift's date lies outside the history window, or `period` is used without a shift.
     BadShift,
-    /// A noise template mentions a profile value, so it would evidence something.
+    /// A noise template mentions a profile value, so it would evidence something; or a noise
+    /// twin of an evidence template names the entry's own value, names an unknown construction,
+    /// or has no other value to carry.
     NoiseEvidences,
     /// A template can render an ask-only value into history.
     LeakInTemplate,

@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 
 use rand::rngs::Xoshiro256PlusPlus;
+use rand::seq::SliceRandom;
 use rand::{RngExt, SeedableRng};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -17,11 +18,11 @@ use super::error::{Result, WorldError};
 use super::persona::text::mentions_lowered;
 use super::persona::Var;
 use super::persona::{
-    choose, leak_phrases, render, render_at, Binding, EventTemplate, Fill, Period, Persona,
-    ProfileEntry, Source,
+    choose, leak_phrases, render, render_at, Binding, Construction, EventTemplate, Fill, Period,
+    Persona, ProfileEntry, Source,
 };
 use super::rules::{attributes, is_avoid, listing_window, occasion, purchasable, record_date};
-use super::template::Template;
+use super::template::{Seg, Template};
 use super::types::{value_matches, TableId};
 
 /// Whether an event evidences a profile entry.
@@ -110,7 +111,26 @@ pub const MIN_WITH_COUNTER: usize = 5;
 /// The share of noise events drawn from entries' decoys (noise that looks like signal: the same
 /// apps, records and values in someone else's or a non-preference context); the rest comes from
 /// the persona's plain noise templates.
-pub const DECOY_SHARE: f64 = 0.9;
+pub const DECOY_SHARE: f64 = 0.95;
+
+/// The share of noise events (within [`DECOY_SHARE`]) that are noise twins of her evidence: the
+/// same event wrapped in a noise construction, carrying another value. The rest of the decoys
+/// are hand-written.
+pub const TWIN_SHARE: f64 = 0.65;
+
+/// The share of her own events from an evidence template with `twins` that are wrapped in a
+/// signal form of one of those constructions ("For Sam and me: booked …", "Once again, …"), so
+/// the constructions of noise twins ("For Marco: booked …", "Just this once, …") occur in both
+/// classes and no phrase tells them apart.
+pub const SIGNAL_FRAMED: f64 = 0.3;
+
+/// The share of counter-evidence events (her own one-off exceptions) wrapped in a construction's
+/// `counter` form ("This time, went along with Tom's pick …"), the words one-off noise twins use.
+pub const COUNTER_FRAMED: f64 = 0.6;
+
+/// The share of an entry's counter-evidence drawn as one of her usual events carrying another
+/// value, wrapped in a `counter` form (when a construction its evidence lists has one).
+pub const COUNTER_TWIN_SHARE: f64 = 0.6;
 
 /// Draw attempts per event before synthesis reports that no record fits the profile.
 const ATTEMPTS: usize = 64;
@@ -290,6 +310,7 @@ struct Ctx<'a> {
     /// One-off occasions already recorded, per app (a birthday is booked once).
     occasions: RefCell<HashSet<(String, String)>>,
     vocab: &'a [Vec<Template<Var>>],
+    constructions: &'a [Construction],
     guards: Guards,
     rules: Constraints,
 }
@@ -301,6 +322,9 @@ struct Ask<'a> {
     entry: Option<&'a ProfileEntry>,
     role: Role,
     window: (Date, Date),
+    /// A noise twin of the evidence template `t`: wrapped in a noise construction, carrying
+    /// another value.
+    twin: bool,
 }
 
 /// Synthesizes the history of `persona`.
@@ -321,6 +345,7 @@ pub fn synthesize(
         cat,
         occasions: RefCell::new(HashSet::new()),
         vocab: &persona.vocab,
+        constructions: &persona.constructions,
         guards: guards(persona),
         rules: Constraints::new(cat, persona),
     };
@@ -336,7 +361,8 @@ pub fn synthesize(
             &mut drafts,
         )?;
     }
-    noise_events(&ctx, persona, n_noise, &mut rng, &mut drafts)?;
+    let signal: Vec<(&str, usize)> = entries.iter().map(|e| e.id.as_str()).zip(counts).collect();
+    noise_events(&ctx, persona, &signal, n_noise, &mut rng, &mut drafts)?;
     Ok(finish(drafts))
 }
 
@@ -370,7 +396,10 @@ fn split_counts(
             "signal events requested but the persona has no inferable entries".into(),
         ));
     }
-    let decoys: usize = entries.iter().map(|e| e.decoys.len()).sum();
+    let decoys: usize = entries
+        .iter()
+        .map(|e| e.decoys.len() + e.evidence.iter().filter(|t| !t.twins.is_empty()).count())
+        .sum();
     if n_noise > 0 && persona.noise_template_count() + decoys == 0 {
         return Err(WorldError::Synthesis(
             "noise requested but the persona has no noise templates".into(),
@@ -562,25 +591,51 @@ fn entry_events(
                 entry: Some(e),
                 role: Role::Support,
                 window: (from, to),
+                twin: false,
             };
             out.push(draw(ctx, &ask, rng)?);
         }
     }
     let mut rot = Rotation::new(e.counter.iter().collect(), rng);
+    let exceptions = exception_templates(ctx, e);
     for _ in 0..n_counter {
-        let t = rot.take().ok_or_else(|| {
-            WorldError::Synthesis(format!("entry `{}` ran out of counter templates", e.id))
-        })?;
+        // An exception of her own may be one of her usual events with another value ("This
+        // time, booked Seoul Table (Korean …)"): the words of noise twins occur in signal too.
+        let twin = !exceptions.is_empty() && rng.random_bool(COUNTER_TWIN_SHARE);
+        let t = if twin {
+            exceptions[rng.random_range(0..exceptions.len())]
+        } else {
+            rot.take().ok_or_else(|| {
+                WorldError::Synthesis(format!("entry `{}` ran out of counter templates", e.id))
+            })?
+        };
         let window = side_window(&wins, t.period, rng);
         let ask = Ask {
             t,
             entry: Some(e),
             role: Role::Counter,
             window,
+            twin,
         };
         out.push(draw(ctx, &ask, rng)?);
     }
     Ok(())
+}
+
+/// Evidence templates of `e` that can be a designed exception: a construction they list has
+/// `counter` forms, and the entry has other values to carry.
+fn exception_templates<'a>(ctx: &Ctx<'_>, e: &'a ProfileEntry) -> Vec<&'a EventTemplate> {
+    if e.others.is_empty() {
+        return Vec::new();
+    }
+    e.evidence
+        .iter()
+        .filter(|t| {
+            t.twins
+                .iter()
+                .any(|&c| !ctx.constructions[c].counter.is_empty())
+        })
+        .collect()
 }
 
 /// A window for a template that may fall on either side of a shift: the template's period, else
@@ -604,32 +659,77 @@ fn side_window(
     (wins[0].1, wins[0].2)
 }
 
-/// Noise: persona noise templates and every entry's decoys, drawn uniformly.
+/// Noise: the noise twins of evidence templates with `twins` ([`TWIN_SHARE`]), the entries'
+/// hand-written decoys (the rest of [`DECOY_SHARE`]) and plain noise templates. Decoys and plain
+/// noise are dealt in shuffled rounds ([`Deck`]); a twin is drawn in proportion to the signal
+/// events its template stands for (`signal`: events per entry), so twins are spread over
+/// templates as her own events are and the words of no template lean to noise.
 fn noise_events(
     ctx: &Ctx<'_>,
     persona: &Persona,
+    signal: &[(&str, usize)],
     n: usize,
     rng: &mut Xoshiro256PlusPlus,
     out: &mut Vec<Draft>,
 ) -> Result<()> {
-    let mut pool: Vec<(&EventTemplate, Option<&ProfileEntry>)> =
-        persona.noise.iter().map(|t| (t, None)).collect();
-    for e in persona
-        .profile
-        .iter()
-        .filter(|e| e.source == Source::Inferable)
-    {
-        pool.extend(e.decoys.iter().map(|t| (t, Some(e))));
+    let mut pool: Vec<(&EventTemplate, Option<&ProfileEntry>, bool)> =
+        persona.noise.iter().map(|t| (t, None, false)).collect();
+    let inferable = || {
+        persona
+            .profile
+            .iter()
+            .filter(|e| e.source == Source::Inferable)
+    };
+    for e in inferable() {
+        pool.extend(e.decoys.iter().map(|t| (t, Some(e), false)));
     }
+    let hand = pool.len();
+    // Cumulative weights of the twins, in pool order from `hand`.
+    let mut twin_weights: Vec<f64> = Vec::new();
+    let mut total = 0.0;
+    for e in inferable() {
+        let events = signal.iter().find(|s| s.0 == e.id).map_or(0, |s| s.1);
+        let per_template = events as f64 / e.evidence.len().max(1) as f64;
+        let twinned = e.evidence.iter().filter(|t| {
+            t.twins
+                .iter()
+                .any(|&c| !ctx.constructions[c].noise.is_empty())
+        });
+        for t in twinned {
+            pool.push((t, Some(e), true));
+            total += per_template;
+            twin_weights.push(total);
+        }
+    }
+    // [0, plain): plain noise; [plain, hand): hand-written decoys; [hand, len): noise twins.
     let plain = persona.noise.len();
+    let segments = [(plain, hand), (hand, pool.len()), (0, plain)];
     let mut used = vec![false; pool.len()];
+    let mut decks = [Deck::default(), Deck::default()];
     for _ in 0..n {
-        // DECOY_SHARE of the noise dresses as signal; the rest is plain phone chatter.
-        let decoy = plain == 0 || (pool.len() > plain && rng.random_bool(DECOY_SHARE));
-        let mut i = if decoy && pool.len() > plain {
-            rng.random_range(plain..pool.len())
+        // TWIN_SHARE of the noise is twins of her evidence, DECOY_SHARE all dressed as signal,
+        // the rest plain phone chatter; an empty segment passes its share on.
+        let x = rng.random_range(0.0..1.0);
+        let first = if x < TWIN_SHARE {
+            1
+        } else if x < DECOY_SHARE {
+            0
         } else {
-            rng.random_range(0..plain)
+            2
+        };
+        let Some(&(lo, hi)) = (0..3)
+            .map(|k| &segments[(first + k) % 3])
+            .find(|(lo, hi)| lo < hi)
+        else {
+            break;
+        };
+        let mut i = if lo == hand && total > 0.0 {
+            let x = rng.random_range(0.0..total);
+            hand + twin_weights
+                .partition_point(|&c| c <= x)
+                .min(twin_weights.len() - 1)
+        } else {
+            decks[usize::from(lo != plain)].deal(lo..hi, rng)
         };
         for _ in 0..pool.len() {
             if !(pool[i].0.once && used[i]) {
@@ -638,7 +738,7 @@ fn noise_events(
             i = (i + 1) % pool.len();
         }
         used[i] = true;
-        let (t, entry) = pool[i];
+        let (t, entry, twin) = pool[i];
         let window = match entry {
             Some(e) => side_window(&windows(persona, e), t.period, rng),
             None => (persona.start, persona.end),
@@ -648,23 +748,99 @@ fn noise_events(
         } else {
             Role::Noise
         };
-        out.push(draw(ctx, &ask_of(t, entry, role, window), rng)?);
+        let ask = Ask {
+            t,
+            entry,
+            role,
+            window,
+            twin,
+        };
+        out.push(draw(ctx, &ask, rng)?);
     }
     Ok(())
 }
 
-fn ask_of<'a>(
-    t: &'a EventTemplate,
-    entry: Option<&'a ProfileEntry>,
-    role: Role,
-    window: (Date, Date),
-) -> Ask<'a> {
-    Ask {
-        t,
-        entry,
-        role,
-        window,
+/// Deals template indices of one pool segment in shuffled rounds, each template once per round:
+/// hand-written decoys and plain noise repeat as little as the counts allow, so no template's
+/// words pile up in the noise.
+#[derive(Default)]
+struct Deck {
+    left: Vec<usize>,
+}
+
+impl Deck {
+    fn deal(&mut self, range: std::ops::Range<usize>, rng: &mut Xoshiro256PlusPlus) -> usize {
+        if self.left.is_empty() {
+            self.left = range.collect();
+            self.left.shuffle(rng);
+        }
+        self.left.pop().unwrap_or_default()
     }
+}
+
+/// The construction form an event is wrapped in, if any: a noise form for a twin, a signal form
+/// for [`SIGNAL_FRAMED`] of her own events from a template with twins, a counter form for
+/// [`COUNTER_FRAMED`] of her exceptions, none otherwise.
+fn frame<'a>(
+    ctx: &Ctx<'a>,
+    ask: &Ask<'_>,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Option<&'a Template<Var>> {
+    let forms = |c: &'a Construction| match ask.role {
+        Role::Decoy => &c.noise,
+        Role::Counter => &c.counter,
+        _ => &c.signal,
+    };
+    let (wrap, fit): (bool, Vec<usize>) = match ask.role {
+        Role::Decoy | Role::Counter if ask.twin => (true, ask.t.twins.clone()),
+        Role::Decoy => (false, Vec::new()),
+        Role::Support => (
+            !ask.t.twins.is_empty() && rng.random_bool(SIGNAL_FRAMED),
+            ask.t.twins.clone(),
+        ),
+        Role::Counter => (
+            rng.random_bool(COUNTER_FRAMED),
+            (0..ctx.constructions.len()).collect(),
+        ),
+        Role::Noise => (false, Vec::new()),
+    };
+    if !wrap {
+        return None;
+    }
+    let fitting: Vec<&Construction> = fit
+        .iter()
+        .map(|&i| &ctx.constructions[i])
+        .filter(|c| !forms(c).is_empty())
+        .collect();
+    if fitting.is_empty() {
+        return None;
+    }
+    let f = forms(fitting[rng.random_range(0..fitting.len())]);
+    Some(&f[rng.random_range(0..f.len())])
+}
+
+/// The other value a noise twin of `e` carries in `window`: one of the entry's `others` that is
+/// not the value in effect (it may be a shift's other side: someone else still on the cuisine
+/// she left).
+fn other_value<'e>(
+    e: &'e ProfileEntry,
+    window: (Date, Date),
+    rng: &mut Xoshiro256PlusPlus,
+) -> Result<(&'e Value, &'e str)> {
+    let own = e.value_on(window.0);
+    let fit: Vec<_> = e
+        .others
+        .iter()
+        .filter(|o| !value_matches(&o.value, own))
+        .collect();
+    if fit.is_empty() {
+        return Err(WorldError::Synthesis(format!(
+            "entry `{}`: no other value for a noise twin in {} … {}",
+            e.id, window.0, window.1
+        )));
+    }
+    let o = fit[rng.random_range(0..fit.len())];
+    Ok((&o.value, o.mention.as_str()))
 }
 
 /// Draws one event: a time in the window, records that fit the profile (for the user's own
@@ -673,13 +849,14 @@ fn ask_of<'a>(
 fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Draft> {
     let t = ask.t;
     let own = matches!(ask.role, Role::Support | Role::Counter);
-    let (value, mention) = match (ask.entry, ask.role) {
-        (Some(e), Role::Decoy) => decoy_value(e, ask.window.0),
-        (Some(e), _) => (e.value_on(ask.window.0), e.mention_on(ask.window.0)),
-        (None, _) => (&Value::Null, ""),
-    };
     let mut last = None;
     for _ in 0..ATTEMPTS {
+        let (value, mention) = match (ask.entry, ask.role) {
+            (Some(e), _) if ask.twin => other_value(e, ask.window, rng)?,
+            (Some(e), Role::Decoy) => decoy_value(e, ask.window.0),
+            (Some(e), _) => (e.value_on(ask.window.0), e.mention_on(ask.window.0)),
+            (None, _) => (&Value::Null, ""),
+        };
         let mut time = random_time(rng, ask.window.0, ask.window.1, t.hours);
         let day = time.date;
         let admit = |b: &Binding, r: &Record| {
@@ -719,6 +896,7 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
             .iter()
             .map(|l| rng.random_range(0..l.len().max(1)))
             .collect();
+        let wrap = frame(ctx, ask, rng);
         let fill = Fill {
             chosen: &chosen,
             value,
@@ -726,9 +904,14 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
             when: time,
             vocab: ctx.vocab,
             picks: &picks,
+            event: "",
+            tail: "",
         };
         let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
-        let text = render(ctx.cat, phrasing, &t.binds, &fill);
+        let text = match wrap {
+            None => render(ctx.cat, phrasing, &t.binds, &fill),
+            Some(form) => wrapped(ctx.cat, form, phrasing, &t.binds, &fill),
+        };
         let location = render_at(ctx.cat, t, &fill);
         let entry_id = ask.entry.map_or("", |e| e.id.as_str());
         if own
@@ -775,6 +958,31 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
     )))
 }
 
+/// An event's phrasing rendered inside a construction's form: `{event}` is the phrasing without
+/// its trailing vocabulary phrase (" with Priya", " on Tuesday"), which goes where the form puts
+/// `{tail}` and is dropped otherwise (no "For Aisha: … with Aisha").
+fn wrapped(
+    cat: &Catalog,
+    form: &Template<Var>,
+    phrasing: &Template<Var>,
+    binds: &[Binding],
+    fill: &Fill<'_>,
+) -> String {
+    let (core, tail) = match phrasing.segs.split_last() {
+        Some((last @ Seg::Var(Var::Vocab(_), _), core)) => (core, Some(last)),
+        _ => (&phrasing.segs[..], None),
+    };
+    let part = |segs: Vec<Seg<Var>>| render(cat, &Template { segs }, binds, fill);
+    let event = part(core.to_vec());
+    let tail = tail.map(|t| part(vec![t.clone()])).unwrap_or_default();
+    let outer = Fill {
+        event: &event,
+        tail: &tail,
+        ..*fill
+    };
+    render(cat, form, binds, &outer)
+}
+
 /// The value a decoy of `e` carries on `day`: for a shifted entry the other side's (someone
 /// else still booking the cuisine she left, or already on the one she has not adopted yet), so
 /// a reader counting mentions is misled and a careful one is not; otherwise the value in effect.
@@ -813,6 +1021,12 @@ fn check(ctx: &Ctx<'_>, ask: &Ask<'_>, text: &str, location: &str, time: DateTim
             Role::Counter if names_own || names_other => {
                 return Err(WorldError::Synthesis(format!(
                     "{}: counter-evidence \"{text}\" names the entry's own value",
+                    here()
+                )))
+            }
+            Role::Decoy if ask.twin && names_own => {
+                return Err(WorldError::Synthesis(format!(
+                    "{}: the noise twin \"{text}\" names the entry's own value",
                     here()
                 )))
             }

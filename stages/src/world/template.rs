@@ -15,6 +15,8 @@ pub enum Filter {
     Upper,
     /// All lower-case.
     Lower,
+    /// First letter lower-cased (`Booked …` → `booked …`, a sentence wrapped in another).
+    Uncap,
 }
 
 /// One piece of a template: literal text, or a placeholder whose variable is `V`.
@@ -102,7 +104,10 @@ fn parse_filter(f: &str) -> Result<Filter, String> {
         "cap" => Ok(Filter::Cap),
         "upper" => Ok(Filter::Upper),
         "lower" => Ok(Filter::Lower),
-        other => Err(format!("unknown filter `{other}`; use cap, upper or lower")),
+        "uncap" => Ok(Filter::Uncap),
+        other => Err(format!(
+            "unknown filter `{other}`; use cap, uncap, upper or lower"
+        )),
     }
 }
 
@@ -161,6 +166,12 @@ fn apply_filter(out: &mut String, s: &str, filter: Filter) {
                 let _ = write!(out, "{}{}", first.to_uppercase(), cs.as_str());
             }
         }
+        Filter::Uncap => {
+            let mut cs = s.chars();
+            if let Some(first) = cs.next() {
+                let _ = write!(out, "{}{}", first.to_lowercase(), cs.as_str());
+            }
+        }
     }
 }
 
@@ -181,6 +192,7 @@ mod tests {
             "at r/name (R/cuisine)"
         );
         assert_eq!(render("{{literal}} {x|upper}"), "{literal} X");
+        assert_eq!(render("for Tom: {Booked|uncap}"), "for Tom: booked");
         assert_eq!(render("plain"), "plain");
     }
 

@@ -245,3 +245,77 @@ fn distinct_ratio_and_agreement_count_what_they_say() {
         && r.key == "distinct_ratio"
         && (r.value - 2.0 / 3.0).abs() < 1e-9));
 }
+
+/// Signal "Booked <place> for <name> with <other>", noise "Booked <place> with <other> for
+/// <name>": the same bag of words, told apart only by what the text ends with.
+fn same_words_different_endings() -> Vec<HistoryEvent> {
+    let names = ["Tom", "Priya", "Lena", "Marco", "Aisha", "Sam", "Ben"];
+    let places = ["Lotus", "Kaiyo", "Dosa", "Siam", "Hinodeya"];
+    (0..400)
+        .map(|i| {
+            let (p, a, b) = (places[i % 5], names[i % 7], names[(i / 7) % 7]);
+            let (label, text) = if i % 2 == 0 {
+                (Label::Signal, format!("Booked {p} for {a} with {b}"))
+            } else {
+                (Label::Noise, format!("Booked {p} with {b} for {a}"))
+            };
+            event(
+                &format!("ev_{i}"),
+                "2025-04-01T10:00",
+                "dinespot",
+                &text,
+                label,
+                &[],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_fixed_position_phrase_escapes_naive_bayes_but_not_the_single_feature_rule() {
+    let h = same_words_different_endings();
+    let nb = separability(&h, 7).unwrap();
+    assert!(nb.balanced_accuracy < 0.6, "{nb:?}");
+    let rule = rule_separability(&h, 7).unwrap();
+    assert!(rule.balanced_accuracy > 0.99, "{rule:?}");
+    assert!(rule.feature.ends_with(" $"), "{rule:?}");
+}
+
+#[test]
+fn the_single_feature_rule_is_chance_when_texts_are_shared() {
+    let h: Vec<HistoryEvent> = (0..200)
+        .map(|i| {
+            let label = if i % 2 == 0 {
+                Label::Signal
+            } else {
+                Label::Noise
+            };
+            event(
+                &format!("ev_{i}"),
+                "2025-04-01T10:00",
+                "notes",
+                "Checked the same thing",
+                label,
+                &[],
+            )
+        })
+        .collect();
+    let rule = rule_separability(&h, 7).unwrap();
+    assert!((rule.balanced_accuracy - 0.5).abs() < 1e-9, "{rule:?}");
+    assert!(rule_separability(&h[..1], 7).is_none());
+}
+
+#[test]
+fn the_audit_table_reports_the_rule_with_its_feature() {
+    let w = World::new(
+        default_world().catalog.clone(),
+        default_world().persona.clone(),
+        same_words_different_endings(),
+    );
+    let rows = rows(&audit(&w, 7));
+    let r = rows
+        .iter()
+        .find(|r| r.section == "separability" && r.key == "rule_balanced_accuracy")
+        .expect("rule row");
+    assert!(r.value > 0.99 && r.detail.contains(" $` → "), "{r:?}");
+}

@@ -292,3 +292,90 @@ fn params_are_honoured_and_checked() {
         Err(WorldError::Synthesis(_))
     ));
 }
+
+/// Draws `n` events of one kind for entry `id`'s first evidence template with twins.
+fn draws(id: &str, role: Role, twin: bool, n: usize) -> Vec<String> {
+    let w = default_world();
+    let p = &w.persona;
+    let e = p.entry(id).expect("entry");
+    let t = e
+        .evidence
+        .iter()
+        .find(|t| !t.twins.is_empty())
+        .expect("a twinned template");
+    let ctx = Ctx {
+        cat: &w.catalog,
+        occasions: RefCell::new(HashSet::new()),
+        vocab: &p.vocab,
+        constructions: &p.constructions,
+        guards: guards(p),
+        rules: Constraints::new(&w.catalog, p),
+    };
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+    (0..n)
+        .map(|_| {
+            let window = side_window(&windows(p, e), t.period, &mut rng);
+            let ask = Ask {
+                t,
+                entry: Some(e),
+                role,
+                window,
+                twin,
+            };
+            draw(&ctx, &ask, &mut rng).expect("draw").text
+        })
+        .collect()
+}
+
+#[test]
+fn noise_twins_carry_another_value_in_a_noise_construction() {
+    let w = default_world();
+    let e = w.persona.entry("shop_size").unwrap();
+    let forms = [
+        "For ",
+        " for ",
+        " — a gift for ",
+        "Almost ",
+        ", then cancelled",
+        " as a gift to ",
+    ];
+    for text in draws("shop_size", Role::Decoy, true, 40) {
+        assert!(
+            !mentions(&text, &e.mention),
+            "a twin names her size: {text}"
+        );
+        assert!(
+            e.others.iter().any(|o| mentions(&text, &o.mention)),
+            "a twin carries another size: {text}"
+        );
+        assert!(
+            forms.iter().any(|f| text.contains(f)),
+            "unwrapped twin: {text}"
+        );
+    }
+}
+
+#[test]
+fn her_exceptions_made_from_her_usual_events_carry_another_value_too() {
+    let e = default_world().persona.entry("din_time").unwrap();
+    for text in draws("din_time", Role::Counter, true, 30) {
+        assert!(
+            !mentions(&text, &e.mention),
+            "an exception names 19:30: {text}"
+        );
+    }
+}
+
+#[test]
+fn construction_words_occur_in_signal_and_in_noise() {
+    let h = &default_world().history;
+    for phrase in ["For ", " this time", "Almost ", " gift "] {
+        for label in [Label::Signal, Label::Noise] {
+            let n = h
+                .iter()
+                .filter(|e| e.label == label && e.text.contains(phrase))
+                .count();
+            assert!(n >= 3, "{phrase:?} occurs {n} times in {}", label.as_str());
+        }
+    }
+}

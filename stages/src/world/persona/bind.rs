@@ -74,6 +74,10 @@ pub(crate) struct Fill<'a> {
     /// The persona's vocabulary lists and the phrase picked from each for this event.
     pub vocab: &'a [Vec<Template<Var>>],
     pub picks: &'a [usize],
+    /// The wrapped event's text, for a construction's form (`{event}`); empty otherwise.
+    pub event: &'a str,
+    /// The wrapped event's trailing vocabulary phrase, for a form's `{tail}`.
+    pub tail: &'a str,
 }
 
 /// `morning`, `afternoon`, `evening` or `night` for an hour of the day.
@@ -104,6 +108,8 @@ pub(crate) fn render(
                 out.push_str(&render(cat, t, binds, f));
             }
         }
+        Var::Event => out.push_str(f.event),
+        Var::Tail => out.push_str(f.tail),
         Var::Value => write_display(value, out),
         Var::Mention => out.push_str(mention),
         Var::Id(b) => out.push_str(&chosen[*b].id),

@@ -10,10 +10,12 @@ use serde_saphyr::Spanned;
 
 use super::bind::{admit_all, choose, render, render_at, Fill};
 use super::model::{
-    At, Binding, EventTemplate, Period, Persona, ProfileEntry, Shift, SituationalFact, Source, Var,
-    Want, DIMENSIONS,
+    At, Binding, Construction, EventTemplate, OtherValue, Period, Persona, ProfileEntry, Shift,
+    SituationalFact, Source, Var, Want, DIMENSIONS,
 };
-use super::raw::{RawBind, RawEntry, RawPersona, RawPlace, RawShift, RawSituational, RawTemplate};
+use super::raw::{
+    RawBind, RawConstruction, RawEntry, RawPersona, RawPlace, RawShift, RawSituational, RawTemplate,
+};
 use super::text::mentions;
 use crate::world::app::Catalog;
 use crate::world::clock::{Date, DateTime, Time};
@@ -28,6 +30,8 @@ struct Lower<'a> {
     cat: &'a Catalog,
     /// Vocabulary list names, once lowered (`{vocab.<name>}` resolves against them).
     vocab: Vec<String>,
+    /// Construction names (`twins:` resolves against them).
+    constructions: Vec<String>,
     file: &'a str,
     places: &'a IndexMap<String, Spanned<RawPlace>>,
     problems: Vec<Problem>,
@@ -48,6 +52,7 @@ pub(crate) fn from_source(file: &str, text: &str, cat: &Catalog) -> Result<Perso
     let mut lw = Lower {
         cat,
         vocab: Vec::new(),
+        constructions: Vec::new(),
         file,
         places: &raw.places,
         problems: Vec::new(),
@@ -85,6 +90,7 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
     }
     check_ids(lw, raw);
     let vocab = lower_vocab(lw, raw);
+    let constructions = lower_constructions(lw, raw);
     let profile: Vec<ProfileEntry> = raw
         .profile
         .iter()
@@ -94,7 +100,7 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
     let noise = raw
         .noise
         .iter()
-        .filter_map(|t| lower_template(lw, t, &[], false))
+        .filter_map(|t| lower_template(lw, t, &[], false, false))
         .collect();
     Some(Persona {
         id: raw.persona.value.clone(),
@@ -116,7 +122,81 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
         situational,
         noise,
         vocab,
+        constructions,
     })
+}
+
+/// Lowers the constructions: each form wraps `{event}` exactly once, may place the event's
+/// trailing vocabulary phrase (`{tail}`) once, and may use `{vocab.<list>}`, `{weekday}` and
+/// `{daypart}` (never a value: a twin's value comes from the event inside).
+fn lower_constructions(lw: &mut Lower, raw: &RawPersona) -> Vec<Construction> {
+    let mut out = Vec::new();
+    for (name, c) in &raw.constructions {
+        let RawConstruction {
+            noise,
+            signal,
+            counter,
+        } = &c.value;
+        if noise.is_empty() && counter.is_empty() {
+            lw.push(
+                K::BadTemplate,
+                lw.at(c),
+                format!("construction `{name}` has neither noise nor counter forms"),
+                "give it `noise` forms (someone else's event) or `counter` forms (her exception)",
+            );
+        }
+        out.push(Construction {
+            name: name.clone(),
+            noise: noise.iter().filter_map(|f| lower_form(lw, f)).collect(),
+            signal: signal.iter().filter_map(|f| lower_form(lw, f)).collect(),
+            counter: counter.iter().filter_map(|f| lower_form(lw, f)).collect(),
+        });
+    }
+    lw.constructions = raw.constructions.keys().cloned().collect();
+    out
+}
+
+fn lower_form(lw: &mut Lower, s: &Spanned<String>) -> Option<template::Template<Var>> {
+    let parsed = template::parse(&s.value).and_then(|t| {
+        t.resolve(|p: Vec<String>| match &p[..] {
+            [e] if e == "event" => Ok(Var::Event),
+            [t] if t == "tail" => Ok(Var::Tail),
+            _ => match resolve_var(lw.cat, &lw.vocab, &p, &[]) {
+                Ok(v @ (Var::Vocab(_) | Var::Weekday | Var::Daypart)) => Ok(v),
+                Ok(_) => Err(format!(
+                    "`{{{}}}`: a construction's form carries no value (the event inside does)",
+                    p.join(".")
+                )),
+                Err(e) => Err(e),
+            },
+        })
+    });
+    let count = |var: Var| {
+        parsed
+            .as_ref()
+            .map_or(0, |t| t.vars().filter(|v| **v == var).count())
+    };
+    match parsed {
+        Ok(t) if count(Var::Event) == 1 && count(Var::Tail) <= 1 => Some(t),
+        Ok(_) => {
+            lw.push(
+                K::BadTemplate,
+                lw.at(s),
+                format!("form \"{}\" must wrap {{event}} exactly once", s.value),
+                "write the form around one {event} (or {event|uncap}), and {tail} at most once",
+            );
+            None
+        }
+        Err(m) => {
+            lw.push(
+                K::BadTemplate,
+                lw.at(s),
+                m,
+                "use {event}, {tail}, {vocab.<list>}, {weekday} or {daypart}",
+            );
+            None
+        }
+    }
 }
 
 /// Lowers the vocabulary lists; a phrase may use `{weekday}` and `{daypart}` but no binding
@@ -213,7 +293,7 @@ fn lower_entry(
     let evidence: Vec<EventTemplate> = r
         .evidence
         .iter()
-        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some()))
+        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some(), true))
         .collect();
     if evidence.len() == r.evidence.len() {
         check_evidence_presence(lw, e, source, &shift, &evidence);
@@ -221,13 +301,29 @@ fn lower_entry(
     let counter: Vec<EventTemplate> = r
         .counter
         .iter()
-        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some()))
+        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some(), false))
         .collect();
     let decoys: Vec<EventTemplate> = r
         .decoys
         .iter()
-        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some()))
+        .filter_map(|t| lower_template(lw, t, &shared, shift.is_some(), false))
         .collect();
+    let mention = r
+        .mention
+        .as_ref()
+        .map_or_else(|| display(&r.value.value), |m| m.value.clone());
+    let others = lower_others(lw, r, &mention);
+    if others.is_empty() && evidence.iter().any(|t| !t.twins.is_empty()) {
+        lw.push(
+            K::NoiseEvidences,
+            lw.at(e),
+            format!(
+                "entry `{}` has evidence with `twins` but no `others`",
+                r.id.value
+            ),
+            "list `others:` (values a twin carries instead of hers), or drop `twins`",
+        );
+    }
     if source == Source::AskOnly && !(r.counter.is_empty() && r.decoys.is_empty()) {
         lw.push(
             K::NoEvidence,
@@ -244,10 +340,7 @@ fn lower_entry(
         dimension: r.dimension.value.clone(),
         key: r.key.clone(),
         value: r.value.value.clone(),
-        mention: r
-            .mention
-            .as_ref()
-            .map_or_else(|| display(&r.value.value), |m| m.value.clone()),
+        mention,
         source,
         shift,
         weight: r.weight.unwrap_or(1.0).max(0.0),
@@ -255,7 +348,87 @@ fn lower_entry(
         evidence,
         counter,
         decoys,
+        others,
     })
+}
+
+/// The entry's other values: `{ value, mention }` as written, or a scalar whose mention is the
+/// entry's own with the value swapped in (`size M` → `size L`; `Thai` → `Korean`).
+fn lower_others(lw: &mut Lower, r: &RawEntry, mention: &str) -> Vec<OtherValue> {
+    let own = display(&r.value.value);
+    let mut out = Vec::new();
+    for o in &r.others {
+        let explicit = o.value.as_object().map(|m| {
+            (
+                m.get("value").cloned(),
+                m.get("mention").and_then(Value::as_str).map(str::to_string),
+            )
+        });
+        let (value, mention) = match explicit {
+            Some((Some(v), m)) => {
+                let m = m.or_else(|| swap_mention(mention, &own, &display(&v)));
+                (v, m)
+            }
+            Some((None, _)) => (Value::Null, None),
+            None => {
+                let v = o.value.clone();
+                let m = swap_mention(mention, &own, &display(&v));
+                (v, m)
+            }
+        };
+        match mention {
+            Some(m) if !value.is_null() => out.push(OtherValue { value, mention: m }),
+            _ => lw.push(
+                K::NoiseEvidences,
+                lw.at(o),
+                format!(
+                    "other value {} of `{}` has no mention",
+                    display(&o.value),
+                    r.id.value
+                ),
+                "write `{ value: …, mention: … }`",
+            ),
+        }
+        if out
+            .last()
+            .is_some_and(|x| crate::world::types::value_matches(&x.value, &r.value.value))
+        {
+            lw.push(
+                K::NoiseEvidences,
+                lw.at(o),
+                format!(
+                    "other value {} of `{}` is its own value",
+                    display(&o.value),
+                    r.id.value
+                ),
+                "list values she does not hold",
+            );
+        }
+    }
+    out
+}
+
+/// `mention` with `own` (case-insensitively) replaced by `other`, keeping a capital first letter.
+fn swap_mention(mention: &str, own: &str, other: &str) -> Option<String> {
+    let lower = mention.to_lowercase();
+    if lower.len() != mention.len() {
+        return None;
+    }
+    let at = lower.find(&own.to_lowercase())?;
+    let found = &mention[at..at + own.len()];
+    let other = if found.starts_with(char::is_uppercase) {
+        let mut cs = other.chars();
+        cs.next()
+            .map(|c| c.to_uppercase().collect::<String>() + cs.as_str())
+            .unwrap_or_default()
+    } else {
+        other.to_string()
+    };
+    Some(format!(
+        "{}{other}{}",
+        &mention[..at],
+        &mention[at + own.len()..]
+    ))
 }
 
 fn lower_source(lw: &mut Lower, r: &RawEntry) -> Option<Source> {
@@ -350,8 +523,10 @@ fn lower_template(
     t: &Spanned<RawTemplate>,
     shared: &[Binding],
     shifted: bool,
+    evidence: bool,
 ) -> Option<EventTemplate> {
     let r = &t.value;
+    let twins = lower_twins(lw, r, evidence);
     let Some(_) = lw.cat.app(&r.app.value) else {
         lw.push(
             K::UnknownEvidenceApp,
@@ -382,7 +557,43 @@ fn lower_template(
         hours,
         period,
         binds,
+        twins,
     })
+}
+
+/// The constructions an evidence template names under `twins` (only evidence has twins).
+fn lower_twins(lw: &mut Lower, r: &RawTemplate, evidence: bool) -> Vec<usize> {
+    if !evidence && !r.twins.is_empty() {
+        lw.push(
+            K::NoiseEvidences,
+            lw.at(&r.twins[0]),
+            "`twins` on a template that is not evidence",
+            "only evidence templates have noise twins; remove `twins`",
+        );
+        return Vec::new();
+    }
+    if r.once && !r.twins.is_empty() {
+        lw.push(
+            K::NoiseEvidences,
+            lw.at(&r.twins[0]),
+            "`twins` on a `once` template (a one-off occasion has no twin)",
+            "remove `twins` or `once`",
+        );
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    for n in &r.twins {
+        match lw.constructions.iter().position(|c| *c == n.value) {
+            Some(i) => out.push(i),
+            None => lw.push(
+                K::NoiseEvidences,
+                lw.at(n),
+                format!("`twins` names unknown construction `{}`", n.value),
+                format!("use one of {:?}", lw.constructions),
+            ),
+        }
+    }
+    out
 }
 
 /// A template naming a one-off occasion (a birthday, a renewal) must occur once.
@@ -690,7 +901,13 @@ fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
                 check_rendered(lw, t, rt, (value, mention), &env, &mut |_, _| {});
             }
         }
+        for (t, rt) in e.evidence.iter().zip(&re.value.evidence) {
+            if !t.twins.is_empty() {
+                check_twins(lw, t, rt, &env, e);
+            }
+        }
     }
+    check_forms(lw, p, raw, &env);
     for (t, rt) in p.noise.iter().zip(&raw.noise) {
         check_rendered(lw, t, rt, (&Value::Null, ""), &env, &mut |lw, text| {
             if let Some(m) = all_mentions.iter().find(|m| mentions(text, m)) {
@@ -702,6 +919,58 @@ fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
                 );
             }
         });
+    }
+}
+
+/// A noise twin carries each of the entry's other values: its bindings find records for it, and
+/// its text names none of the entry's own values (but the one it carries, for a shift's other
+/// side).
+fn check_twins(
+    lw: &mut Lower,
+    t: &EventTemplate,
+    rt: &Spanned<RawTemplate>,
+    env: &CheckEnv<'_>,
+    e: &ProfileEntry,
+) {
+    let own: Vec<&str> = std::iter::once(e.mention.as_str())
+        .chain(e.shift.iter().map(|s| s.from_mention.as_str()))
+        .collect();
+    for o in &e.others {
+        check_rendered(lw, t, rt, (&o.value, &o.mention), env, &mut |lw, text| {
+            if let Some(m) = own.iter().find(|m| **m != o.mention && mentions(text, m)) {
+                lw.push(
+                    K::NoiseEvidences,
+                    lw.at(&rt.value.text),
+                    format!(
+                        "the noise twin \"{text}\" of `{}` (carrying {}) names its value \"{m}\"",
+                        e.id, o.mention
+                    ),
+                    "write the template so {mention}/{value} carry the value, or drop `twins`",
+                );
+            }
+        });
+    }
+}
+
+/// Every construction form is checked for leaks around an empty event.
+fn check_forms(lw: &mut Lower, p: &Persona, raw: &RawPersona, env: &CheckEnv<'_>) {
+    for (c, rc) in p.constructions.iter().zip(raw.constructions.values()) {
+        let forms = c.noise.iter().zip(&rc.value.noise);
+        let forms = forms.chain(c.signal.iter().zip(&rc.value.signal));
+        for (tpl, src) in forms.chain(c.counter.iter().zip(&rc.value.counter)) {
+            let fill = Fill {
+                chosen: &[],
+                value: &Value::Null,
+                mention: "",
+                when: env.when,
+                vocab: env.vocab,
+                picks: &env.picks,
+                event: "",
+                tail: "",
+            };
+            let text = render(lw.cat, tpl, &[], &fill);
+            check_leaks(lw, &text, &env.leaks, src);
+        }
     }
 }
 
@@ -717,6 +986,8 @@ fn check_vocab(lw: &mut Lower, p: &Persona, raw: &RawPersona, env: &CheckEnv<'_>
                 when: env.when,
                 vocab: env.vocab,
                 picks: &env.picks,
+                event: "",
+                tail: "",
             };
             let text = render(lw.cat, tpl, &[], &fill);
             check_leaks(lw, &text, &env.leaks, src);
@@ -751,6 +1022,8 @@ fn check_rendered(
         when,
         vocab: env.vocab,
         picks: &env.picks,
+        event: "",
+        tail: "",
     };
     for (tpl, src) in t.texts.iter().zip(phrasings(rt)) {
         let text = render(lw.cat, tpl, &t.binds, &fill);

@@ -58,6 +58,34 @@ pub struct Persona {
     pub(crate) noise: Vec<EventTemplate>,
     /// Phrase lists templates draw from (`{vocab.<name>}`), in file order.
     pub(crate) vocab: Vec<Vec<Template<Var>>>,
+    /// Ways to wrap an event as someone else's, mere browsing or a one-off (noise twins), or as
+    /// plainly hers (signal), in file order; evidence templates name the ones that fit them.
+    pub(crate) constructions: Vec<Construction>,
+}
+
+/// A surface construction shared by noise and signal, so that no phrase tells the two apart: a
+/// noise twin of an evidence event wraps it in a `noise` form ("For Marco: booked …") and carries
+/// another value; a share of her own events wraps in a `signal` form ("For Sam and me: booked …").
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Construction {
+    /// The name templates list under `twins`.
+    pub name: String,
+    /// Forms that make the event not hers (someone else's, not bought, a one-off).
+    pub noise: Vec<Template<Var>>,
+    /// Forms that keep the event hers.
+    pub signal: Vec<Template<Var>>,
+    /// Forms that fit her own designed exceptions (counter-evidence is a one-off too), so the
+    /// words of noise forms occur in signal.
+    pub counter: Vec<Template<Var>>,
+}
+
+/// Another value of an entry's kind (a different size, cuisine, seat), carried by noise twins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OtherValue {
+    /// The value (bindings filter with it in place of `$value`).
+    pub value: Value,
+    /// The phrase that shows it (in place of `{mention}`).
+    pub mention: String,
 }
 
 /// Whether history can reveal an entry.
@@ -109,6 +137,9 @@ pub struct ProfileEntry {
     pub(crate) counter: Vec<EventTemplate>,
     /// Noise templates that look like this entry's evidence.
     pub(crate) decoys: Vec<EventTemplate>,
+    /// Other values of the entry's kind that noise twins of its evidence carry: someone else's
+    /// choice, a browsed alternative, a one-off.
+    pub others: Vec<OtherValue>,
 }
 
 /// A preference change: `from` held until the day before `changed`.
@@ -165,6 +196,12 @@ pub(crate) enum Var {
     Daypart,
     /// One phrase of a persona vocabulary list, picked per event.
     Vocab(usize),
+    /// The wrapped event's text without its trailing vocabulary phrase (only in a
+    /// construction's forms).
+    Event,
+    /// The wrapped event's trailing vocabulary phrase (" with Priya", " on Tuesday"), where a
+    /// form places it (dropped otherwise).
+    Tail,
 }
 
 /// What a binding filter compares against.
@@ -209,6 +246,9 @@ pub(crate) struct EventTemplate {
     pub hours: (u32, u32),
     pub period: Option<Period>,
     pub binds: Vec<Binding>,
+    /// Constructions (indices into [`Persona::constructions`]) that fit this evidence event:
+    /// its noise twins wrap in their noise forms, a share of its events in their signal forms.
+    pub twins: Vec<usize>,
 }
 
 impl Persona {

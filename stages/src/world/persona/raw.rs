@@ -29,6 +29,23 @@ pub(crate) struct RawPersona {
     /// Named lists of phrases (`{vocab.with}` picks one per event): companions, moments, asides.
     #[serde(default)]
     pub vocab: IndexMap<String, Vec<Spanned<String>>>,
+    /// Named surface constructions (someone else's, browsing, a one-off) that evidence templates
+    /// list under `twins`.
+    #[serde(default)]
+    pub constructions: IndexMap<String, Spanned<RawConstruction>>,
+}
+
+/// One construction: forms wrapping an event (`{event}`) for noise twins and for her own events.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawConstruction {
+    #[serde(default)]
+    pub noise: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub signal: Vec<Spanned<String>>,
+    /// Forms for her own designed exceptions (counter-evidence).
+    #[serde(default)]
+    pub counter: Vec<Spanned<String>>,
 }
 
 /// A named place: the label events show, and the hours events there usually happen.
@@ -72,6 +89,10 @@ pub(crate) struct RawEntry {
     /// non-preference context (someone else's booking, browsing alternatives).
     #[serde(default)]
     pub decoys: Vec<Spanned<RawTemplate>>,
+    /// Other values of the entry's kind for noise twins: a scalar (its mention derived from the
+    /// entry's) or `{ value, mention }`.
+    #[serde(default)]
+    pub others: Vec<Spanned<Value>>,
 }
 
 /// An earlier value and the day the preference changed.
@@ -109,6 +130,9 @@ pub(crate) struct RawTemplate {
     pub period: Option<Spanned<String>>,
     #[serde(default)]
     pub bind: IndexMap<String, Spanned<RawBind>>,
+    /// Constructions that fit this evidence event (noise twins and framed signal).
+    #[serde(default)]
+    pub twins: Vec<Spanned<String>>,
 }
 
 /// An ask-only fact about one situation.

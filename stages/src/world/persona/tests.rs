@@ -218,3 +218,57 @@ fn noise_must_not_evidence_and_nothing_may_leak() {
         vec![(K::LeakInTemplate, line_of(&y, "salary")); 2]
     );
 }
+
+/// The test persona with one construction and a noise twin on its first evidence template.
+fn with_twins(others: &str, twins: &str) -> String {
+    let y = variant(
+        "profile:\n",
+        "constructions:\n  for_other:\n    noise: [\"For Tom: {event|uncap}\"]\n    signal: [\"For me: {event|uncap}\"]\nprofile:\n",
+    );
+    let y = y.replacen(
+        "text: \"Booked {r.name} ({mention})\" }",
+        &format!("text: \"Booked {{r.name}} ({{mention}})\", twins: {twins} }}"),
+        1,
+    );
+    y.replacen("    evidence:\n", &format!("{others}    evidence:\n"), 1)
+}
+
+#[test]
+fn noise_twins_need_other_values_known_constructions_and_forms_around_the_event() {
+    let ok = with_twins("    others: [japanese]\n", "[for_other]");
+    let p = Persona::from_source("t.yaml", &ok, &cat()).unwrap();
+    let e = p.entry("cuisine").unwrap();
+    assert_eq!(
+        e.others[0].mention, "Japanese",
+        "mention derived from the entry's"
+    );
+    let y = with_twins("", "[for_other]");
+    assert_eq!(
+        problems(&y),
+        vec![(K::NoiseEvidences, line_of(&y, "- id: cuisine"))]
+    );
+    let y = with_twins("    others: [japanese]\n", "[for_others]");
+    assert_eq!(
+        problems(&y),
+        vec![(K::NoiseEvidences, line_of(&y, "twins: [for_others]"))]
+    );
+    let y = ok.replacen(
+        "noise: [\"For Tom: {event|uncap}\"]",
+        "noise: [\"For Tom\"]",
+        1,
+    );
+    assert_eq!(
+        problems(&y),
+        vec![(K::BadTemplate, line_of(&y, "noise: [\"For Tom\"]"))]
+    );
+    let y = ok.replacen(
+        "text: \"Booked {r.name} ({mention})\"",
+        "text: \"Booked {r.name} ({mention}), not Thai\"",
+        1,
+    );
+    assert!(
+        problems(&y).contains(&(K::NoiseEvidences, line_of(&y, "not Thai"))),
+        "a twin that names her value is refused: {:?}",
+        problems(&y)
+    );
+}
