@@ -225,9 +225,23 @@ fn item_manifests(ws: &Workspace, stage: &str) -> Vec<serde_json::Value> {
     out
 }
 
-/// Deletes the blobs a manifest points at, as someone cleaning a store by hand would.
+/// Deletes the blobs a manifest points at, as someone cleaning a store by hand would; an item
+/// manifest's inline tables are cut out of it (the manifest then points at blobs that are not
+/// there, the same loss).
 fn delete_blobs(ws: &Workspace, manifest: &serde_json::Value) {
-    for table in manifest["tables"].as_object().expect("tables").values() {
+    let mut stripped = manifest.clone();
+    let mut inline = false;
+    let tables = stripped["tables"].as_object_mut().expect("tables");
+    for table in tables.values_mut() {
+        if table
+            .as_object_mut()
+            .expect("entry")
+            .remove("inline")
+            .is_some()
+        {
+            inline = true;
+            continue;
+        }
         let blob = table["blob"].as_str().expect("blob hash");
         let path = ws
             .store()
@@ -235,6 +249,16 @@ fn delete_blobs(ws: &Workspace, manifest: &serde_json::Value) {
             .join(&blob[..2])
             .join(format!("{blob}.parquet"));
         std::fs::remove_file(&path).expect("remove blob");
+    }
+    if inline {
+        let key = manifest["recipe_key"].as_str().expect("key");
+        let path = ws
+            .store()
+            .join("items")
+            .join(&key[..2])
+            .join(format!("{key}.json"));
+        let bytes = serde_json::to_vec_pretty(&stripped).expect("json");
+        std::fs::write(path, bytes).expect("rewrite the item manifest");
     }
 }
 

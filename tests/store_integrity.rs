@@ -1,5 +1,6 @@
 //! A store that heals and stays inside its directory: names are checked before anything is
-//! written, damaged blobs are quarantined and recomputed, `verify` finds and repairs damage,
+//! written, damaged blobs are quarantined and recomputed (and damaged inline item tables
+//! recomputed), `verify` finds and repairs damage,
 //! a full disk leaves no temporary files and still leaves a run record, and `gc` sweeps stale
 //! temporary files everywhere.
 
@@ -61,10 +62,16 @@ fn damage(path: &Path) {
     std::fs::write(path, bytes).expect("write damaged blob");
 }
 
-/// The blob of the first table of item manifests of `stage`, by item value.
-fn item_blobs(ws: &Workspace, stage: &str) -> Vec<(String, String)> {
+/// The item manifests of `stage` (value, path), by item value; each one's small table is
+/// inline.
+fn item_manifests(ws: &Workspace, stage: &str) -> Vec<(String, PathBuf)> {
     let mut out = Vec::new();
-    for p in files(&ws.store().join("items")) {
+    // Manifests only, not the side files of compare-and-swap (`.KEY.json.lock`).
+    let manifests = files(&ws.store().join("items")).into_iter().filter(|p| {
+        p.file_name()
+            .is_some_and(|n| !n.to_string_lossy().starts_with('.'))
+    });
+    for p in manifests {
         let m: serde_json::Value =
             serde_json::from_slice(&std::fs::read(&p).expect("manifest")).expect("json");
         if m["stage"] == stage {
@@ -72,12 +79,25 @@ fn item_blobs(ws: &Workspace, stage: &str) -> Vec<(String, String)> {
                 .as_str()
                 .expect("item")
                 .to_string();
-            let blob = m["tables"]["table"]["blob"].as_str().expect("blob");
-            out.push((item, blob.to_string()));
+            assert!(m["tables"]["table"]["inline"].is_string(), "{m}");
+            out.push((item, p));
         }
     }
     out.sort();
     out
+}
+
+/// Changes one character in the middle of an item manifest's inline table: still base64 and
+/// valid JSON, other bytes.
+fn damage_inline(path: &Path) {
+    let mut m: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(path).expect("manifest")).expect("json");
+    let text = m["tables"]["table"]["inline"].as_str().expect("inline");
+    let mut chars: Vec<char> = text.chars().collect();
+    let mid = chars.len() / 2;
+    chars[mid] = if chars[mid] == 'A' { 'B' } else { 'A' };
+    m["tables"]["table"]["inline"] = chars.into_iter().collect::<String>().into();
+    std::fs::write(path, serde_json::to_vec_pretty(&m).expect("json")).expect("write");
 }
 
 #[test]
@@ -132,34 +152,41 @@ fn a_pipeline_name_that_is_a_path_is_rejected_before_the_store_is_touched() {
 }
 
 #[test]
-fn a_damaged_item_blob_is_quarantined_and_only_that_item_recomputed() {
+fn a_damaged_inline_item_table_is_detected_and_only_that_item_recomputed() {
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(20));
     ws.write("heal.yaml", &items_pipeline("data/rows.csv"));
     ws.run_ok("heal.yaml", &[]);
     let before = ws.table("work", None);
-    let blobs = item_blobs(&ws, "work");
-    assert_eq!(blobs.len(), 20);
-    let (item, blob) = blobs[7].clone();
-    damage(&blob_file(&ws, &blob));
+    let manifests = item_manifests(&ws, "work");
+    assert_eq!(manifests.len(), 20);
+    let (item, path) = manifests[7].clone();
+    damage_inline(&path);
+    let relative = path
+        .strip_prefix(ws.store())
+        .expect("in the store")
+        .to_string_lossy()
+        .into_owned();
+    let out = ws.cli(&["verify"]);
+    assert!(
+        out.stdout.contains(&format!("damaged: {relative}")),
+        "{}",
+        out.stdout
+    );
     // One more input row: the stage runs again, and assembling reads every cached item.
     ws.write("data/rows.csv", &numbers_csv(21));
     let run = ws.run_ok("heal.yaml", &[]);
     let work = instance(&run, "work");
     assert_eq!(work["items"]["executed"].as_u64(), Some(2), "{work}");
     assert_eq!(work["items"]["cached"].as_u64(), Some(19), "{work}");
-    let quarantined = ws
-        .store()
-        .join("quarantine/blobs")
-        .join(&blob[..2])
-        .join(format!("{blob}.parquet"));
+    // The recomputed item replaced its damaged manifest: the store is whole again.
+    ws.cli(&["verify"]).expect_code(0);
     assert!(
-        quarantined.is_file(),
-        "item `{item}`'s blob is not in quarantine/"
+        item_manifests(&ws, "work")
+            .iter()
+            .any(|(v, p)| v == &item && p == &path),
+        "item `{item}` has no manifest"
     );
-    // The recomputed item wrote the same content back, so the blob is whole again.
-    let bytes = std::fs::read(blob_file(&ws, &blob)).expect("recomputed blob");
-    assert_eq!(prefflow_engine::keys::hash_bytes(&bytes), blob);
     let after = ws.table("work", None);
     assert_eq!(after.height(), before.height() + 1);
     assert!(after.slice(0, before.height()).equals(&before));
@@ -204,11 +231,11 @@ fn a_damaged_stage_output_is_recomputed_and_verify_reports_and_repairs() {
     ws.cli(&["verify"]).expect_code(0);
 
     // --repair quarantines what it finds; the next run recomputes it.
-    let (_, item_blob) = item_blobs(&ws, "work")[3].clone();
-    damage(&blob_file(&ws, &item_blob));
+    let (_, item_manifest) = item_manifests(&ws, "work")[3].clone();
+    damage_inline(&item_manifest);
     let out = ws.cli(&["verify", "--repair"]).expect_code(0);
-    assert!(out.stdout.contains("quarantined: blobs/"), "{}", out.stdout);
-    assert!(!blob_file(&ws, &item_blob).exists());
+    assert!(out.stdout.contains("quarantined: items/"), "{}", out.stdout);
+    assert!(!item_manifest.exists());
     ws.cli(&["verify"]).expect_code(0);
     forget_recipe(&ws, &run, "work");
     let run = ws.run_ok("heal.yaml", &[]);

@@ -259,9 +259,16 @@ fn racing_manifest_commits_on_s3_keep_the_first_result() {
             stored.data_version
         );
     }
-    // The real item's blob goes missing: a new commit of its key replaces the manifest.
-    let blob = blob_key(&real.tables.values().next().expect("a table").blob);
-    s3.store.delete(&blob).expect("delete");
+    // The real item's table goes missing (its inline bytes cut out, so it points at a blob
+    // that is not there): a new commit of its key replaces the manifest.
+    let mut lost = real.clone();
+    for t in lost.tables.values_mut() {
+        assert!(t.inline.take().is_some(), "a small item table is inline");
+        s3.store.delete(&blob_key(&t.blob)).expect("delete");
+    }
+    s3.store
+        .put(&item, &serde_json::to_vec(&lost).expect("json"))
+        .expect("put");
     let mut healed = real.clone();
     healed.data_version = "healed".into();
     assert!(matches!(
@@ -533,4 +540,52 @@ fn a_lease_from_a_machine_with_a_slow_clock_is_judged_by_the_stores_clock() {
     let stdout = String::from_utf8_lossy(&done.stdout);
     assert_eq!(done.status.code(), Some(0), "{stdout}");
     assert!(stdout.contains("dead (no heartbeat for"), "{stdout}");
+}
+
+/// An item of a per-item stage is one object on S3 (its small table inside its manifest), and
+/// the tables are the local store's bytes, cold, re-run and with one more row.
+#[test]
+fn an_item_is_one_object_on_s3_and_its_tables_are_the_local_bytes() {
+    let Some(s3) = s3("an_item_is_one_object_on_s3_and_its_tables_are_the_local_bytes") else {
+        return;
+    };
+    let (ws, local) = (Workspace::new(), Workspace::new());
+    for w in [&ws, &local] {
+        w.write("data/rows.csv", &numbers_csv(12));
+        w.write("p.yaml", &two_probe_stages("s3i", 0));
+    }
+    let record = s3.run_ok(&ws, "p.yaml", &[]);
+    assert_eq!(
+        table_blobs(&record),
+        table_blobs(&local.run_ok("p.yaml", &[]))
+    );
+    // 2 stages × 12 items: 24 manifests and not one blob of their own; the blobs are the
+    // instances' tables.
+    assert_eq!(s3.count("items"), 24);
+    let instance_blobs: std::collections::BTreeSet<String> =
+        table_blobs(&record).into_values().collect();
+    let blobs = s3.store.list("blobs").expect("list");
+    assert_eq!(blobs.len(), instance_blobs.len(), "{blobs:?}");
+    for hash in &instance_blobs {
+        assert!(
+            blobs.contains(&blob_key(hash)),
+            "{hash} not on S3: {blobs:?}"
+        );
+    }
+    let again = s3.run_ok(&ws, "p.yaml", &[]);
+    assert_eq!(summary(&again, "stages_executed"), 0);
+    assert_eq!(summary(&again, "items_executed"), 0);
+    assert_eq!(table_blobs(&again), table_blobs(&record));
+    // One more row: the 24 cached items are read back from their manifests on S3.
+    for w in [&ws, &local] {
+        w.write("data/rows.csv", &numbers_csv(13));
+    }
+    let grown = s3.run_ok(&ws, "p.yaml", &[]);
+    assert_eq!(summary(&grown, "items_executed"), 2);
+    assert_eq!(summary(&grown, "items_cached"), 24);
+    assert_eq!(
+        table_blobs(&grown),
+        table_blobs(&local.run_ok("p.yaml", &[]))
+    );
+    assert_eq!(s3.count("items"), 26);
 }

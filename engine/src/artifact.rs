@@ -3,7 +3,11 @@
 //! Layout in the store:
 //! - `blobs/ab/<hash>.parquet` — one table, named by the hash of its Parquet bytes (deduplicated);
 //! - `recipes/ab/<recipe key>.json` — the manifest of a stage instance's output;
-//! - `items/ab/<item key>.json` — the manifest of one item of a per-item stage.
+//! - `items/ab/<item key>.json` — the manifest of one item of a per-item stage. An item's small
+//!   tables (at most [`INLINE_MAX_BYTES`] of Parquet) travel inside it, base64, instead of as
+//!   blobs, so one item is one object (one PUT on an object store, one file on NFS); their
+//!   hashes are the same as a blob's, so keys and data versions do not depend on where the bytes
+//!   are.
 //!
 //! A manifest is written last and only after its blobs exist, so it is the commit point: an
 //! interrupted write leaves at worst an orphan blob that `gc` removes, never a manifest that
@@ -71,15 +75,48 @@ pub struct ItemIdentity {
     pub rows: String,
 }
 
+/// Item tables whose Parquet bytes are at most this long are kept inside the item manifest
+/// ([`TableEntry::inline`]) rather than as a blob of their own: most items' tables are a few
+/// rows, and an object per table would double the writes of every item commit.
+pub const INLINE_MAX_BYTES: usize = 64 * 1024;
+
 /// One stored table.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TableEntry {
-    /// Blob hash (also the table's data version).
+    /// Blob hash (also the table's data version): the hash of its Parquet bytes, wherever
+    /// they are kept.
     pub blob: String,
     /// Row count.
     pub rows: usize,
     /// Column names.
     pub columns: Vec<String>,
+    /// The Parquet bytes themselves, base64, for a small table of an item manifest (see
+    /// [`INLINE_MAX_BYTES`]); `None`: they are the blob `blob` (every instance manifest, and
+    /// stores written before inlining).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inline: Option<String>,
+}
+
+impl TableEntry {
+    /// The inline Parquet bytes, checked against `blob`: `None` when the table is a blob,
+    /// `Some(Err(why))` when they do not decode or do not match (damaged).
+    pub fn inline_bytes(&self) -> Option<std::result::Result<Vec<u8>, String>> {
+        let text = self.inline.as_ref()?;
+        Some(match base64_decode(text) {
+            None => Err("is not valid base64".into()),
+            Some(bytes) if hash_bytes(&bytes) != self.blob => Err("does not match its hash".into()),
+            Some(bytes) => Ok(bytes),
+        })
+    }
+
+    /// Whether the table's bytes are in `store` and usable: an inline table when intact, a
+    /// blob when present (its content is checked when read).
+    pub fn present(&self, store: &dyn Store) -> Result<bool> {
+        match self.inline_bytes() {
+            Some(bytes) => Ok(bytes.is_ok()),
+            None => store.exists(&blob_path(&self.blob)),
+        }
+    }
 }
 
 /// Item counts of a per-item stage.
@@ -223,12 +260,33 @@ pub fn store_tables(
     store: &dyn Store,
     tables: &Tables,
 ) -> Result<(IndexMap<String, TableEntry>, String)> {
+    store_tables_inlining(store, tables, 0)
+}
+
+/// [`store_tables`] for an item manifest: tables of at most [`INLINE_MAX_BYTES`] are kept
+/// inline (in the entries), only bigger ones become blobs.
+pub fn store_item_tables(
+    store: &dyn Store,
+    tables: &Tables,
+) -> Result<(IndexMap<String, TableEntry>, String)> {
+    store_tables_inlining(store, tables, INLINE_MAX_BYTES)
+}
+
+/// Encodes each table; keeps those of at most `inline_max` bytes inline, writes the others as
+/// blobs.
+fn store_tables_inlining(
+    store: &dyn Store,
+    tables: &Tables,
+    inline_max: usize,
+) -> Result<(IndexMap<String, TableEntry>, String)> {
     let mut entries = IndexMap::new();
     for (name, df) in &tables.0 {
         let bytes = encode_parquet(df)?;
         let blob = hash_bytes(&bytes);
-        let key = blob_path(&blob);
-        store.put_content(&key, &bytes)?;
+        let inline = (bytes.len() <= inline_max).then(|| base64_encode(&bytes));
+        if inline.is_none() {
+            store.put_content(&blob_path(&blob), &bytes)?;
+        }
         let columns = df
             .get_column_names()
             .iter()
@@ -240,6 +298,7 @@ pub fn store_tables(
                 blob,
                 rows: df.height(),
                 columns,
+                inline,
             },
         );
     }
@@ -364,23 +423,53 @@ pub fn commit_manifest(store: &dyn Store, key: &str, manifest: &Manifest) -> Res
     })
 }
 
-/// Whether every blob a manifest points at is present.
+/// Whether every table of a manifest is present: each blob it points at, each inline table
+/// intact.
 pub fn blobs_present(store: &dyn Store, manifest: &Manifest) -> Result<bool> {
     for t in manifest.tables.values() {
-        if !store.exists(&blob_path(&t.blob))? {
+        if !t.present(store)? {
             return Ok(false);
         }
     }
     Ok(true)
 }
 
-/// Loads all tables of a manifest.
+/// Loads all tables of a manifest, verified: blobs against their hashes (see [`load_table`]),
+/// inline tables too (a damaged one is an [`Error::Corrupt`] naming the manifest, so the
+/// item is recomputed and its manifest replaced).
 pub fn load_tables(store: &dyn Store, manifest: &Manifest) -> Result<Tables> {
     let mut out = IndexMap::new();
     for (name, entry) in &manifest.tables {
-        out.insert(name.clone(), load_table(store, &entry.blob)?);
+        let df = match entry.inline_bytes() {
+            None => load_table(store, &entry.blob)?,
+            Some(Ok(bytes)) => decode_parquet(bytes)?,
+            Some(Err(why)) => {
+                let key = item_path(&manifest.recipe_key);
+                tracing::warn!(
+                    "item manifest {key} in {}: inline table `{name}` {why}; the item will be recomputed",
+                    store.describe()
+                );
+                return Err(Error::Corrupt {
+                    key,
+                    reason: format!("inline table `{name}` {why}"),
+                });
+            }
+        };
+        out.insert(name.clone(), df);
     }
     Ok(Tables(out))
+}
+
+/// Standard base64 with padding (inline tables in JSON manifests).
+fn base64_encode(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// Decodes [`base64_encode`]'s output; `None` when `text` is not valid base64.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.decode(text).ok()
 }
 
 /// Now, as Unix seconds.
@@ -478,6 +567,63 @@ mod tests {
         assert!(dictionary.len() < 500 * 9, "{} bytes", dictionary.len());
         let back = decode_parquet(plain).expect("decode");
         assert!(back.equals(&repetitive));
+    }
+
+    #[test]
+    fn base64_round_trips_and_refuses_what_is_not_base64() {
+        for n in 0..40usize {
+            let bytes: Vec<u8> = (0..n).map(|i| (i * 37 % 256) as u8).collect();
+            let text = base64_encode(&bytes);
+            assert!(text.len().is_multiple_of(4));
+            assert_eq!(base64_decode(&text), Some(bytes), "{n} bytes: {text}");
+        }
+        assert_eq!(base64_encode(b"Man"), "TWFu");
+        assert_eq!(base64_encode(b"Ma"), "TWE=");
+        for bad in ["TWF", "TW=u", "T*Fu", "TQ===", "TQ==TWFu"] {
+            assert_eq!(base64_decode(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn small_item_tables_are_inline_verified_and_equal_to_blobs() {
+        let dir = std::env::temp_dir().join(format!("prefflow-inline-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = crate::store::FsStore::new(&dir);
+        let small = df!("v" => ["a", "b"]).expect("frame");
+        // Hashes do not compress: well over the inline limit.
+        let hashes: Vec<String> = (0..5000u32).map(|i| hash_bytes(&i.to_le_bytes())).collect();
+        let big = df!("v" => hashes).expect("frame");
+        let tables = Tables(
+            [("small", small.clone()), ("big", big)]
+                .into_iter()
+                .map(|(n, d)| (n.to_string(), d))
+                .collect(),
+        );
+        let (as_blobs, v1) = store_tables(&store, &tables).expect("blobs");
+        let (items, v2) = store_item_tables(&store, &tables).expect("item");
+        // Same hashes and data version wherever the bytes are kept.
+        assert_eq!(v1, v2);
+        assert_eq!(as_blobs["small"].blob, items["small"].blob);
+        assert!(items["small"].inline.is_some() && items["big"].inline.is_none());
+        assert!(as_blobs.values().all(|e| e.inline.is_none()));
+        let mut m = committed_value(&store, "x");
+        m.tables = items;
+        store
+            .delete(&blob_path(&m.tables["small"].blob))
+            .expect("delete the small blob");
+        assert!(blobs_present(&store, &m).expect("present"));
+        assert!(load_tables(&store, &m).expect("load").0["small"].equals(&small));
+        // A damaged inline table is found and named.
+        let entry = m.tables.get_mut("small").expect("small");
+        let text = entry.inline.clone().expect("inline");
+        let flipped = if text.starts_with('A') { "B" } else { "A" };
+        entry.inline = Some(format!("{flipped}{}", &text[1..]));
+        assert!(!blobs_present(&store, &m).expect("present"));
+        match load_tables(&store, &m) {
+            Err(Error::Corrupt { reason, .. }) => assert!(reason.contains("`small`"), "{reason}"),
+            other => panic!("damage not found: {:?}", other.map(|t| t.0.len())),
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A manifest of one one-column table holding `value`, its blob stored in `store`.

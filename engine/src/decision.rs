@@ -176,10 +176,17 @@ fn key_parts(inst: &Instance, upstream: &[Arc<InstanceRecord>], workdir: &Path) 
 }
 
 /// Tables of `m` whose blob is not in the store, and those whose blob is there but does not
-/// match its hash (read and hashed here, and quarantined: a used result is always intact).
+/// match its hash (read and hashed here, and quarantined: a used result is always intact), or
+/// whose inline bytes do not.
 fn unusable_tables(store: &dyn Store, m: &Manifest) -> Result<(Vec<String>, Vec<String>)> {
     let (mut missing, mut damaged) = (Vec::new(), Vec::new());
     for (name, t) in &m.tables {
+        if let Some(inline) = t.inline_bytes() {
+            if inline.is_err() {
+                damaged.push(name.clone());
+            }
+            continue;
+        }
         match store.get(&blob_path(&t.blob))? {
             None => missing.push(name.clone()),
             Some(bytes) => {
@@ -192,11 +199,11 @@ fn unusable_tables(store: &dyn Store, m: &Manifest) -> Result<(Vec<String>, Vec<
     Ok((missing, damaged))
 }
 
-/// Tables of `m` whose blob is not in the store.
+/// Tables of `m` whose blob is not in the store, or whose inline bytes are damaged.
 fn missing_tables(store: &dyn Store, m: &Manifest) -> Result<Vec<String>> {
     let mut missing = Vec::new();
     for (name, t) in &m.tables {
-        if !store.exists(&blob_path(&t.blob))? {
+        if !t.present(store)? {
             missing.push(name.clone());
         }
     }

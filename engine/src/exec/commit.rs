@@ -1,12 +1,15 @@
-//! Committing results: a result's tables become blobs, then its manifest is written last (the
-//! commit point) under the instance's recipe key or the item's key.
+//! Committing results: a result's tables become blobs (an item's small tables stay inside its
+//! manifest), then its manifest is written last (the commit point) under the instance's recipe
+//! key or the item's key.
 
 use std::time::Instant;
 
 use super::ExecEnv;
+use indexmap::IndexMap;
+
 use crate::artifact::{
-    commit_manifest, item_path, recipe_path, store_tables, unix_now, Committed, ItemCounts,
-    KeyParts, Manifest,
+    commit_manifest, item_path, recipe_path, store_item_tables, store_tables, unix_now, Committed,
+    ItemCounts, KeyParts, Manifest, TableEntry,
 };
 use crate::error::{Error, StageError};
 use crate::kind::Tables;
@@ -41,7 +44,8 @@ pub fn commit_item(
     how: Provenance,
     usage: Usage,
 ) -> Result<Commit, StageError> {
-    let manifest = manifest(env, inst, (parts, key), tables, how, usage)?;
+    let stored = store_item_tables(env.store.as_ref(), tables).map_err(|e| not_stored(env, e))?;
+    let manifest = manifest(env, inst, (parts, key), stored, how, usage);
     save(env, &item_path(&manifest.recipe_key), manifest)
 }
 
@@ -58,7 +62,8 @@ pub fn commit_instance(
     usage: Usage,
     items: Option<(ItemCounts, Vec<String>)>,
 ) -> Result<Commit, StageError> {
-    let mut manifest = manifest(env, inst, (parts, key), tables, how, usage)?;
+    let stored = store_tables(env.store.as_ref(), tables).map_err(|e| not_stored(env, e))?;
+    let mut manifest = manifest(env, inst, (parts, key), stored, how, usage);
     if let Some((counts, keys)) = items {
         manifest.items = Some(counts);
         manifest.item_keys = keys;
@@ -66,19 +71,17 @@ pub fn commit_instance(
     save(env, &recipe_path(&manifest.recipe_key), manifest)
 }
 
-/// Stores `tables` as blobs and describes them in a manifest (not yet written).
+/// The manifest (not yet written) of stored tables (`entries` and their data version).
 fn manifest(
     env: &ExecEnv,
     inst: &Instance,
     (parts, key): (&KeyParts, &str),
-    tables: &Tables,
+    (entries, data_version): (IndexMap<String, TableEntry>, String),
     how: Provenance,
     usage: Usage,
-) -> Result<Manifest, StageError> {
-    let (entries, data_version) =
-        store_tables(env.store.as_ref(), tables).map_err(|e| not_stored(env, e))?;
+) -> Manifest {
     let seconds = how.started.elapsed().as_secs_f64();
-    Ok(Manifest {
+    Manifest {
         recipe_key: key.to_string(),
         key: parts.clone(),
         pipeline: env.pipeline.clone(),
@@ -93,7 +96,7 @@ fn manifest(
         items: None,
         item_keys: Vec::new(),
         usage,
-    })
+    }
 }
 
 /// Writes `manifest` unless another writer's stands under `path` already; returns the one that

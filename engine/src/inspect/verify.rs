@@ -17,7 +17,8 @@ pub struct VerifyReport {
     pub checked: usize,
     /// Bytes read.
     pub bytes: u64,
-    /// Blobs whose content does not match their hash.
+    /// Blobs whose content does not match their hash, and item manifests whose inline tables
+    /// do not (quarantined whole by `--repair`: the item is recomputed).
     pub damaged_blobs: Vec<String>,
     /// Manifests that cannot be decoded.
     pub unreadable_manifests: Vec<String>,
@@ -70,6 +71,13 @@ pub fn verify(store: &dyn Store, pipeline: Option<&str>, repair: bool) -> Result
             continue;
         };
         for t in m.tables.values() {
+            if let Some(inline) = t.inline_bytes() {
+                // The manifest carries the table: damaged bytes damage the manifest.
+                if inline.is_err() {
+                    bad_blobs.insert(key.clone());
+                }
+                continue;
+            }
             let blob = blob_path(&t.blob);
             if bad_blobs.contains(&blob) || !store.exists(&blob)? {
                 report.incomplete.push((key.clone(), blob));

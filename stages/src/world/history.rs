@@ -660,10 +660,7 @@ fn side_window(
 }
 
 /// Noise: the noise twins of evidence templates with `twins` ([`TWIN_SHARE`]), the entries'
-/// hand-written decoys (the rest of [`DECOY_SHARE`]) and plain noise templates. Decoys and plain
-/// noise are dealt in shuffled rounds ([`Deck`]); a twin is drawn in proportion to the signal
-/// events its template stands for (`signal`: events per entry), so twins are spread over
-/// templates as her own events are and the words of no template lean to noise.
+/// hand-written decoys (the rest of [`DECOY_SHARE`]) and plain noise templates ([`NoisePool`]).
 fn noise_events(
     ctx: &Ctx<'_>,
     persona: &Persona,
@@ -672,73 +669,11 @@ fn noise_events(
     rng: &mut Xoshiro256PlusPlus,
     out: &mut Vec<Draft>,
 ) -> Result<()> {
-    let mut pool: Vec<(&EventTemplate, Option<&ProfileEntry>, bool)> =
-        persona.noise.iter().map(|t| (t, None, false)).collect();
-    let inferable = || {
-        persona
-            .profile
-            .iter()
-            .filter(|e| e.source == Source::Inferable)
-    };
-    for e in inferable() {
-        pool.extend(e.decoys.iter().map(|t| (t, Some(e), false)));
-    }
-    let hand = pool.len();
-    // Cumulative weights of the twins, in pool order from `hand`.
-    let mut twin_weights: Vec<f64> = Vec::new();
-    let mut total = 0.0;
-    for e in inferable() {
-        let events = signal.iter().find(|s| s.0 == e.id).map_or(0, |s| s.1);
-        let per_template = events as f64 / e.evidence.len().max(1) as f64;
-        let twinned = e.evidence.iter().filter(|t| {
-            t.twins
-                .iter()
-                .any(|&c| !ctx.constructions[c].noise.is_empty())
-        });
-        for t in twinned {
-            pool.push((t, Some(e), true));
-            total += per_template;
-            twin_weights.push(total);
-        }
-    }
-    // [0, plain): plain noise; [plain, hand): hand-written decoys; [hand, len): noise twins.
-    let plain = persona.noise.len();
-    let segments = [(plain, hand), (hand, pool.len()), (0, plain)];
-    let mut used = vec![false; pool.len()];
-    let mut decks = [Deck::default(), Deck::default()];
+    let mut pool = NoisePool::new(ctx, persona, signal);
     for _ in 0..n {
-        // TWIN_SHARE of the noise is twins of her evidence, DECOY_SHARE all dressed as signal,
-        // the rest plain phone chatter; an empty segment passes its share on.
-        let x = rng.random_range(0.0..1.0);
-        let first = if x < TWIN_SHARE {
-            1
-        } else if x < DECOY_SHARE {
-            0
-        } else {
-            2
-        };
-        let Some(&(lo, hi)) = (0..3)
-            .map(|k| &segments[(first + k) % 3])
-            .find(|(lo, hi)| lo < hi)
-        else {
+        let Some((t, entry, twin)) = pool.pick(rng) else {
             break;
         };
-        let mut i = if lo == hand && total > 0.0 {
-            let x = rng.random_range(0.0..total);
-            hand + twin_weights
-                .partition_point(|&c| c <= x)
-                .min(twin_weights.len() - 1)
-        } else {
-            decks[usize::from(lo != plain)].deal(lo..hi, rng)
-        };
-        for _ in 0..pool.len() {
-            if !(pool[i].0.once && used[i]) {
-                break;
-            }
-            i = (i + 1) % pool.len();
-        }
-        used[i] = true;
-        let (t, entry, twin) = pool[i];
         let window = match entry {
             Some(e) => side_window(&windows(persona, e), t.period, rng),
             None => (persona.start, persona.end),
@@ -758,6 +693,104 @@ fn noise_events(
         out.push(draw(ctx, &ask, rng)?);
     }
     Ok(())
+}
+
+/// A noise template: the template, the entry it dresses as (none for plain noise), and whether
+/// it is a noise twin of that entry's evidence.
+type NoiseTemplate<'a> = (&'a EventTemplate, Option<&'a ProfileEntry>, bool);
+
+/// Every noise template in three segments: `[0, plain)` plain noise, `[plain, hand)` hand-written
+/// decoys, `[hand, len)` noise twins. Decoys and plain noise are dealt in shuffled rounds
+/// ([`Deck`]); a twin is drawn in proportion to the signal events its template stands for, so
+/// twins spread over templates as her own events do and the words of no template lean to noise.
+struct NoisePool<'a> {
+    templates: Vec<NoiseTemplate<'a>>,
+    plain: usize,
+    hand: usize,
+    /// Cumulative weights of the twins, in order from `hand`.
+    twin_weights: Vec<f64>,
+    used: Vec<bool>,
+    decks: [Deck; 2],
+}
+
+impl<'a> NoisePool<'a> {
+    /// `signal`: her events per entry.
+    fn new(ctx: &Ctx<'_>, persona: &'a Persona, signal: &[(&str, usize)]) -> Self {
+        let mut templates: Vec<NoiseTemplate<'a>> =
+            persona.noise.iter().map(|t| (t, None, false)).collect();
+        let inferable = || {
+            persona
+                .profile
+                .iter()
+                .filter(|e| e.source == Source::Inferable)
+        };
+        for e in inferable() {
+            templates.extend(e.decoys.iter().map(|t| (t, Some(e), false)));
+        }
+        let hand = templates.len();
+        let mut twin_weights: Vec<f64> = Vec::new();
+        let mut total = 0.0;
+        for e in inferable() {
+            let events = signal.iter().find(|s| s.0 == e.id).map_or(0, |s| s.1);
+            let per_template = events as f64 / e.evidence.len().max(1) as f64;
+            let twinned = e.evidence.iter().filter(|t| {
+                t.twins
+                    .iter()
+                    .any(|&c| !ctx.constructions[c].noise.is_empty())
+            });
+            for t in twinned {
+                templates.push((t, Some(e), true));
+                total += per_template;
+                twin_weights.push(total);
+            }
+        }
+        let used = vec![false; templates.len()];
+        Self {
+            templates,
+            plain: persona.noise.len(),
+            hand,
+            twin_weights,
+            used,
+            decks: [Deck::default(), Deck::default()],
+        }
+    }
+
+    /// The next noise template: TWIN_SHARE of the noise is twins of her evidence, DECOY_SHARE
+    /// all dressed as signal, the rest plain phone chatter; an empty segment passes its share on,
+    /// and a `once` template already used passes to the next one.
+    fn pick(&mut self, rng: &mut Xoshiro256PlusPlus) -> Option<NoiseTemplate<'a>> {
+        let (plain, hand, len) = (self.plain, self.hand, self.templates.len());
+        let segments = [(plain, hand), (hand, len), (0, plain)];
+        let x = rng.random_range(0.0..1.0);
+        let first = if x < TWIN_SHARE {
+            1
+        } else if x < DECOY_SHARE {
+            0
+        } else {
+            2
+        };
+        let &(lo, hi) = (0..3)
+            .map(|k| &segments[(first + k) % 3])
+            .find(|(lo, hi)| lo < hi)?;
+        let total = self.twin_weights.last().copied().unwrap_or(0.0);
+        let mut i = if lo == hand && total > 0.0 {
+            let x = rng.random_range(0.0..total);
+            hand + self
+                .twin_weights
+                .partition_point(|&c| c <= x)
+                .min(self.twin_weights.len() - 1)
+        } else {
+            self.decks[usize::from(lo != plain)].deal(lo..hi, rng)
+        };
+        for _ in 0..len {
+            if !(self.templates[i].0.once && self.used[i]) {
+                break;
+            }
+            i = (i + 1) % len;
+        }
+        self.used[i] = true;
+        Some(self.templates[i])
+    }
 }
 
 /// Deals template indices of one pool segment in shuffled rounds, each template once per round:
