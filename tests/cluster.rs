@@ -37,6 +37,20 @@ fn slurm_up(test: &str) -> bool {
     ok
 }
 
+/// `run FILE --progress none --executor slurm --profile PROFILE` in `ws`.
+fn run_on_slurm(ws: &Workspace, file: &str, profile: &str) -> Run {
+    ws.cli(&[
+        "run",
+        file,
+        "--progress",
+        "none",
+        "--executor",
+        "slurm",
+        "--profile",
+        profile,
+    ])
+}
+
 /// A profile for the test cluster: its partition, short polls, at most `tasks` per array.
 fn profile(ws: &Workspace, tasks: u32, extra: &str) -> String {
     let partition = std::env::var("SLURM_TEST_PARTITION").unwrap_or_else(|_| "debug".into());
@@ -358,16 +372,7 @@ stages:
 "#,
     );
     let p = profile(&ws, 2, "");
-    let run = ws.cli(&[
-        "run",
-        "bad.yaml",
-        "--progress",
-        "none",
-        "--executor",
-        "slurm",
-        "--profile",
-        &p,
-    ]);
+    let run = run_on_slurm(&ws, "bad.yaml", &p);
     assert_eq!(
         run.code, 2,
         "stdout:\n{}\nstderr:\n{}",
@@ -729,16 +734,7 @@ stages:
     let here = local.cli(&["run", "bad.yaml", "--progress", "none"]);
     assert_eq!(here.code, 2, "{}", here.stderr);
     let p = profile(&ws, 2, "");
-    let run = ws.cli(&[
-        "run",
-        "bad.yaml",
-        "--progress",
-        "none",
-        "--executor",
-        "slurm",
-        "--profile",
-        &p,
-    ]);
+    let run = run_on_slurm(&ws, "bad.yaml", &p);
     assert_eq!(
         run.code, 2,
         "stdout:\n{}\nstderr:\n{}",

@@ -866,6 +866,23 @@ struct CheckEnv<'p> {
     picks: Vec<usize>,
 }
 
+impl<'p> CheckEnv<'p> {
+    /// A fill with no records, value, mention or wrapped event: what a construction form or a
+    /// vocabulary phrase renders to on its own, for the leak checks.
+    fn empty_fill(&self) -> Fill<'_> {
+        Fill {
+            chosen: &[],
+            value: &Value::Null,
+            mention: "",
+            when: self.when,
+            vocab: self.vocab,
+            picks: &self.picks,
+            event: "",
+            tail: "",
+        }
+    }
+}
+
 /// Renders every template (each phrasing) once per value it can carry (first matching records)
 /// and checks the lexical guarantees that make history honest.
 fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
@@ -958,17 +975,7 @@ fn check_forms(lw: &mut Lower, p: &Persona, raw: &RawPersona, env: &CheckEnv<'_>
         let forms = c.noise.iter().zip(&rc.value.noise);
         let forms = forms.chain(c.signal.iter().zip(&rc.value.signal));
         for (tpl, src) in forms.chain(c.counter.iter().zip(&rc.value.counter)) {
-            let fill = Fill {
-                chosen: &[],
-                value: &Value::Null,
-                mention: "",
-                when: env.when,
-                vocab: env.vocab,
-                picks: &env.picks,
-                event: "",
-                tail: "",
-            };
-            let text = render(lw.cat, tpl, &[], &fill);
+            let text = render(lw.cat, tpl, &[], &env.empty_fill());
             check_leaks(lw, &text, &env.leaks, src);
         }
     }
@@ -979,17 +986,7 @@ fn check_forms(lw: &mut Lower, p: &Persona, raw: &RawPersona, env: &CheckEnv<'_>
 fn check_vocab(lw: &mut Lower, p: &Persona, raw: &RawPersona, env: &CheckEnv<'_>) {
     for (list, phrases) in p.vocab.iter().zip(raw.vocab.values()) {
         for (tpl, src) in list.iter().zip(phrases) {
-            let fill = Fill {
-                chosen: &[],
-                value: &Value::Null,
-                mention: "",
-                when: env.when,
-                vocab: env.vocab,
-                picks: &env.picks,
-                event: "",
-                tail: "",
-            };
-            let text = render(lw.cat, tpl, &[], &fill);
+            let text = render(lw.cat, tpl, &[], &env.empty_fill());
             check_leaks(lw, &text, &env.leaks, src);
         }
     }
