@@ -4,6 +4,7 @@
 
 use super::app::{Catalog, Effect, Record};
 use super::clock::Date;
+use super::persona::text::mentions_lowered;
 use super::persona::{ProfileEntry, Want};
 use super::types::{FieldKind, TableId};
 
@@ -120,4 +121,199 @@ pub fn occasion(text: &str) -> Option<String> {
         let owner = before.rsplit(' ').next().unwrap_or_default();
         Some(format!("{owner} {m}").trim().to_string())
     })
+}
+
+/// What an event says the user did with a record it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// She bought or booked it ("Booked AS 1211", "Bought tickets for Hamilton").
+    Purchase,
+    /// She used it: the flight was flown, the show seen ("Flew AS 1211", "Saw Hamilton").
+    Completed,
+    /// Anything else: browsing, saving, comparing, someone else's purchase, a purchase she did
+    /// not make ("Almost booked …").
+    Other,
+}
+
+/// Verbs of buying or booking a record, as an event's words say them.
+pub const PURCHASE_VERBS: &[&str] = &[
+    "booked",
+    "bought",
+    "purchased",
+    "reserved",
+    "ordered",
+    "got tickets",
+    "grabbed tickets",
+    "paid for",
+];
+
+/// Verbs of having used a record (flown, seen).
+pub const COMPLETED_VERBS: &[&str] = &[
+    "flew",
+    "saw",
+    "attended",
+    "watched",
+    "went to",
+    "landed",
+    "caught",
+    "loved",
+];
+
+/// Words that undo an act the same sentence names ("Almost booked …", "…, then cancelled").
+pub const NOT_DONE: &[&str] = &[
+    "almost",
+    "nearly",
+    "didn't",
+    "did not",
+    "never",
+    "cancelled",
+    "canceled",
+    "considered",
+    "thinking of",
+    "wanted to",
+    "meant to",
+];
+
+/// A completed act is told within this many days after the record's date.
+pub const COMPLETED_DAYS: i64 = 21;
+
+/// What `text` says the user did with the record whose lower-cased label is `label`: the last
+/// purchase or completion verb in the clause before the label's first mention, if the clause's
+/// subject is the user (it opens with a verb, or with a construction such as "For Marco:") and
+/// nothing in the text undoes it.
+pub fn act_on(text: &str, label: &str) -> Act {
+    let lower = text.to_lowercase();
+    let Some(at) = find_whole(&lower, label) else {
+        return Act::Other;
+    };
+    if NOT_DONE.iter().any(|w| mentions_lowered(&lower, w)) {
+        return Act::Other;
+    }
+    // The clause the label is in: after the last colon, semicolon, dash or sentence end.
+    let before = &text[..at];
+    let start = before
+        .rfind([':', ';', '.', ',', '—', '(', '"'])
+        .map_or(0, |i| i + before[i..].chars().next().map_or(1, char::len_utf8));
+    let clause = before[start..].trim_start();
+    let first = clause.split_whitespace().next().unwrap_or_default();
+    let lc = clause.to_lowercase();
+    let opens_with_verb = first
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_lowercase())
+        || verb_like(&first.to_lowercase());
+    if !opens_with_verb {
+        // "Priya booked …", "Tom saw …": someone else's act.
+        return Act::Other;
+    }
+    let mut last: Option<(usize, Act)> = None;
+    for (verbs, act) in [(PURCHASE_VERBS, Act::Purchase), (COMPLETED_VERBS, Act::Completed)] {
+        for v in verbs {
+            if let Some(i) = rfind_whole(&lc, v) {
+                if last.is_none_or(|(j, _)| i > j) {
+                    last = Some((i, act));
+                }
+            }
+        }
+    }
+    last.map_or(Act::Other, |(_, a)| a)
+}
+
+/// Whether a lower-cased word reads as a past-tense verb opening a clause ("booked", "flew",
+/// "took"): a listed verb, an `-ed` form, or a common irregular past.
+fn verb_like(word: &str) -> bool {
+    const IRREGULAR: &[&str] = &[
+        "flew", "saw", "went", "took", "got", "bought", "made", "sent", "set", "put", "paid",
+        "left", "gave", "caught", "rode", "ran", "found", "kept", "chose", "wrote", "read",
+        "met", "told", "spent", "split", "let", "heard", "sat", "ate",
+    ];
+    word.ends_with("ed")
+        || IRREGULAR.contains(&word)
+        || PURCHASE_VERBS.iter().chain(COMPLETED_VERBS).any(|v| v.split(' ').next() == Some(word))
+}
+
+/// The byte offset of the first whole-word occurrence of `phrase` in `text` (both lower-case).
+fn find_whole(text: &str, phrase: &str) -> Option<usize> {
+    whole_matches(text, phrase).next()
+}
+
+/// The byte offset of the last whole-word occurrence.
+fn rfind_whole(text: &str, phrase: &str) -> Option<usize> {
+    whole_matches(text, phrase).last()
+}
+
+fn whole_matches<'a>(text: &'a str, phrase: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+    text.match_indices(phrase)
+        .filter(move |(i, m)| {
+            !phrase.is_empty()
+                && edge(text[..*i].chars().next_back())
+                && edge(text[i + m.len()..].chars().next())
+        })
+        .map(|(i, _)| i)
+}
+
+/// The days on which an event may tell `act` about a record dated `date`: a purchase from its
+/// listing up to the day before it, any other mention up to the day itself, a completion from
+/// its day to [`COMPLETED_DAYS`] after.
+pub fn act_window(act: Act, date: Date) -> (Date, Date) {
+    match act {
+        Act::Completed => (date, date.add_days(COMPLETED_DAYS as i32)),
+        Act::Purchase => (date.add_days(-(LISTING_DAYS as i32)), date.add_days(-1)),
+        Act::Other => listing_window(date),
+    }
+}
+
+/// The table of the user's orders of a purchasable table's records, and the field that refers to
+/// the record: what an irreversible operation on that entity inserts (`skyway.bookings.flight`
+/// for `skyway.flights`).
+pub fn order_table(cat: &Catalog, table: TableId) -> Option<(TableId, usize)> {
+    for op in cat.apps.iter().flat_map(|a| &a.operations) {
+        if !op.irreversible || op.entity != Some(table) {
+            continue;
+        }
+        for e in &op.effects {
+            if let Effect::Insert { table: into, .. } = e {
+                let t = cat.table(*into);
+                if let Some(f) = t
+                    .fields
+                    .iter()
+                    .position(|f| f.kind == FieldKind::Ref(table) && !f.many)
+                {
+                    return Some((*into, f));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether the user holds an order of record `id` of `table` in the app data.
+pub fn owned(cat: &Catalog, table: TableId, id: &str) -> bool {
+    order_table(cat, table).is_some_and(|(orders, f)| {
+        cat.table(orders)
+            .records
+            .iter()
+            .any(|r| r.values.get(f).and_then(|v| v.as_str()) == Some(id))
+    })
+}
+
+/// Whether an event tells a one-off act, given its lower-cased core text (`audit::core_text`)
+/// and lower-cased text: rating or reviewing one place ("Rated Baan Thai 5 stars", "Reviewed
+/// Kettle & Crumb: \"…\""), starting a list, signing up for a named thing. The same act told
+/// twice by one app (same core) is a one-off repeated; making another note or another sync is
+/// not.
+pub fn one_off_act(core: &str, text: &str) -> bool {
+    let opens = |w: &str| {
+        core.starts_with(w) && core[w.len()..].chars().next().is_none_or(|c| c == ' ')
+    };
+    let words: Vec<&str> = core.split(' ').collect();
+    ((opens("rated") || opens("gave")) && words.contains(&"stars"))
+        || (opens("reviewed") && text.contains('"'))
+        || opens("wrote a review")
+        || opens("left a review")
+        || ((opens("started") || opens("created") || opens("set up") || opens("made"))
+            && words.iter().take(6).any(|w| *w == "list"))
+        || opens("signed up for the")
+        || opens("adopted")
 }

@@ -122,6 +122,7 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
         situational,
         noise,
         vocab,
+        vocab_names: raw.vocab.keys().cloned().collect(),
         constructions,
     })
 }

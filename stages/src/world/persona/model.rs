@@ -58,6 +58,8 @@ pub struct Persona {
     pub(crate) noise: Vec<EventTemplate>,
     /// Phrase lists templates draw from (`{vocab.<name>}`), in file order.
     pub(crate) vocab: Vec<Vec<Template<Var>>>,
+    /// The names of the `vocab` lists, in the same order.
+    pub(crate) vocab_names: Vec<String>,
     /// Ways to wrap an event as someone else's, mere browsing or a one-off (noise twins), or as
     /// plainly hers (signal), in file order; evidence templates name the ones that fit them.
     pub(crate) constructions: Vec<Construction>,
