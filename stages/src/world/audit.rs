@@ -16,7 +16,7 @@ use super::history::{HistoryEvent, Label};
 use super::persona::text::mentions_lowered;
 use super::persona::{Persona, Source};
 use super::rules::{
-    act_on, act_window, attributes, choice_tables, is_avoid, occasion, one_off_act, owned,
+    act_on, act_window, attributes, choice_tables, is_avoid, occasion, one_off_key, owned,
     purchasable, record_date, Act,
 };
 use super::types::{value_matches, FieldKind, TableId};
@@ -403,7 +403,7 @@ fn contradictions(
     }
     out.extend(before_exists(cat, history, &lowered));
     out.extend(dated_purchases(cat, history));
-    out.extend(one_offs_repeated(history, &lowered, decorations));
+    out.extend(one_offs_repeated(cat, history, &lowered, decorations));
     out
 }
 
@@ -468,15 +468,23 @@ fn before_exists(
 }
 
 fn one_offs_repeated(
+    cat: &Catalog,
     history: &[HistoryEvent],
     lowered: &[String],
     decorations: &[String],
 ) -> Vec<Contradiction> {
+    let labels: Vec<String> = cat
+        .apps
+        .iter()
+        .flat_map(|a| &a.tables)
+        .flat_map(|t| t.records.iter().map(|r| t.label(r).to_lowercase()))
+        .filter(|l| l.chars().filter(|c| c.is_alphanumeric()).count() >= 4)
+        .collect();
     let mut seen: HashMap<(String, String), &str> = HashMap::new();
     let mut out = Vec::new();
     for (e, text) in history.iter().zip(lowered) {
         let core = core_text(&e.text, decorations);
-        let key = occasion(text).or_else(|| one_off_act(&core, text).then_some(core));
+        let key = occasion(text).or_else(|| one_off_key(&core, text, &labels));
         let Some(o) = key else { continue };
         match seen.get(&(e.app.clone(), o.clone())) {
             Some(first) => out.push(Contradiction {
@@ -530,7 +538,11 @@ fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction
                     Rule::CompletedBeforeDate,
                     format!(
                         "tells a {} of {} dated {d}",
-                        if act == Act::Completed { "completion" } else { "purchase" },
+                        if act == Act::Completed {
+                            "completion"
+                        } else {
+                            "purchase"
+                        },
                         n.record.id
                     ),
                 ));
@@ -843,7 +855,13 @@ pub fn core_text(text: &str, decorations: &[String]) -> String {
     }
     let cleaned: String = lower
         .chars()
-        .map(|c| if c.is_alphanumeric() || c == '%' || c == '$' { c } else { ' ' })
+        .map(|c| {
+            if c.is_alphanumeric() || c == '%' || c == '$' {
+                c
+            } else {
+                ' '
+            }
+        })
         .collect();
     cleaned
         .split_whitespace()

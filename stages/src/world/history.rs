@@ -22,7 +22,7 @@ use super::persona::{
     Persona, ProfileEntry, Source,
 };
 use super::rules::{
-    act_on, act_window, attributes, is_avoid, listing_window, occasion, one_off_act, owned,
+    act_on, act_window, attributes, is_avoid, listing_window, occasion, one_off_key, owned,
     purchasable, record_date, Act,
 };
 use super::template::{Seg, Template};
@@ -114,12 +114,18 @@ pub const MIN_WITH_COUNTER: usize = 5;
 /// The share of noise events drawn from entries' decoys (noise that looks like signal: the same
 /// apps, records and values in someone else's or a non-preference context); the rest comes from
 /// the persona's plain noise templates.
-pub const DECOY_SHARE: f64 = 0.95;
+pub const DECOY_SHARE: f64 = 0.65;
 
 /// The share of noise events (within [`DECOY_SHARE`]) that are noise twins of her evidence: the
 /// same event wrapped in a noise construction, carrying another value. The rest of the decoys
 /// are hand-written.
-pub const TWIN_SHARE: f64 = 0.65;
+pub const TWIN_SHARE: f64 = 0.4;
+
+/// The share of noise twins that carry the value in effect rather than another one: someone
+/// else's booking at a Thai place is no evidence of hers either. Her values then occur in noise
+/// as in signal, so a value word alone does not tell the classes apart (world.audit's logistic
+/// regression); whose event it is does.
+pub const TWIN_OWN_SHARE: f64 = 0.5;
 
 /// The share of her own events from an evidence template with `twins` that are wrapped in a
 /// signal form of one of those constructions ("For Sam and me: booked …", "Once again, …"), so
@@ -355,10 +361,34 @@ struct Ctx<'a> {
     purchased: RefCell<HashSet<(TableId, String)>>,
     /// The persona's decorations, for core texts (`audit::decorations`).
     decorations: Vec<String>,
+    /// The people noise twins are told about (the capitalised words of the `someone` list): a
+    /// text names each at most once.
+    people: Vec<String>,
     vocab: &'a [Vec<Template<Var>>],
+    /// Circumstances per app ([`Persona`]'s `contexts`).
+    contexts: &'a indexmap::IndexMap<String, Vec<Template<Var>>>,
     constructions: &'a [Construction],
     guards: Guards,
     rules: Constraints,
+}
+
+impl<'a> Ctx<'a> {
+    /// What every draw of `persona`'s history reads, with nothing told yet.
+    fn new(cat: &'a Catalog, persona: &'a Persona) -> Self {
+        Ctx {
+            cat,
+            occasions: RefCell::new(HashSet::new()),
+            one_offs: RefCell::new(HashSet::new()),
+            purchased: RefCell::new(HashSet::new()),
+            decorations: super::audit::decorations(cat, persona),
+            people: people(persona),
+            vocab: &persona.vocab,
+            contexts: &persona.contexts,
+            constructions: &persona.constructions,
+            guards: guards(persona),
+            rules: Constraints::new(cat, persona),
+        }
+    }
 }
 
 /// One event to draw: the template, the entry it is drawn for, its role and its day window (one
@@ -387,17 +417,7 @@ pub fn synthesize(
     let (n_signal, n_noise) = split_counts(persona, params, &entries)?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(params.seed);
     let counts = allocate(&entries, n_signal, params.min_per_entry, &mut rng);
-    let ctx = Ctx {
-        cat,
-        occasions: RefCell::new(HashSet::new()),
-        one_offs: RefCell::new(HashSet::new()),
-        purchased: RefCell::new(HashSet::new()),
-        decorations: super::audit::decorations(cat, persona),
-        vocab: &persona.vocab,
-        constructions: &persona.constructions,
-        guards: guards(persona),
-        rules: Constraints::new(cat, persona),
-    };
+    let ctx = Ctx::new(cat, persona);
     let mut drafts = Vec::with_capacity(params.events);
     for (&entry, &count) in entries.iter().zip(&counts) {
         entry_events(
@@ -1007,7 +1027,11 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
     let mut last = None;
     let mut spent = false;
     for _ in 0..ATTEMPTS {
+        let carry_own = ask.role == Role::Decoy && ask.twin && rng.random_bool(TWIN_OWN_SHARE);
         let (value, mention) = match (ask.entry, ask.role) {
+            (Some(e), _) if ask.twin && carry_own => {
+                (e.value_on(ask.window.0), e.mention_on(ask.window.0))
+            }
             (Some(e), _) if ask.twin => other_value(e, ask.window, rng)?,
             (Some(e), Role::Decoy) => decoy_value(e, ask.window.0),
             (Some(e), _) => (e.value_on(ask.window.0), e.mention_on(ask.window.0)),
@@ -1031,6 +1055,8 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
             .collect();
         let wrap = frame(ctx, ask, rng);
         let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
+        let situated = situate(ctx, ask, phrasing, rng);
+        let phrasing = situated.as_ref().unwrap_or(phrasing);
         let text_at = |when: DateTime| {
             let fill = Fill {
                 chosen: &chosen,
@@ -1094,9 +1120,17 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
         {
             continue;
         }
+        // One person once: "Marco booked … after Marco's party" reads as two people.
+        if ctx
+            .people
+            .iter()
+            .any(|p| text.matches(p.as_str()).count() > 1)
+        {
+            continue;
+        }
         // A phrase drawn from the vocabulary may trip a guard (a companion who is the value a
         // counter-event must not name): draw again, and report the last failure if all do.
-        if let Err(e) = check(ctx, ask, &text, &location, time) {
+        if let Err(e) = check(ctx, ask, &text, &location, time, carry_own) {
             last = Some(e);
             continue;
         }
@@ -1108,7 +1142,16 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
             }
         }
         let core = super::audit::core_text(&text, &ctx.decorations);
-        if one_off_act(&core, &lower) && ctx.one_offs.borrow().contains(&(t.app.clone(), core.clone()))
+        let labels: Vec<String> = t
+            .binds
+            .iter()
+            .zip(&chosen)
+            .map(|(b, r)| ctx.cat.table(b.table).label(r).to_lowercase())
+            .collect();
+        let one_off = one_off_key(&core, &lower, &labels);
+        if one_off
+            .as_ref()
+            .is_some_and(|k| ctx.one_offs.borrow().contains(&(t.app.clone(), k.clone())))
         {
             spent = true;
             continue;
@@ -1116,8 +1159,8 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
         if let Some(o) = occasion(&lower) {
             ctx.occasions.borrow_mut().insert((t.app.clone(), o));
         }
-        if one_off_act(&core, &lower) {
-            ctx.one_offs.borrow_mut().insert((t.app.clone(), core));
+        if let Some(k) = one_off {
+            ctx.one_offs.borrow_mut().insert((t.app.clone(), k));
         }
         for (table, id) in purchases {
             ctx.purchased.borrow_mut().insert((table, id.to_string()));
@@ -1149,6 +1192,60 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
         "{who}: no records fit the profile and the dates for \"{}\" in {} … {} ({ATTEMPTS} draws)",
         t.app, ask.window.0, ask.window.1
     )))
+}
+
+/// The capitalised words of the persona's `someone` list: the people noise twins are about.
+fn people(persona: &Persona) -> Vec<String> {
+    let Some(i) = persona.vocab_names.iter().position(|n| n == "someone") else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for phrase in &persona.vocab[i] {
+        for seg in &phrase.segs {
+            if let Seg::Text(t) = seg {
+                for w in t.split(|c: char| !c.is_alphanumeric()) {
+                    if w.chars().next().is_some_and(char::is_uppercase)
+                        && !out.iter().any(|o| o == w)
+                    {
+                        out.push(w.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The phrasing with one of its app's circumstances (" for Friday's catch-up") before its
+/// trailing vocabulary phrase — for every event of the app, hers or not, so circumstances say
+/// nothing about whose event it is; `None` when the template opts out, the app has none, or the
+/// text opens with something other than an act ("Reminder: …", "Health recorded …").
+fn situate(
+    ctx: &Ctx<'_>,
+    ask: &Ask<'_>,
+    phrasing: &Template<Var>,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Option<Template<Var>> {
+    let list = ctx.contexts.get(&ask.t.app)?;
+    // A circumstance follows an act ("Booked …", "Texted …"), not a label ("Reminder: …").
+    let opens_with_verb = match phrasing.segs.first() {
+        Some(Seg::Text(t)) => t
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| super::rules::verb_like(&w.to_lowercase())),
+        _ => false,
+    };
+    if !ask.t.context || list.is_empty() || !opens_with_verb {
+        return None;
+    }
+    let c = &list[rng.random_range(0..list.len())];
+    let mut segs = phrasing.segs.clone();
+    let at = match segs.last() {
+        Some(Seg::Var(Var::Vocab(_), _)) => segs.len() - 1,
+        _ => segs.len(),
+    };
+    segs.splice(at..at, c.segs.iter().cloned());
+    Some(Template { segs })
 }
 
 /// An event's phrasing rendered inside a construction's form: `{event}` is the phrasing without
@@ -1188,7 +1285,14 @@ fn decoy_value(e: &ProfileEntry, day: Date) -> (&Value, &str) {
 }
 
 /// The guards of an event's role, re-checked on the produced text.
-fn check(ctx: &Ctx<'_>, ask: &Ask<'_>, text: &str, location: &str, time: DateTime) -> Result<()> {
+fn check(
+    ctx: &Ctx<'_>,
+    ask: &Ask<'_>,
+    text: &str,
+    location: &str,
+    time: DateTime,
+    carry_own: bool,
+) -> Result<()> {
     let lower = text.to_lowercase();
     let here = || {
         ask.entry
@@ -1217,7 +1321,7 @@ fn check(ctx: &Ctx<'_>, ask: &Ask<'_>, text: &str, location: &str, time: DateTim
                     here()
                 )))
             }
-            Role::Decoy if ask.twin && names_own => {
+            Role::Decoy if ask.twin && names_own && !carry_own => {
                 return Err(WorldError::Synthesis(format!(
                     "{}: the noise twin \"{text}\" names the entry's own value",
                     here()

@@ -149,14 +149,7 @@ pub const PURCHASE_VERBS: &[&str] = &[
 
 /// Verbs of having used a record (flown, seen).
 pub const COMPLETED_VERBS: &[&str] = &[
-    "flew",
-    "saw",
-    "attended",
-    "watched",
-    "went to",
-    "landed",
-    "caught",
-    "loved",
+    "flew", "saw", "attended", "watched", "went to", "landed", "caught", "loved",
 ];
 
 /// Words that undo an act the same sentence names ("Almost booked …", "…, then cancelled").
@@ -191,23 +184,26 @@ pub fn act_on(text: &str, label: &str) -> Act {
     }
     // The clause the label is in: after the last colon, semicolon, dash or sentence end.
     let before = &text[..at];
-    let start = before
-        .rfind([':', ';', '.', ',', '—', '(', '"'])
-        .map_or(0, |i| i + before[i..].chars().next().map_or(1, char::len_utf8));
+    let start = before.rfind([':', ';', '.', '—', '(', '"']).map_or(0, |i| {
+        i + before[i..].chars().next().map_or(1, char::len_utf8)
+    });
     let clause = before[start..].trim_start();
-    let first = clause.split_whitespace().next().unwrap_or_default();
     let lc = clause.to_lowercase();
-    let opens_with_verb = first
-        .chars()
-        .next()
-        .is_some_and(|c| c.is_lowercase())
-        || verb_like(&first.to_lowercase());
+    // Hers when the clause, or a part of it after a comma ("This time, booked …"), opens with a
+    // verb; "Priya booked …" is someone else's.
+    let opens_with_verb = clause.split(", ").any(|part| {
+        let first = part.split_whitespace().next().unwrap_or_default();
+        first.chars().next().is_some_and(|c| c.is_lowercase()) || verb_like(&first.to_lowercase())
+    });
     if !opens_with_verb {
         // "Priya booked …", "Tom saw …": someone else's act.
         return Act::Other;
     }
     let mut last: Option<(usize, Act)> = None;
-    for (verbs, act) in [(PURCHASE_VERBS, Act::Purchase), (COMPLETED_VERBS, Act::Completed)] {
+    for (verbs, act) in [
+        (PURCHASE_VERBS, Act::Purchase),
+        (COMPLETED_VERBS, Act::Completed),
+    ] {
         for v in verbs {
             if let Some(i) = rfind_whole(&lc, v) {
                 if last.is_none_or(|(j, _)| i > j) {
@@ -221,15 +217,18 @@ pub fn act_on(text: &str, label: &str) -> Act {
 
 /// Whether a lower-cased word reads as a past-tense verb opening a clause ("booked", "flew",
 /// "took"): a listed verb, an `-ed` form, or a common irregular past.
-fn verb_like(word: &str) -> bool {
+pub fn verb_like(word: &str) -> bool {
     const IRREGULAR: &[&str] = &[
         "flew", "saw", "went", "took", "got", "bought", "made", "sent", "set", "put", "paid",
-        "left", "gave", "caught", "rode", "ran", "found", "kept", "chose", "wrote", "read",
-        "met", "told", "spent", "split", "let", "heard", "sat", "ate",
+        "left", "gave", "caught", "rode", "ran", "found", "kept", "chose", "wrote", "read", "met",
+        "told", "spent", "split", "let", "heard", "sat", "ate",
     ];
     word.ends_with("ed")
         || IRREGULAR.contains(&word)
-        || PURCHASE_VERBS.iter().chain(COMPLETED_VERBS).any(|v| v.split(' ').next() == Some(word))
+        || PURCHASE_VERBS
+            .iter()
+            .chain(COMPLETED_VERBS)
+            .any(|v| v.split(' ').next() == Some(word))
 }
 
 /// The byte offset of the first whole-word occurrence of `phrase` in `text` (both lower-case).
@@ -300,20 +299,62 @@ pub fn owned(cat: &Catalog, table: TableId, id: &str) -> bool {
 
 /// Whether an event tells a one-off act, given its lower-cased core text (`audit::core_text`)
 /// and lower-cased text: rating or reviewing one place ("Rated Baan Thai 5 stars", "Reviewed
-/// Kettle & Crumb: \"…\""), starting a list, signing up for a named thing. The same act told
-/// twice by one app (same core) is a one-off repeated; making another note or another sync is
-/// not.
+/// Kettle & Crumb: \"…\""), starting a list, signing up for a named thing. Making another note
+/// or another sync is not one.
 pub fn one_off_act(core: &str, text: &str) -> bool {
-    let opens = |w: &str| {
-        core.starts_with(w) && core[w.len()..].chars().next().is_none_or(|c| c == ' ')
-    };
+    one_off_opener(core, text).is_some()
+}
+
+/// The opener of a one-off act ([`one_off_act`]), if the event tells one.
+fn one_off_opener(core: &str, text: &str) -> Option<&'static str> {
+    let opens =
+        |w: &str| core.starts_with(w) && core[w.len()..].chars().next().is_none_or(|c| c == ' ');
     let words: Vec<&str> = core.split(' ').collect();
-    ((opens("rated") || opens("gave")) && words.contains(&"stars"))
-        || (opens("reviewed") && text.contains('"'))
-        || opens("wrote a review")
-        || opens("left a review")
-        || ((opens("started") || opens("created") || opens("set up") || opens("made"))
-            && words.iter().take(6).any(|w| *w == "list"))
-        || opens("signed up for the")
-        || opens("adopted")
+    if (opens("rated") || opens("gave")) && words.contains(&"stars") {
+        return Some("rated");
+    }
+    if opens("reviewed") && text.contains('"') {
+        return Some("reviewed");
+    }
+    for w in [
+        "wrote a review",
+        "left a review",
+        "signed up for the",
+        "adopted",
+    ] {
+        if opens(w) {
+            return Some(w);
+        }
+    }
+    let list = words.iter().take(6).any(|w| *w == "list");
+    for w in ["started", "created", "set up", "made"] {
+        if opens(w) && list {
+            return Some("started a list");
+        }
+    }
+    None
+}
+
+/// What a one-off act is about, so that telling it twice is caught however it is worded around
+/// (a circumstance, a companion): its opener and the first of `labels` (lower-cased record
+/// names) the text names, else the first words of its core. `None` when the event tells no one-off act.
+pub fn one_off_key(core: &str, text: &str, labels: &[String]) -> Option<String> {
+    let opener = one_off_opener(core, text)?;
+    let named = labels
+        .iter()
+        .filter_map(|l| whole_matches(text, l).next().map(|i| (i, l)))
+        .min_by_key(|(i, l)| (*i, std::cmp::Reverse(l.len())));
+    Some(match named {
+        Some((_, l)) => format!("{opener} {l}"),
+        // Without a record: the act's own words, up to the list it starts or six words, so a
+        // circumstance added after them does not make it a new act.
+        None => {
+            let words: Vec<&str> = core.split(' ').collect();
+            let end = words
+                .iter()
+                .position(|w| *w == "list")
+                .map_or(words.len().min(6), |i| i + 1);
+            words[..end].join(" ")
+        }
+    })
 }
