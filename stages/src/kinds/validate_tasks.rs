@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::tasks::error::TaskError;
 use crate::tasks::frames::{bundles_from_table, task_tables};
-use crate::tasks::lints::SlotSource;
+use crate::tasks::lints::{SetView, SlotSource};
 use crate::tasks::validate::{validate_in_set, Rejection};
 use crate::tasks::world_index::WorldIndex;
 use crate::tasks::Source;
@@ -30,9 +30,10 @@ pub struct ValidateTasks;
 pub struct ValidationState {
     /// The world the tasks run in.
     world: Arc<World>,
-    /// The reviewed set's slot sources (from the optional `slots` input), so a slot's source
-    /// can be compared across the variants of its template.
-    set: Vec<SlotSource>,
+    /// The reviewed set's slot sources and instructions (from the optional `slots` and `tasks`
+    /// inputs), so a slot's source can be compared across the variants of its template and an
+    /// instruction given twice is found.
+    set: SetView,
 }
 
 impl Kind for ValidateTasks {
@@ -64,17 +65,29 @@ impl Kind for ValidateTasks {
                 crate::tables::tasks::SOURCE,
             ],
         ),
+        InputDef::optional(
+            &crate::tables::tasks::TASKS,
+            &[crate::tables::tasks::TASK_ID, "instruction"],
+        ),
     ];
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots, for the cross-variant source lint] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots and tasks, for the cross-variant source lint and instructions given twice] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
 
     fn prepare(
         &self,
         _: &Self::Params,
         ctx: &StageContext<'_>,
     ) -> Result<ValidationState, StageError> {
-        let set = match ctx.input("slots") {
+        let slots = match ctx.input("slots") {
             Ok(df) => slot_sources(df)?,
             Err(_) => Vec::new(),
+        };
+        let instructions = match ctx.input("tasks") {
+            Ok(df) => instructions(df)?,
+            Err(_) => Vec::new(),
+        };
+        let set = SetView {
+            slots,
+            instructions,
         };
         Ok(ValidationState {
             world: super::world_input(ctx)?,
@@ -125,6 +138,18 @@ fn slot_sources(df: &DataFrame) -> Result<Vec<SlotSource>, TaskError> {
 }
 
 /// The `rejections` table: task_id, check, subject (criterion or slot), reason.
+fn instructions(df: &DataFrame) -> Result<Vec<(String, String)>, TaskError> {
+    let col = |name: &str| {
+        df.column(name)
+            .and_then(|c| c.str().cloned())
+            .map_err(|e| TaskError::table("tasks", e.to_string()))
+    };
+    let (task, text) = (col("task_id")?, col("instruction")?);
+    Ok((0..df.height())
+        .filter_map(|i| Some((task.get(i)?.to_string(), text.get(i)?.to_string())))
+        .collect())
+}
+
 fn rejections_frame(rows: &[(String, Rejection)]) -> Result<DataFrame, TaskError> {
     let columns = vec![
         Column::new(
