@@ -129,7 +129,15 @@ pub fn worded_count(instruction: &str, slot: &Slot) -> Option<(i64, String)> {
         let plural = ws
             .iter()
             .any(|w| matches!(w.as_str(), "us" | "we" | "our" | "everyone" | "family"));
-        if !plural && ws.iter().any(|w| w == "me") {
+        // "book me …", "get me …", "… for me": the booking is for her alone ("remind me" is not).
+        let for_me = ws.windows(2).any(|w| {
+            w[1] == "me"
+                && matches!(
+                    w[0].as_str(),
+                    "book" | "get" | "reserve" | "find" | "order" | "for" | "buy"
+                )
+        });
+        if !plural && for_me {
             return Some((1, "me".into()));
         }
     }
@@ -731,6 +739,26 @@ impl SetView {
 /// Words that make an instruction about more than the user ("book us …", "our usual …").
 const PLURAL_WORDS: [&str; 7] = ["us", "we", "our", "ours", "ourselves", "everyone", "family"];
 
+/// Words that bring other people into a request ("for the team", "the book club").
+const GROUP_WORDS: [&str; 16] = [
+    "team",
+    "group",
+    "everyone",
+    "family",
+    "friend",
+    "guest",
+    "party",
+    "club",
+    "crew",
+    "cousin",
+    "colleague",
+    "people",
+    "kid",
+    "parent",
+    "review",
+    "session",
+];
+
 /// Words by which the user speaks of herself alone.
 const FIRST_PERSON: [&str; 6] = ["i", "me", "my", "mine", "i'm", "i'd"];
 
@@ -823,7 +851,9 @@ pub fn guessable_count(b: &TaskBundle) -> Vec<Rejection> {
             }
             continue;
         }
-        let alone = ws.iter().any(|w| FIRST_PERSON.contains(&w.as_str())) && others.is_empty();
+        let group = ws.iter().any(|w| GROUP_WORDS.contains(&singular(w)));
+        let alone =
+            ws.iter().any(|w| FIRST_PERSON.contains(&w.as_str())) && others.is_empty() && !group;
         if alone && v > 1 && per_person(s, arg) {
             out.push(reject(
                 Check::GuessableCount,
@@ -1117,4 +1147,70 @@ pub fn duplicate_instruction(b: &TaskBundle, set: &SetView) -> Vec<Rejection> {
             )]
         })
         .unwrap_or_default()
+}
+
+/// The table an operation writes first in its own app (an insert or an update), if any.
+fn written_table(cat: &crate::world::Catalog, tool: &str) -> Option<crate::world::types::TableId> {
+    use crate::world::app::Effect;
+    let (app, _) = tool.split_once('.')?;
+    let op = super::eval::operation(cat, tool)?;
+    op.effects.iter().find_map(|e| match e {
+        Effect::Insert { table, .. } | Effect::Update { table, .. }
+            if cat.apps[table.app as usize].id == app =>
+        {
+            Some(*table)
+        }
+        _ => None,
+    })
+}
+
+/// Steps after the first that nothing scores by what they say: every operation of the
+/// reference after its first must have a criterion on the table it writes with a condition on
+/// its content (a text, a date, a time, an amount — a field that is not a reference), not only
+/// on where it went ("a text to Sam" passes with any text).
+pub fn unscored_step(ix: &WorldIndex<'_>, b: &TaskBundle) -> Vec<Rejection> {
+    let cat = &ix.world.catalog;
+    let operations: Vec<&str> = b
+        .task
+        .reference_solution
+        .iter()
+        .filter_map(|s| s.get("tool").and_then(Value::as_str))
+        .filter(|t| !t.contains(".list_") && !t.contains(".get_"))
+        .collect();
+    let mut out = Vec::new();
+    for tool in operations.iter().skip(1) {
+        let Some(table) = written_table(cat, tool) else {
+            continue;
+        };
+        let name = cat.table_name(table);
+        let t = cat.table(table);
+        let mut scored = false;
+        for c in &b.criteria {
+            c.predicate.visit(&mut |p| {
+                if let Predicate::Record {
+                    table: pt,
+                    conditions,
+                    ..
+                } = p
+                {
+                    if *pt == name {
+                        scored |= conditions.iter().any(|cond| {
+                            t.field_idx(&cond.path[0])
+                                .is_some_and(|i| !matches!(t.fields[i].kind, FieldKind::Ref(_)))
+                        });
+                    }
+                }
+            });
+        }
+        if !scored {
+            out.push(reject(
+                Check::UnscoredStep,
+                None,
+                format!(
+                    "the step `{tool}` is scored only by where it went: no criterion tests what it writes into `{name}` (its text, date, time or amount); add one tied to the first step's outcome"
+                ),
+            ));
+        }
+    }
+    out
 }

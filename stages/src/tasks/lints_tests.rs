@@ -398,3 +398,39 @@ fn an_instruction_given_twice_is_rejected_once() {
         0
     );
 }
+
+const FOLLOW_UP: &str = r#"templates:
+  - id: follow_up
+    instruction: "Book Baan Thai on Friday and text Sam the time."
+    slots:
+      party_size: { ask: 4, keywords: [people, party size], about: "How many people", default: dinespot.book_table.party_size }
+    criteria:
+      - { id: booked, rubric: "Booked.", check: { inserted: dinespot.reservations, where: { restaurant: baan-thai, date: "2025-10-03" } } }
+      - { id: party_size, slot: party_size, rubric: "Four.", check: { inserted: dinespot.reservations, where: { party_size: "{slot.party_size}" } } }
+      - { id: told, rubric: "Sam gets a text.", check: { inserted: messages.messages, where: { thread: th-sam%TEXT% } } }
+    solution:
+      - ask: "How many people?"
+      - { call: dinespot.book_table, args: { restaurant: baan-thai, date: "2025-10-03", party_size: "{slot.party_size}" } }
+      - { call: messages.send_message, args: { thread: th-sam, text: "Baan Thai on Friday at 19:00" } }
+    variants: [{}]
+"#;
+
+/// Issue 25: a step after the first must be scored on what it says, not only on where it went
+/// ("text Sam the time" passes with any text otherwise).
+#[test]
+fn a_second_step_scored_only_by_its_recipient_is_rejected() {
+    let bare = fixture(&FOLLOW_UP.replace("%TEXT%", ""));
+    let r = reason(&bare, Check::UnscoredStep);
+    assert!(
+        r.contains("messages.send_message") && r.contains("messages.messages"),
+        "{r}"
+    );
+    let scored = fixture(&FOLLOW_UP.replace("%TEXT%", ", text: { contains: \"19:00\" }"));
+    assert!(
+        !checks_of(&scored)
+            .iter()
+            .any(|(c, ..)| *c == Check::UnscoredStep),
+        "{:?}",
+        checks_of(&scored)
+    );
+}

@@ -52,6 +52,8 @@ pub enum Check {
     VisibleChoice,
     /// The instruction is word for word another task's.
     DuplicateInstruction,
+    /// An operation after the first is scored only by where it went, not by what it says.
+    UnscoredStep,
 }
 
 impl Check {
@@ -74,6 +76,7 @@ impl Check {
             Check::GuessableCount => "guessable_count",
             Check::VisibleChoice => "visible_choice",
             Check::DuplicateInstruction => "duplicate_instruction",
+            Check::UnscoredStep => "unscored_step",
         }
     }
 }
@@ -130,6 +133,7 @@ pub fn validate_in_set(ix: &WorldIndex<'_>, b: &TaskBundle, set: &SetView) -> Ve
     out.extend(lints::visible_choice(ix, b, &initial));
     out.extend(lints::owned_dates(ix, b, &initial));
     out.extend(lints::duplicate_instruction(b, set));
+    out.extend(lints::unscored_step(ix, b));
     out
 }
 
