@@ -10,6 +10,7 @@
 //! - [`config`] parses the pipeline file with source locations;
 //! - [`params`] resolves `${params.x}` and `--set` overrides; [`sweep`] expands grids to variants;
 //! - [`schema`] declares the tables kinds read and write; [`plan`] validates everything and produces stage instances in dependency order;
+//! - [`subset`] lets a run play only some items of its per-item stages;
 //! - [`code`] fingerprints the sources kinds are built from (part of every key);
 //! - [`decision`] decides, per instance and item, whether a cached result can be used;
 //! - [`exec`] runs them, reusing results by recipe key ([`artifact`], [`keys`]);
@@ -37,6 +38,7 @@ pub mod record;
 pub mod retry;
 pub mod schema;
 pub mod store;
+pub mod subset;
 pub mod sweep;
 pub mod usage;
 pub mod when;

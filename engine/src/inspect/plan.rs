@@ -6,8 +6,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use crate::artifact::load_table;
-use crate::decision::{decide, decide_items, disabled, Decision, Verdict};
-use crate::error::Result;
+use crate::decision::{decide, decide_items, disabled, Decision, ItemsError, Verdict};
+use crate::error::{Error, Result};
 use crate::plan::{Instance, Plan};
 use crate::record::{load_latest, InstanceRecord, Status};
 use crate::store::Store;
@@ -21,6 +21,9 @@ pub struct ItemPlan {
     pub cached: usize,
     /// Items whose manifest survives but whose tables are gone: they run again.
     pub incomplete: usize,
+    /// With an item subset: the items of the main input it was taken from (`total` of them
+    /// are played), and the subset as the user asked for it.
+    pub subset_of: Option<(usize, String)>,
 }
 
 /// What a run would do with one instance.
@@ -62,6 +65,8 @@ pub struct PlanLine {
     pub stage: String,
     /// The verdict.
     pub status: PlanStatus,
+    /// Why the instance runs only if cached (a `--set` pinned its sweep point away), if so.
+    pub cached_only: Option<String>,
 }
 
 /// Computes, without running anything, what `run` would execute.
@@ -134,6 +139,7 @@ pub fn dry_run(
             label: inst.label(),
             stage: inst.stage.clone(),
             status,
+            cached_only: inst.cached_only.clone(),
         });
     }
     Ok(lines)
@@ -156,12 +162,19 @@ fn item_plan(
     };
     let df = load_table(store, &entry.blob)?;
     let label = format!("{}.{}", binding.stage, binding.tables[0]);
-    let Ok(items) = decide_items(store, inst, &decision.parts, &label, &df) else {
-        return Ok(None);
+    let items = match decide_items(store, inst, &decision.parts, &label, &df) {
+        Ok(items) => items,
+        Err(ItemsError::Subset(why)) => return Err(Error::Usage(why)),
+        Err(ItemsError::MissingColumn(_)) => return Ok(None),
     };
     Ok(Some(ItemPlan {
         total: items.items.len(),
         cached: items.cached(),
         incomplete: items.incomplete(),
+        subset_of: inst.subset.as_ref().map(|s| {
+            let all = crate::keys::item_groups(&df, inst.per_item.as_deref().unwrap_or_default())
+                .map_or(0, |g| g.len());
+            (all, s.describe())
+        }),
     }))
 }

@@ -7,6 +7,7 @@
 //! - [`agents`]: the built-in agents.
 //! - [`simulator`]: who answers `ask_user`, with a disclosure audit.
 //! - [`exposure`] / [`retrieval`]: which history events an agent sees.
+//! - [`subset`]: which tasks a run plays (`--tasks`, `--sample`, `--limit`).
 //! - [`toolset`]: which phone tools a capped episode offers (every task stays solvable).
 //! - [`env`]: where actions land (the simulated phone, or a remote device).
 //! - [`params`]: an episode stage's parameters; [`ModelAccess`]: where its model calls are
@@ -31,6 +32,7 @@ pub mod runner;
 pub mod seed;
 pub mod simulator;
 pub mod simulators;
+pub mod subset;
 pub mod toolset;
 
 #[cfg(test)]

@@ -119,7 +119,7 @@ impl Kind for RunEpisodes {
     /// Only the `models` entry this variant plays is part of its key, so adding a model to
     /// the list re-runs no other model's episodes.
     fn key_params(&self, params: &Self::Params, raw: &serde_json::Value) -> serde_json::Value {
-        prefflow_engine::keys::only_picked_entry(raw, "models", params.model.as_deref())
+        params.key_params(raw)
     }
 
     fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
