@@ -783,14 +783,17 @@ fn check_dimension_clashes(
     }
 }
 
-/// Every (variant, upstream instances as (input index, instance), whether the variant is one a
-/// `--set` pin keeps only when cached) this stage runs under.
+/// One combination a stage runs under: its variant, its upstream instances as (input index,
+/// instance), and whether the variant is one a `--set` pin keeps only when cached.
+type Combination = (Variant, Vec<(usize, usize)>, bool);
+
+/// Every combination this stage runs under.
 fn combinations(
     c: &Checked,
     by_stage: &HashMap<&str, Vec<usize>>,
     instances: &[Arc<Instance>],
     order: &[String],
-) -> Vec<(Variant, Vec<(usize, usize)>, bool)> {
+) -> Vec<Combination> {
     let mut combos: Vec<(Variant, Vec<(usize, usize)>)> = vec![(Variant::default(), Vec::new())];
     for (i, (r, _)) in c.refs.iter().enumerate() {
         let upstream = by_stage.get(r.stage.as_str()).cloned().unwrap_or_default();

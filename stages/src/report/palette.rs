@@ -15,7 +15,7 @@ pub fn color(i: usize) -> String {
         Some(c) => (*c).to_string(),
         None => {
             let hue = (i as f64 * 137.508) % 360.0;
-            let light = if i % 2 == 0 { 42 } else { 58 };
+            let light = if i.is_multiple_of(2) { 42 } else { 58 };
             format!("hsl({hue:.0}, 65%, {light}%)")
         }
     }
