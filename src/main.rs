@@ -596,12 +596,15 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
         }
         Command::Plan { pipeline, select } => {
             let (_, plan) = select.plan(pipeline, cli.quiet)?;
-            print_plan(&inspect::dry_run(
-                &plan,
-                store()?.as_ref(),
-                &workdir,
-                &select.only,
-            )?);
+            let lines = inspect::dry_run(&plan, store()?.as_ref(), &workdir, &select.only)?;
+            print_plan(&lines);
+            let problems = format::print_estimates(&lines);
+            if problems > 0 {
+                return Err(Error::Usage(format!(
+                    "{problems} stage(s) would send requests over their model's max_context (above); apply the fix named there"
+                ))
+                .into());
+            }
             Ok(0)
         }
         Command::Dag {

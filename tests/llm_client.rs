@@ -28,6 +28,7 @@ fn config(url: &str) -> LlmConfig {
         backoff_ms: 1,
         prices: None,
         concurrency: 4,
+        max_context: None,
     }
 }
 

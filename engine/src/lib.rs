@@ -12,6 +12,7 @@
 //! - [`schema`] declares the tables kinds read and write; [`plan`] validates everything and produces stage instances in dependency order;
 //! - [`subset`] lets a run play only some items of its per-item stages;
 //! - [`code`] fingerprints the sources kinds are built from (part of every key);
+//! - [`estimate`] holds what `plan` estimates a run would ask of external models;
 //! - [`decision`] decides, per instance and item, whether a cached result can be used;
 //! - [`exec`] runs them, reusing results by recipe key ([`artifact`], [`keys`]);
 //! - [`cluster`] hands per-item work to Slurm job arrays over a shared store;
@@ -25,6 +26,7 @@ pub mod code;
 pub mod config;
 pub mod decision;
 pub mod error;
+pub mod estimate;
 pub mod exec;
 pub mod input;
 pub mod inspect;

@@ -12,6 +12,7 @@
 //! - [`env`]: where actions land (the simulated phone, or a remote device).
 //! - [`params`]: an episode stage's parameters; [`ModelAccess`]: where its model calls are
 //!   recorded.
+//! - [`estimate`]: what an episode stage's model calls would cost (`plan`).
 //! - [`runner`]: the episode loop; [`frames`]: its rows as tables; [`hooks`]: what a
 //!   benchmark-specific stage kind adds to it.
 
@@ -20,6 +21,7 @@ pub mod agents;
 pub mod codec;
 pub mod embeddings;
 pub mod env;
+pub mod estimate;
 pub mod exposure;
 pub mod frames;
 pub mod hooks;

@@ -7,10 +7,13 @@
 //! bit-identically with zero network calls, and `--offline` turns any cache miss into a clear
 //! error. Provider faults (429, 5xx, timeouts, resets, unusable bodies) are retried with
 //! exponential backoff and jitter, honouring `Retry-After`.
+//!
+//! [`tokens`] is the one prompt-token counter (the budget's reservations, `plan`'s estimate).
 
 mod client;
 mod error;
 pub mod mock;
+pub mod tokens;
 mod types;
 
 pub use client::{io_runtime, Endpoint, LlmClient, Reply};
