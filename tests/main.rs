@@ -15,6 +15,7 @@ mod iprefbench;
 mod judge;
 mod knowu;
 mod knowu_pipeline;
+mod llm_budget;
 mod llm_client;
 mod llm_episodes;
 mod llm_judged;
