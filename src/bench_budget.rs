@@ -113,9 +113,7 @@ pub fn budget(
             .context("binding a loopback server")?;
         let seconds = run_inspect(python, &work, &server.url, &system, n)?;
         figures.push(figure(
-            &format!(
-                "inspect_ai (defaults), 1 model, same provider, {n} samples",
-            ),
+            &format!("inspect_ai (defaults), 1 model, same provider, {n} samples",),
             load,
             &provider,
             n,
@@ -167,7 +165,12 @@ fn figure(
         .iter()
         .filter(|d| !d.admitted)
         .take(5)
-        .map(|d| format!("{:.2}", d.at.saturating_duration_since(first).as_secs_f64() / minute))
+        .map(|d| {
+            format!(
+                "{:.2}",
+                d.at.saturating_duration_since(first).as_secs_f64() / minute
+            )
+        })
         .collect();
     if !limited_at.is_empty() {
         value.push_str(&format!(
@@ -258,7 +261,10 @@ fn write_pipeline(
     ]});
     let counted = count_tokens(&check);
     if counted.abs_diff(load.prompt_tokens) > load.prompt_tokens / 50 {
-        bail!("the prompt counts {counted} tokens, not ~{}", load.prompt_tokens);
+        bail!(
+            "the prompt counts {counted} tokens, not ~{}",
+            load.prompt_tokens
+        );
     }
     std::fs::write(work.join("budget.yaml"), yaml)?;
     Ok(())

@@ -109,11 +109,7 @@ fn a_request_waiting_for_budget_holds_no_slot() {
     let first = request(&"a".repeat(2400));
     let second = request(&"b".repeat(800));
     let server = ScriptedServer::start(
-        vec![gate.behavior(completion(
-            "first",
-            tokens::prompt_tokens(&first),
-            0,
-        ))],
+        vec![gate.behavior(completion("first", tokens::prompt_tokens(&first), 0))],
         Behavior::ok(completion("second", tokens::prompt_tokens(&second), 0)),
     );
     let mut cfg = config(&server.url);
@@ -124,17 +120,24 @@ fn a_request_waiting_for_budget_holds_no_slot() {
     let client = LlmClient::new(cfg, &store, false).expect("client");
     let budget = client.endpoint().budget().clone();
     let (a, b, ()) = block_on(async {
-        tokio::join!(client.chat(&first, 0), async {
-            until("the first request is on the wire", || budget.in_flight() == 1).await;
-            client.chat(&second, 0).await
-        }, async {
-            until("the second waits for budget", || budget.waiting() == 1).await;
-            // Waiting for tokens, it holds no slot: one on the wire, a window of two.
-            assert_eq!(budget.in_flight(), 1);
-            assert_eq!(budget.window(), 2.0);
-            assert_eq!(server.requests().len(), 1, "the second was not sent");
-            gate.open();
-        })
+        tokio::join!(
+            client.chat(&first, 0),
+            async {
+                until("the first request is on the wire", || {
+                    budget.in_flight() == 1
+                })
+                .await;
+                client.chat(&second, 0).await
+            },
+            async {
+                until("the second waits for budget", || budget.waiting() == 1).await;
+                // Waiting for tokens, it holds no slot: one on the wire, a window of two.
+                assert_eq!(budget.in_flight(), 1);
+                assert_eq!(budget.window(), 2.0);
+                assert_eq!(server.requests().len(), 1, "the second was not sent");
+                gate.open();
+            }
+        )
     });
     assert_eq!(a.expect("first").content.as_deref(), Some("first"));
     assert_eq!(b.expect("second").content.as_deref(), Some("second"));
@@ -154,17 +157,30 @@ fn aimd_halves_on_429_once_per_round_and_grows_on_answers() {
     cfg.concurrency = 8;
     let client = LlmClient::new(cfg, &store, false).expect("client");
     let budget = client.endpoint().budget().clone();
-    let reply = client.chat_now(&request("one"), 0).expect("429s are waited out");
-    assert_eq!(reply.attempts, 3, "two 429s, then the answer (max_retries: 0)");
+    let reply = client
+        .chat_now(&request("one"), 0)
+        .expect("429s are waited out");
+    assert_eq!(
+        reply.attempts, 3,
+        "two 429s, then the answer (max_retries: 0)"
+    );
     assert_eq!(budget.rate_limited(), 2);
     let mut expected: f64 = 8.0 / 2.0 / 2.0;
     expected += 1.0 / expected;
-    assert!((budget.window() - expected).abs() < 1e-9, "{}", budget.window());
+    assert!(
+        (budget.window() - expected).abs() < 1e-9,
+        "{}",
+        budget.window()
+    );
     for text in ["two", "three", "four"] {
         client.chat_now(&request(text), 0).expect("answered");
         expected += 1.0 / expected;
     }
-    assert!((budget.window() - expected).abs() < 1e-9, "{}", budget.window());
+    assert!(
+        (budget.window() - expected).abs() < 1e-9,
+        "{}",
+        budget.window()
+    );
 
     // Four requests on the wire answered 429 together halve the window once, not four times.
     let gate = Gate::new(4, Duration::from_secs(60));
@@ -177,7 +193,10 @@ fn aimd_halves_on_429_once_per_round_and_grows_on_answers() {
     let client = LlmClient::new(cfg, &store, false).expect("client");
     let budget = client.endpoint().budget().clone();
     let asks: Vec<ChatRequest> = (0..4).map(|i| request(&format!("q{i}"))).collect();
-    let replies = block_on(join_all(asks.iter().map(|r| client.chat(r, 0)).collect(), 4));
+    let replies = block_on(join_all(
+        asks.iter().map(|r| client.chat(r, 0)).collect(),
+        4,
+    ));
     assert!(gate.reached(), "the four were on the wire together");
     assert!(replies.iter().all(Result::is_ok), "{replies:?}");
     assert_eq!(budget.rate_limited(), 4);
@@ -185,7 +204,11 @@ fn aimd_halves_on_429_once_per_round_and_grows_on_answers() {
     for _ in 0..4 {
         expected += 1.0 / expected;
     }
-    assert!((budget.window() - expected).abs() < 1e-9, "{}", budget.window());
+    assert!(
+        (budget.window() - expected).abs() < 1e-9,
+        "{}",
+        budget.window()
+    );
 }
 
 #[test]
@@ -230,7 +253,10 @@ fn a_request_larger_than_the_budget_is_refused_before_sending() {
     {
         Err(e @ LlmError::Budget(_)) => {
             let text = e.to_string();
-            assert!(text.contains("tpm 1000") && text.contains("top_k"), "{text}");
+            assert!(
+                text.contains("tpm 1000") && text.contains("top_k"),
+                "{text}"
+            );
         }
         other => panic!("expected a budget refusal, got {other:?}"),
     }
@@ -262,14 +288,20 @@ fn headers_teach_the_budget_the_providers_limits() {
     assert_eq!(budget.tpm(), Some(2_000_000));
     assert_eq!(budget.rpm(), Some(500));
     let status = budget.status();
-    assert!(status.contains("tpm 2M learned") && status.contains("rpm 500 learned"), "{status}");
+    assert!(
+        status.contains("tpm 2M learned") && status.contains("rpm 500 learned"),
+        "{status}"
+    );
 
     let anthropic = ScriptedServer::start(
         vec![],
         Behavior::Reply {
             status: 200,
             headers: vec![
-                ("anthropic-ratelimit-input-tokens-limit".into(), "40000".into()),
+                (
+                    "anthropic-ratelimit-input-tokens-limit".into(),
+                    "40000".into(),
+                ),
                 ("anthropic-ratelimit-requests-limit".into(), "50".into()),
             ],
             body: completion("ok", 10, 1),
@@ -308,7 +340,11 @@ fn two_variants_on_one_endpoint_share_it_fairly() {
             a.chat(&a_asks[0], 0),
             async {
                 until("a0 is on the wire", || budget.in_flight() == 1).await;
-                join_all(a_asks[1..].iter().map(|r| a.chat(r, 0)).collect(), usize::MAX).await
+                join_all(
+                    a_asks[1..].iter().map(|r| a.chat(r, 0)).collect(),
+                    usize::MAX,
+                )
+                .await
             },
             async {
                 // Variant b comes only once a's nine others wait: in arrival order all of a
@@ -330,7 +366,10 @@ fn two_variants_on_one_endpoint_share_it_fairly() {
     let next_ten = &order[1..11];
     let from_b = next_ten.iter().filter(|m| m.starts_with('b')).count();
     assert_eq!(from_b, 5, "{order:?}");
-    assert!(order[1].starts_with('b'), "b had waited longest in virtual time: {order:?}");
+    assert!(
+        order[1].starts_with('b'),
+        "b had waited longest in virtual time: {order:?}"
+    );
 }
 
 #[test]
@@ -355,15 +394,27 @@ fn calls_of_episodes_under_way_go_before_new_episodes() {
             agent.chat(&new_episodes[0], 0),
             async {
                 until("the first is on the wire", || budget.in_flight() == 1).await;
-                join_all(new_episodes[1..].iter().map(|r| agent.chat(r, 0)).collect(), usize::MAX).await
+                join_all(
+                    new_episodes[1..].iter().map(|r| agent.chat(r, 0)).collect(),
+                    usize::MAX,
+                )
+                .await
             },
             async {
                 until("new episodes wait", || budget.waiting() == 4).await;
-                join_all(later_turns.iter().map(|r| agent.chat(r, 0)).collect(), usize::MAX).await
+                join_all(
+                    later_turns.iter().map(|r| agent.chat(r, 0)).collect(),
+                    usize::MAX,
+                )
+                .await
             },
             async {
                 until("later turns wait", || budget.waiting() == 7).await;
-                join_all(replies.iter().map(|r| user.chat(r, 0)).collect(), usize::MAX).await
+                join_all(
+                    replies.iter().map(|r| user.chat(r, 0)).collect(),
+                    usize::MAX,
+                )
+                .await
             },
             async {
                 until("everything is queued", || budget.waiting() == 9).await;
@@ -378,7 +429,9 @@ fn calls_of_episodes_under_way_go_before_new_episodes() {
     // The five waiting calls of episodes under way (later agent turns, the simulator's
     // replies) go before the four new episodes, although they came after them.
     assert!(
-        order[1..6].iter().all(|m| m.starts_with("turn") || m.starts_with("user")),
+        order[1..6]
+            .iter()
+            .all(|m| m.starts_with("turn") || m.starts_with("user")),
         "{order:?}"
     );
     assert!(order[6..].iter().all(|m| m.starts_with("new")), "{order:?}");

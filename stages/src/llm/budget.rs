@@ -517,11 +517,7 @@ impl Budget {
     /// A one-line account: window, limits and where they came from, 429s.
     pub fn status(&self) -> String {
         let st = self.lock();
-        let mut parts = vec![format!(
-            "window {}/{}",
-            st.window.floor() as usize,
-            st.cap
-        )];
+        let mut parts = vec![format!("window {}/{}", st.window.floor() as usize, st.cap)];
         let source = |s: Source| match s {
             Source::Config => "",
             Source::Headers => " learned",
@@ -560,8 +556,7 @@ impl State {
     /// learned ratio (by [`UNCALIBRATED_MARGIN`] before the first answer), plus the average
     /// completion.
     fn reservation(&self, estimate: u64) -> f64 {
-        estimate as f64 * self.ratio.unwrap_or(UNCALIBRATED_MARGIN)
-            + self.completion.unwrap_or(0.0)
+        estimate as f64 * self.ratio.unwrap_or(UNCALIBRATED_MARGIN) + self.completion.unwrap_or(0.0)
     }
 
     /// The token buckets (minute and day), for taking and giving back tokens.
@@ -690,16 +685,13 @@ impl Grant {
             st.last_decrease = st.grants;
         }
         st.learn(headers, now);
-        let exhausted = |d: &super::headers::Dimension| {
-            d.remaining.filter(|r| *r == 0).and(d.reset)
-        };
+        let exhausted =
+            |d: &super::headers::Dimension| d.remaining.filter(|r| *r == 0).and(d.reset);
         let pause = headers
             .retry_after
             .or_else(|| exhausted(&headers.tokens))
             .or_else(|| exhausted(&headers.requests))
-            .unwrap_or_else(|| {
-                FIRST_PAUSE.saturating_mul(1 << st.consecutive_429.min(7))
-            })
+            .unwrap_or_else(|| FIRST_PAUSE.saturating_mul(1 << st.consecutive_429.min(7)))
             .min(Duration::from_secs(60));
         st.consecutive_429 += 1;
         let until = now + pause;
@@ -800,8 +792,16 @@ mod tests {
         }
         let order: Vec<&str> = budget.lock().queue.keys().map(|k| flows[k]).collect();
         let first_nine = &order[..9];
-        assert_eq!(first_nine.iter().filter(|f| **f == "a").count(), 6, "{order:?}");
-        assert_eq!(first_nine.iter().filter(|f| **f == "b").count(), 3, "{order:?}");
+        assert_eq!(
+            first_nine.iter().filter(|f| **f == "a").count(),
+            6,
+            "{order:?}"
+        );
+        assert_eq!(
+            first_nine.iter().filter(|f| **f == "b").count(),
+            3,
+            "{order:?}"
+        );
     }
 
     #[test]

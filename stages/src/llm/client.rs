@@ -493,9 +493,7 @@ impl<'a> LlmClient<'a> {
             parse_embeddings(url, text, n).map(|(v, usage)| ((v, usage), usage))
         };
         let ticket = self.ticket(Class::Start, tokens::embedding_tokens(texts));
-        let ((vectors, usage), _) = self
-            .exchange(url, body_bytes(&body), ticket, parse)
-            .await?;
+        let ((vectors, usage), _) = self.exchange(url, body_bytes(&body), ticket, parse).await?;
         let bytes = serde_json::to_vec(&vectors).map_err(|e| LlmError::Cache(e.to_string()))?;
         self.put(&path, &bytes)?;
         leader.publish(vectors.clone());

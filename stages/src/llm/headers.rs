@@ -42,7 +42,10 @@ pub struct RateHeaders {
 impl RateHeaders {
     /// Reads the headers (`(name, value)` pairs, names in any case); `now` turns absolute reset
     /// times and HTTP dates into durations.
-    pub fn parse<'h>(headers: impl IntoIterator<Item = (&'h str, &'h str)>, now: SystemTime) -> Self {
+    pub fn parse<'h>(
+        headers: impl IntoIterator<Item = (&'h str, &'h str)>,
+        now: SystemTime,
+    ) -> Self {
         let mut out = RateHeaders::default();
         let mut input_tokens = Dimension::default();
         let mut retry_after_ms = None;
@@ -223,7 +226,10 @@ mod tests {
         assert_eq!(go_duration("1s"), Some(Duration::from_secs(1)));
         assert_eq!(go_duration("6m0s"), Some(Duration::from_secs(360)));
         assert_eq!(go_duration("59ms"), Some(Duration::from_millis(59)));
-        assert_eq!(go_duration("1h2m3.5s"), Some(Duration::from_secs_f64(3723.5)));
+        assert_eq!(
+            go_duration("1h2m3.5s"),
+            Some(Duration::from_secs_f64(3723.5))
+        );
         assert_eq!(go_duration("0.25"), Some(Duration::from_millis(250)));
         assert_eq!(go_duration(""), None);
         assert_eq!(go_duration("soon"), None);
@@ -288,7 +294,10 @@ mod tests {
                 ("anthropic-ratelimit-requests-reset", "2024-02-29T12:00:01Z"),
                 ("anthropic-ratelimit-input-tokens-limit", "40000"),
                 ("anthropic-ratelimit-input-tokens-remaining", "38000"),
-                ("anthropic-ratelimit-input-tokens-reset", "2024-02-29T12:00:03Z"),
+                (
+                    "anthropic-ratelimit-input-tokens-reset",
+                    "2024-02-29T12:00:03Z",
+                ),
             ],
             now,
         );

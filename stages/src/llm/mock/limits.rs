@@ -179,11 +179,16 @@ impl LimitedProvider {
 /// Prompt tokens of a chat-completions body as this server counts them: 1.3 per
 /// whitespace-separated word of every message's text, rounded up, plus 3 per message.
 pub fn count_tokens(body: &serde_json::Value) -> u64 {
-    let messages = body["messages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let messages = body["messages"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
     messages
         .iter()
         .map(|m| {
-            let words = m["content"].as_str().map_or(0, |t| t.split_whitespace().count());
+            let words = m["content"]
+                .as_str()
+                .map_or(0, |t| t.split_whitespace().count());
             (words as f64 * 1.3).ceil() as u64 + 3
         })
         .sum()
@@ -214,7 +219,11 @@ mod tests {
         // The token bucket holds 600: 1.3 × 300 + 3 + 10 = 403 fits, a second one does not.
         let first = p.answer(&body(300));
         assert_eq!(first.status, 200);
-        assert!(first.body.contains("\"prompt_tokens\":393"), "{}", first.body);
+        assert!(
+            first.body.contains("\"prompt_tokens\":393"),
+            "{}",
+            first.body
+        );
         let second = p.answer(&body(300));
         assert_eq!(second.status, 429);
         let retry: u64 = second
