@@ -158,7 +158,7 @@ impl LimitedProvider {
             return Answer {
                 status: 200,
                 headers,
-                body: super::completion("ok", prompt, completion),
+                body: answer_body(&model, prompt, completion),
                 delay: l.latency,
             };
         }
@@ -174,6 +174,20 @@ impl LimitedProvider {
             delay: Duration::ZERO,
         }
     }
+}
+
+/// A chat completion as hosted APIs send it (with `model` and `created`, which some clients
+/// require).
+fn answer_body(model: &str, prompt: u64, completion: u64) -> String {
+    serde_json::json!({
+        "id": "chatcmpl-bench", "object": "chat.completion", "created": 1_700_000_000u64,
+        "model": model,
+        "choices": [{ "index": 0, "finish_reason": "stop",
+                      "message": { "role": "assistant", "content": "ok" } }],
+        "usage": { "prompt_tokens": prompt, "completion_tokens": completion,
+                   "total_tokens": prompt + completion },
+    })
+    .to_string()
 }
 
 /// Prompt tokens of a chat-completions body as this server counts them: 1.3 per
