@@ -167,8 +167,10 @@ fn figure(
         .take(5)
         .map(|d| {
             format!(
-                "{:.2}",
-                d.at.saturating_duration_since(first).as_secs_f64() / minute
+                "{:.2} ({:.0} of {:.0} tokens left)",
+                d.at.saturating_duration_since(first).as_secs_f64() / minute,
+                d.tokens_left,
+                cost(d)
             )
         })
         .collect();
@@ -179,7 +181,7 @@ fn figure(
         ));
     }
     if load.models > 1 {
-        value.push_str(&format!("; {}", shares(&admitted, first, span / 2.0)));
+        value.push_str(&format!("; {}", shares(&admitted, first, minute)));
     }
     if admitted.len() != n {
         value.push_str(&format!("; only {} of {n} calls answered", admitted.len()));
@@ -192,11 +194,15 @@ fn figure(
     })
 }
 
-/// Each model's share of the requests admitted in the first `seconds` of the run.
-fn shares(admitted: &[&Decision], first: std::time::Instant, seconds: f64) -> String {
+/// Each model's share of the requests admitted in simulated minutes 1–6, while all of them
+/// compete (the first minute's burst goes to whichever stage starts first).
+fn shares(admitted: &[&Decision], first: std::time::Instant, minute: f64) -> String {
     let early: Vec<&&Decision> = admitted
         .iter()
-        .filter(|d| d.at.saturating_duration_since(first).as_secs_f64() <= seconds)
+        .filter(|d| {
+            let t = d.at.saturating_duration_since(first).as_secs_f64() / minute;
+            (1.0..6.0).contains(&t)
+        })
         .collect();
     let mut models: Vec<&str> = early.iter().map(|d| d.model.as_str()).collect();
     models.sort_unstable();
@@ -208,7 +214,7 @@ fn shares(admitted: &[&Decision], first: std::time::Instant, seconds: f64) -> St
             format!("{m} {:.0}%", 100.0 * k as f64 / early.len().max(1) as f64)
         })
         .collect();
-    format!("first half by model: {}", parts.join(", "))
+    format!("simulated minutes 1–6 by model: {}", parts.join(", "))
 }
 
 /// A system prompt of about `tokens` tokens as the provider counts them (1.3 per word),

@@ -276,7 +276,7 @@ fn provider_faults_fail_their_item_while_useless_answers_stay_in_the_episode() {
 
     // The next run plays only the failed item; no episode records a provider fault.
     ok(run(&ws, Some(&server.url), &[]));
-    assert_eq!(server.requests().len(), 9);
+    assert_eq!(server.requests().len(), 10);
     let episodes = ws.table("play.episodes", None);
     assert_eq!(strs(&episodes, "status"), ["ok", "ok", "ok"]);
     assert!(episodes

@@ -8,7 +8,7 @@
 //!   day's over 24 h); the minute buckets hold at most a tenth of a minute's worth, so the
 //!   client never bursts more than a provider that enforces its limit over shorter periods
 //!   admits, and a request larger than that passes when the bucket is full and leaves it in
-//!   debt. A request reserves its estimated prompt tokens ([`super::tokens`], scaled by the
+//!   debt; [`HEADROOM`] of each bucket stays unused. A request reserves its estimated prompt tokens ([`super::tokens`], scaled by the
 //!   ratio of reported to estimated tokens learned from this endpoint's answers, or by
 //!   [`UNCALIBRATED_MARGIN`] before the first) plus the average completion seen so far; the answer's `usage` corrects the reservation, so
 //!   completion tokens count too, as providers count them.
@@ -141,9 +141,10 @@ impl Bucket {
         self.at = now;
     }
 
-    /// How long until `cost` may be taken (a cost above capacity needs a full bucket).
+    /// How long until `cost` may be taken with [`HEADROOM`] to spare (a cost above that
+    /// needs a full bucket).
     fn wait_for(&self, cost: f64) -> Duration {
-        let need = cost.min(self.capacity);
+        let need = (cost + HEADROOM * self.capacity).min(self.capacity);
         if self.level >= need {
             Duration::ZERO
         } else {
@@ -250,6 +251,14 @@ pub struct Grant {
 /// characters / 4 is within about ±30% of common tokenizers, and reserving too little would
 /// run into the provider's limit with the first burst.
 pub const UNCALIBRATED_MARGIN: f64 = 1.3;
+
+/// The share of a bucket kept unused. The client counts a request when it grants it, the
+/// provider when the request has arrived and been read; with both buckets full at the start,
+/// the provider's refill starts that much later, and a client spending its bucket to the last
+/// token would run into the limit by the transit of the first request. The headroom covers
+/// transits of up to `HEADROOM · capacity / rate` (0.3 s for a minute limit's bucket) and costs
+/// it once, not per minute.
+pub const HEADROOM: f64 = 0.05;
 
 /// The smoothing of learned averages (token ratio, completion length).
 const SMOOTHING: f64 = 0.2;
@@ -824,9 +833,11 @@ mod tests {
         // 6,000 a minute: holds 600, refills 100 a second.
         let mut bucket = Bucket::per_minute(6_000, t0);
         assert_eq!(bucket.capacity, 600.0);
-        assert_eq!(bucket.wait_for(600.0), Duration::ZERO);
+        // Of its 600, 5% (30) stays unused.
+        assert_eq!(bucket.wait_for(570.0), Duration::ZERO);
+        assert!(bucket.wait_for(571.0) > Duration::ZERO);
         bucket.level -= 600.0;
-        assert_eq!(bucket.wait_for(100.0), Duration::from_secs(1));
+        assert_eq!(bucket.wait_for(70.0), Duration::from_secs(1));
         bucket.refill(t0 + Duration::from_millis(500));
         assert!((bucket.level - 50.0).abs() < 1e-9);
         // Refilling stops at the capacity.

@@ -44,6 +44,8 @@ pub struct Decision {
     pub prompt_tokens: u64,
     /// True when admitted, false when answered 429.
     pub admitted: bool,
+    /// Tokens in the bucket when it was taken (before this request's cost).
+    pub tokens_left: f64,
 }
 
 /// A rate-limited provider's state: its two buckets and its log.
@@ -121,11 +123,13 @@ impl LimitedProvider {
         st.requests = (st.requests + dt * requests_per_s).min(l.rpm * l.burst);
         st.at = now;
         let admitted = st.tokens >= cost && st.requests >= 1.0;
+        let tokens_left = st.tokens;
         st.log.push(Decision {
             at: now,
             model: model.clone(),
             prompt_tokens: prompt,
             admitted,
+            tokens_left,
         });
         if admitted {
             st.tokens -= cost;
