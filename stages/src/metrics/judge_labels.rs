@@ -88,9 +88,9 @@ pub fn read_pass(dir: &Path, shown: &str) -> Result<Vec<LabelRow>, StageError> {
             &["episode", "level", "subject", "label"],
             &["annotator"],
         )?;
-        for i in 0..cols["episode"].len() {
+        for (i, episode) in cols["episode"].iter().enumerate() {
             rows.push(LabelRow {
-                episode: cols["episode"][i].clone(),
+                episode: episode.clone(),
                 level: cols["level"][i].to_lowercase(),
                 subject: cols["subject"][i].clone(),
                 label: cols["label"][i].clone(),
@@ -142,6 +142,9 @@ fn csv_columns(
     Ok(out)
 }
 
+/// A labelled piece: its `(ask, piece)` place and its label.
+type Piece = ((usize, usize), String);
+
 /// A pass's judgements. `tasks` gives each labelled episode's task (episodes missing from it —
 /// stale or unknown — are skipped); `asks` the number of `ask` steps of each episode. Bad rows
 /// are errors naming the file and line.
@@ -151,7 +154,7 @@ pub fn judgements(
     asks: &HashMap<String, usize>,
 ) -> Result<Judgements, StageError> {
     let mut out = Judgements::new();
-    let mut pieces: BTreeMap<&str, Vec<((usize, usize), String)>> = BTreeMap::new();
+    let mut pieces: BTreeMap<&str, Vec<Piece>> = BTreeMap::new();
     let mut labelled: BTreeSet<&str> = BTreeSet::new();
     for r in rows {
         let bad = |m: String| StageError::Input(format!("{}: {m}", r.at));
@@ -261,7 +264,7 @@ fn piece_at(subject: &str) -> Option<(usize, usize)> {
 /// `asked` when some piece requests it; pieces that are not the first request of an ask-only
 /// slot (inferable, `none`, repeats) are extra.
 fn interaction_of(
-    pieces: &[((usize, usize), String)],
+    pieces: &[Piece],
     bundle: &TaskBundle,
 ) -> Vec<((Level, String), String)> {
     let ask_only: Vec<&str> = bundle
