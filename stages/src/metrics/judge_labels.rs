@@ -263,10 +263,7 @@ fn piece_at(subject: &str) -> Option<(usize, usize)> {
 /// Recall and extra-request judgements from an episode's pieces in order: each ask-only slot is
 /// `asked` when some piece requests it; pieces that are not the first request of an ask-only
 /// slot (inferable, `none`, repeats) are extra.
-fn interaction_of(
-    pieces: &[Piece],
-    bundle: &TaskBundle,
-) -> Vec<((Level, String), String)> {
+fn interaction_of(pieces: &[Piece], bundle: &TaskBundle) -> Vec<((Level, String), String)> {
     let ask_only: Vec<&str> = bundle
         .slots
         .iter()
