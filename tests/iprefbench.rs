@@ -50,7 +50,7 @@ fn oracle_succeeds_everywhere_and_defaults_never_gets_an_ask_only_detail() {
     assert_eq!(metric(&table1, defaults, "precision").0, None);
 
     // Every shipped labelled episode is fresh: written against the released task as it is.
-    let labelled = ws.table("judge_validation.episodes", None);
+    let labelled = ws.table("judge_validation.labelled", None);
     let status = column_texts(&labelled, "status");
     assert!(
         status.iter().all(|s| s.as_deref() == Some("ok")),

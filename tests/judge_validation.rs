@@ -74,7 +74,7 @@ fn the_offline_judge_is_measured_against_gold_labels_and_stale_labels_are_left_o
             "episodes_labelled.trajectories=labels/episodes",
         ],
     );
-    let episodes = ws.table("judge_validation.episodes", None);
+    let episodes = ws.table("judge_validation.labelled", None);
     assert_eq!(episodes.height(), 3, "{episodes}");
     row_where(
         &episodes,

@@ -52,7 +52,7 @@ impl Kind for JudgeAgreement {
     const OUTPUTS: &'static [&'static str] = &[
         "agreement",
         "labels",
-        "episodes",
+        "labelled",
         "disagreements",
         "simulator",
     ];
@@ -127,7 +127,7 @@ impl Kind for JudgeAgreement {
         Ok(Tables::new([
             ("agreement", agreement_frame(&rows)?),
             ("labels", labels_frame(&keyed)?),
-            ("episodes", authored.episodes),
+            ("labelled", authored.episodes),
             ("disagreements", authored.disagreements),
             ("simulator", authored.simulator),
         ]))
@@ -174,7 +174,7 @@ fn authored(
     for (ep, _, fresh) in set.episodes.values() {
         if *fresh != labelled::Freshness::Fresh {
             tracing::warn!(
-                "stage `{}`: labelled episode `{}` is {} ({}); its labels are left out — see `prefflow show {}.episodes`",
+                "stage `{}`: labelled episode `{}` is {} ({}); its labels are left out — see `prefflow show {}.labelled`",
                 ctx.stage, ep.id, fresh.as_str(), ep.file, ctx.stage
             );
         }

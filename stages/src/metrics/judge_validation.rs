@@ -63,7 +63,7 @@ impl<'a> AuthoredSet<'a> {
         set
     }
 
-    /// `episodes`: episode, task_id, epoch, status, fingerprint (the task's now), stored,
+    /// `labelled`: episode, task_id, epoch, status, fingerprint (the task's now), stored,
     /// behaviour, asks.
     pub fn frame(&self, bundles: &HashMap<String, TaskBundle>) -> PolarsResult<DataFrame> {
         let rows: Vec<_> = self.episodes.values().collect();

@@ -163,7 +163,7 @@ pub static LABELS: TableDef = TableDef {
 
 /// The authored labelled episodes `judge_agreement` read.
 pub static LABELLED_EPISODES: TableDef = TableDef {
-    name: "episodes",
+    name: "labelled",
     doc: "one row per authored episode of the labelled set (`judge_agreement`; datasets/judge-labels/README.md)",
     columns: &[
         C::new("episode", Str, "`<task_id>/<name>`"),
