@@ -340,13 +340,27 @@ fn load_plan(path: &Path, set: &[String]) -> anyhow::Result<Plan> {
 }
 
 fn load_file_and_plan(path: &Path, set: &[String]) -> anyhow::Result<(PipelineFile, Plan)> {
-    let overrides = set
-        .iter()
-        .map(|s| Override::parse(s).map_err(Error::Usage))
-        .collect::<Result<Vec<_>, _>>()?;
     let file = PipelineFile::load(path)?;
+    let overrides = env_params(&file)
+        .into_iter()
+        .chain(set.iter().cloned())
+        .map(|s| Override::parse(&s).map_err(Error::Usage))
+        .collect::<Result<Vec<_>, _>>()?;
     let plan = Plan::build(&file, &registry(), &overrides)?;
     Ok((file, plan))
+}
+
+/// `--set NAME=VALUE` for the pipeline params the environment gives (`PREFFLOW_KNOWU` → `knowu`,
+/// `prefflow_stages::knowu::data::ENV_PARAMS`), placed before the user's own `--set`, which wins.
+fn env_params(file: &PipelineFile) -> Vec<String> {
+    prefflow_stages::knowu::data::ENV_PARAMS
+        .iter()
+        .filter(|(param, _)| file.spec.params.contains_key(*param))
+        .filter_map(|(param, var)| {
+            let value = std::env::var(var).ok().filter(|v| !v.is_empty())?;
+            Some(format!("{param}={value}"))
+        })
+        .collect()
 }
 
 /// The run's item executor: `None` for local, the Slurm executor otherwise (settings from the

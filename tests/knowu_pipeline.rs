@@ -53,13 +53,10 @@ fn templates_of(split: &str) -> usize {
 
 #[test]
 fn knowu_pipeline_generates_knowu_splits_and_ranks_oracle_above_defaults() {
-    let shared = repo().join("../shared/knowu-bench");
-    if !shared.join("user_profile/developer.yaml").is_file() {
-        eprintln!(
-            "skipped: ../shared/knowu-bench is absent (the KnowU personas are read from there)"
-        );
+    let test = "knowu_pipeline_generates_knowu_splits_and_ranks_oracle_above_defaults";
+    let Some(shared) = prefflow_stages::knowu::data::for_tests(test) else {
         return;
-    }
+    };
     let ws = workspace();
     let file = repo().join("pipelines/knowu.yaml");
     let knowu = format!("knowu={}", shared.display());

@@ -25,7 +25,7 @@ impl Kind for KnowuLeaderboard {
     const SUMMARY: &'static str = "KnowU-Bench leaderboard with our runs side by side, from knowu_metrics tables overall + splits (params: path, date?, approach?); table `text` is a Markdown rendering";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
-        vec![params.path.clone()]
+        vec![crate::knowu::data::locate_str(&params.path)]
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {

@@ -70,7 +70,8 @@ struct Entry {
 
 /// The published rows of leaderboard.json.
 pub fn read_published(path: &Path) -> Result<Vec<Row>, KnowuError> {
-    let bytes = std::fs::read(path).map_err(|e| KnowuError::read(path, e))?;
+    let path = &crate::knowu::data::locate(path);
+    let bytes = std::fs::read(path).map_err(|e| KnowuError::data(path, e))?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| KnowuError::json(path, &e))?;
     let results = match value.get("results") {
         Some(Value::Array(items)) => items,

@@ -97,12 +97,14 @@ impl Generated {
 /// The slot id of a template's preference.
 pub const PREF_SLOT: &str = "pref";
 
-/// Instantiates every template for `persona`. Errors are template mistakes (an unparseable
-/// action or predicate, an unknown table); they name the template.
+/// Instantiates every template for `persona`, each task's λ from `scoring` (its class's row).
+/// Errors are template mistakes (an unparseable action or predicate, an unknown table, a class
+/// the scoring table lacks); they name the template.
 pub fn generate(
     templates: &[Template],
     persona: &KnowuProfile,
     catalog: &Catalog,
+    scoring: &Scoring<'_>,
 ) -> Result<Generated, String> {
     let mut out = Generated::default();
     // Habit keys some template names: never taken by another template's meaning match.
@@ -131,6 +133,9 @@ pub fn generate(
             _ => preference_tasks(t, persona)?,
         };
         for mut k in made {
+            let lambda = scoring.table.lambda(&k.info.class_name, scoring.label)?;
+            k.info.lambda = Some(lambda);
+            k.bundle.task.lambda = Some(lambda);
             check_bundle(&k.bundle, catalog).map_err(|e| format!("template `{}`: {e}", t.id))?;
             fill_category(&mut k.bundle, catalog);
             out.tasks.push(k);
@@ -150,6 +155,14 @@ pub fn generate(
         );
     }
     Ok(out)
+}
+
+/// The scoring table ([`super::scoring`]) and its name for messages.
+pub struct Scoring<'a> {
+    /// The table.
+    pub table: &'a super::scoring::ScoringTable,
+    /// Its path as the pipeline wrote it.
+    pub label: &'a str,
 }
 
 /// What the persona lacks for the template: a required section, or any key about its
@@ -253,13 +266,11 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
             reference.clone(),
             reference,
             Split::General,
-            None,
         )),
         _ => {
             let defaults = plain.ok_or_else(|| {
                 format!("template `{}`: a personalized template needs `plain:` (what a non-personalizing agent does)", t.id)
             })?;
-            let lambda = Some(t.lambda.unwrap_or(0.5));
             out.push(base.bundle(
                 t,
                 &t.id,
@@ -268,7 +279,6 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
                 reference.clone(),
                 defaults,
                 Split::Personalized,
-                lambda,
             ));
             if let Some(twin) = &t.twin {
                 out.push(base.bundle(
@@ -279,7 +289,6 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
                     reference.clone(),
                     reference,
                     Split::General,
-                    None,
                 ));
             }
         }
@@ -305,13 +314,12 @@ impl Parts<'_> {
         reference: Vec<Value>,
         defaults: Vec<Value>,
         split: Split,
-        lambda: Option<f64>,
     ) -> KnowuTask {
         let info = KnowuTaskInfo {
             class_name: class.to_string(),
             split,
             difficulty,
-            lambda,
+            lambda: None,
             habit_keys: Vec::new(),
             expect: None,
             decision: None,
@@ -472,6 +480,8 @@ fn task(
         task_type: TaskType::Operation,
         perturbation: Perturbation::None,
         cross_app: false,
+        domain: String::new(),
+        offered_apps: Vec::new(),
         overrides,
         hidden_context: Default::default(),
         reference_solution: reference,

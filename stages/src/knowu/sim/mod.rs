@@ -9,6 +9,7 @@
 //! - [`table`]: the `knowu_tasks` table: tasks.csv's columns plus what the episodes need.
 //! - [`consent`]: the user simulator (accept / reject from the persona's habits).
 //! - [`score`]: the per-episode score (rule, hybrid, act / silent / stop).
+//! - [`scoring`]: KnowU's λ per class, from `datasets/knowu/scoring.csv`.
 //! - [`terms`]: the key terms of a preference, what the offline preference judge looks for.
 //! - [`episode`]: what `run_knowu_episodes` adds to the generic runner (clock, user, score).
 //!
@@ -20,6 +21,7 @@ pub mod episode;
 pub mod generate;
 pub mod matching;
 pub mod score;
+pub mod scoring;
 pub mod table;
 pub mod template;
 pub mod terms;

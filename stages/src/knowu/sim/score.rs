@@ -1,7 +1,8 @@
 //! The per-episode score of a KnowU task, from the phone's final state (rules, no model), written
 //! to `episodes.score` so `knowu_metrics` computes SR / AvgScore / Act / Silent / Stop:
 //!
-//! - general: 1 when every criterion holds, else 0;
+//! - general: 1 when every criterion holds, else 0 (λ = 1, KnowU's rule-checked classes); the
+//!   judge-scored ones (λ < 1) as personalized;
 //! - personalized (hybrid): 0 when the effect is missing, else λ + (1−λ)·(share of the
 //!   preference's key terms found in the judged field) — the offline stand-in for KnowU's
 //!   judged preference part;
@@ -45,12 +46,13 @@ pub fn score(
     let (actions_passed, actions) = holds(CriterionKind::Action);
     let effect = actions_passed == actions;
     match info.split {
-        Split::General => {
+        // KnowU's rule-checked general classes pass or fail as a whole.
+        Split::General if info.lambda.is_none_or(|l| l >= 1.0) => {
             let (p, n) = holds(CriterionKind::Personalization);
             f64::from(u8::from(effect && p == n))
         }
-        Split::Personalized if !effect => 0.0,
-        Split::Personalized => {
+        Split::General | Split::Personalized if !effect => 0.0,
+        Split::General | Split::Personalized => {
             let lambda = info.lambda.unwrap_or(0.5).clamp(0.0, 1.0);
             let (p, n) = holds(CriterionKind::Personalization);
             let pref = if n == 0 { 1.0 } else { p as f64 / n as f64 };

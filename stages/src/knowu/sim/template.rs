@@ -48,9 +48,6 @@ pub struct Template {
     /// ([`super::matching`]).
     #[serde(default)]
     pub preference: Option<PreferenceSpec>,
-    /// Weight of the rule part in the hybrid score (personalized; default 0.5).
-    #[serde(default)]
-    pub lambda: Option<f64>,
     /// The explicit general twin of a personalized template.
     #[serde(default)]
     pub twin: Option<Twin>,
