@@ -561,6 +561,8 @@ fn task(
         task_type: TaskType::Operation,
         perturbation: Perturbation::None,
         cross_app: false,
+        domain: String::new(),
+        offered_apps: Vec::new(),
         overrides,
         hidden_context: Default::default(),
         reference_solution: reference,
