@@ -13,6 +13,7 @@ mod engine_tools;
 mod episodes;
 mod iprefbench;
 mod judge;
+mod judge_validation;
 mod knowu;
 mod knowu_pipeline;
 mod llm_budget;

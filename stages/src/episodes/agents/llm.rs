@@ -364,7 +364,11 @@ fn context(
         now => prompts::clock_in_words(brief.now),
         space => match brief.space { ActionSpace::Tools => "tools", ActionSpace::Gui => "gui" },
         history => history,
-        observation => brief.observation.text,
+        // The first message names only the apps whose tools are offered.
+        observation => match brief.space {
+            ActionSpace::Tools => toolset::overview_for(&brief.observation.text, offered),
+            ActionSpace::Gui => brief.observation.text.clone(),
+        },
         clarifications => clarifications,
         tools => tools_context(offered),
     }
