@@ -61,6 +61,17 @@ async fn until(what: &str, ready: impl Fn() -> bool) {
     panic!("never happened: {what}");
 }
 
+/// Sends every request of `asks` through `client` at once, once `ready` holds.
+async fn send_when(
+    what: &str,
+    ready: impl Fn() -> bool,
+    client: &LlmClient<'_>,
+    asks: &[ChatRequest],
+) -> Vec<Result<prefflow_stages::llm::Reply, LlmError>> {
+    until(what, ready).await;
+    join_all(asks.iter().map(|r| client.chat(r, 0)).collect(), usize::MAX).await
+}
+
 /// The user message each request the server saw ends with, in the order it read them.
 fn served(server: &ScriptedServer) -> Vec<String> {
     server
@@ -338,20 +349,20 @@ fn two_variants_on_one_endpoint_share_it_fairly() {
     block_on(async {
         let (first, rest_a, all_b, ()) = tokio::join!(
             a.chat(&a_asks[0], 0),
-            async {
-                until("a0 is on the wire", || budget.in_flight() == 1).await;
-                join_all(
-                    a_asks[1..].iter().map(|r| a.chat(r, 0)).collect(),
-                    usize::MAX,
-                )
-                .await
-            },
-            async {
-                // Variant b comes only once a's nine others wait: in arrival order all of a
-                // would go first.
-                until("a's others are queued", || budget.waiting() == 9).await;
-                join_all(b_asks.iter().map(|r| b.chat(r, 0)).collect(), usize::MAX).await
-            },
+            send_when(
+                "a0 is on the wire",
+                || budget.in_flight() == 1,
+                &a,
+                &a_asks[1..]
+            ),
+            // Variant b comes only once a's nine others wait: in arrival order all of a
+            // would go first.
+            send_when(
+                "a's others are queued",
+                || budget.waiting() == 9,
+                &b,
+                &b_asks
+            ),
             async {
                 until("everything is queued", || budget.waiting() == 19).await;
                 gate.open();
@@ -392,30 +403,24 @@ fn calls_of_episodes_under_way_go_before_new_episodes() {
     block_on(async {
         let (first, news, turns, users, ()) = tokio::join!(
             agent.chat(&new_episodes[0], 0),
-            async {
-                until("the first is on the wire", || budget.in_flight() == 1).await;
-                join_all(
-                    new_episodes[1..].iter().map(|r| agent.chat(r, 0)).collect(),
-                    usize::MAX,
-                )
-                .await
-            },
-            async {
-                until("new episodes wait", || budget.waiting() == 4).await;
-                join_all(
-                    later_turns.iter().map(|r| agent.chat(r, 0)).collect(),
-                    usize::MAX,
-                )
-                .await
-            },
-            async {
-                until("later turns wait", || budget.waiting() == 7).await;
-                join_all(
-                    replies.iter().map(|r| user.chat(r, 0)).collect(),
-                    usize::MAX,
-                )
-                .await
-            },
+            send_when(
+                "the first is on the wire",
+                || budget.in_flight() == 1,
+                &agent,
+                &new_episodes[1..]
+            ),
+            send_when(
+                "new episodes wait",
+                || budget.waiting() == 4,
+                &agent,
+                &later_turns
+            ),
+            send_when(
+                "later turns wait",
+                || budget.waiting() == 7,
+                &user,
+                &replies
+            ),
             async {
                 until("everything is queued", || budget.waiting() == 9).await;
                 gate.open();
@@ -435,4 +440,42 @@ fn calls_of_episodes_under_way_go_before_new_episodes() {
         "{order:?}"
     );
     assert!(order[6..].iter().all(|m| m.starts_with("new")), "{order:?}");
+}
+
+#[test]
+fn a_run_shows_what_the_budget_learned_while_it_goes_and_in_its_summary() {
+    let server = ScriptedServer::start(vec![], Behavior::Echo(Duration::from_millis(200)));
+    let ws = crate::common::Workspace::new();
+    let rows: String = std::iter::once("id\n".to_string())
+        .chain((0..5).map(|i| format!("{i}\n")))
+        .collect();
+    ws.write("data/rows.csv", &rows);
+    ws.write(
+        "b.yaml",
+        &format!(
+            "pipeline: b\nstages:\n  rows: {{ kind: read_table, params: {{ path: data/rows.csv }} }}\n  calls:\n    kind: llm_complete\n    inputs: [rows]\n    per_item: id\n    concurrency: 1\n    params:\n      llm: {{ base_url: \"{}\", model: shown, max_retries: 0, tpm: 600000, rpm: 300 }}\n      prompt: \"question {{{{ id }}}}\"\n",
+            server.url
+        ),
+    );
+    let out = ws
+        .cli(&["run", "b.yaml", "--progress", "log", "--log-every", "0.1"])
+        .expect_code(0);
+    let host = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1");
+    let summary = format!("model budget shown @ {host}: window 16/16, tpm 600k, rpm 300");
+    assert!(out.stdout.contains(&summary), "{}", out.stdout);
+    assert!(
+        out.stdout.contains("5 sent, 0 answered 429"),
+        "{}",
+        out.stdout
+    );
+    // The log's periodic status lines carry the same account while the stage runs.
+    assert!(
+        out.stderr
+            .contains(&format!("shown @ {host}: window 16/16")),
+        "{}",
+        out.stderr
+    );
 }

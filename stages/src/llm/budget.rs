@@ -833,10 +833,13 @@ mod tests {
         // 6,000 a minute: holds 600, refills 100 a second.
         let mut bucket = Bucket::per_minute(6_000, t0);
         assert_eq!(bucket.capacity, 600.0);
-        // Of its 600, 5% (30) stays unused.
-        assert_eq!(bucket.wait_for(570.0), Duration::ZERO);
-        assert!(bucket.wait_for(571.0) > Duration::ZERO);
-        bucket.level -= 600.0;
+        // A full bucket lets anything up to its capacity through.
+        assert_eq!(bucket.wait_for(600.0), Duration::ZERO);
+        // Otherwise 5% of it (30) stays unused.
+        bucket.level = 300.0;
+        assert_eq!(bucket.wait_for(270.0), Duration::ZERO);
+        assert!(bucket.wait_for(271.0) > Duration::ZERO);
+        bucket.level -= 300.0;
         assert_eq!(bucket.wait_for(70.0), Duration::from_secs(1));
         bucket.refill(t0 + Duration::from_millis(500));
         assert!((bucket.level - 50.0).abs() < 1e-9);
