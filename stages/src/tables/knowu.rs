@@ -41,6 +41,8 @@ pub static KNOWU_TASKS: TableDef = TableDef {
         C::new("in_knowu", Bool, "a KnowU-Bench class (false: prefflow-only)"),
         C::nullable("habit", Str, "the persona's habit key that decided `expect`"),
         C::nullable("habit_match", Str, "how the habit was found: `key` or `meaning`"),
+        C::nullable("preference", Str, "general / personalized: the preference value as the profile holds it (JSON), checked against `judged`"),
+        C::nullable("judged", Str, "the field the preference is checked in: `inserted:app.table.field` (or `updated:…`)"),
     ],
 };
 

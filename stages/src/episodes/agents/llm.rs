@@ -37,6 +37,8 @@ pub struct LlmFactory<'a> {
     usage: Option<&'a prefflow_engine::usage::UsageMeter>,
     /// The last [`Stable`] prompt part rendered (shared by the episodes showing its history).
     stable: std::sync::Mutex<Option<Arc<Stable>>>,
+    /// The flow its calls form in the endpoint's fair queue (the stage instance).
+    flow: String,
 }
 
 impl<'a> LlmFactory<'a> {
@@ -59,6 +61,7 @@ impl<'a> LlmFactory<'a> {
         .map_err(|e| prefix(access.stage, e))?;
         factory.max_tools = params.max_tools;
         factory.usage = access.usage;
+        factory.flow = access.flow();
         Ok(factory)
     }
 
@@ -90,6 +93,7 @@ impl<'a> LlmFactory<'a> {
             prompts,
             usage: None,
             stable: std::sync::Mutex::new(None),
+            flow: String::new(),
         })
     }
 
@@ -234,7 +238,9 @@ impl<'a> LlmAgent<'a> {
         if self.client.is_none() {
             let f = self.factory;
             self.client = Some(
-                LlmClient::new(self.config.clone(), f.cache, f.offline)?.metered(f.usage, "agent"),
+                LlmClient::new(self.config.clone(), f.cache, f.offline)?
+                    .metered(f.usage, "agent")
+                    .flow(&f.flow),
             );
         }
         match &self.client {
