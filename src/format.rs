@@ -224,93 +224,6 @@ fn markdown(df: &DataFrame, width: Option<usize>) -> PolarsResult<String> {
     Ok(out)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn sample() -> DataFrame {
-        df!(
-            "model" => ["Claude Sonnet 4.6 (2026-04) with a very long approach description that polars would cut", "m|1"],
-            "SR" => [60.4, 1.0 / 3.0],
-            "n" => [Some(192u32), None],
-        )
-        .expect("frame")
-    }
-
-    const ALL: Limits = Limits {
-        rows: None,
-        width: None,
-    };
-
-    #[test]
-    fn table_prints_every_cell_whole_and_aligns_numbers() {
-        let out = render(&sample(), Format::Table, ALL).expect("table");
-        let lines: Vec<&str> = out.lines().collect();
-        assert!(lines[2].starts_with("Claude Sonnet 4.6 (2026-04) with a very long approach description that polars would cut  "), "{out}");
-        assert!(lines[2].ends_with("60.4  192"), "{out}");
-        assert!(lines[3].contains("0.333333"), "{out}");
-        // Opt-in cutting.
-        let cut = render(
-            &sample(),
-            Format::Table,
-            Limits {
-                rows: None,
-                width: Some(12),
-            },
-        )
-        .expect("cut");
-        assert!(cut.contains("Claude Sonn…"), "{cut}");
-        // Rows beyond --head are counted, not silently dropped.
-        let head = render(
-            &sample(),
-            Format::Table,
-            Limits {
-                rows: Some(1),
-                width: None,
-            },
-        )
-        .expect("head");
-        assert!(
-            head.ends_with("… 1 more row(s); --head 0 prints all 2\n"),
-            "{head}"
-        );
-    }
-
-    #[test]
-    fn csv_json_and_markdown() {
-        let csv = render(&sample(), Format::Csv, ALL).expect("csv");
-        assert_eq!(csv.lines().next(), Some("model,SR,n"));
-        assert!(csv.contains("m|1,0.3333333333333333,\n"), "{csv}");
-        let json = render(&sample(), Format::Json, ALL).expect("json");
-        let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
-        assert_eq!(v[1]["model"], "m|1");
-        assert_eq!(v[1]["n"], serde_json::Value::Null);
-        assert_eq!(v[0]["n"], 192);
-        let md = render(&sample(), Format::Markdown, ALL).expect("md");
-        assert!(
-            md.starts_with("| model | SR | n |\n|---|---:|---:|\n"),
-            "{md}"
-        );
-        assert!(md.contains("| m\\|1 | 0.333333 |  |"), "{md}");
-    }
-
-    #[test]
-    fn text_lines_print_as_they_are_and_lists_as_json() {
-        let long = "| 1 | a very long model name that is never cut at sixty characters, whatever polars says |";
-        let lines = df!("line" => ["| Rank | Model |", long]).expect("frame");
-        let out = render(&lines, Format::Table, ALL).expect("text");
-        assert_eq!(out, format!("| Rank | Model |\n{long}\n"));
-        let mut lists = ListStringChunkedBuilder::new("ids".into(), 1, 2);
-        lists.append_values_iter(["ev_1", "ev_2"].into_iter());
-        let df = DataFrame::new_infer_height(vec![lists.finish().into_series().into_column()])
-            .expect("frame");
-        let csv = render(&df, Format::Csv, ALL).expect("csv");
-        assert!(csv.contains("\"[\"\"ev_1\"\", \"\"ev_2\"\"]\""), "{csv}");
-        let table = render(&df, Format::Table, ALL).expect("table");
-        assert!(table.contains("[\"ev_1\", \"ev_2\"]"), "{table}");
-    }
-}
-
 /// Prints `plan`'s estimates of model calls (one row per instance, role and model, then the
 /// totals per model and role) with their notes, and the problems that would fail the run.
 /// Returns how many problems there are.
@@ -456,5 +369,92 @@ fn tokens(v: f64) -> String {
         v if v >= 1e6 => format!("{:.2}M", v / 1e6),
         v if v >= 1e4 => format!("{:.1}k", v / 1e3),
         v => count(v),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> DataFrame {
+        df!(
+            "model" => ["Claude Sonnet 4.6 (2026-04) with a very long approach description that polars would cut", "m|1"],
+            "SR" => [60.4, 1.0 / 3.0],
+            "n" => [Some(192u32), None],
+        )
+        .expect("frame")
+    }
+
+    const ALL: Limits = Limits {
+        rows: None,
+        width: None,
+    };
+
+    #[test]
+    fn table_prints_every_cell_whole_and_aligns_numbers() {
+        let out = render(&sample(), Format::Table, ALL).expect("table");
+        let lines: Vec<&str> = out.lines().collect();
+        assert!(lines[2].starts_with("Claude Sonnet 4.6 (2026-04) with a very long approach description that polars would cut  "), "{out}");
+        assert!(lines[2].ends_with("60.4  192"), "{out}");
+        assert!(lines[3].contains("0.333333"), "{out}");
+        // Opt-in cutting.
+        let cut = render(
+            &sample(),
+            Format::Table,
+            Limits {
+                rows: None,
+                width: Some(12),
+            },
+        )
+        .expect("cut");
+        assert!(cut.contains("Claude Sonn…"), "{cut}");
+        // Rows beyond --head are counted, not silently dropped.
+        let head = render(
+            &sample(),
+            Format::Table,
+            Limits {
+                rows: Some(1),
+                width: None,
+            },
+        )
+        .expect("head");
+        assert!(
+            head.ends_with("… 1 more row(s); --head 0 prints all 2\n"),
+            "{head}"
+        );
+    }
+
+    #[test]
+    fn csv_json_and_markdown() {
+        let csv = render(&sample(), Format::Csv, ALL).expect("csv");
+        assert_eq!(csv.lines().next(), Some("model,SR,n"));
+        assert!(csv.contains("m|1,0.3333333333333333,\n"), "{csv}");
+        let json = render(&sample(), Format::Json, ALL).expect("json");
+        let v: serde_json::Value = serde_json::from_str(&json).expect("valid JSON");
+        assert_eq!(v[1]["model"], "m|1");
+        assert_eq!(v[1]["n"], serde_json::Value::Null);
+        assert_eq!(v[0]["n"], 192);
+        let md = render(&sample(), Format::Markdown, ALL).expect("md");
+        assert!(
+            md.starts_with("| model | SR | n |\n|---|---:|---:|\n"),
+            "{md}"
+        );
+        assert!(md.contains("| m\\|1 | 0.333333 |  |"), "{md}");
+    }
+
+    #[test]
+    fn text_lines_print_as_they_are_and_lists_as_json() {
+        let long = "| 1 | a very long model name that is never cut at sixty characters, whatever polars says |";
+        let lines = df!("line" => ["| Rank | Model |", long]).expect("frame");
+        let out = render(&lines, Format::Table, ALL).expect("text");
+        assert_eq!(out, format!("| Rank | Model |\n{long}\n"));
+        let mut lists = ListStringChunkedBuilder::new("ids".into(), 1, 2);
+        lists.append_values_iter(["ev_1", "ev_2"].into_iter());
+        let df = DataFrame::new_infer_height(vec![lists.finish().into_series().into_column()])
+            .expect("frame");
+        let csv = render(&df, Format::Csv, ALL).expect("csv");
+        assert!(csv.contains("\"[\"\"ev_1\"\", \"\"ev_2\"\"]\""), "{csv}");
+        let table = render(&df, Format::Table, ALL).expect("table");
+        assert!(table.contains("[\"ev_1\", \"ev_2\"]"), "{table}");
     }
 }
