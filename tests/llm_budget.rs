@@ -272,6 +272,17 @@ fn a_request_larger_than_the_budget_is_refused_before_sending() {
         other => panic!("expected a budget refusal, got {other:?}"),
     }
     assert!(server.requests().is_empty());
+    // One that fits by its estimate is sent, though its first reservation (with the margin
+    // for an uncalibrated estimate) is larger than the limit: the provider decides.
+    let mut cfg = config(&server.url);
+    cfg.tpm = Some(1_000);
+    let fits = request(&"y".repeat(3_560));
+    assert!(tokens::prompt_tokens(&fits) < 1_000);
+    LlmClient::new(cfg, &store, false)
+        .expect("client")
+        .chat_now(&fits, 0)
+        .expect("sent");
+    assert_eq!(server.requests().len(), 1);
 }
 
 #[test]

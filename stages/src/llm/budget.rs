@@ -434,17 +434,19 @@ impl Budget {
     fn enqueue(&self, ticket: &Ticket, notify: Arc<Notify>) -> Result<QueueKey, Refusal> {
         let mut st = self.lock();
         let cost = st.reservation(ticket.estimate);
+        // Refused only when it is too large by the best guess (no margin): the provider decides.
+        let size = ticket.estimate as f64 * st.ratio.unwrap_or(1.0) + st.completion.unwrap_or(0.0);
         if let Some(t) = &st.tokens {
-            if cost > t.limit as f64 {
+            if size > t.limit as f64 {
                 return Err(Refusal::TooLarge {
-                    tokens: cost.ceil() as u64,
+                    tokens: size.ceil() as u64,
                     limit: format!("tpm {}", t.limit),
                 });
             }
         }
-        if let Some(tpd) = st.tpd.filter(|&l| cost > l as f64) {
+        if let Some(tpd) = st.tpd.filter(|&l| size > l as f64) {
             return Err(Refusal::TooLarge {
-                tokens: cost.ceil() as u64,
+                tokens: size.ceil() as u64,
                 limit: format!("tpd {tpd}"),
             });
         }
