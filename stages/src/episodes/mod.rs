@@ -7,10 +7,12 @@
 //! - [`agents`]: the built-in agents.
 //! - [`simulator`]: who answers `ask_user`, with a disclosure audit.
 //! - [`exposure`] / [`retrieval`]: which history events an agent sees.
+//! - [`subset`]: which tasks a run plays (`--tasks`, `--sample`, `--limit`).
 //! - [`toolset`]: which phone tools a capped episode offers (every task stays solvable).
 //! - [`env`]: where actions land (the simulated phone, or a remote device).
 //! - [`params`]: an episode stage's parameters; [`ModelAccess`]: where its model calls are
 //!   recorded.
+//! - [`estimate`]: what an episode stage's model calls would cost (`plan`).
 //! - [`runner`]: the episode loop; [`frames`]: its rows as tables; [`hooks`]: what a
 //!   benchmark-specific stage kind adds to it.
 
@@ -19,6 +21,7 @@ pub mod agents;
 pub mod codec;
 pub mod embeddings;
 pub mod env;
+pub mod estimate;
 pub mod exposure;
 pub mod frames;
 pub mod hooks;
@@ -31,6 +34,7 @@ pub mod runner;
 pub mod seed;
 pub mod simulator;
 pub mod simulators;
+pub mod subset;
 pub mod toolset;
 
 #[cfg(test)]
@@ -55,6 +59,9 @@ pub use simulator::{ScriptedUser, Simulator, UserReply};
 pub struct ModelAccess<'a> {
     /// The stage, for messages (`stage `episodes_llm`: …`).
     pub stage: &'a str,
+    /// The stage's variant (`""` when not swept): with the stage, the flow its model calls
+    /// belong to in the endpoint's fair queue (`llm::budget`).
+    pub variant: &'a str,
     /// The store model requests are recorded in.
     pub cache: &'a dyn prefflow_engine::store::Store,
     /// Serve every request from `cache`; a miss is an error.
@@ -63,4 +70,11 @@ pub struct ModelAccess<'a> {
     pub workdir: &'a std::path::Path,
     /// Where the stage's model calls are counted (roles `agent` and `user`), when metered.
     pub usage: Option<&'a prefflow_engine::usage::UsageMeter>,
+}
+
+impl ModelAccess<'_> {
+    /// The flow this stage instance's model calls form in their endpoint's fair queue.
+    pub fn flow(&self) -> String {
+        format!("{}[{}]", self.stage, self.variant)
+    }
 }

@@ -12,9 +12,11 @@
 //! - [`frames`]: the `verdicts`, `scores`, `requests` and `interaction` tables.
 
 pub mod episode;
+pub mod estimate;
 pub mod frames;
 pub mod index;
 pub mod interaction;
+pub mod labelled;
 pub mod labels;
 pub mod llm;
 pub mod replay;

@@ -9,8 +9,8 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
 use super::matching::{self, Wanted};
+use super::prefs::{self, Requirements};
 use super::template::Template;
-use super::terms::key_terms;
 use super::{Decision, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
 use crate::knowu::profile::{text, KnowuProfile};
 use crate::tasks::check::check_predicate;
@@ -173,7 +173,16 @@ fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
         return Some(format!("`{r}`"));
     }
     let spec = t.preference.as_ref()?;
-    if matching::preference(p, &wanted(spec)).is_some() {
+    if let Some(found) = matching::preference(p, &wanted(spec)) {
+        // A preference that states nothing to check (a bare refusal: "Almost never — too
+        // expensive") does not fit the task: the persona would not want it done at all.
+        if t.judged.is_some() && prefs::parse(found.value) == Requirements::default() {
+            return Some(format!(
+                "usable preference: `{}` states nothing a task could follow ({:?})",
+                found.path,
+                text(found.value)
+            ));
+        }
         return None;
     }
     let sections = spec
@@ -210,8 +219,11 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         None => (None, Value::Null),
     };
     let value_text = text(&value);
+    let req = prefs::parse(&value);
+    let pref_text = render(&req);
     let fill = |s: &str| {
         s.replace("{value}", &value_text)
+            .replace("{pref}", &pref_text)
             .replace("{name}", &p.display_name)
     };
     let slots = match &t.preference {
@@ -239,22 +251,13 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         free_text: false,
     }];
     if let (Some(j), false) = (&t.judged, slots.is_empty()) {
-        for (i, term) in key_terms(&value).iter().enumerate() {
-            let pred = json!({ j.change.clone(): j.table, "where": { j.field.clone(): { "contains": term } } });
-            criteria.push(Criterion {
-                criterion_id: format!("pref_{}", i + 1),
-                kind: CriterionKind::Personalization,
-                slot_id: Some(PREF_SLOT.into()),
-                predicate: parse(&pred, "judged")?,
-                rubric: format!("The {} reflects the user's preference: {term}.", j.field),
-                free_text: false,
-            });
-        }
+        criteria.extend(pref_criteria(j, &value_text, &req)?);
     }
     let base = Parts {
         persona: p,
         slots,
         criteria,
+        preference: t.judged.as_ref().map(|j| (value.clone(), j.spec())),
     };
     let mut out = Vec::new();
     match t.split {
@@ -296,11 +299,85 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
     Ok(out)
 }
 
+/// One personalization criterion per requirement of the preference, each rubric carrying the
+/// whole preference; the predicates approximate the check for rule judges (`contains` on the
+/// judged field: every word of a wanted term, none of an avoided one); time windows and bounds,
+/// which no predicate expresses, get the effect as their predicate and are left to a judge
+/// model (`free_text`). The KnowU score itself checks the field with [`prefs::check`].
+fn pref_criteria(
+    j: &super::template::Judged,
+    value_text: &str,
+    req: &Requirements,
+) -> Result<Vec<Criterion>, String> {
+    let whole = prefs::rubric(&j.field, value_text, req);
+    let has = |word: &str| json!({ j.change.clone(): j.table, "where": { j.field.clone(): { "contains": word } } });
+    let all =
+        |t: &prefs::Term| json!({ "all": t.words.iter().map(|w| has(w)).collect::<Vec<_>>() });
+    let mut lines: Vec<(String, Value, bool)> = Vec::new();
+    for g in &req.want {
+        let names: Vec<&str> = g.iter().map(|t| t.text.as_str()).collect();
+        let pred = json!({ "any": g.iter().map(all).collect::<Vec<_>>() });
+        lines.push((format!("wanted: {}", names.join(" or ")), pred, true));
+    }
+    for t in &req.avoid {
+        lines.push((
+            format!("ruled out: {}", t.text),
+            json!({ "not": all(t) }),
+            true,
+        ));
+    }
+    if !req.windows.is_empty() || !req.bounds.is_empty() {
+        let pred = json!({ j.change.clone(): j.table });
+        lines.push(("times and amounts as stated".into(), pred, true));
+    }
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, (what, pred, free_text))| {
+            Ok(Criterion {
+                criterion_id: format!("pref_{}", i + 1),
+                kind: CriterionKind::Personalization,
+                slot_id: Some(PREF_SLOT.into()),
+                predicate: parse(&pred, "judged")?,
+                rubric: format!("{whole} This line: {what}."),
+                free_text,
+            })
+        })
+        .collect()
+}
+
+/// The preference as a reference agent writes it (`{pref}` in solutions): the first
+/// alternative of each wanted term, `no …` for each avoided one, a time that satisfies each
+/// window.
+fn render(req: &Requirements) -> String {
+    let mut parts: Vec<String> = req
+        .want
+        .iter()
+        .filter_map(|g| g.first().map(|t| t.text.clone()))
+        .collect();
+    parts.extend(req.avoid.iter().map(|t| format!("no {}", t.text)));
+    parts.extend(req.windows.iter().map(|w| {
+        let t = match (w.inside, w.from) {
+            (true, from) => from,
+            (false, from) if from >= 30 => from - 30,
+            (false, _) => w.to,
+        };
+        format!(
+            "at {:02}:{:02}",
+            t.min(23 * 60 + 59) / 60,
+            t.min(23 * 60 + 59) % 60
+        )
+    }));
+    parts.join("; ")
+}
+
 /// What the tasks of one template share.
 struct Parts<'a> {
     persona: &'a KnowuProfile,
     slots: Vec<Slot>,
     criteria: Vec<Criterion>,
+    /// The preference value and the judged field (`inserted:app.table.field`).
+    preference: Option<(Value, String)>,
 }
 
 impl Parts<'_> {
@@ -327,6 +404,8 @@ impl Parts<'_> {
             situation: None,
             in_knowu: t.in_knowu(),
             habit: None,
+            preference: self.preference.as_ref().map(|p| p.0.clone()),
+            judged: self.preference.as_ref().map(|p| p.1.clone()),
         };
         let task = task(
             t,
@@ -380,12 +459,20 @@ fn proactive(
             t.id
         )
     })?;
-    let fill = |s: &str| s.replace("{name}", &p.display_name);
+    // `{habit:path|default}`: the habit's own value (KnowU's tasks read theirs: the scam
+    // sender, the report's recipient), or the default for a persona without it.
+    let fill = |s: &str| fill_habit(&s.replace("{name}", &p.display_name), habit);
     let act = fill_all(&t.solution, &fill);
+    let notification = fill(&spec.notification);
+    let app_data = serde_json::to_value(&spec.app_data)
+        .map(|v| fill_json(&v, &fill))
+        .and_then(serde_json::from_value)
+        .map_err(|e| format!("template `{}`: situation.app_data: {e}", t.id))?;
     let question = t
         .question
-        .clone()
-        .unwrap_or_else(|| format!("{} Shall I take care of it?", spec.notification));
+        .as_deref()
+        .map(fill)
+        .unwrap_or_else(|| format!("{notification} Shall I take care of it?"));
     let ask = json!({ "action": "ask_user", "text": question });
     let reference = match expect {
         Expect::Act if t.consent_required => std::iter::once(ask).chain(act.clone()).collect(),
@@ -420,7 +507,7 @@ fn proactive(
     };
     let instruction = format!(
         "(No request from the user.) {when}The phone shows: {} Decide whether {} would want you to do something about it: act, ask for consent with ask_user, or leave it and finish.",
-        spec.notification, p.display_name
+        notification, p.display_name
     );
     // KnowU's bucket keys, plus the key a meaning match found (so the bucket agrees with what
     // the task expects for a persona whose habit sits under another key).
@@ -439,16 +526,18 @@ fn proactive(
         reason,
         situation: Some(Situation {
             clock: spec.clock.clone(),
-            notification: spec.notification.clone(),
+            notification: notification.clone(),
         }),
         in_knowu: t.in_knowu(),
         habit: found.as_ref().map(|(k, _, how)| HabitFound {
             key: k.clone(),
             how: *how,
         }),
+        preference: None,
+        judged: None,
     };
     let overrides = Overrides {
-        app_data: spec.app_data.clone(),
+        app_data,
         ..Overrides::default()
     };
     Ok(KnowuTask {
@@ -459,6 +548,33 @@ fn proactive(
         },
         info,
     })
+}
+
+/// Replaces each `{habit:a.b|default}` in `s` with the habit's value at `a.b` (as text), or
+/// `default` when the persona has no such habit or value.
+fn fill_habit(s: &str, habit: Option<&Map<String, Value>>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{habit:") {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        let inner = &rest[start + "{habit:".len()..start + len];
+        let (path, default) = inner.split_once('|').unwrap_or((inner, ""));
+        let value = habit
+            .and_then(|h| {
+                let mut keys = path.split('.');
+                let first = h.get(keys.next()?)?;
+                keys.try_fold(first, |v, k| v.get(k))
+            })
+            .map(text)
+            .filter(|v| !v.is_empty());
+        out.push_str(&rest[..start]);
+        out.push_str(value.as_deref().unwrap_or(default));
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn task(
