@@ -443,9 +443,10 @@ fn editing_one_review_row_reruns_only_that_tasks_validation() {
         .expect("validated")
         .clone();
     assert_eq!(taskset["items"]["executed"], Value::from(1), "{taskset}");
-    // Items are the reviewed tasks: the 130 released plus the ones validation rejects.
+    // Items are the reviewed tasks: the 130 released plus the ones validation rejects (none
+    // at present: the review rounds decide with the lints in view).
     let total = taskset["items"]["total"].as_u64().expect("total");
-    assert!(total > 130, "{taskset}");
+    assert!(total >= 130, "{taskset}");
     assert_eq!(taskset["items"]["cached"], Value::from(total - 1));
     let tasks = ws.table("taskset.tasks", None);
     let idx = strings(&tasks, "task_id")

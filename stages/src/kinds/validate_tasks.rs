@@ -30,9 +30,9 @@ pub struct ValidateTasks;
 pub struct ValidationState {
     /// The world the tasks run in.
     world: Arc<World>,
-    /// The reviewed set's slot sources and instructions (from the optional `slots` and `tasks`
-    /// inputs), so a slot's source can be compared across the variants of its template and an
-    /// instruction given twice is found.
+    /// The reviewed set's slot sources and repeated instructions (from the optional `slots`
+    /// and `repeats` inputs), so a slot's source can be compared across the variants of its
+    /// template and an instruction given twice is rejected.
     set: SetView,
 }
 
@@ -40,7 +40,7 @@ impl Kind for ValidateTasks {
     type Params = ValidateTasksParams;
     type State = ValidationState;
     const NAME: &'static str = "validate_tasks";
-    const VERSION: &'static str = "2";
+    const VERSION: &'static str = "3";
     const OUTPUTS: &'static [&'static str] =
         &["tasks", "slots", "criteria", "bundles", "rejections"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
@@ -66,11 +66,11 @@ impl Kind for ValidateTasks {
             ],
         ),
         InputDef::optional(
-            &crate::tables::tasks::TASKS,
-            &[crate::tables::tasks::TASK_ID, "instruction"],
+            &crate::tables::tasks::REPEATS,
+            &[crate::tables::tasks::TASK_ID, "same_as"],
         ),
     ];
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots and tasks, for the cross-variant source lint and instructions given twice] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots and repeats, for the cross-variant source lint and instructions given twice] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
 
     fn prepare(
         &self,
@@ -81,14 +81,11 @@ impl Kind for ValidateTasks {
             Ok(df) => slot_sources(df)?,
             Err(_) => Vec::new(),
         };
-        let instructions = match ctx.input("tasks") {
-            Ok(df) => instructions(df)?,
+        let repeats = match ctx.input("repeats") {
+            Ok(df) => repeats(df)?,
             Err(_) => Vec::new(),
         };
-        let set = SetView {
-            slots,
-            instructions,
-        };
+        let set = SetView { slots, repeats };
         Ok(ValidationState {
             world: super::world_input(ctx)?,
             set,
@@ -137,19 +134,20 @@ fn slot_sources(df: &DataFrame) -> Result<Vec<SlotSource>, TaskError> {
         .collect())
 }
 
-/// The `rejections` table: task_id, check, subject (criterion or slot), reason.
-fn instructions(df: &DataFrame) -> Result<Vec<(String, String)>, TaskError> {
+/// `(task_id, same_as)` rows of a `repeats` table.
+fn repeats(df: &DataFrame) -> Result<Vec<(String, String)>, TaskError> {
     let col = |name: &str| {
         df.column(name)
             .and_then(|c| c.str().cloned())
-            .map_err(|e| TaskError::table("tasks", e.to_string()))
+            .map_err(|e| TaskError::table("repeats", e.to_string()))
     };
-    let (task, text) = (col("task_id")?, col("instruction")?);
+    let (task, text) = (col("task_id")?, col("same_as")?);
     Ok((0..df.height())
         .filter_map(|i| Some((task.get(i)?.to_string(), text.get(i)?.to_string())))
         .collect())
 }
 
+/// The `rejections` table: task_id, check, subject (criterion or slot), reason.
 fn rejections_frame(rows: &[(String, Rejection)]) -> Result<DataFrame, TaskError> {
     let columns = vec![
         Column::new(

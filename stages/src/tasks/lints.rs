@@ -705,13 +705,14 @@ pub fn source_mismatch(ix: &WorldIndex<'_>, b: &TaskBundle, set: &[SlotSource]) 
 }
 
 /// The reviewed set a task is validated in: every task's slot sources (for
-/// [`source_mismatch`]) and instruction (for [`duplicate_instruction`]).
+/// [`source_mismatch`]) and the instructions given twice (for [`duplicate_instruction`]).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SetView {
     /// Slot sources of every task.
     pub slots: Vec<SlotSource>,
-    /// `(task_id, instruction)` of every task.
-    pub instructions: Vec<(String, String)>,
+    /// `(task_id, same_as)`: a task whose instruction is that of an earlier one
+    /// ([`repeated_instructions`]; `import_review`'s `repeats` table).
+    pub repeats: Vec<(String, String)>,
 }
 
 impl SetView {
@@ -728,10 +729,12 @@ impl SetView {
                     })
                 })
                 .collect(),
-            instructions: bundles
-                .iter()
-                .map(|b| (b.task.task_id.clone(), b.task.instruction.clone()))
-                .collect(),
+            repeats: repeated_instructions(
+                &bundles
+                    .iter()
+                    .map(|b| (b.task.task_id.clone(), b.task.instruction.clone()))
+                    .collect::<Vec<_>>(),
+            ),
         }
     }
 }
@@ -777,14 +780,23 @@ const PER_PERSON_NOUNS: [&str; 9] = [
     "ticket", "seat", "portion", "serving", "latte", "coffee", "drink", "meal", "person",
 ];
 
-/// The count an instruction suggests without saying it: 2 for "us", "we", "our" ("book us a
-/// table", "our usual lattes"), and the user plus the people named with "and me" / "and I"
-/// ("for Sam, Priya and me" → 3).
+/// The count an instruction suggests without saying it: 2 for "a couple" / "a pair", 3 for "a
+/// few", 2 for "us", "we", "our" ("book us a table", "our usual lattes"), and the user plus the
+/// people named with "and me" / "and I" ("for Sam, Priya and me" → 3).
 pub fn natural_guess(instruction: &str) -> Option<(i64, String)> {
     let raw: Vec<&str> = instruction
         .split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .filter(|w| !w.is_empty())
         .collect();
+    // Vague amounts read as their usual number: "a couple of tees" → 2, "a few tees" → 3.
+    for (phrase, n) in [("couple", 2), ("pair", 2), ("few", 3)] {
+        if raw
+            .windows(2)
+            .any(|w| w[0].eq_ignore_ascii_case("a") && w[1].eq_ignore_ascii_case(phrase))
+        {
+            return Some((n, format!("\"a {phrase}\" reads as {n}")));
+        }
+    }
     let and_me = raw.windows(2).position(|w| {
         w[0].eq_ignore_ascii_case("and") && (w[1].eq_ignore_ascii_case("me") || w[1] == "I")
     });
@@ -1129,20 +1141,39 @@ fn mentioned(
         && ix.world.history.iter().any(|e| phrase_in(&e.text, &label))
 }
 
+/// The instructions given twice in a set of `(task_id, instruction)`: `(task_id, same_as)` for
+/// every task whose instruction — ignoring case, spacing and final punctuation — is that of a
+/// task with a smaller id. Computed once per reviewed set (`import_review`'s `repeats` table),
+/// so a per-task validation depends on this small table, not on every instruction.
+pub fn repeated_instructions(tasks: &[(String, String)]) -> Vec<(String, String)> {
+    let norm = |s: &str| normalize(s).trim_end_matches(['.', '!', '?']).to_string();
+    let mut sorted: Vec<&(String, String)> = tasks.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut first: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for (id, text) in sorted {
+        match first.get(&norm(text)) {
+            Some(earlier) => out.push((id.clone(), earlier.to_string())),
+            None => {
+                first.insert(norm(text), id);
+            }
+        }
+    }
+    out
+}
+
 /// One instruction given twice: a task whose instruction (ignoring case, spacing and final
 /// punctuation) equals that of a task earlier in the set is the same task.
 pub fn duplicate_instruction(b: &TaskBundle, set: &SetView) -> Vec<Rejection> {
-    let norm = |s: &str| normalize(s).trim_end_matches(['.', '!', '?']).to_string();
-    let mine = norm(&b.task.instruction);
-    set.instructions
+    set.repeats
         .iter()
-        .find(|(id, text)| id < &b.task.task_id && norm(text) == mine)
-        .map(|(id, _)| {
+        .find(|(id, _)| *id == b.task.task_id)
+        .map(|(_, earlier)| {
             vec![reject(
                 Check::DuplicateInstruction,
                 None,
                 format!(
-                    "the instruction is word for word that of {id}: two tasks the user cannot tell apart; give the variant its own wording (another dish, day or person)"
+                    "the instruction is word for word that of {earlier}: two tasks the user cannot tell apart; give the variant its own wording (another dish, day or person)"
                 ),
             )]
         })

@@ -254,6 +254,20 @@ fn an_ask_only_count_the_pronouns_give_away_is_rejected() {
         Check::GuessableCount,
         Some("quantity")
     ));
+    // Vague amounts have a usual reading: "a few" is three, "a couple" two.
+    let few = tickets("Get a few tickets for Improv Thursdays.", 3);
+    let r = reason(&few, Check::GuessableCount);
+    assert!(r.contains("\"a few\" reads as 3"), "{r}");
+    assert!(has(
+        &tickets("Get a couple of tickets for Improv Thursdays.", 2),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+    assert!(!has(
+        &tickets("Get a few tickets for Improv Thursdays.", 5),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
     // The count is not the guess: the user must be asked, and the task stands.
     assert!(!has(
         &tickets("Get us tickets for Improv Thursdays.", 4),

@@ -790,7 +790,7 @@ pub fn decorations(cat: &Catalog, persona: &Persona) -> Vec<String> {
         .filter(|(_, n)| DECORATION_LISTS.contains(&n.as_str()))
         .map(|(i, _)| i)
         .collect();
-    let monday = Date::parse("2025-03-03").unwrap_or_else(|| persona.start);
+    let monday = Date::parse("2025-03-03").unwrap_or(persona.start);
     for day in 0..7 {
         for hour in [9u32, 14, 19, 23] {
             let when = DateTime {
