@@ -23,7 +23,7 @@ use super::model::{CriterionKind, Slot, Source, TaskBundle};
 use super::predicate::{Change, Predicate, Test, ValueRef};
 use super::validate::{reject, Check, Rejection};
 use super::world_index::WorldIndex;
-use crate::world::clock::Date;
+use crate::world::clock::{Date, WEEKDAYS};
 use crate::world::phone::Phone;
 use crate::world::types::{display, FieldKind};
 
@@ -339,16 +339,6 @@ pub fn premise(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Vec<
     out.extend(day_words(b, cat, initial.clock().date));
     out
 }
-
-const WEEKDAYS: [&str; 7] = [
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-];
 
 /// Days the action criteria demand: literal dates of `date`/`datetime` conditions (the day the
 /// thing must be on). Fallbacks that move the day are personalization criteria, not these.

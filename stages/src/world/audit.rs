@@ -11,7 +11,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::app::{Catalog, Record};
-use super::clock::Date;
+use super::clock::{Date, WEEKDAYS};
 use super::history::{HistoryEvent, Label};
 use super::persona::text::mentions_lowered;
 use super::persona::{Persona, Source};
@@ -672,16 +672,7 @@ fn surface_features(text: &str, ids: &mut HashMap<String, usize>) -> Vec<usize> 
             }
         }
     }
-    let mut out: Vec<usize> = names
-        .into_iter()
-        .map(|f| {
-            let next = ids.len();
-            *ids.entry(f).or_insert(next)
-        })
-        .collect();
-    out.sort_unstable();
-    out.dedup();
-    out
+    intern(names, ids)
 }
 
 /// The best single-feature rule (present → one class), chosen on the seeded training half by
@@ -763,16 +754,6 @@ const RETELLING: [&str; 6] = [
     "for once",
     "again",
     "too",
-];
-
-const WEEKDAYS: [&str; 7] = [
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
 ];
 
 const DAYPARTS: [&str; 4] = ["morning", "afternoon", "evening", "night"];
@@ -930,6 +911,12 @@ fn word_grams(text: &str, ids: &mut HashMap<String, usize>) -> Vec<usize> {
         .collect();
     let mut names: Vec<String> = words.clone();
     names.extend(words.windows(2).map(|w| format!("{} {}", w[0], w[1])));
+    intern(names, ids)
+}
+
+/// The ids of `names` in `ids` (new names get the next id), sorted and without repeats: an
+/// event's feature set.
+fn intern(names: Vec<String>, ids: &mut HashMap<String, usize>) -> Vec<usize> {
     let mut out: Vec<usize> = names
         .into_iter()
         .map(|g| {

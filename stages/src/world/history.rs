@@ -1128,6 +1128,10 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
         {
             continue;
         }
+        // The clock and the words agree: no "after a long day" at 09:00.
+        if !super::rules::fits_clock(&text, time.time.seconds() / 3600) {
+            continue;
+        }
         // A phrase drawn from the vocabulary may trip a guard (a companion who is the value a
         // counter-event must not name): draw again, and report the last failure if all do.
         if let Err(e) = check(ctx, ask, &text, &location, time, carry_own) {

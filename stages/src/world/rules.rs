@@ -145,6 +145,7 @@ pub const PURCHASE_VERBS: &[&str] = &[
     "got tickets",
     "grabbed tickets",
     "paid for",
+    "chose",
 ];
 
 /// Verbs of having used a record (flown, seen).
@@ -229,6 +230,43 @@ pub fn verb_like(word: &str) -> bool {
             .iter()
             .chain(COMPLETED_VERBS)
             .any(|v| v.split(' ').next() == Some(word))
+}
+
+/// Phrases that say the act happens late in the day, whatever words surround them.
+const LATE: [&str; 6] = [
+    "after a long day",
+    "at the end of the day",
+    "after work",
+    "after getting home late",
+    "after a late dinner",
+    "after a late meeting",
+];
+
+/// Whether what a text says about the time of day agrees with the hour it happened: no "after a
+/// long day" at 09:00, no "at the end of the day on Sunday morning". A part of the day counts
+/// where it tells the moment ("this evening", "a quiet afternoon", "on a foggy morning"), not a
+/// name or a plan ("the Sunday Morning playlist", "her Tuesday morning block", "before a busy
+/// morning").
+pub fn fits_clock(text: &str, hour: u32) -> bool {
+    let lc = text.to_lowercase().replace("before a busy morning", "");
+    let words: Vec<&str> = lc
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    const MOMENT: [&str; 9] = [
+        "this", "a", "quiet", "rainy", "foggy", "clear", "warm", "slow", "busy",
+    ];
+    let told = |parts: &[&str]| {
+        words
+            .windows(2)
+            .any(|w| parts.contains(&w[1]) && MOMENT.contains(&w[0]))
+    };
+    let (morning, afternoon) = (told(&["morning"]), told(&["afternoon"]));
+    let evening = told(&["evening", "night"]) || LATE.iter().any(|p| find_whole(&lc, p).is_some());
+    [morning, afternoon, evening].iter().filter(|b| **b).count() <= 1
+        && (!morning || hour < 12)
+        && (!afternoon || (12..18).contains(&hour))
+        && (!evening || !(5..17).contains(&hour))
 }
 
 /// The byte offset of the first whole-word occurrence of `phrase` in `text` (both lower-case).

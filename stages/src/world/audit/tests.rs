@@ -516,3 +516,27 @@ fn the_logistic_regression_finds_words_that_tell_the_classes_apart_and_no_others
     assert!(s.balanced_accuracy < 0.6, "{s:?}");
     assert!(logistic_separability(&telling[1..4], 7).is_none());
 }
+
+/// Issue 25 audit: a circumstance must not contradict the clock ("after a long day" at 08:41,
+/// "at the end of the day on Sunday morning"); names and plans are not the moment.
+#[test]
+fn what_a_text_says_of_the_time_of_day_agrees_with_its_hour() {
+    use crate::world::rules::fits_clock;
+    let text = "Ordered running shoes after a long day of browsing on Tuesday morning";
+    assert!(!fits_clock(text, 8));
+    assert!(!fits_clock(text, 20), "two parts of the day at once");
+    assert!(!fits_clock(
+        "Sent an email at the end of the day on Sunday morning",
+        9
+    ));
+    assert!(fits_clock("Sent an email at the end of the day", 18));
+    assert!(!fits_clock("Paid the check this evening", 11));
+    assert!(fits_clock("Paid the check this evening", 20));
+    assert!(fits_clock("Set the alarm this night", 2));
+    assert!(!fits_clock("Checked her inbox during a quiet afternoon", 9));
+    assert!(fits_clock("Checked her inbox during a quiet afternoon", 15));
+    // Names and plans are not the moment.
+    assert!(fits_clock("Played the Sunday Morning playlist", 20));
+    assert!(fits_clock("Gave up her Tuesday morning block", 15));
+    assert!(fits_clock("Set a reminder before a busy morning", 21));
+}
