@@ -315,7 +315,7 @@ fn a_companion_where_none_fits_is_a_located_problem() {
     );
     assert!(Persona::from_source("maya.yaml", &ok, &cat).is_ok());
     // A context that names a profile value would go into every event of its app.
-    let named = y.replacen("\" for a Friday catch-up\"", "\" for a Thai dinner\"", 1);
+    let named = y.replacen("\" for a weeknight catch-up\"", "\" for a Thai dinner\"", 1);
     let e = Persona::from_source("maya.yaml", &named, &cat)
         .unwrap_err()
         .to_string();
