@@ -51,6 +51,11 @@ pub struct Template {
     /// The explicit general twin of a personalized template.
     #[serde(default)]
     pub twin: Option<Twin>,
+    /// General / personalized: app data the task sets up first, as KnowU's
+    /// `initialize_task_hook` does (the contact to write to, the cart to clean up, the files to
+    /// sort); `{value}`, `{pref}` and `{name}` are filled in.
+    #[serde(default)]
+    pub plant: Vec<DataEdit>,
     /// Phone actions (the JSON of `world::phone::Action`) that do it for this persona;
     /// `{value}` / `{name}` are filled in. Proactive: the action the habit asks for.
     pub solution: Vec<Value>,
@@ -199,6 +204,11 @@ pub struct SituationSpec {
     /// App data the situation sets (battery level, an incoming message, a calendar event).
     #[serde(default)]
     pub app_data: Vec<DataEdit>,
+    /// Move the clock to the habit's trigger day and time, as KnowU's routine tasks that call
+    /// `resolve_routine_datetime` do (the clock above is the base: its date is the earliest day
+    /// considered, its time the default).
+    #[serde(default)]
+    pub clock_from_habit: bool,
 }
 
 /// Why templates could not be read.

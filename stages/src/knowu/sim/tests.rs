@@ -9,7 +9,7 @@ use super::consent::KnowuUser;
 use super::generate::{generate, Generated};
 use super::matching::HabitMatch;
 use super::template::{load_dir, Template};
-use super::world::{app_sources, persona_stub, PROFILE_KIND};
+use super::world::{persona_apps, persona_stub, PROFILE_KIND};
 use super::{Decision, Expect, KnowuTask, Split};
 use crate::episodes::agents::ScriptedAgent;
 use crate::episodes::simulator::Simulator;
@@ -51,7 +51,7 @@ user_profile:
       delivery_general_remark: "Leave it at the door, no bell."
 "#;
 
-fn minimal() -> KnowuProfile {
+pub(super) fn minimal() -> KnowuProfile {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("baker.yaml");
     std::fs::write(&path, MINIMAL).unwrap();
@@ -60,11 +60,14 @@ fn minimal() -> KnowuProfile {
 }
 
 /// The world a KnowU persona runs in, rebuilt from tables as `run_episodes` does.
-fn world_for(p: &KnowuProfile) -> World {
-    let apps = app_sources(&[
-        repo().join("datasets/apps").as_path(),
-        repo().join("datasets/knowu/apps").as_path(),
-    ])
+pub(super) fn world_for(p: &KnowuProfile) -> World {
+    let apps = persona_apps(
+        &[
+            repo().join("datasets/apps").as_path(),
+            repo().join("datasets/knowu/apps").as_path(),
+        ],
+        p,
+    )
     .unwrap();
     let mut kind = vec!["app"; apps.len()];
     let mut name: Vec<String> = apps.iter().map(|a| a.0.clone()).collect();
@@ -90,7 +93,7 @@ pub(super) fn scoring_table() -> super::scoring::ScoringTable {
     .unwrap()
 }
 
-fn generated(p: &KnowuProfile, world: &World) -> Generated {
+pub(super) fn generated(p: &KnowuProfile, world: &World) -> Generated {
     let table = scoring_table();
     let scoring = super::generate::Scoring {
         table: &table,
@@ -99,7 +102,7 @@ fn generated(p: &KnowuProfile, world: &World) -> Generated {
     generate(&templates(), p, &world.catalog, &scoring).unwrap()
 }
 
-fn task<'a>(g: &'a Generated, class: &str) -> &'a KnowuTask {
+pub(super) fn task<'a>(g: &'a Generated, class: &str) -> &'a KnowuTask {
     g.tasks
         .iter()
         .find(|t| t.info.class_name == class)
@@ -108,7 +111,11 @@ fn task<'a>(g: &'a Generated, class: &str) -> &'a KnowuTask {
 
 /// Plays `actions` (then finish) on `bundle` with the KnowU user; returns the score and the
 /// user's replies.
-fn play(world: &World, t: &KnowuTask, actions: Vec<Action>) -> (Option<f64>, Vec<String>) {
+pub(super) fn play(
+    world: &World,
+    t: &KnowuTask,
+    actions: Vec<Action>,
+) -> (Option<f64>, Vec<String>) {
     let bundle = &t.bundle;
     let config = EpisodeConfig {
         space: ActionSpace::Tools,
@@ -136,18 +143,18 @@ fn play(world: &World, t: &KnowuTask, actions: Vec<Action>) -> (Option<f64>, Vec
     (Some(score), replies)
 }
 
-fn reference(t: &KnowuTask) -> Vec<Action> {
+pub(super) fn reference(t: &KnowuTask) -> Vec<Action> {
     actions(&t.bundle.task.reference_solution)
 }
 
-fn actions(steps: &[serde_json::Value]) -> Vec<Action> {
+pub(super) fn actions(steps: &[serde_json::Value]) -> Vec<Action> {
     steps
         .iter()
         .map(|s| serde_json::from_value(s.clone()).unwrap())
         .collect()
 }
 
-fn ask(text: &str) -> Action {
+pub(super) fn ask(text: &str) -> Action {
     Action::AskUser { text: text.into() }
 }
 
@@ -203,7 +210,7 @@ fn a_persona_lacking_sections_skips_those_templates_with_the_section_named() {
     }
 }
 
-fn expect(t: &KnowuTask) -> Option<Expect> {
+pub(super) fn expect(t: &KnowuTask) -> Option<Expect> {
     t.info.expect
 }
 
@@ -444,7 +451,7 @@ user_profile:
       tone_of_voice: "Formal, full sentences"
 "#;
 
-fn persona_from(name: &str, yaml: &str) -> KnowuProfile {
+pub(super) fn persona_from(name: &str, yaml: &str) -> KnowuProfile {
     KnowuProfile::parse(&format!("{name}.yaml"), yaml).unwrap()
 }
 
