@@ -382,3 +382,76 @@ fn share_photos_and_ask_mom_write_to_someone_among_her_contacts_as_knowu_checks(
         "Dad is not Mom"
     );
 }
+
+/// Written for this test after KnowU's grandma (not her file): retired, avoids ride-hailing,
+/// takes a taxi only in exceptions, has a communication style.
+const RETIRED: &str = r#"
+user_profile:
+  identity: { full_name: Ada Lin, age: 68, occupation: "Retired Textile Worker" }
+  preferences:
+    travel:
+      primary_transport: "Bus (Senior card = free rides)"
+      avoid_transport: ["Subway (afraid of escalators)", "Ride-hailing (too expensive)"]
+      taxi_exception: "Takes a taxi at night only with her grandson"
+    social:
+      communication_style: "Voice messages preferred, short bursts"
+"#;
+
+/// A night-shift worker: a job and a team, a late-night way home, and no ride-hailing.
+const NIGHT_NURSE: &str = r#"
+user_profile:
+  identity: { full_name: Rui Costa, age: 31, occupation: "ICU nurse (night shifts)" }
+  preferences:
+    travel:
+      late_night_ride: "Night bus N3, never alone on foot"
+      avoid: ["Taxis and ride-hailing apps (safety)"]
+    social:
+      communication_style: "Short and friendly, one emoji at most"
+"#;
+
+#[test]
+fn work_and_taxi_tasks_go_only_to_personas_they_fit() {
+    let world = world_for(&persona_from("lena", LENA));
+    let skipped = |p: &crate::knowu::profile::KnowuProfile, class: &str| {
+        generated(p, &world)
+            .skipped
+            .iter()
+            .find(|s| s.template == class)
+            .map(|s| s.missing.clone())
+    };
+    // Retired: no sick-leave notice to a team, no late-night commute after overtime (KnowU
+    // defines both for its three working personas only), although she has the sections.
+    let ada = persona_from("ada", RETIRED);
+    let leave = skipped(&ada, "MattermostLeaveNoticeTask").expect("skipped");
+    assert!(
+        leave.contains("no job or team to take sick leave from")
+            && leave.contains("Retired Textile Worker"),
+        "{leave}"
+    );
+    let late = skipped(&ada, "LateNightCommuteTask").expect("skipped");
+    assert!(late.contains("no overtime at work"), "{late}");
+    // A night nurse has a team, but avoids taxis: no taxi plan for her.
+    let rui = persona_from("rui", NIGHT_NURSE);
+    let g = generated(&rui, &world);
+    assert!(g
+        .tasks
+        .iter()
+        .any(|t| t.info.class_name == "MattermostLeaveNoticeTask"));
+    let late = skipped(&rui, "LateNightCommuteTask").expect("skipped");
+    assert!(
+        late.contains("avoids ride-hailing") && late.contains("preferences.travel.avoid.0"),
+        "{late}"
+    );
+    // Without the avoidance she gets it, the reference planning her night bus.
+    let rides = persona_from(
+        "rui",
+        &NIGHT_NURSE.replace("Taxis and ride-hailing apps", "Cycling"),
+    );
+    let g = generated(&rides, &world);
+    let commute = task(&g, "LateNightCommuteTask");
+    let reference = serde_json::to_string(&commute.bundle.task.reference_solution).unwrap();
+    assert!(
+        reference.to_lowercase().contains("night bus n3"),
+        "{reference}"
+    );
+}

@@ -175,6 +175,14 @@ fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
     if let Some(r) = t.requires.iter().find(|r| p.get(r).is_none()) {
         return Some(format!("`{r}`"));
     }
+    for rule in &t.unfit {
+        if let Some((path, said)) = matching::says_any(p, &rule.at, &rule.key, &rule.says) {
+            return Some(format!(
+                "fit for the task: {} (`{path}` says {said:?})",
+                rule.why
+            ));
+        }
+    }
     let spec = t.preference.as_ref()?;
     if let Some(found) = matching::preference(p, &wanted(spec)) {
         // A preference that states nothing to check (a bare refusal: "Almost never — too

@@ -137,8 +137,8 @@ fn contacts(p: &KnowuProfile) -> Vec<Value> {
         .collect();
     let reachable = graph.iter().copied().filter(|g| {
         let name = field(g, "name");
-        !(field(g, "phone").is_empty() && field(g, "email").is_empty())
-            && !listed.iter().any(|l| same_person(&field(l, "name"), &name))
+        let reachable = !field(g, "phone").is_empty() || !field(g, "email").is_empty();
+        reachable && !listed.iter().any(|l| same_person(&field(l, "name"), &name))
     });
     let person = |e: &Value| {
         let name = field(e, "name");

@@ -44,6 +44,12 @@ pub struct Template {
     /// lacking one is skipped with that section named.
     #[serde(default)]
     pub requires: Vec<String>,
+    /// What makes the task not fit a persona although she has the sections (a retiree has no
+    /// team to tell she is off sick; someone who avoids ride-hailing gets no taxi plan): a
+    /// persona whose profile says one of these is skipped, with the rule's `why` and the
+    /// text that said it.
+    #[serde(default)]
+    pub unfit: Vec<Unfit>,
     /// What the preference is about; found in the persona's profile by meaning
     /// ([`super::matching`]).
     #[serde(default)]
@@ -209,6 +215,23 @@ pub struct SituationSpec {
     /// considered, its time the default).
     #[serde(default)]
     pub clock_from_habit: bool,
+}
+
+/// One persona-fit rule of a template ([`Template::unfit`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unfit {
+    /// The profile node searched (a dotted path below `user_profile`: `identity.occupation`,
+    /// `preferences.travel`); every text under it counts.
+    pub at: String,
+    /// Only texts under keys containing one of these words (`avoid`); empty: every text.
+    #[serde(default)]
+    pub key: Vec<String>,
+    /// Words or phrases that make the task unfit when a text says one (`retired`,
+    /// `ride-hailing`); matched as whole words.
+    pub says: Vec<String>,
+    /// Why, for the `skipped` table (`no job to take sick leave from`).
+    pub why: String,
 }
 
 /// Why templates could not be read.
