@@ -18,7 +18,7 @@ use crate::artifact::{
     ENGINE_VERSION,
 };
 use crate::code::CodeFingerprint;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::{hash_path, item_groups, ItemGroup};
 use crate::plan::Instance;
 use crate::record::{InstanceRecord, RunRecord, Status};
@@ -294,42 +294,46 @@ impl ItemDecisions {
 }
 
 /// Decides every item of `inst`: `parts` is the instance's key, `main` its first input (the
-/// table mapped over, labelled `main_label`). An error names the missing per-item column.
+/// table mapped over, labelled `main_label`). A missing per-item column is [`Error::Input`]
+/// (see [`MissingItemColumn`]); a store that cannot be read fails the decision instead of
+/// making every item a miss.
 pub fn decide_items(
     store: &dyn Store,
     inst: &Instance,
     parts: &KeyParts,
     main_label: &str,
     main: &DataFrame,
-) -> std::result::Result<ItemDecisions, MissingItemColumn> {
+) -> Result<ItemDecisions> {
     let column = inst.per_item.clone().unwrap_or_default();
-    let groups = item_groups(main, &column).map_err(|_| MissingItemColumn {
-        column: column.clone(),
-        input: main_label.to_string(),
-        columns: main
-            .get_column_names()
-            .iter()
-            .map(|c| c.to_string())
-            .collect(),
+    let groups = item_groups(main, &column).map_err(|_| {
+        let missing = MissingItemColumn {
+            column: column.clone(),
+            input: main_label.to_string(),
+            columns: main
+                .get_column_names()
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+        };
+        Error::Input(missing.to_string())
     })?;
-    let items = groups
-        .into_iter()
-        .map(|group| {
-            let parts = item_key_parts(parts, main_label, &column, &group);
-            let key = parts.key();
-            let stored = load_manifest(store, &item_path(&key)).ok().flatten();
-            let complete = stored
-                .as_ref()
-                .map(|m| missing_tables(store, m).is_ok_and(|t| t.is_empty()));
-            ItemDecision {
-                group,
-                parts,
-                key,
-                blobs_missing: complete == Some(false),
-                hit: stored.filter(|_| complete == Some(true)),
-            }
-        })
-        .collect();
+    let mut items = Vec::with_capacity(groups.len());
+    for group in groups {
+        let parts = item_key_parts(parts, main_label, &column, &group);
+        let key = parts.key();
+        let stored = load_manifest(store, &item_path(&key))?;
+        let complete = match &stored {
+            Some(m) => Some(missing_tables(store, m)?.is_empty()),
+            None => None,
+        };
+        items.push(ItemDecision {
+            group,
+            parts,
+            key,
+            blobs_missing: complete == Some(false),
+            hit: stored.filter(|_| complete == Some(true)),
+        });
+    }
     Ok(ItemDecisions { items })
 }
 

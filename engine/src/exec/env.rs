@@ -21,8 +21,9 @@ pub struct ExecEnv {
     pub offline: bool,
     /// The pipeline's name, recorded in manifests (keys do not depend on it).
     pub pipeline: String,
-    /// Bounds the blocking commits of async items: a few threads write, however many items
-    /// finish at once.
+    /// Bounds the commits in flight: a few threads write, however many items finish at once,
+    /// and an item keeps its stage slot until its commit is done, so a store that stops
+    /// answering stops new items from starting instead of piling up finished ones.
     pub(super) commit_slots: Arc<Semaphore>,
     /// Set by the first failed write to the store (disk full, permissions, a remote that keeps
     /// failing): from then on no new work starts, since it could not be kept.
@@ -75,14 +76,61 @@ impl ExecEnv {
         message
     }
 
-    /// Why no new work may start, once a store write has failed.
+    /// Notes `e` as a store failure when it is one (the store could not be reached, read or
+    /// written) and returns its message: a run that cannot use its store stops starting work.
+    pub fn note_if_store_failure(&self, e: &Error) -> String {
+        match e {
+            Error::Silent { .. } | Error::Remote { .. } | Error::Store { .. } => {
+                self.note_store_failure(e)
+            }
+            _ => e.to_string(),
+        }
+    }
+
+    /// The first store failure of this run, if one happened.
     pub fn store_failure(&self) -> Option<&str> {
         self.store_failure.get().map(String::as_str)
+    }
+
+    /// Whether a store operation of this run has failed.
+    pub fn store_failed(&self) -> bool {
+        self.store_failure.get().is_some()
+    }
+
+    /// Why no new work may start: a store write failed, or the run was interrupted
+    /// ([`super::interrupt`]).
+    pub fn halted(&self) -> Option<String> {
+        if let Some(why) = self.store_failure.get() {
+            return Some(why.clone());
+        }
+        super::interrupt::interrupted()
+            .map(|sig| format!("interrupted by {}", super::interrupt::name(sig)))
+    }
+
+    /// Resolves once work in flight should be given up, with why: at once after a failed
+    /// store write (its result could not be kept), [`super::interrupt::grace`] after an
+    /// interrupt. Never resolves while the run goes on.
+    pub async fn give_up(&self) -> String {
+        let tick = std::time::Duration::from_millis(250);
+        loop {
+            if let Some(why) = self.store_failure.get() {
+                return why.clone();
+            }
+            if let Some(sig) = super::interrupt::interrupted() {
+                tokio::time::sleep(super::interrupt::grace()).await;
+                return format!("interrupted by {}", super::interrupt::name(sig));
+            }
+            tokio::time::sleep(tick).await;
+        }
     }
 }
 
 /// What a failed store write means for the user, with what to do about it.
 pub fn store_failure_message(store: &dyn Store, e: &Error) -> String {
+    if matches!(e, Error::Silent { .. } | Error::StoreSetup(_)) {
+        // These name the store and say what to do already.
+        return e.to_string();
+    }
     if e.is_storage_full() {
         format!(
             "the store is out of space ({e}): free space on the filesystem holding {} \

@@ -514,8 +514,15 @@ impl Runner {
         let parts = decision.parts.clone();
         let main = inputs[0].clone();
         tokio::task::spawn_blocking(move || {
-            decide_items(env.store.as_ref(), &inst, &parts, &main.label(), &main.df)
-                .map_err(|e| StageError::Input(e.to_string()))
+            decide_items(env.store.as_ref(), &inst, &parts, &main.label(), &main.df).map_err(|e| {
+                match e {
+                    Error::Input(m) => StageError::Input(m),
+                    e => StageError::Failed(format!(
+                        "cannot decide the items: {}",
+                        env.note_if_store_failure(&e)
+                    )),
+                }
+            })
         })
         .await
         .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
@@ -532,11 +539,18 @@ impl Runner {
         let total = items.items.len();
         let mut failed: Vec<&ItemFailure> = ran.failures.iter().collect();
         failed.sort_by_key(|f| f.position);
-        // Items never started because the store could not be written are one row, not
-        // thousands: the record must stay small enough to fit on a nearly full disk.
-        let (not_started, failed): (Vec<_>, Vec<_>) = failed
+        // Items never started, given up while running, or whose results could not be stored
+        // (a failed store write, an interrupt) are one row per cause, not thousands: the
+        // record must stay small enough to fit on a nearly full disk, and a cause is said once.
+        let grouped = |m: &str| {
+            GROUPED
+                .iter()
+                .find(|(prefix, _)| m.starts_with(prefix))
+                .copied()
+        };
+        let (collapsed, failed): (Vec<_>, Vec<_>) = failed
             .into_iter()
-            .partition(|f| matches!(&f.error, StageError::Failed(m) if m.starts_with(NOT_STARTED)));
+            .partition(|f| plain(&f.error).is_some_and(|m| grouped(m).is_some()));
         let value = |i: &Option<usize>| i.map(|i| items.items[i].group.value.clone());
         let mut failures: Vec<ErrorRow> = failed
             .iter()
@@ -548,19 +562,25 @@ impl Runner {
             .collect();
         let names: Vec<String> = failures.iter().filter_map(|f| f.item.clone()).collect();
         let mut message = format!("{} item(s) failed: {}", names.len(), shortlist(&names));
-        if let Some(first) = not_started.first() {
-            let skipped: Vec<String> = not_started
+        for (prefix, what) in GROUPED {
+            let group: Vec<&&ItemFailure> = collapsed
                 .iter()
-                .filter_map(|f| value(&f.position))
+                .filter(|f| plain(&f.error).is_some_and(|m| m.starts_with(prefix)))
                 .collect();
-            let why = first.error.to_string();
-            let row = StageError::Failed(format!(
-                "{} item(s) not started ({}): {}",
-                skipped.len(),
-                shortlist(&skipped),
-                why.trim_start_matches(NOT_STARTED).trim_start_matches(": ")
-            ));
-            message.push_str(&format!("; {} not started", skipped.len()));
+            let Some(first) = group.first() else { continue };
+            let listed: Vec<String> = group.iter().filter_map(|f| value(&f.position)).collect();
+            let why = plain(&first.error).unwrap_or_default();
+            let text = format!(
+                "{} item(s) {what} ({}): {}",
+                group.len(),
+                shortlist(&listed),
+                why.trim_start_matches(prefix).trim_start_matches(": ")
+            );
+            let row = match &first.error {
+                StageError::Input(_) => StageError::Input(text),
+                _ => StageError::Failed(text),
+            };
+            message.push_str(&format!("; {} {what}", group.len()));
             failures.push(self.error_row(inst, None, 0, &row));
         }
         if let Some(t) = task {
@@ -630,6 +650,24 @@ impl Runner {
 
 /// How the message of an item that was never started begins (see `unit::attempt_unit`).
 pub(super) const NOT_STARTED: &str = "not started";
+
+/// How the message of an item given up while it ran begins (see `unit::attempt_unit`).
+pub(super) const STOPPED: &str = "stopped while running";
+
+/// The message of a failure that is not the kind's own transient error.
+fn plain(e: &StageError) -> Option<&str> {
+    match e {
+        StageError::Failed(m) | StageError::Input(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// Failures reported as one row per cause (message prefix, and what happened to the items).
+const GROUPED: [(&str, &str); 3] = [
+    (NOT_STARTED, "not started"),
+    (STOPPED, "stopped while running"),
+    (super::commit::NOT_STORED, "computed but not stored"),
+];
 
 /// The first few of `names`, and how many more.
 fn shortlist(names: &[String]) -> String {

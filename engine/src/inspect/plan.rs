@@ -156,8 +156,10 @@ fn item_plan(
     };
     let df = load_table(store, &entry.blob)?;
     let label = format!("{}.{}", binding.stage, binding.tables[0]);
-    let Ok(items) = decide_items(store, inst, &decision.parts, &label, &df) else {
-        return Ok(None);
+    let items = match decide_items(store, inst, &decision.parts, &label, &df) {
+        Ok(items) => items,
+        Err(crate::error::Error::Input(_)) => return Ok(None),
+        Err(e) => return Err(e),
     };
     Ok(Some(ItemPlan {
         total: items.items.len(),
