@@ -271,6 +271,15 @@ fn blob_hash(key: &str) -> Option<&str> {
         .strip_suffix(".parquet")
 }
 
+/// A write the store refused for lack of access: the store is read-only for these
+/// credentials ([`Error::NotWritable`]), so commands that only read still work.
+fn refused_write(e: Error) -> Error {
+    match e {
+        Error::StoreSetup(m) if m.starts_with("access denied") => Error::NotWritable(m),
+        e => e,
+    }
+}
+
 /// Whether `e` says the object is absent (not the bucket: a missing bucket is a setup error).
 fn is_absent(e: &object_store::Error) -> bool {
     matches!(e, object_store::Error::NotFound { .. }) && !e.to_string().contains("NoSuchBucket")
@@ -499,13 +508,15 @@ impl RemoteStore {
             mode,
             ..Default::default()
         };
-        let put = self.block(key, async move {
-            match inner.put_opts(&loc, payload, opts).await {
-                Ok(_) => Ok(true),
-                Err(e) if is_conflict(&e) || is_absent(&e) => Ok(false),
-                Err(e) => Err(e),
-            }
-        })?;
+        let put = self
+            .block(key, async move {
+                match inner.put_opts(&loc, payload, opts).await {
+                    Ok(_) => Ok(true),
+                    Err(e) if is_conflict(&e) || is_absent(&e) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+            .map_err(refused_write)?;
         if put {
             self.remember(key, bytes);
         }
@@ -738,6 +749,7 @@ impl Store for RemoteStore {
                 _ => Ok(()),
             }
         })
+        .map_err(refused_write)
     }
 
     fn stat(&self, key: &str) -> Result<Option<ObjectMeta>> {
