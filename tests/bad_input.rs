@@ -76,13 +76,13 @@ const PERSONA: File = Edit {
 const KNOWU: &str = "pipeline: k\nstages:\n  persona:\n    kind: import_persona\n    params: { profile: profile.yaml, log: log.json }\n";
 const PROFILE: File = Edit {
     path: "profile.yaml",
-    from_repo: "../shared/knowu-bench/user_profile/developer.yaml",
+    from_repo: "datasets/knowu/personas/rosa.yaml",
     from: "",
     to: "",
 };
 const LOG: File = Edit {
     path: "log.json",
-    from_repo: "../shared/knowu-bench/user_logs/developer.json",
+    from_repo: "datasets/knowu/personas/rosa.json",
     from: "",
     to: "",
 };

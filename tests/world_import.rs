@@ -1,7 +1,7 @@
 //! `import_persona` through the CLI: the shipped KnowU-Bench personas via
 //! `pipelines/knowu-personas.yaml`, a fabricated persona of the same schema, and bad files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use polars::prelude::*;
@@ -19,16 +19,15 @@ fn strs(df: &DataFrame, col: &str) -> Vec<String> {
         .collect()
 }
 
-/// The shared KnowU-Bench folder beside the repository.
-fn knowu_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/knowu-bench")
-}
-
 #[test]
 fn knowu_personas_pipeline_imports_the_published_counts() {
+    let test = "knowu_personas_pipeline_imports_the_published_counts";
+    let Some(knowu) = prefflow_stages::knowu::data::for_tests(test) else {
+        return;
+    };
+    let knowu = knowu.canonicalize().expect("the KnowU data folder");
+    let knowu_dir = || knowu.clone();
     let ws = Workspace::new();
-    // The pipeline reads `../shared/knowu-bench/…` from the repository root: recreate that shape.
-    std::os::unix::fs::symlink(knowu_dir().join(".."), ws.path().join("shared")).expect("link");
     let file = "pipelines/knowu-personas.yaml";
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file))
         .expect("repo pipeline");
@@ -38,6 +37,8 @@ fn knowu_personas_pipeline_imports_the_published_counts() {
         .arg("--store")
         .arg(ws.store())
         .args(["run", file, "--progress", "none"])
+        // The setting as a user outside this workspace gives it: the environment variable.
+        .env(prefflow_stages::knowu::data::ENV, &knowu)
         .output()
         .expect("spawn prefflow");
     assert!(

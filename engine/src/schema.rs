@@ -6,7 +6,7 @@
 //! [`crate::plan::Plan::build`] checks every input reference against them before anything
 //! runs, and the definitions generate the table documentation (`prefflow tables`).
 
-use polars::prelude::{DataFrame, DataType};
+use polars::prelude::{Column, DataFrame, DataType};
 
 /// A column's type, in the words the docs use (`str`, `u32`, `list[str]`, …).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -62,6 +62,20 @@ impl Dtype {
             _ => false,
         }
     }
+
+    /// The polars type a column of this type is written with.
+    pub fn polars(self) -> DataType {
+        match self {
+            Dtype::Str => DataType::String,
+            Dtype::Bool => DataType::Boolean,
+            Dtype::I32 => DataType::Int32,
+            Dtype::I64 => DataType::Int64,
+            Dtype::U32 => DataType::UInt32,
+            Dtype::U64 => DataType::UInt64,
+            Dtype::F64 => DataType::Float64,
+            Dtype::ListStr => DataType::List(Box::new(DataType::String)),
+        }
+    }
 }
 
 /// One declared column.
@@ -115,6 +129,17 @@ impl TableDef {
     /// The column called `name`.
     pub fn column(&self, name: &str) -> Option<&ColumnDef> {
         self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// A table with no rows and the declared columns: what a stage writes when it has nothing
+    /// to say (a per-item stage with no items), so consumers still find every column.
+    pub fn empty_frame(&self) -> DataFrame {
+        let columns: Vec<Column> = self
+            .columns
+            .iter()
+            .map(|c| Column::new_empty(c.name.into(), &c.dtype.polars()))
+            .collect();
+        DataFrame::new(0, columns).unwrap_or_else(|_| DataFrame::empty())
     }
 
     /// The declared columns `df` lacks or holds with another type, phrased for a message;

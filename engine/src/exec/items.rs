@@ -314,7 +314,12 @@ pub fn assemble(
         return Err(AssembleError::Damaged(damaged));
     }
     for name in inst.kind.outputs() {
-        out.entry(name.to_string()).or_insert_with(DataFrame::empty);
+        let empty = || {
+            inst.kind
+                .output_def(name)
+                .map_or_else(DataFrame::empty, |d| d.empty_frame())
+        };
+        out.entry(name.to_string()).or_insert_with(empty);
     }
     Ok(Tables(out))
 }

@@ -111,4 +111,21 @@ pub trait AgentFactory: Send + Sync {
 
     /// A fresh agent for `task`, seeded for this episode.
     fn make<'a>(&'a self, task: &'a TaskBundle, seed: u64) -> Box<dyn Agent + 'a>;
+
+    /// How many episodes to play of `task` when the stage asks for `configured` epochs: the
+    /// `authored` agent plays one per authored trajectory of the task (none without one).
+    fn epochs(&self, _task: &TaskBundle, configured: u32) -> u32 {
+        configured
+    }
+
+    /// A fresh agent for `task`'s `epoch`-th episode (agents whose episodes differ by epoch,
+    /// such as `authored`, override it; the others are [`AgentFactory::make`]).
+    fn make_epoch<'a>(
+        &'a self,
+        task: &'a TaskBundle,
+        seed: u64,
+        _epoch: u32,
+    ) -> Box<dyn Agent + 'a> {
+        self.make(task, seed)
+    }
 }

@@ -66,6 +66,10 @@ pub struct RunEpisodesParams {
     /// default: all.
     #[serde(default)]
     pub max_tools: Option<usize>,
+    /// Agent `authored`: the directory of authored trajectories (default
+    /// `datasets/judge-labels/episodes`; datasets/judge-labels/README.md).
+    #[serde(default = "trajectories_dir")]
+    pub trajectories: String,
     /// Retrieve `top_k` / `rag` history through this OpenAI-compatible embeddings endpoint
     /// (`/v1/embeddings`) instead of lexical BM25.
     #[serde(default)]
@@ -83,6 +87,9 @@ fn tools() -> ActionSpace {
 }
 fn prompts_dir() -> String {
     "datasets/prompts".into()
+}
+fn trajectories_dir() -> String {
+    "datasets/judge-labels/episodes".into()
 }
 
 impl RunEpisodesParams {

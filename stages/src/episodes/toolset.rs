@@ -1,18 +1,15 @@
 //! Which phone tools an episode offers a model. Hosted APIs cap a request's function list (OpenAI:
-//! 128) while the phone has ~220 tools, so a capped episode offers a subset — and the subset must
-//! never make the task impossible. The benchmark (not the agent) chooses it, per task:
+//! 128) while the phone has 221 tools, so a capped episode offers a subset. The subset must never
+//! make the task impossible, and must never tell the model how to solve it: it is chosen by the
+//! task's **domain group** (`datasets/tasks/_domains.yaml`: the core apps — messages, mail,
+//! calendar, wallet, … — plus the domain's own, e.g. travel adds SkyWay, StayWell, ZipRide,
+//! MetroMap and Settings), never by the reference solution. Every task of a domain gets the same
+//! offer; generation checks that the domain offers every app the reference needs.
 //!
-//! 1. every operation of the task's reference solution (and of its defaults-only plan);
-//! 2. the `list_`/`get_` reads of every table of the apps the task touches, and of the owner's
-//!    card ([`OWNER_CARD`]);
-//! 3. the `list_`/`get_` reads of every table an offered operation's ref fields point at, so
-//!    every id the model must pass can be discovered — this holds for the tools of step 4 too;
-//! 4. then, while they fit under the cap, each with its reads: the other operations of the
-//!    task's apps (an unavailable-option task whose reference only asks and answers still gets
-//!    the operation it should try), the tools most relevant to the instruction (BM25 over
-//!    name, description and parameter names), and the rest of the catalog in order.
-//!
-//! The result keeps catalog order, so the offered list reads like the phone's own.
+//! The offer is every tool of the domain's apps, plus the `list_`/`get_` reads of every table an
+//! offered operation's ref fields point at (so every id the model must pass can be discovered)
+//! and the owner's card ([`OWNER_CARD`]), in catalog order. A task without a domain (KnowU,
+//! remote devices) is offered apps in catalog order while they fit.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -27,56 +24,91 @@ use crate::world::phone::ToolSpec;
 pub const OWNER_CARD: [&str; 2] = ["contacts.list_owner", "contacts.get_owner"];
 
 /// The tools offered for `task`: all of them without a cap (or when the catalog fits under it),
-/// else the selection described in the module docs. When the must-have tools alone exceed the
-/// cap they are all offered anyway (a task must stay solvable) and a warning says so.
+/// else its domain's (module docs). When the domain's tools exceed the cap they are all offered
+/// anyway (a task must stay solvable) and a warning says so.
 pub fn offered(tools: &Arc<[ToolSpec]>, task: &TaskBundle, max: Option<usize>) -> Arc<[ToolSpec]> {
     let Some(max) = max.filter(|&m| m < tools.len()) else {
         return tools.clone();
     };
     let catalog = Catalog::new(tools);
+    let apps = &task.task.offered_apps;
     let mut keep = BTreeSet::new();
-    for name in solution_tools(task) {
-        if let Some(&i) = catalog.by_name.get(name.as_str()) {
-            keep.extend(catalog.closure(i));
-        }
-    }
-    for app in &task.task.apps {
-        keep.extend(catalog.reads_of_app(app));
-    }
     keep.extend(
         OWNER_CARD
             .iter()
             .filter_map(|t| catalog.by_name.get(t).copied()),
     );
-    if keep.len() > max {
-        tracing::warn!(
-            "task {}: its reference tools and their reads are {} tools, over max_tools {max}; offering all of them",
-            task.task.task_id,
-            keep.len()
-        );
-    }
-    let apps_first = catalog.tools_of_apps(&task.task.apps);
-    for i in apps_first
-        .into_iter()
-        .chain(catalog.by_relevance(&task.task.instruction))
-    {
-        let new: Vec<usize> = catalog
-            .closure(i)
-            .into_iter()
-            .filter(|j| !keep.contains(j))
-            .collect();
-        if keep.len() + new.len() <= max {
-            keep.extend(new);
+    if apps.is_empty() {
+        // No domain: whole apps in catalog order while they fit.
+        for app in catalog.apps() {
+            let new: BTreeSet<usize> = catalog
+                .tools_of_apps(&[app])
+                .into_iter()
+                .flat_map(|i| catalog.closure(i))
+                .filter(|j| !keep.contains(j))
+                .collect();
+            if keep.len() + new.len() <= max {
+                keep.extend(new);
+            }
         }
-        if keep.len() >= max {
-            break;
+    } else {
+        for i in catalog.tools_of_apps(apps) {
+            keep.extend(catalog.closure(i));
+        }
+        if keep.len() > max {
+            tracing::warn!(
+                "task {}: domain `{}` offers {} tools, over max_tools {max}; offering all of them",
+                task.task.task_id,
+                task.task.domain,
+                keep.len()
+            );
         }
     }
     keep.into_iter().map(|i| tools[i].clone()).collect()
 }
 
+/// The apps an offer covers, in the order their tools come.
+pub fn apps_of(tools: &[ToolSpec]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for t in tools {
+        if let Some((app, _)) = t.name.split_once('.') {
+            if !out.iter().any(|a| a == app) {
+                out.push(app.to_string());
+            }
+        }
+    }
+    out
+}
+
+/// The first tools-mode observation (the phone's app overview, one `- Name (id): what it is for`
+/// line per app) cut to the apps whose tools are offered, so the first message names only apps
+/// the model can use. Any other observation (a GUI screen) is returned as it is.
+pub fn overview_for(observation: &str, offered: &[ToolSpec]) -> String {
+    let apps = apps_of(offered);
+    let mut lines = observation.lines();
+    let Some(head) = lines.next() else {
+        return observation.to_string();
+    };
+    if !head.starts_with(crate::world::phone::APPS_OVERVIEW_HEAD) {
+        return observation.to_string();
+    }
+    let mut out = head.to_string();
+    for line in lines {
+        let id = line
+            .split_once(" (")
+            .and_then(|(_, rest)| rest.split_once("):"))
+            .map(|(id, _)| id);
+        if id.is_some_and(|id| apps.iter().any(|a| a == id)) {
+            out.push('\n');
+            out.push_str(line);
+        }
+    }
+    out
+}
+
 /// The phone tools the task's reference solution and defaults-only plan call, in first-use order
-/// (`ask_user`, `answer` and `finish` are not phone tools and always offered).
+/// (`ask_user`, `answer` and `finish` are not phone tools and always offered). Tests and checks
+/// use it; the offer does not.
 pub fn solution_tools(task: &TaskBundle) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
     let steps = task
@@ -137,48 +169,21 @@ impl<'t> Catalog<'t> {
         out
     }
 
-    /// The `list_`/`get_` reads of every table of `app`.
-    fn reads_of_app(&self, app: &str) -> Vec<usize> {
-        self.tools
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| {
-                t.name
-                    .split_once('.')
-                    .is_some_and(|(a, _)| a == app && read_table(&t.name).is_some())
-            })
-            .map(|(i, _)| i)
-            .collect()
+    /// The apps of the catalog, in order.
+    fn apps(&self) -> Vec<String> {
+        apps_of(self.tools)
     }
 
     /// Every tool of the given apps, in catalog order.
-    fn tools_of_apps(&self, apps: &[String]) -> Vec<usize> {
+    fn tools_of_apps<S: AsRef<str>>(&self, apps: &[S]) -> Vec<usize> {
         (0..self.tools.len())
             .filter(|&i| {
                 self.tools[i]
                     .name
                     .split_once('.')
-                    .is_some_and(|(a, _)| apps.iter().any(|x| x == a))
+                    .is_some_and(|(a, _)| apps.iter().any(|x| x.as_ref() == a))
             })
             .collect()
-    }
-
-    /// Every tool, the ones relevant to `query` first (best first), then the rest in catalog
-    /// order.
-    fn by_relevance(&self, query: &str) -> Vec<usize> {
-        let texts = self.tools.iter().map(|t| {
-            let params: Vec<&str> = t.params.iter().map(|p| p.name.as_str()).collect();
-            format!(
-                "{} {} {}",
-                t.name.replace(['.', '_'], " "),
-                t.description,
-                params.join(" ")
-            )
-        });
-        let mut order = super::retrieval::TextIndex::new(texts).top_k(query, self.tools.len());
-        let ranked: BTreeSet<usize> = order.iter().copied().collect();
-        order.extend((0..self.tools.len()).filter(|i| !ranked.contains(i)));
-        order
     }
 }
 

@@ -41,6 +41,7 @@ pub fn verdicts_frame(judged: &[EpisodeJudgement]) -> PolarsResult<DataFrame> {
         col("failure_label", &rows, |(_, v)| {
             v.failure_label.map(str::to_string)
         }),
+        col("judge", &rows, |(j, _)| j.score.judge.clone()),
     ])
 }
 
@@ -92,6 +93,7 @@ pub fn requests_frame(judged: &[EpisodeJudgement]) -> PolarsResult<DataFrame> {
         col("closed_set", &rows, |(_, r)| r.closed_set),
         col("offered_options", &rows, |(_, r)| r.offered_options),
         col("matcher", &rows, |(_, r)| r.matcher.to_string()),
+        col("judge", &rows, |(j, _)| j.score.judge.clone()),
     ])
 }
 
@@ -113,6 +115,7 @@ pub fn interaction_frame(judged: &[EpisodeJudgement]) -> PolarsResult<DataFrame>
             j.interaction.closed_set_requests
         }),
         col("offered_options", j, |j| j.interaction.offered_options),
+        col("judge", j, |j| j.score.judge.clone()),
     ])
 }
 

@@ -15,6 +15,7 @@ pub mod episode;
 pub mod frames;
 pub mod index;
 pub mod interaction;
+pub mod labelled;
 pub mod labels;
 pub mod llm;
 pub mod replay;

@@ -58,16 +58,17 @@ impl Kind for BuildKnowuWorld {
     const SUMMARY: &'static str = "KnowU profile YAML + log JSON + app definitions → profile_entries, history_events, apps, app_records, sources (with the KnowU profile), summary (params: profile, log, apps, extra_apps)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        use crate::knowu::data::locate_str;
         vec![
-            params.profile.clone(),
-            params.log.clone(),
+            locate_str(&params.profile),
+            locate_str(&params.log),
             params.apps.clone(),
             params.extra_apps.clone(),
         ]
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let read = |p: &str| crate::files::read_input(&ctx.resolve(p), p);
+        let read = |p: &str| crate::knowu::data::read_text(&ctx.resolve(p), p);
         let (profile_text, log_text) = (read(&params.profile)?, read(&params.log)?);
         let persona = KnowuProfile::parse(&params.profile, &profile_text)?;
         let entries = persona.entries();

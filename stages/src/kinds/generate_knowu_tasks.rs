@@ -9,7 +9,7 @@ use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use crate::knowu::profile::KnowuProfile;
-use crate::knowu::sim::generate::{generate, Generated};
+use crate::knowu::sim::generate::{generate, Generated, Scoring};
 use crate::knowu::sim::table;
 use crate::knowu::sim::template::load_dir;
 use crate::knowu::sim::world::PROFILE_KIND;
@@ -23,10 +23,18 @@ pub struct GenerateKnowuTasksParams {
     /// Directory of template files (default `datasets/knowu/templates`).
     #[serde(default = "default_templates")]
     pub templates: String,
+    /// λ and judge split per class, each citing KnowU's definition (default
+    /// `datasets/knowu/scoring.csv`).
+    #[serde(default = "default_scoring")]
+    pub scoring: String,
 }
 
 fn default_templates() -> String {
     "datasets/knowu/templates".into()
+}
+
+fn default_scoring() -> String {
+    "datasets/knowu/scoring.csv".into()
 }
 
 /// The tables `generate_knowu_tasks` writes.
@@ -47,7 +55,7 @@ impl Kind for GenerateKnowuTasks {
     type Params = GenerateKnowuTasksParams;
     type State = ();
     const NAME: &'static str = "generate_knowu_tasks";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &KNOWU_TASK_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::tasks::TASKS,
@@ -58,10 +66,10 @@ impl Kind for GenerateKnowuTasks {
         &crate::tables::knowu::SKIPPED,
         &crate::tables::knowu::GENERATED,
     ];
-    const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns + KnowU facts), skipped (templates the persona lacks a section for), generated (counts per split) (params: templates)";
+    const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns + KnowU facts), skipped (templates the persona lacks a section for), generated (counts per split) (params: templates, scoring)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
-        vec![params.templates.clone()]
+        vec![params.templates.clone(), params.scoring.clone()]
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
@@ -70,7 +78,13 @@ impl Kind for GenerateKnowuTasks {
         let persona = knowu_persona(sources, ctx.stage)?;
         let templates = load_dir(&ctx.resolve(&params.templates), &params.templates)
             .map_err(|e| StageError::Input(e.to_string()))?;
-        let out = generate(&templates, &persona, &world.catalog)
+        let table =
+            crate::knowu::sim::scoring::load(&ctx.resolve(&params.scoring), &params.scoring)?;
+        let scoring = Scoring {
+            table: &table,
+            label: &params.scoring,
+        };
+        let out = generate(&templates, &persona, &world.catalog, &scoring)
             .map_err(|e| StageError::Input(format!("{}: {e}", params.templates)))?;
         let bundles: Vec<TaskBundle> = out.tasks.iter().map(|t| t.bundle.clone()).collect();
         let mut tables = task_tables(&bundles)?;

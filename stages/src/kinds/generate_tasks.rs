@@ -7,7 +7,7 @@ use serde::Deserialize;
 
 use crate::tasks::frames::{task_tables, TASK_TABLES};
 use crate::tasks::generate::{instantiate_all, select};
-use crate::tasks::template::load_dir;
+use crate::tasks::template::{load_dir, load_domains};
 
 /// Parameters of `generate_tasks`.
 #[derive(Debug, Deserialize)]
@@ -68,8 +68,10 @@ impl Kind for GenerateTasks {
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let world = super::world_input(ctx)?;
-        let files = load_dir(&ctx.resolve(&params.templates), &params.templates)?;
-        let all = instantiate_all(&world, &files)?;
+        let dir = ctx.resolve(&params.templates);
+        let files = load_dir(&dir, &params.templates)?;
+        let domains = load_domains(&dir, &params.templates)?;
+        let all = instantiate_all(&world, &files, &domains)?;
         let picked = select(all, params.count, params.seed)?;
         Ok(Tables::new(task_tables(&picked)?))
     }

@@ -43,7 +43,8 @@ impl Kind for ImportPersona {
     const SUMMARY: &'static str = "KnowU profile YAML + log JSON → profile_entries, history_events, summary (params: profile, log, persona?)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
-        vec![params.profile.clone(), params.log.clone()]
+        use crate::knowu::data::locate_str;
+        vec![locate_str(&params.profile), locate_str(&params.log)]
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
@@ -66,7 +67,7 @@ impl Kind for ImportPersona {
 
 /// Reads a parameter's file, naming the path as the pipeline wrote it on failure.
 fn read(ctx: &StageContext<'_>, path: &str) -> Result<String, StageError> {
-    crate::files::read_input(&ctx.resolve(path), path)
+    crate::knowu::data::read_text(&ctx.resolve(path), path)
 }
 
 /// Appends a constant `persona` column, so tables of several personas can be concatenated.

@@ -1,21 +1,38 @@
-//! `judge_agreement`: human labels (CSV) + the judge's `verdicts` (and `requests`) → agreement
-//! and Cohen's κ between the rule judge, the LLM judge and humans (iPrefBench §4.5). The
-//! labelled sample in `datasets/judge-labels/` makes the stage run by default.
+//! `judge_agreement`: the judges against human labels (iPrefBench §4.5). Its `labels`
+//! directory holds the authored, labelled episodes (`episodes/`, `labels/pass1`, `labels/pass2`,
+//! `labels/adjudication.csv`; datasets/judge-labels/README.md): every judge that ran on them
+//! against the gold labels (criterion, success, recall, extra requests, with Cohen's κ), the two
+//! passes against each other, and the user simulator over the question–answer pairs. Episode-keyed
+//! CSVs directly in the directory (or a CSV file as `labels`) are compared at criterion, success
+//! and slot level with the `verdicts` they name.
+
+use std::collections::HashMap;
 
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use super::aggregate::{optional_input, required_input};
+use crate::judging::labelled;
 use crate::metrics::judge_agreement::{
-    agreement_frame, judge_agreement, labels_frame, read_labels,
+    agreement_frame, judge_agreement, labels_frame, read_labels, AgreementRow,
 };
+use crate::metrics::judge_labels::{
+    asked_per_ask, disagreements_frame, gold, judgements, read_adjudication, read_pass,
+};
+use crate::metrics::judge_validation::{
+    compare, judge_side, simulator_check, simulator_frame, simulator_rows, AuthoredSet, Judged,
+};
+use crate::tables::{aggregate as t, judging as j};
+use crate::tasks::frames::bundles_from_table;
+use crate::tasks::TaskBundle;
 
 /// Parameters of `judge_agreement`.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct JudgeAgreementParams {
-    /// A labels CSV or a directory of them (default `datasets/judge-labels`).
+    /// The labelled set's directory (default `datasets/judge-labels`), or one episode-keyed
+    /// labels CSV.
     #[serde(default = "labels_dir")]
     pub labels: String,
 }
@@ -31,50 +48,186 @@ impl Kind for JudgeAgreement {
     type Params = JudgeAgreementParams;
     type State = ();
     const NAME: &'static str = "judge_agreement";
-    const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["agreement", "labels"];
+    const VERSION: &'static str = "2";
+    const OUTPUTS: &'static [&'static str] = &[
+        "agreement",
+        "labels",
+        "labelled",
+        "disagreements",
+        "simulator",
+    ];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
-        &crate::tables::aggregate::AGREEMENT,
-        &crate::tables::aggregate::LABELS,
+        &t::AGREEMENT,
+        &t::LABELS,
+        &t::LABELLED_EPISODES,
+        &t::DISAGREEMENTS,
+        &t::SIMULATOR_CHECK,
     ];
     const INPUTS: &'static [InputDef] = &[
         InputDef::required(
-            &crate::tables::judging::VERDICTS,
+            &j::VERDICTS,
+            &[j::EPISODE_ID, j::CRITERION_ID, j::MODE, j::VERDICT],
+        ),
+        InputDef::optional(&j::REQUESTS, &[j::EPISODE_ID, "slot_id", "slot_source"]),
+        InputDef::optional(
+            &j::SCORES,
+            &[j::EPISODE_ID, j::TASK_ID, j::EPOCH, j::SUCCESS, "judge"],
+        ),
+        InputDef::optional(
+            &j::INTERACTION,
+            &[j::EPISODE_ID, "requests", "matched_requests", "judge"],
+        ),
+        InputDef::optional(
+            &crate::tables::episodes::STEPS,
             &[
-                crate::tables::judging::EPISODE_ID,
-                crate::tables::judging::CRITERION_ID,
-                crate::tables::judging::MODE,
-                crate::tables::judging::VERDICT,
+                crate::tables::episodes::EPISODE_ID,
+                crate::tables::episodes::ACTION_TYPE,
+                "user_reply",
             ],
         ),
         InputDef::optional(
-            &crate::tables::judging::REQUESTS,
-            &[crate::tables::judging::EPISODE_ID, "slot_id", "slot_source"],
+            &crate::tables::tasks::BUNDLES,
+            &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
         ),
     ];
-    const SUMMARY: &'static str = "verdicts (+ requests) + human labels CSV → agreement (p_o, Cohen's κ per level and rater pair), labels (params: labels; use gather: true)";
+    const SUMMARY: &'static str = "verdicts (+ requests, scores, interaction, steps, bundles) + the labelled set (datasets/judge-labels) → agreement (p_o, Cohen's κ per level and rater pair), labels, episodes, disagreements, simulator (params: labels; use gather: true)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.labels.clone()]
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let labels = read_labels(&ctx.resolve(&params.labels), &params.labels)?;
-        if labels.is_empty() {
+        let root = ctx.resolve(&params.labels);
+        let keyed = if root.is_file() || root.is_dir() {
+            read_labels(&root, &params.labels)?
+        } else {
+            Vec::new()
+        };
+        let mut rows = if keyed.is_empty() {
+            Vec::new()
+        } else {
+            judge_agreement(
+                &keyed,
+                &*required_input(ctx, "verdicts")?,
+                optional_input(ctx, "requests")?.as_deref(),
+            )?
+        };
+        let authored = if root.is_dir() {
+            authored(ctx, &root, &params.labels, &mut rows)?
+        } else {
+            Authored::empty()?
+        };
+        if rows.is_empty() {
             tracing::warn!(
                 "stage `{}`: no labels under `{}`; agreement is empty",
                 ctx.stage,
                 params.labels
             );
         }
-        let rows = judge_agreement(
-            &labels,
-            &*required_input(ctx, "verdicts")?,
-            optional_input(ctx, "requests")?.as_deref(),
-        )?;
         Ok(Tables::new([
             ("agreement", agreement_frame(&rows)?),
-            ("labels", labels_frame(&labels)?),
+            ("labels", labels_frame(&keyed)?),
+            ("labelled", authored.episodes),
+            ("disagreements", authored.disagreements),
+            ("simulator", authored.simulator),
         ]))
     }
+}
+
+/// The authored set's output tables.
+struct Authored {
+    episodes: polars::prelude::DataFrame,
+    disagreements: polars::prelude::DataFrame,
+    simulator: polars::prelude::DataFrame,
+}
+
+impl Authored {
+    fn empty() -> Result<Self, StageError> {
+        let (episodes, bundles) = (Default::default(), HashMap::new());
+        let set = AuthoredSet::new(&episodes, &bundles);
+        Ok(Self {
+            episodes: set.frame(&bundles)?,
+            disagreements: disagreements_frame(&[])?,
+            simulator: simulator_frame(&[])?,
+        })
+    }
+}
+
+/// Validates the judges on the authored set under `root`, adding agreement rows.
+fn authored(
+    ctx: &StageContext<'_>,
+    root: &std::path::Path,
+    shown: &str,
+    rows: &mut Vec<AgreementRow>,
+) -> Result<Authored, StageError> {
+    let bad = |m: String| StageError::Input(format!("stage `{}`: {m}", ctx.stage));
+    let episodes =
+        labelled::load(&root.join("episodes"), &format!("{shown}/episodes")).map_err(bad)?;
+    let bundles: HashMap<String, TaskBundle> = match optional_input(ctx, "bundles")? {
+        Some(df) => bundles_from_table(&df)?
+            .into_iter()
+            .map(|b| (b.task.task_id.clone(), b))
+            .collect(),
+        None => HashMap::new(),
+    };
+    let set = AuthoredSet::new(&episodes, &bundles);
+    for (ep, _, fresh) in set.episodes.values() {
+        if *fresh != labelled::Freshness::Fresh {
+            tracing::warn!(
+                "stage `{}`: labelled episode `{}` is {} ({}); its labels are left out — see `prefflow show {}.labelled`",
+                ctx.stage, ep.id, fresh.as_str(), ep.file, ctx.stage
+            );
+        }
+    }
+    let pass = |n: &str| read_pass(&root.join("labels").join(n), &format!("{shown}/labels/{n}"));
+    let (raw1, raw2) = (pass("pass1")?, pass("pass2")?);
+    let p1 = judgements(&raw1, &set.tasks, &set.asks)?;
+    let p2 = judgements(&raw2, &set.tasks, &set.asks)?;
+    let adj = read_adjudication(
+        &root.join("labels/adjudication.csv"),
+        &format!("{shown}/labels/adjudication.csv"),
+    )?;
+    let (gold, disagreements) = gold(&p1, &p2, &adj);
+    let unresolved = disagreements
+        .iter()
+        .filter(|d| d.resolved.is_none())
+        .count();
+    if unresolved > 0 {
+        tracing::warn!(
+            "stage `{}`: {unresolved} disagreement(s) of the two passes have no adjudication; they are left out (prefflow show {}.disagreements)",
+            ctx.stage, ctx.stage
+        );
+    }
+    let tables = (
+        optional_input(ctx, "scores")?,
+        optional_input(ctx, "verdicts")?,
+        optional_input(ctx, "requests")?,
+        optional_input(ctx, "interaction")?,
+    );
+    if let (Some(scores), Some(verdicts), Some(requests), Some(interaction)) = &tables {
+        if !gold.is_empty() {
+            let judged = Judged {
+                scores,
+                verdicts,
+                requests,
+                interaction,
+            };
+            for (judge, js) in judge_side(&judged, &set)? {
+                rows.extend(compare(&format!("{judge}~gold"), &js, &gold));
+            }
+        }
+    }
+    if !p1.is_empty() && !p2.is_empty() {
+        rows.extend(compare("pass1~pass2", &p1, &p2));
+    }
+    let checks = match optional_input(ctx, "steps")? {
+        Some(steps) => simulator_check(&steps, &set, &asked_per_ask(&raw1, &raw2))?,
+        None => Vec::new(),
+    };
+    rows.extend(simulator_rows(&checks));
+    Ok(Authored {
+        episodes: set.frame(&bundles)?,
+        disagreements: disagreements_frame(&disagreements)?,
+        simulator: simulator_frame(&checks)?,
+    })
 }

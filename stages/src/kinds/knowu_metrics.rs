@@ -30,11 +30,12 @@ impl Kind for KnowuMetrics {
     const SUMMARY: &'static str = "KnowU-Bench metrics (SR, AvgScore, AveSteps, AveQueries, IE, Act/Silent/Stop, per persona, Overall) from inputs episodes + steps [+ knowu_tasks] (params: tasks?, personas, allow_missing_profiles?, classes?, episodes_input?, steps_input?, tasks_input?)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
+        use crate::knowu::data::locate_str;
         params
             .tasks
             .iter()
-            .cloned()
-            .chain([params.personas.clone()])
+            .chain([&params.personas])
+            .map(|p| locate_str(p))
             .collect()
     }
 
@@ -52,9 +53,15 @@ impl Kind for KnowuMetrics {
                 )))
             }
         };
-        let per_episode = episode_metrics(episodes, steps, &tasks, &ctx.resolve(&params.personas))?;
+        let personas = crate::knowu::data::locate(&ctx.resolve(&params.personas));
+        if !personas.is_dir() {
+            let path = std::path::PathBuf::from(&params.personas);
+            return Err(crate::knowu::KnowuError::DataMissing { path }.into());
+        }
+        let per_episode = episode_metrics(episodes, steps, &tasks, &personas)?;
         let per_episode = with_scope(per_episode, params.classes)?;
         check_profiles(&per_episode, params, ctx.stage)?;
+        report_gaps(&per_episode, ctx.stage)?;
         Ok(metric_tables(per_episode, params.classes)?)
     }
 }

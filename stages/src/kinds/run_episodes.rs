@@ -39,6 +39,7 @@ pub struct RunEpisodes;
 pub(crate) fn model_access<'a>(ctx: &'a StageContext<'_>) -> ModelAccess<'a> {
     ModelAccess {
         stage: ctx.stage,
+        variant: ctx.variant,
         cache: ctx.cache,
         offline: ctx.offline,
         workdir: ctx.workdir,
@@ -113,6 +114,9 @@ impl Kind for RunEpisodes {
         if uses_prompts {
             inputs.push(params.prompts.clone());
         }
+        if params.agent == AgentName::Authored {
+            inputs.push(params.trajectories.clone());
+        }
         inputs
     }
 
@@ -170,7 +174,7 @@ pub async fn run_with(
     check_episode_count(bundles.len(), params.epochs)?;
     let mut episodes = Vec::new();
     for bundle in &bundles {
-        for epoch in 0..params.epochs {
+        for epoch in 0..factory.epochs(bundle, params.epochs) {
             episodes.push(play(
                 params,
                 ctx,
@@ -311,7 +315,7 @@ async fn play(
     } else {
         ""
     };
-    let mut agent = factory.make(bundle, seed);
+    let mut agent = factory.make_epoch(bundle, seed, epoch);
     let mut user = match hooks.scripted_user(bundle) {
         Some(user) if params.simulator == SimulatorName::Scripted => user,
         _ => simulators::make(params, model_access(ctx), world, bundle, seed, epoch)?,

@@ -38,6 +38,12 @@ pub enum KnowuError {
         /// The underlying error.
         source: std::io::Error,
     },
+    /// KnowU-Bench's published data is not where the setting points ([`super::data`]).
+    #[error("{}", super::data::missing(path))]
+    DataMissing {
+        /// The file or folder looked for.
+        path: PathBuf,
+    },
     /// A path that must be a directory is something else or missing.
     #[error("{}: not a directory; `{param}` must name a directory", path.display())]
     NotADirectory {
@@ -113,6 +119,18 @@ impl KnowuError {
         Self::Read {
             path: path.to_path_buf(),
             source,
+        }
+    }
+
+    /// A read error for a file of KnowU's published data: a missing file says what the data
+    /// is, where to get it and the setting ([`super::data::missing`]).
+    pub fn data(path: &Path, source: std::io::Error) -> Self {
+        if source.kind() == std::io::ErrorKind::NotFound {
+            Self::DataMissing {
+                path: path.to_path_buf(),
+            }
+        } else {
+            Self::read(path, source)
         }
     }
 

@@ -21,7 +21,8 @@ const SHOWN: usize = 10;
 
 /// Reads and parses the log at `path` (named in errors as given).
 pub fn load(path: &Path) -> Result<Vec<HistoryEvent>, KnowuError> {
-    let bytes = std::fs::read(path).map_err(|e| KnowuError::read(path, e))?;
+    let path = &super::data::locate(path);
+    let bytes = std::fs::read(path).map_err(|e| KnowuError::data(path, e))?;
     let text = String::from_utf8(bytes).map_err(|e| KnowuError::Content {
         path: path.to_path_buf(),
         message: format!(
@@ -244,18 +245,14 @@ fn guess_app(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use super::*;
-
-    fn shared(rel: &str) -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/knowu-bench")
-            .join(rel)
-    }
 
     #[test]
     fn real_logs_have_the_published_counts() {
+        let Some(knowu) = crate::knowu::data::for_tests("real_logs") else {
+            return;
+        };
+        let shared = |rel: &str| knowu.join(rel);
         for (name, clean, noisy) in [
             ("developer", 138, 184),
             ("student", 96, 128),
@@ -276,7 +273,10 @@ mod tests {
 
     #[test]
     fn log_fields_are_kept() {
-        let e = &load(&shared("user_logs/developer.json")).expect("log")[0];
+        let Some(knowu) = crate::knowu::data::for_tests("log_fields_are_kept") else {
+            return;
+        };
+        let e = &load(&knowu.join("user_logs/developer.json")).expect("log")[0];
         assert_eq!(e.event_id, "ev_0001");
         assert_eq!(e.time.to_string(), "2026-01-01T13:05:10");
         assert_eq!(e.utc_offset_minutes, Some(480));

@@ -10,6 +10,7 @@
 //! every KnowU error is a [`KnowuError`] naming the file, the place and the fix.
 
 pub mod columns;
+pub mod data;
 pub mod error;
 pub mod interop;
 pub mod log;

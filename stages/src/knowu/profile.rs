@@ -31,7 +31,8 @@ pub struct KnowuProfile {
 impl KnowuProfile {
     /// Reads and parses the profile at `path` (named in errors as given).
     pub fn load(path: &Path) -> Result<Self, KnowuError> {
-        let text = std::fs::read_to_string(path).map_err(|e| KnowuError::read(path, e))?;
+        let path = &super::data::locate(path);
+        let text = std::fs::read_to_string(path).map_err(|e| KnowuError::data(path, e))?;
         Self::parse(&path.display().to_string(), &text)
     }
 
@@ -259,14 +260,12 @@ impl Habits {
 mod tests {
     use super::*;
 
-    fn shipped(name: &str) -> PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../shared/knowu-bench/user_profile")
-            .join(format!("{name}.yaml"))
-    }
-
     #[test]
     fn shipped_profiles_list_their_habits() {
+        let Some(knowu) = crate::knowu::data::for_tests("shipped_profiles") else {
+            return;
+        };
+        let shipped = |name: &str| knowu.join("user_profile").join(format!("{name}.yaml"));
         let student = Habits::load(&shipped("student")).expect("student.yaml");
         assert!(student.found);
         assert!(student.has("weekend_sleeper") && student.has("bluetooth_cleanup"));
@@ -323,6 +322,10 @@ mod tests {
 
     #[test]
     fn real_profiles_flatten_into_dimensions() {
+        let Some(knowu) = crate::knowu::data::for_tests("real_profiles_flatten") else {
+            return;
+        };
+        let shipped = |name: &str| knowu.join("user_profile").join(format!("{name}.yaml"));
         for name in ["developer", "student", "user"] {
             let p = KnowuProfile::load(&shipped(name)).expect(name);
             let entries = p.entries();

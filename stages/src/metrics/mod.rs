@@ -6,6 +6,8 @@
 
 pub mod bootstrap;
 pub mod judge_agreement;
+pub mod judge_labels;
+pub mod judge_validation;
 pub mod kappa;
 pub mod paired;
 pub mod passk;

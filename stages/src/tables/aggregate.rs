@@ -124,11 +124,15 @@ pub static AGREEMENT: TableDef = TableDef {
     name: "agreement",
     doc: "per level × pair of raters (`judge_agreement`)",
     columns: &[
-        C::new("level", Str, "`criterion` \\| `success` \\| `slot`"),
+        C::new(
+            "level",
+            Str,
+            "authored set: `criterion` \\| `success` \\| `recall` \\| `extra` \\| `simulator`; episode-keyed CSVs: `criterion` \\| `success` \\| `slot`",
+        ),
         C::new(
             "pair",
             Str,
-            "`rule~human`, `llm~human`, `llm~rule`, `interaction~human`",
+            "authored set: `<judge>~gold` (e.g. `rule+scripted~gold`), `pass1~pass2`, `<simulator variant>~valid`; episode-keyed CSVs: `rule~human`, `llm~human`, `llm~rule`, `interaction~human`",
         ),
         C::new(N, U32, "items both rated"),
         C::new("agree", U32, "items they agree on"),
@@ -154,6 +158,79 @@ pub static LABELS: TableDef = TableDef {
         ),
         C::new("file", Str, "the labels file"),
         C::new("line", U32, "its line"),
+    ],
+};
+
+/// The authored labelled episodes `judge_agreement` read.
+pub static LABELLED_EPISODES: TableDef = TableDef {
+    name: "labelled",
+    doc: "one row per authored episode of the labelled set (`judge_agreement`; datasets/judge-labels/README.md)",
+    columns: &[
+        C::new("episode", Str, "`<task_id>/<name>`"),
+        C::new("task_id", Str, "the task it was written for"),
+        C::new("epoch", U32, "the epoch it is played as"),
+        C::new(
+            "status",
+            Str,
+            "`ok` \\| `stale` (the task changed) \\| `unfingerprinted` \\| `unknown_task`; only `ok` episodes count",
+        ),
+        C::nullable("fingerprint", Str, "the task's fingerprint now (copy it into a new file)"),
+        C::nullable("stored", Str, "the fingerprint in the file"),
+        C::new("behaviour", Str, "the file's tags, comma-separated"),
+        C::new("asks", U32, "its `ask` steps"),
+    ],
+};
+
+/// Disagreements of the two annotation passes.
+pub static DISAGREEMENTS: TableDef = TableDef {
+    name: "disagreements",
+    doc: "one row per judgement the two passes disagree on (`judge_agreement`)",
+    columns: &[
+        C::new("episode", Str, "`<task_id>/<name>`"),
+        C::new(
+            "level",
+            Str,
+            "`criterion` \\| `success` \\| `recall` \\| `extra`",
+        ),
+        C::new("subject", Str, "criterion id, ask-only slot id, or empty"),
+        C::new("pass1", Str, "pass 1's value (empty: not labelled)"),
+        C::new("pass2", Str, "pass 2's value"),
+        C::nullable(
+            "resolved",
+            Str,
+            "the adjudication (null: unresolved, left out)",
+        ),
+    ],
+};
+
+/// The simulator check over question–answer pairs.
+pub static SIMULATOR_CHECK: TableDef = TableDef {
+    name: "simulator",
+    doc: "one row per question–answer pair of the labelled episodes (`judge_agreement`)",
+    columns: &[
+        C::new(
+            "simulator",
+            Str,
+            "the episodes' variant (which user answered)",
+        ),
+        C::new("episode", Str, "`<task_id>/<name>`"),
+        C::new("ask", U32, "1-based ask number"),
+        C::new("question", Str, "the agent's message"),
+        C::new("reply", Str, "the simulator's reply"),
+        C::new(
+            "asked",
+            Str,
+            "slots the gold pieces request, comma-separated",
+        ),
+        C::new("disclosed", Str, "slots whose value the reply states"),
+        C::new("answered", Bool, "every asked slot's value is in the reply"),
+        C::new(
+            "grounded",
+            Bool,
+            "states a slot value, or says it does not know",
+        ),
+        C::new("volunteered", Bool, "disclosed a slot nobody asked about"),
+        C::new("valid", Bool, "answered, grounded, nothing volunteered"),
     ],
 };
 

@@ -33,6 +33,11 @@ pub static VERDICTS: TableDef = TableDef {
         C::new(VERDICT, Str, "`pass` \\| `fail` \\| `unscored` (an unparseable LLM verdict; never counted as pass)"),
         C::nullable("reason", Str, "the judge's reason"),
         C::nullable(FAILURE_LABEL, Str, "for failed criteria: `silent_default`, `silent_guess`, `missed_inference`, `wrong_inference`, `over_ask`, `unavailable_kept_trying`, `unavailable_substituted`, `unavailable_skipped`, `action_incomplete`, `ignored_reply` (asked, still wrong); see [judging.md](judging.md)"),
+        C::new(
+            "judge",
+            Str,
+            "which judge produced it (as `scores.judge`)",
+        ),
     ],
 };
 
@@ -130,6 +135,7 @@ pub static REQUESTS: TableDef = TableDef {
             "the question offered them; null when not a closed set",
         ),
         C::new("matcher", Str, "`scripted`, `llm`, `scripted_fallback`"),
+        C::new("judge", Str, "which judge produced it (as `scores.judge`)"),
     ],
 };
 
@@ -162,5 +168,6 @@ pub static INTERACTION: TableDef = TableDef {
             U32,
             "of those, requests that offered the options",
         ),
+        C::new("judge", Str, "which judge produced it (as `scores.judge`)"),
     ],
 };

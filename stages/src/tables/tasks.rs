@@ -38,6 +38,16 @@ pub static TASKS: TableDef = TableDef {
             "`none` \\| `instruction_override` \\| `preference_shift` \\| `unavailable_option`",
         ),
         C::new("cross_app", Bool, "whether it spans apps"),
+        C::new(
+            "domain",
+            Str,
+            "its domain group (`travel`, `food`, …; empty when the templates declare none)",
+        ),
+        C::new(
+            "offered_apps",
+            ListStr,
+            "the apps whose tools a capped episode offers: its domain's, whatever the solution (empty: all)",
+        ),
         C::new("overrides", Str, "JSON: `app_data`, `history`, `profile`"),
         C::new(
             "hidden_context",

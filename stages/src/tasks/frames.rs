@@ -62,6 +62,14 @@ pub fn tasks_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
                 .map(|b| b.task.cross_app)
                 .collect::<Vec<bool>>(),
         ),
+        text("domain", t(&|b| b.task.domain.clone())),
+        list(
+            "offered_apps",
+            bundles
+                .iter()
+                .map(|b| b.task.offered_apps.clone())
+                .collect(),
+        ),
         text("overrides", t(&|b| json(&b.task.overrides))),
         text("hidden_context", t(&|b| json(&b.task.hidden_context))),
         text(

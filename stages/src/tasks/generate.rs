@@ -6,12 +6,17 @@ use std::collections::{BTreeMap, HashSet};
 use super::error::TaskError;
 use super::instantiate::instantiate;
 use super::model::TaskBundle;
-use super::template::{place, LoadedFile};
+use super::template::{place, Domains, LoadedFile};
 use super::world_index::WorldIndex;
 use crate::world::World;
 
-/// Instantiates every variant of every template in `files`.
-pub fn instantiate_all(world: &World, files: &[LoadedFile]) -> Result<Vec<TaskBundle>, TaskError> {
+/// Instantiates every variant of every template in `files`, offering each task its domain's
+/// apps (`domains`).
+pub fn instantiate_all(
+    world: &World,
+    files: &[LoadedFile],
+    domains: &Domains,
+) -> Result<Vec<TaskBundle>, TaskError> {
     let ix = WorldIndex::new(world);
     let mut seen: HashSet<&str> = HashSet::new();
     let mut out = Vec::new();
@@ -33,7 +38,7 @@ pub fn instantiate_all(world: &World, files: &[LoadedFile]) -> Result<Vec<TaskBu
                 });
             }
             for n in 0..t.value.variants.len() {
-                out.push(instantiate(&ix, &f.name, t, n)?);
+                out.push(instantiate(&ix, &f.name, t, n, domains)?);
             }
         }
     }

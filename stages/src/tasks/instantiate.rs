@@ -15,7 +15,7 @@ use super::model::{
 };
 use super::predicate::{slot_refs_in, Predicate, Test};
 use super::subst::{fill_json, fill_text, Vars};
-use super::template::{place, RawCriterion, RawSlot, RawStep, RawTemplate};
+use super::template::{place, Domains, RawCriterion, RawSlot, RawStep, RawTemplate};
 use super::world_index::WorldIndex;
 use crate::world::persona::Source as EntrySource;
 use crate::world::phone::Overrides;
@@ -28,6 +28,9 @@ struct Ctx<'a, 'w> {
     at: String,
     task_id: String,
     vars: &'a Vars,
+    /// The template file's stem: the default domain.
+    stem: String,
+    domains: &'a Domains,
 }
 
 impl Ctx<'_, '_> {
@@ -39,12 +42,13 @@ impl Ctx<'_, '_> {
     }
 }
 
-/// Instantiates variant `n` (0-based) of a template.
+/// Instantiates variant `n` (0-based) of a template; `domains` gives the task its tool offer.
 pub fn instantiate(
     ix: &WorldIndex<'_>,
     file: &str,
     t: &Spanned<RawTemplate>,
     n: usize,
+    domains: &Domains,
 ) -> Result<TaskBundle, TaskError> {
     let task_id = format!("{}-{:02}", t.value.id, n + 1);
     let ctx = Ctx {
@@ -58,6 +62,11 @@ pub fn instantiate(
         ),
         task_id,
         vars: &t.value.variants[n],
+        stem: std::path::Path::new(file)
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default(),
+        domains,
     };
     build(&ctx)
 }
@@ -86,6 +95,7 @@ fn build(ctx: &Ctx<'_, '_>) -> Result<TaskBundle, TaskError> {
         .ok_or_else(|| ctx.err("the solution calls no app and no check names one"))?;
     let cross_app = ctx.ix.cross_app(&overrides.history, &apps, &slots);
     let hidden_context = hidden_context(ctx, &slots)?;
+    let (domain, offered_apps) = domain(ctx, &reference, &criteria)?;
     let mut bundle = TaskBundle {
         task: Task {
             task_id: ctx.task_id.clone(),
@@ -97,6 +107,8 @@ fn build(ctx: &Ctx<'_, '_>) -> Result<TaskBundle, TaskError> {
             task_type: ctx.t.task_type,
             perturbation: ctx.t.perturbation,
             cross_app,
+            domain,
+            offered_apps,
             overrides,
             hidden_context,
             reference_solution: reference,
@@ -109,6 +121,53 @@ fn build(ctx: &Ctx<'_, '_>) -> Result<TaskBundle, TaskError> {
     bundle.sync_hidden_context();
     check_perturbation(ctx, &bundle)?;
     Ok(bundle)
+}
+
+/// The task's domain and the apps it offers (in catalog order): the template's `domain`, else
+/// its file's stem. Every app the reference solution calls and every table its checks name must
+/// be among them, so a capped offer never makes the task impossible.
+fn domain(
+    ctx: &Ctx<'_, '_>,
+    reference: &[Value],
+    criteria: &[Criterion],
+) -> Result<(String, Vec<String>), TaskError> {
+    let d = ctx.domains;
+    if d.domains.is_empty() {
+        return Ok((String::new(), Vec::new()));
+    }
+    let name = ctx.t.domain.clone().unwrap_or_else(|| ctx.stem.clone());
+    let apps = d.apps(&name).ok_or_else(|| {
+        ctx.err(format!(
+            "domain `{name}` is not one of _domains.yaml's ({}); set `domain:` on the template",
+            d.domains.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))
+    })?;
+    let cat = &ctx.ix.world.catalog;
+    if let Some(bad) = apps.iter().find(|a| cat.app(a).is_none()) {
+        return Err(ctx.err(format!("domain `{name}` names unknown app `{bad}`")));
+    }
+    let mut needed = task_apps(reference, &[]);
+    for c in criteria {
+        c.predicate.visit(&mut |p| match p {
+            Predicate::Record { table, .. } | Predicate::AnswerMentions { table, .. } => {
+                push_app(&mut needed, table)
+            }
+            Predicate::Called { tool, .. } => push_app(&mut needed, tool),
+            _ => {}
+        });
+    }
+    if let Some(missing) = needed.iter().find(|a| !apps.contains(a)) {
+        return Err(ctx.err(format!(
+            "the task needs app `{missing}`, which domain `{name}` does not offer; pick a domain that offers it (`domain:`) or add the app to the domain in _domains.yaml"
+        )));
+    }
+    let offered = cat
+        .apps
+        .iter()
+        .filter(|a| apps.contains(&a.id))
+        .map(|a| a.id.clone())
+        .collect();
+    Ok((name, offered))
 }
 
 /// Fills the template's overrides and completes short history events.

@@ -12,7 +12,8 @@ use super::world_index::WorldIndex;
 fn fixture(yaml: &str) -> TaskBundle {
     let file = parse("fixture.yaml", yaml).unwrap_or_else(|e| panic!("{e}"));
     let ix = WorldIndex::new(world());
-    super::instantiate::instantiate(&ix, "fixture.yaml", &file.templates[0], 0)
+    let domains = super::template::Domains::default();
+    super::instantiate::instantiate(&ix, "fixture.yaml", &file.templates[0], 0, &domains)
         .unwrap_or_else(|e| panic!("{e}"))
 }
 

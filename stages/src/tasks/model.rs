@@ -163,6 +163,13 @@ pub struct Task {
     pub perturbation: Perturbation,
     /// Whether an inferable slot's evidence lies only in apps other than the task's.
     pub cross_app: bool,
+    /// The template's domain group (travel, food, …; empty when the templates declare none).
+    #[serde(default)]
+    pub domain: String,
+    /// The apps whose tools an episode with a capped tool list offers: the domain group's, the
+    /// same for every task of the domain whatever its solution (empty: every app).
+    #[serde(default)]
+    pub offered_apps: Vec<String>,
     /// Per-task environment changes.
     pub overrides: Overrides,
     /// Ask-only values and situational facts.

@@ -51,6 +51,10 @@ pub struct RawTemplate {
     /// Options the overrides make unavailable: `{tool, arg, value}`.
     #[serde(default)]
     pub unavailable: Vec<Value>,
+    /// The domain group whose apps an episode offers a model when its tool list is capped
+    /// (`_domains.yaml`); defaults to the file's stem when that names a domain.
+    #[serde(default)]
+    pub domain: Option<String>,
     /// Values for the placeholders; one candidate task per variant.
     pub variants: Vec<Vars>,
 }
@@ -131,14 +135,73 @@ pub struct LoadedFile {
     pub file: TemplateFile,
 }
 
-/// Loads every `*.yaml` file of `dir` in name order.
+/// The file of domain groups beside the templates (files starting with `_` are not templates).
+pub const DOMAINS_FILE: &str = "_domains.yaml";
+
+/// The domain groups of a template directory: which apps' tools a task of each domain is offered
+/// when an episode caps its tool list. A group is the `core` apps plus its own; it is chosen by
+/// the task's theme (travel, food, …), never by the reference solution, so the offer says
+/// nothing about how to solve the task.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Domains {
+    /// Apps every domain offers (messages, calendar, wallet, …).
+    #[serde(default)]
+    pub core: Vec<String>,
+    /// Each domain's own apps, by name.
+    #[serde(default)]
+    pub domains: IndexMap<String, Vec<String>>,
+}
+
+impl Domains {
+    /// The apps a domain offers (core first, then its own, without repeats), or `None` for an
+    /// unknown domain.
+    pub fn apps(&self, domain: &str) -> Option<Vec<String>> {
+        let own = self.domains.get(domain)?;
+        let mut out: Vec<String> = Vec::new();
+        for a in self.core.iter().chain(own) {
+            if !out.contains(a) {
+                out.push(a.clone());
+            }
+        }
+        Some(out)
+    }
+}
+
+/// Reads `dir/_domains.yaml`; a directory without one has no domains (every task is offered
+/// every tool).
+pub fn load_domains(dir: &Path, shown: &str) -> Result<Domains, TaskError> {
+    let path = dir.join(DOMAINS_FILE);
+    if !path.exists() {
+        return Ok(Domains::default());
+    }
+    let name = format!("{}/{DOMAINS_FILE}", shown.trim_end_matches('/'));
+    let text = prefflow_engine::input::read_text(&path, &name).map_err(|e| TaskError::File {
+        file: e.place().to_string(),
+        message: e.to_string(),
+    })?;
+    prefflow_engine::config::from_yaml::<Domains>(&text).map_err(|e| {
+        let problem = prefflow_engine::input::yaml_problem(&e);
+        TaskError::Template {
+            at: problem.place(&name),
+            message: problem.text(),
+        }
+    })
+}
+
+/// Loads every `*.yaml` file of `dir` in name order (except `_`-prefixed ones such as
+/// [`DOMAINS_FILE`]).
 pub fn load_dir(dir: &Path, shown: &str) -> Result<Vec<LoadedFile>, TaskError> {
     let err = |message: String| TaskError::File {
         file: shown.to_string(),
         message,
     };
-    let paths = crate::files::sorted_files(dir, &["yaml", "yml"])
+    let mut paths = crate::files::sorted_files(dir, &["yaml", "yml"])
         .map_err(|e| err(format!("cannot read the templates directory: {e}")))?;
+    paths.retain(|p| {
+        !p.file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with('_'))
+    });
     if paths.is_empty() {
         return Err(err("no *.yaml template files".into()));
     }

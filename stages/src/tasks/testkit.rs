@@ -27,9 +27,13 @@ pub fn world() -> &'static World {
 pub fn candidates() -> &'static [super::TaskBundle] {
     static ALL: std::sync::OnceLock<Vec<super::TaskBundle>> = std::sync::OnceLock::new();
     ALL.get_or_init(|| {
-        let files = super::template::load_dir(&datasets().join("tasks"), "datasets/tasks")
-            .unwrap_or_else(|e| panic!("{e}"));
-        super::generate::instantiate_all(world(), &files).unwrap_or_else(|e| panic!("{e}"))
+        let dir = datasets().join("tasks");
+        let files =
+            super::template::load_dir(&dir, "datasets/tasks").unwrap_or_else(|e| panic!("{e}"));
+        let domains =
+            super::template::load_domains(&dir, "datasets/tasks").unwrap_or_else(|e| panic!("{e}"));
+        super::generate::instantiate_all(world(), &files, &domains)
+            .unwrap_or_else(|e| panic!("{e}"))
     })
 }
 

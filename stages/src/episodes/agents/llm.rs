@@ -35,6 +35,8 @@ pub struct LlmFactory<'a> {
     prompts: Prompts,
     /// Where the agent's calls are counted (role `agent`).
     usage: Option<&'a prefflow_engine::usage::UsageMeter>,
+    /// The flow its calls form in the endpoint's fair queue (the stage instance).
+    flow: String,
 }
 
 impl<'a> LlmFactory<'a> {
@@ -57,6 +59,7 @@ impl<'a> LlmFactory<'a> {
         .map_err(|e| prefix(access.stage, e))?;
         factory.max_tools = params.max_tools;
         factory.usage = access.usage;
+        factory.flow = access.flow();
         Ok(factory)
     }
 
@@ -77,6 +80,7 @@ impl<'a> LlmFactory<'a> {
             offline,
             prompts,
             usage: None,
+            flow: String::new(),
         })
     }
 }
@@ -162,7 +166,9 @@ impl<'a> LlmAgent<'a> {
         if self.client.is_none() {
             let f = self.factory;
             self.client = Some(
-                LlmClient::new(self.config.clone(), f.cache, f.offline)?.metered(f.usage, "agent"),
+                LlmClient::new(self.config.clone(), f.cache, f.offline)?
+                    .metered(f.usage, "agent")
+                    .flow(&f.flow),
             );
         }
         match &self.client {
@@ -358,7 +364,11 @@ fn context(
         now => prompts::clock_in_words(brief.now),
         space => match brief.space { ActionSpace::Tools => "tools", ActionSpace::Gui => "gui" },
         history => history,
-        observation => brief.observation.text,
+        // The first message names only the apps whose tools are offered.
+        observation => match brief.space {
+            ActionSpace::Tools => toolset::overview_for(&brief.observation.text, offered),
+            ActionSpace::Gui => brief.observation.text.clone(),
+        },
         clarifications => clarifications,
         tools => tools_context(offered),
     }

@@ -3,6 +3,7 @@
 //! drives a chat-completions model.
 
 mod ask_all;
+mod authored;
 mod driver;
 mod heuristic;
 pub mod llm;
@@ -15,6 +16,7 @@ use prefflow_engine::StageError;
 use serde::{Deserialize, Serialize};
 
 pub use ask_all::{AskAll, AskAllPolicy};
+pub use authored::Authored;
 pub use driver::{Decision, FieldKey, PlanAgent, Policy};
 pub use heuristic::{Heuristic, HeuristicPolicy, TOP_K};
 pub use llm::{LlmAgent, LlmFactory};
@@ -39,6 +41,8 @@ pub enum AgentName {
     Heuristic,
     /// A chat-completions model.
     Llm,
+    /// Plays the authored trajectories of labelled episodes (`trajectories`, judge validation).
+    Authored,
 }
 
 impl AgentName {
@@ -50,6 +54,7 @@ impl AgentName {
             AgentName::AskAll => "ask_all",
             AgentName::Heuristic => "heuristic",
             AgentName::Llm => "llm",
+            AgentName::Authored => "authored",
         }
     }
 }
@@ -65,6 +70,12 @@ pub fn factory<'a>(
         AgentName::Llm => Ok(Box::new(LlmFactory::new(params, access)?)),
         AgentName::AskAll => Ok(Box::new(AskAll)),
         AgentName::Heuristic => Ok(Box::new(Heuristic)),
+        AgentName::Authored => {
+            let dir = access.workdir.join(&params.trajectories);
+            Authored::load(&dir, &params.trajectories)
+                .map(|a| Box::new(a) as Box<dyn AgentFactory>)
+                .map_err(|m| StageError::Input(format!("stage `{}`: {m}", access.stage)))
+        }
     }
 }
 

@@ -163,6 +163,8 @@ pub fn bundle(task_id: &str, goal: &str, persona: Option<&str>) -> TaskBundle {
             task_type: Default::default(),
             perturbation: Default::default(),
             cross_app: false,
+            domain: String::new(),
+            offered_apps: Vec::new(),
             overrides: Default::default(),
             hidden_context: Default::default(),
             reference_solution: Vec::new(),

@@ -79,27 +79,28 @@ fn spec(name: &str, params: Vec<ParamSpec>) -> ToolSpec {
     }
 }
 
-fn bundle(instruction: &str, apps: &[&str], reference: Vec<Value>) -> TaskBundle {
-    let mut b = released()[0].clone();
-    b.task.instruction = instruction.into();
-    b.task.apps = apps.iter().map(|a| a.to_string()).collect();
-    b.task.reference_solution = reference;
-    b.task.defaults_solution = Vec::new();
-    b
-}
-
 fn names(tools: &[ToolSpec]) -> Vec<&str> {
     tools.iter().map(|t| t.name.as_str()).collect()
 }
 
+/// The phone's whole tool list, as an episode sees it.
+fn catalog_tools() -> Arc<[ToolSpec]> {
+    PhoneEnv::new(world(), EpisodeConfig::default())
+        .expect("phone")
+        .tools()
+}
+
 #[test]
-fn the_reference_operation_and_the_reads_its_ids_need_are_kept_under_any_cap() {
+fn a_domain_offers_its_apps_with_the_reads_their_ids_need() {
     let tools: Arc<[ToolSpec]> = Arc::new([
+        spec("contacts.list_owner", vec![]),
+        spec("contacts.get_owner", vec![]),
         spec("notes.list_notes", vec![]),
         spec("notes.get_notes", vec![]),
         spec("notes.create_note", vec![param("title", None)]),
         spec("wallet.list_cards", vec![]),
         spec("wallet.get_cards", vec![]),
+        spec("wallet.pay", vec![param("card", Some("wallet.cards"))]),
         spec("shop.list_products", vec![]),
         spec("shop.get_products", vec![]),
         spec(
@@ -111,18 +112,19 @@ fn the_reference_operation_and_the_reads_its_ids_need_are_kept_under_any_cap() {
         ),
         spec("weather.get_forecast", vec![param("city", None)]),
     ]);
-    // The instruction speaks of notes; the reference buys something.
-    let task = bundle(
-        "note my sister's gift",
-        &["shop"],
-        vec![json!({"action": "call", "tool": "shop.buy_product", "args": {}})],
-    );
-    let kept = offered(&tools, &task, Some(6));
+    let mut task = released()[0].clone();
+    task.task.domain = "shopping".into();
+    task.task.offered_apps = vec!["shop".into(), "notes".into()];
+    let kept = offered(&tools, &task, Some(10));
     assert_eq!(
         names(&kept),
         [
-            // The one free place goes to the tool most relevant to the instruction.
+            "contacts.list_owner",
+            "contacts.get_owner",
+            "notes.list_notes",
+            "notes.get_notes",
             "notes.create_note",
+            // The card the purchase takes is discoverable; paying is not offered.
             "wallet.list_cards",
             "wallet.get_cards",
             "shop.list_products",
@@ -130,24 +132,87 @@ fn the_reference_operation_and_the_reads_its_ids_need_are_kept_under_any_cap() {
             "shop.buy_product",
         ]
     );
-    // With room, the relevant note tools come with their reads; the cap still holds.
-    let roomy = offered(&tools, &task, Some(8));
-    assert_eq!(roomy.len(), 8);
-    assert!(names(&roomy).contains(&"notes.create_note"));
-    assert!(names(&roomy).contains(&"notes.list_notes"));
-    // An operation is never offered without the reads of the tables its ids come from.
-    for t in roomy.iter() {
-        for p in &t.params {
-            if let Some(table) = &p.refers_to {
-                let (app, name) = table.split_once('.').unwrap();
-                assert!(names(&roomy).contains(&format!("{app}.list_{name}").as_str()));
-            }
-        }
-    }
-    // Must-haves over the cap are all offered, never cut.
-    assert_eq!(offered(&tools, &task, Some(2)).len(), 5);
+    // Over the cap, the domain is still offered whole (a task must stay solvable).
+    assert_eq!(offered(&tools, &task, Some(4)).len(), 10);
+    // No cap, or a cap the catalog fits under: everything.
     assert_eq!(offered(&tools, &task, None).len(), tools.len());
     assert_eq!(offered(&tools, &task, Some(50)).len(), tools.len());
+    // Without a domain (KnowU, remote tasks): whole apps in catalog order while they fit.
+    task.task.offered_apps.clear();
+    assert_eq!(
+        names(&offered(&tools, &task, Some(5))),
+        [
+            "contacts.list_owner",
+            "contacts.get_owner",
+            "notes.list_notes",
+            "notes.get_notes",
+            "notes.create_note",
+        ]
+    );
+}
+
+/// The offer depends on the task's domain only: two tasks of one domain get the same tools, and
+/// rewriting a task's reference solution (or dropping it) changes nothing.
+#[test]
+fn the_offer_never_depends_on_the_reference_solution() {
+    let tools = catalog_tools();
+    let mut by_domain: HashMap<&str, Vec<&TaskBundle>> = HashMap::new();
+    for b in released() {
+        by_domain.entry(b.task.domain.as_str()).or_default().push(b);
+    }
+    assert!(by_domain.len() >= 8, "{:?}", by_domain.keys());
+    for (domain, tasks) in &by_domain {
+        assert!(!domain.is_empty(), "a released task without a domain");
+        let first = names(&offered(&tools, tasks[0], Some(120)))
+            .into_iter()
+            .map(str::to_string)
+            .collect::<Vec<_>>();
+        for t in &tasks[1..] {
+            let offer = offered(&tools, t, Some(120));
+            assert_eq!(
+                names(&offer),
+                first,
+                "{} vs {}",
+                t.task.task_id,
+                tasks[0].task.task_id
+            );
+        }
+        let mut blind = tasks[0].clone();
+        blind.task.reference_solution = vec![json!({"action": "finish"})];
+        blind.task.defaults_solution = Vec::new();
+        blind.task.apps.clear();
+        assert_eq!(names(&offered(&tools, &blind, Some(120))), first);
+    }
+    // The Portland weather question is a travel task: SkyWay (where her flight is) is offered,
+    // though the reference never opens it.
+    let weather = released()
+        .iter()
+        .find(|b| b.task.template == "weather_portland")
+        .expect("weather_portland is released");
+    let offer = names(&offered(&tools, weather, Some(120)))
+        .into_iter()
+        .map(str::to_string)
+        .collect::<Vec<_>>();
+    assert!(offer.iter().any(|t| t.starts_with("skyway.")), "{offer:?}");
+    assert!(!solution_tools(weather)
+        .iter()
+        .any(|t| t.starts_with("skyway.")));
+}
+
+/// Every domain group of `_domains.yaml` fits under the shipped pipelines' cap of 120 tools.
+#[test]
+fn every_domain_fits_under_the_shipped_cap() {
+    let tools = catalog_tools();
+    let dir = datasets().join("tasks");
+    let domains = crate::tasks::template::load_domains(&dir, "datasets/tasks").expect("domains");
+    assert!(domains.domains.len() >= 10);
+    for name in domains.domains.keys() {
+        let mut task = released()[0].clone();
+        task.task.offered_apps = domains.apps(name).expect("apps");
+        let offer = offered(&tools, &task, Some(120));
+        assert!(offer.len() <= 120, "{name}: {} tools", offer.len());
+        assert!(offer.len() >= 80, "{name}: only {} tools", offer.len());
+    }
 }
 
 #[test]
@@ -172,8 +237,9 @@ fn every_released_task_is_solvable_through_the_tools_it_is_offered() {
             let all = env.tools();
             let offer = offered(&all, b, Some(cap));
             let id = &b.task.task_id;
+            // Under the shipped cap the domain fits; under a tighter one it is offered whole.
             assert!(
-                offer.len() <= cap,
+                offer.len() <= cap.max(120),
                 "{id}: {} tools over cap {cap}",
                 offer.len()
             );
@@ -324,6 +390,70 @@ fn small_fixed_tables_put_their_ids_in_the_schema() {
         .filter(|p| p.choices.is_some())
         .count();
     assert!(with_enum >= 10, "only {with_enum} ref parameters carry ids");
+}
+
+/// A model's first message names only the apps whose tools it is offered (a travel task does
+/// not hear of Tixly), in the phone's own words.
+#[test]
+fn the_first_message_names_only_the_offered_apps() {
+    let env = PhoneEnv::new(world(), EpisodeConfig::default()).expect("phone");
+    let all = env.observe().text;
+    let weather = released()
+        .iter()
+        .find(|b| b.task.template == "weather_portland")
+        .expect("weather_portland");
+    let offer = offered(&env.tools(), weather, Some(120));
+    let text = overview_for(&all, &offer);
+    assert!(
+        text.starts_with(crate::world::phone::APPS_OVERVIEW_HEAD),
+        "{text}"
+    );
+    for app in &world().catalog.apps {
+        let line = format!("{} ({})", app.name, app.id);
+        assert_eq!(
+            text.contains(&line),
+            weather.task.offered_apps.contains(&app.id),
+            "{line} in {text}"
+        );
+    }
+    // Everything offered: the whole overview, unchanged; a GUI screen is never touched.
+    assert_eq!(overview_for(&all, &env.tools()), all);
+    assert_eq!(
+        overview_for("Home screen\n- x (y): z", &offer),
+        "Home screen\n- x (y): z"
+    );
+}
+
+/// List tools say what their records hold and how dates and times are written, so a model can
+/// filter flights by day without guessing the format.
+#[test]
+fn list_tools_describe_their_fields_and_formats() {
+    let tools = catalog_tools();
+    let list = tools
+        .iter()
+        .find(|t| t.name == "skyway.list_flights")
+        .expect("skyway.list_flights");
+    for part in [
+        "date (date, YYYY-MM-DD)",
+        "depart (time, HH:MM on a 24-hour clock)",
+        "origin (one of SFO, OAK, SJC)",
+        "cabins (list; each one of",
+    ] {
+        assert!(
+            list.description.contains(part),
+            "{part}: {}",
+            list.description
+        );
+    }
+    let book = tools
+        .iter()
+        .find(|t| t.name == "dinespot.book_table")
+        .expect("dinespot.book_table");
+    let schema = book.json_schema();
+    let date = schema["properties"]["date"]["description"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(date.contains("YYYY-MM-DD"), "{date}");
 }
 
 /// The tools-mode first observation says which apps there are, in words a model can use; no

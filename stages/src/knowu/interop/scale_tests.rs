@@ -14,8 +14,8 @@ use super::traj::{TrajStep, Trajectory};
 const EPISODES: usize = 100_000;
 
 /// 100k episodes cycling over the 192 registered tasks, with asks, replies and answers.
-fn synthetic_run() -> Vec<RunEpisode> {
-    let names = tasks::read_names(&shared("tasks.csv")).expect("tasks.csv");
+fn synthetic_run(tasks_csv: &std::path::Path) -> Vec<RunEpisode> {
+    let names = tasks::read_names(tasks_csv).expect("tasks.csv");
     let actions = [
         "ask_user",
         "click",
@@ -66,7 +66,13 @@ fn synthetic_run() -> Vec<RunEpisode> {
 #[test]
 #[ignore = "slow unoptimized; run with --release"]
 fn knowu_metrics_scale() {
-    let run = synthetic_run();
+    let (Some(tasks_csv), Some(profiles)) = (
+        shared("knowu_metrics_scale", "tasks.csv"),
+        shared("knowu_metrics_scale", "user_profile"),
+    ) else {
+        return;
+    };
+    let run = synthetic_run(&tasks_csv);
     // Task ids repeat (like repeated epochs); episode ids must not.
     let mut episodes = episodes_frame("big", &run).expect("episodes");
     let mut steps = steps_frame("big", &run).expect("steps");
@@ -80,11 +86,10 @@ fn knowu_metrics_scale() {
     steps
         .with_column(polars::prelude::Column::new("episode_id".into(), step_ids))
         .expect("ids");
-    let index = tasks::read(&shared("tasks.csv")).expect("tasks.csv");
+    let index = tasks::read(&tasks_csv).expect("tasks.csv");
 
     let start = Instant::now();
-    let per_episode =
-        episode_metrics(&episodes, &steps, &index, &shared("user_profile")).expect("metrics");
+    let per_episode = episode_metrics(&episodes, &steps, &index, &profiles).expect("metrics");
     let per_episode = with_scope(per_episode, Classes::All).expect("scope");
     let tables = metric_tables(per_episode, Classes::All).expect("tables");
     let elapsed = start.elapsed();

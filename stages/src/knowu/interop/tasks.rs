@@ -104,7 +104,7 @@ pub fn read_names(path: &Path) -> Result<Vec<String>, KnowuError> {
 fn read_frame(path: &Path) -> Result<DataFrame, KnowuError> {
     if !path.is_file() {
         let e = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
-        return Err(KnowuError::read(path, e));
+        return Err(KnowuError::data(path, e));
     }
     let df = CsvReadOptions::default()
         .with_has_header(true)
@@ -156,16 +156,15 @@ fn csv_error(path: &Path, message: String) -> KnowuError {
 mod tests {
     use super::*;
 
-    /// The shipped task list, read where it lives (never copied into the repository).
-    pub fn shipped() -> std::path::PathBuf {
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/knowu-bench/tasks.csv")
-    }
-
     #[test]
     fn shipped_task_list_has_the_papers_split_sizes() {
-        let names = read_names(&shipped()).expect("tasks.csv");
+        let Some(knowu) = crate::knowu::data::for_tests("shipped_task_list") else {
+            return;
+        };
+        let shipped = knowu.join("tasks.csv");
+        let names = read_names(&shipped).expect("tasks.csv");
         assert_eq!(names.len(), 192);
-        let index = read(&shipped()).expect("tasks.csv");
+        let index = read(&shipped).expect("tasks.csv");
         let count = |split: &str| {
             names
                 .iter()

@@ -9,11 +9,11 @@ use prefflow_engine::store::FsStore;
 use prefflow_engine::{InputTable, StageContext, StageError, Tables};
 use serde_json::{json, Value};
 
-/// A file of the shared KnowU-Bench data, e.g. `tasks.csv` or `user_profile`.
-pub fn shared(rel: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../../shared/knowu-bench")
-        .join(rel)
+/// A file of KnowU-Bench's published data, e.g. `tasks.csv` or `user_profile`, through the
+/// data setting ([`crate::knowu::data::for_tests`]); `None` (and a line naming the setting) when
+/// it is absent, so the test skips.
+pub fn shared(test: &str, rel: &str) -> Option<PathBuf> {
+    crate::knowu::data::for_tests(test).map(|d| d.join(rel))
 }
 
 /// A scratch directory to build run directories, task lists and persona files in.

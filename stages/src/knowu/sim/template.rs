@@ -48,9 +48,6 @@ pub struct Template {
     /// ([`super::matching`]).
     #[serde(default)]
     pub preference: Option<PreferenceSpec>,
-    /// Weight of the rule part in the hybrid score (personalized; default 0.5).
-    #[serde(default)]
-    pub lambda: Option<f64>,
     /// The explicit general twin of a personalized template.
     #[serde(default)]
     pub twin: Option<Twin>,
@@ -177,6 +174,13 @@ pub struct Judged {
     /// `inserted` (default) or `updated`.
     #[serde(default = "inserted")]
     pub change: String,
+}
+
+impl Judged {
+    /// `change:app.table.field`, as `knowu_tasks.judged` carries it.
+    pub fn spec(&self) -> String {
+        format!("{}:{}.{}", self.change, self.table, self.field)
+    }
 }
 
 fn inserted() -> String {

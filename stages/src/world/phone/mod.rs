@@ -117,6 +117,10 @@ pub struct AskRecord {
     pub reply: String,
 }
 
+/// The first line of the tools-mode overview ([`Phone::observe`]); each app follows on its own
+/// line as `- Name (id): description`.
+pub const APPS_OVERVIEW_HEAD: &str = "Apps on this phone (their tools read and change their data):";
+
 /// One episode's phone.
 pub struct Phone<'w> {
     world: &'w World,
@@ -191,7 +195,7 @@ impl<'w> Phone<'w> {
     /// The tools-mode counterpart of the home screen: each app with what it is for, so a model
     /// knows where to look before it reads the function list.
     fn apps_overview(&self) -> String {
-        let mut out = String::from("Apps on this phone (their tools read and change their data):");
+        let mut out = String::from(APPS_OVERVIEW_HEAD);
         for a in &self.world.catalog.apps {
             out.push_str(&format!("\n- {} ({}): {}", a.name, a.id, a.description));
         }

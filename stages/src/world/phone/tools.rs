@@ -69,6 +69,9 @@ impl ToolSpec {
             };
             s.insert("type".into(), json!(ty));
             let mut desc = p.description.clone();
+            if let Some(format) = date_format(p.type_name) {
+                desc = format!("{desc} ({format})").trim().to_string();
+            }
             if let Some(t) = &p.refers_to {
                 desc = format!("{desc} (id of a {t} record)").trim().to_string();
             }
@@ -131,7 +134,7 @@ pub fn tool_specs(cat: &Catalog) -> Vec<ToolSpec> {
     let mut out = Vec::new();
     for a in &cat.apps {
         for t in &a.tables {
-            out.push(list_spec(a, t));
+            out.push(list_spec(cat, a, t));
             out.push(get_spec(a, t));
         }
         out.extend(a.operations.iter().map(|o| op_spec(cat, a, o)));
@@ -179,6 +182,43 @@ pub(crate) fn with_choices(cat: &Catalog, state: &Overlay, specs: &[ToolSpec]) -
             spec
         })
         .collect()
+}
+
+/// How a date or time parameter (by its type name) is written, for function schemas.
+fn date_format(type_name: &str) -> Option<&'static str> {
+    match type_name {
+        "date" => Some("date, YYYY-MM-DD"),
+        "time" => Some("time, HH:MM on a 24-hour clock"),
+        "datetime" => Some("date and time, YYYY-MM-DDTHH:MM"),
+        _ => None,
+    }
+}
+
+/// How a value of `kind` is written, for descriptions: the formats a model must use for dates,
+/// times and record ids, and the options of an enum.
+fn format_of(cat: &Catalog, kind: &FieldKind) -> String {
+    match kind {
+        FieldKind::Date | FieldKind::Time | FieldKind::DateTime => {
+            date_format(kind.type_name()).unwrap_or_default().into()
+        }
+        FieldKind::Enum(o) => format!("one of {}", o.join(", ")),
+        FieldKind::Ref(t) => format!("id of a {} record", cat.table_name(*t)),
+        FieldKind::Int(_) => "whole number".into(),
+        FieldKind::Float(_) => "number".into(),
+        FieldKind::Bool => "true or false".into(),
+        FieldKind::Text => "text".into(),
+    }
+}
+
+/// One field of a listed table in words: `date (date, YYYY-MM-DD)`, `seating (list; each one of
+/// indoor, patio, bar)`.
+fn field_words(cat: &Catalog, f: &FieldDef) -> String {
+    let format = format_of(cat, &f.kind);
+    if f.many {
+        format!("{} (list; each {format})", f.name)
+    } else {
+        format!("{} ({format})", f.name)
+    }
 }
 
 fn param(cat: &Catalog, f: &FieldDef) -> ParamSpec {
@@ -236,10 +276,21 @@ fn plain(
     }
 }
 
-fn list_spec(a: &App, t: &Table) -> ToolSpec {
+fn list_spec(cat: &Catalog, a: &App, t: &Table) -> ToolSpec {
+    let fields: Vec<String> = t.fields.iter().map(|f| field_words(cat, f)).collect();
+    let about = if t.description.is_empty() {
+        String::new()
+    } else {
+        format!(" ({})", t.description)
+    };
     ToolSpec {
         name: format!("{}.list_{}", a.id, t.name),
-        description: format!("{}: list {} ({})", a.name, t.name, t.description),
+        description: format!(
+            "{}: list {}{about}. Each record has an id and: {}",
+            a.name,
+            t.name,
+            fields.join("; ")
+        ),
         irreversible: false,
         params: vec![
             plain(
@@ -247,7 +298,7 @@ fn list_spec(a: &App, t: &Table) -> ToolSpec {
                 "object",
                 false,
                 Some(json!({})),
-                "field → value filters; list fields match by membership",
+                "field → value filters on the fields above, written in their formats (dates YYYY-MM-DD, times HH:MM, record ids for refs); list fields match by membership",
             ),
             plain(
                 "limit",
