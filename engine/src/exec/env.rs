@@ -28,6 +28,9 @@ pub struct ExecEnv {
     /// Set by the first failed write to the store (disk full, permissions, a remote that keeps
     /// failing): from then on no new work starts, since it could not be kept.
     store_failure: OnceLock<String>,
+    /// Set by a configuration mistake found while running (a scheduler refusing the
+    /// executor's settings): it would fail every later submission the same way.
+    halt: OnceLock<String>,
     /// The lease of the run (or worker) this environment computes for: what it works on is
     /// announced (and protected from `gc`) through it, and other runs wait for those items.
     lease: OnceLock<Arc<Lease>>,
@@ -51,6 +54,7 @@ impl ExecEnv {
             pipeline: pipeline.into(),
             commit_slots: Arc::new(Semaphore::new(cores * 2)),
             store_failure: OnceLock::new(),
+            halt: OnceLock::new(),
             lease: OnceLock::new(),
         })
     }
@@ -71,7 +75,8 @@ impl ExecEnv {
         let message = store_failure_message(self.store.as_ref(), e);
         let first = self.store_failure.set(message.clone()).is_ok();
         if first {
-            tracing::error!("{message}; no new work is started");
+            // The message itself is reported once, with the work that failed.
+            tracing::warn!("the store failed; no new work is started");
         }
         message
     }
@@ -97,11 +102,20 @@ impl ExecEnv {
         self.store_failure.get().is_some()
     }
 
-    /// Why no new work may start: a store write failed, or the run was interrupted
-    /// ([`super::interrupt`]).
+    /// Stops new work in this run for a mistake every later piece of work would repeat (a
+    /// scheduler refusing the settings): said once, here; later work is "not started".
+    pub fn halt(&self, why: &str) {
+        if self.halt.set(why.to_string()).is_ok() {
+            tracing::warn!("a configuration mistake showed; no new work is started");
+        }
+    }
+
+    /// Why no new work may start: a store write failed, a configuration mistake showed, or
+    /// the run was interrupted ([`super::interrupt`]).
     pub fn halted(&self) -> Option<String> {
-        if let Some(why) = self.store_failure.get() {
-            return Some(why.clone());
+        if self.store_failure.get().or(self.halt.get()).is_some() {
+            // Said in full once, with the work that met it.
+            return Some(EARLIER.to_string());
         }
         super::interrupt::interrupted()
             .map(|sig| format!("interrupted by {}", super::interrupt::name(sig)))
@@ -113,8 +127,8 @@ impl ExecEnv {
     pub async fn give_up(&self) -> String {
         let tick = std::time::Duration::from_millis(250);
         loop {
-            if let Some(why) = self.store_failure.get() {
-                return why.clone();
+            if self.store_failure.get().or(self.halt.get()).is_some() {
+                return EARLIER.to_string();
             }
             if let Some(sig) = super::interrupt::interrupted() {
                 tokio::time::sleep(super::interrupt::grace()).await;
@@ -124,6 +138,10 @@ impl ExecEnv {
         }
     }
 }
+
+/// Why work did not start (or was given up) after a failure that is reported in full where
+/// it happened.
+const EARLIER: &str = "the run stopped at an earlier error";
 
 /// What a failed store write means for the user, with what to do about it.
 pub fn store_failure_message(store: &dyn Store, e: &Error) -> String {

@@ -55,6 +55,32 @@ pub struct ItemFailure {
     pub ran_in: Option<String>,
 }
 
+impl ItemsRan {
+    /// Nothing ran: the run was halted before this work could start (a configuration mistake
+    /// another stage met first, an interrupt). The instance is skipped, with no error row: the
+    /// cause is reported where it happened.
+    pub fn not_started(why: &str) -> Self {
+        Self {
+            fresh: HashMap::new(),
+            failures: vec![ItemFailure::local(
+                None,
+                0,
+                StageError::Failed(format!("{NOT_STARTED}: {why}")),
+            )],
+        }
+    }
+
+    /// Whether this is [`ItemsRan::not_started`]: nothing committed, nothing failed.
+    fn nothing_started(&self) -> bool {
+        self.fresh.is_empty()
+            && !self.failures.is_empty()
+            && self
+                .failures
+                .iter()
+                .all(|f| matches!(&f.error, StageError::Failed(m) if m.starts_with(NOT_STARTED)))
+    }
+}
+
 impl ItemFailure {
     /// A failure of the item at `position` on the local executor.
     pub fn local(position: Option<usize>, attempts: u32, error: StageError) -> Self {
@@ -386,6 +412,15 @@ impl Runner {
                             StageError::Failed(format!("internal error: {e}")),
                         )],
                     });
+                if ran.nothing_started() {
+                    finish(task, "not started");
+                    let mut rec = self.record(&inst, Status::Skipped);
+                    rec.message = Some(format!(
+                        "not started: {}",
+                        self.env.halted().unwrap_or_default()
+                    ));
+                    return Err((rec, vec![]));
+                }
                 if !ran.failures.is_empty() {
                     let task = Arc::try_unwrap(task).ok();
                     return Err(self.items_failed(&inst, &items, ran, task));
@@ -566,7 +601,12 @@ impl Runner {
             })
             .collect();
         let names: Vec<String> = failures.iter().filter_map(|f| f.item.clone()).collect();
-        let mut message = format!("{} item(s) failed: {}", names.len(), shortlist(&names));
+        let mut message = match (names.is_empty(), failures.first()) {
+            // The instance failed as a whole (a job that could not be submitted): the errors
+            // table says why, once.
+            (true, Some(_)) => "failed as a whole: see its error".to_string(),
+            _ => format!("{} item(s) failed: {}", names.len(), shortlist(&names)),
+        };
         for (prefix, what) in GROUPED {
             let group: Vec<&&ItemFailure> = collapsed
                 .iter()
