@@ -271,8 +271,10 @@ async fn run_shard(
     let decided = decide_items(store.as_ref(), &inst, &spec.parts, &main.label(), &main.df);
     let all = match decided {
         Ok(d) => d,
-        Err(crate::error::Error::Input(m)) => return input_failure(report, m),
-        Err(e) => return setup_failure(report, format!("cannot decide the items: {e}")),
+        Err(crate::decision::ItemsError::Store(e)) => {
+            return setup_failure(report, format!("cannot decide the items: {e}"))
+        }
+        Err(e) => return input_failure(report, e.to_string()),
     };
     let wanted: HashSet<&str> = spec.shard_items(req.shard.index).into_iter().collect();
     let mine: Vec<_> = all

@@ -22,7 +22,7 @@ use crate::artifact::{
     blobs_present, item_path, load_manifest, load_tables, unix_now, ItemCounts, Manifest,
     TableEntry,
 };
-use crate::decision::{decide_items, Decision, ItemDecisions};
+use crate::decision::{decide_items, Decision, ItemDecisions, ItemsError};
 use crate::error::{Error, StageError};
 use crate::kind::{InputTable, PreparedKind, Tables};
 use crate::plan::Instance;
@@ -556,11 +556,11 @@ impl Runner {
         tokio::task::spawn_blocking(move || {
             decide_items(env.store.as_ref(), &inst, &parts, &main.label(), &main.df).map_err(|e| {
                 match e {
-                    Error::Input(m) => StageError::Input(m),
-                    e => StageError::Failed(format!(
+                    ItemsError::Store(e) => StageError::Failed(format!(
                         "cannot decide the items: {}",
                         env.note_if_store_failure(&e)
                     )),
+                    e => StageError::Input(e.to_string()),
                 }
             })
         })
