@@ -918,7 +918,10 @@ fn an_unknown_partition_is_said_once_and_stops_the_run() {
     }
     let ws = Workspace::new();
     two_item_stages(&ws);
-    ws.write("bad.yaml", "partition: h27-no-such-partition\npoll_ms: 200\n");
+    ws.write(
+        "bad.yaml",
+        "partition: h27-no-such-partition\npoll_ms: 200\n",
+    );
     let run = run_on_slurm(&ws, "p.yaml", "bad.yaml");
     assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
     let all = format!("{}{}", run.stdout, run.stderr);
@@ -930,7 +933,11 @@ fn an_unknown_partition_is_said_once_and_stops_the_run() {
     );
     assert_eq!(all.matches("invalid partition").count(), 1, "{all}");
     let record = ws.last_run("said");
-    assert_eq!(record["errors"].as_array().map(Vec::len), Some(1), "{record}");
+    assert_eq!(
+        record["errors"].as_array().map(Vec::len),
+        Some(1),
+        "{record}"
+    );
     assert_eq!(record["errors"][0]["kind"], "input", "{record}");
     let st = statuses(&record);
     let failed = st.values().filter(|s| *s == "failed").count();
@@ -958,16 +965,28 @@ fn a_worker_that_cannot_start_is_said_once() {
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
         run.stderr.contains("missing.yaml:3:")
-            && run.stderr.contains("`worker: /nonexistent/h27/prefflow` cannot be run from here"),
+            && run
+                .stderr
+                .contains("`worker: /nonexistent/h27/prefflow` cannot be run from here"),
         "{}",
         run.stderr
     );
-    assert!(!ws.store().join("cluster").exists(), "something was submitted");
+    assert!(
+        !ws.store().join("cluster").exists(),
+        "something was submitted"
+    );
     // A wrapper the nodes run, exec'ing a binary no node has.
     let wrapper = ws.path().join("node-prefflow");
-    std::fs::write(&wrapper, "#!/bin/sh\nexec /nonexistent/h27/prefflow \"$@\"\n").expect("write");
-    std::fs::set_permissions(&wrapper, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-        .expect("chmod");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\nexec /nonexistent/h27/prefflow \"$@\"\n",
+    )
+    .expect("write");
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
     ws.write(
         "wrapper.yaml",
         &format!(
@@ -979,12 +998,22 @@ fn a_worker_that_cannot_start_is_said_once() {
     assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
     let all = format!("{}{}", run.stdout, run.stderr);
     assert!(
-        all.contains("could not start the worker") && all.contains("exit 127") && all.contains("not found"),
+        all.contains("could not start the worker")
+            && all.contains("exit 127")
+            && all.contains("not found"),
         "{all}"
     );
-    assert_eq!(all.matches("could not start the worker").count(), 1, "{all}");
+    assert_eq!(
+        all.matches("could not start the worker").count(),
+        1,
+        "{all}"
+    );
     let record = ws.last_run("said");
-    assert_eq!(record["errors"].as_array().map(Vec::len), Some(1), "{record}");
+    assert_eq!(
+        record["errors"].as_array().map(Vec::len),
+        Some(1),
+        "{record}"
+    );
     assert_eq!(record["errors"][0]["kind"], "input", "{record}");
     // Nothing of the stopped run is left queued or running.
     let out = Command::new("squeue")
@@ -993,7 +1022,9 @@ fn a_worker_that_cannot_start_is_said_once() {
         .expect("squeue");
     let queue = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(
-        !queue.lines().any(|l| l.starts_with("prefflow:a") || l.starts_with("prefflow:b")),
+        !queue
+            .lines()
+            .any(|l| l.starts_with("prefflow:a") || l.starts_with("prefflow:b")),
         "{queue}"
     );
 }

@@ -175,7 +175,10 @@ impl SlurmExecutor {
             if refused.is_some() {
                 return Err(SubmitError::Halted);
             }
-            let submitted = self.client.submit(&req).map_err(|e| SubmitError::of(e, label));
+            let submitted = self
+                .client
+                .submit(&req)
+                .map_err(|e| SubmitError::of(e, label));
             if let Err(SubmitError::Refused(why)) = &submitted {
                 *refused = Some(why.clone());
             }
@@ -238,9 +241,9 @@ impl SubmitError {
                     stderr.trim()
                 ))
             }
-            SlurmError::Spawn { .. } => SubmitError::Refused(format!(
-                "cannot submit the job of stage `{label}`: {e}"
-            )),
+            SlurmError::Spawn { .. } => {
+                SubmitError::Refused(format!("cannot submit the job of stage `{label}`: {e}"))
+            }
             e => SubmitError::Failed(format!("{e} ({SETTINGS})")),
         }
     }
