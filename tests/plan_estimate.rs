@@ -196,3 +196,36 @@ fn a_request_over_the_context_window_is_a_plan_error_naming_the_fix() {
     assert!(err.contains("max_tools: "), "{err}");
     assert!(err.contains("episodes_llm"), "{err}");
 }
+
+/// A server whose context is too small answers HTTP 400: the run stops with exit 2 (every task
+/// would fail alike) and says how large the request was and what shrinks it.
+#[test]
+fn a_context_too_small_stops_the_run_with_the_measured_size_and_the_fix() {
+    let server = ScriptedServer::start(
+        vec![],
+        Behavior::Reply {
+            status: 400,
+            headers: vec![],
+            body: r#"{"error": "the request exceeds the available context size, try increasing it"}"#
+                .into(),
+        },
+    );
+    let ws = Workspace::new();
+    ws.write("p.yaml", &pipeline(None));
+    let out = ws
+        .command(&["run", "p.yaml", "--progress", "none", "--only", "episodes_llm"])
+        .env(URL_VAR, &server.url)
+        .env_remove(JUDGE_VAR)
+        .output()
+        .map(run_of)
+        .expect("run");
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    for needle in [
+        "prompt tokens (chars/4)",
+        "exceeds the available context size",
+        "history: top_k:N",
+        "max_tools: N",
+    ] {
+        assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+    }
+}

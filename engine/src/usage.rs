@@ -22,6 +22,9 @@ pub struct UsageCounts {
     pub prompt_tokens: u64,
     /// Completion (output) tokens of the provider's calls.
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the provider served from its prompt cache (as it reported
+    /// them; priced separately by the kind).
+    pub cached_prompt_tokens: u64,
     /// Money spent on the provider's calls, in the currency of the configured prices (USD by
     /// convention); 0 when no prices are configured.
     pub cost: f64,
@@ -34,6 +37,7 @@ impl UsageCounts {
         self.replayed += other.replayed;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
         self.cost += other.cost;
     }
 

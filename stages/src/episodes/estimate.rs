@@ -73,6 +73,9 @@ struct TaskFigures {
     recorded: u64,
     /// Prompt tokens of the first act-phase request, and of it without history.
     first: u64,
+    /// Tokens of its stable prefix (the system prompt with the log, and the tools), which a
+    /// provider's prompt cache serves after the first request.
+    prefix: u64,
     without_history: u64,
     /// Tokens of the offered tools, and how many there are.
     tool_tokens: u64,
@@ -319,6 +322,7 @@ impl TaskSetup<'_> {
         fig.first = tokens::PER_REQUEST
             + first.messages.iter().map(message_tokens).sum::<u64>()
             + fig.tool_tokens;
+        fig.prefix = first.messages.first().map_or(0, message_tokens) + fig.tool_tokens;
         if factory.config().max_context.is_some() {
             // Only a fix for an oversized request needs the history's share.
             let bare = briefing.brief(&task.instruction, params.space, &[], 0, self.indexes);
@@ -360,8 +364,7 @@ impl TaskSetup<'_> {
 
 /// Whether the record of `key` is in the store.
 fn recorded(cache: &dyn Store, key: &str) -> bool {
-    let path = format!("llm/{}/{key}.json", &key[..2.min(key.len())]);
-    cache.get(&path).ok().flatten().is_some()
+    crate::llm::record::exists(cache, key)
 }
 
 /// The estimate from every task's figures.
@@ -382,7 +385,9 @@ fn summarize(
             .times(epochs)
     };
     let mut estimate = Estimate::default();
-    let mut row = |role: &str, config: &LlmConfig, calls: Calls, recorded: Option<u64>| {
+    // `cached`: prompt tokens the provider's prompt cache may serve at best (priced at
+    // `cached_prompt_per_mtok`, the low end of the cost; the high end assumes none).
+    let mut row = |role: &str, config: &LlmConfig, calls: Calls, cached: f64, recorded| {
         estimate.rows.push(EstimateRow {
             role: role.into(),
             model: model_label(params, config, role),
@@ -392,20 +397,25 @@ fn summarize(
             prompt_tokens: calls.prompt,
             completion_tokens: calls.completion,
             cost: config.prices.map(|p| {
-                calls
-                    .prompt
-                    .times(p.prompt_per_mtok / 1e6)
-                    .plus(calls.completion.times(p.completion_per_mtok / 1e6))
+                Range::new(
+                    p.cost(calls.prompt.low, cached, calls.completion.low),
+                    p.cost(calls.prompt.high, 0.0, calls.completion.high),
+                )
             }),
             recorded,
         });
     };
     if let Some(config) = agent {
         let recorded = figures.iter().map(|f| f.recorded).sum();
-        row("agent", config, sum(|f| f.agent), Some(recorded));
+        // The stable prefix (system prompt with the history, and the tools) of every request
+        // but the first.
+        let calls = sum(|f| f.agent);
+        let prefix = figures.iter().map(|f| f.prefix).min().unwrap_or(0) as f64;
+        let cached = (calls.requests.low - 1.0).max(0.0) * prefix;
+        row("agent", config, calls, cached, Some(recorded));
     }
     if let Some(config) = user {
-        row("user", config, sum(|f| f.user), None);
+        row("user", config, sum(|f| f.user), 0.0, None);
     }
     let asks = figures
         .iter()

@@ -19,7 +19,8 @@ enum Source {
     Scores,
 }
 
-/// `usage`: variant, role, episodes, prompt_tokens, completion_tokens, cost (sums over the
+/// `usage`: variant, role, episodes, prompt_tokens, completion_tokens, cached_prompt_tokens,
+/// cost (sums over the
 /// variant's episodes). Without an `episodes` table only the judge rows are known.
 pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
     let mut parts = Vec::new();
@@ -39,10 +40,19 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
         if !needed.iter().all(|c| frame.schema().contains(c)) {
             continue;
         }
+        // Prompt tokens the provider served from its cache (`cached_tokens_<role>`, written
+        // by `run_episodes`; 0 where a table has none).
+        let cached = format!("cached_tokens_{role}");
+        let cached = if frame.schema().contains(&cached) {
+            col(cached.as_str()).cast(DataType::UInt64)
+        } else {
+            lit(0u64)
+        };
         parts.push(
             frame
                 .clone()
                 .lazy()
+                .with_column(cached.alias("cached_prompt_tokens"))
                 .group_by_stable([col("variant")])
                 .agg([
                     len().cast(DataType::UInt32).alias("episodes"),
@@ -54,6 +64,7 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
                         .cast(DataType::UInt64)
                         .sum()
                         .alias("completion_tokens"),
+                    col("cached_prompt_tokens").sum(),
                     col(needed[2].as_str())
                         .cast(DataType::Float64)
                         .sum()
@@ -66,6 +77,7 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
                     col("episodes"),
                     col("prompt_tokens"),
                     col("completion_tokens"),
+                    col("cached_prompt_tokens"),
                     col("cost"),
                 ]),
         );
@@ -77,6 +89,7 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
             "episodes" => Vec::<u32>::new(),
             "prompt_tokens" => Vec::<u64>::new(),
             "completion_tokens" => Vec::<u64>::new(),
+            "cached_prompt_tokens" => Vec::<u64>::new(),
             "cost" => Vec::<f64>::new(),
         );
     }
