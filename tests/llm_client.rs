@@ -403,11 +403,17 @@ fn cached_prompt_tokens_are_recorded_and_priced_apart() {
     let first = client.chat_now(&request("a"), 0).expect("first");
     assert_eq!(first.usage.cached_prompt_tokens, 800);
     let cost = first.usage.cost(cfg.prices);
-    assert!((cost - (200.0 * 1.0 + 800.0 * 0.1 + 10.0 * 2.0) / 1e6).abs() < 1e-15, "{cost}");
+    assert!(
+        (cost - (200.0 * 1.0 + 800.0 * 0.1 + 10.0 * 2.0) / 1e6).abs() < 1e-15,
+        "{cost}"
+    );
     let second = client.chat_now(&request("b"), 0).expect("second");
     assert_eq!(second.usage.cached_prompt_tokens, 400);
     let counts = meter.snapshot().total();
-    assert_eq!((counts.prompt_tokens, counts.cached_prompt_tokens), (1500, 1200));
+    assert_eq!(
+        (counts.prompt_tokens, counts.cached_prompt_tokens),
+        (1500, 1200)
+    );
     // Replayed from the record, offline: the same usage.
     let offline = LlmClient::new(cfg, &store, true).expect("client");
     let again = offline.chat_now(&request("a"), 0).expect("replayed");
@@ -443,7 +449,13 @@ fn a_prompt_over_the_context_is_named_with_its_size_and_the_fix() {
         prefflow_stages::llm::tokens::prompt_tokens(&long)
     );
     let text = err.to_string();
-    for needle in ["maximum context length is 4096", "history: top_k:N", "max_tools: N", "max_tokens", "max_context"] {
+    for needle in [
+        "maximum context length is 4096",
+        "history: top_k:N",
+        "max_tools: N",
+        "max_tokens",
+        "max_context",
+    ] {
         assert!(text.contains(needle), "{needle}: {text}");
     }
     assert_eq!(server.requests().len(), 1, "not retried");

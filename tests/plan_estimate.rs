@@ -206,14 +206,22 @@ fn a_context_too_small_stops_the_run_with_the_measured_size_and_the_fix() {
         Behavior::Reply {
             status: 400,
             headers: vec![],
-            body: r#"{"error": "the request exceeds the available context size, try increasing it"}"#
-                .into(),
+            body:
+                r#"{"error": "the request exceeds the available context size, try increasing it"}"#
+                    .into(),
         },
     );
     let ws = Workspace::new();
     ws.write("p.yaml", &pipeline(None));
     let out = ws
-        .command(&["run", "p.yaml", "--progress", "none", "--only", "episodes_llm"])
+        .command(&[
+            "run",
+            "p.yaml",
+            "--progress",
+            "none",
+            "--only",
+            "episodes_llm",
+        ])
         .env(URL_VAR, &server.url)
         .env_remove(JUDGE_VAR)
         .output()

@@ -406,8 +406,7 @@ fn a_reply_cut_at_max_tokens_is_reported_as_such() {
     let store = FsStore::new(dir.path());
     let mut c = config(&server.url);
     c.max_tokens = Some(64);
-    let factory =
-        LlmFactory::from_parts(c, &store, false, &root(), "datasets/prompts").unwrap();
+    let factory = LlmFactory::from_parts(c, &store, false, &root(), "datasets/prompts").unwrap();
     let mut user = ScriptedUser::new(&tool_task().slots);
     let run = play(tool_task(), &factory, &mut user, ActionSpace::Tools, false);
     assert_eq!(step_types(&run), ["unknown", "finish"]);
@@ -415,5 +414,8 @@ fn a_reply_cut_at_max_tokens_is_reported_as_such() {
     assert!(told.contains("cut at max_tokens (64)"), "{told}");
     // The model reads it on its next turn.
     let next = &bodies(&server)[1]["messages"];
-    assert!(next.to_string().contains("cut at max_tokens (64)"), "{next}");
+    assert!(
+        next.to_string().contains("cut at max_tokens (64)"),
+        "{next}"
+    );
 }

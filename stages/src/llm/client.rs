@@ -45,8 +45,8 @@ use tokio::sync::watch;
 use super::budget::{self, Budget, Class, Grant, Ticket};
 use super::error::{is_context_length, LlmError};
 use super::headers::RateHeaders;
-use super::tokens;
 use super::record;
+use super::tokens;
 use super::types::{ChatRequest, LlmConfig, ToolCall, Usage, WireUsage};
 
 /// Longest wait between attempts, whatever Retry-After says.
@@ -415,7 +415,9 @@ impl<'a> LlmClient<'a> {
             .exchange(self.chat_url(), body.clone(), ticket, parse)
             .await
             .map_err(|e| match e {
-                LlmError::Http { status: 400, body, .. } if is_context_length(&body) => {
+                LlmError::Http {
+                    status: 400, body, ..
+                } if is_context_length(&body) => {
                     self.too_long(prompt_tokens, format!(" (HTTP 400: {body})"))
                 }
                 other => other,

@@ -230,7 +230,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let fs = FsStore::new(dir.path());
         let log: String = (0..3000)
-            .map(|i| format!("- 2025-09-{:02} [app] event {i} happened somewhere\n", i % 28 + 1))
+            .map(|i| {
+                format!(
+                    "- 2025-09-{:02} [app] event {i} happened somewhere\n",
+                    i % 28 + 1
+                )
+            })
             .collect();
         let tools = json!([{ "type": "function", "function": { "name": "x", "description": "d".repeat(2000) } }]);
         let mut bodies = Vec::new();
@@ -248,18 +253,20 @@ mod tests {
             store(&fs, &key, &bytes, &reply(&format!("r{task}"))).unwrap();
             bodies.push((key, body, bytes.len()));
         }
-        let size = |prefix: &str| -> u64 {
-            fs.list_meta(prefix)
-                .unwrap()
-                .iter()
-                .map(|m| m.size)
-                .sum()
-        };
+        let size =
+            |prefix: &str| -> u64 { fs.list_meta(prefix).unwrap().iter().map(|m| m.size).sum() };
         let parts = fs.list("llm/parts").unwrap();
-        assert_eq!(parts.len(), 2, "the log and the tool list, once each: {parts:?}");
+        assert_eq!(
+            parts.len(),
+            2,
+            "the log and the tool list, once each: {parts:?}"
+        );
         let sent: usize = bodies.iter().map(|b| b.2).sum();
         let kept = size("llm");
-        assert!(kept * 50 < sent as u64, "{kept} bytes kept for {sent} bytes sent");
+        assert!(
+            kept * 50 < sent as u64,
+            "{kept} bytes kept for {sent} bytes sent"
+        );
         for (i, (key, body, _)) in bodies.iter().enumerate() {
             let back = load(&fs, key).unwrap().unwrap();
             assert_eq!(back.content.as_deref(), Some(format!("r{i}").as_str()));
