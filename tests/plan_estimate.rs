@@ -40,7 +40,7 @@ fn pipeline(max_context: Option<u64>) -> String {
       prompts: '{prompts}'
       llm: {{ base_url_env: {URL_VAR}, model: unused, temperature: 0, max_retries: 0, timeout_s: 10, max_tokens: 256 }}
       models:
-        - {{ name: cheap, model: provider/cheap-1, prices: {{ prompt_per_mtok: 0.15, completion_per_mtok: 0.6 }}{window} }}
+        - {{ name: cheap, model: provider/cheap-1, prices: {{ prompt_per_mtok: 0.15, completion_per_mtok: 0.6, cached_prompt_per_mtok: 0.075 }}{window} }}
         - {{ name: plain, model: provider/plain-2 }}
       model: cheap
   judged_llm:
@@ -131,9 +131,11 @@ fn plan_estimates_each_model_and_role_before_anything_is_sent() {
         "history: all is large: {cheap:?}"
     );
     let (c_low, c_high) = range(cheap[7]);
+    // At the entry's prices; at best the stable prefix of every request but the first is
+    // served from the provider's cache at half the price, at worst none is.
     let priced = p_low * 0.15e-6;
     assert!(
-        c_low >= priced * 0.99 && c_high > c_low,
+        c_low >= priced * 0.5 && c_low < priced * 0.95 && c_high >= p_high * 0.15e-6 * 0.99,
         "money at the entry's prices: {cheap:?}"
     );
     assert_eq!(cheap[8], format!("0 of {tasks}"), "nothing recorded yet");
@@ -181,6 +183,12 @@ fn plan_estimates_each_model_and_role_before_anything_is_sent() {
     let out = plan(&ws, &server.url).expect_code(0);
     let cheap = row(&out.stdout, "episodes_llm[model=cheap]", "agent");
     assert_eq!(cheap[8], format!("{tasks} of {tasks}"), "{}", out.stdout);
+    assert_eq!(
+        cheap[7], "$0.00",
+        "recorded episodes cost nothing: {cheap:?}"
+    );
+    let (p_again, _) = range(cheap[5]);
+    assert_eq!(p_again, p_low, "the tokens are still shown");
 }
 
 #[test]

@@ -385,9 +385,19 @@ fn summarize(
             .times(epochs)
     };
     let mut estimate = Estimate::default();
+    let recorded: u64 = figures.iter().map(|f| f.recorded).sum();
+    // What is still to pay: the episodes whose requests are not recorded yet (a recorded
+    // episode replays whole, its simulator's calls too).
+    let to_pay = |f: fn(&TaskFigures) -> Calls| {
+        figures
+            .iter()
+            .map(|t| f(t).times((epochs - t.recorded as f64).max(0.0)))
+            .fold(Calls::default(), Calls::plus)
+    };
     // `cached`: prompt tokens the provider's prompt cache may serve at best (priced at
     // `cached_prompt_per_mtok`, the low end of the cost; the high end assumes none).
-    let mut row = |role: &str, config: &LlmConfig, calls: Calls, cached: f64, recorded| {
+    let known = agent.map(|_| recorded);
+    let mut row = |role: &str, config: &LlmConfig, calls: Calls, paid: Calls, cached: f64| {
         estimate.rows.push(EstimateRow {
             role: role.into(),
             model: model_label(params, config, role),
@@ -398,24 +408,23 @@ fn summarize(
             completion_tokens: calls.completion,
             cost: config.prices.map(|p| {
                 Range::new(
-                    p.cost(calls.prompt.low, cached, calls.completion.low),
-                    p.cost(calls.prompt.high, 0.0, calls.completion.high),
+                    p.cost(paid.prompt.low, cached, paid.completion.low),
+                    p.cost(paid.prompt.high, 0.0, paid.completion.high),
                 )
             }),
-            recorded,
+            recorded: known,
         });
     };
     if let Some(config) = agent {
-        let recorded = figures.iter().map(|f| f.recorded).sum();
         // The stable prefix (system prompt with the history, and the tools) of every request
         // but the first.
-        let calls = sum(|f| f.agent);
+        let paid = to_pay(|f| f.agent);
         let prefix = figures.iter().map(|f| f.prefix).min().unwrap_or(0) as f64;
-        let cached = (calls.requests.low - 1.0).max(0.0) * prefix;
-        row("agent", config, calls, cached, Some(recorded));
+        let cached = (paid.requests.low - 1.0).max(0.0) * prefix;
+        row("agent", config, sum(|f| f.agent), paid, cached);
     }
     if let Some(config) = user {
-        row("user", config, sum(|f| f.user), 0.0, None);
+        row("user", config, sum(|f| f.user), to_pay(|f| f.user), 0.0);
     }
     let asks = figures
         .iter()
@@ -445,7 +454,7 @@ fn model_label(params: &RunEpisodesParams, config: &LlmConfig, role: &str) -> St
 fn notes(stage: &EpisodeStage<'_>, figures: &[TaskFigures]) -> Vec<String> {
     let params = stage.params;
     let mut out = vec![format!(
-        "prompt tokens: {} ({}) on each task's rendered first request — system prompt, task message, offered tools and the exposed history ({}) — growing per turn by the reference solution's calls and answers; requests from the reference's length to max_steps {}",
+        "prompt tokens: {} ({}) on each task's rendered first request — system prompt, task message, offered tools and the exposed history ({}) — growing per turn by the reference solution's calls and answers; requests from the reference's length to max_steps {}; cost: only the episodes not recorded yet (recorded ones replay free), its low end with the stable prefix (system prompt, history, tools) of every request but the first at `cached_prompt_per_mtok` when set",
         tokens::METHOD,
         "crate llm::tokens",
         params.history,
