@@ -190,9 +190,7 @@ fn meridiem_word(w: &str) -> Option<bool> {
 }
 
 fn iso(t: &str) -> Option<Date> {
-    let p: Vec<&str> = t.split('–').collect();
-    let _ = p;
-    let parts: Vec<&str> = t.split(|c| c == '-').collect();
+    let parts: Vec<&str> = t.split('-').collect();
     if parts.len() != 3 || parts[0].len() != 4 {
         return None;
     }
@@ -300,7 +298,10 @@ pub fn counts(text: &str) -> Vec<i64> {
     let toks = value_tokens(text);
     toks.iter()
         .enumerate()
-        .filter(|(i, t)| !t.contains(':') && !(*i > 0 && toks[i - 1] == "$") && !t.contains('-'))
+        .filter(|(i, t)| {
+            let money = *i > 0 && toks[i - 1] == "$";
+            !(t.contains(':') || t.contains('-') || money)
+        })
         .filter_map(|(_, t)| number_word(t))
         .collect()
 }

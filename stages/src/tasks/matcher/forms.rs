@@ -60,8 +60,9 @@ fn has(text: &str, phrases: &[&str]) -> bool {
         text.match_indices(p).any(|(i, _)| {
             let before = text[..i].chars().next_back();
             let after = text[i + p.len()..].chars().next();
-            !(starts_word && before.is_some_and(char::is_alphanumeric))
-                && !(ends_word && after.is_some_and(char::is_alphanumeric))
+            let glued_before = starts_word && before.is_some_and(char::is_alphanumeric);
+            let glued_after = ends_word && after.is_some_and(char::is_alphanumeric);
+            !(glued_before || glued_after)
         })
     })
 }

@@ -288,7 +288,7 @@ fn clauses(sentence: &str) -> Vec<(String, String)> {
 fn clean(f: &str) -> String {
     let mut t = f
         .trim()
-        .trim_start_matches(|c: char| c == ',' || c == ';' || c == '—' || c == '–' || c == '-')
+        .trim_start_matches([',', ';', '—', '–', '-'])
         .trim();
     for lead in ["and ", "also, ", "also ", "plus ", "& "] {
         if t.len() > lead.len() && t[..lead.len()].eq_ignore_ascii_case(lead) {
