@@ -321,7 +321,7 @@ pub fn normalize(s: &str) -> String {
 
 /// Whether normalized `haystack` contains `needle`: literally once normalized, or as the same
 /// structured value (a date, date range, time, count or amount of money: "Oct 17–20" states
-/// "2025-10-17 to 2025-10-20"), or — for free text of two or more key terms — with every key
+/// "2025-10-17 to 2025-10-20"), or — for free text of three or more key terms — with every key
 /// term, in any order and inflection, negation kept ([`super::values::text_states`]).
 fn text_contains(haystack: &str, needle: &str) -> bool {
     haystack.contains(&normalize(needle)) || super::values::text_states(haystack, needle)

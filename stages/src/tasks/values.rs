@@ -399,10 +399,13 @@ pub fn key_terms(text: &str) -> Vec<(String, bool)> {
 }
 
 /// Whether `haystack` carries every key term of `needle` with the same polarity (free text:
-/// order and inflection free). A needle of fewer than two key terms is never matched this way.
+/// order and inflection free). A needle of fewer than three key terms ("Lena: scarf", "black
+/// sesame") is a label, not prose: it is never matched this way, only literally.
 pub fn has_key_terms(haystack: &str, needle: &str) -> bool {
     let want = key_terms(needle);
-    if want.len() < 2 {
+    // "Lena: ceramics class" files something under a label: its form is the point.
+    let labelled = needle.split(':').count() > 1 && times(needle).is_empty();
+    if want.len() < 3 || labelled {
         return false;
     }
     let have = key_terms(haystack);
@@ -410,8 +413,8 @@ pub fn has_key_terms(haystack: &str, needle: &str) -> bool {
 }
 
 /// Whether normalised `haystack` contains `needle`: literally, or as the same structured value
-/// (dates, times, counts, money), or — for free text of two or more key terms — with every key
-/// term present.
+/// (dates, times, counts, money), or — for free text of three or more key terms — with every
+/// key term present.
 pub fn text_states(haystack: &str, needle: &str) -> bool {
     match parse(needle) {
         Some(v) => states(haystack, &v),

@@ -174,8 +174,16 @@ impl TaskMatcher {
             let best = self
                 .best(&raw.text, &raw.lead, &raw.context)
                 .or_else(|| self.follow_up(&raw, last));
+            let appositive = raw.soft && best.is_some() && best == last;
             if best.is_some() {
                 last = best;
+            }
+            if appositive {
+                // "Who else is joining you two, which guests?": one question said twice.
+                if let Some(prev) = out.last_mut() {
+                    prev.text = format!("{}, {}", prev.text, raw.text);
+                }
+                continue;
             }
             out.push(Piece {
                 text: raw.text,

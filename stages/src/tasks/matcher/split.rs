@@ -16,6 +16,11 @@ pub struct RawPiece {
     pub lead: String,
     /// The message's statements before the piece.
     pub context: String,
+    /// Which sentence of the message it is in.
+    pub sentence: usize,
+    /// It was cut from the question before it in its sentence by a bare comma or dash (not
+    /// ", and"): an appositive ("Who else is joining, which guests?") when it asks the same.
+    pub soft: bool,
 }
 
 /// Titles that are never the end of a sentence.
@@ -229,11 +234,12 @@ fn opens_question(fragment: &str) -> bool {
 /// count). A bare comma, " and ", or a dash cuts only before a fragment that opens a question
 /// of its own; a fragment before such a cut that asks nothing ("Great, how many?", "If 19:30
 /// is gone, which time?") is the lead of the next piece.
-fn clauses(sentence: &str) -> Vec<(String, String)> {
+fn clauses(sentence: &str) -> Vec<(String, String, bool)> {
     // (start, hard) of each fragment.
     let mut cuts: Vec<(usize, bool)> = vec![(0, false)];
+    let mut skip_until = 0;
     for (i, _) in sentence.char_indices() {
-        if quoted(sentence, i) {
+        if i < skip_until || quoted(sentence, i) {
             continue;
         }
         let rest = &sentence[i..];
@@ -243,6 +249,7 @@ fn clauses(sentence: &str) -> Vec<(String, String)> {
         if let Some(h) = hard {
             if i > 0 && sentence.len() > i + h.len() {
                 cuts.push((i + 2, true));
+                skip_until = i + h.len();
             }
             continue;
         }
@@ -266,13 +273,44 @@ fn clauses(sentence: &str) -> Vec<(String, String)> {
             fragments.push((text, hard, hard_after));
         }
     }
-    let mut out: Vec<(String, String)> = Vec::new();
+    // A bare "which?" after ", and" continues the decision before it ("Is another time
+    // okay, and which?"): one piece.
+    let mut merged: Vec<(String, bool, bool)> = Vec::new();
+    for f in fragments {
+        let bare = [
+            "which",
+            "what",
+            "which one",
+            "which ones",
+            "when",
+            "what then",
+        ]
+        .contains(
+            &f.0.trim_end_matches(['?', '.', '!'])
+                .to_lowercase()
+                .as_str(),
+        );
+        match merged.last_mut() {
+            Some(prev)
+                if bare
+                    && f.1
+                    && f.0.trim_end_matches(['?', '.', '!']).to_lowercase() != "when" =>
+            {
+                prev.0 = format!("{}, and {}", prev.0, f.0);
+                prev.2 = f.2;
+            }
+            _ => merged.push(f),
+        }
+    }
+    let fragments = merged;
+    let mut out: Vec<(String, String, bool)> = Vec::new();
     let mut lead = String::new();
     let n = fragments.len();
     for (k, (f, hard_before, hard_after)) in fragments.into_iter().enumerate() {
         let last = k + 1 == n;
         if opens_question(&f) || hard_before || hard_after || (last && out.is_empty()) {
-            out.push((f, std::mem::take(&mut lead)));
+            let soft = !hard_before && !out.is_empty() && lead.is_empty();
+            out.push((f, std::mem::take(&mut lead), soft));
         } else if last {
             // A trailing fragment that asks nothing belongs to the question before it.
             if let Some(prev) = out.last_mut() {
@@ -305,16 +343,18 @@ pub fn pieces(message: &str) -> Vec<RawPiece> {
     let sents = sentences(message);
     let mut out = Vec::new();
     let mut context = String::new();
-    for s in &sents {
+    for (n, s) in sents.iter().enumerate() {
         if !asks(s) {
             context = format!("{context} {s}").trim().to_string();
             continue;
         }
-        for (text, lead) in clauses(s) {
+        for (text, lead, soft) in clauses(s) {
             out.push(RawPiece {
                 text: drop_announcement(&text),
                 lead,
                 context: context.clone(),
+                sentence: n,
+                soft,
             });
         }
     }
@@ -359,6 +399,10 @@ mod tests {
             ["Who's coming", "how many?"]
         );
         assert_eq!(texts("Size M, and how many?"), ["Size M", "how many?"]);
+        assert_eq!(
+            texts("Is another time okay, and which?"),
+            ["Is another time okay, and which?"]
+        );
         assert_eq!(texts("Is 8:00 a.m. OK?"), ["Is 8:00 a.m. OK?"]);
         assert_eq!(
             texts("Is the trip the weekend of Oct. 10?"),
