@@ -276,12 +276,13 @@ pub struct Sampled {
 }
 
 /// Runs `prefflow run FILE` in `dir`, reading its thread count and peak memory from
-/// /proc/PID/status every 10 ms until it exits.
+/// /proc/PID/status every 10 ms until it exits. Its summary is left in `dir/stdout.log`, its
+/// log in `dir/stderr.log`.
 pub fn sampled_run(exe: &Path, dir: &Path, file: &str) -> anyhow::Result<Sampled> {
     let mut child = Command::new(exe)
         .current_dir(dir)
-        .args(["run", file, "--progress", "none", "-q"])
-        .stdout(std::process::Stdio::null())
+        .args(["run", file, "--progress", "none"])
+        .stdout(std::fs::File::create(dir.join("stdout.log"))?)
         .stderr(std::fs::File::create(dir.join("stderr.log"))?)
         .spawn()
         .context("spawning prefflow")?;

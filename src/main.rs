@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 mod bench;
+mod bench_budget;
 mod bench_episodes;
 mod bench_judge;
 mod bench_world;
@@ -91,7 +92,7 @@ enum Command {
     },
     /// Measure performance on generated workloads (see BENCHMARKS.md).
     Bench {
-        /// Which figures: engine, llm, world or all.
+        /// Which figures: engine, llm, world, episodes, judge, budget or all.
         #[arg(value_enum, default_value = "all")]
         suite: BenchSuite,
         /// Scratch directory for the workloads.
@@ -103,6 +104,10 @@ enum Command {
         /// Model calls in the llm benchmark.
         #[arg(long, default_value = "1920")]
         requests: usize,
+        /// A Python with `inspect_ai` installed: the budget benchmark also measures inspect_ai
+        /// against the same provider (see BENCHMARKS.md).
+        #[arg(long, value_name = "PYTHON")]
+        inspect_python: Option<PathBuf>,
     },
     /// Show what `run` would execute, and why.
     Plan {
@@ -275,6 +280,8 @@ enum BenchSuite {
     World,
     Episodes,
     Judge,
+    /// A provider's rate-limit budget (10 simulated minutes, twice: ~2 minutes).
+    Budget,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -483,6 +490,10 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                 log_every: Duration::from_secs_f64(log_every.max(0.1)),
                 offline: *offline,
                 executor,
+                // What the model endpoints' budgets learned (window, limits, 429s).
+                status: Some(prefflow_engine::progress::StatusSource(Arc::new(
+                    prefflow_stages::llm::budget::status,
+                ))),
             };
             let report = exec::run(plan, store()?, &opts)?;
             if !cli.quiet {
@@ -500,6 +511,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             dir,
             items,
             requests,
+            inspect_python,
         } => {
             let mut figures = Vec::new();
             if matches!(suite, BenchSuite::All | BenchSuite::Engine) {
@@ -533,6 +545,23 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             }
             if matches!(suite, BenchSuite::All | BenchSuite::Judge) {
                 figures.extend(bench_judge::judge(dir)?);
+            }
+            if matches!(suite, BenchSuite::All | BenchSuite::Budget) {
+                // A 2M-token, 500-request-per-minute tier, ten minutes in one, ~100k-token
+                // prompts answered after 1 s: one model, then three sharing the budget.
+                for models in [1, 3] {
+                    let load = bench_budget::BudgetLoad {
+                        models,
+                        tpm: 2_000_000.0,
+                        rpm: 500.0,
+                        scale: 10.0,
+                        prompt_tokens: 100_000,
+                        latency: Duration::from_secs(1),
+                        minutes: 10.0,
+                    };
+                    let inspect = inspect_python.as_deref().filter(|_| models == 1);
+                    figures.extend(bench_budget::budget(dir, &load, inspect)?);
+                }
             }
             println!("| figure | measured | target |\n|---|---|---|");
             for f in figures {
@@ -841,6 +870,9 @@ fn print_summary(record: &RunRecord) {
         s.items_failed,
         record.seconds
     );
+    for line in prefflow_stages::llm::budget::status() {
+        println!("model budget {line}");
+    }
     print_errors(record);
 }
 

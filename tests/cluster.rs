@@ -199,9 +199,9 @@ fn iprefbench_on_slurm_gives_the_same_bytes_as_a_local_run() {
     assert!(want.len() > 40, "{want:?}");
     assert_eq!(got, want, "tables differ between the local and slurm runs");
     let subs = submissions(&cluster.store());
-    // One array per per-item instance with items: validated, two episodes, two judged, and
-    // the labelled episodes (none authored yet, so their judge has no items).
-    assert_eq!(subs.len(), 6, "{subs:?}");
+    // One array per per-item instance with items: validated, two episodes, two judged, the
+    // labelled episodes and their judge.
+    assert_eq!(subs.len(), 7, "{subs:?}");
     let items = summary(&record, "items_executed");
     assert_eq!(items, summary(&local_record, "items_executed"));
     // Every item was computed by an array task: the workers' reports account for all of them.

@@ -136,6 +136,26 @@ fn knowu_pipeline_generates_knowu_splits_and_ranks_oracle_above_defaults() {
         "defaults acts where the user has no such habit"
     );
 
+    // The leaderboard: the paper's 11 models ranked; our runs (three personas, fewer tasks than
+    // KnowU's 42 / 86 / 64) listed with their coverage and not ranked.
+    for agent in ["oracle", "defaults"] {
+        let board = ws.table("leaderboard", Some(&format!("params.agent={agent}")));
+        let sources = strs(&board, "source");
+        let ranks = board.column("Rank").unwrap().u32().unwrap().clone();
+        let ours = sources
+            .iter()
+            .position(|s| s == "prefflow")
+            .expect("our row");
+        assert_eq!(
+            ranks.get(ours),
+            None,
+            "{agent}: a partial run is not ranked"
+        );
+        let note = &strs(&board, "note")[ours];
+        assert!(note.starts_with("partial run:"), "{agent}: {note}");
+        assert_eq!(ranks.iter().flatten().count(), 11, "{agent}");
+    }
+
     // The exposure shown is logged per episode; the run is exported in KnowU's layout.
     let eps = ws.table("episodes", Some("params.agent=defaults"));
     assert!(strs(&eps, "exposure").iter().all(|e| e == "all/noisy"));

@@ -28,6 +28,11 @@ fn config(url: &str) -> LlmConfig {
         backoff_ms: 1,
         prices: None,
         concurrency: 4,
+        rpm: None,
+        tpm: None,
+        tpd: None,
+        budget: None,
+        rate_limit_wait_s: 1800.0,
     }
 }
 

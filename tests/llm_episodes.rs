@@ -227,11 +227,13 @@ fn provider_faults_fail_their_item_while_useless_answers_stay_in_the_episode() {
     };
     let finish = completion("{\"action\": \"finish\"}", 30, 4);
     let script = vec![
-        // Episode 1: rate limited, server error, a hang past the timeout, server error again:
-        // four attempts, all transient, then the client gives up and the item fails.
+        // Episode 1: rate limited (waited out, not a fault), then server error, a hang past
+        // the timeout, server error twice more: four faults with `max_retries: 3`, so the
+        // client gives up after five attempts and the item fails.
         retry_after,
         Behavior::status(500),
         Behavior::Hang(Duration::from_secs(3)),
+        Behavior::status(500),
         Behavior::status(500),
         // Episode 2: a truncated body is a provider fault too: retried, then answered.
         Behavior::ok(&finish[..finish.len() / 2]),
@@ -261,20 +263,20 @@ fn provider_faults_fail_their_item_while_useless_answers_stay_in_the_episode() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    assert_eq!(server.requests().len(), 8);
+    assert_eq!(server.requests().len(), 9);
     let errors = ws.last_run("llm_episodes")["errors"].clone();
     let errors = errors.as_array().expect("errors");
     assert_eq!(errors.len(), 1, "{errors:?}");
     let message = errors[0]["message"].as_str().unwrap_or_default();
     assert!(
-        message.contains("gave up after 4 attempts") && message.contains("HTTP 500"),
+        message.contains("gave up after 5 attempts") && message.contains("HTTP 500"),
         "{message}"
     );
     assert_eq!(errors[0]["kind"], "transient");
 
     // The next run plays only the failed item; no episode records a provider fault.
     ok(run(&ws, Some(&server.url), &[]));
-    assert_eq!(server.requests().len(), 9);
+    assert_eq!(server.requests().len(), 10);
     let episodes = ws.table("play.episodes", None);
     assert_eq!(strs(&episodes, "status"), ["ok", "ok", "ok"]);
     assert!(episodes

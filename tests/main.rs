@@ -16,6 +16,7 @@ mod judge;
 mod judge_validation;
 mod knowu;
 mod knowu_pipeline;
+mod llm_budget;
 mod llm_client;
 mod llm_episodes;
 mod llm_judged;

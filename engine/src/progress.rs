@@ -25,6 +25,19 @@ pub struct Progress {
     mode: ProgressMode,
     bars: Option<MultiProgress>,
     active: Arc<Mutex<Vec<Arc<TaskState>>>>,
+    status: Option<StatusSource>,
+}
+
+/// Lines a run's user adds to the progress display while it runs (e.g. what the model
+/// endpoints' budgets learned): read at every tick, shown under the bars or logged with the
+/// status lines. The engine knows nothing of what they say.
+#[derive(Clone)]
+pub struct StatusSource(pub Arc<dyn Fn() -> Vec<String> + Send + Sync>);
+
+impl std::fmt::Debug for StatusSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StatusSource(..)")
+    }
 }
 
 struct TaskState {
@@ -57,7 +70,14 @@ impl Progress {
             mode,
             bars,
             active: Arc::default(),
+            status: None,
         }
+    }
+
+    /// This reporter with `source`'s lines shown beside the instances' progress.
+    pub fn with_status(mut self, source: Option<StatusSource>) -> Self {
+        self.status = source;
+        self
     }
 
     /// The resolved mode.
@@ -114,12 +134,17 @@ impl Progress {
         }
     }
 
-    /// In log mode, prints a status line for every active instance every `every`.
+    /// In log mode, prints a status line for every active instance (and the status source's
+    /// lines) every `every`; with bars, refreshes the status source's lines under them every
+    /// second.
     pub fn spawn_ticker(&self, every: Duration) -> Option<tokio::task::JoinHandle<()>> {
-        if self.mode != ProgressMode::Log {
-            return None;
+        match self.mode {
+            ProgressMode::Log => {}
+            ProgressMode::Bars => return self.spawn_status_bar(),
+            _ => return None,
         }
         let active = self.active.clone();
+        let status = self.status.clone();
         Some(tokio::spawn(async move {
             let mut interval = tokio::time::interval(every);
             interval.tick().await;
@@ -130,6 +155,36 @@ impl Progress {
                 for t in snapshot.iter().filter(|t| t.total > 1) {
                     tracing::info!("{}", status_line(t));
                 }
+                if let (Some(status), false) = (&status, snapshot.is_empty()) {
+                    for line in (status.0)() {
+                        tracing::info!("{line}");
+                    }
+                }
+            }
+        }))
+    }
+
+    /// A line under the bars showing the status source, refreshed every second.
+    fn spawn_status_bar(&self) -> Option<tokio::task::JoinHandle<()>> {
+        let (bars, status) = (self.bars.clone()?, self.status.clone()?);
+        Some(tokio::spawn(async move {
+            let mut line: Option<ProgressBar> = None;
+            let mut interval = tokio::time::interval(Duration::from_secs(1));
+            loop {
+                interval.tick().await;
+                let text = (status.0)().join(" | ");
+                if text.is_empty() {
+                    continue;
+                }
+                let bar = line.get_or_insert_with(|| {
+                    let bar = bars.add(ProgressBar::new_spinner());
+                    bar.set_style(
+                        ProgressStyle::with_template("{msg}")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
+                    bar
+                });
+                bar.set_message(text);
             }
         }))
     }

@@ -41,7 +41,7 @@ use crate::decision::{decide, Decision, Verdict};
 use crate::error::{Error, Result, StageError};
 use crate::kind::{InputTable, Tables};
 use crate::plan::{Instance, Plan};
-use crate::progress::{Progress, ProgressMode};
+use crate::progress::{Progress, ProgressMode, StatusSource};
 use crate::record::{save_run, ErrorRow, InstanceRecord, RunRecord, Status};
 use crate::store::lease::{self, Holder, Lease, Protected};
 use crate::store::Store;
@@ -65,6 +65,8 @@ pub struct RunOptions {
     /// Where the missing items of per-item stages, and the whole-table stages it takes, run
     /// when not in this process (a cluster executor); `None` runs everything locally.
     pub executor: Option<Arc<dyn ItemExecutor>>,
+    /// Lines shown with the progress while the run goes (see [`StatusSource`]).
+    pub status: Option<StatusSource>,
 }
 
 impl Default for RunOptions {
@@ -76,6 +78,7 @@ impl Default for RunOptions {
             log_every: Duration::from_secs(10),
             offline: false,
             executor: None,
+            status: None,
         }
     }
 }
@@ -148,7 +151,7 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
             .collect(),
         env: ExecEnv::new(store, opts.workdir.clone(), opts.offline, plan.name.clone()),
         plan: plan.clone(),
-        progress: Progress::new(opts.progress),
+        progress: Progress::new(opts.progress).with_status(opts.status.clone()),
         previous,
         executor: opts.executor.clone(),
     });

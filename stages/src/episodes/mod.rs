@@ -55,6 +55,9 @@ pub use simulator::{ScriptedUser, Simulator, UserReply};
 pub struct ModelAccess<'a> {
     /// The stage, for messages (`stage `episodes_llm`: …`).
     pub stage: &'a str,
+    /// The stage's variant (`""` when not swept): with the stage, the flow its model calls
+    /// belong to in the endpoint's fair queue (`llm::budget`).
+    pub variant: &'a str,
     /// The store model requests are recorded in.
     pub cache: &'a dyn prefflow_engine::store::Store,
     /// Serve every request from `cache`; a miss is an error.
@@ -63,4 +66,11 @@ pub struct ModelAccess<'a> {
     pub workdir: &'a std::path::Path,
     /// Where the stage's model calls are counted (roles `agent` and `user`), when metered.
     pub usage: Option<&'a prefflow_engine::usage::UsageMeter>,
+}
+
+impl ModelAccess<'_> {
+    /// The flow this stage instance's model calls form in their endpoint's fair queue.
+    pub fn flow(&self) -> String {
+        format!("{}[{}]", self.stage, self.variant)
+    }
 }

@@ -1,6 +1,6 @@
-//! `knowu_leaderboard`: KnowU-Bench's published leaderboard with our runs ranked among them, in
-//! the benchmark's column layout (Rank, Model & Date, Approach & Details, Overall, General,
-//! Personalized, Proactive — success rates in percent), plus a Markdown rendering.
+//! `knowu_leaderboard`: our runs beside KnowU-Bench's published results (the paper's Table 2 with
+//! its difficulty columns; the site's rows where they differ, with a note), each row with its
+//! coverage; partial runs are marked and not ranked among full ones. Plus a Markdown rendering.
 //!
 //! The stage kind only: what it computes lives in [`crate::knowu::interop::leaderboard`].
 
@@ -9,27 +9,35 @@ use polars::prelude::*;
 use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 
-/// Places our runs on KnowU-Bench's leaderboard; leaderboard.json is in the cache key.
+/// Places our runs on KnowU-Bench's leaderboard; the published tables are in the cache key.
 pub struct KnowuLeaderboard;
 
 impl Kind for KnowuLeaderboard {
     type Params = LeaderboardParams;
     type State = ();
     const NAME: &'static str = "knowu_leaderboard";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = &["leaderboard", "text"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::knowu::LEADERBOARD,
         &crate::tables::knowu::LEADERBOARD_TEXT,
     ];
-    const SUMMARY: &'static str = "KnowU-Bench leaderboard with our runs side by side, from knowu_metrics tables overall + splits (params: path, date?, approach?); table `text` is a Markdown rendering";
+    const SUMMARY: &'static str = "KnowU-Bench leaderboard: the paper's Table 2 (difficulty columns), the site's rows where they differ (noted), our runs with their coverage (partial runs unranked), from knowu_metrics tables overall + splits (params: published?, path?, date?, approach?); table `text` is a Markdown rendering";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
-        vec![crate::knowu::data::locate_str(&params.path)]
+        let site = params
+            .path
+            .iter()
+            .map(|p| crate::knowu::data::locate_str(p));
+        std::iter::once(params.published.clone())
+            .chain(site)
+            .collect()
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let mut rows = read_published(&ctx.resolve(&params.path))?;
+        let site = params.path.as_ref().map(|p| ctx.resolve(p));
+        let paper = ctx.resolve(&params.published);
+        let mut rows = published(&paper, &params.published, site.as_deref())?;
         rows.extend(our_rows(
             ctx.input("overall")?,
             ctx.input("splits")?,

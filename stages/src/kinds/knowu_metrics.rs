@@ -61,6 +61,7 @@ impl Kind for KnowuMetrics {
         let per_episode = episode_metrics(episodes, steps, &tasks, &personas)?;
         let per_episode = with_scope(per_episode, params.classes)?;
         check_profiles(&per_episode, params, ctx.stage)?;
+        report_gaps(&per_episode, ctx.stage)?;
         Ok(metric_tables(per_episode, params.classes)?)
     }
 }

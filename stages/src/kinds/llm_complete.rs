@@ -67,7 +67,8 @@ async fn complete(
         ))
     })?;
     let client = LlmClient::new(params.llm.clone(), ctx.cache, ctx.offline)?
-        .metered(Some(ctx.usage), USAGE_ROLE);
+        .metered(Some(ctx.usage), USAGE_ROLE)
+        .flow(&format!("{}[{}]", ctx.stage, ctx.variant));
     let requests = requests(params, ctx, &rows_as_json(&input.df))?;
     let mut out = Completions::default();
     for request in &requests {

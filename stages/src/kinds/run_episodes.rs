@@ -39,6 +39,7 @@ pub struct RunEpisodes;
 pub(crate) fn model_access<'a>(ctx: &'a StageContext<'_>) -> ModelAccess<'a> {
     ModelAccess {
         stage: ctx.stage,
+        variant: ctx.variant,
         cache: ctx.cache,
         offline: ctx.offline,
         workdir: ctx.workdir,

@@ -2,19 +2,25 @@
 //! layer and a bounded connection pool per endpoint.
 //!
 //! - **Endpoints.** Every (base URL, model) pair gets one [`Endpoint`] for the whole process: a
-//!   `reqwest` connection pool and a semaphore of `concurrency` slots. A request holds a slot
-//!   only while it is on the wire; the backoff between attempts sleeps on the runtime without
-//!   one, so a rate-limited model does not starve its own pool.
+//!   `reqwest` connection pool and its [`Budget`] (shared with other models when their entries
+//!   name the same `budget`): the token buckets of the entry's `rpm`/`tpm`/`tpd`, an adaptive
+//!   window of requests on the wire (at most `concurrency`) and a fair queue. A request holds a
+//!   window slot only while it is on the wire; waiting for budget, and the backoff between
+//!   attempts, sleep on the runtime without one, so a rate-limited model does not starve its
+//!   own pool (see `budget`).
 //! - **I/O.** Requests run as tasks on one small process-wide runtime ([`io_runtime`], two
 //!   threads), whichever runtime or thread awaits them: thousands of requests in flight cost
 //!   tasks, not OS threads, and a connection pool is never shared between runtimes. Callers
 //!   are async all the way up (agents, simulators, judges, embedding retrieval and the stage
 //!   kinds running them), so a request waiting on the network holds no thread of its caller.
-//! - **Retries.** [`RetryPolicy`] of the engine, the one retry layer: 429, 5xx, transport
-//!   failures and bodies that are not a usable answer (truncated or unparsable, no choices, no
-//!   message) are provider faults and are retried with jittered doubling backoff (honouring
-//!   `Retry-After`); when retries run out the error is [`LlmError::Exhausted`], which the engine
-//!   does not retry again. Other statuses (400, 401, 404) are permanent.
+//! - **Retries.** One retry layer: 5xx, transport failures and bodies that are not a usable
+//!   answer (truncated or unparsable, no choices, no message) are provider faults, retried
+//!   `max_retries` times with the engine's [`RetryPolicy`] backoff (jittered doubling,
+//!   honouring `Retry-After`). A 429 is not a fault: the budget pauses the endpoint for the
+//!   server's hint and the request is sent again, first in line, however often, for up to
+//!   `rate_limit_wait_s` (default 30 minutes) from its first 429. When either runs out the
+//!   error is [`LlmError::Exhausted`], which the engine does not retry again. Other statuses
+//!   (400, 401, 404) are permanent.
 //! - **Record/replay.** Every answered request is stored content-addressed in the run's store
 //!   (endpoint, body and epoch — never the key), so a finished run replays with zero network
 //!   and `--offline` turns a miss into [`LlmError::OfflineMiss`].
@@ -29,14 +35,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use prefflow_engine::keys::{hash_bytes, hash_json};
-use prefflow_engine::retry::{Retry, RetryPolicy};
+use prefflow_engine::retry::RetryPolicy;
 use prefflow_engine::store::Store;
 use prefflow_engine::usage::UsageMeter;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 
+use super::budget::{self, Budget, Class, Grant, Ticket};
 use super::error::LlmError;
+use super::headers::RateHeaders;
+use super::tokens;
 use super::types::{ChatRequest, LlmConfig, ToolCall, Usage};
 
 /// Longest wait between attempts, whatever Retry-After says.
@@ -92,31 +101,38 @@ fn recorded_bytes(body: &[u8], reply: &Reply) -> Result<Vec<u8>, LlmError> {
     Ok(out)
 }
 
-/// One model endpoint as the process shares it: its connection pool, its request slots and
-/// the requests on their way to it.
+/// One model endpoint as the process shares it: its connection pool, its budget and the
+/// requests on their way to it.
 pub struct Endpoint {
     http: reqwest::Client,
-    slots: Semaphore,
     concurrency: usize,
+    budget: Arc<Budget>,
     chats: InFlight<Reply>,
     embeddings: InFlight<Vec<Vec<f64>>>,
 }
 
 impl Endpoint {
-    /// Requests this endpoint lets be on the wire at once.
+    /// The most requests this endpoint's budget lets be on the wire at once.
     pub fn concurrency(&self) -> usize {
-        self.concurrency
+        self.budget.concurrency()
     }
 
     /// Requests on the wire right now.
     pub fn in_flight(&self) -> usize {
-        self.concurrency - self.slots.available_permits()
+        self.budget.in_flight()
+    }
+
+    /// The budget this endpoint's requests are granted by.
+    pub fn budget(&self) -> &Arc<Budget> {
+        &self.budget
     }
 }
 
-/// The process's endpoint for `base_url` and `model`, created on first use with
-/// `concurrency` slots (later callers share it; a larger `concurrency` widens it).
-fn endpoint(base_url: &str, model: &str, concurrency: usize) -> Result<Arc<Endpoint>, LlmError> {
+/// The process's endpoint for `config`'s base URL and model, created on first use (later
+/// callers share it; a larger `concurrency` widens its pool), with the budget it draws from:
+/// the model's own, or the one named by `budget` on that base URL.
+fn endpoint(base_url: &str, config: &LlmConfig) -> Result<Arc<Endpoint>, LlmError> {
+    let (model, concurrency) = (config.model.as_str(), config.concurrency.max(1));
     type Registry = Mutex<HashMap<(String, String), Arc<Endpoint>>>;
     static ENDPOINTS: OnceLock<Registry> = OnceLock::new();
     let mut all = ENDPOINTS
@@ -127,8 +143,13 @@ fn endpoint(base_url: &str, model: &str, concurrency: usize) -> Result<Arc<Endpo
         base_url.trim_end_matches('/').to_string(),
         model.to_string(),
     );
+    let budget_name = match &config.budget {
+        Some(shared) => format!("budget:{shared}"),
+        None => model.to_string(),
+    };
+    let budget = budget::budget((key.0.clone(), budget_name), concurrency, config.limits());
     if let Some(known) = all.get(&key) {
-        if known.concurrency >= concurrency {
+        if known.concurrency >= concurrency && Arc::ptr_eq(&known.budget, &budget) {
             return Ok(known.clone());
         }
     }
@@ -138,8 +159,8 @@ fn endpoint(base_url: &str, model: &str, concurrency: usize) -> Result<Arc<Endpo
         .map_err(|e| LlmError::Cache(format!("cannot build an HTTP client: {e}")))?;
     let made = Arc::new(Endpoint {
         http,
-        slots: Semaphore::new(concurrency),
         concurrency,
+        budget,
         chats: InFlight::default(),
         embeddings: InFlight::default(),
     });
@@ -239,6 +260,10 @@ pub struct LlmClient<'a> {
     offline: bool,
     /// Where each answered call is counted (provider or replayed), under this role.
     meter: Option<(&'a UsageMeter, &'static str)>,
+    /// The role its calls play (`agent`, `user`, `judge`, …), for their class in the budget.
+    role: &'static str,
+    /// The flow its calls belong to in the budget's fair queue.
+    flow: Arc<str>,
 }
 
 impl<'a> LlmClient<'a> {
@@ -248,7 +273,8 @@ impl<'a> LlmClient<'a> {
             .resolved_base_url()?
             .trim_end_matches('/')
             .to_string();
-        let endpoint = endpoint(&base_url, &config.model, config.concurrency.max(1))?;
+        let endpoint = endpoint(&base_url, &config)?;
+        let flow = Arc::from(config.model.as_str());
         Ok(Self {
             config,
             base_url,
@@ -256,7 +282,20 @@ impl<'a> LlmClient<'a> {
             cache,
             offline,
             meter: None,
+            role: "",
+            flow,
         })
+    }
+
+    /// This client's calls as their own flow in the endpoint's fair queue (e.g. the stage
+    /// instance: `episodes_llm[model=a]`); by default a flow is the role and model. Flows
+    /// waiting for one budget are served in proportion to their entries' `concurrency`.
+    pub fn flow(mut self, name: &str) -> Self {
+        if name.is_empty() {
+            return self;
+        }
+        self.flow = Arc::from(format!("{name}/{}", self.role).as_str());
+        self
     }
 
     /// This client with every call it answers — chat completions and embeddings — counted in
@@ -265,7 +304,33 @@ impl<'a> LlmClient<'a> {
     /// place model calls are counted, so `prefflow show runs` sums what each stage's calls cost.
     pub fn metered(mut self, meter: Option<&'a UsageMeter>, role: &'static str) -> Self {
         self.meter = meter.map(|m| (m, role));
+        self.role = role;
+        if !self.flow.contains('/') {
+            self.flow = Arc::from(format!("{}/{role}", self.config.model).as_str());
+        }
         self
+    }
+
+    /// How urgent a chat request is: user-simulator and judge calls, and an agent's turns
+    /// after its first (the conversation has an assistant message), continue an episode under
+    /// way; anything else starts new work.
+    fn class_of(&self, request: &ChatRequest) -> Class {
+        let continues = matches!(self.role, "user" | "judge")
+            || request.messages.iter().any(|m| m.role == "assistant");
+        if continues {
+            Class::Continue
+        } else {
+            Class::Start
+        }
+    }
+
+    fn ticket(&self, class: Class, estimate: u64) -> Ticket {
+        Ticket {
+            flow: self.flow.clone(),
+            weight: self.config.concurrency.max(1) as f64,
+            class,
+            estimate,
+        }
     }
 
     fn count(&self, usage: Usage, from_cache: bool) {
@@ -353,8 +418,15 @@ impl<'a> LlmClient<'a> {
                 }
             }
         };
+        let ticket = self.ticket(self.class_of(request), tokens::prompt_tokens(request));
+        let parse = |url: &str, text: &str| {
+            parse_reply(url, text).map(|r| {
+                let usage = r.usage;
+                (r, usage)
+            })
+        };
         let (mut reply, attempts) = self
-            .exchange(self.chat_url(), body.clone(), parse_reply)
+            .exchange(self.chat_url(), body.clone(), ticket, parse)
             .await?;
         let bytes = recorded_bytes(&body, &reply)?;
         self.put(&path, &bytes)?;
@@ -417,8 +489,11 @@ impl<'a> LlmClient<'a> {
             }
         };
         let n = texts.len();
-        let parse = move |url: &str, text: &str| parse_embeddings(url, text, n);
-        let ((vectors, usage), _) = self.exchange(url, body_bytes(&body), parse).await?;
+        let parse = move |url: &str, text: &str| {
+            parse_embeddings(url, text, n).map(|(v, usage)| ((v, usage), usage))
+        };
+        let ticket = self.ticket(Class::Start, tokens::embedding_tokens(texts));
+        let ((vectors, usage), _) = self.exchange(url, body_bytes(&body), ticket, parse).await?;
         let bytes = serde_json::to_vec(&vectors).map_err(|e| LlmError::Cache(e.to_string()))?;
         self.put(&path, &bytes)?;
         leader.publish(vectors.clone());
@@ -455,7 +530,7 @@ impl<'a> LlmClient<'a> {
         }
     }
 
-    /// The engine's retry policy for this endpoint's settings: the one retry layer for model calls.
+    /// The engine's retry policy for this endpoint's settings: the backoff of provider faults.
     fn policy(&self) -> RetryPolicy {
         RetryPolicy {
             max_delay: MAX_WAIT,
@@ -467,16 +542,18 @@ impl<'a> LlmClient<'a> {
     }
 
     /// The live exchange with retries, run as a task on [`io_runtime`]: the parsed answer and
-    /// the attempts it took.
+    /// the attempts it took. `parse` also returns the usage the answer reports, which settles
+    /// the budget's reservation.
     async fn exchange<T, P>(
         &self,
         url: String,
         body: Vec<u8>,
+        ticket: Ticket,
         parse: P,
     ) -> Result<(T, u32), LlmError>
     where
         T: Send + 'static,
-        P: Fn(&str, &str) -> Result<T, LlmError> + Send + Sync + 'static,
+        P: Fn(&str, &str) -> Result<(T, Usage), LlmError> + Send + Sync + 'static,
     {
         let call = Call {
             endpoint: self.endpoint.clone(),
@@ -484,16 +561,10 @@ impl<'a> LlmClient<'a> {
             body,
             key: self.api_key()?,
             timeout: Duration::from_secs_f64(self.config.timeout_s.max(0.001)),
+            patience: Duration::from_secs_f64(self.config.rate_limit_wait_s.max(0.0)),
         };
         let policy = self.policy();
-        let task = async move {
-            let call = &call;
-            let parse = &parse;
-            policy
-                .run(|_| call.attempt(parse), Attempt::retry)
-                .await
-                .map_err(|gave_up| gave_up.error.into_error(&call.url, gave_up.attempts))
-        };
+        let task = async move { call.run(&policy, ticket, &parse).await };
         io_runtime()
             .spawn(task)
             .await
@@ -508,89 +579,151 @@ struct Call {
     body: Vec<u8>,
     key: Option<String>,
     timeout: Duration,
+    /// How long the request may keep being answered 429, from its first 429.
+    patience: Duration,
 }
 
 impl Call {
-    /// One attempt: take a slot, send, read, give the slot back, parse.
+    /// Attempts until an answer, a permanent error, `policy`'s retries spent on faults, or
+    /// 429s for longer than `patience`. 429s are not faults: the budget pauses for the server's
+    /// hint, and the request goes again first in line.
+    async fn run<T>(
+        &self,
+        policy: &RetryPolicy,
+        mut ticket: Ticket,
+        parse: &(impl Fn(&str, &str) -> Result<(T, Usage), LlmError> + ?Sized),
+    ) -> Result<(T, u32), LlmError> {
+        let (mut attempts, mut faults) = (0u32, 0u32);
+        let mut limited_since: Option<std::time::Instant> = None;
+        loop {
+            attempts += 1;
+            let why = match self.attempt(&ticket, parse).await {
+                Ok(value) => return Ok((value, attempts)),
+                Err(Attempt::Permanent(e)) => return Err(e),
+                Err(Attempt::RateLimited { why }) => {
+                    let since = *limited_since.get_or_insert_with(std::time::Instant::now);
+                    if since.elapsed() >= self.patience {
+                        format!(
+                            "{why}: still rate-limited after {:.0} s (rate_limit_wait_s)",
+                            since.elapsed().as_secs_f64()
+                        )
+                    } else {
+                        ticket.class = Class::Retry;
+                        continue;
+                    }
+                }
+                Err(Attempt::Transient { why, hint }) => {
+                    if faults < policy.retries {
+                        tokio::time::sleep(policy.delay(faults, hint)).await;
+                        faults += 1;
+                        continue;
+                    }
+                    why
+                }
+            };
+            return Err(LlmError::Exhausted {
+                endpoint: self.url.clone(),
+                attempts,
+                last: why,
+            });
+        }
+    }
+
+    /// One attempt: wait for the budget's grant, send, read, parse, settle the grant.
     async fn attempt<T>(
         &self,
-        parse: &(impl Fn(&str, &str) -> Result<T, LlmError> + ?Sized),
+        ticket: &Ticket,
+        parse: &(impl Fn(&str, &str) -> Result<(T, Usage), LlmError> + ?Sized),
     ) -> Result<T, Attempt> {
-        let (status, hint, text) =
-            {
-                let _slot =
-                    self.endpoint.slots.acquire().await.map_err(|_| {
-                        Attempt::Permanent(LlmError::Cache("endpoint closed".into()))
-                    })?;
-                let mut req = self
-                    .endpoint
-                    .http
-                    .post(&self.url)
-                    .timeout(self.timeout)
-                    .header(reqwest::header::CONTENT_TYPE, "application/json")
-                    .body(self.body.clone());
-                if let Some(k) = &self.key {
-                    req = req.bearer_auth(k);
-                }
-                let resp = req.send().await.map_err(|e| Attempt::Transient {
+        let grant = self
+            .endpoint
+            .budget
+            .acquire(ticket, self.patience)
+            .await
+            .map_err(|r| Attempt::Permanent(LlmError::Budget(r.to_string())))?;
+        let mut req = self
+            .endpoint
+            .http
+            .post(&self.url)
+            .timeout(self.timeout)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(self.body.clone());
+        if let Some(k) = &self.key {
+            req = req.bearer_auth(k);
+        }
+        let resp = match req.send().await {
+            Ok(resp) => resp,
+            Err(e) => {
+                grant.failed(&RateHeaders::default());
+                return Err(Attempt::Transient {
                     why: describe(&e),
                     hint: None,
-                })?;
-                let status = resp.status().as_u16();
-                let hint = retry_after(resp.headers());
-                let text = resp.text().await.map_err(|e| Attempt::Transient {
-                    why: format!("reading the response failed: {}", describe(&e)),
-                    hint: None,
                 });
-                (status, hint, text)
-            };
-        let text = classify_response(&self.url, status, hint, text)?;
-        parse(&self.url, &text).map_err(|e| Attempt::Transient {
+            }
+        };
+        let status = resp.status().as_u16();
+        let headers = rate_headers(resp.headers());
+        let text = resp.text().await.map_err(|e| Attempt::Transient {
+            why: format!("reading the response failed: {}", describe(&e)),
+            hint: None,
+        });
+        settle(grant, &self.url, status, &headers, text, parse)
+    }
+}
+
+/// Settles the grant with how the exchange ended, and gives the parsed answer or why not.
+fn settle<T>(
+    grant: Grant,
+    url: &str,
+    status: u16,
+    headers: &RateHeaders,
+    text: Result<String, Attempt>,
+    parse: &(impl Fn(&str, &str) -> Result<(T, Usage), LlmError> + ?Sized),
+) -> Result<T, Attempt> {
+    if status == 429 {
+        grant.rate_limited(headers);
+        return Err(Attempt::RateLimited {
+            why: "HTTP 429".into(),
+        });
+    }
+    let parsed = classify_response(url, status, headers.retry_after, text).and_then(|text| {
+        parse(url, &text).map_err(|e| Attempt::Transient {
             why: e.to_string(),
-            hint,
+            hint: headers.retry_after,
         })
+    });
+    match parsed {
+        Ok((value, usage)) => {
+            grant.answered(headers, Some(usage));
+            Ok(value)
+        }
+        Err(e) => {
+            grant.failed(headers);
+            Err(e)
+        }
     }
 }
 
 /// Why one attempt failed, and whether another may help.
 #[derive(Debug)]
 enum Attempt {
+    /// The server said 429: waited out by the budget, not counted as a fault.
+    RateLimited { why: String },
     /// A provider fault: retried (after `hint` when the server gave one).
     Transient { why: String, hint: Option<Duration> },
     /// No retry can fix it.
     Permanent(LlmError),
 }
 
-impl Attempt {
-    fn retry(&self) -> Retry {
-        match self {
-            Attempt::Transient { hint, .. } => Retry::After(*hint),
-            Attempt::Permanent(_) => Retry::No,
-        }
-    }
-
-    /// The error the caller sees once the policy stopped retrying.
-    fn into_error(self, endpoint: &str, attempts: u32) -> LlmError {
-        match self {
-            Attempt::Transient { why, .. } => LlmError::Exhausted {
-                endpoint: endpoint.to_string(),
-                attempts,
-                last: why,
-            },
-            Attempt::Permanent(e) => e,
-        }
-    }
-}
-
-/// The body of a successful exchange, or why the exchange failed: 429 and 5xx are transient,
-/// other non-2xx statuses permanent.
+/// The body of a successful exchange, or why the exchange failed: 5xx are transient, other
+/// non-2xx statuses permanent (429 is handled before: see [`settle`]).
 fn classify_response(
     endpoint: &str,
     status: u16,
     hint: Option<Duration>,
     text: Result<String, Attempt>,
 ) -> Result<String, Attempt> {
-    if status == 429 || (500..600).contains(&status) {
+    if (500..600).contains(&status) {
         return Err(Attempt::Transient {
             why: format!("HTTP {status}"),
             hint,
@@ -607,14 +740,14 @@ fn classify_response(
     Ok(text)
 }
 
-fn retry_after(headers: &reqwest::header::HeaderMap) -> Option<Duration> {
-    let value = headers.get(reqwest::header::RETRY_AFTER)?.to_str().ok()?;
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| *s >= 0.0)
-        .map(Duration::from_secs_f64)
+/// The rate-limit headers of a response.
+fn rate_headers(headers: &reqwest::header::HeaderMap) -> RateHeaders {
+    RateHeaders::parse(
+        headers
+            .iter()
+            .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
+        std::time::SystemTime::now(),
+    )
 }
 
 fn describe(e: &reqwest::Error) -> String {

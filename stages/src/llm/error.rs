@@ -55,6 +55,10 @@ pub enum LlmError {
         /// Start of the body.
         excerpt: String,
     },
+    /// The endpoint's budget can never grant the request (larger than a limit, or the daily
+    /// budget is spent for longer than the request may wait).
+    #[error("model budget: {0}")]
+    Budget(String),
     /// The record/replay cache could not be read or written.
     #[error("model cache: {0}")]
     Cache(String),

@@ -5,6 +5,10 @@
 //! hangs and malformed bodies. It binds the
 //! loopback interface only and stops accepting when dropped.
 
+mod limits;
+
+pub use limits::{count_tokens, Decision, LimitedProvider, ProviderLimits};
+
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -38,6 +42,9 @@ pub enum Behavior {
     Respond(Responder),
     /// Wait at the [`Gate`], then play the behavior.
     Gated(Arc<Gate>, Box<Behavior>),
+    /// A provider enforcing token and request budgets: admitted requests are answered after
+    /// its latency, the others at once with 429 and `Retry-After`.
+    Limited(Arc<LimitedProvider>),
 }
 
 /// The function of [`Behavior::Respond`]: request body in, response body out.
@@ -237,6 +244,11 @@ fn answer(stream: &mut TcpStream, behavior: Behavior, request_body: &str) -> boo
         } => respond(stream, status, &headers, &body),
         Behavior::Embed => respond(stream, 200, &[], &embeddings(request_body)),
         Behavior::Respond(reply) => respond(stream, 200, &[], &(reply.0)(request_body)),
+        Behavior::Limited(provider) => {
+            let a = provider.answer(request_body);
+            std::thread::sleep(a.delay);
+            respond(stream, a.status, &a.headers, &a.body);
+        }
         Behavior::Gated(gate, then) => {
             gate.pass();
             return answer(stream, *then, request_body);

@@ -49,9 +49,39 @@ pub struct LlmConfig {
     /// only while it is sent and read, never while backing off.
     #[serde(default = "default_concurrency")]
     pub concurrency: usize,
+    /// The provider's request limit per minute for this model (your tier's RPM). Enforced by
+    /// the client's budget: requests wait for it without holding a connection slot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rpm: Option<u64>,
+    /// The provider's token limit per minute (prompt + completion; your tier's TPM). Each
+    /// request reserves its estimated prompt tokens before it is sent; the answer's `usage`
+    /// corrects the reservation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpm: Option<u64>,
+    /// The provider's token limit per day (TPD), for tiers that have one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tpd: Option<u64>,
+    /// Name of a budget shared with other entries on the same base URL (a provider whose
+    /// limits hold per organisation or deployment rather than per model): they share one
+    /// set of limits and one window. By default each model has its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<String>,
+    /// How long one request may keep being answered 429 before it fails (default 1800 s).
+    /// 429s are waited out, never counted against `max_retries`.
+    #[serde(default = "default_rate_limit_wait")]
+    pub rate_limit_wait_s: f64,
 }
 
 impl LlmConfig {
+    /// The budget limits the entry declares (`rpm`, `tpm`, `tpd`).
+    pub fn limits(&self) -> super::budget::Limits {
+        super::budget::Limits {
+            rpm: self.rpm,
+            tpm: self.tpm,
+            tpd: self.tpd,
+        }
+    }
+
     /// The base URL to call: `$base_url_env` when that variable is set and non-empty, otherwise
     /// `base_url`; an error naming both when neither gives one.
     pub fn resolved_base_url(&self) -> Result<String, super::LlmError> {
@@ -81,6 +111,9 @@ fn default_backoff() -> u64 {
 }
 fn default_concurrency() -> usize {
     16
+}
+fn default_rate_limit_wait() -> f64 {
+    1800.0
 }
 
 /// Prices per million tokens.

@@ -35,6 +35,8 @@ pub struct LlmFactory<'a> {
     prompts: Prompts,
     /// Where the agent's calls are counted (role `agent`).
     usage: Option<&'a prefflow_engine::usage::UsageMeter>,
+    /// The flow its calls form in the endpoint's fair queue (the stage instance).
+    flow: String,
 }
 
 impl<'a> LlmFactory<'a> {
@@ -57,6 +59,7 @@ impl<'a> LlmFactory<'a> {
         .map_err(|e| prefix(access.stage, e))?;
         factory.max_tools = params.max_tools;
         factory.usage = access.usage;
+        factory.flow = access.flow();
         Ok(factory)
     }
 
@@ -77,6 +80,7 @@ impl<'a> LlmFactory<'a> {
             offline,
             prompts,
             usage: None,
+            flow: String::new(),
         })
     }
 }
@@ -162,7 +166,9 @@ impl<'a> LlmAgent<'a> {
         if self.client.is_none() {
             let f = self.factory;
             self.client = Some(
-                LlmClient::new(self.config.clone(), f.cache, f.offline)?.metered(f.usage, "agent"),
+                LlmClient::new(self.config.clone(), f.cache, f.offline)?
+                    .metered(f.usage, "agent")
+                    .flow(&f.flow),
             );
         }
         match &self.client {

@@ -49,7 +49,8 @@ pub fn make<'a>(
                 .map_err(|e| prefix(access.stage, e))?;
             let client =
                 LlmClient::new(episode_config(config, seed), access.cache, access.offline)?
-                    .metered(access.usage, "user");
+                    .metered(access.usage, "user")
+                    .flow(&access.flow());
             let user = LlmUser::new(client, prompts, &world.persona, bundle, epoch)
                 .map_err(|e| input(e.to_string()))?;
             Ok(Box::new(user))

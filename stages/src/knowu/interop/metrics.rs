@@ -149,6 +149,46 @@ pub fn with_scope(mut per_episode: DataFrame, classes: Classes) -> Result<DataFr
     Ok(per_episode)
 }
 
+/// Warns, never silently passes: episodes whose task class KnowU's task list does not have (so
+/// they count in no split: `overall.unmatched_episodes`), named; and runs without a single
+/// scored episode (every mean of theirs is empty).
+pub fn report_gaps(per_episode: &DataFrame, stage: &str) -> Result<(), KnowuError> {
+    let t = "episode_metrics";
+    let ids = columns::strings(per_episode, t, "task_id")?;
+    let splits = columns::optional_strings(per_episode, t, "split")?;
+    let scope = columns::bools(per_episode, t, "in_scope")?;
+    let scored = columns::bools(per_episode, t, "has_result")?;
+    let runs = columns::strings(per_episode, t, "agent")?;
+    let unknown: std::collections::BTreeSet<String> = (0..per_episode.height())
+        .filter(|&i| scope[i] == Some(true) && splits[i].is_none())
+        .filter_map(|i| ids[i].clone())
+        .collect();
+    if !unknown.is_empty() {
+        let shown: Vec<&str> = unknown.iter().take(10).map(String::as_str).collect();
+        tracing::warn!(
+            "stage `{stage}`: {} task(s) of a class KnowU's task list does not have count in no split (overall.unmatched_episodes): {}{}; check the task names, or give `tasks:` the task list they come from",
+            unknown.len(),
+            shown.join(", "),
+            if unknown.len() > 10 { ", …" } else { "" }
+        );
+    }
+    let mut by_run: std::collections::BTreeMap<String, bool> = Default::default();
+    for i in 0..per_episode.height() {
+        let any = by_run
+            .entry(runs[i].clone().unwrap_or_default())
+            .or_default();
+        *any |= scored[i] == Some(true) && scope[i] == Some(true);
+    }
+    for (run, any) in by_run {
+        if !any {
+            tracing::warn!(
+                "stage `{stage}`: run `{run}` has no scored episode (no result.txt score, or every episode failed); its metrics are empty"
+            );
+        }
+    }
+    Ok(())
+}
+
 /// All output tables from the per-episode frame (which carries `in_scope`).
 pub fn metric_tables(per_episode: DataFrame, classes: Classes) -> PolarsResult<Tables> {
     let runs = aggregate::runs(&per_episode)?;

@@ -492,36 +492,168 @@ fn policy_personas_and_overall() {
     close(f64s(o, "overall_SR")[0], 5.0 / 11.0);
 }
 
+/// The repository's copy of the paper's Table 2.
+fn paper_table() -> String {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../datasets/knowu/published.csv")
+        .to_string_lossy()
+        .into_owned()
+}
+
 #[test]
-fn leaderboard_ranks_our_run_among_the_published_ones() {
+fn leaderboard_has_the_papers_table_and_keeps_a_partial_run_unranked() {
     let s = scenario();
     let m = metrics(&s, &import(&s, "run").expect("import"));
-    let Some(lb_path) = shared("leaderboard_ranks_our_run", "leaderboard.json") else {
-        return;
-    };
     let inputs = [
         input("overall", m.get("overall").expect("overall").clone()),
         input("splits", m.get("splits").expect("splits").clone()),
     ];
-    let params = json!({"path": lb_path.to_string_lossy(), "date": "2026-05-01"});
+    let params = json!({"published": paper_table(), "date": "2026-05-01"});
     let t = run_kind(&KnowuLeaderboard, params, s.path(), &inputs).expect("leaderboard");
     let board = t.get("leaderboard").expect("leaderboard");
-    assert_eq!(board.height(), 9, "8 published rows + ours");
+    assert_eq!(board.height(), 12, "the paper's 11 models + ours");
+    // All 11 of the paper's models, ranked by Overall, with the difficulty columns.
+    let claude = row(board, "Model & Date", "Claude Sonnet 4.6");
+    assert_eq!(f64s(board, "Rank")[claude], Some(1.0));
+    assert_eq!(f64s(board, "Pers hard SR")[claude], Some(44.2));
+    assert_eq!(f64s(board, "Pers hard Score")[claude], Some(0.80));
+    // General derived from 94.4 % of 18 easy + 70.8 % of 24 hard = 17 + 17 of 42.
+    close(f64s(board, "General")[claude], 100.0 * 34.0 / 42.0);
+    for model in ["MAI-UI-8B", "GUI-Owl-1.5-8B", "Qwen3.5-122B-A10B"] {
+        let i = row(board, "Model & Date", model);
+        assert!(f64s(board, "Rank")[i].is_some(), "{model} ranked");
+    }
+    let mai = row(board, "Model & Date", "MAI-UI-8B");
+    assert_eq!(f64s(board, "Gen easy")[mai], Some(100.0));
+    let note = strs(board, "note")[mai].clone().unwrap_or_default();
+    assert!(
+        note.contains("Pro easy 17.9% is not a whole number of its 32 tasks"),
+        "{note}"
+    );
+    // Our 14-episode run is partial: coverage shown, no rank, a note saying why.
     let i = row(board, "Model & Date", "m1 (2026-05-01)");
-    // Overall 5/11 = 45.45 % ranks between Seed 2.0 Pro (51.6) and Gemini 3.1 Pro (44.3).
-    assert_eq!(f64s(board, "Rank")[i], Some(3.0));
+    assert_eq!(f64s(board, "Rank")[i], None);
     close(f64s(board, "Overall")[i], 500.0 / 11.0);
     close(f64s(board, "General")[i], 50.0);
-    close(f64s(board, "Proactive")[i], 300.0 / 7.0);
-    assert_eq!(
-        f64s(board, "Rank")[row(board, "Model & Date", "Claude Sonnet 4.6 (2026-04-03)")],
-        Some(1.0)
+    assert!(f64s(board, "general_tasks")[i].is_some_and(|n| n < 42.0));
+    let note = strs(board, "note")[i].clone().unwrap_or_default();
+    assert!(
+        note.starts_with("partial run:") && note.contains("not ranked"),
+        "{note}"
     );
     let text: Vec<Option<String>> = strs(t.get("text").expect("text"), "line");
-    assert_eq!(text[0].as_deref(), Some("| Rank | Model & Date | Approach & Details | Overall | General | Personalized | Proactive |"));
+    assert!(text[0].as_deref().is_some_and(|l| l.starts_with("| Rank | Model & Date | Approach & Details | Overall | General | Personalized | Proactive | Gen easy | Gen hard | Pers easy SR / Score")));
+    assert!(
+        text[2].as_deref().is_some_and(
+            |l| l.starts_with("| 1 | Claude Sonnet 4.6 |") && l.contains("| 44.2 / 0.78 |")
+        ),
+        "{:?}",
+        text[2]
+    );
+    assert!(text
+        .iter()
+        .flatten()
+        .any(|l| l.starts_with("| - | m1 (2026-05-01) |")));
+}
+
+#[test]
+fn leaderboard_notes_where_the_site_differs_from_the_paper() {
+    let s = scenario();
+    let m = metrics(&s, &import(&s, "run").expect("import"));
+    let inputs = [
+        input("overall", m.get("overall").expect("overall").clone()),
+        input("splits", m.get("splits").expect("splits").clone()),
+    ];
+    // A site file of our own: one row as the paper has it, one with a general count the
+    // paper's difficulty columns do not give, one renamed with another Overall, one unknown.
+    let entry = |model: &str, overall: f64, succ: [u32; 3]| {
+        json!({"model": model, "overall": overall, "general": 100.0 * f64::from(succ[0]) / 42.0,
+               "personalized": 100.0 * f64::from(succ[1]) / 86.0, "proactive": 100.0 * f64::from(succ[2]) / 64.0,
+               "general_tasks": 42, "personalized_tasks": 86, "proactive_tasks": 64,
+               "general_successes": succ[0], "personalized_successes": succ[1], "proactive_successes": succ[2]})
+    };
+    let site = json!({"results": [
+        entry("Claude Sonnet 4.6", 60.4, [34, 38, 44]),
+        entry("UI-Venus-1.5-8B", 26.0, [18, 11, 21]),
+        entry("Qwen3-VL-32B-Instruct", 29.3, [20, 9, 27]),
+        entry("Some Other Model", 12.0, [5, 5, 5]),
+    ]});
+    s.file("site.json", &site.to_string());
+    let site_path = s.path().join("site.json");
+    let params = json!({"published": paper_table(), "path": site_path.to_string_lossy()});
+    let t = run_kind(&KnowuLeaderboard, params, s.path(), &inputs).expect("leaderboard");
+    let board = t.get("leaderboard").expect("leaderboard");
+    let (models, sources, notes) = (
+        strs(board, "Model & Date"),
+        strs(board, "source"),
+        strs(board, "note"),
+    );
+    let site_rows: Vec<(String, String)> = (0..board.height())
+        .filter(|&i| sources[i].as_deref() == Some("KnowU-Bench site"))
+        .map(|i| {
+            (
+                models[i].clone().unwrap_or_default(),
+                notes[i].clone().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(site_rows.len(), 3, "{site_rows:?}");
+    let note_of = |m: &str| {
+        site_rows
+            .iter()
+            .find(|(x, _)| x == m)
+            .map(|(_, n)| n.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        note_of("UI-Venus-1.5-8B").contains(
+            "general 42.857142857142854 = 18/42 (the paper's difficulty columns give 19/42 = 45.2)"
+        ),
+        "{}",
+        note_of("UI-Venus-1.5-8B")
+    );
+    let qwen = note_of("Qwen3-VL-32B-Instruct");
+    assert!(
+        qwen.contains("named `Qwen3-VL-32B-Instruct` (the paper: `Qwen3-VL-32B`)")
+            && qwen.contains("Overall 29.3 (the paper: 29.2)"),
+        "{qwen}"
+    );
+    assert!(note_of("Some Other Model").contains("not in the paper's Table 2"));
+    // Site rows are never ranked; the paper's rows say whether the site agrees.
+    let ranks = f64s(board, "Rank");
+    assert!((0..board.height())
+        .filter(|&i| sources[i].as_deref() == Some("KnowU-Bench site"))
+        .all(|i| ranks[i].is_none()));
+    let claude = notes[row(board, "Model & Date", "Claude Sonnet 4.6")]
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        claude.contains("the KnowU site's leaderboard has the same numbers"),
+        "{claude}"
+    );
+    let mai = notes[row(board, "Model & Date", "MAI-UI-8B")]
+        .clone()
+        .unwrap_or_default();
+    assert!(mai.contains("not on the KnowU site's leaderboard"), "{mai}");
+
+    // KnowU's own site file, when the data is there: the rows that differ are exactly these.
+    let Some(real) = shared("leaderboard_site_differences", "leaderboard.json") else {
+        return;
+    };
+    let params = json!({"published": paper_table(), "path": real.to_string_lossy()});
+    let t = run_kind(&KnowuLeaderboard, params, s.path(), &inputs).expect("leaderboard");
+    let board = t.get("leaderboard").expect("leaderboard");
+    let (models, sources) = (strs(board, "Model & Date"), strs(board, "source"));
+    let differing: Vec<String> = (0..board.height())
+        .filter(|&i| sources[i].as_deref() == Some("KnowU-Bench site"))
+        .map(|i| models[i].clone().unwrap_or_default())
+        .collect();
     assert_eq!(
-        text[4].as_deref(),
-        Some("| 3 | m1 (2026-05-01) | prefflow run `m1` | 45.5 | 50.0 | 50.0 | 42.9 |")
+        differing,
+        [
+            "Qwen3-VL-32B-Instruct (2026-04-02)",
+            "UI-Venus-1.5-8B (2026-04-01)"
+        ]
     );
 }
 
@@ -1003,13 +1135,10 @@ fn metrics_cover_the_classes_asked_for_and_the_leaderboard_knowu_classes_only() 
             .count(),
         1
     );
-    let Some(lb_path) = shared("class_scope_leaderboard", "leaderboard.json") else {
-        return;
-    };
     let board = |metrics: &Tables| {
         run_kind(
             &KnowuLeaderboard,
-            json!({"path": lb_path.to_string_lossy()}),
+            json!({"published": paper_table()}),
             s.path(),
             &[
                 input("overall", metrics.get("overall").expect("o").clone()),

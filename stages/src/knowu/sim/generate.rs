@@ -9,8 +9,8 @@ use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 
 use super::matching::{self, Wanted};
+use super::prefs::{self, Requirements};
 use super::template::Template;
-use super::terms::key_terms;
 use super::{Decision, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
 use crate::knowu::profile::{text, KnowuProfile};
 use crate::tasks::check::check_predicate;
@@ -173,7 +173,16 @@ fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
         return Some(format!("`{r}`"));
     }
     let spec = t.preference.as_ref()?;
-    if matching::preference(p, &wanted(spec)).is_some() {
+    if let Some(found) = matching::preference(p, &wanted(spec)) {
+        // A preference that states nothing to check (a bare refusal: "Almost never — too
+        // expensive") does not fit the task: the persona would not want it done at all.
+        if t.judged.is_some() && prefs::parse(found.value) == Requirements::default() {
+            return Some(format!(
+                "usable preference: `{}` states nothing a task could follow ({:?})",
+                found.path,
+                text(found.value)
+            ));
+        }
         return None;
     }
     let sections = spec
@@ -210,8 +219,11 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         None => (None, Value::Null),
     };
     let value_text = text(&value);
+    let req = prefs::parse(&value);
+    let pref_text = render(&req);
     let fill = |s: &str| {
         s.replace("{value}", &value_text)
+            .replace("{pref}", &pref_text)
             .replace("{name}", &p.display_name)
     };
     let slots = match &t.preference {
@@ -239,22 +251,13 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         free_text: false,
     }];
     if let (Some(j), false) = (&t.judged, slots.is_empty()) {
-        for (i, term) in key_terms(&value).iter().enumerate() {
-            let pred = json!({ j.change.clone(): j.table, "where": { j.field.clone(): { "contains": term } } });
-            criteria.push(Criterion {
-                criterion_id: format!("pref_{}", i + 1),
-                kind: CriterionKind::Personalization,
-                slot_id: Some(PREF_SLOT.into()),
-                predicate: parse(&pred, "judged")?,
-                rubric: format!("The {} reflects the user's preference: {term}.", j.field),
-                free_text: false,
-            });
-        }
+        criteria.extend(pref_criteria(j, &value_text, &req)?);
     }
     let base = Parts {
         persona: p,
         slots,
         criteria,
+        preference: t.judged.as_ref().map(|j| (value.clone(), j.spec())),
     };
     let mut out = Vec::new();
     match t.split {
@@ -296,11 +299,85 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
     Ok(out)
 }
 
+/// One personalization criterion per requirement of the preference, each rubric carrying the
+/// whole preference; the predicates approximate the check for rule judges (`contains` on the
+/// judged field: every word of a wanted term, none of an avoided one); time windows and bounds,
+/// which no predicate expresses, get the effect as their predicate and are left to a judge
+/// model (`free_text`). The KnowU score itself checks the field with [`prefs::check`].
+fn pref_criteria(
+    j: &super::template::Judged,
+    value_text: &str,
+    req: &Requirements,
+) -> Result<Vec<Criterion>, String> {
+    let whole = prefs::rubric(&j.field, value_text, req);
+    let has = |word: &str| json!({ j.change.clone(): j.table, "where": { j.field.clone(): { "contains": word } } });
+    let all =
+        |t: &prefs::Term| json!({ "all": t.words.iter().map(|w| has(w)).collect::<Vec<_>>() });
+    let mut lines: Vec<(String, Value, bool)> = Vec::new();
+    for g in &req.want {
+        let names: Vec<&str> = g.iter().map(|t| t.text.as_str()).collect();
+        let pred = json!({ "any": g.iter().map(all).collect::<Vec<_>>() });
+        lines.push((format!("wanted: {}", names.join(" or ")), pred, true));
+    }
+    for t in &req.avoid {
+        lines.push((
+            format!("ruled out: {}", t.text),
+            json!({ "not": all(t) }),
+            true,
+        ));
+    }
+    if !req.windows.is_empty() || !req.bounds.is_empty() {
+        let pred = json!({ j.change.clone(): j.table });
+        lines.push(("times and amounts as stated".into(), pred, true));
+    }
+    lines
+        .into_iter()
+        .enumerate()
+        .map(|(i, (what, pred, free_text))| {
+            Ok(Criterion {
+                criterion_id: format!("pref_{}", i + 1),
+                kind: CriterionKind::Personalization,
+                slot_id: Some(PREF_SLOT.into()),
+                predicate: parse(&pred, "judged")?,
+                rubric: format!("{whole} This line: {what}."),
+                free_text,
+            })
+        })
+        .collect()
+}
+
+/// The preference as a reference agent writes it (`{pref}` in solutions): the first
+/// alternative of each wanted term, `no …` for each avoided one, a time that satisfies each
+/// window.
+fn render(req: &Requirements) -> String {
+    let mut parts: Vec<String> = req
+        .want
+        .iter()
+        .filter_map(|g| g.first().map(|t| t.text.clone()))
+        .collect();
+    parts.extend(req.avoid.iter().map(|t| format!("no {}", t.text)));
+    parts.extend(req.windows.iter().map(|w| {
+        let t = match (w.inside, w.from) {
+            (true, from) => from,
+            (false, from) if from >= 30 => from - 30,
+            (false, _) => w.to,
+        };
+        format!(
+            "at {:02}:{:02}",
+            t.min(23 * 60 + 59) / 60,
+            t.min(23 * 60 + 59) % 60
+        )
+    }));
+    parts.join("; ")
+}
+
 /// What the tasks of one template share.
 struct Parts<'a> {
     persona: &'a KnowuProfile,
     slots: Vec<Slot>,
     criteria: Vec<Criterion>,
+    /// The preference value and the judged field (`inserted:app.table.field`).
+    preference: Option<(Value, String)>,
 }
 
 impl Parts<'_> {
@@ -327,6 +404,8 @@ impl Parts<'_> {
             situation: None,
             in_knowu: t.in_knowu(),
             habit: None,
+            preference: self.preference.as_ref().map(|p| p.0.clone()),
+            judged: self.preference.as_ref().map(|p| p.1.clone()),
         };
         let task = task(
             t,
@@ -446,6 +525,8 @@ fn proactive(
             key: k.clone(),
             how: *how,
         }),
+        preference: None,
+        judged: None,
     };
     let overrides = Overrides {
         app_data: spec.app_data.clone(),

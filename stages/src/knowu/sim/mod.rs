@@ -10,7 +10,8 @@
 //! - [`consent`]: the user simulator (accept / reject from the persona's habits).
 //! - [`score`]: the per-episode score (rule, hybrid, act / silent / stop).
 //! - [`scoring`]: KnowU's λ per class, from `datasets/knowu/scoring.csv`.
-//! - [`terms`]: the key terms of a preference, what the offline preference judge looks for.
+//! - [`prefs`]: a preference as wanted / avoided terms, time windows and bounds, and the check
+//!   of the agent's text against them (the offline preference judge).
 //! - [`episode`]: what `run_knowu_episodes` adds to the generic runner (clock, user, score).
 //!
 //! The generic [`crate::tasks::Task`] knows nothing of KnowU: a task's KnowU facts
@@ -20,13 +21,15 @@ pub mod consent;
 pub mod episode;
 pub mod generate;
 pub mod matching;
+pub mod prefs;
 pub mod score;
 pub mod scoring;
 pub mod table;
 pub mod template;
-pub mod terms;
 pub mod world;
 
+#[cfg(test)]
+mod prefs_tests;
 #[cfg(test)]
 mod tests;
 
@@ -168,6 +171,13 @@ pub struct KnowuTaskInfo {
     /// Proactive: the persona's habit that decided `expect`, when it has one.
     #[serde(default)]
     pub habit: Option<HabitFound>,
+    /// General / personalized: the preference value as the profile holds it (checked with
+    /// [`prefs::check`] against the judged field).
+    #[serde(default)]
+    pub preference: Option<serde_json::Value>,
+    /// The judged field: `inserted:app.table.field` (or `updated:…`).
+    #[serde(default)]
+    pub judged: Option<String>,
 }
 
 /// The habit a proactive task found in the persona's profile.

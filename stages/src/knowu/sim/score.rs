@@ -4,8 +4,8 @@
 //! - general: 1 when every criterion holds, else 0 (λ = 1, KnowU's rule-checked classes); the
 //!   judge-scored ones (λ < 1) as personalized;
 //! - personalized (hybrid): 0 when the effect is missing, else λ + (1−λ)·(share of the
-//!   preference's key terms found in the judged field) — the offline stand-in for KnowU's
-//!   judged preference part;
+//!   preference's requirements the judged field meets, [`prefs::check`]) — the offline
+//!   stand-in for KnowU's judged preference part; λ is the class's (datasets/knowu/scoring.csv);
 //! - proactive: as KnowU-Bench's routine tasks (`BaseRoutineTask` and each task's
 //!   `is_successful`) decide, see [`proactive`]: without the habit any operational action scores
 //!   0; after a rejected question too; otherwise what the user wanted (the habit, or the answer
@@ -17,7 +17,7 @@ use crate::tasks::eval::Episode;
 use crate::tasks::{CriterionKind, TaskBundle};
 use crate::world::phone::Phone;
 
-use super::{Expect, KnowuTaskInfo, Split};
+use super::{prefs, Expect, KnowuTaskInfo, Split};
 
 /// Action types KnowU's routine tasks never count as acting (`BaseRoutineTask.SAFE_ACTIONS`,
 /// plus prefflow's spelling of `finished`).
@@ -45,18 +45,28 @@ pub fn score(
     };
     let (actions_passed, actions) = holds(CriterionKind::Action);
     let effect = actions_passed == actions;
+    // The preference part: the structured check of the judged field when the task has one,
+    // else the personalization criteria.
+    let pref = || match preference_share(info, phone) {
+        Some(share) => share,
+        None => {
+            let (p, n) = holds(CriterionKind::Personalization);
+            if n == 0 {
+                1.0
+            } else {
+                p as f64 / n as f64
+            }
+        }
+    };
     match info.split {
         // KnowU's rule-checked general classes pass or fail as a whole.
         Split::General if info.lambda.is_none_or(|l| l >= 1.0) => {
-            let (p, n) = holds(CriterionKind::Personalization);
-            f64::from(u8::from(effect && p == n))
+            f64::from(u8::from(effect && pref() >= 1.0))
         }
         Split::General | Split::Personalized if !effect => 0.0,
         Split::General | Split::Personalized => {
             let lambda = info.lambda.unwrap_or(0.5).clamp(0.0, 1.0);
-            let (p, n) = holds(CriterionKind::Personalization);
-            let pref = if n == 0 { 1.0 } else { p as f64 / n as f64 };
-            lambda + (1.0 - lambda) * pref
+            lambda + (1.0 - lambda) * pref()
         }
         Split::Proactive => {
             let has_habit = info.expect == Some(Expect::Act);
@@ -68,6 +78,32 @@ pub fn score(
             f64::from(u8::from(proactive(has_habit, steps, outcome)))
         }
     }
+}
+
+/// The share of the preference's requirements ([`prefs::check`]) met by the judged field of
+/// the last record the episode inserted (or updated) in the judged table; 0 when it wrote none.
+/// `None` when the task has no preference check.
+pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>) -> Option<f64> {
+    let value = info.preference.as_ref()?;
+    let (change, path) = info.judged.as_deref()?.split_once(':')?;
+    let mut parts = path.splitn(3, '.');
+    let (app, table, field) = (parts.next()?, parts.next()?, parts.next()?);
+    let diff = phone.diff();
+    let Some(t) = diff.table(app, table) else {
+        return Some(0.0);
+    };
+    let last = match change {
+        "updated" => t.updated.last().map(|u| &u.after),
+        _ => t.inserted.last(),
+    };
+    let text = last
+        .and_then(|r| r.get(field))
+        .map(crate::knowu::profile::text)
+        .unwrap_or_default();
+    if text.is_empty() {
+        return Some(0.0);
+    }
+    Some(prefs::check(&prefs::parse(value), &text).share())
 }
 
 /// The final state of a proactive episode.

@@ -38,6 +38,8 @@ pub fn frame(tasks: &[KnowuTask]) -> PolarsResult<DataFrame> {
         "in_knowu" => tasks.iter().map(|t| t.info.in_knowu).collect::<Vec<_>>(),
         "habit" => opt(&|t| t.info.habit.as_ref().map(|h| h.key.clone())),
         "habit_match" => opt(&|t| t.info.habit.as_ref().map(|h| h.how.as_str().to_string())),
+        "preference" => opt(&|t| t.info.preference.as_ref().map(|v| v.to_string())),
+        "judged" => opt(&|t| t.info.judged.clone()),
     )
 }
 
@@ -60,6 +62,12 @@ pub fn read(df: &DataFrame) -> Result<HashMap<String, KnowuTaskInfo>, KnowuError
     let lambdas = columns::f64s(df, TABLE, "lambda")?;
     let (habits, matches) = (get("habit")?, get("habit_match")?);
     let in_knowu = columns::bools(df, TABLE, "in_knowu")?;
+    // Tables written before these columns existed have none: no preference check.
+    let optional = |name: &str| match df.column(name) {
+        Ok(_) => get(name),
+        Err(_) => Ok(vec![None; df.height()]),
+    };
+    let (prefs, judged) = (optional("preference")?, optional("judged")?);
     let mut out = HashMap::with_capacity(df.height());
     for row in 0..df.height() {
         let text = |v: &[Option<String>]| v[row].clone().unwrap_or_default();
@@ -111,6 +119,13 @@ pub fn read(df: &DataFrame) -> Result<HashMap<String, KnowuTaskInfo>, KnowuError
             situation,
             in_knowu: in_knowu[row].unwrap_or(true),
             habit,
+            preference: match prefs[row].as_deref() {
+                Some(json) => Some(serde_json::from_str(json).map_err(|e| {
+                    KnowuError::table(TABLE, format!("row {row}: column `preference` is not JSON ({e}); write the table with `generate_knowu_tasks`"))
+                })?),
+                None => None,
+            },
+            judged: judged[row].clone(),
         };
         out.insert(text(&ids), info);
     }

@@ -176,6 +176,13 @@ pub struct Judged {
     pub change: String,
 }
 
+impl Judged {
+    /// `change:app.table.field`, as `knowu_tasks.judged` carries it.
+    pub fn spec(&self) -> String {
+        format!("{}:{}.{}", self.change, self.table, self.field)
+    }
+}
+
 fn inserted() -> String {
     "inserted".into()
 }
