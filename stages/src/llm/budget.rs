@@ -19,11 +19,12 @@
 //!   reset of an exhausted limit, or a doubling backoff when the server says nothing) has
 //!   passed, so one rate-limited request does not let the others run into the same wall.
 //! - **Fair order**: waiting requests are served highest class first — a request retried
-//!   after a 429, then work of an episode already under way (user-simulator and judge calls,
-//!   an agent's later turns), then new work (an agent's first turn, `llm_complete` rows) — and
-//!   within a class by start-time fair queueing over flows (one per stage instance and role)
-//!   weighted by their entry's `concurrency`, so a sweep's variants or several models sharing
-//!   one budget each get their share, and half-finished episodes finish before new ones start.
+//!   after a 429, then work for an episode already played (user-simulator and judge calls),
+//!   then the rest (agent turns, `llm_complete` rows, embeddings) — and within a class by
+//!   start-time fair queueing over flows (one per stage instance and role) weighted by their
+//!   entry's `concurrency`, so a sweep's variants or several models sharing one budget each
+//!   get their share, and the simulator's answers and the judge's verdicts do not wait behind
+//!   new agent turns.
 //!
 //! Waiting for a grant holds nothing: no connection, no window slot, no thread.
 //!
@@ -57,9 +58,9 @@ pub struct Limits {
 pub enum Class {
     /// A request sent again after a 429: it already waited its turn.
     Retry = 0,
-    /// Work of something under way: a user-simulator or judge call, an agent's later turn.
+    /// Work for an episode under way or played: a user-simulator or judge call.
     Continue = 1,
-    /// New work: an agent's first turn, an `llm_complete` row, an embedding.
+    /// Everything else: agent turns, `llm_complete` rows, embeddings.
     Start = 2,
 }
 
@@ -434,17 +435,19 @@ impl Budget {
     fn enqueue(&self, ticket: &Ticket, notify: Arc<Notify>) -> Result<QueueKey, Refusal> {
         let mut st = self.lock();
         let cost = st.reservation(ticket.estimate);
+        // Refused only when it is too large by the best guess (no margin): the provider decides.
+        let size = ticket.estimate as f64 * st.ratio.unwrap_or(1.0) + st.completion.unwrap_or(0.0);
         if let Some(t) = &st.tokens {
-            if cost > t.limit as f64 {
+            if size > t.limit as f64 {
                 return Err(Refusal::TooLarge {
-                    tokens: cost.ceil() as u64,
+                    tokens: size.ceil() as u64,
                     limit: format!("tpm {}", t.limit),
                 });
             }
         }
-        if let Some(tpd) = st.tpd.filter(|&l| cost > l as f64) {
+        if let Some(tpd) = st.tpd.filter(|&l| size > l as f64) {
             return Err(Refusal::TooLarge {
-                tokens: cost.ceil() as u64,
+                tokens: size.ceil() as u64,
                 limit: format!("tpd {tpd}"),
             });
         }

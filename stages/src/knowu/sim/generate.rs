@@ -459,12 +459,20 @@ fn proactive(
             t.id
         )
     })?;
-    let fill = |s: &str| s.replace("{name}", &p.display_name);
+    // `{habit:path|default}`: the habit's own value (KnowU's tasks read theirs: the scam
+    // sender, the report's recipient), or the default for a persona without it.
+    let fill = |s: &str| fill_habit(&s.replace("{name}", &p.display_name), habit);
     let act = fill_all(&t.solution, &fill);
+    let notification = fill(&spec.notification);
+    let app_data = serde_json::to_value(&spec.app_data)
+        .map(|v| fill_json(&v, &fill))
+        .and_then(serde_json::from_value)
+        .map_err(|e| format!("template `{}`: situation.app_data: {e}", t.id))?;
     let question = t
         .question
-        .clone()
-        .unwrap_or_else(|| format!("{} Shall I take care of it?", spec.notification));
+        .as_deref()
+        .map(fill)
+        .unwrap_or_else(|| format!("{notification} Shall I take care of it?"));
     let ask = json!({ "action": "ask_user", "text": question });
     let reference = match expect {
         Expect::Act if t.consent_required => std::iter::once(ask).chain(act.clone()).collect(),
@@ -499,7 +507,7 @@ fn proactive(
     };
     let instruction = format!(
         "(No request from the user.) {when}The phone shows: {} Decide whether {} would want you to do something about it: act, ask for consent with ask_user, or leave it and finish.",
-        spec.notification, p.display_name
+        notification, p.display_name
     );
     // KnowU's bucket keys, plus the key a meaning match found (so the bucket agrees with what
     // the task expects for a persona whose habit sits under another key).
@@ -518,7 +526,7 @@ fn proactive(
         reason,
         situation: Some(Situation {
             clock: spec.clock.clone(),
-            notification: spec.notification.clone(),
+            notification: notification.clone(),
         }),
         in_knowu: t.in_knowu(),
         habit: found.as_ref().map(|(k, _, how)| HabitFound {
@@ -529,7 +537,7 @@ fn proactive(
         judged: None,
     };
     let overrides = Overrides {
-        app_data: spec.app_data.clone(),
+        app_data,
         ..Overrides::default()
     };
     Ok(KnowuTask {
@@ -540,6 +548,33 @@ fn proactive(
         },
         info,
     })
+}
+
+/// Replaces each `{habit:a.b|default}` in `s` with the habit's value at `a.b` (as text), or
+/// `default` when the persona has no such habit or value.
+fn fill_habit(s: &str, habit: Option<&Map<String, Value>>) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{habit:") {
+        let Some(len) = rest[start..].find('}') else {
+            break;
+        };
+        let inner = &rest[start + "{habit:".len()..start + len];
+        let (path, default) = inner.split_once('|').unwrap_or((inner, ""));
+        let value = habit
+            .and_then(|h| {
+                let mut keys = path.split('.');
+                let first = h.get(keys.next()?)?;
+                keys.try_fold(first, |v, k| v.get(k))
+            })
+            .map(text)
+            .filter(|v| !v.is_empty());
+        out.push_str(&rest[..start]);
+        out.push_str(value.as_deref().unwrap_or(default));
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(rest);
+    out
 }
 
 fn task(

@@ -822,3 +822,71 @@ pub(super) fn generated_for(name: &str, path: &Path) -> Generated {
     let world = world_for(&p);
     generated(&p, &world)
 }
+
+/// A persona with KnowU's gallery, scam and weather habits (the scam sender in its trigger).
+const HABITS: &str = r#"
+user_profile:
+  identity: { full_name: Ana Ruiz, age: 61 }
+  habits:
+    gallery_cleanup: { description: "Deletes screenshots older than 30 days.", action: { cleanup_policy: { mode: delete_older_than, older_than_days: 30 } } }
+    scam_sms_intercept: { description: "Blocks suspicious SMS senders after confirmation.", trigger: { sender_phone: "+8617099887766" } }
+    morning_weather: { description: "Checks the weather every morning at 7." }
+"#;
+
+#[test]
+fn proactive_checks_follow_knowus_definitions_so_over_acting_fails() {
+    let p = persona_from("ana", HABITS);
+    let world = world_for(&p);
+    let g = generated(&p, &world);
+    let call = |tool: &str, args: serde_json::Value| -> Action {
+        serde_json::from_value(serde_json::json!({"action": "call", "tool": tool, "args": args}))
+            .unwrap()
+    };
+    // Gallery: two stale screenshots and a recent one are planted; deleting the stale ones is
+    // right, deleting everything (the recent one too) is over-acting.
+    let gallery = task(&g, "GalleryCleanupTask");
+    assert_eq!(gallery.info.expect, Some(Expect::Act));
+    assert_eq!(play(&world, gallery, reference(gallery)).0, Some(1.0));
+    let mut all = reference(gallery);
+    all.push(call(
+        "gallery.delete_photo",
+        serde_json::json!({"photo": "ph-recent"}),
+    ));
+    assert_eq!(
+        play(&world, gallery, all).0,
+        Some(0.0),
+        "the recent screenshot must stay"
+    );
+    // Scam: the sender is the habit's own number; blocking another number does not count.
+    let scam = task(&g, "ScamSmsInterceptRoutineTask");
+    assert!(scam
+        .info
+        .situation
+        .as_ref()
+        .unwrap()
+        .notification
+        .contains("+8617099887766"));
+    let right = call(
+        "device.block_number",
+        serde_json::json!({"number": "+8617099887766", "reason": "scam"}),
+    );
+    let wrong = call(
+        "device.block_number",
+        serde_json::json!({"number": "+86 170-9999-0000", "reason": "scam"}),
+    );
+    assert_eq!(play(&world, scam, vec![right]).0, Some(1.0));
+    assert_eq!(play(&world, scam, vec![wrong]).0, Some(0.0));
+    // Weather: an answer with the day's temperature, not merely opening a page.
+    let weather = task(&g, "MorningWeatherCheckTask");
+    assert_eq!(play(&world, weather, reference(weather)).0, Some(1.0));
+    let tab = call(
+        "browser.open_url",
+        serde_json::json!({"url": "https://www.weather.com/today"}),
+    );
+    assert_eq!(play(&world, weather, vec![tab]).0, Some(0.0));
+    let vague: Action = serde_json::from_value(
+        serde_json::json!({"action": "answer", "text": "It will be a nice day."}),
+    )
+    .unwrap();
+    assert_eq!(play(&world, weather, vec![vague]).0, Some(0.0));
+}
