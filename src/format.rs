@@ -224,6 +224,154 @@ fn markdown(df: &DataFrame, width: Option<usize>) -> PolarsResult<String> {
     Ok(out)
 }
 
+/// Prints `plan`'s estimates of model calls (one row per instance, role and model, then the
+/// totals per model and role) with their notes, and the problems that would fail the run.
+/// Returns how many problems there are.
+pub fn print_estimates(lines: &[prefflow_engine::inspect::PlanLine]) -> usize {
+    use prefflow_engine::estimate::{EstimateRow, Range};
+    let mut rows: Vec<(String, &EstimateRow)> = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let mut problems: Vec<&String> = Vec::new();
+    for line in lines {
+        match &line.estimate {
+            Some(Ok(e)) => {
+                rows.extend(e.rows.iter().map(|r| (line.label.clone(), r)));
+                for n in &e.notes {
+                    if !notes.contains(n) {
+                        notes.push(n.clone());
+                    }
+                }
+                problems.extend(&e.problems);
+            }
+            Some(Err(why)) => notes.push(format!("{}: no estimate: {why}", line.label)),
+            None => {}
+        }
+    }
+    if rows.is_empty() && notes.is_empty() {
+        return 0;
+    }
+    let range = |r: Range, f: &dyn Fn(f64) -> String| {
+        let (low, high) = (f(r.low), f(r.high));
+        if low == high {
+            low
+        } else {
+            format!("{low}–{high}")
+        }
+    };
+    let money = |r: Option<Range>| {
+        r.map_or_else(
+            || "no prices".to_string(),
+            |r| range(r, &|v| format!("${v:.2}")),
+        )
+    };
+    let row = |label: &str, r: &EstimateRow| -> Vec<String> {
+        vec![
+            label.to_string(),
+            r.role.clone(),
+            r.model.clone(),
+            format!("{} {}", r.units, r.unit),
+            range(r.requests, &count),
+            range(r.prompt_tokens, &tokens),
+            range(r.completion_tokens, &tokens),
+            money(r.cost),
+            r.recorded
+                .map_or_else(|| "-".into(), |n| format!("{n} of {}", r.units)),
+        ]
+    };
+    println!("\nestimated model calls (before any run; ranges from a model that does each task as its reference does to one that uses every step):");
+    let header: Vec<String> = [
+        "stage",
+        "role",
+        "model",
+        "work",
+        "requests",
+        "prompt tokens",
+        "completion tokens",
+        "cost",
+        "recorded (free)",
+    ]
+    .map(String::from)
+    .to_vec();
+    let mut table = vec![header];
+    table.extend(rows.iter().map(|(label, r)| row(label, r)));
+    // Per model and role over every stage.
+    let mut totals: Vec<EstimateRow> = Vec::new();
+    for (_, r) in &rows {
+        match totals
+            .iter_mut()
+            .find(|t| t.model == r.model && t.role == r.role)
+        {
+            Some(t) => {
+                t.units += r.units;
+                t.requests = t.requests.plus(r.requests);
+                t.prompt_tokens = t.prompt_tokens.plus(r.prompt_tokens);
+                t.completion_tokens = t.completion_tokens.plus(r.completion_tokens);
+                t.cost = match (t.cost, r.cost) {
+                    (Some(a), Some(b)) => Some(a.plus(b)),
+                    (a, b) => a.or(b),
+                };
+                t.recorded = match (t.recorded, r.recorded) {
+                    (Some(a), Some(b)) => Some(a + b),
+                    (a, b) => a.or(b),
+                };
+            }
+            None => totals.push((*r).clone()),
+        }
+    }
+    if rows.len() > 1 {
+        totals.sort_by(|a, b| (&a.model, &a.role).cmp(&(&b.model, &b.role)));
+        table.extend(totals.iter().map(|t| row("(all stages)", t)));
+    }
+    let widths: Vec<usize> = (0..table[0].len())
+        .map(|c| {
+            table
+                .iter()
+                .map(|r| r[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    for r in &table {
+        let cells: Vec<String> = r
+            .iter()
+            .zip(&widths)
+            .map(|(c, w)| format!("{c}{}", " ".repeat(w - c.chars().count())))
+            .collect();
+        println!("  {}", cells.join("  ").trim_end());
+    }
+    for n in &notes {
+        println!("  note: {n}");
+    }
+    for p in &problems {
+        eprintln!("error: {p}");
+    }
+    problems.len()
+}
+
+/// `12,345`.
+fn count(v: f64) -> String {
+    let n = v.round() as u64;
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    out
+}
+
+/// `950`, `12.3k`, `4.56M`, `1.2G`.
+fn tokens(v: f64) -> String {
+    match v {
+        v if v >= 1e9 => format!("{:.2}G", v / 1e9),
+        v if v >= 1e6 => format!("{:.2}M", v / 1e6),
+        v if v >= 1e4 => format!("{:.1}k", v / 1e3),
+        v => count(v),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

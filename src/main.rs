@@ -205,6 +205,60 @@ struct Select {
     /// Run only this stage and what it needs (repeatable).
     #[arg(long)]
     only: Vec<String>,
+    /// Episode stages play only these tasks (comma-separated ids); each is the same cached
+    /// episode as in a full run, so a full run afterwards plays only the rest.
+    #[arg(long, value_delimiter = ',', value_name = "ID,…", conflicts_with_all = ["sample", "limit"])]
+    tasks: Vec<String>,
+    /// Episode stages play N tasks drawn with --sample-seed, stratified by perturbation subset
+    /// (a larger sample keeps a smaller one's tasks).
+    #[arg(long, value_name = "N", conflicts_with = "limit")]
+    sample: Option<usize>,
+    /// The seed of --sample.
+    #[arg(long, value_name = "SEED", default_value = "0", requires = "sample")]
+    sample_seed: u64,
+    /// Episode stages play the first N tasks of their input.
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+}
+
+impl Select {
+    /// The task subset the flags ask for, if any.
+    fn subset(&self) -> Option<prefflow_stages::episodes::subset::TaskSubset> {
+        use prefflow_stages::episodes::subset::TaskSubset;
+        match (&self.tasks[..], self.sample, self.limit) {
+            ([_, ..], _, _) => Some(TaskSubset::Tasks(self.tasks.clone())),
+            (_, Some(n), _) => Some(TaskSubset::Sample {
+                n,
+                seed: self.sample_seed,
+            }),
+            (_, _, Some(n)) => Some(TaskSubset::Limit(n)),
+            _ => None,
+        }
+    }
+
+    /// The plan of `path` with these overrides and, with a task subset, the subset attached
+    /// to its episode stages (said on stderr, naming them).
+    fn plan(&self, path: &Path, quiet: bool) -> anyhow::Result<(PipelineFile, Plan)> {
+        let (file, mut plan) = load_file_and_plan(path, &self.set)?;
+        let Some(subset) = self.subset() else {
+            return Ok((file, plan));
+        };
+        let describe = prefflow_engine::subset::ItemSubset::describe(&subset);
+        let kinds = prefflow_stages::episodes::subset::EPISODE_KINDS;
+        let applied = plan.with_subset(Arc::new(subset), |i| kinds.contains(&i.kind.name()));
+        if applied.is_empty() {
+            return Err(Error::Usage(format!(
+                "{describe}: pipeline `{}` has no per-item episode stage ({}) to play a subset of",
+                plan.name,
+                kinds.join(", ")
+            ))
+            .into());
+        }
+        if !quiet {
+            eprintln!("subset: {describe} in {}", applied.join(", "));
+        }
+        Ok((file, plan))
+    }
 }
 
 #[derive(clap::Args)]
@@ -470,7 +524,7 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             executor,
             profile,
         } => {
-            let (file, plan) = load_file_and_plan(pipeline, &select.set)?;
+            let (file, plan) = select.plan(pipeline, cli.quiet)?;
             let plan = Arc::new(plan);
             let executor = item_executor(
                 &file,
@@ -570,13 +624,16 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             Ok(0)
         }
         Command::Plan { pipeline, select } => {
-            let plan = load_plan(pipeline, &select.set)?;
-            print_plan(&inspect::dry_run(
-                &plan,
-                store()?.as_ref(),
-                &workdir,
-                &select.only,
-            )?);
+            let (_, plan) = select.plan(pipeline, cli.quiet)?;
+            let lines = inspect::dry_run(&plan, store()?.as_ref(), &workdir, &select.only)?;
+            print_plan(&lines);
+            let problems = format::print_estimates(&lines);
+            if problems > 0 {
+                return Err(Error::Usage(format!(
+                    "{problems} stage(s) would send requests over their model's max_context (above); apply the fix named there"
+                ))
+                .into());
+            }
             Ok(0)
         }
         Command::Dag {
@@ -901,7 +958,10 @@ fn print_errors(record: &RunRecord) {
 fn print_plan(lines: &[inspect::PlanLine]) {
     for line in lines {
         match &line.status {
-            PlanStatus::Hit { .. } => println!("  hit    {}", line.label),
+            PlanStatus::Hit { .. } => match &line.cached_only {
+                Some(pin) => println!("  hit    {} (kept, not run: {pin})", line.label),
+                None => println!("  hit    {}", line.label),
+            },
             PlanStatus::NotSelected => {}
             PlanStatus::Disabled { reason } => println!("  off    {} ({reason})", line.label),
             PlanStatus::AfterUpstream { upstream } => {
@@ -927,8 +987,12 @@ fn plan_items(i: &inspect::ItemPlan) -> String {
         0 => String::new(),
         n => format!("; {n} of them lost their stored tables"),
     };
+    let subset = match &i.subset_of {
+        Some((all, how)) => format!(" — {} of {all} by {how}", i.total),
+        None => String::new(),
+    };
     format!(
-        " [{} of {} items to run{lost}]",
+        " [{} of {} items to run{lost}{subset}]",
         i.total - i.cached,
         i.total
     )
@@ -1000,10 +1064,13 @@ fn show_runs(
     pipeline: Option<&str>,
     (format, limits): (format::Format, format::Limits),
 ) -> anyhow::Result<()> {
-    let rows = inspect::run_usage(store, pipeline)?;
+    let mut rows = inspect::run_usage(store, pipeline)?;
     if rows.is_empty() {
         println!("no model calls recorded in this store's runs");
         return Ok(());
+    }
+    if !matches!(format, format::Format::Csv | format::Format::Json) {
+        rows = with_model_totals(rows);
     }
     let text = |f: fn(&inspect::UsageRow) -> String| rows.iter().map(f).collect::<Vec<_>>();
     let count = |f: fn(&prefflow_engine::UsageCounts) -> u64| {
@@ -1013,8 +1080,8 @@ fn show_runs(
         "pipeline" => text(|r| r.pipeline.clone()),
         "run" => text(|r| r.run_id.clone()),
         "scope" => text(|r| r.scope.to_string()),
-        "role" => text(|r| r.role.clone()),
         "model" => text(|r| r.model.clone()),
+        "role" => text(|r| r.role.clone()),
         "requests" => count(|c| c.requests),
         "replayed" => count(|c| c.replayed),
         "prompt_tokens" => count(|c| c.prompt_tokens),
@@ -1029,6 +1096,37 @@ fn show_runs(
     }
     print!("{}", format::render(&df, format, limits)?);
     Ok(())
+}
+
+/// `show runs` rows (grouped by pipeline, scope and model) with a total row after each model
+/// that served more than one role, for reading on a terminal (CSV and JSON keep only the
+/// per-role rows, so summing them never counts twice).
+fn with_model_totals(rows: Vec<inspect::UsageRow>) -> Vec<inspect::UsageRow> {
+    let mut out: Vec<inspect::UsageRow> = Vec::with_capacity(rows.len());
+    let mut block: Vec<inspect::UsageRow> = Vec::new();
+    let flush = |block: &mut Vec<inspect::UsageRow>, out: &mut Vec<inspect::UsageRow>| {
+        if block.len() > 1 {
+            let mut total = block[0].clone();
+            total.role = "(all roles)".into();
+            total.counts = Default::default();
+            for r in block.iter() {
+                total.counts.add(&r.counts);
+            }
+            block.push(total);
+        }
+        out.append(block);
+    };
+    for row in rows {
+        let same = block.last().is_some_and(|b| {
+            (&b.pipeline, b.scope, &b.model) == (&row.pipeline, row.scope, &row.model)
+        });
+        if !same {
+            flush(&mut block, &mut out);
+        }
+        block.push(row);
+    }
+    flush(&mut block, &mut out);
+    out
 }
 
 fn show(

@@ -169,8 +169,26 @@ fn set_on_a_swept_parameter_pins_the_sweep() {
     ws.write("pin.yaml", yaml);
     let rec = ws.run_ok("pin.yaml", &["--set", "limit=4"]);
     let s = statuses(&rec);
-    assert_eq!(s.len(), 2, "{s:?}");
+    assert_eq!(s.len(), 4, "{s:?}");
     assert_eq!(s["pick[params.limit=4]"], "executed");
+    // The other points never run: without a cached result they are left out, and said so.
+    assert_eq!(s["pick[params.limit=2]"], "disabled");
+    assert_eq!(s["pick[params.limit=5]"], "disabled");
+    let why = rec["instances"]
+        .as_array()
+        .expect("instances")
+        .iter()
+        .find(|i| i["variant"] == "params.limit=2")
+        .and_then(|i| i["message"].as_str())
+        .unwrap_or_default()
+        .to_string();
+    assert!(why.contains("`--set limit=4` pins the sweep"), "{why}");
+    // Once computed, they are kept (cached, never run) while another value is pinned.
+    ws.run_ok("pin.yaml", &[]);
+    let rec = ws.run_ok("pin.yaml", &["--set", "limit=4"]);
+    let s = statuses(&rec);
+    assert_eq!(s["pick[params.limit=2]"], "cached");
+    assert_eq!(s["pick[params.limit=4]"], "cached");
 }
 
 /// A `gather` stage sees every upstream variant's rows in one table and runs once; adding a

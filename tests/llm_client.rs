@@ -33,6 +33,7 @@ fn config(url: &str) -> LlmConfig {
         tpd: None,
         budget: None,
         rate_limit_wait_s: 1800.0,
+        max_context: None,
     }
 }
 

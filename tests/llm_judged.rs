@@ -472,10 +472,62 @@ fn models_side_by_side_each_with_its_endpoint_column_and_cost() {
     let table1 = ws.table("table.table1", None);
     assert_eq!(llm_variants(&table1).len(), 3);
 
-    // `--set` picks one model: only its column.
-    ws.run_ok("m.yaml", &["--set", "episodes_llm.model=b"]);
+    // Each column carries the entry's name (in the variant) and the provider's model id (the
+    // `agent` column, Table 1's `agent` row).
+    let agents: Vec<(String, String)> = strs(&table1, "variant")
+        .into_iter()
+        .zip(strs(&table1, "agent"))
+        .collect();
+    for model in ["a", "b", "c"] {
+        let variant = format!("agent=llm,model={model},history=all");
+        assert!(
+            agents.contains(&(variant, format!("llm:served-{model}"))),
+            "{agents:?}"
+        );
+    }
+
+    // `--set` pins one model: it alone may run, and the others' cached columns stay in the
+    // gathered tables (nothing of theirs runs, nothing is sent).
+    let sent = (a.requests().len(), b.requests().len(), c.requests().len());
+    let record = ws.run_ok("m.yaml", &["--set", "episodes_llm.model=b"]);
+    let s = statuses(&record);
+    assert_eq!(s["episodes_llm[model=a]"], "cached", "{s:?}");
+    assert_eq!(s["episodes_llm[model=b]"], "cached", "{s:?}");
+    assert_eq!(s["table"], "cached", "the same gathered inputs: {s:?}");
+    let table1 = ws.table("table.table1", None);
+    assert_eq!(llm_variants(&table1).len(), 3, "the other models are kept");
+    // A pinned-away model without a complete cached result is left out, and said so.
+    ws.write(
+        "m.yaml",
+        &models_pipeline(3, &[("a", &a.url), ("b", &b.url), ("c", &c.url)])
+            .replace("max_steps: 4", "max_steps: 5"),
+    );
+    let out = ws.cli(&["plan", "m.yaml", "--set", "episodes_llm.model=b"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "off    episodes_llm[model=a] (left out: `--set episodes_llm.model=b` pins the sweep"
+        ),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("miss   episodes_llm[model=b]"),
+        "{}",
+        out.stdout
+    );
+    let record = ws.run_ok("m.yaml", &["--set", "episodes_llm.model=b"]);
+    let s = statuses(&record);
+    assert_eq!(s["episodes_llm[model=a]"], "disabled", "{s:?}");
+    assert_eq!(s["judged_llm[model=a]"], "disabled", "{s:?}");
+    assert!(s["episodes_llm[model=b]"].starts_with("executed"), "{s:?}");
     let table1 = ws.table("table.table1", None);
     assert_eq!(llm_variants(&table1), ["agent=llm,model=b,history=all"]);
+    assert_eq!(
+        (a.requests().len(), c.requests().len()),
+        (sent.0, sent.2),
+        "left-out models send nothing"
+    );
 
     // A name that is not an entry is a located plan error, before anything runs.
     let out = ws.cli(&["run", "m.yaml", "--set", "episodes_llm.model=zzz"]);

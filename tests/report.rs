@@ -188,7 +188,8 @@ fn table1_agreement_and_report_from_hand_built_tables() {
         "<svg id=\"fig2-success\"",
         "<svg id=\"fig4-personalization\"",
         "<svg id=\"fig3-failures\"",
-        "<details class=\"task\"",
+        "<table id=\"episodes\"",
+        "<section class=\"epage\"",
         "How many?",
     ] {
         assert!(html.contains(needle), "missing {needle}");
@@ -270,7 +271,7 @@ fn check_in_browser(html: &Path) {
         .output()
         .expect("run chromium");
     let dom = String::from_utf8_lossy(&dom.stdout);
-    for needle in ["id=\"table1\"", "<svg", "<details", "id=\"drilldown\""] {
+    for needle in ["id=\"table1\"", "<svg", "<details", "id=\"episodes\""] {
         assert!(dom.contains(needle), "rendered DOM lacks {needle}");
     }
 }

@@ -55,6 +55,10 @@ pub struct KeyParts {
     /// The stage's `when:` condition, as described by [`crate::when::When::describe`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub when: Option<String>,
+    /// The item subset the instance plays ([`crate::subset::ItemSubset::describe`]); never set
+    /// on an item's key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<String>,
 }
 
 impl KeyParts {
@@ -643,6 +647,7 @@ mod tests {
                 external: Default::default(),
                 item: None,
                 when: None,
+                subset: None,
             },
             pipeline: "p".into(),
             stage: "s".into(),

@@ -109,6 +109,17 @@ pub fn decide(
         }
     };
     let reasons = reasons(store, previous, inst, &parts, &key, unusable.as_ref())?;
+    if let (None, Some(pin)) = (&hit, &inst.cached_only) {
+        return Ok(Decision {
+            parts,
+            key,
+            verdict: Verdict::Disabled(format!(
+                "left out: {pin}, and this variant has no complete result in the store ({}); run without that --set to compute it",
+                reasons.join("; ")
+            )),
+            reasons: Vec::new(),
+        });
+    }
     Ok(Decision {
         parts,
         key,
@@ -172,6 +183,7 @@ fn key_parts(inst: &Instance, upstream: &[Arc<InstanceRecord>], workdir: &Path) 
         external,
         item: None,
         when: inst.when.as_ref().map(|w| w.describe()),
+        subset: inst.subset.as_ref().map(|s| s.describe()),
     }
 }
 
@@ -294,24 +306,36 @@ impl ItemDecisions {
 }
 
 /// Decides every item of `inst`: `parts` is the instance's key, `main` its first input (the
-/// table mapped over, labelled `main_label`). An error names the missing per-item column.
+/// table mapped over, labelled `main_label`). With an item subset ([`Instance::subset`]) only
+/// the items it selects are decided (and run, and assembled). An error names the missing
+/// per-item column, or says why the subset cannot be taken.
 pub fn decide_items(
     store: &dyn Store,
     inst: &Instance,
     parts: &KeyParts,
     main_label: &str,
     main: &DataFrame,
-) -> std::result::Result<ItemDecisions, MissingItemColumn> {
+) -> std::result::Result<ItemDecisions, ItemsError> {
     let column = inst.per_item.clone().unwrap_or_default();
-    let groups = item_groups(main, &column).map_err(|_| MissingItemColumn {
-        column: column.clone(),
-        input: main_label.to_string(),
-        columns: main
-            .get_column_names()
-            .iter()
-            .map(|c| c.to_string())
-            .collect(),
+    let mut groups = item_groups(main, &column).map_err(|_| {
+        ItemsError::MissingColumn(MissingItemColumn {
+            column: column.clone(),
+            input: main_label.to_string(),
+            columns: main
+                .get_column_names()
+                .iter()
+                .map(|c| c.to_string())
+                .collect(),
+        })
     })?;
+    if let Some(subset) = &inst.subset {
+        let keep: std::collections::HashSet<String> = subset
+            .select(main, &column)
+            .map_err(|why| ItemsError::Subset(format!("{}: {why}", inst.label())))?
+            .into_iter()
+            .collect();
+        groups.retain(|g| keep.contains(&g.value));
+    }
     let items = groups
         .into_iter()
         .map(|group| {
@@ -331,6 +355,24 @@ pub fn decide_items(
         })
         .collect();
     Ok(ItemDecisions { items })
+}
+
+/// Why the items of a per-item instance cannot be decided.
+#[derive(Debug, Clone)]
+pub enum ItemsError {
+    /// The per-item column is not in the main input.
+    MissingColumn(MissingItemColumn),
+    /// The item subset cannot be taken (e.g. it names an item the input does not have).
+    Subset(String),
+}
+
+impl std::fmt::Display for ItemsError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ItemsError::MissingColumn(m) => m.fmt(f),
+            ItemsError::Subset(why) => f.write_str(why),
+        }
+    }
 }
 
 /// A per-item stage's column is not in its main input.
@@ -361,6 +403,8 @@ impl std::fmt::Display for MissingItemColumn {
 fn item_key_parts(parts: &KeyParts, main_label: &str, column: &str, g: &ItemGroup) -> KeyParts {
     let mut p = parts.clone();
     p.inputs.remove(main_label);
+    // An item is the same item whichever subset plays it.
+    p.subset = None;
     p.item = Some(ItemIdentity {
         column: column.to_string(),
         value: g.value.clone(),
@@ -385,6 +429,14 @@ pub fn diff_parts(old: &KeyParts, new: &KeyParts) -> Vec<String> {
     }
     if old.code != new.code {
         out.push(format!("code changed: {}", diff_code(&old.code, &new.code)));
+    }
+    if old.subset != new.subset {
+        let show = |s: &Option<String>| s.clone().unwrap_or_else(|| "every item".into());
+        out.push(format!(
+            "items: {} → {}",
+            show(&old.subset),
+            show(&new.subset)
+        ));
     }
     if old.when != new.when {
         let show = |w: &Option<String>| w.clone().unwrap_or_else(|| "always".into());

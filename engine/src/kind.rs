@@ -196,6 +196,8 @@ pub trait Kind: Send + Sync + 'static {
     const SUMMARY: &'static str;
     /// Whether items call [`Kind::run`] on a blocking thread or await [`Kind::run_async`].
     const EXECUTION: Execution = Execution::Blocking;
+    /// True for kinds that implement [`Kind::estimate`]: `plan` loads their inputs to ask.
+    const ESTIMATES: bool = false;
 
     /// Files or directories (relative to the working directory) whose content is part of the cache
     /// key, so editing a dataset re-runs the stages that read it.
@@ -224,6 +226,18 @@ pub trait Kind: Send + Sync + 'static {
     /// parameter, `message` follows the word "parameter".
     fn check(&self, _params: &Self::Params) -> Result<(), ParamError> {
         Ok(())
+    }
+
+    /// What running the instance would ask of external models (requests, tokens, money per
+    /// role and model), for `plan`, from the inputs known before the run (see
+    /// [`crate::estimate`]). `None` (the default) for kinds that call no model. Must not call
+    /// any model or write the store.
+    fn estimate(
+        &self,
+        _params: &Self::Params,
+        _ctx: &crate::estimate::EstimateContext<'_>,
+    ) -> Result<Option<crate::estimate::Estimate>, StageError> {
+        Ok(None)
     }
 
     /// Builds the instance's shared state, once, before its first item runs (and not at all when
@@ -307,6 +321,16 @@ pub trait DynKind: Send + Sync {
     /// See [`Kind::key_params`]; `params` unchanged when they do not fit the kind (the plan
     /// rejects those before any key is made).
     fn key_params(&self, params: &Value) -> Value;
+    /// See [`Kind::ESTIMATES`].
+    fn estimates(&self) -> bool {
+        false
+    }
+    /// See [`Kind::estimate`].
+    fn estimate(
+        &self,
+        params: &Value,
+        ctx: &crate::estimate::EstimateContext<'_>,
+    ) -> Result<Option<crate::estimate::Estimate>, StageError>;
     /// Deserializes `params` once and runs [`Kind::prepare`]: the result runs every item.
     fn prepare(
         self: Arc<Self>,
@@ -432,6 +456,17 @@ impl<K: Kind> DynKind for K {
             .map(|p| Kind::key_params(self, &p, params))
             .unwrap_or_else(|_| params.clone())
     }
+    fn estimates(&self) -> bool {
+        K::ESTIMATES
+    }
+    fn estimate(
+        &self,
+        params: &Value,
+        ctx: &crate::estimate::EstimateContext<'_>,
+    ) -> Result<Option<crate::estimate::Estimate>, StageError> {
+        let params = typed::<K::Params>(params).map_err(|e| StageError::Input(e.message))?;
+        Kind::estimate(self, &params, ctx)
+    }
     fn prepare(
         self: Arc<Self>,
         params: &Value,
@@ -502,6 +537,16 @@ impl DynKind for Coded {
     }
     fn key_params(&self, params: &Value) -> Value {
         self.kind.key_params(params)
+    }
+    fn estimates(&self) -> bool {
+        self.kind.estimates()
+    }
+    fn estimate(
+        &self,
+        params: &Value,
+        ctx: &crate::estimate::EstimateContext<'_>,
+    ) -> Result<Option<crate::estimate::Estimate>, StageError> {
+        self.kind.estimate(params, ctx)
     }
     fn prepare(
         self: Arc<Self>,

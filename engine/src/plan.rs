@@ -20,6 +20,7 @@ use crate::error::{ConfigError, Error, Location, Result};
 use crate::kind::{DynKind, Execution, Registry, ASYNC_CONCURRENCY};
 use crate::params::{get_path, interpolate, set_path, Override};
 use crate::schema::InputDef;
+use crate::subset::ItemSubset;
 use crate::sweep::{Sweep, Variant};
 use crate::when::When;
 
@@ -79,6 +80,14 @@ pub struct Instance {
     pub pools: Vec<String>,
     /// The stage's condition (`when:`), if any.
     pub when: Option<When>,
+    /// Set on a variant a `--set` pin took out of the run, and on everything downstream of it
+    /// (gathers excepted): the instance is used only when its result is complete in the store,
+    /// else it is left out like a disabled one. The text says which `--set` pinned it.
+    pub cached_only: Option<String>,
+    /// Which of its items a per-item instance plays (`run --tasks/--sample/--limit`), when
+    /// not all: part of the instance's key, never of its items' keys, so a subset shares
+    /// every item with the full run.
+    pub subset: Option<Arc<dyn ItemSubset>>,
 }
 
 impl Instance {
@@ -147,7 +156,8 @@ impl Plan {
         let mut by_stage: HashMap<&str, Vec<usize>> = HashMap::new();
         for stage in &order {
             let c = &checked[stage];
-            for (variant, upstream_ids) in combinations(c, &by_stage, &instances, &dim_order) {
+            for (variant, upstream_ids, kept) in combinations(c, &by_stage, &instances, &dim_order)
+            {
                 let resolved = resolve_params(
                     path,
                     c,
@@ -162,6 +172,7 @@ impl Plan {
                         continue;
                     }
                 };
+                let cached_only = cached_only(c, kept, &upstream_ids, &instances);
                 let id = instances.len();
                 instances.push(Arc::new(Instance {
                     id,
@@ -181,6 +192,8 @@ impl Plan {
                     backoff_ms: c.spec.retry_backoff_ms.unwrap_or(200),
                     pools: c.spec.resources.iter().map(|r| r.value.clone()).collect(),
                     when: c.spec.when.as_ref().map(|w| w.value.clone()),
+                    cached_only,
+                    subset: None,
                 }));
                 by_stage.entry(stage).or_default().push(id);
             }
@@ -217,6 +230,23 @@ impl Plan {
             .iter()
             .map(|i| i.as_ref())
             .filter(move |i| i.stage == stage)
+    }
+
+    /// Attaches `subset` to every per-item instance `applies` picks (see [`crate::subset`]);
+    /// returns the labels of those instances, so the caller can say which stages play a subset.
+    pub fn with_subset(
+        &mut self,
+        subset: Arc<dyn ItemSubset>,
+        applies: impl Fn(&Instance) -> bool,
+    ) -> Vec<String> {
+        let mut labels = Vec::new();
+        for inst in &mut self.instances {
+            if inst.per_item.is_some() && applies(inst) {
+                Arc::make_mut(inst).subset = Some(subset.clone());
+                labels.push(inst.label());
+            }
+        }
+        labels
     }
 
     /// Which instances to run for `--only` (the named stages and everything they need); all when
@@ -316,6 +346,10 @@ fn apply_overrides(
 }
 
 /// `--set` on a swept parameter pins the sweep to that one value ("run just this variant").
+/// The other points are kept as *cached-only* variants ([`Sweep::kept`]): they never run, and
+/// a gathered stage still sees their results when they are complete in the store (else they
+/// are left out, and `plan` and the run summary say so) — pinning one model of a comparison
+/// keeps the other models' columns instead of dropping them (and `gc` keeps their results).
 fn pin_overridden_dimensions(
     checked: &mut HashMap<&str, Checked>,
     overrides: &[Override],
@@ -333,18 +367,28 @@ fn pin_overridden_dimensions(
                     .get(*name)
                     .and_then(|os| os.iter().rev().find(|o| o.path.join(".") == *dim))
             };
-            if let Some(o) = pinned {
-                for point in &mut c.sweep.points {
-                    point.0[i].1 = o.value.clone();
+            let Some(o) = pinned else {
+                continue;
+            };
+            let mut unique: Vec<Variant> = Vec::new();
+            let mut kept: Vec<Variant> = std::mem::take(&mut c.sweep.kept);
+            for point in c.sweep.points.drain(..) {
+                if point.0[i].1 != o.value && !kept.contains(&point) {
+                    kept.push(point.clone());
                 }
-                let mut unique: Vec<Variant> = Vec::new();
-                for p in c.sweep.points.drain(..) {
-                    if !unique.contains(&p) {
-                        unique.push(p);
-                    }
+                let mut pinned = point;
+                pinned.0[i].1 = o.value.clone();
+                if !unique.contains(&pinned) {
+                    unique.push(pinned);
                 }
-                c.sweep.points = unique;
             }
+            kept.retain(|k| !unique.contains(k));
+            c.sweep.points = unique;
+            c.sweep.kept = kept;
+            c.sweep.pinned_by = Some(match &c.sweep.pinned_by {
+                Some(before) => format!("{before} {}", o.raw),
+                None => o.raw.clone(),
+            });
         }
     }
 }
@@ -739,13 +783,17 @@ fn check_dimension_clashes(
     }
 }
 
-/// Every (variant, upstream instances as (input index, instance)) this stage runs under.
+/// One combination a stage runs under: its variant, its upstream instances as (input index,
+/// instance), and whether the variant is one a `--set` pin keeps only when cached.
+type Combination = (Variant, Vec<(usize, usize)>, bool);
+
+/// Every combination this stage runs under.
 fn combinations(
     c: &Checked,
     by_stage: &HashMap<&str, Vec<usize>>,
     instances: &[Arc<Instance>],
     order: &[String],
-) -> Vec<(Variant, Vec<(usize, usize)>)> {
+) -> Vec<Combination> {
     let mut combos: Vec<(Variant, Vec<(usize, usize)>)> = vec![(Variant::default(), Vec::new())];
     for (i, (r, _)) in c.refs.iter().enumerate() {
         let upstream = by_stage.get(r.stage.as_str()).cloned().unwrap_or_default();
@@ -771,17 +819,39 @@ fn combinations(
             .collect();
     }
     if c.sweep.points.is_empty() {
-        return combos;
+        return combos.into_iter().map(|(v, ids)| (v, ids, false)).collect();
     }
+    let points =
+        (c.sweep.points.iter().map(|p| (p, false))).chain(c.sweep.kept.iter().map(|p| (p, true)));
+    let points: Vec<(&Variant, bool)> = points.collect();
     combos
         .iter()
         .flat_map(|(variant, ids)| {
-            c.sweep
-                .points
+            points
                 .iter()
-                .map(move |p| (variant.merge(p, order), ids.clone()))
+                .map(move |(p, kept)| (variant.merge(p, order), ids.clone(), *kept))
         })
         .collect()
+}
+
+/// Why an instance is cached-only: its own sweep point was pinned away by `--set`, or (for a
+/// stage that does not gather) an upstream instance it reads is cached-only.
+fn cached_only(
+    c: &Checked,
+    kept: bool,
+    upstream_ids: &[(usize, usize)],
+    instances: &[Arc<Instance>],
+) -> Option<String> {
+    if kept {
+        let by = c.sweep.pinned_by.clone().unwrap_or_default();
+        return Some(format!("`--set {by}` pins the sweep of `{}`", c.name));
+    }
+    if c.spec.gather {
+        return None;
+    }
+    upstream_ids
+        .iter()
+        .find_map(|&(_, u)| instances[u].cached_only.clone())
 }
 
 fn bindings(

@@ -61,6 +61,11 @@ pub struct Sweep {
     pub dims: Vec<String>,
     /// The points, each a full assignment of `dims`.
     pub points: Vec<Variant>,
+    /// Points a `--set` pin took out of the run (see `Plan::build`): they never run, and their
+    /// results are kept in gathered stages when they are complete in the store.
+    pub kept: Vec<Variant>,
+    /// The `--set` that pinned this sweep (as typed), when one did.
+    pub pinned_by: Option<String>,
 }
 
 impl Sweep {
@@ -188,7 +193,11 @@ impl Sweep {
                 ));
             }
         }
-        Ok(Sweep { dims, points })
+        Ok(Sweep {
+            dims,
+            points,
+            ..Sweep::default()
+        })
     }
 }
 

@@ -219,6 +219,7 @@ mod tests {
                 external: BTreeMap::new(),
                 item: None,
                 when: None,
+                subset: None,
             },
             inputs: vec![],
             items: (0..7).map(|i| format!("k{i}")).collect(),

@@ -131,7 +131,7 @@ pub struct UsageRow {
     pub counts: UsageCounts,
 }
 
-/// The usage of every pipeline in the store (or of `pipeline`), summed by role and model over
+/// The usage of every pipeline in the store (or of `pipeline`), summed by model and role over
 /// its instances: what its last run spent and what its latest results cost. Pipelines whose
 /// kinds call no models have no rows.
 pub fn run_usage(store: &dyn Store, pipeline: Option<&str>) -> Result<Vec<UsageRow>> {
@@ -168,15 +168,24 @@ pub fn run_usage(store: &dyn Store, pipeline: Option<&str>) -> Result<Vec<UsageR
     Ok(rows)
 }
 
+/// The rows of one scope grouped by model (each model's roles together), so comparing models
+/// reads down one block each.
 fn push_rows(rows: &mut Vec<UsageRow>, record: &RunRecord, scope: &'static str, usage: &Usage) {
+    let mut by_model: std::collections::BTreeMap<&str, Vec<(&str, &UsageCounts)>> =
+        Default::default();
     for (role, models) in &usage.0 {
         for (model, counts) in models.iter().filter(|(_, c)| !c.is_empty()) {
+            by_model.entry(model).or_default().push((role, counts));
+        }
+    }
+    for (model, roles) in by_model {
+        for (role, counts) in roles {
             rows.push(UsageRow {
                 pipeline: record.pipeline.clone(),
                 run_id: record.run_id.clone(),
                 scope,
-                role: role.clone(),
-                model: model.clone(),
+                role: role.to_string(),
+                model: model.to_string(),
                 counts: *counts,
             });
         }

@@ -77,6 +77,17 @@ pub enum LogKind {
     Clean,
 }
 
+/// An episode's whole history in time order: the world's events and those its task's
+/// overrides add (`extra`).
+pub fn episode_history<'a>(
+    world: &'a crate::world::World,
+    extra: &'a [HistoryEvent],
+) -> Vec<&'a HistoryEvent> {
+    let mut history: Vec<&HistoryEvent> = world.history.iter().chain(extra).collect();
+    history.sort_by_key(|e| e.time);
+    history
+}
+
 /// The events of `history` an agent is shown for `query`, in time order.
 pub fn select<'a>(
     history: &[&'a HistoryEvent],

@@ -7,10 +7,12 @@
 //! - [`agents`]: the built-in agents.
 //! - [`simulator`]: who answers `ask_user`, with a disclosure audit.
 //! - [`exposure`] / [`retrieval`]: which history events an agent sees.
+//! - [`subset`]: which tasks a run plays (`--tasks`, `--sample`, `--limit`).
 //! - [`toolset`]: which phone tools a capped episode offers (every task stays solvable).
 //! - [`env`]: where actions land (the simulated phone, or a remote device).
 //! - [`params`]: an episode stage's parameters; [`ModelAccess`]: where its model calls are
 //!   recorded.
+//! - [`estimate`]: what an episode stage's model calls would cost (`plan`).
 //! - [`runner`]: the episode loop; [`frames`]: its rows as tables; [`hooks`]: what a
 //!   benchmark-specific stage kind adds to it.
 
@@ -19,6 +21,7 @@ pub mod agents;
 pub mod codec;
 pub mod embeddings;
 pub mod env;
+pub mod estimate;
 pub mod exposure;
 pub mod frames;
 pub mod hooks;
@@ -31,6 +34,7 @@ pub mod runner;
 pub mod seed;
 pub mod simulator;
 pub mod simulators;
+pub mod subset;
 pub mod toolset;
 
 #[cfg(test)]

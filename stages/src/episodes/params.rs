@@ -93,19 +93,31 @@ fn trajectories_dir() -> String {
 }
 
 impl RunEpisodesParams {
-    /// The `models` entry `model` names (`None` when `model` is unset), or why there is none.
-    pub fn model_entry(&self) -> Result<Option<&serde_json::Value>, String> {
+    /// The name `entry` of `models` goes by: its `name`, else its provider model id (its
+    /// `model`, else the `llm` defaults' `model`), so an entry that only sets an endpoint is
+    /// named — and its Table 1 column labelled — by the model it asks for.
+    pub fn entry_name(&self, entry: &serde_json::Value) -> Option<String> {
+        let field = |k: &str| entry.get(k).and_then(serde_json::Value::as_str);
+        field("name")
+            .or_else(|| field("model"))
+            .map(str::to_string)
+            .or_else(|| self.llm.as_ref().map(|l| l.model.clone()))
+    }
+
+    /// The position in `models` of the entry `model` names (`None` when `model` is unset), or
+    /// why there is none.
+    pub fn model_index(&self) -> Result<Option<usize>, String> {
         let Some(name) = &self.model else {
             return Ok(None);
         };
-        let names: Vec<&str> = self
+        let names: Vec<String> = self
             .models
             .iter()
-            .filter_map(|m| m.get("name").and_then(serde_json::Value::as_str))
+            .map(|m| self.entry_name(m).unwrap_or_else(|| "(unnamed)".into()))
             .collect();
-        self.models
+        names
             .iter()
-            .find(|m| m.get("name").and_then(serde_json::Value::as_str) == Some(name))
+            .position(|n| n == name)
             .map(Some)
             .ok_or_else(|| {
                 format!(
@@ -113,6 +125,11 @@ impl RunEpisodesParams {
                     names.join(", ")
                 )
             })
+    }
+
+    /// The `models` entry `model` names (`None` when `model` is unset), or why there is none.
+    pub fn model_entry(&self) -> Result<Option<&serde_json::Value>, String> {
+        Ok(self.model_index()?.map(|i| &self.models[i]))
     }
 
     /// These params with `llm` set to the chosen `models` entry over the `llm` defaults (an
@@ -145,10 +162,74 @@ impl RunEpisodesParams {
         })
     }
 
-    /// The name the agent's model is reported under: the `models` entry's name, else `llm.model`.
+    /// The name the agent's model is reported under (the `model=` part of its Table 1 column):
+    /// the chosen `models` entry's name, else `llm.model`.
     pub fn model_name(&self) -> Option<String> {
         self.model
             .clone()
             .or_else(|| self.llm.as_ref().map(|l| l.model.clone()))
+    }
+
+    /// These raw params (`raw`, as the plan resolved them) narrowed to the one `models` entry
+    /// this variant plays: what its key holds, so adding a model re-runs no other model.
+    pub fn key_params(&self, raw: &serde_json::Value) -> serde_json::Value {
+        let mut out = raw.clone();
+        let picked = self.model_index().ok().flatten();
+        if let (Some(i), Some(serde_json::Value::Array(entries))) = (picked, out.get_mut("models"))
+        {
+            let kept = entries.get(i).cloned();
+            entries.clear();
+            entries.extend(kept);
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn params(v: serde_json::Value) -> RunEpisodesParams {
+        serde_json::from_value(v).expect("params")
+    }
+
+    #[test]
+    fn an_entry_without_a_name_goes_by_its_model_id() {
+        let p = params(serde_json::json!({
+            "agent": "llm", "model": "gpt-4o-mini",
+            "llm": { "base_url": "http://x/v1", "model": "gpt-4o-mini" },
+            "models": [
+                { "base_url_env": "URL" },
+                { "name": "big", "model": "gpt-4o-2024-08-06" },
+                { "model": "o3-mini" },
+            ],
+        }));
+        assert_eq!(p.model_index(), Ok(Some(0)));
+        let names: Vec<_> = p.models.iter().map(|m| p.entry_name(m).unwrap()).collect();
+        assert_eq!(names, ["gpt-4o-mini", "big", "o3-mini"]);
+        let chosen = p.with_chosen_model().unwrap();
+        assert_eq!(chosen.llm.unwrap().model, "gpt-4o-mini");
+        let big = RunEpisodesParams {
+            model: Some("big".into()),
+            ..p.clone()
+        };
+        assert_eq!(
+            big.with_chosen_model().unwrap().llm.unwrap().model,
+            "gpt-4o-2024-08-06"
+        );
+        assert_eq!(big.model_name().as_deref(), Some("big"));
+        // The key holds only the picked entry.
+        let raw = serde_json::json!({ "model": "big", "models": p.models });
+        assert_eq!(
+            big.key_params(&raw)["models"],
+            serde_json::json!([p.models[1]])
+        );
+        let e = RunEpisodesParams {
+            model: Some("zzz".into()),
+            ..p
+        }
+        .model_index()
+        .unwrap_err();
+        assert!(e.contains("[gpt-4o-mini, big, o3-mini]"), "{e}");
     }
 }

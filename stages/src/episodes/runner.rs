@@ -81,19 +81,15 @@ async fn play(
     spec: &EpisodeSpec,
     run: &mut Recorder,
 ) -> Result<&'static str, AgentError> {
-    let first = env.observe();
-    let tools = env.tools();
-    let now = env.now();
-    let brief = Brief {
-        instruction: &spec.instruction,
-        space: spec.space,
-        tools: &tools,
+    let start = Briefing::of(&*env);
+    let first = start.first.clone();
+    let brief = start.brief(
+        &spec.instruction,
+        spec.space,
         history,
-        now: &now,
-        observation: &first,
-        epoch: spec.row.epoch,
-        indexes: &spec.indexes,
-    };
+        spec.row.epoch,
+        &spec.indexes,
+    );
     let mut answered = Vec::new();
     if spec.clarify {
         let turn = agent.clarify(&brief).await?;
@@ -134,6 +130,50 @@ async fn play(
         }
     }
     Ok("max_steps")
+}
+
+/// What an episode's [`Brief`] borrows from its environment when it starts: the first
+/// observation, the tools and the clock. One place builds briefs, for the episode loop and for
+/// `plan`'s estimate of the first request.
+pub struct Briefing {
+    /// The first observation (home screen or tool overview).
+    pub first: Observation,
+    /// The phone's tools.
+    pub tools: Arc<[crate::world::phone::ToolSpec]>,
+    /// The clock, as text.
+    pub now: String,
+}
+
+impl Briefing {
+    /// What `env` shows when an episode starts.
+    pub fn of(env: &dyn Environment) -> Self {
+        Self {
+            first: env.observe(),
+            tools: env.tools(),
+            now: env.now(),
+        }
+    }
+
+    /// The brief of an episode of `instruction` starting here.
+    pub fn brief<'a>(
+        &'a self,
+        instruction: &'a str,
+        space: ActionSpace,
+        history: &'a [&'a HistoryEvent],
+        epoch: u32,
+        indexes: &'a IndexCache,
+    ) -> Brief<'a> {
+        Brief {
+            instruction,
+            space,
+            tools: &self.tools,
+            history,
+            now: &self.now,
+            observation: &self.first,
+            epoch,
+            indexes,
+        }
+    }
 }
 
 async fn ask(

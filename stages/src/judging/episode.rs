@@ -40,7 +40,7 @@ impl Mode {
     }
 
     /// Whether the LLM judge rules on criterion `c` in this mode.
-    fn llm_judges(self, c: &Criterion) -> bool {
+    pub fn llm_judges(self, c: &Criterion) -> bool {
         match self {
             Mode::Rule => false,
             Mode::Llm | Mode::Hybrid => true,

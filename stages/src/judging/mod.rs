@@ -12,6 +12,7 @@
 //! - [`frames`]: the `verdicts`, `scores`, `requests` and `interaction` tables.
 
 pub mod episode;
+pub mod estimate;
 pub mod frames;
 pub mod index;
 pub mod interaction;

@@ -10,6 +10,7 @@
 
 use std::sync::Arc;
 
+use prefflow_engine::estimate::{Estimate, EstimateContext};
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
@@ -169,6 +170,45 @@ impl Kind for Judge {
     }
 
     const EXECUTION: Execution = Execution::Async;
+    const ESTIMATES: bool = true;
+
+    fn estimate(
+        &self,
+        params: &Self::Params,
+        ctx: &EstimateContext<'_>,
+    ) -> Result<Option<Estimate>, StageError> {
+        let effective = params.effective();
+        let (true, Some(config)) = (params.uses_llm(), effective.llm.as_ref()) else {
+            return Ok(None);
+        };
+        let bundles = match ctx.input("bundles") {
+            Some(df) => crate::tasks::frames::bundles_from_table(df)?,
+            None => {
+                return Err(StageError::Input(
+                    "needs the task bundles in the store first".into(),
+                ))
+            }
+        };
+        let prompts = ctx.workdir.join(&params.prompts);
+        let template = |name: &str| {
+            std::fs::read_to_string(prompts.join(name))
+                .map(|t| crate::llm::tokens::text_tokens(&t))
+                .unwrap_or(0)
+        };
+        let judged = crate::judging::estimate::JudgedStage {
+            mode: effective.mode,
+            llm_matcher: effective.matcher == MatcherName::Llm,
+            config,
+            bundles: &bundles,
+            items: ctx.items,
+            steps: ctx.input("steps"),
+            episodes: ctx.upstream_quantity("episodes"),
+            questions: ctx.upstream_quantity("questions"),
+            criterion_template: template(crate::judging::llm::CRITERION_TEMPLATE),
+            requests_template: template(crate::judging::llm::REQUESTS_TEMPLATE),
+        };
+        judged.estimate().map(Some).map_err(StageError::Input)
+    }
 
     fn run_async<'a>(
         &'a self,

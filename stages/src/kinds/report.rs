@@ -11,8 +11,11 @@ use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::{Deserialize, Serialize};
 
 use super::aggregate::{optional_input, required_input};
-use crate::report::drilldown::{drilldown, DrillInputs};
-use crate::report::{figures, table1_view, table_view, TableView};
+use crate::report::drilldown::{coverage, drilldown, DrillInputs, EpisodeView};
+use crate::report::figures::Figure;
+use crate::report::{
+    figures, palette, table1_grid, table_view, text_column, Table1Grid, TableView,
+};
 
 /// Parameters of `report`.
 #[derive(Debug, Deserialize)]
@@ -141,14 +144,8 @@ const SECTIONS: [(&str, &str, &str, &str, bool); 7] = [
     ("failure_labels", "failure-labels", "Failure labels (Figure 3 data)", "", true),
 ];
 
-fn sections(ctx: &StageContext<'_>, table1: &DataFrame) -> Result<Vec<Section>, StageError> {
-    let mut out = vec![Section {
-        id: "table1",
-        heading: "Table 1",
-        note: "Cells: value [95% CI] (n tasks).",
-        collapsed: false,
-        table: table1_view(table1)?,
-    }];
+fn sections(ctx: &StageContext<'_>) -> Result<Vec<Section>, StageError> {
+    let mut out = Vec::new();
     for (input, id, heading, note, collapsed) in SECTIONS {
         if let Some(df) = optional_input(ctx, input)? {
             out.push(Section {
@@ -163,25 +160,125 @@ fn sections(ctx: &StageContext<'_>, table1: &DataFrame) -> Result<Vec<Section>, 
     Ok(out)
 }
 
-fn svg(text: String) -> Value {
-    Value::from_safe_string(text)
+/// Table 1 as the page lays it out: each column's variant split at its commas (one
+/// `dimension=value` per line, so ten model columns stay narrow) with its colour.
+#[derive(Serialize)]
+struct Table1Page {
+    columns: Vec<Column>,
+    grid: Table1Grid,
+}
+
+/// One variant of the page: its name, the lines of its header, its colour and its filter
+/// (`vi`), with how many episodes it has in the list.
+#[derive(Serialize, Clone)]
+struct Column {
+    name: String,
+    parts: Vec<Part>,
+    color: String,
+    vi: usize,
+    episodes: usize,
+}
+
+/// One line of a Table 1 header: `dimension=value`, `model` set for the model's name.
+#[derive(Serialize, Clone)]
+struct Part {
+    text: String,
+    model: bool,
+}
+
+/// One perturbation subset of the episode filter, `si` its filter.
+#[derive(Serialize)]
+struct Subset {
+    name: String,
+    si: usize,
+    episodes: usize,
+}
+
+/// The variants in Table 1's order, then any that only the episodes have.
+fn variant_order(
+    table1: &DataFrame,
+    episodes: Option<&DataFrame>,
+) -> Result<Vec<String>, StageError> {
+    let mut order: Vec<String> = Vec::new();
+    let tables = [Some(table1), episodes];
+    for df in tables.into_iter().flatten() {
+        for v in text_column(df, "variant")?.into_iter().flatten() {
+            if !order.contains(&v) {
+                order.push(v);
+            }
+        }
+    }
+    Ok(order)
+}
+
+fn columns(variants: &[String], episodes: &[EpisodeView]) -> Vec<Column> {
+    variants
+        .iter()
+        .enumerate()
+        .map(|(vi, v)| Column {
+            name: v.clone(),
+            parts: v
+                .split(',')
+                .map(|p| Part {
+                    text: if p.is_empty() {
+                        "(unswept)".into()
+                    } else {
+                        p.to_string()
+                    },
+                    model: p.starts_with("model="),
+                })
+                .collect(),
+            color: palette::color(vi),
+            vi,
+            episodes: episodes.iter().filter(|e| e.vi == vi).count(),
+        })
+        .collect()
+}
+
+/// The perturbation subsets of the listed episodes (by name), each episode given its subset's
+/// filter number.
+fn subsets(episodes: &mut [EpisodeView]) -> Vec<Subset> {
+    let names: std::collections::BTreeSet<String> =
+        episodes.iter().map(|e| e.perturbation.clone()).collect();
+    let mut out: Vec<Subset> = names
+        .into_iter()
+        .enumerate()
+        .map(|(si, name)| Subset {
+            name,
+            si,
+            episodes: 0,
+        })
+        .collect();
+    for e in episodes {
+        if let Some(s) = out.iter_mut().find(|s| s.name == e.perturbation) {
+            s.episodes += 1;
+            e.si = s.si;
+        }
+    }
+    out
+}
+
+fn figures(ctx: &StageContext<'_>, variants: &[String]) -> Result<Vec<Figure>, StageError> {
+    let mut out = Vec::new();
+    if let Some(p) = optional_input(ctx, "perturbations")? {
+        for metric in ["success", "personalization"] {
+            out.push(figures::perturbation_deltas(&p, metric, variants)?);
+        }
+    }
+    if let Some(c) = optional_input(ctx, "history_curve")? {
+        out.push(figures::history_curve(&c, "personalization", variants)?);
+    }
+    if let Some(f) = optional_input(ctx, "failure_labels")? {
+        out.push(figures::failure_bars(&f, variants)?);
+    }
+    Ok(out)
 }
 
 /// The template's variables, and the number of tasks drilled into.
 fn context(params: &ReportParams, ctx: &StageContext<'_>) -> Result<(Value, usize), StageError> {
     let table1 = required_input(ctx, "table1")?;
-    let mut figures_out: Vec<Value> = Vec::new();
-    if let Some(p) = optional_input(ctx, "perturbations")? {
-        for metric in ["success", "personalization"] {
-            figures_out.push(svg(figures::perturbation_deltas(&p, metric)?));
-        }
-    }
-    if let Some(c) = optional_input(ctx, "history_curve")? {
-        figures_out.push(svg(figures::history_curve(&c, "personalization")?));
-    }
-    if let Some(f) = optional_input(ctx, "failure_labels")? {
-        figures_out.push(svg(figures::failure_bars(&f)?));
-    }
+    let episodes = optional_input(ctx, "episodes")?;
+    let variants = variant_order(&table1, episodes.as_deref())?;
     let (steps, verdicts) = (
         optional_input(ctx, "steps")?,
         optional_input(ctx, "verdicts")?,
@@ -190,25 +287,49 @@ fn context(params: &ReportParams, ctx: &StageContext<'_>) -> Result<(Value, usiz
         optional_input(ctx, "scores")?,
         optional_input(ctx, "tasks")?,
     );
-    let tasks = match optional_input(ctx, "episodes")? {
-        Some(episodes) => drilldown(
-            &DrillInputs {
-                episodes: &episodes,
-                steps: steps.as_deref(),
-                verdicts: verdicts.as_deref(),
-                scores: scores.as_deref(),
-                tasks: tasks.as_deref(),
-            },
-            params.max_tasks,
-        )?,
-        None => Vec::new(),
+    let (mut listed, covered) = match &episodes {
+        Some(episodes) => (
+            drilldown(
+                &DrillInputs {
+                    episodes,
+                    steps: steps.as_deref(),
+                    verdicts: verdicts.as_deref(),
+                    scores: scores.as_deref(),
+                    tasks: tasks.as_deref(),
+                },
+                &variants,
+                params.max_tasks,
+            )?,
+            coverage(episodes, tasks.as_deref())?,
+        ),
+        None => (Vec::new(), Vec::new()),
     };
-    let count = tasks.len();
+    let count = listed
+        .iter()
+        .map(|e| e.task_id.as_str())
+        .collect::<std::collections::BTreeSet<_>>()
+        .len();
+    let coverage: Vec<String> = covered
+        .iter()
+        .map(|(v, n, all)| format!("{v}: {n} of {all} tasks"))
+        .collect();
+    let grid = table1_grid(&table1)?;
+    let subsets = subsets(&mut listed);
+    let all = columns(&variants, &listed);
     let context = minijinja::context! {
         title => params.title.clone(),
-        sections => Value::from_serialize(sections(ctx, &table1)?),
-        figures => figures_out,
-        tasks => Value::from_serialize(&tasks),
+        coverage => coverage,
+        table1 => Value::from_serialize(Table1Page {
+            columns: all.iter().take(grid.variants.len()).cloned().collect(),
+            grid,
+        }),
+        variants => Value::from_serialize(&all),
+        sections => Value::from_serialize(sections(ctx)?),
+        figures => Value::from_serialize(figures(ctx, &variants)?),
+        subsets => Value::from_serialize(subsets),
+        failures => listed.iter().filter(|e| e.outcome == "fail").count(),
+        episodes => Value::from_serialize(&listed),
+        max_tasks => params.max_tasks,
     };
     Ok((context, count))
 }

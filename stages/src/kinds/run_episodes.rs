@@ -11,6 +11,7 @@
 use std::sync::Arc;
 
 use polars::prelude::DataFrame;
+use prefflow_engine::estimate::{Estimate, EstimateContext};
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, ParamError, StageContext, StageError, Tables};
 
@@ -21,6 +22,7 @@ use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
 use crate::episodes::hooks::{EpisodeHooks, NoHooks};
 use crate::episodes::retrieval::IndexCache;
 use crate::episodes::runner::join_all;
+pub use crate::episodes::seed::episode_variant;
 use crate::episodes::seed::{episode_id, episode_seed};
 use crate::episodes::simulators::{self, SimulatorName};
 use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, ModelAccess, PhoneEnv};
@@ -123,7 +125,7 @@ impl Kind for RunEpisodes {
     /// Only the `models` entry this variant plays is part of its key, so adding a model to
     /// the list re-runs no other model's episodes.
     fn key_params(&self, params: &Self::Params, raw: &serde_json::Value) -> serde_json::Value {
-        prefflow_engine::keys::only_picked_entry(raw, "models", params.model.as_deref())
+        params.key_params(raw)
     }
 
     fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
@@ -146,6 +148,15 @@ impl Kind for RunEpisodes {
     }
 
     const EXECUTION: Execution = Execution::Async;
+    const ESTIMATES: bool = true;
+
+    fn estimate(
+        &self,
+        params: &Self::Params,
+        ctx: &EstimateContext<'_>,
+    ) -> Result<Option<Estimate>, StageError> {
+        estimate_episodes(params, ctx)
+    }
 
     fn run_async<'a>(
         &'a self,
@@ -154,6 +165,52 @@ impl Kind for RunEpisodes {
     ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
         run_with(params, ctx, &NoHooks)
     }
+}
+
+/// What an episode stage's items still to run would cost (see [`crate::episodes::estimate`]),
+/// from the task set and world as the store holds them; an error says which upstream stage
+/// must be computed first when they are not there yet.
+pub fn estimate_episodes(
+    params: &RunEpisodesParams,
+    ctx: &EstimateContext<'_>,
+) -> Result<Option<Estimate>, StageError> {
+    let uses_models = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;
+    if !uses_models {
+        return Ok(None);
+    }
+    let params = &params
+        .with_chosen_model()
+        .map_err(|m| StageError::Input(format!("stage `{}`: {m}", ctx.stage)))?;
+    let needs = |what: &str| {
+        StageError::Input(format!(
+            "needs the {what} in the store first: run the pipeline with `--only` on the stage that makes it (no model calls), then `plan` again"
+        ))
+    };
+    let bundles = ctx
+        .input("bundles")
+        .or_else(|| ctx.inputs.first().map(|t| &t.df))
+        .ok_or_else(|| needs("task bundles"))?;
+    let (sources, history) = (ctx.input("sources"), ctx.input("history_events"));
+    let (Some(sources), Some(history)) = (sources, history) else {
+        return Err(needs("world (sources, history_events)"));
+    };
+    let world = crate::world::from_tables::world_from_tables(sources, history)
+        .map_err(crate::tasks::TaskError::from)?;
+    let mut bundles = bundles_from_table(bundles)?;
+    if let Some(items) = ctx.items {
+        let run: std::collections::HashSet<&str> = items.iter().map(String::as_str).collect();
+        bundles.retain(|b| run.contains(b.task.task_id.as_str()));
+    }
+    crate::episodes::estimate::estimate(&crate::episodes::estimate::EpisodeStage {
+        params,
+        world: &world,
+        bundles: &bundles,
+        cached: ctx.cached_items,
+        variant: ctx.variant,
+        cache: ctx.cache,
+        workdir: ctx.workdir,
+        stage: ctx.stage,
+    })
 }
 
 /// `run_episodes` with a stage kind's additions to each episode (see [`EpisodeHooks`]). The
@@ -287,8 +344,7 @@ async fn play(
         ))
     })?;
     let extra: Vec<HistoryEvent> = env.phone.extra_history().to_vec();
-    let mut history: Vec<&HistoryEvent> = world.history.iter().chain(&extra).collect();
-    history.sort_by_key(|e| e.time);
+    let history = exposure::episode_history(world, &extra);
     let shown = match &params.embeddings {
         Some(cfg) => {
             let embedder = Embedder::new(cfg, ctx.cache, ctx.offline)?.metered(Some(ctx.usage));
@@ -357,46 +413,6 @@ async fn play(
         .user_usage
         .cost(params.user_llm.as_ref().and_then(|l| l.prices));
     Ok(run)
-}
-
-/// The `variant` column (and episode-id part) of an episode: the engine's variant, except that
-/// model episodes name their agent, model and history first (`agent=llm,model=NAME,history=all`,
-/// then the stage's own dimensions), so a model's Table 1 column reads like the built-in
-/// agents' (`agent=oracle,history=all`) although its stage sweeps only models, or nothing.
-pub fn episode_variant(params: &RunEpisodesParams, engine_variant: &str) -> String {
-    let Some(model) = params
-        .model_name()
-        .filter(|_| params.agent == AgentName::Llm)
-    else {
-        return engine_variant.to_string();
-    };
-    let named = ["agent", "model", "history"];
-    let mut pairs = vec![
-        "agent=llm".to_string(),
-        format!("model={model}"),
-        format!("history={}", params.history),
-    ];
-    pairs.extend(
-        engine_variant
-            .split(',')
-            .filter(|p| !p.is_empty())
-            .filter(|p| {
-                !named.iter().any(|n| {
-                    p.split_once('=')
-                        .is_some_and(|(k, _)| names_dimension(k, n))
-                })
-            })
-            .map(str::to_string),
-    );
-    pairs.join(",")
-}
-
-/// Whether engine dimension `key` sweeps `name`: `history` itself, or a pipeline param feeding
-/// it (`params.llm_history`, which a pipeline uses when another stage already sweeps `history`,
-/// as pipelines/ablation-history.yaml does).
-fn names_dimension(key: &str, name: &str) -> bool {
-    let last = key.rsplit('.').next().unwrap_or(key);
-    key == name || (key.starts_with("params.") && last.rsplit('_').next() == Some(name))
 }
 
 fn log_name(log: LogKind) -> &'static str {

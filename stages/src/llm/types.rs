@@ -43,6 +43,11 @@ pub struct LlmConfig {
     /// Optional prices, for cost accounting.
     #[serde(default)]
     pub prices: Option<Prices>,
+    /// The model's context window in tokens, when known: `plan` refuses a run whose requests
+    /// would not fit (naming `history: top_k:N` or `max_tools` as the fix), and the agent
+    /// refuses to send such a request rather than pay for an HTTP 400.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_context: Option<u64>,
     /// Requests on the wire at once to this endpoint and model, for the whole process (default
     /// 16): the endpoint's own pool, shared by every stage, item and role that calls it, so a
     /// provider's rate limit is respected however many episodes wait. A request holds a slot

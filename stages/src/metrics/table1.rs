@@ -63,7 +63,7 @@ pub fn aggregate(
         }
     }
     Ok(Aggregates {
-        table1: with_judge(table1(&tasks, boot)?, scores)?,
+        table1: with_agent(with_judge(table1(&tasks, boot)?, scores)?, episodes)?,
         paired: with_judge(
             paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
             scores,
@@ -118,6 +118,36 @@ pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFra
         .lazy()
         .join(
             labels,
+            [col("variant")],
+            [col("variant")],
+            JoinArgs::new(JoinType::Left),
+        )
+        .collect()
+}
+
+/// Table 1 with an `agent` column: for each variant, the agent that played it as the episodes
+/// name it (`oracle`, `llm:<provider model id>`; distinct values, sorted, comma-separated), so
+/// a model's column carries both the name it goes by in the pipeline (in the variant) and the
+/// model id the provider was asked for. Null without an `episodes` table.
+pub fn with_agent(table1: DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
+    let Some(episodes) = episodes.filter(|e| e.schema().contains("agent")) else {
+        return table1
+            .lazy()
+            .with_column(lit(NULL).cast(DataType::String).alias("agent"))
+            .collect();
+    };
+    let agents = episodes
+        .clone()
+        .lazy()
+        .select([col("variant"), col("agent").cast(DataType::String)])
+        .unique_stable(None, UniqueKeepStrategy::First)
+        .sort(["variant", "agent"], SortMultipleOptions::default())
+        .group_by_stable([col("variant")])
+        .agg([col("agent").str().join(", ", true)]);
+    table1
+        .lazy()
+        .join(
+            agents,
             [col("variant")],
             [col("variant")],
             JoinArgs::new(JoinType::Left),

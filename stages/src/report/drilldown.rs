@@ -1,28 +1,45 @@
-//! The per-task drill-down of the report: each task → each episode (variant, epoch) → its
-//! trajectory (ask_user exchanges highlighted) and its criterion verdicts.
+//! The report's episodes: a list with one row per episode (task, perturbation subset, variant,
+//! outcome and the failure labels of its failed criteria) that the page filters by variant,
+//! by subset and to failures only, and one page per episode — the conversation (the request,
+//! every action with its arguments, what the phone answered, failed calls marked, the user's
+//! replies, the model's unparsed output) and every criterion's verdict with the judge's reason.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use polars::prelude::*;
 use serde::Serialize;
 
+use super::palette::color_of;
 use super::text_column;
 
-/// One step of a trajectory.
-#[derive(Debug, Clone, Serialize)]
+/// Characters of an observation shown on an episode page; the rest is counted, not shown, so
+/// a report of many models stays small.
+pub const OBSERVATION_CHARS: usize = 1500;
+
+/// One step of a trajectory, as the episode page shows it.
+#[derive(Debug, Clone, Serialize, Default)]
 pub struct StepView {
     /// 1-based step.
     pub step: String,
-    /// The action type.
+    /// `clarify` or `act` (empty when the table does not say).
+    pub phase: String,
+    /// `call` (a phone action), `ask`, `answer`, `finish` or `unparsed`.
+    pub kind: &'static str,
+    /// The action type (tool name, `ask_user`, …).
     pub action_type: String,
-    /// The action's JSON arguments.
+    /// The action's arguments (JSON), or the question / answer text for `ask` and `answer`.
     pub arguments: String,
-    /// What the environment returned.
+    /// What the phone returned (cut at [`OBSERVATION_CHARS`]); empty for asks, whose answer is
+    /// the user's reply.
     pub observation: String,
-    /// The simulated user's reply to an ask_user.
+    /// Characters of the observation not shown.
+    pub observation_cut: usize,
+    /// The phone said the call failed (`observation_status = error`).
+    pub failed: bool,
+    /// The simulated user's reply to a question.
     pub user_reply: String,
-    /// True for ask_user steps (shown as an exchange).
-    pub ask: bool,
+    /// The model's own output when it says more than the action (GUI text, unparsable output).
+    pub raw: String,
 }
 
 /// One criterion verdict.
@@ -42,36 +59,49 @@ pub struct VerdictView {
     pub failure_label: String,
 }
 
-/// One episode of a task.
+/// One episode: its row in the list and its page.
 #[derive(Debug, Clone, Serialize)]
 pub struct EpisodeView {
+    /// Its anchor on the page (`e12`).
+    pub anchor: String,
     /// Episode id.
     pub episode_id: String,
+    /// Task id.
+    pub task_id: String,
+    /// The task's instruction, when the tasks table is given.
+    pub instruction: String,
+    /// Perturbation subset (`none`, `preference_shift`, …), when known.
+    pub perturbation: String,
+    /// The subset's position in the page's subset filter (set by the report).
+    pub si: usize,
     /// Variant.
     pub variant: String,
+    /// The variant's position in the report's variant order (its filter and colour).
+    pub vi: usize,
+    /// The variant's colour.
+    pub color: String,
     /// Epoch.
     pub epoch: String,
-    /// Runner status.
+    /// Runner status (`ok`, `max_steps`, `error`).
     pub status: String,
-    /// `pass`, `fail` or `n/a` (no scores).
-    pub success: String,
+    /// `pass`, `fail` or `na` (not scored).
+    pub outcome: &'static str,
+    /// The failure labels of its failed criteria, each once.
+    pub labels: Vec<String>,
+    /// Steps taken.
+    pub steps_taken: String,
+    /// Questions asked.
+    pub asks: String,
+    /// The last `answer` text.
+    pub final_answer: String,
+    /// Why the episode failed, when it did.
+    pub error: String,
+    /// Tokens and money of its model calls, when any (`agent 1,234 + 56 tokens; user …`).
+    pub usage: String,
     /// The trajectory.
     pub steps: Vec<StepView>,
     /// The verdicts.
     pub verdicts: Vec<VerdictView>,
-}
-
-/// One task with all its episodes.
-#[derive(Debug, Clone, Serialize)]
-pub struct TaskView {
-    /// Task id.
-    pub task_id: String,
-    /// The instruction, when the tasks table is given.
-    pub instruction: String,
-    /// Perturbation subset, when known.
-    pub perturbation: String,
-    /// Episodes sorted by variant and epoch.
-    pub episodes: Vec<EpisodeView>,
 }
 
 /// The drill-down's inputs; all but `episodes` optional.
@@ -82,85 +112,98 @@ pub struct DrillInputs<'a> {
     pub steps: Option<&'a DataFrame>,
     /// `verdicts`.
     pub verdicts: Option<&'a DataFrame>,
-    /// `scores` (success per episode).
+    /// `scores` (success and perturbation per episode).
     pub scores: Option<&'a DataFrame>,
     /// `tasks` (instruction, perturbation).
     pub tasks: Option<&'a DataFrame>,
 }
 
-/// Rows of `df` for the episodes in `keep`, as text columns `cols`, grouped by `episode_id`.
-fn by_episode(
-    df: Option<&DataFrame>,
-    keep: &DataFrame,
-    cols: &[&str],
-) -> PolarsResult<HashMap<String, Vec<Vec<String>>>> {
-    let Some(df) = df else {
-        return Ok(HashMap::new());
-    };
-    let df = df
-        .clone()
-        .lazy()
-        .join(
-            keep.clone().lazy(),
-            [col("episode_id")],
-            [col("episode_id")],
-            JoinArgs::new(JoinType::Inner),
-        )
-        .collect()?;
-    let ids = text_column(&df, "episode_id")?;
-    let columns: Vec<Vec<Option<String>>> = cols
-        .iter()
-        .map(|c| text_column(&df, c))
-        .collect::<PolarsResult<_>>()?;
-    let mut out: HashMap<String, Vec<Vec<String>>> = HashMap::new();
-    for (i, id) in ids.into_iter().enumerate() {
-        let row = columns
-            .iter()
-            .map(|c| c[i].clone().unwrap_or_default())
-            .collect();
-        out.entry(id.unwrap_or_default()).or_default().push(row);
-    }
-    Ok(out)
+/// A frame's columns as text, and its rows grouped by `episode_id`.
+struct ByEpisode {
+    cols: Vec<Vec<Option<String>>>,
+    rows: HashMap<String, Vec<usize>>,
 }
 
-/// The first `max_tasks` tasks (by id) with their episodes.
-pub fn drilldown(inputs: &DrillInputs<'_>, max_tasks: usize) -> PolarsResult<Vec<TaskView>> {
+impl ByEpisode {
+    fn new(df: Option<&DataFrame>, cols: &[&str]) -> PolarsResult<Self> {
+        let Some(df) = df else {
+            return Ok(Self {
+                cols: Vec::new(),
+                rows: HashMap::new(),
+            });
+        };
+        let mut rows: HashMap<String, Vec<usize>> = HashMap::new();
+        for (i, id) in text_column(df, "episode_id")?.into_iter().enumerate() {
+            rows.entry(id.unwrap_or_default()).or_default().push(i);
+        }
+        let cols = cols
+            .iter()
+            .map(|c| text_column(df, c))
+            .collect::<PolarsResult<_>>()?;
+        Ok(Self { cols, rows })
+    }
+
+    /// Row `i`'s value of column `c` (empty when null or absent).
+    fn get(&self, c: usize, i: usize) -> String {
+        self.cols
+            .get(c)
+            .and_then(|col| col.get(i).cloned().flatten())
+            .unwrap_or_default()
+    }
+
+    fn of(&self, episode: &str) -> &[usize] {
+        self.rows.get(episode).map_or(&[], Vec::as_slice)
+    }
+}
+
+/// The episodes of the first `max_tasks` tasks (by id), ordered by task, then variant in
+/// `variants` order (unknown variants after, by name), then epoch.
+pub fn drilldown(
+    inputs: &DrillInputs<'_>,
+    variants: &[String],
+    max_tasks: usize,
+) -> PolarsResult<Vec<EpisodeView>> {
     let ep = inputs.episodes;
-    let task_col = text_column(ep, "task_id")?;
-    let mut task_ids: Vec<String> = task_col.iter().flatten().cloned().collect();
-    task_ids.sort();
-    task_ids.dedup();
-    task_ids.truncate(max_tasks);
-    let chosen = df!("task_id" => &task_ids)?;
-    let episodes = ep
-        .clone()
-        .lazy()
-        .join(
-            chosen.lazy(),
-            [col("task_id")],
-            [col("task_id")],
-            JoinArgs::new(JoinType::Inner),
-        )
-        .sort(
-            ["task_id", "variant", "epoch"],
-            SortMultipleOptions::default(),
-        )
-        .collect()?;
-    let keep = episodes.select(["episode_id"])?;
-    let mut steps = by_episode(
+    let col = |c: &str| text_column(ep, c);
+    let (id, task, variant, epoch, status) = (
+        col("episode_id")?,
+        col("task_id")?,
+        col("variant")?,
+        col("epoch")?,
+        col("status")?,
+    );
+    let mut kept: BTreeSet<String> = task.iter().flatten().cloned().collect();
+    if kept.len() > max_tasks {
+        kept = kept.into_iter().take(max_tasks).collect();
+    }
+    let rank = |v: &str| variants.iter().position(|x| x == v).unwrap_or(usize::MAX);
+    let mut order: Vec<usize> = (0..ep.height())
+        .filter(|&i| task[i].as_ref().is_some_and(|t| kept.contains(t)))
+        .collect();
+    let text = |c: &Vec<Option<String>>, i: usize| c[i].clone().unwrap_or_default();
+    order.sort_by(|&a, &b| {
+        (text(&task, a), rank(&text(&variant, a)), text(&variant, a))
+            .cmp(&(text(&task, b), rank(&text(&variant, b)), text(&variant, b)))
+            .then_with(|| {
+                let e = |i: usize| text(&epoch, i).parse::<u64>().unwrap_or(0);
+                e(a).cmp(&e(b))
+            })
+    });
+    let steps = ByEpisode::new(
         inputs.steps,
-        &keep,
         &[
             "step",
+            "phase",
             "action_type",
             "arguments",
             "observation",
+            "observation_status",
             "user_reply",
+            "raw",
         ],
     )?;
-    let mut verdicts = by_episode(
+    let verdicts = ByEpisode::new(
         inputs.verdicts,
-        &keep,
         &[
             "criterion_id",
             "kind",
@@ -170,76 +213,161 @@ pub fn drilldown(inputs: &DrillInputs<'_>, max_tasks: usize) -> PolarsResult<Vec
             "failure_label",
         ],
     )?;
-    let success = by_episode(inputs.scores, &keep, &["success"])?;
-    let task_info = task_info(inputs.tasks)?;
-    let cols =
-        ["episode_id", "task_id", "variant", "epoch", "status"].map(|c| text_column(&episodes, c));
-    let [id, task, variant, epoch, status] = cols;
-    let (id, task, variant, epoch, status) = (id?, task?, variant?, epoch?, status?);
-    let mut out: BTreeMap<String, TaskView> = BTreeMap::new();
-    for i in 0..episodes.height() {
-        let (eid, tid) = (
-            id[i].clone().unwrap_or_default(),
-            task[i].clone().unwrap_or_default(),
-        );
-        let (instruction, perturbation) = task_info.get(&tid).cloned().unwrap_or_default();
-        let view = out.entry(tid.clone()).or_insert_with(|| TaskView {
-            task_id: tid.clone(),
+    let scores = ByEpisode::new(inputs.scores, &["success", "perturbation"])?;
+    let info = task_info(inputs.tasks)?;
+    let extra = [
+        "final_answer",
+        "error",
+        "steps",
+        "ask_user_calls",
+        "prompt_tokens_agent",
+        "completion_tokens_agent",
+        "prompt_tokens_user",
+        "completion_tokens_user",
+        "cost_agent",
+        "cost_user",
+    ]
+    .map(col);
+    let [answer, error, taken, asks, pa, ca, pu, cu, cost_a, cost_u] = extra;
+    let (answer, error, taken, asks) = (answer?, error?, taken?, asks?);
+    let tokens = [pa?, ca?, pu?, cu?, cost_a?, cost_u?];
+    let mut out = Vec::with_capacity(order.len());
+    for (n, i) in order.into_iter().enumerate() {
+        let eid = text(&id, i);
+        let tid = text(&task, i);
+        let v = text(&variant, i);
+        let (instruction, perturbation) = info.get(&tid).cloned().unwrap_or_default();
+        let scored = scores.of(&eid).first().copied();
+        let perturbation = match (perturbation.is_empty(), scored) {
+            (true, Some(r)) => scores.get(1, r),
+            _ => perturbation,
+        };
+        let outcome = match scored.map(|r| scores.get(0, r)).as_deref() {
+            Some("true") => "pass",
+            Some("false") => "fail",
+            _ => "na",
+        };
+        let verdict_views: Vec<VerdictView> = verdicts
+            .of(&eid)
+            .iter()
+            .map(|&r| verdict_view(&verdicts, r))
+            .collect();
+        let labels: BTreeSet<String> = verdict_views
+            .iter()
+            .filter(|v| v.verdict == "fail" && !v.failure_label.is_empty())
+            .map(|v| v.failure_label.clone())
+            .collect();
+        let mut step_rows: Vec<usize> = steps.of(&eid).to_vec();
+        step_rows.sort_by_key(|&r| steps.get(0, r).parse::<u64>().unwrap_or(0));
+        out.push(EpisodeView {
+            anchor: format!("e{n}"),
+            episode_id: eid,
+            task_id: tid,
             instruction,
             perturbation,
-            episodes: Vec::new(),
-        });
-        let mut step_rows = steps.remove(&eid).unwrap_or_default();
-        step_rows.sort_by_key(|r| r[0].parse::<u64>().unwrap_or(0));
-        view.episodes.push(EpisodeView {
-            episode_id: eid.clone(),
-            variant: variant[i].clone().unwrap_or_default(),
-            epoch: epoch[i].clone().unwrap_or_default(),
-            status: status[i].clone().unwrap_or_default(),
-            success: match success
-                .get(&eid)
-                .and_then(|r| r.first())
-                .map(|r| r[0].as_str())
-            {
-                Some("true") => "pass".into(),
-                Some("false") => "fail".into(),
-                _ => "n/a".into(),
-            },
-            steps: step_rows.into_iter().map(step_view).collect(),
-            verdicts: verdicts
-                .remove(&eid)
-                .unwrap_or_default()
+            si: 0,
+            vi: rank(&v).min(variants.len()),
+            color: color_of(variants, &v),
+            variant: v,
+            epoch: text(&epoch, i),
+            status: text(&status, i),
+            outcome,
+            labels: labels.into_iter().collect(),
+            steps_taken: text(&taken, i),
+            asks: text(&asks, i),
+            final_answer: text(&answer, i),
+            error: text(&error, i),
+            usage: usage_line(&tokens, i),
+            steps: step_rows
                 .into_iter()
-                .map(verdict_view)
+                .map(|r| step_view(&steps, r))
                 .collect(),
+            verdicts: verdict_views,
         });
     }
-    Ok(out.into_values().collect())
+    Ok(out)
 }
 
-fn step_view(r: Vec<String>) -> StepView {
-    let [step, action_type, arguments, observation, user_reply]: [String; 5] =
-        r.try_into().unwrap_or_default();
+/// `agent 1,234 + 56 tokens, user 300 + 20 tokens, $0.0012`, or empty when no model ran.
+fn usage_line(tokens: &[Vec<Option<String>>; 6], i: usize) -> String {
+    let num = |c: usize| -> u64 {
+        tokens[c][i]
+            .as_deref()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0)
+    };
+    let cost = |c: usize| -> f64 {
+        tokens[c][i]
+            .as_deref()
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0.0)
+    };
+    let mut parts = Vec::new();
+    for (role, p, c) in [("agent", 0, 1), ("user", 2, 3)] {
+        if num(p) + num(c) > 0 {
+            parts.push(format!("{role} {} + {} tokens", num(p), num(c)));
+        }
+    }
+    let money = cost(4) + cost(5);
+    if money > 0.0 {
+        parts.push(format!("${money:.4}"));
+    }
+    parts.join(", ")
+}
+
+fn step_view(steps: &ByEpisode, r: usize) -> StepView {
+    let action_type = steps.get(2, r);
+    let arguments = steps.get(3, r);
+    let kind = match action_type.as_str() {
+        "ask_user" => "ask",
+        "answer" => "answer",
+        "finish" => "finish",
+        "unknown" => "unparsed",
+        _ => "call",
+    };
+    let text_arg = || {
+        serde_json::from_str::<serde_json::Value>(&arguments)
+            .ok()
+            .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_string))
+            .unwrap_or_else(|| arguments.clone())
+    };
+    let (arguments, observation) = match kind {
+        // The observation of a question is the user's reply, shown once as the reply.
+        "ask" => (text_arg(), String::new()),
+        "answer" => (text_arg(), steps.get(4, r)),
+        _ => (arguments.clone(), steps.get(4, r)),
+    };
+    let total = observation.chars().count();
+    let shown: String = observation.chars().take(OBSERVATION_CHARS).collect();
+    let raw = steps.get(7, r);
+    // Tools mode records the calls as JSON, which the action already shows.
+    let raw = if raw.trim_start().starts_with('[') && kind != "unparsed" {
+        String::new()
+    } else {
+        raw
+    };
     StepView {
-        ask: action_type == "ask_user",
-        step,
+        step: steps.get(0, r),
+        phase: steps.get(1, r),
+        kind,
+        failed: steps.get(5, r) == "error",
         action_type,
         arguments,
-        observation,
-        user_reply,
+        observation: shown,
+        observation_cut: total.saturating_sub(OBSERVATION_CHARS),
+        user_reply: steps.get(6, r),
+        raw,
     }
 }
 
-fn verdict_view(r: Vec<String>) -> VerdictView {
-    let [criterion_id, kind, mode, verdict, reason, failure_label]: [String; 6] =
-        r.try_into().unwrap_or_default();
+fn verdict_view(v: &ByEpisode, r: usize) -> VerdictView {
     VerdictView {
-        criterion_id,
-        kind,
-        mode,
-        verdict,
-        reason,
-        failure_label,
+        criterion_id: v.get(0, r),
+        kind: v.get(1, r),
+        mode: v.get(2, r),
+        verdict: v.get(3, r),
+        reason: v.get(4, r),
+        failure_label: v.get(5, r),
     }
 }
 
@@ -261,5 +389,39 @@ fn task_info(tasks: Option<&DataFrame>) -> PolarsResult<HashMap<String, (String,
                 ),
             ))
         })
+        .collect())
+}
+
+/// Variants whose episodes cover fewer tasks than the task set (a `--tasks`, `--sample` or
+/// `--limit` run): `(variant, tasks played, tasks in the set)`.
+pub fn coverage(
+    episodes: &DataFrame,
+    tasks: Option<&DataFrame>,
+) -> PolarsResult<Vec<(String, usize, usize)>> {
+    let Some(tasks) = tasks else {
+        return Ok(Vec::new());
+    };
+    let all: BTreeSet<String> = text_column(tasks, "task_id")?
+        .into_iter()
+        .flatten()
+        .collect();
+    let variant = text_column(episodes, "variant")?;
+    let task = text_column(episodes, "task_id")?;
+    let mut played: Vec<(String, BTreeSet<String>)> = Vec::new();
+    for (v, t) in variant.into_iter().zip(task) {
+        let (v, Some(t)) = (v.unwrap_or_default(), t) else {
+            continue;
+        };
+        match played.iter_mut().find(|(x, _)| *x == v) {
+            Some((_, set)) => {
+                set.insert(t);
+            }
+            None => played.push((v, BTreeSet::from([t]))),
+        }
+    }
+    Ok(played
+        .into_iter()
+        .map(|(v, set)| (v, set.intersection(&all).count(), all.len()))
+        .filter(|(_, n, total)| n < total)
         .collect())
 }

@@ -1,12 +1,34 @@
 //! The report's plots from the aggregate tables: Figure 2 (perturbation subset minus overall),
-//! Figure 3 (failure labels) and Figure 4 (personalization against history top-k).
+//! Figure 3 (failure labels) and Figure 4 (personalization against history top-k). Each is an
+//! SVG drawing plus an HTML legend: every variant keeps its colour ([`super::palette`]) across
+//! figures, and names wrap in the legend instead of being cut at the drawing's edge.
 
 use std::collections::BTreeMap;
 
 use polars::prelude::*;
+use serde::Serialize;
 
-use super::svg::{bars, lines, Series};
+use super::palette::color_of;
+use super::svg::{bars, lines, Bar, Series};
 use super::text_column;
+
+/// One figure: the drawing and who each colour is.
+#[derive(Debug, Clone, Serialize)]
+pub struct Figure {
+    /// The SVG drawing.
+    pub svg: String,
+    /// The colours in it, in order.
+    pub legend: Vec<LegendEntry>,
+}
+
+/// One legend line.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LegendEntry {
+    /// The variant (or series).
+    pub name: String,
+    /// Its colour.
+    pub color: String,
+}
 
 fn floats(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<f64>>> {
     match df.column(name) {
@@ -22,50 +44,107 @@ fn texts(df: &DataFrame, name: &str) -> PolarsResult<Vec<String>> {
         .collect())
 }
 
-/// Figure 2: `delta` of `metric` per variant × perturbation (the `none` subset left out).
-pub fn perturbation_deltas(perturbations: &DataFrame, metric: &str) -> PolarsResult<String> {
+/// The legend of the variants that occur in `present`, in palette order.
+fn legend(variants: &[String], present: &[&String]) -> Vec<LegendEntry> {
+    let mut out: Vec<LegendEntry> = variants
+        .iter()
+        .filter(|v| present.contains(v))
+        .map(|v| LegendEntry {
+            name: v.clone(),
+            color: color_of(variants, v),
+        })
+        .collect();
+    for v in present {
+        if !variants.contains(v) && !out.iter().any(|e| &e.name == *v) {
+            out.push(LegendEntry {
+                name: (*v).clone(),
+                color: color_of(variants, v),
+            });
+        }
+    }
+    out
+}
+
+/// Figure 2: `delta` of `metric` per perturbation subset (the `none` subset left out), one
+/// bar per variant in each. `variants` orders and colours them.
+pub fn perturbation_deltas(
+    perturbations: &DataFrame,
+    metric: &str,
+    variants: &[String],
+) -> PolarsResult<Figure> {
     let (variant, subset, m) = (
         texts(perturbations, "variant")?,
         texts(perturbations, "perturbation")?,
         texts(perturbations, "metric")?,
     );
     let delta = floats(perturbations, "delta")?;
-    let items: Vec<(String, Option<f64>)> = (0..perturbations.height())
+    let rows: Vec<usize> = (0..perturbations.height())
         .filter(|&i| m[i] == metric && subset[i] != "none")
-        .map(|i| (format!("{} · {}", variant[i], subset[i]), delta[i]))
         .collect();
-    Ok(bars(
-        &format!("fig2-{metric}"),
-        &format!("Figure 2: {metric}, perturbation subset minus overall (pp)"),
-        &items,
-        true,
-        true,
-    ))
+    let mut groups: Vec<(String, Vec<Bar>)> = Vec::new();
+    for &i in &rows {
+        let bar = Bar {
+            color: color_of(variants, &variant[i]),
+            name: format!("{} · {}", variant[i], subset[i]),
+            value: delta[i],
+            note: String::new(),
+        };
+        match groups.iter_mut().find(|(g, _)| *g == subset[i]) {
+            Some((_, bars)) => bars.push(bar),
+            None => groups.push((subset[i].clone(), vec![bar])),
+        }
+    }
+    let present: Vec<&String> = rows.iter().map(|&i| &variant[i]).collect();
+    Ok(Figure {
+        svg: bars(
+            &format!("fig2-{metric}"),
+            &format!("Figure 2: {metric}, perturbation subset minus overall (pp)"),
+            &groups,
+            true,
+            true,
+        ),
+        legend: legend(variants, &present),
+    })
 }
 
-/// Figure 3: failed criteria by failure label, per variant and judge mode (shares).
-pub fn failure_bars(failure_labels: &DataFrame) -> PolarsResult<String> {
+/// Figure 3: failed criteria by failure label (shares), one bar per variant in each label;
+/// when the judge modes differ, each bar says which (`rule`, `llm`).
+pub fn failure_bars(failure_labels: &DataFrame, variants: &[String]) -> PolarsResult<Figure> {
     let (variant, mode, label) = (
         texts(failure_labels, "variant")?,
         texts(failure_labels, "mode")?,
         texts(failure_labels, "failure_label")?,
     );
     let share = floats(failure_labels, "share")?;
-    let items: Vec<(String, Option<f64>)> = (0..failure_labels.height())
-        .map(|i| {
-            (
-                format!("{} · {} · {}", variant[i], mode[i], label[i]),
-                share[i],
-            )
-        })
-        .collect();
-    Ok(bars(
-        "fig3-failures",
-        "Figure 3: failure labels (share of failed criteria)",
-        &items,
-        true,
-        false,
-    ))
+    let modes: std::collections::BTreeSet<&String> = mode.iter().collect();
+    let mut groups: Vec<(String, Vec<Bar>)> = Vec::new();
+    for i in 0..failure_labels.height() {
+        let bar = Bar {
+            color: color_of(variants, &variant[i]),
+            name: format!("{} · {} · {}", variant[i], mode[i], label[i]),
+            value: share[i],
+            note: if modes.len() > 1 {
+                mode[i].clone()
+            } else {
+                String::new()
+            },
+        };
+        match groups.iter_mut().find(|(g, _)| *g == label[i]) {
+            Some((_, bars)) => bars.push(bar),
+            None => groups.push((label[i].clone(), vec![bar])),
+        }
+    }
+    let present: Vec<&String> = variant.iter().collect();
+    Ok(Figure {
+        svg: bars(
+            "fig3-failures",
+            "Figure 3: failure labels (share of the variant's failed criteria)",
+            &groups,
+            true,
+            false,
+        ),
+        legend: legend(variants, &present),
+    })
 }
 
 /// The series a variant belongs to on the history curve: its name without the `history=…`
@@ -83,8 +162,9 @@ pub fn series_name(variant: &str) -> String {
     }
 }
 
-/// Figure 4: `metric` against history exposure (top-k ascending, `all` last).
-pub fn history_curve(curve: &DataFrame, metric: &str) -> PolarsResult<String> {
+/// Figure 4: `metric` against history exposure (top-k ascending, `all` last), one line per
+/// series, coloured like the first of its variants.
+pub fn history_curve(curve: &DataFrame, metric: &str, variants: &[String]) -> PolarsResult<Figure> {
     let (variant, m, exposure) = (
         texts(curve, "variant")?,
         texts(curve, "metric")?,
@@ -122,20 +202,22 @@ pub fn history_curve(curve: &DataFrame, metric: &str) -> PolarsResult<String> {
             }
         }
     };
-    let mut series: BTreeMap<String, Vec<(usize, f64)>> = BTreeMap::new();
+    let mut series: BTreeMap<String, (String, Vec<(usize, f64)>)> = BTreeMap::new();
     for &i in &rows {
         if let Some(v) = value[i] {
+            let first_color = || color_of(variants, &variant[i]);
             series
                 .entry(series_name(&variant[i]))
-                .or_default()
+                .or_insert_with(|| (first_color(), Vec::new()))
+                .1
                 .push((x_of(i), v));
         }
     }
     let series: Vec<Series> = series
         .into_iter()
-        .map(|(name, mut pts)| {
+        .map(|(name, (color, mut pts))| {
             pts.sort_by_key(|p| p.0);
-            (name, pts)
+            (name, color, pts)
         })
         .collect();
     let labels: Vec<String> = ks
@@ -149,10 +231,19 @@ pub fn history_curve(curve: &DataFrame, metric: &str) -> PolarsResult<String> {
         })
         .chain(others)
         .collect();
-    Ok(lines(
-        &format!("fig4-{metric}"),
-        &format!("Figure 4: {metric} against history exposure"),
-        &labels,
-        &series,
-    ))
+    Ok(Figure {
+        legend: series
+            .iter()
+            .map(|(name, color, _)| LegendEntry {
+                name: name.clone(),
+                color: color.clone(),
+            })
+            .collect(),
+        svg: lines(
+            &format!("fig4-{metric}"),
+            &format!("Figure 4: {metric} against history exposure"),
+            &labels,
+            &series,
+        ),
+    })
 }

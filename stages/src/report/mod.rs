@@ -5,6 +5,7 @@
 
 pub mod drilldown;
 pub mod figures;
+pub mod palette;
 pub mod svg;
 
 use polars::prelude::*;
@@ -80,9 +81,37 @@ pub fn table_view(df: &DataFrame) -> PolarsResult<TableView> {
     Ok(TableView { columns, rows })
 }
 
-/// Table 1 pivoted for reading: one row per metric, one column per variant, cells
-/// `value [ci_low, ci_high]` from the `display` column.
-pub fn table1_view(table1: &DataFrame) -> PolarsResult<TableView> {
+/// One cell of Table 1: the value as shown (`61.5%`, `n/a`) and what qualifies it (the 95%
+/// interval and the tasks behind it).
+#[derive(Debug, Clone, Serialize, Default, PartialEq)]
+pub struct Table1Cell {
+    /// The value, e.g. `61.5%` (`n/a` when undefined).
+    pub value: String,
+    /// `[53.1, 70.0] n=130, 100 templates`; empty for the `agent` and `judge` rows.
+    pub detail: String,
+}
+
+/// One row of Table 1: a metric (or `agent`, `judge`) and one cell per variant.
+#[derive(Debug, Clone, Serialize)]
+pub struct Table1Row {
+    /// The metric.
+    pub metric: String,
+    /// Cells, in variant order.
+    pub cells: Vec<Table1Cell>,
+}
+
+/// Table 1 pivoted for reading: metrics down, one column per variant (in first-appearance
+/// order), then the rows saying who played each column and which judge scored it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Table1Grid {
+    /// The variants, one per column (`(unswept)` for the empty name).
+    pub variants: Vec<String>,
+    /// The rows.
+    pub rows: Vec<Table1Row>,
+}
+
+/// [`Table1Grid`] from a `table1` frame.
+pub fn table1_grid(table1: &DataFrame) -> PolarsResult<Table1Grid> {
     let variant = text_column(table1, "variant")?;
     let metric = text_column(table1, "metric")?;
     let display = text_column(table1, "display")?;
@@ -90,63 +119,110 @@ pub fn table1_view(table1: &DataFrame) -> PolarsResult<TableView> {
     let templates = text_column(table1, "templates").ok();
     let mut variants: Vec<String> = Vec::new();
     let mut metrics: Vec<String> = Vec::new();
+    let mut at: std::collections::HashMap<(String, String), usize> = Default::default();
     for i in 0..table1.height() {
         let (v, m) = (
             variant[i].clone().unwrap_or_default(),
             metric[i].clone().unwrap_or_default(),
         );
         if !variants.contains(&v) {
-            variants.push(v);
+            variants.push(v.clone());
         }
         if !metrics.contains(&m) {
-            metrics.push(m);
+            metrics.push(m.clone());
         }
+        at.entry((v, m)).or_insert(i);
     }
-    let cell = |v: &str, m: &str| -> String {
-        (0..table1.height())
-            .find(|&i| variant[i].as_deref() == Some(v) && metric[i].as_deref() == Some(m))
-            .map(|i| {
-                let shown = display[i].clone().unwrap_or_else(|| "n/a".into());
-                let n = n[i].clone().unwrap_or_default();
-                match templates.as_ref().and_then(|t| t[i].clone()) {
-                    Some(t) => format!("{shown} (n={n}, {t} templates)"),
-                    None => format!("{shown} (n={n})"),
-                }
-            })
-            .unwrap_or_else(|| "n/a".into())
-    };
-    let mut columns = vec!["metric".to_string()];
-    columns.extend(variants.iter().map(|v| {
-        if v.is_empty() {
-            "(unswept)".into()
-        } else {
-            v.clone()
+    let cell = |v: &str, m: &str| -> Table1Cell {
+        let Some(&i) = at.get(&(v.to_string(), m.to_string())) else {
+            return Table1Cell {
+                value: "n/a".into(),
+                detail: String::new(),
+            };
+        };
+        let shown = display[i].clone().unwrap_or_else(|| "n/a".into());
+        let (value, ci) = match shown.split_once(" [") {
+            Some((value, rest)) => (value.to_string(), format!("[{rest}")),
+            None => (shown, String::new()),
+        };
+        let n = n[i].clone().unwrap_or_default();
+        let tasks = match templates.as_ref().and_then(|t| t[i].clone()) {
+            Some(t) => format!("n={n}, {t} templates"),
+            None => format!("n={n}"),
+        };
+        Table1Cell {
+            value,
+            detail: [ci, tasks]
+                .into_iter()
+                .filter(|s| !s.is_empty())
+                .collect::<Vec<_>>()
+                .join(" "),
         }
-    }));
-    let mut rows: Vec<Vec<String>> = metrics
+    };
+    let mut rows: Vec<Table1Row> = metrics
         .iter()
-        .map(|m| {
-            std::iter::once(m.clone())
-                .chain(variants.iter().map(|v| cell(v, m)))
+        .map(|m| Table1Row {
+            metric: m.clone(),
+            cells: variants.iter().map(|v| cell(v, m)).collect(),
+        })
+        .collect();
+    // The last rows say who played each column (the provider's model id of a model) and which
+    // judge produced its numbers.
+    for label in ["agent", "judge"] {
+        if !table1.schema().contains(label) {
+            continue;
+        }
+        let values = text_column(table1, label)?;
+        let of = |v: &str| {
+            let value = (0..table1.height())
+                .find(|&i| variant[i].as_deref() == Some(v))
+                .and_then(|i| values[i].clone())
+                .unwrap_or_else(|| "n/a".into());
+            Table1Cell {
+                value,
+                detail: String::new(),
+            }
+        };
+        rows.push(Table1Row {
+            metric: label.to_string(),
+            cells: variants.iter().map(|v| of(v)).collect(),
+        });
+    }
+    let variants = variants
+        .into_iter()
+        .map(|v| if v.is_empty() { "(unswept)".into() } else { v })
+        .collect();
+    Ok(Table1Grid { variants, rows })
+}
+
+/// Table 1 pivoted for reading as text: one row per metric, one column per variant, cells
+/// `value [ci_low, ci_high] (n=…, … templates)`.
+pub fn table1_view(table1: &DataFrame) -> PolarsResult<TableView> {
+    let grid = table1_grid(table1)?;
+    let mut columns = vec!["metric".to_string()];
+    columns.extend(grid.variants);
+    let rows = grid
+        .rows
+        .into_iter()
+        .map(|row| {
+            std::iter::once(row.metric)
+                .chain(row.cells.into_iter().map(text_cell))
                 .collect()
         })
         .collect();
-    // The last row says which judge produced each column's numbers.
-    if table1.schema().contains("judge") {
-        let judge = text_column(table1, "judge")?;
-        let of = |v: &str| {
-            (0..table1.height())
-                .find(|&i| variant[i].as_deref() == Some(v))
-                .and_then(|i| judge[i].clone())
-                .unwrap_or_else(|| "n/a".into())
-        };
-        rows.push(
-            std::iter::once("judge".to_string())
-                .chain(variants.iter().map(|v| of(v)))
-                .collect(),
-        );
-    }
     Ok(TableView { columns, rows })
+}
+
+/// A Table 1 cell as one line: `61.5% [53.1, 70.0] (n=130, 100 templates)`.
+fn text_cell(cell: Table1Cell) -> String {
+    if cell.detail.is_empty() {
+        return cell.value;
+    }
+    match cell.detail.split_once(" n=") {
+        Some((ci, tasks)) => format!("{} {ci} (n={tasks})", cell.value),
+        None if cell.detail.starts_with("n=") => format!("{} ({})", cell.value, cell.detail),
+        None => format!("{} {}", cell.value, cell.detail),
+    }
 }
 
 /// A table view as aligned plain text, for terminals.

@@ -35,6 +35,8 @@ pub struct LlmFactory<'a> {
     prompts: Prompts,
     /// Where the agent's calls are counted (role `agent`).
     usage: Option<&'a prefflow_engine::usage::UsageMeter>,
+    /// The last [`Stable`] prompt part rendered (shared by the episodes showing its history).
+    stable: std::sync::Mutex<Option<Arc<Stable>>>,
     /// The flow its calls form in the endpoint's fair queue (the stage instance).
     flow: String,
 }
@@ -72,6 +74,16 @@ impl<'a> LlmFactory<'a> {
         prompts_dir: &str,
     ) -> Result<Self, StageError> {
         check_endpoint(&config, offline)?;
+        Self::unchecked(config, cache, offline, workdir, prompts_dir)
+    }
+
+    fn unchecked(
+        config: LlmConfig,
+        cache: &'a dyn Store,
+        offline: bool,
+        workdir: &std::path::Path,
+        prompts_dir: &str,
+    ) -> Result<Self, StageError> {
         let prompts = Prompts::load(workdir, prompts_dir, &prompts::AGENT_TEMPLATES)?;
         Ok(Self {
             config,
@@ -80,8 +92,27 @@ impl<'a> LlmFactory<'a> {
             offline,
             prompts,
             usage: None,
+            stable: std::sync::Mutex::new(None),
             flow: String::new(),
         })
+    }
+
+    /// The factory as `plan` uses it to build the requests an episode opens with: the same
+    /// prompts and tool offer as a run, without the endpoint check (nothing is sent, and a
+    /// missing key is the run's error, not the estimate's).
+    pub fn for_plan(
+        params: &RunEpisodesParams,
+        cache: &'a dyn Store,
+        workdir: &std::path::Path,
+    ) -> Result<Self, StageError> {
+        let config = params.llm.clone().ok_or_else(|| {
+            StageError::Input(
+                "agent `llm` needs `llm: { model, base_url or base_url_env }` in params".into(),
+            )
+        })?;
+        let mut factory = Self::unchecked(config, cache, true, workdir, &params.prompts)?;
+        factory.max_tools = params.max_tools;
+        Ok(factory)
     }
 }
 
@@ -118,7 +149,13 @@ impl AgentFactory for LlmFactory<'_> {
     }
 
     fn make<'b>(&'b self, task: &'b TaskBundle, seed: u64) -> Box<dyn Agent + 'b> {
-        Box::new(LlmAgent {
+        Box::new(self.agent(task, seed))
+    }
+}
+
+impl<'a> LlmFactory<'a> {
+    fn agent<'b>(&'b self, task: &'b TaskBundle, seed: u64) -> LlmAgent<'b> {
+        LlmAgent {
             factory: self,
             task,
             config: episode_config(&self.config, seed),
@@ -132,7 +169,42 @@ impl AgentFactory for LlmFactory<'_> {
             awaiting: None,
             queued: VecDeque::new(),
             calls: 0,
-        })
+        }
+    }
+
+    /// The requests an episode of `task` opens with, exactly as the agent sends them: the
+    /// clarification request first when `clarify` is set, then the first act-phase request
+    /// (system prompt, task message and offered tools rendered from `brief`). `plan` counts
+    /// their tokens; nothing is sent.
+    pub fn first_requests(
+        &self,
+        task: &TaskBundle,
+        brief: &Brief<'_>,
+        seed: u64,
+        clarify: bool,
+    ) -> Result<Vec<ChatRequest>, AgentError> {
+        let mut agent = self.agent(task, seed);
+        let mut out = Vec::new();
+        if clarify {
+            agent.adopt(brief);
+            out.push(agent.clarify_request(brief)?);
+        }
+        agent.start(brief, &[])?;
+        out.push(agent.request());
+        Ok(out)
+    }
+
+    /// The configuration episodes call (before each episode's own sampling seed).
+    pub fn config(&self) -> &LlmConfig {
+        &self.config
+    }
+
+    /// The record/replay key of `request` sent by the episode with `seed` and `epoch`, or
+    /// `None` when the endpoint cannot be resolved here (no variable set).
+    pub fn cache_key(&self, request: &ChatRequest, seed: u64, epoch: u32) -> Option<String> {
+        LlmClient::new(episode_config(&self.config, seed), self.cache, true)
+            .ok()
+            .map(|c| c.cache_key(request, epoch))
     }
 }
 
@@ -177,12 +249,10 @@ impl<'a> LlmAgent<'a> {
         }
     }
 
-    fn system_prompt(&self, context: &minijinja::Value) -> Result<String, AgentError> {
-        let name = match self.space {
-            ActionSpace::Tools => prompts::AGENT_TOOLS,
-            ActionSpace::Gui => prompts::AGENT_GUI,
-        };
-        self.factory.prompts.render(name, context)
+    /// The system prompt and the converted history of an episode with this brief (see
+    /// [`LlmFactory::stable`]).
+    fn stable(&self, brief: &Brief<'_>) -> Result<Arc<Stable>, AgentError> {
+        self.factory.stable(brief)
     }
 
     fn observation_message(&mut self, obs: &Observation) -> Result<ChatMessage, AgentError> {
@@ -256,9 +326,10 @@ impl Agent for LlmAgent<'_> {
 
     fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError> {
         self.adopt(brief);
-        let context = context(brief, clarifications, &self.tools);
+        let stable = self.stable(brief)?;
+        let context = context(brief, clarifications, &self.tools, &stable.history);
         self.messages = vec![
-            ChatMessage::new("system", self.system_prompt(&context)?),
+            ChatMessage::new("system", stable.system.clone()),
             ChatMessage::new(
                 "user",
                 self.factory.prompts.render(prompts::AGENT_TASK, &context)?,
@@ -274,13 +345,13 @@ impl Agent for LlmAgent<'_> {
 }
 
 impl LlmAgent<'_> {
-    /// The clarification turn: one JSON-mode request for the questions to ask first.
-    async fn ask_questions(&mut self, brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
-        self.adopt(brief);
-        let context = context(brief, &[], &self.tools);
-        let request = ChatRequest {
+    /// The clarification request: one JSON-mode request for the questions to ask first.
+    fn clarify_request(&self, brief: &Brief<'_>) -> Result<ChatRequest, AgentError> {
+        let stable = self.stable(brief)?;
+        let context = context(brief, &[], &self.tools, &stable.history);
+        Ok(ChatRequest {
             messages: vec![
-                ChatMessage::new("system", self.system_prompt(&context)?),
+                ChatMessage::new("system", stable.system.clone()),
                 ChatMessage::new(
                     "user",
                     self.factory.prompts.render(prompts::CLARIFY, &context)?,
@@ -288,7 +359,13 @@ impl LlmAgent<'_> {
             ],
             tools: Vec::new(),
             json_mode: true,
-        };
+        })
+    }
+
+    /// The clarification turn.
+    async fn ask_questions(&mut self, brief: &Brief<'_>) -> Result<Turn<Vec<String>>, AgentError> {
+        self.adopt(brief);
+        let request = self.clarify_request(brief)?;
         let reply = self.chat(&request).await?;
         let text = reply.content.unwrap_or_default();
         Ok(Turn {
@@ -312,11 +389,7 @@ impl LlmAgent<'_> {
                 usage: Default::default(),
             });
         }
-        let request = ChatRequest {
-            messages: self.messages.clone(),
-            tools: self.functions.clone(),
-            json_mode: self.space == ActionSpace::Gui,
-        };
+        let request = self.request();
         let reply = self.chat(&request).await?;
         Ok(match self.space {
             ActionSpace::Tools => self.take_tool_reply(reply),
@@ -326,6 +399,15 @@ impl LlmAgent<'_> {
 }
 
 impl LlmAgent<'_> {
+    /// The act-phase request of this turn: the transcript so far and the offered functions.
+    fn request(&self) -> ChatRequest {
+        ChatRequest {
+            messages: self.messages.clone(),
+            tools: self.functions.clone(),
+            json_mode: self.space == ActionSpace::Gui,
+        }
+    }
+
     /// Takes the episode's space, tools and epoch from the brief.
     fn adopt(&mut self, brief: &Brief<'_>) {
         self.space = brief.space;
@@ -338,15 +420,39 @@ impl LlmAgent<'_> {
     }
 }
 
-/// The template variables every agent prompt sees (see datasets/prompts/README.md), converted
-/// for the template engine once and rendered into both the system and the task prompt.
-fn context(
-    brief: &Brief<'_>,
-    clarifications: &[AskRecord],
-    offered: &Arc<[ToolSpec]>,
-) -> minijinja::Value {
-    let history: Vec<Value> = brief
-        .history
+/// The part of an episode's prompt that is the same for every task showing the same history
+/// and for every turn: the system prompt (rendered from `space` and `history` only, with the
+/// activity log in it) — the prefix providers cache — and the history converted for templates.
+pub struct Stable {
+    key: String,
+    /// The rendered system prompt.
+    pub system: String,
+    history: minijinja::Value,
+}
+
+/// What identifies a [`Stable`]: the action space and every shown event (id, time, text).
+fn stable_key(brief: &Brief<'_>) -> String {
+    let mut h = blake3::Hasher::new();
+    h.update(match brief.space {
+        ActionSpace::Tools => b"tools",
+        ActionSpace::Gui => b"gui",
+    });
+    for e in brief.history {
+        for part in [
+            e.event_id.as_bytes(),
+            e.time.to_string().as_bytes(),
+            e.text.as_bytes(),
+        ] {
+            h.update(&(part.len() as u64).to_le_bytes());
+            h.update(part);
+        }
+    }
+    h.finalize().to_hex().to_string()
+}
+
+/// The shown history as the templates' `history` variable.
+fn history_value(history: &[&crate::world::history::HistoryEvent]) -> minijinja::Value {
+    let history: Vec<Value> = history
         .iter()
         .map(|e| {
             json!({
@@ -355,6 +461,47 @@ fn context(
             })
         })
         .collect();
+    minijinja::Value::from_serialize(history)
+}
+
+impl LlmFactory<'_> {
+    /// The [`Stable`] part of an episode with this brief. Every episode of a `history: all`
+    /// stage shares one, so it is rendered once and kept (the last one seen).
+    fn stable(&self, brief: &Brief<'_>) -> Result<Arc<Stable>, AgentError> {
+        let key = stable_key(brief);
+        let mut last = self.stable.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(kept) = last.as_ref().filter(|s| s.key == key) {
+            return Ok(kept.clone());
+        }
+        let history = history_value(brief.history);
+        let template = match brief.space {
+            ActionSpace::Tools => prompts::AGENT_TOOLS,
+            ActionSpace::Gui => prompts::AGENT_GUI,
+        };
+        let context = minijinja::context! {
+            space => match brief.space { ActionSpace::Tools => "tools", ActionSpace::Gui => "gui" },
+            history => history.clone(),
+        };
+        let system = self.prompts.render(template, &context)?;
+        let made = Arc::new(Stable {
+            key,
+            system,
+            history,
+        });
+        *last = Some(made.clone());
+        Ok(made)
+    }
+}
+
+/// The template variables of the task message and the clarification request (see
+/// datasets/prompts/README.md), converted for the template engine once per episode.
+fn context(
+    brief: &Brief<'_>,
+    clarifications: &[AskRecord],
+    offered: &Arc<[ToolSpec]>,
+    history: &minijinja::Value,
+) -> minijinja::Value {
+    let history = history.clone();
     let clarifications: Vec<Value> = clarifications
         .iter()
         .map(|c| json!({ "question": c.question, "reply": c.reply }))
@@ -555,7 +702,7 @@ mod tests {
                 indexes: &Default::default(),
             };
             prompts
-                .render("t.j2", &context(&brief, &[], tools))
+                .render("t.j2", &context(&brief, &[], tools, &history_value(&[])))
                 .unwrap()
         };
         let a: Arc<[ToolSpec]> = Arc::new([spec("notes.create_note")]);
@@ -607,11 +754,8 @@ mod tests {
                 "clarifications": [{ "question": "Which day?", "reply": "Friday" }],
                 "tools": tools.iter().map(|t| json!({ "name": t.name, "description": t.description })).collect::<Vec<_>>(),
             });
-            let converted = context(&brief, &answered, &tools);
-            for name in prompts::AGENT_TEMPLATES {
-                if name == prompts::AGENT_OBSERVATION {
-                    continue;
-                }
+            let converted = context(&brief, &answered, &tools, &history_value(&history));
+            for name in [prompts::AGENT_TASK, prompts::CLARIFY] {
                 assert_eq!(
                     prompts.render(name, &converted).unwrap(),
                     prompts.render(name, &plain).unwrap(),
@@ -619,6 +763,60 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Providers cache a prompt's prefix: the first message (system prompt with the activity
+    /// log) must be byte-identical whatever the task, its clock, its first screen, its offered
+    /// tools or its clarifications, and the task's own text must come after it.
+    #[test]
+    fn the_stable_prefix_comes_first_and_is_the_same_for_every_task() {
+        let world = crate::tasks::testkit::world();
+        let bundles = crate::tasks::testkit::candidates();
+        let dir = tempfile::tempdir().unwrap();
+        let store = prefflow_engine::store::FsStore::new(dir.path());
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+        let config: LlmConfig =
+            serde_json::from_value(json!({ "base_url": "http://127.0.0.1:9/v1", "model": "m" }))
+                .unwrap();
+        let factory =
+            LlmFactory::from_parts(config, &store, true, &root, "datasets/prompts").unwrap();
+        let history: Vec<&crate::world::history::HistoryEvent> = world.history.iter().collect();
+        let all_tools = world.tools();
+        let few: Arc<[ToolSpec]> = all_tools.iter().take(5).cloned().collect();
+        let first = |i: usize, now: &str, screen: &str, tools: &Arc<[ToolSpec]>, clarify: bool| {
+            let observation = Observation::ok(screen);
+            let brief = Brief {
+                instruction: &bundles[i].task.instruction,
+                space: ActionSpace::Tools,
+                tools,
+                history: &history,
+                now,
+                observation: &observation,
+                epoch: 0,
+                indexes: &Default::default(),
+            };
+            factory
+                .first_requests(&bundles[i], &brief, 7, clarify)
+                .unwrap()
+        };
+        let a = first(0, "2025-10-02T17:30:00", "Home", &all_tools, false);
+        let b = first(5, "2025-11-20T08:00:00", "Other screen", &few, true);
+        let system = |r: &ChatRequest| r.messages[0].content.clone().unwrap();
+        assert_eq!(system(&a[0]), system(&b[0]), "clarification request");
+        assert_eq!(system(&a[0]), system(&b[1]), "act phase");
+        let log = &history[history.len() / 2].text;
+        assert!(
+            system(&a[0]).contains(log.as_str()),
+            "the log is in the system prompt"
+        );
+        let task = a[0].messages[1].content.clone().unwrap();
+        assert!(task.starts_with("Request: "), "{task}");
+        assert!(!task.contains(log.as_str()), "and only there");
+        // The serialized request begins with the same bytes up to the end of the system prompt.
+        let body = |r: &ChatRequest| serde_json::to_string(&r.messages).unwrap();
+        let (x, y) = (body(&a[0]), body(&b[1]));
+        let shared = x.bytes().zip(y.bytes()).take_while(|(p, q)| p == q).count();
+        assert!(shared > system(&a[0]).len(), "{shared} shared bytes");
     }
 
     #[test]

@@ -33,7 +33,7 @@ impl<'a> LlmUser<'a> {
         bundle: &'a TaskBundle,
         epoch: u32,
     ) -> Result<Self, AgentError> {
-        let system = prompts.render(prompts::USER_SYSTEM, &context(persona, bundle))?;
+        let system = system_prompt(&prompts, persona, bundle)?;
         Ok(Self {
             client,
             prompts,
@@ -77,6 +77,16 @@ impl LlmUser<'_> {
             usage: reply.usage,
         })
     }
+}
+
+/// The simulated user's system prompt for `bundle`'s task (its first message): what `plan`
+/// counts and what the simulator sends.
+pub fn system_prompt(
+    prompts: &Prompts,
+    persona: &Persona,
+    bundle: &TaskBundle,
+) -> Result<String, AgentError> {
+    prompts.render(prompts::USER_SYSTEM, &context(persona, bundle))
 }
 
 /// What an ask-only value is, as one sentence the simulated user can act on: the slot's

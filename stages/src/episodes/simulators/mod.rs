@@ -5,7 +5,7 @@ mod llm;
 use prefflow_engine::StageError;
 use serde::{Deserialize, Serialize};
 
-pub use llm::LlmUser;
+pub use llm::{system_prompt, LlmUser};
 
 use super::agents::llm::{check_endpoint, episode_config, prefix};
 use super::prompts::{self, Prompts};
@@ -27,6 +27,15 @@ pub enum SimulatorName {
     Llm,
 }
 
+/// The model that plays the user (simulator `llm`): the simulator's own, else the agent's.
+/// `None` for the scripted user, or when no model is configured.
+pub fn user_config(params: &RunEpisodesParams) -> Option<&crate::llm::LlmConfig> {
+    if params.simulator != SimulatorName::Llm {
+        return None;
+    }
+    params.user_llm.as_ref().or(params.llm.as_ref())
+}
+
 /// The simulator for one episode (`epoch` keeps repeats distinct recorded requests).
 pub fn make<'a>(
     params: &'a RunEpisodesParams,
@@ -40,8 +49,7 @@ pub fn make<'a>(
         SimulatorName::Scripted => Ok(Box::new(ScriptedUser::for_task(bundle, &world.catalog))),
         SimulatorName::Llm => {
             let input = |m: String| StageError::Input(format!("stage `{}`: {m}", access.stage));
-            // The simulator's own model, else the agent's.
-            let config = params.user_llm.as_ref().or(params.llm.as_ref()).ok_or_else(|| {
+            let config = user_config(params).ok_or_else(|| {
                 input("simulator `llm` needs `user_llm: { model, base_url or base_url_env }` (or `llm`) in params".into())
             })?;
             check_endpoint(config, access.offline).map_err(|e| prefix(access.stage, e))?;
