@@ -573,7 +573,9 @@ fn iprefbench_on_slurm_over_s3_gives_the_same_bytes_as_a_local_run() {
     assert!(!cluster.store().exists(), "a local store was written");
     let jobs = s3.store.list("cluster/jobs").expect("list");
     let count = |suffix: &str| jobs.iter().filter(|k| k.ends_with(suffix)).count();
-    assert_eq!(count("submissions.json"), 5, "{jobs:?}");
+    // One per per-item instance with items: validated, two episodes, two judged, the labelled
+    // episodes and their judge.
+    assert_eq!(count("submissions.json"), 7, "{jobs:?}");
     // Every item was computed by an array task and marked for the coordinator's listing.
     let items = summary(&record, "items_executed");
     assert_eq!(items, summary(&local_record, "items_executed"));
