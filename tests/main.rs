@@ -32,6 +32,7 @@ mod store_s3;
 mod store_sharing;
 mod subsets;
 mod taskset;
+mod user_model;
 mod world_evidence;
 mod world_import;
 mod world_serve;
