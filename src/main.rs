@@ -25,6 +25,8 @@ use prefflow_engine::progress::ProgressMode;
 use prefflow_engine::record::{RunRecord, Status};
 use prefflow_engine::store::{Store, StoreLocation};
 use prefflow_engine::{Error, Registry};
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
 
 #[derive(Parser)]
 #[command(
@@ -186,6 +188,14 @@ enum Command {
         #[arg(long)]
         repair: bool,
     },
+    /// Make the --store directory shareable by a team: it and everything in it go to the
+    /// group, directories become 2775 (setgid) and files group-writable, and every later
+    /// write keeps those modes whatever the writer's umask (docs/store.md, "Permissions").
+    InitStore {
+        /// The group that shares the store (a name or a gid; default: the directory's group).
+        #[arg(long)]
+        group: Option<String>,
+    },
     /// Serve the simulated phone over HTTP/JSON (see README: "Serving the phone").
     ServeEnv(ServeArgs),
     /// Print the JSON Schema of the pipeline format.
@@ -310,6 +320,13 @@ struct ServeArgs {
     /// Seconds an episode may go without a request before it is closed.
     #[arg(long, default_value = "600")]
     episode_ttl_secs: u64,
+    /// Episodes one client (its X-Client-Id header, else its address) may have open at once
+    /// (default: half of --max-episodes, at least 1).
+    #[arg(long)]
+    max_episodes_per_client: Option<usize>,
+    /// At a cap, an episode idle this many seconds may be closed to make room for a new one.
+    #[arg(long, default_value = "30")]
+    evict_idle_secs: u64,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -381,11 +398,25 @@ fn init_logging(quiet: bool) {
             _ => tracing::Level::INFO,
         }
     };
+    // Libraries' own chatter (object_store logs every retry at info) shows only at debug:
+    // prefflow reports their failures itself, once per cause.
+    let libraries = match level {
+        tracing::Level::DEBUG | tracing::Level::TRACE => level,
+        _ => tracing::Level::WARN,
+    };
+    let targets = tracing_subscriber::filter::Targets::new()
+        .with_default(level)
+        .with_target("object_store", libraries)
+        .with_target("reqwest", libraries)
+        .with_target("hyper", libraries)
+        .with_target("hyper_util", libraries);
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_max_level(level)
         .with_target(false)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .finish()
+        .with(targets)
         .init();
 }
 
@@ -549,7 +580,17 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                     prefflow_stages::llm::budget::status,
                 ))),
             };
-            let report = exec::run(plan, store()?, &opts)?;
+            let local = opts.executor.is_none();
+            if local {
+                exec::interrupt::install();
+            }
+            let store = store()?;
+            let report = match exec::run(plan.clone(), store.clone(), &opts) {
+                Err(Error::NotWritable(why)) if local => {
+                    return read_only_run(&plan, store.as_ref(), &opts, why)
+                }
+                other => other?,
+            };
             if !cli.quiet {
                 print_summary(&report.record);
             } else {
@@ -558,7 +599,32 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
             if *report_peak_rss {
                 println!("peak_rss_kb: {}", bench::peak_rss_kb().unwrap_or(0));
             }
+            if let Some(sig) = exec::interrupt::interrupted() {
+                eprintln!(
+                    "interrupted by {}: the run record is written and committed items are kept; run the same command again to resume",
+                    exec::interrupt::name(sig)
+                );
+                return Ok(exec::interrupt::exit_code(sig) as u8);
+            }
             Ok(report.exit_code() as u8)
+        }
+        Command::InitStore { group } => {
+            let StoreLocation::Local(dir) = &location else {
+                return Err(Error::Usage(format!(
+                    "init-store prepares a store directory; {} is an object store, shared through its bucket policy and credentials (docs/store.md)",
+                    cli.store
+                ))
+                .into());
+            };
+            let r = prefflow_engine::store::team::init_shared(dir, group.as_deref())?;
+            println!(
+                "store {} is shared with group {}: directories 2775 (setgid), files 0664; {} of {} entries changed",
+                r.root.display(),
+                r.group.0,
+                r.changed,
+                r.entries
+            );
+            Ok(0)
         }
         Command::Bench {
             suite,
@@ -705,6 +771,9 @@ fn dispatch(cli: &Cli) -> anyhow::Result<u8> {
                     if *dry_run { "would remove" } else { "removed" }
                 );
             }
+            for line in &report.dropped {
+                println!("dropped lease: {line}");
+            }
             for line in &report.protected {
                 println!("protected: {line}");
             }
@@ -806,6 +875,10 @@ fn serve_env(a: &ServeArgs) -> anyhow::Result<()> {
             max_episode_bytes: a.max_episode_bytes,
             max_observation_bytes: a.max_observation_bytes,
             episode_ttl: Duration::from_secs(a.episode_ttl_secs),
+            max_episodes_per_client: a
+                .max_episodes_per_client
+                .unwrap_or((a.max_episodes / 2).max(1)),
+            evict_idle: Duration::from_secs(a.evict_idle_secs),
         },
         allow_remote: a.allow_remote,
         token,
@@ -832,7 +905,50 @@ fn serve_env(a: &ServeArgs) -> anyhow::Result<()> {
     })
 }
 
-/// Prints what `verify` found; the exit code is 1 when damage was found and left in place.
+/// A `run` on a store this user may not write (`why` says which path and how to fix it): when
+/// every selected stage is cached, the pipeline is up to date and nothing needs writing (exit
+/// 0, no run record); otherwise what would run is listed and the run refused (exit 2).
+fn read_only_run(
+    plan: &Plan,
+    store: &dyn Store,
+    opts: &RunOptions,
+    why: String,
+) -> anyhow::Result<u8> {
+    let lines = inspect::dry_run(plan, store, &opts.workdir, &opts.only)?;
+    let pending: Vec<&inspect::PlanLine> = lines
+        .iter()
+        .filter(|l| {
+            !matches!(
+                l.status,
+                PlanStatus::Hit { .. } | PlanStatus::NotSelected | PlanStatus::Disabled { .. }
+            )
+        })
+        .collect();
+    if pending.is_empty() {
+        for line in &lines {
+            if matches!(line.status, PlanStatus::Hit { .. }) {
+                println!("  {:<27} {}", "cached", line.label);
+            }
+        }
+        println!(
+            "pipeline {}: up to date ({} stages cached); the store {} is read-only for this process, so nothing was written",
+            plan.name,
+            lines.iter().filter(|l| matches!(l.status, PlanStatus::Hit { .. })).count(),
+            store.describe()
+        );
+        return Ok(0);
+    }
+    println!(
+        "pipeline {}: {} stage(s) would run:",
+        plan.name,
+        pending.len()
+    );
+    print_plan(&lines);
+    Err(Error::NotWritable(why).into())
+}
+
+/// Prints what `verify` found; the exit code is 1 unless the store is whole (see
+/// [`inspect::VerifyReport::whole`]).
 fn print_verify(r: &inspect::VerifyReport) -> u8 {
     let verb = if r.repaired { "quarantined" } else { "damaged" };
     for key in &r.damaged_blobs {
@@ -841,13 +957,16 @@ fn print_verify(r: &inspect::VerifyReport) -> u8 {
     for key in &r.unreadable_manifests {
         println!("{verb}: {key} (manifest cannot be decoded)");
     }
+    for key in &r.unreadable_records {
+        println!("{verb}: {key} (run record cannot be decoded; `show` and `plan` cannot use it)");
+    }
     for (manifest, blob) in &r.incomplete {
         println!("incomplete: {manifest} needs {blob}, which is missing or damaged (recomputed by the next run)");
     }
     for (referrer, key) in &r.dangling {
         println!("missing: {referrer} names {key} (recomputed by the next run)");
     }
-    let damage = r.damaged_blobs.len() + r.unreadable_manifests.len();
+    let damage = r.damaged_blobs.len() + r.unreadable_manifests.len() + r.unreadable_records.len();
     println!(
         "checked {} objects ({:.1} MiB): {damage} damaged, {} incomplete, {} missing",
         r.checked,
@@ -855,19 +974,20 @@ fn print_verify(r: &inspect::VerifyReport) -> u8 {
         r.incomplete.len(),
         r.dangling.len()
     );
-    match (damage, r.repaired) {
-        (0, _) => 0,
-        (_, true) => {
-            println!(
-                "damaged objects moved to quarantine/; run the pipeline again to recompute them"
-            );
-            0
-        }
-        (_, false) => {
-            println!("run `prefflow verify --repair` to quarantine them (the next run then recomputes them)");
-            1
-        }
+    if damage > 0 && r.repaired {
+        println!("damaged objects moved to quarantine/; run the pipeline again to recompute them");
+    } else if damage > 0 {
+        println!(
+            "run `prefflow verify --repair` to quarantine them (the next run then recomputes them)"
+        );
     }
+    if r.whole() {
+        return 0;
+    }
+    if !r.incomplete.is_empty() || !r.dangling.is_empty() {
+        println!("the store is incomplete: run the pipelines again to recompute what is missing");
+    }
+    1
 }
 
 fn most_recent_file(store: &dyn Store) -> anyhow::Result<PathBuf> {

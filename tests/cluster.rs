@@ -573,7 +573,9 @@ fn iprefbench_on_slurm_over_s3_gives_the_same_bytes_as_a_local_run() {
     assert!(!cluster.store().exists(), "a local store was written");
     let jobs = s3.store.list("cluster/jobs").expect("list");
     let count = |suffix: &str| jobs.iter().filter(|k| k.ends_with(suffix)).count();
-    assert_eq!(count("submissions.json"), 5, "{jobs:?}");
+    // One per per-item instance with items: validated, two episodes, two judged, the labelled
+    // episodes and their judge.
+    assert_eq!(count("submissions.json"), 7, "{jobs:?}");
     // Every item was computed by an array task and marked for the coordinator's listing.
     let items = summary(&record, "items_executed");
     assert_eq!(items, summary(&local_record, "items_executed"));
@@ -898,4 +900,131 @@ stages:
     let reports = job_objects(&store, "shard-0.json");
     assert_eq!(reports.len(), 1, "{reports:?}");
     assert_eq!(reports[0]["committed"], 1, "{reports:?}");
+}
+
+/// A pipeline of two per-item stages over 30 rows, each item its own array task at most.
+fn two_item_stages(ws: &Workspace) {
+    ws.write("data/rows.csv", &numbers_csv(30));
+    ws.write("p.yaml", &two_probe_stages("said", 0));
+}
+
+/// A partition Slurm does not know: the first submission is refused, the run stops there —
+/// one error row with sbatch's own message, exit 2, nothing else submitted — instead of one
+/// line per item of every stage.
+#[test]
+fn an_unknown_partition_is_said_once_and_stops_the_run() {
+    if !slurm_up("an_unknown_partition_is_said_once_and_stops_the_run") {
+        return;
+    }
+    let ws = Workspace::new();
+    two_item_stages(&ws);
+    ws.write(
+        "bad.yaml",
+        "partition: h27-no-such-partition\npoll_ms: 200\n",
+    );
+    let run = run_on_slurm(&ws, "p.yaml", "bad.yaml");
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        all.contains("sbatch refused the job of stage")
+            && all.contains("invalid partition")
+            && all.contains("partition, account"),
+        "{all}"
+    );
+    assert_eq!(all.matches("invalid partition").count(), 1, "{all}");
+    let record = ws.last_run("said");
+    assert_eq!(
+        record["errors"].as_array().map(Vec::len),
+        Some(1),
+        "{record}"
+    );
+    assert_eq!(record["errors"][0]["kind"], "input", "{record}");
+    let st = statuses(&record);
+    let failed = st.values().filter(|s| *s == "failed").count();
+    let skipped = st.values().filter(|s| *s == "skipped").count();
+    assert_eq!((failed, skipped), (1, 1), "{st:?}");
+    assert_eq!(ws.committed_items(), 0);
+}
+
+/// A `worker:` that does not exist here is a located configuration error before anything is
+/// submitted; one that exists here but cannot start on the node (a wrapper whose binary the
+/// node does not have) stops the stage at its first task: exit 2, the shell's message.
+#[test]
+fn a_worker_that_cannot_start_is_said_once() {
+    if !slurm_up("a_worker_that_cannot_start_is_said_once") {
+        return;
+    }
+    let ws = Workspace::new();
+    two_item_stages(&ws);
+    let partition = std::env::var("SLURM_TEST_PARTITION").unwrap_or_else(|_| "debug".into());
+    ws.write(
+        "missing.yaml",
+        &format!("partition: {partition}\npoll_ms: 200\nworker: /nonexistent/h27/prefflow\n"),
+    );
+    let run = run_on_slurm(&ws, "p.yaml", "missing.yaml");
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("missing.yaml:3:")
+            && run
+                .stderr
+                .contains("`worker: /nonexistent/h27/prefflow` cannot be run from here"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !ws.store().join("cluster").exists(),
+        "something was submitted"
+    );
+    // A wrapper the nodes run, exec'ing a binary no node has.
+    let wrapper = ws.path().join("node-prefflow");
+    std::fs::write(
+        &wrapper,
+        "#!/bin/sh\nexec /nonexistent/h27/prefflow \"$@\"\n",
+    )
+    .expect("write");
+    std::fs::set_permissions(
+        &wrapper,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .expect("chmod");
+    ws.write(
+        "wrapper.yaml",
+        &format!(
+            "partition: {partition}\npoll_ms: 200\nmax_array_size: 3\nworker: {}\n",
+            wrapper.display()
+        ),
+    );
+    let run = run_on_slurm(&ws, "p.yaml", "wrapper.yaml");
+    assert_eq!(run.code, 2, "{}\n{}", run.stdout, run.stderr);
+    let all = format!("{}{}", run.stdout, run.stderr);
+    assert!(
+        all.contains("could not start the worker")
+            && all.contains("exit 127")
+            && all.contains("not found"),
+        "{all}"
+    );
+    assert_eq!(
+        all.matches("could not start the worker").count(),
+        1,
+        "{all}"
+    );
+    let record = ws.last_run("said");
+    assert_eq!(
+        record["errors"].as_array().map(Vec::len),
+        Some(1),
+        "{record}"
+    );
+    assert_eq!(record["errors"][0]["kind"], "input", "{record}");
+    // Nothing of the stopped run is left queued or running.
+    let out = Command::new("squeue")
+        .args(["-h", "-o", "%j %T"])
+        .output()
+        .expect("squeue");
+    let queue = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        !queue
+            .lines()
+            .any(|l| l.starts_with("prefflow:a") || l.starts_with("prefflow:b")),
+        "{queue}"
+    );
 }

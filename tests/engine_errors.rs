@@ -244,3 +244,41 @@ mod declared_columns {
         );
     }
 }
+
+/// Mistakes found while running: a query naming a table it does not have lists the ones it
+/// has; `write_table` into an existing directory says so. Both are bad input (exit 2).
+#[test]
+fn an_unknown_sql_table_lists_the_tables_and_a_directory_target_is_named() {
+    let ws = Workspace::new();
+    ws.write("data/numbers.csv", &numbers_csv(3));
+    ws.write(
+        "q.yaml",
+        &format!("{GOOD_HEAD}  q:\n    kind: query\n    inputs: [source]\n    params: {{ sql: SELECT * FROM sourc }}\n"),
+    );
+    let out = ws
+        .cli(&["run", "q.yaml", "--progress", "none"])
+        .expect_code(2);
+    assert!(
+        out.stderr.contains("sourc")
+            && out
+                .stderr
+                .contains("the tables this query can use: source_table, source"),
+        "{}",
+        out.stderr
+    );
+    std::fs::create_dir_all(ws.path().join("out")).expect("mkdir");
+    ws.write(
+        "w.yaml",
+        &format!("{GOOD_HEAD}  w:\n    kind: write_table\n    inputs: [source]\n    params: {{ path: out }}\n"),
+    );
+    let out = ws
+        .cli(&["run", "w.yaml", "--progress", "none"])
+        .expect_code(2);
+    assert!(
+        out.stderr.contains("`path: out` is a directory")
+            && out.stderr.contains("e.g. `path: out/w.csv`")
+            && !out.stderr.contains("cannot tell the format"),
+        "{}",
+        out.stderr
+    );
+}

@@ -141,6 +141,8 @@ fn a_request_waiting_for_budget_holds_no_slot() {
                 client.chat(&second, 0).await
             },
             async {
+                // The first reaches the server (a slot is taken before the bytes arrive there).
+                until("the server has the first", || server.requests().len() == 1).await;
                 until("the second waits for budget", || budget.waiting() == 1).await;
                 // Waiting for tokens, it holds no slot: one on the wire, a window of two.
                 assert_eq!(budget.in_flight(), 1);

@@ -236,7 +236,13 @@ fn a_damaged_stage_output_is_recomputed_and_verify_reports_and_repairs() {
     let out = ws.cli(&["verify", "--repair"]).expect_code(0);
     assert!(out.stdout.contains("quarantined: items/"), "{}", out.stdout);
     assert!(!item_manifest.exists());
-    ws.cli(&["verify"]).expect_code(0);
+    // Until a run recomputes it, the stage's result names an item that is gone: incomplete.
+    let out = ws.cli(&["verify"]).expect_code(1);
+    assert!(
+        out.stdout.contains("missing: recipes/") && out.stdout.contains("1 missing"),
+        "{}",
+        out.stdout
+    );
     forget_recipe(&ws, &run, "work");
     let run = ws.run_ok("heal.yaml", &[]);
     assert_eq!(
@@ -421,5 +427,139 @@ stages:
         work["items"]["executed"].as_u64(),
         Some(100 - committed as u64)
     );
+    drop(fs);
+}
+
+/// `verify` fails (exit 1) on whatever it reports: a stage result whose blob is gone, and a
+/// run record that cannot be read; the next run (or `--repair`) makes the store whole again.
+#[test]
+fn verify_fails_on_a_missing_blob_and_an_unreadable_run_record() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(6));
+    ws.write("heal.yaml", &items_pipeline("data/rows.csv"));
+    let first = ws.run_ok("heal.yaml", &[]);
+    ws.cli(&["verify"]).expect_code(0);
+    let blob = instance(&first, "total")["tables"]["table"]["blob"]
+        .as_str()
+        .expect("blob")
+        .to_string();
+    std::fs::remove_file(blob_file(&ws, &blob)).expect("remove blob");
+    for args in [vec!["verify"], vec!["verify", "-p", "heal"]] {
+        let out = ws.cli(&args).expect_code(1);
+        assert!(
+            out.stdout.contains("incomplete: recipes/") && out.stdout.contains(&blob),
+            "{args:?}: {}",
+            out.stdout
+        );
+    }
+    ws.run_ok("heal.yaml", &[]);
+    ws.cli(&["verify"]).expect_code(0);
+    let latest = ws.store().join("runs/heal/latest.json");
+    std::fs::write(&latest, b"{ not a record").expect("damage the record");
+    for args in [vec!["verify"], vec!["verify", "-p", "heal"]] {
+        let out = ws.cli(&args).expect_code(1);
+        assert!(
+            out.stdout
+                .contains("damaged: runs/heal/latest.json (run record cannot be decoded"),
+            "{args:?}: {}",
+            out.stdout
+        );
+    }
+    let out = ws.cli(&["verify", "--repair"]).expect_code(0);
+    assert!(
+        out.stdout.contains("quarantined: runs/heal/latest.json"),
+        "{}",
+        out.stdout
+    );
+    assert!(!latest.exists());
+}
+
+/// What killed runs leave behind goes in time: a reserve file of a dead process is removed when
+/// the next run starts, and a dead lease older than PREFFLOW_DEAD_LEASE_EXPIRY_SECS is dropped
+/// by `gc`, which says so, while a recently killed run's lease still protects its items.
+#[test]
+fn a_killed_runs_reserve_goes_at_the_next_start_and_its_lease_expires() {
+    let ws = Workspace::new();
+    ws.write("data/rows.csv", &numbers_csv(4));
+    ws.write("heal.yaml", &items_pipeline("data/rows.csv"));
+    let host = prefflow_engine::store::host_name();
+    let dead = dead_pid();
+    let reserve = format!("tmp/.reserve-1-{host}-{dead}-ab.{host}-{dead}-0.tmp");
+    ws.write(&format!(".prefflow/{reserve}"), &"\0".repeat(256 * 1024));
+    ws.run_ok("heal.yaml", &[]);
+    assert!(
+        !ws.store().join(&reserve).exists(),
+        "the dead run's reserve is still there"
+    );
+    // Two dead leases protecting an item manifest no record holds: one from a run killed long
+    // ago, one from a run killed just now.
+    let now = prefflow_engine::artifact::unix_now();
+    for (id, heartbeat) in [("old", now - 8.0 * 86400.0), ("recent", now - 5.0)] {
+        let lease = serde_json::json!({
+            "id": id, "holder": "run", "pipeline": "heal", "host": host, "pid": dead,
+            "started_at": heartbeat - 60.0, "heartbeat_at": heartbeat, "heartbeat_secs": 10.0,
+        });
+        ws.write(&format!(".prefflow/leases/{id}.json"), &lease.to_string());
+        let protected = serde_json::json!({
+            "label": "lost", "recipe_key": format!("{id}0000"), "item_keys": [],
+        });
+        ws.write(
+            &format!(".prefflow/leases/{id}/{id}0000.json"),
+            &protected.to_string(),
+        );
+    }
+    let out = ws.cli(&["gc"]).expect_code(0);
+    assert!(
+        out.stdout
+            .contains("dropped lease: run of `heal` (lease old")
+            && out.stdout.contains("dead for more than 7 days"),
+        "{}",
+        out.stdout
+    );
+    assert!(!ws.store().join("leases/old.json").exists());
+    assert!(
+        ws.store().join("leases/recent.json").exists(),
+        "{}",
+        out.stdout
+    );
+    // With a shorter documented age, the recent one goes too.
+    let out = ws
+        .command(&["gc"])
+        .env("PREFFLOW_DEAD_LEASE_EXPIRY_SECS", "1")
+        .output()
+        .expect("gc");
+    assert!(out.status.success());
+    assert!(!ws.store().join("leases/recent.json").exists());
+}
+
+/// On a disk too full to take even the run's lease, the first failure already says what to
+/// free (needs root for a small tmpfs; skipped otherwise).
+#[test]
+fn a_lease_write_on_a_full_disk_says_what_to_free() {
+    let ws = Workspace::new();
+    let Some(fs) = Tmpfs::mount(ws.store(), "256k") else {
+        eprintln!(
+            "skipped: cannot mount a tmpfs here (needs root); the full-lease test did not run"
+        );
+        return;
+    };
+    ws.write("data/rows.csv", &numbers_csv(3));
+    ws.write("heal.yaml", &items_pipeline("data/rows.csv"));
+    // Fill the filesystem to the last block.
+    let filler = ws.store().join("filler");
+    let mut f = std::fs::File::create(&filler).expect("filler");
+    let chunk = vec![0u8; 4096];
+    while std::io::Write::write_all(&mut f, &chunk).is_ok() {}
+    drop(f);
+    let out = ws.cli(&["run", "heal.yaml", "--progress", "none"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("out of space")
+            && out.stderr.contains("free space on the filesystem holding"),
+        "{}",
+        out.stderr
+    );
+    std::fs::remove_file(&filler).expect("free");
+    ws.run_ok("heal.yaml", &[]);
     drop(fs);
 }

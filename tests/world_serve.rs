@@ -243,6 +243,8 @@ fn served_phone_enforces_its_limits_and_reports_them_in_health() {
     let flags = [
         "--max-episodes",
         "2",
+        "--max-episodes-per-client",
+        "2",
         "--max-steps",
         "3",
         "--max-body-bytes",
@@ -500,4 +502,83 @@ fn a_remote_bind_warns_on_stderr() {
         stderr.contains("PREFFLOW_TEST_PHONE_TOKEN") && !stderr.contains("t0ken-for-tests"),
         "{stderr}"
     );
+}
+
+/// `POST /episodes` as client `who` (its `X-Client-Id`): status, body and `Retry-After`.
+fn create_as(api: &Api<'_>, who: &str) -> (u16, Value, Option<u64>) {
+    let res = api
+        .http
+        .post(format!("{}/episodes", api.url))
+        .header("X-Client-Id", who)
+        .json(&json!({}))
+        .send()
+        .expect("request");
+    let code = res.status().as_u16();
+    let retry = res
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    (code, res.json().expect("JSON body"), retry)
+}
+
+/// A client that opens episodes and never closes them holds at most its quota; others still
+/// get theirs; at the server's cap the longest-idle episode gives way once it has been idle
+/// for `--evict-idle-secs`, and until then a 429 says how long to wait (`Retry-After`).
+#[test]
+fn a_leaking_client_cannot_lock_the_others_out() {
+    let ws = Workspace::new();
+    let flags = [
+        "--max-episodes",
+        "6",
+        "--max-episodes-per-client",
+        "3",
+        "--evict-idle-secs",
+        "2",
+    ];
+    let server = start_with(&ws, &flags, &[]);
+    let api = Api {
+        http: Client::new(),
+        url: &server.url,
+    };
+    let mut leaked = Vec::new();
+    for _ in 0..3 {
+        let (code, body, _) = create_as(&api, "leaker");
+        assert_eq!(code, 200, "{body}");
+        leaked.push(body["episode_id"].as_str().expect("id").to_string());
+    }
+    let (code, err, retry) = create_as(&api, "leaker");
+    assert_eq!(code, 429, "{err}");
+    assert!(
+        error_of(&err).contains("--max-episodes-per-client"),
+        "{err}"
+    );
+    assert!(matches!(retry, Some(1..=2)), "Retry-After {retry:?}");
+    // Another client is not locked out by the leak.
+    let mut mine = Vec::new();
+    for _ in 0..3 {
+        let (code, body, _) = create_as(&api, "careful");
+        assert_eq!(code, 200, "{body}");
+        mine.push(body["episode_id"].as_str().expect("id").to_string());
+    }
+    // The server is full, nobody idle long enough: a third client waits, told how long.
+    let (code, err, retry) = create_as(&api, "third");
+    assert_eq!(code, 429, "{err}");
+    assert!(error_of(&err).contains("--max-episodes"), "{err}");
+    assert!(matches!(retry, Some(1..=2)), "Retry-After {retry:?}");
+    // The careful client keeps using its episodes; the leaked ones sit idle and give way.
+    std::thread::sleep(std::time::Duration::from_millis(2200));
+    for id in &mine {
+        assert_eq!(api.get(&format!("/episodes/{id}/observe")).0, 200);
+    }
+    let (code, body, _) = create_as(&api, "third");
+    assert_eq!(code, 200, "{body}");
+    let (code, err) = api.get(&format!("/episodes/{}/observe", leaked[0]));
+    assert_eq!(code, 404, "{err}");
+    assert!(error_of(&err).contains("to make room"), "{err}");
+    let (_, health) = api.get("/health");
+    assert_eq!(health["counts"]["evicted"], 1, "{health}");
+    assert_eq!(health["clients"]["id:leaker"], 2, "{health}");
+    assert_eq!(health["clients"]["id:careful"], 3, "{health}");
+    assert_eq!(health["limits"]["max_episodes_per_client"], 3, "{health}");
 }

@@ -18,7 +18,7 @@ use crate::artifact::{
     ENGINE_VERSION,
 };
 use crate::code::CodeFingerprint;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::{hash_path, item_groups, ItemGroup};
 use crate::plan::Instance;
 use crate::record::{InstanceRecord, RunRecord, Status};
@@ -308,7 +308,8 @@ impl ItemDecisions {
 /// Decides every item of `inst`: `parts` is the instance's key, `main` its first input (the
 /// table mapped over, labelled `main_label`). With an item subset ([`Instance::subset`]) only
 /// the items it selects are decided (and run, and assembled). An error names the missing
-/// per-item column, or says why the subset cannot be taken.
+/// per-item column, or says why the subset cannot be taken; a store that cannot be read fails
+/// the decision ([`ItemsError::Store`]) instead of making every item a miss.
 pub fn decide_items(
     store: &dyn Store,
     inst: &Instance,
@@ -336,34 +337,40 @@ pub fn decide_items(
             .collect();
         groups.retain(|g| keep.contains(&g.value));
     }
-    let items = groups
-        .into_iter()
-        .map(|group| {
-            let parts = item_key_parts(parts, main_label, &column, &group);
-            let key = parts.key();
-            let stored = load_manifest(store, &item_path(&key)).ok().flatten();
-            let complete = stored
-                .as_ref()
-                .map(|m| missing_tables(store, m).is_ok_and(|t| t.is_empty()));
-            ItemDecision {
-                group,
-                parts,
-                key,
-                blobs_missing: complete == Some(false),
-                hit: stored.filter(|_| complete == Some(true)),
-            }
-        })
-        .collect();
+    let mut items = Vec::with_capacity(groups.len());
+    for group in groups {
+        let parts = item_key_parts(parts, main_label, &column, &group);
+        let key = parts.key();
+        let stored = load_manifest(store, &item_path(&key)).map_err(ItemsError::Store)?;
+        let complete = match &stored {
+            Some(m) => Some(
+                missing_tables(store, m)
+                    .map_err(ItemsError::Store)?
+                    .is_empty(),
+            ),
+            None => None,
+        };
+        items.push(ItemDecision {
+            group,
+            parts,
+            key,
+            blobs_missing: complete == Some(false),
+            hit: stored.filter(|_| complete == Some(true)),
+        });
+    }
     Ok(ItemDecisions { items })
 }
 
 /// Why the items of a per-item instance cannot be decided.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub enum ItemsError {
     /// The per-item column is not in the main input.
     MissingColumn(MissingItemColumn),
     /// The item subset cannot be taken (e.g. it names an item the input does not have).
     Subset(String),
+    /// The store could not be read (a remote that does not answer, permissions): the
+    /// decision fails rather than taking every item for a miss.
+    Store(Error),
 }
 
 impl std::fmt::Display for ItemsError {
@@ -371,6 +378,7 @@ impl std::fmt::Display for ItemsError {
         match self {
             ItemsError::MissingColumn(m) => m.fmt(f),
             ItemsError::Subset(why) => f.write_str(why),
+            ItemsError::Store(e) => e.fmt(f),
         }
     }
 }

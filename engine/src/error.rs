@@ -122,12 +122,42 @@ pub enum Error {
     /// run is live). The CLI exits with code 3 for these: try again later.
     #[error("{0}")]
     Busy(String),
+    /// The object store did not answer an operation within its deadline (a hung endpoint:
+    /// it accepts connections and says nothing). The message names the store, its endpoint
+    /// and the key, and says what is kept and what to do.
+    #[error("{store} did not answer for {secs:.0} s (key `{key}`); committed items are kept; re-run to resume once it answers again (deadlines: `?timeout=` in the store URL, docs/store.md#timeouts)")]
+    Silent {
+        /// The store and its endpoint, e.g. `s3://bucket/prefix (endpoint http://…)`.
+        store: String,
+        /// The key the operation was about.
+        key: String,
+        /// How long it waited.
+        secs: f64,
+    },
+    /// The store refused the request for a reason only the user can fix — a bucket that does
+    /// not exist, rejected credentials, the wrong region, no access, a store directory this
+    /// user may not write — with the store named and the fix. The CLI exits with code 2.
+    #[error("{0}")]
+    StoreSetup(String),
+    /// This user (or this machine) may not write the store: a permission, a read-only
+    /// filesystem, read-only credentials. The message names the path, its owner and the fix.
+    /// Commands that only read (`plan`, `show`, `verify`, a `run` with nothing to compute)
+    /// still work; the CLI exits with code 2 otherwise.
+    #[error("{0}")]
+    NotWritable(String),
 }
 
 impl Error {
     /// True when the user's input is at fault: the CLI exits with code 2 for these.
     pub fn is_user_error(&self) -> bool {
-        matches!(self, Error::Config(_) | Error::Usage(_) | Error::Input(_))
+        matches!(
+            self,
+            Error::Config(_)
+                | Error::Usage(_)
+                | Error::Input(_)
+                | Error::StoreSetup(_)
+                | Error::NotWritable(_)
+        )
     }
 
     /// True when a write failed because the store's filesystem (or quota) is full: the run

@@ -372,7 +372,21 @@ fn apply(
         }
     }
     if let Some(w) = &spec.worker {
-        s.worker = Some(PathBuf::from(&w.value));
+        use std::os::unix::fs::PermissionsExt;
+        let path = PathBuf::from(&w.value);
+        match std::fs::metadata(&path) {
+            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => s.worker = Some(path),
+            Ok(_) => err(
+                at(file, w),
+                format!("`worker: {}` is not an executable file", w.value),
+                "point it at a prefflow binary built from this commit (`chmod +x` it), at a path every node can run",
+            ),
+            Err(e) => err(
+                at(file, w),
+                format!("`worker: {}` cannot be run from here: {e}", w.value),
+                "the tasks run this path on the nodes: give the prefflow binary's path on the shared filesystem, built from this commit (docs/cluster.md, \"What has to be where\"), or leave `worker:` out to use this executable",
+            ),
+        }
     }
     if let Some(d) = &spec.log_dir {
         s.log_dir = PathBuf::from(&d.value);

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use super::config::SlurmSettings;
 use super::job::{self, JobInput, JobSpec, ShardReport, Submission, Submissions};
-use super::slurm::{ArrayRequest, SlurmClient, TaskState};
+use super::slurm::{ArrayRequest, SlurmClient, SlurmError, TaskState};
 use crate::artifact::{item_path, load_manifest, load_tables, recipe_path, unix_now, Manifest};
 use crate::decision::Decision;
 use crate::error::StageError;
@@ -58,6 +58,9 @@ pub struct SlurmExecutor {
     /// The worker binary.
     worker: PathBuf,
     offline: bool,
+    /// Held while submitting; holds the first configuration mistake Slurm showed, after which
+    /// nothing more is submitted (stages running side by side say it once, not once each).
+    refused: Mutex<Option<String>>,
 }
 
 /// What the executor is built from.
@@ -99,6 +102,7 @@ impl SlurmExecutor {
             worker,
             offline: setup.offline,
             settings: setup.settings,
+            refused: Mutex::new(None),
         })
     }
 
@@ -143,14 +147,14 @@ impl SlurmExecutor {
         label: &str,
         shards: &[u32],
         subs: &mut Submissions,
-    ) -> Result<String, String> {
+    ) -> Result<String, SubmitError> {
         let parallel = self.parallel(spec);
         let dir = self.log_dir();
         std::fs::create_dir_all(&dir).map_err(|e| {
-            format!(
+            SubmitError::Failed(format!(
                 "cannot create the task log directory {}: {e}",
                 dir.display()
-            )
+            ))
         })?;
         let req = ArrayRequest {
             name: format!("prefflow:{label}"),
@@ -166,9 +170,20 @@ impl SlurmExecutor {
             output: dir.join("%A_%a.log"),
             script: self.script(&spec.job, spec.shards),
         };
-        let id = self.client.submit(&req).map_err(|e| {
-            format!("{e} (check the executor settings: partition, account, qos, time, sbatch_args)")
-        })?;
+        let id = {
+            let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+            if refused.is_some() {
+                return Err(SubmitError::Halted);
+            }
+            let submitted = self
+                .client
+                .submit(&req)
+                .map_err(|e| SubmitError::of(e, label));
+            if let Err(SubmitError::Refused(why)) = &submitted {
+                *refused = Some(why.clone());
+            }
+            submitted?
+        };
         if let Ok(mut live) = LIVE.lock() {
             live.insert(id.clone());
         }
@@ -177,8 +192,9 @@ impl SlurmExecutor {
             shards: shards.to_vec(),
             at: unix_now(),
         });
-        job::save(store, &job::submissions_key(&spec.job), subs)
-            .map_err(|e| format!("cannot record slurm job {id} in the store: {e}"))?;
+        job::save(store, &job::submissions_key(&spec.job), subs).map_err(|e| {
+            SubmitError::Failed(format!("cannot record slurm job {id} in the store: {e}"))
+        })?;
         if spec.whole_stage {
             tracing::info!("{label}: submitted slurm job {id} (the whole stage, one task)");
         } else {
@@ -199,6 +215,54 @@ impl SlurmExecutor {
     fn parallel(&self, spec: &JobSpec) -> Option<u32> {
         parallel_limit(self.settings.parallel, &spec.pools_declared)
     }
+}
+
+/// Why a submission did not happen.
+#[derive(Debug)]
+enum SubmitError {
+    /// Slurm refused the job's settings (a partition, account or QOS it does not know, a
+    /// time limit over the partition's, an option it rejects), or there is no Slurm here:
+    /// every later submission would be refused alike, so the run stops (exit 2).
+    Refused(String),
+    /// Anything else (a controller that did not answer, the store): this stage fails.
+    Failed(String),
+    /// Nothing is submitted any more: an earlier submission was refused.
+    Halted,
+}
+
+impl SubmitError {
+    /// Classifies a failed `sbatch` of stage `label`.
+    fn of(e: SlurmError, label: &str) -> Self {
+        const SETTINGS: &str = "fix the executor settings (partition, account, qos, time, mem, cpus_per_task, sbatch_args) in the pipeline's `executor:` block or the profile (docs/cluster.md)";
+        match e {
+            SlurmError::Failed { stderr, code, .. } if !transient_refusal(&stderr) => {
+                SubmitError::Refused(format!(
+                    "sbatch refused the job of stage `{label}` (exit {code}): {}; {SETTINGS}",
+                    stderr.trim()
+                ))
+            }
+            SlurmError::Spawn { .. } => {
+                SubmitError::Refused(format!("cannot submit the job of stage `{label}`: {e}"))
+            }
+            e => SubmitError::Failed(format!("{e} ({SETTINGS})")),
+        }
+    }
+}
+
+/// Whether an sbatch error says "try again later" rather than "not like this".
+fn transient_refusal(stderr: &str) -> bool {
+    let s = stderr.to_ascii_lowercase();
+    [
+        "socket timed out",
+        "unable to contact",
+        "temporarily unavailable",
+        "try again",
+        "zero bytes were transmitted",
+        "connection refused",
+        "slurmctld not responding",
+    ]
+    .iter()
+    .any(|m| s.contains(m))
 }
 
 /// `%N`: `parallel`, bounded by the smallest declared pool the stage holds (so that, with
@@ -444,6 +508,11 @@ impl SlurmExecutor {
                     .flatten()
                     .filter(|r| r.slurm.as_deref() == Some(task.as_str()));
                 let log = self.log_dir().join(format!("{j}_{s}.log"));
+                if report.is_none() {
+                    if let Some(why) = self.worker_did_not_start(&j, s, &task, &log) {
+                        return Ok(self.stop_stage(req, &shards, fresh, why));
+                    }
+                }
                 let failures = verdict(req, &spec, s, t, &task, &ended, report.as_ref(), &log);
                 match t.attempts > inst.retries || !retryable(report.as_ref()) {
                     true => t.failed = Some(failures),
@@ -469,22 +538,30 @@ impl SlurmExecutor {
                             }
                         }
                     }
-                    Err(message) => {
-                        for s in &to_submit {
+                    Err(SubmitError::Refused(message)) => {
+                        return Ok(self.stop_stage(req, &shards, fresh, message));
+                    }
+                    Err(SubmitError::Halted) => {
+                        return Ok(self.stop_stage(req, &shards, fresh, String::new()));
+                    }
+                    Err(SubmitError::Failed(message)) => {
+                        // One row for the submission, not one per item it would have run.
+                        let items: usize = to_submit
+                            .iter()
+                            .filter_map(|s| shards.get(s))
+                            .map(|t| t.pending.len())
+                            .sum();
+                        let said = format!(
+                            "{items} item(s) not submitted ({} task(s)): {message}",
+                            to_submit.len()
+                        );
+                        for (n, s) in to_submit.iter().enumerate() {
                             if let Some(t) = shards.get_mut(s) {
-                                let attempts = t.attempts.max(1);
-                                t.failed = Some(
-                                    t.pending
-                                        .iter()
-                                        .map(|&p| {
-                                            ItemFailure::local(
-                                                Some(p),
-                                                attempts,
-                                                StageError::Failed(message.clone()),
-                                            )
-                                        })
-                                        .collect(),
-                                );
+                                let error = StageError::Failed(said.clone());
+                                t.failed = Some(match n {
+                                    0 => vec![ItemFailure::local(None, t.attempts.max(1), error)],
+                                    _ => Vec::new(),
+                                });
                             }
                         }
                     }
@@ -505,6 +582,85 @@ impl SlurmExecutor {
             .flat_map(|t| t.failed.unwrap_or_default())
             .collect();
         Ok(ItemsRan { fresh, failures })
+    }
+
+    /// Ends the stage on a configuration mistake (`why`, said once): the run starts nothing
+    /// new, this job's arrays still queued or running are cancelled, and the stage fails with
+    /// one row of bad input (exit 2) instead of one per item.
+    fn stop_stage(
+        &self,
+        req: &Request,
+        shards: &BTreeMap<u32, ShardTrack>,
+        fresh: HashMap<usize, (Manifest, Tables)>,
+        why: String,
+    ) -> ItemsRan {
+        // Said once: the first stage to meet the mistake reports it; the others stop quietly.
+        let first = {
+            let mut refused = self.refused.lock().unwrap_or_else(|p| p.into_inner());
+            let first = refused.is_none() || refused.as_deref() == Some(why.as_str());
+            if refused.is_none() {
+                *refused = Some(why.clone());
+            }
+            first && !why.is_empty()
+        };
+        if first {
+            req.env.halt(&why);
+        }
+        let live: BTreeSet<String> = shards
+            .values()
+            .filter_map(|t| t.last.as_ref().map(|(j, _)| j.clone()))
+            .collect();
+        let live: Vec<String> = live.into_iter().collect();
+        if let Err(e) = self.client.cancel(&live) {
+            tracing::warn!("could not cancel slurm job(s) {}: {e}", live.join(", "));
+        }
+        if let Ok(mut known) = LIVE.lock() {
+            for j in &live {
+                known.remove(j);
+            }
+        }
+        match first {
+            true => ItemsRan {
+                fresh,
+                failures: vec![ItemFailure::local(None, 1, StageError::Input(why))],
+            },
+            false => ItemsRan {
+                fresh,
+                ..ItemsRan::not_started("the run stopped at an earlier error")
+            },
+        }
+    }
+
+    /// Why task `task` (shard `shard` of Slurm job `job`), which ended without a report,
+    /// never ran a worker: its batch script could not start the worker binary (exit 126 or
+    /// 127, the shell's "cannot execute" and "not found"). `None` for any other ending.
+    fn worker_did_not_start(
+        &self,
+        job: &str,
+        shard: u32,
+        task: &str,
+        log: &std::path::Path,
+    ) -> Option<String> {
+        let tasks = self.client.scontrol(job).ok()?;
+        let (_, exit) = tasks.get(&shard)?;
+        let code = exit.split(':').next()?.trim();
+        if code != "126" && code != "127" {
+            return None;
+        }
+        let text = std::fs::read_to_string(log).unwrap_or_default();
+        let tail: Vec<&str> = text.lines().rev().take(3).collect();
+        let said = match tail.is_empty() {
+            true => String::new(),
+            false => format!(
+                ": {}",
+                tail.into_iter().rev().collect::<Vec<_>>().join(" / ")
+            ),
+        };
+        Some(format!(
+            "slurm task {task} could not start the worker `{}` on its node (exit {code}{said}; log {}); set `worker:` in the executor settings to a prefflow binary built from this commit at a path every node can run (docs/cluster.md, \"What has to be where\")",
+            self.worker.display(),
+            log.display()
+        ))
     }
 
     /// The job for the missing items: the stored one when it covers them (adopting its

@@ -271,6 +271,9 @@ async fn run_shard(
     let decided = decide_items(store.as_ref(), &inst, &spec.parts, &main.label(), &main.df);
     let all = match decided {
         Ok(d) => d,
+        Err(crate::decision::ItemsError::Store(e)) => {
+            return setup_failure(report, format!("cannot decide the items: {e}"))
+        }
         Err(e) => return input_failure(report, e.to_string()),
     };
     let wanted: HashSet<&str> = spec.shard_items(req.shard.index).into_iter().collect();

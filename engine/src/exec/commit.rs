@@ -125,10 +125,15 @@ fn save(env: &ExecEnv, path: &str, manifest: Manifest) -> Result<Commit, StageEr
     }
 }
 
-/// A failed write stops new work in this run (see [`ExecEnv::note_store_failure`]).
+/// How the message of a result that could not be stored begins.
+pub(super) const NOT_STORED: &str = "could not store result";
+
+/// A failed write stops new work in this run (see [`ExecEnv::note_store_failure`]). A setup
+/// mistake (a missing bucket, no permission) is the user's to fix: bad input, exit code 2.
 fn not_stored(env: &ExecEnv, e: Error) -> StageError {
-    StageError::Failed(format!(
-        "could not store result: {}",
-        env.note_store_failure(&e)
-    ))
+    let message = format!("{NOT_STORED}: {}", env.note_store_failure(&e));
+    match e {
+        Error::StoreSetup(_) | Error::NotWritable(_) => StageError::Input(message),
+        _ => StageError::Failed(message),
+    }
 }

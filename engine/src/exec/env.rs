@@ -21,12 +21,16 @@ pub struct ExecEnv {
     pub offline: bool,
     /// The pipeline's name, recorded in manifests (keys do not depend on it).
     pub pipeline: String,
-    /// Bounds the blocking commits of async items: a few threads write, however many items
-    /// finish at once.
+    /// Bounds the commits in flight: a few threads write, however many items finish at once,
+    /// and an item keeps its stage slot until its commit is done, so a store that stops
+    /// answering stops new items from starting instead of piling up finished ones.
     pub(super) commit_slots: Arc<Semaphore>,
     /// Set by the first failed write to the store (disk full, permissions, a remote that keeps
     /// failing): from then on no new work starts, since it could not be kept.
     store_failure: OnceLock<String>,
+    /// Set by a configuration mistake found while running (a scheduler refusing the
+    /// executor's settings): it would fail every later submission the same way.
+    halt: OnceLock<String>,
     /// The lease of the run (or worker) this environment computes for: what it works on is
     /// announced (and protected from `gc`) through it, and other runs wait for those items.
     lease: OnceLock<Arc<Lease>>,
@@ -50,6 +54,7 @@ impl ExecEnv {
             pipeline: pipeline.into(),
             commit_slots: Arc::new(Semaphore::new(cores * 2)),
             store_failure: OnceLock::new(),
+            halt: OnceLock::new(),
             lease: OnceLock::new(),
         })
     }
@@ -70,19 +75,80 @@ impl ExecEnv {
         let message = store_failure_message(self.store.as_ref(), e);
         let first = self.store_failure.set(message.clone()).is_ok();
         if first {
-            tracing::error!("{message}; no new work is started");
+            // The message itself is reported once, with the work that failed.
+            tracing::warn!("the store failed; no new work is started");
         }
         message
     }
 
-    /// Why no new work may start, once a store write has failed.
+    /// Notes `e` as a store failure when it is one (the store could not be reached, read or
+    /// written) and returns its message: a run that cannot use its store stops starting work.
+    pub fn note_if_store_failure(&self, e: &Error) -> String {
+        match e {
+            Error::Silent { .. } | Error::Remote { .. } | Error::Store { .. } => {
+                self.note_store_failure(e)
+            }
+            _ => e.to_string(),
+        }
+    }
+
+    /// The first store failure of this run, if one happened.
     pub fn store_failure(&self) -> Option<&str> {
         self.store_failure.get().map(String::as_str)
     }
+
+    /// Whether a store operation of this run has failed.
+    pub fn store_failed(&self) -> bool {
+        self.store_failure.get().is_some()
+    }
+
+    /// Stops new work in this run for a mistake every later piece of work would repeat (a
+    /// scheduler refusing the settings): said once, here; later work is "not started".
+    pub fn halt(&self, why: &str) {
+        if self.halt.set(why.to_string()).is_ok() {
+            tracing::warn!("a configuration mistake showed; no new work is started");
+        }
+    }
+
+    /// Why no new work may start: a store write failed, a configuration mistake showed, or
+    /// the run was interrupted ([`super::interrupt`]).
+    pub fn halted(&self) -> Option<String> {
+        if self.store_failure.get().or(self.halt.get()).is_some() {
+            // Said in full once, with the work that met it.
+            return Some(EARLIER.to_string());
+        }
+        super::interrupt::interrupted()
+            .map(|sig| format!("interrupted by {}", super::interrupt::name(sig)))
+    }
+
+    /// Resolves once work in flight should be given up, with why: at once after a failed
+    /// store write (its result could not be kept), [`super::interrupt::grace`] after an
+    /// interrupt. Never resolves while the run goes on.
+    pub async fn give_up(&self) -> String {
+        let tick = std::time::Duration::from_millis(250);
+        loop {
+            if self.store_failure.get().or(self.halt.get()).is_some() {
+                return EARLIER.to_string();
+            }
+            if let Some(sig) = super::interrupt::interrupted() {
+                tokio::time::sleep(super::interrupt::grace()).await;
+                return format!("interrupted by {}", super::interrupt::name(sig));
+            }
+            tokio::time::sleep(tick).await;
+        }
+    }
 }
+
+/// Why work did not start (or was given up) after a failure that is reported in full where
+/// it happened.
+const EARLIER: &str = "the run stopped at an earlier error";
 
 /// What a failed store write means for the user, with what to do about it.
 pub fn store_failure_message(store: &dyn Store, e: &Error) -> String {
+    if matches!(e, Error::Silent { .. } | Error::StoreSetup(_)) {
+        // These name the store and say what to do already.
+        return e.to_string();
+    }
     if e.is_storage_full() {
         format!(
             "the store is out of space ({e}): free space on the filesystem holding {} \

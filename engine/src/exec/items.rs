@@ -22,7 +22,7 @@ use crate::artifact::{
     blobs_present, item_path, load_manifest, load_tables, unix_now, ItemCounts, Manifest,
     TableEntry,
 };
-use crate::decision::{decide_items, Decision, ItemDecisions};
+use crate::decision::{decide_items, Decision, ItemDecisions, ItemsError};
 use crate::error::{Error, StageError};
 use crate::kind::{InputTable, PreparedKind, Tables};
 use crate::plan::Instance;
@@ -53,6 +53,32 @@ pub struct ItemFailure {
     /// Where a cluster executor ran its last attempt (`slurm 1234_5`), so a failure can be
     /// looked up in the scheduler; `None` on the local executor.
     pub ran_in: Option<String>,
+}
+
+impl ItemsRan {
+    /// Nothing ran: the run was halted before this work could start (a configuration mistake
+    /// another stage met first, an interrupt). The instance is skipped, with no error row: the
+    /// cause is reported where it happened.
+    pub fn not_started(why: &str) -> Self {
+        Self {
+            fresh: HashMap::new(),
+            failures: vec![ItemFailure::local(
+                None,
+                0,
+                StageError::Failed(format!("{NOT_STARTED}: {why}")),
+            )],
+        }
+    }
+
+    /// Whether this is [`ItemsRan::not_started`]: nothing committed, nothing failed.
+    fn nothing_started(&self) -> bool {
+        self.fresh.is_empty()
+            && !self.failures.is_empty()
+            && self
+                .failures
+                .iter()
+                .all(|f| matches!(&f.error, StageError::Failed(m) if m.starts_with(NOT_STARTED)))
+    }
 }
 
 impl ItemFailure {
@@ -386,6 +412,15 @@ impl Runner {
                             StageError::Failed(format!("internal error: {e}")),
                         )],
                     });
+                if ran.nothing_started() {
+                    finish(task, "not started");
+                    let mut rec = self.record(&inst, Status::Skipped);
+                    rec.message = Some(format!(
+                        "not started: {}",
+                        self.env.halted().unwrap_or_default()
+                    ));
+                    return Err((rec, vec![]));
+                }
                 if !ran.failures.is_empty() {
                     let task = Arc::try_unwrap(task).ok();
                     return Err(self.items_failed(&inst, &items, ran, task));
@@ -519,8 +554,15 @@ impl Runner {
         let parts = decision.parts.clone();
         let main = inputs[0].clone();
         tokio::task::spawn_blocking(move || {
-            decide_items(env.store.as_ref(), &inst, &parts, &main.label(), &main.df)
-                .map_err(|e| StageError::Input(e.to_string()))
+            decide_items(env.store.as_ref(), &inst, &parts, &main.label(), &main.df).map_err(|e| {
+                match e {
+                    ItemsError::Store(e) => StageError::Failed(format!(
+                        "cannot decide the items: {}",
+                        env.note_if_store_failure(&e)
+                    )),
+                    e => StageError::Input(e.to_string()),
+                }
+            })
         })
         .await
         .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
@@ -537,11 +579,18 @@ impl Runner {
         let total = items.items.len();
         let mut failed: Vec<&ItemFailure> = ran.failures.iter().collect();
         failed.sort_by_key(|f| f.position);
-        // Items never started because the store could not be written are one row, not
-        // thousands: the record must stay small enough to fit on a nearly full disk.
-        let (not_started, failed): (Vec<_>, Vec<_>) = failed
+        // Items never started, given up while running, or whose results could not be stored
+        // (a failed store write, an interrupt) are one row per cause, not thousands: the
+        // record must stay small enough to fit on a nearly full disk, and a cause is said once.
+        let grouped = |m: &str| {
+            GROUPED
+                .iter()
+                .find(|(prefix, _)| m.starts_with(prefix))
+                .copied()
+        };
+        let (collapsed, failed): (Vec<_>, Vec<_>) = failed
             .into_iter()
-            .partition(|f| matches!(&f.error, StageError::Failed(m) if m.starts_with(NOT_STARTED)));
+            .partition(|f| plain(&f.error).is_some_and(|m| grouped(m).is_some()));
         let value = |i: &Option<usize>| i.map(|i| items.items[i].group.value.clone());
         let mut failures: Vec<ErrorRow> = failed
             .iter()
@@ -552,20 +601,31 @@ impl Runner {
             })
             .collect();
         let names: Vec<String> = failures.iter().filter_map(|f| f.item.clone()).collect();
-        let mut message = format!("{} item(s) failed: {}", names.len(), shortlist(&names));
-        if let Some(first) = not_started.first() {
-            let skipped: Vec<String> = not_started
+        let mut message = match (names.is_empty(), failures.first()) {
+            // The instance failed as a whole (a job that could not be submitted): the errors
+            // table says why, once.
+            (true, Some(_)) => "failed as a whole: see its error".to_string(),
+            _ => format!("{} item(s) failed: {}", names.len(), shortlist(&names)),
+        };
+        for (prefix, what) in GROUPED {
+            let group: Vec<&&ItemFailure> = collapsed
                 .iter()
-                .filter_map(|f| value(&f.position))
+                .filter(|f| plain(&f.error).is_some_and(|m| m.starts_with(prefix)))
                 .collect();
-            let why = first.error.to_string();
-            let row = StageError::Failed(format!(
-                "{} item(s) not started ({}): {}",
-                skipped.len(),
-                shortlist(&skipped),
-                why.trim_start_matches(NOT_STARTED).trim_start_matches(": ")
-            ));
-            message.push_str(&format!("; {} not started", skipped.len()));
+            let Some(first) = group.first() else { continue };
+            let listed: Vec<String> = group.iter().filter_map(|f| value(&f.position)).collect();
+            let why = plain(&first.error).unwrap_or_default();
+            let text = format!(
+                "{} item(s) {what} ({}): {}",
+                group.len(),
+                shortlist(&listed),
+                why.trim_start_matches(prefix).trim_start_matches(": ")
+            );
+            let row = match &first.error {
+                StageError::Input(_) => StageError::Input(text),
+                _ => StageError::Failed(text),
+            };
+            message.push_str(&format!("; {} {what}", group.len()));
             failures.push(self.error_row(inst, None, 0, &row));
         }
         if let Some(t) = task {
@@ -635,6 +695,24 @@ impl Runner {
 
 /// How the message of an item that was never started begins (see `unit::attempt_unit`).
 pub(super) const NOT_STARTED: &str = "not started";
+
+/// How the message of an item given up while it ran begins (see `unit::attempt_unit`).
+pub(super) const STOPPED: &str = "stopped while running";
+
+/// The message of a failure that is not the kind's own transient error.
+fn plain(e: &StageError) -> Option<&str> {
+    match e {
+        StageError::Failed(m) | StageError::Input(m) => Some(m),
+        _ => None,
+    }
+}
+
+/// Failures reported as one row per cause (message prefix, and what happened to the items).
+const GROUPED: [(&str, &str); 3] = [
+    (NOT_STARTED, "not started"),
+    (STOPPED, "stopped while running"),
+    (super::commit::NOT_STORED, "computed but not stored"),
+];
 
 /// The first few of `names`, and how many more.
 fn shortlist(names: &[String]) -> String {

@@ -13,6 +13,7 @@
 mod commit;
 mod env;
 mod inputs;
+pub mod interrupt;
 mod items;
 mod prepare;
 mod remote;
@@ -112,7 +113,11 @@ pub fn run(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) -> Result<
             path: opts.workdir.clone(),
             source: e,
         })?;
-    runtime.block_on(run_async(plan, store, opts))
+    let report = runtime.block_on(run_async(plan, store, opts));
+    // Work given up when the run halted (an interrupt, a failed store) may still occupy a
+    // blocking thread: the run is over and recorded, so it is not waited for.
+    runtime.shutdown_background();
+    report
 }
 
 /// Everything the instances of one run share.
@@ -132,7 +137,12 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
     let started = Instant::now();
     let started_at = unix_now();
     let selected = plan.select(&opts.only)?;
-    let lease = Lease::acquire(store.clone(), Holder::Run, &plan.name)?;
+    let lease = Lease::acquire(store.clone(), Holder::Run, &plan.name).map_err(|e| {
+        match e.is_storage_full() {
+            true => Error::RunFailed(env::store_failure_message(store.as_ref(), &e)),
+            false => e,
+        }
+    })?;
     let busy = lease::wait_for_gc(store.as_ref(), &lease.id(), GC_WAIT)?;
     if let Some(gc) = busy.first() {
         return Err(Error::RunFailed(format!(
@@ -176,21 +186,34 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
     reserve.give_back();
     // After a failed write the errors table may not fit: the record (which lists the errors
     // too) is what matters, so a failure here is logged and the record still written.
+    // After the store failed, what follows fails the same way: said once, by the error.
+    let failed_store = runner.env.store_failed();
     record.errors_blob = errors_blob(store, &errors).unwrap_or_else(|e| {
-        tracing::warn!("could not write the errors table: {e}");
+        match failed_store {
+            true => tracing::debug!("could not write the errors table: {e}"),
+            false => tracing::warn!("could not write the errors table: {e}"),
+        }
         None
     });
     record.errors = errors;
     record.summarize(items_failed);
-    save_run(store, &record).map_err(|e| {
-        Error::RunFailed(format!(
+    let saved = save_run(store, &record).map_err(|e| match runner.env.store_failure() {
+        // The store failed during the run already: that failure is the news.
+        Some(first) => Error::RunFailed(format!(
+            "{first}; the run's record could not be written either"
+        )),
+        None => Error::RunFailed(format!(
             "the run finished but its record could not be saved: {}",
             env::store_failure_message(store, &e)
-        ))
-    })?;
+        )),
+    });
     if let Err(e) = lease.release() {
-        tracing::warn!("could not release the run's lease {}: {e}", lease.id());
+        match failed_store {
+            true => tracing::debug!("could not release the run's lease {}: {e}", lease.id()),
+            false => tracing::warn!("could not release the run's lease {}: {e}", lease.id()),
+        }
     }
+    saved?;
     Ok(RunReport { record })
 }
 
@@ -207,7 +230,8 @@ impl Reserve {
     const BYTES: usize = 256 * 1024;
 
     /// Writes the reserve file (named like a temporary file of this process, so `gc` removes
-    /// it if the run is killed); a remote store needs none, and a full disk gets none.
+    /// it if the run is killed); a remote store needs none, and a full disk gets none. The
+    /// reserves of killed runs are removed first: their space is given back at the next start.
     fn take(store: Arc<dyn Store>, lease: &str) -> Self {
         let key = format!(
             "tmp/.reserve-{lease}.{}-{}-0{}",
@@ -216,10 +240,30 @@ impl Reserve {
             crate::store::TMP_SUFFIX
         );
         let local = store.local_path(&key).is_some();
+        if local {
+            Self::remove_stale(store.as_ref());
+        }
         let written = local && store.put(&key, &vec![0u8; Self::BYTES]).is_ok();
         Self {
             store,
             key: written.then_some(key),
+        }
+    }
+
+    /// Removes the reserve files of runs that are gone (killed before giving theirs back).
+    fn remove_stale(store: &dyn Store) {
+        let now = unix_now();
+        let Ok(listed) = store.list_meta("tmp") else {
+            return;
+        };
+        for meta in listed {
+            let reserve = meta.key.starts_with("tmp/.reserve-");
+            if reserve && crate::store::tmp_is_stale(&meta, now) {
+                match store.delete(&meta.key) {
+                    Ok(()) => tracing::debug!("removed {}, left by a killed run", meta.key),
+                    Err(e) => tracing::debug!("cannot remove {}: {e}", meta.key),
+                }
+            }
         }
     }
 
@@ -360,7 +404,7 @@ impl Runner {
             rec.message = Some(format!("upstream `{}` did not succeed", bad.label()));
             return (rec, vec![]);
         }
-        if let Some(why) = self.env.store_failure() {
+        if let Some(why) = self.env.halted() {
             let mut rec = self.record(inst, Status::Skipped);
             rec.message = Some(format!("not started: {why}"));
             return (rec, vec![]);
@@ -368,7 +412,10 @@ impl Runner {
         let started = Instant::now();
         let decision = match self.decide(id, &upstream).await {
             Ok(d) => d,
-            Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
+            Err(e) => {
+                let why = self.env.note_if_store_failure(&e);
+                return self.fail(inst, None, 1, &StageError::Failed(why));
+            }
         };
         match &decision.verdict {
             Verdict::Hit(manifest) => {
@@ -407,7 +454,10 @@ impl Runner {
         } else {
             let inputs = match self.load_inputs(blobs.clone()).await {
                 Ok(inputs) => Arc::new(inputs),
-                Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
+                Err(e) => {
+                    let why = self.env.note_if_store_failure(&e);
+                    return self.fail(inst, None, 1, &StageError::Failed(why));
+                }
             };
             if inst.per_item.is_some() {
                 let run = self
@@ -509,10 +559,15 @@ impl Runner {
             recipe_key: key.to_string(),
             item_keys,
         };
+        let env = self.env.clone();
         tokio::task::spawn_blocking(move || lease.protect(&entry))
             .await
             .map_err(|e| StageError::Failed(format!("internal error: {e}")))?
-            .map_err(|e| StageError::Failed(format!("could not update the run's lease: {e}")))
+            .map_err(|e| {
+                // Like a failed commit: nothing new starts, and a full disk says what to free.
+                let why = env.note_store_failure(&e);
+                StageError::Failed(format!("could not update the run's lease: {why}"))
+            })
     }
 
     /// The resource pools an attempt of `inst` holds a slot of, in name order (so that two

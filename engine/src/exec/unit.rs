@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::commit::{commit_instance, commit_item, Provenance};
-use super::items::NOT_STARTED;
+use super::items::{NOT_STARTED, STOPPED};
 use super::ExecEnv;
 use crate::artifact::{load_tables, KeyParts, Manifest};
 use crate::error::StageError;
@@ -86,21 +86,42 @@ pub(super) fn classify(inst: &Instance, e: &StageError) -> Retry {
     }
 }
 
-/// One attempt: wait for the slot and pools, run, release them, commit on success. Once a
-/// store write has failed in this run, nothing new starts.
+/// One attempt: wait for the slot and pools, run, give the pools back, commit on success, give
+/// the slot back. Once the run is halted (a failed store write, an interrupt), nothing new
+/// starts, and work in flight is given up when [`ExecEnv::give_up`] says so; a commit under
+/// way is never cut short.
 async fn attempt_unit(
     env: &Arc<ExecEnv>,
     work: &Work,
     attempt: u32,
 ) -> Result<(Manifest, Tables), StageError> {
-    let permits = permits(work).await?;
-    if let Some(why) = env.store_failure() {
+    let mut permits = permits(work).await?;
+    if let Some(why) = env.halted() {
         return Err(StageError::Failed(format!("{NOT_STARTED}: {why}")));
     }
     let how = Provenance {
         started: Instant::now(),
         attempts: attempt + 1,
     };
+    let computed = tokio::select! {
+        biased;
+        tables = compute(env, work, attempt) => tables,
+        why = env.give_up() => Err(StageError::Failed(format!("{STOPPED}: {why}"))),
+    };
+    // The stage slot stays taken until the commit is done: while the store is slow to take
+    // results, no new item starts. The resource pools (model endpoints…) are free already.
+    let slot = match work.slots.is_some() && !permits.is_empty() {
+        true => Some(permits.remove(0)),
+        false => None,
+    };
+    drop(permits);
+    let committed = commit_async(env, work, computed?, how).await;
+    drop(slot);
+    committed
+}
+
+/// Runs the unit's kind: on a blocking thread, or awaited for async kinds.
+async fn compute(env: &Arc<ExecEnv>, work: &Work, attempt: u32) -> Result<Tables, StageError> {
     match work.prepared.execution() {
         Execution::Blocking => {
             let (env, inst, unit) = (env.clone(), work.inst.clone(), work.unit.clone());
@@ -110,19 +131,12 @@ async fn attempt_unit(
                 work.meter.clone(),
             );
             tokio::task::spawn_blocking(move || {
-                let tables =
-                    call_blocking(&env, &inst, &unit, &*prepared, &inputs, attempt, &meter);
-                drop(permits);
-                commit_unit(&env, &inst, &unit, tables?, how, &meter)
+                call_blocking(&env, &inst, &unit, &*prepared, &inputs, attempt, &meter)
             })
             .await
             .unwrap_or_else(|e| Err(StageError::Failed(format!("internal error: {e}"))))
         }
-        Execution::Async => {
-            let tables = call_async(env, work, attempt).await;
-            drop(permits);
-            commit_async(env, work, tables?, how).await
-        }
+        Execution::Async => call_async(env, work, attempt).await,
     }
 }
 
@@ -166,23 +180,34 @@ async fn call_async(env: &Arc<ExecEnv>, work: &Work, attempt: u32) -> Result<Tab
         work.inputs.clone(),
         work.meter.clone(),
     );
-    let joined = tokio::spawn(async move {
+    let task = tokio::spawn(async move {
         let local = unit_inputs(&inputs, &unit)?;
         let inputs = local.as_deref().unwrap_or(&inputs);
         let variant = inst.variant.name();
         let ctx = context(&env, &inst, &variant, &unit, inputs, attempt, &meter);
         let tables = prepared.run_async(&ctx).await?;
         check_outputs(&inst, tables)
-    })
-    .await;
+    });
+    // Given up (the run halted): the kind's task ends with this future.
+    let _abort = AbortOnDrop(task.abort_handle());
+    let joined = task.await;
     joined.unwrap_or_else(|e| match e.try_into_panic() {
         Ok(panic) => Err(panicked(&*panic)),
         Err(e) => Err(StageError::Failed(format!("internal error: {e}"))),
     })
 }
 
-/// Commits an async unit on a blocking thread, at most a few at once: writing files is
-/// blocking work, and bounding it keeps hundreds of finishing items from each taking a thread.
+/// Aborts a spawned task when dropped (a no-op once it has finished).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Commits a unit on a blocking thread, at most a few at once: writing is blocking work, and
+/// bounding it keeps hundreds of finishing items from each taking a thread.
 async fn commit_async(
     env: &Arc<ExecEnv>,
     work: &Work,

@@ -12,7 +12,7 @@ use crate::record::{load_last_run, load_latest, pipelines};
 use crate::store::lease::{
     self, list_leases, remove_lease, Holder, Lease, LeaseRecord, Liveness, Protected, LEASES,
 };
-use crate::store::{host_name, pid_alive, ObjectMeta, Store, TMP_SUFFIX};
+use crate::store::{tmp_is_stale, ObjectMeta, Store, TMP_SUFFIX};
 
 /// What `gc` removed (or would remove), and what it kept for leases.
 #[derive(Debug, Default)]
@@ -27,6 +27,8 @@ pub struct GcReport {
     pub protected: Vec<String>,
     /// Leases that are live now: a real `gc` would refuse (or wait) while they exist.
     pub live: Vec<String>,
+    /// Dead leases removed (or, in a dry run, that would be), and why.
+    pub dropped: Vec<String>,
 }
 
 /// How to collect.
@@ -47,10 +49,6 @@ const ARTIFACTS: [&str; 4] = ["recipes", "items", "blobs", "tmp"];
 /// Prefixes holding objects `gc` never judges by reachability (run records, the record/replay
 /// cache of model calls, leases): only their stale temporary files are removed.
 const TEMP_ONLY: [&str; 3] = ["runs", "llm", LEASES];
-
-/// A temporary file written on another machine whose writer cannot be asked is stale after
-/// this long (seconds): no single object write takes an hour.
-const FOREIGN_TMP_AGE: f64 = 3600.0;
 
 /// Removes every artifact not reachable from the latest and last run of each pipeline, nor
 /// from any lease. Takes a `gc` lease first; refuses with [`Error::Busy`] (or waits, with
@@ -214,17 +212,24 @@ fn protect_leases(
 ) -> Result<Option<f64>> {
     let now = unix_now();
     let mut cutoff: Option<f64> = None;
+    let expiry = lease::dead_lease_expiry_secs();
     for (lease, lists) in leases.iter().filter(|(l, _)| l.id != own) {
         let live = lease.liveness(now);
         if let Liveness::Dead(why) = &live {
             let covered = covered_by_records(store, lease, lists)?;
-            if covered || opts.drop_dead_leases {
+            let expired = now - lease.heartbeat_at > expiry;
+            if covered || expired || opts.drop_dead_leases {
                 let how = if covered {
-                    "its results are in the run records"
+                    "its results are in the run records".to_string()
+                } else if expired {
+                    format!(
+                        "dead for more than {} (PREFFLOW_DEAD_LEASE_EXPIRY_SECS), so what only it protected is let go",
+                        lease::describe_age(expiry)
+                    )
                 } else {
-                    "--drop-dead-leases"
+                    "--drop-dead-leases".to_string()
                 };
-                report.protected.push(format!(
+                report.dropped.push(format!(
                     "{}: dead ({why}); {how}: lease {}",
                     lease.describe(now),
                     if opts.dry_run {
@@ -329,63 +334,4 @@ fn keep_manifest(store: &dyn Store, key: &str, keep: &mut HashSet<String>) -> Re
         keep.insert(key.to_string());
     }
     Ok(())
-}
-
-/// Who wrote a temporary file, from its name (`.<name>.<host>-<pid>-<n>.tmp`, or the older
-/// `.<name>.<pid>-<n>.tmp` written on this machine).
-fn tmp_writer(key: &str) -> Option<(String, u32)> {
-    let name = key.rsplit('/').next()?.strip_suffix(TMP_SUFFIX)?;
-    let tag = name.rsplit_once('.')?.1;
-    let mut parts = tag.rsplitn(3, '-');
-    let _n = parts.next()?;
-    let pid = parts.next()?.parse().ok()?;
-    let host = parts.next().map_or_else(host_name, str::to_string);
-    Some((host, pid))
-}
-
-/// A temporary file is stale when its writer is gone: a dead process on this machine, or, for
-/// another machine's, after [`FOREIGN_TMP_AGE`]. One whose name says nothing is stale too.
-fn tmp_is_stale(meta: &ObjectMeta, now: f64) -> bool {
-    match tmp_writer(&meta.key) {
-        Some((host, pid)) if host == host_name() => !pid_alive(pid, None),
-        Some(_) => now - meta.modified > FOREIGN_TMP_AGE,
-        None => true,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn temp_file_names_say_who_wrote_them() {
-        let me = host_name();
-        assert_eq!(
-            tmp_writer(&format!("llm/ab/.x.json.{me}-42-7.tmp")),
-            Some((me.clone(), 42))
-        );
-        assert_eq!(
-            tmp_writer("blobs/ab/.h.parquet.other-host-9-0.tmp"),
-            Some(("other-host".into(), 9))
-        );
-        assert_eq!(tmp_writer("runs/p/.latest.json.17-3.tmp"), Some((me, 17)));
-    }
-
-    #[test]
-    fn temp_files_of_live_writers_are_kept() {
-        let me = host_name();
-        let mine = ObjectMeta {
-            key: format!("runs/p/.latest.json.{me}-{}-0.tmp", std::process::id()),
-            size: 1,
-            modified: 0.0,
-        };
-        assert!(!tmp_is_stale(&mine, unix_now()));
-        let foreign = ObjectMeta {
-            key: "runs/p/.latest.json.elsewhere-1-0.tmp".into(),
-            size: 1,
-            modified: unix_now(),
-        };
-        assert!(!tmp_is_stale(&foreign, unix_now()));
-        assert!(tmp_is_stale(&foreign, unix_now() + 2.0 * FOREIGN_TMP_AGE));
-    }
 }

@@ -254,6 +254,7 @@ fn item_plan(
         Ok(items) => items,
         Err(ItemsError::Subset(why)) => return Err(Error::Usage(why)),
         Err(ItemsError::MissingColumn(_)) => return Ok(None),
+        Err(ItemsError::Store(e)) => return Err(e),
     };
     let to_run: Vec<String> = items
         .items

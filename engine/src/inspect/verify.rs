@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use crate::artifact::{blob_path, item_path, recipe_path, Manifest};
 use crate::error::Result;
 use crate::keys::hash_bytes;
-use crate::record::{load_last_run, load_latest};
+use crate::record::{load_last_run, load_latest, RunRecord};
 use crate::store::{Store, TMP_SUFFIX};
 
 /// What `verify` found.
@@ -27,6 +27,8 @@ pub struct VerifyReport {
     pub incomplete: Vec<(String, String)>,
     /// Manifests or records naming manifests that are not in the store (referrer, missing key).
     pub dangling: Vec<(String, String)>,
+    /// Run records (`runs/<pipeline>/latest.json`, `last-run.json`) that cannot be decoded.
+    pub unreadable_records: Vec<String>,
     /// Whether the damaged objects were quarantined.
     pub repaired: bool,
 }
@@ -34,7 +36,25 @@ pub struct VerifyReport {
 impl VerifyReport {
     /// True when nothing is damaged (missing results are not damage: runs recompute them).
     pub fn clean(&self) -> bool {
-        self.damaged_blobs.is_empty() && self.unreadable_manifests.is_empty()
+        self.damaged_blobs.is_empty()
+            && self.unreadable_manifests.is_empty()
+            && self.unreadable_records.is_empty()
+    }
+
+    /// True when the store is whole: nothing damaged, unreadable, incomplete or missing. With
+    /// `--repair`, what was quarantined (and the results it leaves incomplete, which the next
+    /// run recomputes) no longer counts; what was missing before still does.
+    pub fn whole(&self) -> bool {
+        let missing_before = self
+            .incomplete
+            .iter()
+            .filter(|(_, blob)| !self.damaged_blobs.contains(blob))
+            .count()
+            + self.dangling.len();
+        match self.repaired {
+            true => missing_before == 0,
+            false => self.clean() && self.incomplete.is_empty() && self.dangling.is_empty(),
+        }
     }
 }
 
@@ -45,6 +65,7 @@ pub fn verify(store: &dyn Store, pipeline: Option<&str>, repair: bool) -> Result
         repaired: repair,
         ..VerifyReport::default()
     };
+    check_records(store, pipeline, &mut report)?;
     let (manifests, blobs) = match pipeline {
         None => whole_store(store)?,
         Some(name) => reached_by(store, name, &mut report)?,
@@ -96,12 +117,41 @@ pub fn verify(store: &dyn Store, pipeline: Option<&str>, repair: bool) -> Result
             .damaged_blobs
             .iter()
             .chain(&report.unreadable_manifests)
+            .chain(&report.unreadable_records)
         {
             store.quarantine(key)?;
             tracing::warn!("quarantined {key}");
         }
     }
     Ok(report)
+}
+
+/// Reads every run record (of `pipeline`, or of the whole store) and lists those that cannot
+/// be decoded: `show` and `plan` would silently lose them.
+fn check_records(
+    store: &dyn Store,
+    pipeline: Option<&str>,
+    report: &mut VerifyReport,
+) -> Result<()> {
+    let prefix = match pipeline {
+        Some(p) => format!("runs/{p}"),
+        None => "runs".to_string(),
+    };
+    for key in store.list(&prefix)? {
+        let name = key.rsplit('/').next().unwrap_or_default();
+        if name != "latest.json" && name != "last-run.json" {
+            continue;
+        }
+        let Some(bytes) = store.get(&key)? else {
+            continue;
+        };
+        report.checked += 1;
+        report.bytes += bytes.len() as u64;
+        if serde_json::from_slice::<RunRecord>(&bytes).is_err() {
+            report.unreadable_records.push(key);
+        }
+    }
+    Ok(())
 }
 
 /// Whether blob `key` (`blobs/ab/<hash>.parquet`) holds content with that hash.
@@ -142,7 +192,9 @@ fn reached_by(
         load_latest(store, pipeline)?,
         load_last_run(store, pipeline)?,
     ];
-    if records.iter().all(Option::is_none) {
+    let recorded = store.exists(&format!("runs/{pipeline}/latest.json"))?
+        || store.exists(&format!("runs/{pipeline}/last-run.json"))?;
+    if !recorded {
         return Err(crate::error::Error::Usage(format!(
             "no run records for pipeline `{pipeline}` in {}; run it first, or verify the whole store (no --pipeline)",
             store.describe()

@@ -29,19 +29,27 @@ impl Kind for Query {
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let mut sql = SQLContext::new();
+        let mut names = Vec::new();
         for input in ctx.inputs {
-            sql.register(
-                &format!("{}_{}", input.stage, input.table),
-                input.df.clone().lazy(),
-            );
+            let qualified = format!("{}_{}", input.stage, input.table);
+            sql.register(&qualified, input.df.clone().lazy());
+            names.push(qualified);
             if ctx.inputs.iter().filter(|i| i.stage == input.stage).count() == 1 {
                 sql.register(&input.stage, input.df.clone().lazy());
+                names.push(input.stage.clone());
             }
         }
         let df = sql
             .execute(&params.sql)
             .and_then(|lf| lf.collect())
-            .map_err(|e| StageError::Input(format!("stage `{}`: SQL failed: {e}", ctx.stage)))?;
+            .map_err(|e| {
+                // A misspelled table is the usual mistake: say which ones there are.
+                StageError::Input(format!(
+                    "stage `{}`: SQL failed: {e}; the tables this query can use: {} (its inputs: `<stage>_<table>`, and `<stage>` when that stage gives one table)",
+                    ctx.stage,
+                    names.join(", ")
+                ))
+            })?;
         Ok(Tables::single("table", df))
     }
 }

@@ -57,8 +57,17 @@ impl Kind for WriteTable {
                 )))
             }
         };
-        let format = TableFormat::resolve(params.format, &params.path)?;
         let path = ctx.resolve(&params.path);
+        if path.is_dir() {
+            return Err(StageError::Input(format!(
+                "stage `{}`: `path: {}` is a directory; name a file inside it, e.g. `path: {}/{}.csv`",
+                ctx.stage,
+                params.path,
+                params.path.trim_end_matches('/'),
+                ctx.stage
+            )));
+        }
+        let format = TableFormat::resolve(params.format, &params.path)?;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| StageError::Failed(format!("{}: {e}", dir.display())))?;

@@ -8,11 +8,12 @@
 
 use std::collections::HashSet;
 use std::fs::File;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use super::{host_name, ObjectMeta, Store, Version};
+use super::{host_name, team, ObjectMeta, Store, Version};
 use crate::error::{Error, Result};
 use crate::keys::hash_bytes;
 
@@ -23,6 +24,9 @@ pub struct FsStore {
     root: PathBuf,
     /// Directories already created by this process (saves a syscall per write).
     made: Arc<Mutex<HashSet<PathBuf>>>,
+    /// Whether the store is shared by a group ([`team::is_shared`]), looked at on the first
+    /// write: then every directory and file it writes gets the shared modes.
+    shared: Arc<OnceLock<bool>>,
 }
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
@@ -36,6 +40,7 @@ impl FsStore {
         Self {
             root: root.into(),
             made: Arc::default(),
+            shared: Arc::default(),
         }
     }
 
@@ -51,22 +56,73 @@ impl FsStore {
         Ok(self.root.join(key))
     }
 
-    fn io(path: &Path, source: std::io::Error) -> Error {
+    /// The error for a failed write to `path`: a permission or read-only filesystem names the
+    /// owner and the fix ([`team::not_permitted`]).
+    fn io(&self, path: &Path, source: std::io::Error) -> Error {
+        if team::io_is_not_permitted(&source) {
+            return team::not_permitted(&self.root, path, &source, true);
+        }
         Error::Store {
             path: path.to_path_buf(),
             source,
         }
     }
 
+    /// The error for a failed read of `path` (a permission names the fix).
+    fn io_read(&self, path: &Path, source: std::io::Error) -> Error {
+        if team::io_is_not_permitted(&source) {
+            return team::not_permitted(&self.root, path, &source, false);
+        }
+        Error::Store {
+            path: path.to_path_buf(),
+            source,
+        }
+    }
+
+    /// Whether this store is shared by a group (see [`team`]).
+    fn shared(&self) -> bool {
+        *self.shared.get_or_init(|| team::is_shared(&self.root))
+    }
+
+    /// Gives a file this process wrote the shared mode, in a shared store (whatever the umask).
+    fn share_file(&self, path: &Path) -> Result<()> {
+        if self.shared() {
+            let mode = std::fs::Permissions::from_mode(team::SHARED_FILE_MODE);
+            std::fs::set_permissions(path, mode).map_err(|e| self.io(path, e))?;
+        }
+        Ok(())
+    }
+
     fn ensure_dir(&self, dir: &Path) -> Result<()> {
         let known = self.made.lock().map(|m| m.contains(dir)).unwrap_or(false);
         if !known {
-            std::fs::create_dir_all(dir).map_err(|e| Self::io(dir, e))?;
+            match self.shared() {
+                true => self.make_shared_dirs(dir)?,
+                false => std::fs::create_dir_all(dir).map_err(|e| self.io(dir, e))?,
+            }
             if let Ok(mut made) = self.made.lock() {
                 made.insert(dir.to_path_buf());
             }
         }
         Ok(())
+    }
+
+    /// Creates `dir` and its missing parents with the shared directory mode.
+    fn make_shared_dirs(&self, dir: &Path) -> Result<()> {
+        if dir.is_dir() {
+            return Ok(());
+        }
+        if let Some(parent) = dir.parent() {
+            self.make_shared_dirs(parent)?;
+        }
+        match std::fs::create_dir(dir) {
+            Ok(()) => {
+                let mode = std::fs::Permissions::from_mode(team::SHARED_DIR_MODE);
+                std::fs::set_permissions(dir, mode).map_err(|e| self.io(dir, e))
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(self.io(dir, e)),
+        }
     }
 
     /// A temporary name next to `path`: renames stay within one directory, and concurrent
@@ -106,8 +162,13 @@ impl FsStore {
         }
         written.map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            Self::io(&tmp, e)
+            // Named by the object being written: the temporary name means nothing to a reader.
+            self.io(path, e)
         })?;
+        if let Err(e) = self.share_file(&tmp) {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
         Ok(tmp)
     }
 
@@ -121,28 +182,34 @@ impl FsStore {
         if let Some(dir) = path.parent() {
             self.ensure_dir(dir)?;
         }
+        let existed = lock_path.exists();
         let file = File::options()
             .create(true)
             .truncate(false)
             .write(true)
             .open(&lock_path)
-            .map_err(|e| Self::io(&lock_path, e))?;
-        file.lock().map_err(|e| Self::io(&lock_path, e))?;
+            .map_err(|e| self.io(&lock_path, e))?;
+        if !existed {
+            self.share_file(&lock_path)?;
+        }
+        file.lock().map_err(|e| self.io(&lock_path, e))?;
         Ok(file)
     }
 }
 
-fn read_opt(path: &Path) -> Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(FsStore::io(path, e)),
+impl FsStore {
+    fn read_opt(&self, path: &Path) -> Result<Option<Vec<u8>>> {
+        match std::fs::read(path) {
+            Ok(bytes) => Ok(Some(bytes)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(self.io_read(path, e)),
+        }
     }
 }
 
 impl Store for FsStore {
     fn get(&self, key: &str) -> Result<Option<Vec<u8>>> {
-        read_opt(&self.path(key)?)
+        self.read_opt(&self.path(key)?)
     }
 
     fn put(&self, key: &str, bytes: &[u8]) -> Result<()> {
@@ -150,7 +217,7 @@ impl Store for FsStore {
         let tmp = self.write_tmp(&path, bytes)?;
         std::fs::rename(&tmp, &path).map_err(|e| {
             let _ = std::fs::remove_file(&tmp);
-            Self::io(&path, e)
+            self.io(&path, e)
         })
     }
 
@@ -163,7 +230,7 @@ impl Store for FsStore {
         match linked {
             Ok(()) => Ok(true),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(Self::io(&path, e)),
+            Err(e) => Err(self.io(&path, e)),
         }
     }
 
@@ -177,7 +244,7 @@ impl Store for FsStore {
     fn put_if(&self, key: &str, bytes: &[u8], expected: Option<&Version>) -> Result<bool> {
         let path = self.path(key)?;
         let _guard = self.lock(&path)?;
-        let current = read_opt(&path)?.map(|b| Version(hash_bytes(&b)));
+        let current = self.read_opt(&path)?.map(|b| Version(hash_bytes(&b)));
         if current.as_ref() != expected {
             return Ok(false);
         }
@@ -206,7 +273,7 @@ impl Store for FsStore {
                     });
                 }
             })
-            .map_err(|e| Self::io(&base, e))?;
+            .map_err(|e| self.io_read(&base, e))?;
         }
         out.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(out)
@@ -215,7 +282,7 @@ impl Store for FsStore {
     fn delete(&self, key: &str) -> Result<()> {
         let path = self.path(key)?;
         match std::fs::remove_file(&path) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Self::io(&path, e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(self.io(&path, e)),
             _ => Ok(()),
         }
     }
@@ -230,7 +297,7 @@ impl Store for FsStore {
             })),
             Ok(_) => Ok(None),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(Self::io(&path, e)),
+            Err(e) => Err(self.io_read(&path, e)),
         }
     }
 
@@ -255,7 +322,7 @@ impl Store for FsStore {
             self.ensure_dir(dir)?;
         }
         match std::fs::rename(&from, &to) {
-            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Self::io(&from, e)),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(self.io(&from, e)),
             _ => Ok(()),
         }
     }

@@ -95,6 +95,24 @@ pub fn timeout_secs() -> f64 {
     env_secs("PREFFLOW_LEASE_TIMEOUT_SECS", 120.0).max(3.0 * heartbeat_secs())
 }
 
+/// A dead lease whose last heartbeat is older than this many seconds is removed by `gc`
+/// (`PREFFLOW_DEAD_LEASE_EXPIRY_SECS`, default 7 days): a killed run's committed items are
+/// protected until a later run adopts them, but not forever.
+pub fn dead_lease_expiry_secs() -> f64 {
+    env_secs("PREFFLOW_DEAD_LEASE_EXPIRY_SECS", 7.0 * 86400.0)
+}
+
+/// `7 days`, `3 h`, `90 s`: an age for messages.
+pub fn describe_age(secs: f64) -> String {
+    if secs >= 86400.0 {
+        format!("{:.0} days", secs / 86400.0)
+    } else if secs >= 3600.0 {
+        format!("{:.0} h", secs / 3600.0)
+    } else {
+        format!("{secs:.0} s")
+    }
+}
+
 fn env_secs(var: &str, default: f64) -> f64 {
     std::env::var(var)
         .ok()
@@ -233,8 +251,14 @@ pub struct Lease {
     record: Mutex<LeaseRecord>,
     stop: Arc<AtomicBool>,
     beat: Mutex<Option<std::thread::JoinHandle<()>>>,
+    /// Disconnects when the heartbeat thread ends (it holds the sender).
+    beat_done: Mutex<Option<std::sync::mpsc::Receiver<()>>>,
     released: AtomicBool,
 }
+
+/// How long [`Lease::release`] waits for a heartbeat under way (on a store that stopped
+/// answering, one can take the store's whole deadline): past it the lease is removed anyway.
+const HEARTBEAT_JOIN: Duration = Duration::from_secs(3);
 
 impl std::fmt::Debug for Lease {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -270,6 +294,7 @@ impl Lease {
             record: Mutex::new(record),
             stop: Arc::new(AtomicBool::new(false)),
             beat: Mutex::new(None),
+            beat_done: Mutex::new(None),
             released: AtomicBool::new(false),
         });
         lease.start_heartbeat();
@@ -305,25 +330,56 @@ impl Lease {
         self.stop.store(true, Ordering::SeqCst);
         if let Some(handle) = self.beat.lock().ok().and_then(|mut b| b.take()) {
             handle.thread().unpark();
-            let _ = handle.join();
+            let done = self.beat_done.lock().ok().and_then(|mut d| d.take());
+            match done.map(|d| d.recv_timeout(HEARTBEAT_JOIN)) {
+                Some(Err(std::sync::mpsc::RecvTimeoutError::Timeout)) => {
+                    tracing::debug!(
+                        "lease {}: a heartbeat is still under way; removing the lease anyway",
+                        self.id()
+                    );
+                }
+                _ => {
+                    let _ = handle.join();
+                }
+            }
         }
         remove_lease(self.store.as_ref(), &self.id())
     }
 
     fn start_heartbeat(self: &Arc<Self>) {
+        let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+        if let Ok(mut d) = self.beat_done.lock() {
+            *d = Some(done_rx);
+        }
         let weak = Arc::downgrade(self);
         let stop = self.stop.clone();
         let every = Duration::from_secs_f64(heartbeat_secs());
         let handle = std::thread::Builder::new()
             .name("prefflow-lease".into())
-            .spawn(move || loop {
-                std::thread::park_timeout(every);
-                if stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Some(lease) = weak.upgrade() else { return };
-                if let Err(e) = lease.beat() {
-                    tracing::warn!("lease {}: heartbeat failed: {e}", lease.id());
+            .spawn(move || {
+                let _done = done_tx;
+                // One warning when heartbeats start failing, one line when they work again.
+                let mut failing = false;
+                loop {
+                    std::thread::park_timeout(every);
+                    if stop.load(Ordering::SeqCst) {
+                        return;
+                    }
+                    let Some(lease) = weak.upgrade() else { return };
+                    match (lease.beat(), failing) {
+                        (Err(e), false) => {
+                            tracing::warn!("lease {}: heartbeat failed: {e}", lease.id());
+                            failing = true;
+                        }
+                        (Err(e), true) => {
+                            tracing::debug!("lease {}: heartbeat failed: {e}", lease.id())
+                        }
+                        (Ok(()), true) => {
+                            tracing::info!("lease {}: heartbeats work again", lease.id());
+                            failing = false;
+                        }
+                        (Ok(()), false) => {}
+                    }
                 }
             });
         if let (Ok(handle), Ok(mut beat)) = (handle, self.beat.lock()) {

@@ -10,11 +10,15 @@
 //! Keys are `/`-separated relative paths built only from validated names ([`check_name`]) and
 //! hashes, so no user-chosen string can reach outside the store.
 
+pub mod deadline;
+pub mod diagnose;
 mod fs;
 pub mod lease;
 pub mod names;
 pub mod object;
+pub mod team;
 
+pub use deadline::Deadlines;
 pub use fs::{FsStore, TMP_SUFFIX};
 pub use names::{check_name, NameRule};
 pub use object::{RemoteStore, RemoteUrl};
@@ -157,6 +161,32 @@ pub trait Store: Send + Sync {
     }
 }
 
+/// A temporary file written on another machine whose writer cannot be asked is stale after
+/// this long (seconds): no single object write takes an hour.
+pub const FOREIGN_TMP_AGE: f64 = 3600.0;
+
+/// Who wrote a temporary file, from its name (`.<name>.<host>-<pid>-<n>.tmp`, or the older
+/// `.<name>.<pid>-<n>.tmp` written on this machine).
+pub fn tmp_writer(key: &str) -> Option<(String, u32)> {
+    let name = key.rsplit('/').next()?.strip_suffix(TMP_SUFFIX)?;
+    let tag = name.rsplit_once('.')?.1;
+    let mut parts = tag.rsplitn(3, '-');
+    let _n = parts.next()?;
+    let pid = parts.next()?.parse().ok()?;
+    let host = parts.next().map_or_else(host_name, str::to_string);
+    Some((host, pid))
+}
+
+/// A temporary file is stale when its writer is gone: a dead process on this machine, or, for
+/// another machine's, after [`FOREIGN_TMP_AGE`]. One whose name says nothing is stale too.
+pub fn tmp_is_stale(meta: &ObjectMeta, now: f64) -> bool {
+    match tmp_writer(&meta.key) {
+        Some((host, pid)) if host == host_name() => !pid_alive(pid, None),
+        Some(_) => now - meta.modified > FOREIGN_TMP_AGE,
+        None => true,
+    }
+}
+
 /// Prefix under which damaged objects are kept (see [`Store::quarantine`]).
 pub const QUARANTINE: &str = "quarantine";
 
@@ -212,4 +242,42 @@ pub fn proc_start_ticks(pid: u32) -> Option<u64> {
     }
     // `rest` starts at field 3 (state), so field 22 (starttime) is index 19.
     fields.get(19)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::artifact::unix_now;
+
+    #[test]
+    fn temp_file_names_say_who_wrote_them() {
+        let me = host_name();
+        assert_eq!(
+            tmp_writer(&format!("llm/ab/.x.json.{me}-42-7.tmp")),
+            Some((me.clone(), 42))
+        );
+        assert_eq!(
+            tmp_writer("blobs/ab/.h.parquet.other-host-9-0.tmp"),
+            Some(("other-host".into(), 9))
+        );
+        assert_eq!(tmp_writer("runs/p/.latest.json.17-3.tmp"), Some((me, 17)));
+    }
+
+    #[test]
+    fn temp_files_of_live_writers_are_kept() {
+        let me = host_name();
+        let mine = ObjectMeta {
+            key: format!("runs/p/.latest.json.{me}-{}-0.tmp", std::process::id()),
+            size: 1,
+            modified: 0.0,
+        };
+        assert!(!tmp_is_stale(&mine, unix_now()));
+        let foreign = ObjectMeta {
+            key: "runs/p/.latest.json.elsewhere-1-0.tmp".into(),
+            size: 1,
+            modified: unix_now(),
+        };
+        assert!(!tmp_is_stale(&foreign, unix_now()));
+        assert!(tmp_is_stale(&foreign, unix_now() + 2.0 * FOREIGN_TMP_AGE));
+    }
 }

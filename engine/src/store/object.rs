@@ -18,8 +18,8 @@
 use std::future::Future;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, OnceLock};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use futures::TryStreamExt;
 use object_store::path::Path as ObjectPath;
@@ -29,6 +29,8 @@ use object_store::{
 };
 use tokio::sync::Semaphore;
 
+use super::deadline::{self, Deadlines};
+use super::diagnose::{self, FailureLog, Place};
 use super::{check_key, host_name, FsStore, ObjectMeta, Store, Version, TMP_SUFFIX};
 use crate::artifact::unix_now;
 use crate::error::{Error, Result};
@@ -54,6 +56,9 @@ pub struct RemoteUrl {
     pub bucket: String,
     /// Key prefix inside the bucket, without leading or trailing `/` (may be empty).
     pub prefix: String,
+    /// The URL's query (`?timeout=90&request_timeout=20`): the store's deadlines, checked
+    /// (see [`Deadlines`]). Kept in [`RemoteUrl::to_url`], so cluster workers get them too.
+    pub options: Vec<(String, String)>,
 }
 
 impl RemoteUrl {
@@ -67,6 +72,11 @@ impl RemoteUrl {
         ]
         .into_iter()
         .find_map(|(scheme, s)| spec.strip_prefix(scheme).map(|rest| (s, rest)))?;
+        let (rest, query) = rest.split_once('?').unwrap_or((rest, ""));
+        let options = match parse_query(spec, query) {
+            Ok(o) => o,
+            Err(e) => return Some(Err(e)),
+        };
         let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
         let prefix = prefix.trim_end_matches('/');
         let bad_prefix = !prefix.is_empty() && check_key(prefix).is_err();
@@ -80,11 +90,28 @@ impl RemoteUrl {
             service,
             bucket: bucket.to_string(),
             prefix: prefix.to_string(),
+            options,
         }))
     }
 
-    /// The URL again, normalized (`s3://bucket/prefix`).
+    /// The URL again, normalized (`s3://bucket/prefix?timeout=90`), options included.
     pub fn to_url(&self) -> String {
+        let base = self.location();
+        match self.options.is_empty() {
+            true => base,
+            false => {
+                let query: Vec<String> = self
+                    .options
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                format!("{base}?{}", query.join("&"))
+            }
+        }
+    }
+
+    /// Where the store is, without options (`s3://bucket/prefix`): what messages name.
+    pub fn location(&self) -> String {
         let scheme = match self.service {
             Service::S3 => "s3",
             Service::Gcs => "gs",
@@ -95,6 +122,17 @@ impl RemoteUrl {
             false => format!("{scheme}://{}/{}", self.bucket, self.prefix),
         }
     }
+}
+
+/// The `name=value` pairs of a store URL's query, each checked.
+fn parse_query(spec: &str, query: &str) -> Result<Vec<(String, String)>> {
+    let mut out = Vec::new();
+    for pair in query.split('&').filter(|p| !p.is_empty()) {
+        let (name, value) = pair.split_once('=').unwrap_or((pair, ""));
+        deadline::check_option(spec, name, value)?;
+        out.push((name.to_string(), value.to_string()));
+    }
+    Ok(out)
 }
 
 /// The store's own tokio runtime; shut down without blocking when the store is dropped, which
@@ -109,15 +147,67 @@ impl Drop for OwnRuntime {
     }
 }
 
+impl Drop for RemoteStore {
+    fn drop(&mut self) {
+        let summary = self.failures.summary();
+        if !summary.is_empty() {
+            tracing::warn!(
+                "{}: failed operations by cause: {}",
+                self.place.describe(),
+                summary.join("; ")
+            );
+        }
+    }
+}
+
+/// Whether the store went silent (see [`RemoteStore::admit`]).
+#[derive(Debug, Default)]
+struct Silence {
+    /// Since when no operation got an answer (its start, as far as known).
+    since: Option<Instant>,
+    /// A probe operation is in flight.
+    probing: bool,
+    /// When the last probe ended.
+    last_probe: Option<Instant>,
+}
+
+/// What [`RemoteStore::admit`] allows.
+enum Admit {
+    Normal,
+    Probe,
+    /// Fail at once: silent for this long.
+    Refuse(Duration),
+}
+
+/// Ends a probe when dropped, whatever its outcome.
+struct ProbeDone<'a>(&'a RemoteStore);
+
+impl Drop for ProbeDone<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.0.silent.lock() {
+            s.probing = false;
+            s.last_probe = Some(Instant::now());
+        }
+    }
+}
+
 /// A store in an object store. See the module documentation.
 pub struct RemoteStore {
     url: String,
+    place: Place,
     inner: Arc<dyn ObjectStore>,
     prefix: String,
     runtime: OwnRuntime,
     permits: Arc<Semaphore>,
     cache: Option<FsStore>,
     offset: OnceLock<f64>,
+    deadlines: Deadlines,
+    /// Set when an operation outlived its deadline; cleared by the next answer.
+    silent: Mutex<Silence>,
+    failures: FailureLog,
+    /// Whether the bucket exists, asked once on the first "not found" of a HEAD (which has
+    /// no body to tell a missing key from a missing bucket): `Some(message)` when it does not.
+    bucket_problem: OnceLock<Option<String>>,
 }
 
 impl std::fmt::Debug for RemoteStore {
@@ -140,8 +230,8 @@ fn concurrency() -> usize {
 }
 
 /// Retries of a failed request (`PREFFLOW_STORE_RETRIES`, default 6), with exponential backoff
-/// from 100 ms to 5 s, for at most a minute.
-fn retry_config() -> RetryConfig {
+/// from 100 ms to 5 s, for at most the operation's deadline.
+fn retry_config(deadlines: &Deadlines) -> RetryConfig {
     let max_retries = std::env::var("PREFFLOW_STORE_RETRIES")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -153,7 +243,7 @@ fn retry_config() -> RetryConfig {
             base: 2.0,
         },
         max_retries,
-        retry_timeout: Duration::from_secs(60),
+        retry_timeout: deadlines.operation,
     }
 }
 
@@ -181,8 +271,18 @@ fn blob_hash(key: &str) -> Option<&str> {
         .strip_suffix(".parquet")
 }
 
+/// A write the store refused for lack of access: the store is read-only for these
+/// credentials ([`Error::NotWritable`]), so commands that only read still work.
+fn refused_write(e: Error) -> Error {
+    match e {
+        Error::StoreSetup(m) if m.starts_with("access denied") => Error::NotWritable(m),
+        e => e,
+    }
+}
+
+/// Whether `e` says the object is absent (not the bucket: a missing bucket is a setup error).
 fn is_absent(e: &object_store::Error) -> bool {
-    matches!(e, object_store::Error::NotFound { .. })
+    matches!(e, object_store::Error::NotFound { .. }) && !e.to_string().contains("NoSuchBucket")
 }
 
 fn is_conflict(e: &object_store::Error) -> bool {
@@ -197,7 +297,8 @@ impl RemoteStore {
     /// only (`AWS_*` for S3, `GOOGLE_*` for GCS, `AZURE_*` for Azure; see docs/store.md), so
     /// they never appear in keys, logs or artifacts. Nothing is requested yet.
     pub fn open(url: &RemoteUrl) -> Result<Self> {
-        let inner = build(url).map_err(|e| {
+        let deadlines = Deadlines::resolve(&url.options)?;
+        let inner = build(url, &deadlines).map_err(|e| {
             Error::Usage(format!(
                 "--store {}: cannot set up the object store client: {e}; check the {} environment variables (docs/store.md)",
                 url.to_url(),
@@ -215,14 +316,24 @@ impl RemoteStore {
             .build()
             .map_err(|e| Error::RunFailed(format!("cannot start the store's runtime: {e}")))?;
         Ok(Self {
-            url: url.to_url(),
+            url: url.location(),
+            place: Place::new(url.location(), url.bucket.clone(), url.service),
             inner,
             prefix: url.prefix.clone(),
             runtime: OwnRuntime(Some(runtime)),
             permits: Arc::new(Semaphore::new(concurrency())),
             cache: cache_dir().map(|d| FsStore::new(d.join("blobs-cache"))),
             offset: OnceLock::new(),
+            deadlines,
+            silent: Mutex::new(Silence::default()),
+            failures: FailureLog::default(),
+            bucket_problem: OnceLock::new(),
         })
+    }
+
+    /// The deadlines this store works with.
+    pub fn deadlines(&self) -> Deadlines {
+        self.deadlines
     }
 
     /// The same store with its blob cache in `dir` (`None`: no cache), for tests and tools.
@@ -241,7 +352,9 @@ impl RemoteStore {
         ObjectPath::parse(&full).map_err(|e| Error::Usage(format!("store key `{key}`: {e}")))
     }
 
-    /// Runs `fut` on the store's runtime and waits for it, from whatever thread calls.
+    /// Runs `fut` on the store's runtime and waits for it, from whatever thread calls, for at
+    /// most the operation's deadline (its wait for a connection slot included): a store that
+    /// does not answer fails the operation instead of holding the caller forever.
     fn block<T, F>(&self, key: &str, fut: F) -> Result<T>
     where
         F: Future<Output = object_store::Result<T>> + Send + 'static,
@@ -249,14 +362,103 @@ impl RemoteStore {
     {
         let rt = self.runtime.0.as_ref().ok_or_else(|| self.stopped(key))?;
         let permits = self.permits.clone();
+        let (limit, probe) = match self.admit() {
+            Admit::Normal => (self.deadlines.operation, false),
+            Admit::Probe => (
+                self.deadlines.after_silence.min(self.deadlines.operation),
+                true,
+            ),
+            Admit::Refuse(silent_for) => return Err(self.silent_error(key, silent_for)),
+        };
+        let _probe = probe.then(|| ProbeDone(self));
+        let started = Instant::now();
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         rt.spawn(async move {
-            let _permit = permits.acquire_owned().await;
-            let _ = tx.send(fut.await);
+            let op = async move {
+                let _permit = permits.acquire_owned().await;
+                fut.await
+            };
+            let _ = tx.send(tokio::time::timeout(limit, op).await);
         });
         match rx.recv() {
-            Ok(result) => result.map_err(|e| self.remote(key, e)),
+            Ok(Ok(Ok(value))) => {
+                self.answered();
+                Ok(value)
+            }
+            Ok(Ok(Err(e))) => Err(self.failed(key, e, started)),
+            Ok(Err(_elapsed)) => Err(self.silence(key, started)),
             Err(_) => Err(self.stopped(key)),
+        }
+    }
+
+    /// The error for a request that failed with `e`: a setup mistake (exit 2), silence (a
+    /// timeout), or a plain remote error; counted by cause either way.
+    fn failed(&self, key: &str, e: object_store::Error, started: Instant) -> Error {
+        if let Some(message) = diagnose::misconfiguration(&e, &self.place) {
+            return Error::StoreSetup(message);
+        }
+        if diagnose::timed_out(&e) {
+            return self.silence(key, started);
+        }
+        // Any answer, even an error, shows the endpoint is there.
+        self.answered();
+        let err = self.remote(key, e);
+        if let Error::Remote { source, .. } = &err {
+            self.failures
+                .note(&self.url, &diagnose::cause(source), &err.to_string());
+        }
+        err
+    }
+
+    /// The error for an operation started at `started` that got no answer; marks the store
+    /// silent since then (or since earlier, when it already was).
+    fn silence(&self, key: &str, started: Instant) -> Error {
+        let silent_for = match self.silent.lock() {
+            Ok(mut s) => *s.since.get_or_insert(started),
+            Err(_) => started,
+        }
+        .elapsed();
+        self.silent_error(key, silent_for)
+    }
+
+    /// The error for an operation on a store that has not answered for `silent_for`.
+    fn silent_error(&self, key: &str, silent_for: Duration) -> Error {
+        let err = Error::Silent {
+            store: self.place.describe(),
+            key: key.to_string(),
+            secs: silent_for.as_secs_f64(),
+        };
+        self.failures
+            .note(&self.url, "no answer (a hung endpoint)", &err.to_string());
+        err
+    }
+
+    /// Whether an operation may go to the store now. While the store is silent, operations
+    /// fail at once, except one probe at a time (every `after_silence` at most), so a loop
+    /// over many keys fails fast instead of waiting for each, and an answer ends the silence.
+    fn admit(&self) -> Admit {
+        let Ok(mut s) = self.silent.lock() else {
+            return Admit::Normal;
+        };
+        let Some(since) = s.since else {
+            return Admit::Normal;
+        };
+        let rested = s
+            .last_probe
+            .is_none_or(|t| t.elapsed() >= self.deadlines.after_silence);
+        if s.probing || !rested {
+            return Admit::Refuse(since.elapsed());
+        }
+        s.probing = true;
+        Admit::Probe
+    }
+
+    /// The store answered: it is not silent (any more).
+    fn answered(&self) {
+        if let Ok(mut s) = self.silent.lock() {
+            if s.since.take().is_some() {
+                tracing::info!("{}: answers again", self.place.describe());
+            }
         }
     }
 
@@ -265,6 +467,26 @@ impl RemoteStore {
             store: self.url.clone(),
             key: key.to_string(),
             source: Box::new(source),
+        }
+    }
+
+    /// Whether the bucket exists, asked once (a listing of the prefix's top level): a HEAD
+    /// answers a missing bucket like a missing key, without a body that would say which.
+    fn check_bucket(&self) -> Result<()> {
+        let problem = self.bucket_problem.get_or_init(|| {
+            let inner = self.inner.clone();
+            let at = ObjectPath::parse(&self.prefix).ok();
+            let listed = self.block("", async move {
+                inner.list_with_delimiter(at.as_ref()).await.map(|_| ())
+            });
+            match listed {
+                Err(Error::StoreSetup(message)) => Some(message),
+                _ => None,
+            }
+        });
+        match problem {
+            Some(message) => Err(Error::StoreSetup(message.clone())),
+            None => Ok(()),
         }
     }
 
@@ -286,13 +508,15 @@ impl RemoteStore {
             mode,
             ..Default::default()
         };
-        let put = self.block(key, async move {
-            match inner.put_opts(&loc, payload, opts).await {
-                Ok(_) => Ok(true),
-                Err(e) if is_conflict(&e) || is_absent(&e) => Ok(false),
-                Err(e) => Err(e),
-            }
-        })?;
+        let put = self
+            .block(key, async move {
+                match inner.put_opts(&loc, payload, opts).await {
+                    Ok(_) => Ok(true),
+                    Err(e) if is_conflict(&e) || is_absent(&e) => Ok(false),
+                    Err(e) => Err(e),
+                }
+            })
+            .map_err(refused_write)?;
         if put {
             self.remember(key, bytes);
         }
@@ -316,13 +540,17 @@ impl RemoteStore {
 
     fn head(&self, key: &str) -> Result<Option<object_store::ObjectMeta>> {
         let (inner, loc) = (self.inner.clone(), self.loc(key)?);
-        self.block(key, async move {
+        let meta = self.block(key, async move {
             match inner.head(&loc).await {
                 Ok(meta) => Ok(Some(meta)),
                 Err(e) if is_absent(&e) => Ok(None),
                 Err(e) => Err(e),
             }
-        })
+        })?;
+        if meta.is_none() {
+            self.check_bucket()?;
+        }
+        Ok(meta)
     }
 
     /// A blob from the local cache: intact (its hash checked) and still present in the
@@ -384,28 +612,43 @@ impl RemoteStore {
     }
 }
 
-/// The object-store client for `url`, configured from the environment.
-fn build(url: &RemoteUrl) -> object_store::Result<Arc<dyn ObjectStore>> {
+/// The object-store client for `url`, configured from the environment, with `deadlines`.
+fn build(url: &RemoteUrl, deadlines: &Deadlines) -> object_store::Result<Arc<dyn ObjectStore>> {
     use object_store::aws::AmazonS3Builder;
+    use object_store::aws::AmazonS3ConfigKey as S3Key;
+    use object_store::azure::AzureConfigKey as AzKey;
     use object_store::azure::MicrosoftAzureBuilder;
     use object_store::gcp::GoogleCloudStorageBuilder;
+    use object_store::gcp::GoogleConfigKey as GsKey;
+    use object_store::ClientConfigKey::{ConnectTimeout, Timeout};
+    // Set one by one: the builders keep the other client options they read from the
+    // environment (AWS_ALLOW_HTTP and the like).
+    let ms = |d: Duration| format!("{}ms", d.as_millis().max(1));
+    let (connect, request) = (ms(deadlines.connect), ms(deadlines.request));
+    let retry = retry_config(deadlines);
     Ok(match url.service {
         Service::S3 => Arc::new(
             AmazonS3Builder::from_env()
                 .with_bucket_name(&url.bucket)
-                .with_retry(retry_config())
+                .with_config(S3Key::Client(ConnectTimeout), connect)
+                .with_config(S3Key::Client(Timeout), request)
+                .with_retry(retry)
                 .build()?,
         ),
         Service::Gcs => Arc::new(
             GoogleCloudStorageBuilder::from_env()
                 .with_bucket_name(&url.bucket)
-                .with_retry(retry_config())
+                .with_config(GsKey::Client(ConnectTimeout), connect)
+                .with_config(GsKey::Client(Timeout), request)
+                .with_retry(retry)
                 .build()?,
         ),
         Service::Azure => Arc::new(
             MicrosoftAzureBuilder::from_env()
                 .with_container_name(&url.bucket)
-                .with_retry(retry_config())
+                .with_config(AzKey::Client(ConnectTimeout), connect)
+                .with_config(AzKey::Client(Timeout), request)
+                .with_retry(retry)
                 .build()?,
         ),
     })
@@ -506,6 +749,7 @@ impl Store for RemoteStore {
                 _ => Ok(()),
             }
         })
+        .map_err(refused_write)
     }
 
     fn stat(&self, key: &str) -> Result<Option<ObjectMeta>> {

@@ -1,7 +1,7 @@
 //! Typed errors of the phone server, and how each becomes an HTTP response: always a JSON body
 //! `{"error": "…"}` with the status that fits (400 bad request, 401 no or wrong token, 404
-//! unknown or expired episode, 405 wrong method, 413 too large, 429 over a limit, 500), never
-//! a panic.
+//! unknown, expired or evicted episode, 405 wrong method, 413 too large, 429 over a limit —
+//! with `Retry-After` when waiting can help —, 500), never a panic.
 
 use std::net::SocketAddr;
 
@@ -42,9 +42,30 @@ pub enum ServeError {
         /// The server's TTL.
         ttl_secs: u64,
     },
-    /// The open-episode limit is reached.
-    #[error("{0} episodes are open, the most this server allows (--max-episodes); close finished ones with DELETE /episodes/{{id}} (idle ones expire after --episode-ttl-secs)")]
-    TooManyEpisodes(usize),
+    /// The open-episode limit is reached and no episode is idle long enough to make room.
+    #[error("{limit} episodes are open, the most this server allows (--max-episodes), and none has been idle long enough to close for room (--evict-idle-secs); retry after {retry_after} s, and close finished episodes with DELETE /episodes/{{id}}")]
+    TooManyEpisodes {
+        /// The server's limit.
+        limit: usize,
+        /// Seconds until an episode may be idle long enough to give way.
+        retry_after: u64,
+    },
+    /// This client has as many episodes open as one client may.
+    #[error("this client has {limit} episodes open, the most one client may (--max-episodes-per-client; a client is its X-Client-Id header, else its address), and none has been idle long enough to close for room; retry after {retry_after} s, and close finished episodes with DELETE /episodes/{{id}}")]
+    ClientQuota {
+        /// The per-client limit.
+        limit: usize,
+        /// Seconds until one of its episodes may be idle long enough to give way.
+        retry_after: u64,
+    },
+    /// The episode was closed while idle to make room for a new one at a cap.
+    #[error("episode `{id}` was closed after {idle_secs} s without a request to make room for a new episode (the server or its client was at its episode limit; --evict-idle-secs); create a new one with POST /episodes")]
+    Evicted {
+        /// The episode.
+        id: String,
+        /// The server's eviction idle time.
+        idle_secs: u64,
+    },
     /// The episode has taken every step it may.
     #[error("episode `{id}` has taken its {limit} steps (--max-steps); finish it and start a new episode")]
     StepLimit {
@@ -101,18 +122,19 @@ impl ServeError {
     /// The HTTP status this error answers with.
     pub fn status(&self) -> StatusCode {
         match self {
-            ServeError::NotFound(_) | ServeError::NoRoute(_) | ServeError::Expired { .. } => {
-                StatusCode::NOT_FOUND
-            }
+            ServeError::NotFound(_)
+            | ServeError::NoRoute(_)
+            | ServeError::Expired { .. }
+            | ServeError::Evicted { .. } => StatusCode::NOT_FOUND,
             ServeError::BadRequest(_) | ServeError::Overrides(_) => StatusCode::BAD_REQUEST,
             ServeError::Unauthorized => StatusCode::UNAUTHORIZED,
             ServeError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ServeError::BodyTooLarge(_) | ServeError::EpisodeBytes { .. } => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
-            ServeError::TooManyEpisodes(_) | ServeError::StepLimit { .. } => {
-                StatusCode::TOO_MANY_REQUESTS
-            }
+            ServeError::TooManyEpisodes { .. }
+            | ServeError::ClientQuota { .. }
+            | ServeError::StepLimit { .. } => StatusCode::TOO_MANY_REQUESTS,
             _ => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -126,6 +148,14 @@ impl IntoResponse for ServeError {
             res.headers_mut().insert(
                 axum::http::header::WWW_AUTHENTICATE,
                 axum::http::HeaderValue::from_static("Bearer"),
+            );
+        }
+        if let ServeError::TooManyEpisodes { retry_after, .. }
+        | ServeError::ClientQuota { retry_after, .. } = &self
+        {
+            res.headers_mut().insert(
+                axum::http::header::RETRY_AFTER,
+                axum::http::HeaderValue::from(*retry_after),
             );
         }
         res

@@ -5,8 +5,10 @@
 //! reads the shared [`Host`] bookkeeping without touching any episode thread.
 //!
 //! Every response body is serialized on the episode's thread, so the HTTP runtime only copies
-//! bytes. The bookkeeping enforces [`ServeLimits`]: open episodes, steps and request bytes per
-//! episode, and the idle TTL (checked on every request and by a periodic sweep).
+//! bytes. The bookkeeping enforces [`ServeLimits`]: open episodes (in all, and per client),
+//! steps and request bytes per episode, and the idle TTL (checked on every request and by a
+//! periodic sweep). At a cap, the longest-idle episode past `evict_idle` is closed to make
+//! room, so a client that leaks episodes holds at most its quota, and only while it uses them.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
@@ -34,6 +36,8 @@ struct Slot {
     last_used: Instant,
     steps: u32,
     bytes: usize,
+    /// Who created it (see [`ServeLimits::max_episodes_per_client`]).
+    client: String,
 }
 
 /// Counters reported by `GET /health`.
@@ -45,6 +49,8 @@ pub(crate) struct Counts {
     pub closed: u64,
     /// Closed because they were idle past the TTL.
     pub expired: u64,
+    /// Closed while idle to make room for a new episode at a cap.
+    pub evicted: u64,
     /// Requests refused by a limit (429 or 413).
     pub refused: u64,
 }
@@ -52,8 +58,9 @@ pub(crate) struct Counts {
 #[derive(Default)]
 struct Book {
     next: u64,
-    /// Episodes being created (counted against the limit before their thread is up).
-    starting: usize,
+    /// Episodes being created, by client (counted against the limits before their thread is
+    /// up).
+    starting: HashMap<String, usize>,
     open: HashMap<String, Slot>,
     gone: VecDeque<(String, &'static str)>,
     counts: Counts,
@@ -73,8 +80,94 @@ impl Book {
                 id: id.to_string(),
                 ttl_secs: limits.episode_ttl.as_secs(),
             },
+            Some((_, "evicted")) => ServeError::Evicted {
+                id: id.to_string(),
+                idle_secs: limits.evict_idle.as_secs(),
+            },
             _ => ServeError::NotFound(id.to_string()),
         }
+    }
+
+    /// Episodes `client` has open or is starting.
+    fn held_by(&self, client: &str) -> usize {
+        let open = self.open.values().filter(|s| s.client == client).count();
+        open + self.starting.get(client).copied().unwrap_or(0)
+    }
+
+    fn total(&self) -> usize {
+        self.open.len() + self.starting.values().sum::<usize>()
+    }
+
+    /// The longest-idle episode (of `client`, or of anyone) idle at least `min_idle`.
+    fn longest_idle(
+        &self,
+        client: Option<&str>,
+        min_idle: std::time::Duration,
+        now: Instant,
+    ) -> Option<String> {
+        self.open
+            .iter()
+            .filter(|(_, s)| client.is_none_or(|c| s.client == c))
+            .filter(|(_, s)| now.duration_since(s.last_used) >= min_idle)
+            .min_by_key(|(_, s)| s.last_used)
+            .map(|(id, _)| id.clone())
+    }
+
+    /// Seconds until an episode (of `client`, or of anyone) becomes evictable: what a 429
+    /// tells the client to wait (`Retry-After`), at least 1.
+    fn retry_after(&self, client: Option<&str>, limits: &ServeLimits, now: Instant) -> u64 {
+        self.open
+            .values()
+            .filter(|s| client.is_none_or(|c| s.client == c))
+            .map(|s| {
+                limits
+                    .evict_idle
+                    .saturating_sub(now.duration_since(s.last_used))
+            })
+            .min()
+            .map_or(limits.evict_idle.as_secs(), |d| {
+                d.as_secs_f64().ceil() as u64
+            })
+            .max(1)
+    }
+
+    /// Makes room for one more episode of `client`: within its own quota (closing its own
+    /// longest-idle episode if it must), then within the server's cap (closing anyone's).
+    fn make_room(
+        &mut self,
+        client: &str,
+        limits: &ServeLimits,
+        now: Instant,
+    ) -> Result<(), ServeError> {
+        if self.held_by(client) >= limits.max_episodes_per_client {
+            match self.longest_idle(Some(client), limits.evict_idle, now) {
+                Some(id) => self.evict(id),
+                None => {
+                    return Err(ServeError::ClientQuota {
+                        limit: limits.max_episodes_per_client,
+                        retry_after: self.retry_after(Some(client), limits, now),
+                    })
+                }
+            }
+        }
+        if self.total() >= limits.max_episodes {
+            match self.longest_idle(None, limits.evict_idle, now) {
+                Some(id) => self.evict(id),
+                None => {
+                    return Err(ServeError::TooManyEpisodes {
+                        limit: limits.max_episodes,
+                        retry_after: self.retry_after(None, limits, now),
+                    })
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn evict(&mut self, id: String) {
+        self.open.remove(&id);
+        self.counts.evicted += 1;
+        self.forget(id, "evicted");
     }
 
     fn expire_idle(&mut self, limits: &ServeLimits, now: Instant) {
@@ -129,11 +222,16 @@ impl Host {
     pub fn health(&self) -> Value {
         let mut book = self.book();
         book.expire_idle(&self.limits, Instant::now());
+        let mut clients: std::collections::BTreeMap<&str, usize> = Default::default();
+        for slot in book.open.values() {
+            *clients.entry(slot.client.as_str()).or_default() += 1;
+        }
         json!({
             "status": "ok",
             "apps": self.world.catalog.apps.len(),
             "events": self.world.history.len(),
             "episodes": book.open.len(),
+            "clients": clients,
             "counts": book.counts,
             "limits": *self.limits,
         })
@@ -153,26 +251,34 @@ impl Host {
         )
     }
 
-    /// Starts an episode on its own thread and returns what its agent sees first.
+    /// Starts an episode for `client` on its own thread and returns what its agent sees
+    /// first. At a cap the longest-idle episode (idle past `evict_idle`) makes room; else 429.
     pub async fn create(
         &self,
         req: CreateEpisode,
         body_bytes: usize,
+        client: String,
     ) -> Result<Vec<u8>, ServeError> {
         let id = {
             let mut book = self.book();
-            book.expire_idle(&self.limits, Instant::now());
-            if book.open.len() + book.starting >= self.limits.max_episodes {
+            let now = Instant::now();
+            book.expire_idle(&self.limits, now);
+            if let Err(e) = book.make_room(&client, &self.limits, now) {
                 book.counts.refused += 1;
-                return Err(ServeError::TooManyEpisodes(self.limits.max_episodes));
+                return Err(e);
             }
-            book.starting += 1;
+            *book.starting.entry(client.clone()).or_default() += 1;
             book.next += 1;
             format!("ep-{}", book.next)
         };
         let started = self.start_thread(&id, req).await;
         let mut book = self.book();
-        book.starting -= 1;
+        if let Some(n) = book.starting.get_mut(&client) {
+            *n -= 1;
+            if *n == 0 {
+                book.starting.remove(&client);
+            }
+        }
         let (jobs, created) = started?;
         book.counts.created += 1;
         book.open.insert(
@@ -182,6 +288,7 @@ impl Host {
                 last_used: Instant::now(),
                 steps: 0,
                 bytes: body_bytes,
+                client,
             },
         );
         Ok(created)

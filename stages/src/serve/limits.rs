@@ -25,6 +25,14 @@ pub struct ServeLimits {
     /// An episode that receives no request for this long is closed (`--episode-ttl-secs`).
     #[serde(rename = "episode_ttl_secs", serialize_with = "secs")]
     pub episode_ttl: Duration,
+    /// Episodes one client may have open at once (`--max-episodes-per-client`): one client
+    /// that never closes its episodes cannot lock the others out. A client is its
+    /// `X-Client-Id` header, else its address.
+    pub max_episodes_per_client: usize,
+    /// At a cap (the server's or the client's), an episode idle this long may be closed to
+    /// make room, the longest idle first (`--evict-idle-secs`).
+    #[serde(rename = "evict_idle_secs", serialize_with = "secs")]
+    pub evict_idle: Duration,
 }
 
 impl Default for ServeLimits {
@@ -36,6 +44,8 @@ impl Default for ServeLimits {
             max_episode_bytes: 16 << 20,
             max_observation_bytes: 256 << 10,
             episode_ttl: Duration::from_secs(600),
+            max_episodes_per_client: 32,
+            evict_idle: Duration::from_secs(30),
         }
     }
 }
@@ -54,6 +64,10 @@ impl ServeLimits {
             ("--max-episode-bytes", self.max_episode_bytes == 0),
             ("--max-observation-bytes", self.max_observation_bytes < 64),
             ("--episode-ttl-secs", self.episode_ttl.is_zero()),
+            (
+                "--max-episodes-per-client",
+                self.max_episodes_per_client == 0,
+            ),
         ];
         match zero.iter().find(|(_, bad)| *bad) {
             Some((flag, _)) => Err(format!(

@@ -104,7 +104,8 @@ pub fn serve_env(opts: &ServeOptions, on_ready: impl FnOnce(SocketAddr)) -> Resu
                 host.sweep();
             }
         });
-        axum::serve(listener, routes::router(app)).await?;
+        let service = routes::router(app).into_make_service_with_connect_info::<SocketAddr>();
+        axum::serve(listener, service).await?;
         Ok(())
     })
 }

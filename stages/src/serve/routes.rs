@@ -5,7 +5,9 @@ use std::pin::Pin;
 use std::sync::Arc;
 
 use axum::body::{Body, HttpBody};
-use axum::extract::{Path, Request, State};
+use std::net::SocketAddr;
+
+use axum::extract::{ConnectInfo, Path, Request, State};
 use axum::http::header::{AUTHORIZATION, CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
@@ -171,9 +173,28 @@ async fn health(State(app): State<App>) -> Json<Value> {
     Json(app.host.health())
 }
 
-async fn create(State(app): State<App>, req: Request) -> Answer {
+async fn create(
+    State(app): State<App>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    req: Request,
+) -> Answer {
+    let client = client_of(req.headers(), peer);
     let (create, n): (CreateEpisode, usize) = parse(&app, req).await?;
-    Ok(json_bytes(app.host.create(create, n).await?))
+    Ok(json_bytes(app.host.create(create, n, client).await?))
+}
+
+/// Who a request comes from, for the per-client episode quota: its `X-Client-Id` header (so
+/// several clients on one address, e.g. loopback, count apart), else its address.
+fn client_of(headers: &HeaderMap, peer: SocketAddr) -> String {
+    let given = headers
+        .get("x-client-id")
+        .and_then(|v| v.to_str().ok())
+        .map(str::trim)
+        .filter(|v| !v.is_empty());
+    match given {
+        Some(id) => format!("id:{}", id.chars().take(64).collect::<String>()),
+        None => peer.ip().to_string(),
+    }
 }
 
 async fn step(State(app): State<App>, Path(id): Path<String>, req: Request) -> Answer {
