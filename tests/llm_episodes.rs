@@ -120,13 +120,14 @@ fn clear_engine_cache(ws: &Workspace) {
     forget_stage(ws, "play");
 }
 
-/// Both spaces, with the llm simulator: the agent asks every turn (a reply carrying the
-/// question both as JSON content and as a tool call), so every episode uses both models.
+/// Both spaces, the model under test also playing the user (asked for explicitly,
+/// `simulator: agent_model`): the agent asks every turn (a reply carrying the question both as
+/// JSON content and as a tool call), so every episode uses both roles.
 const PLAY: &str = "    when: { env: PREFFLOW_TEST_EPISODES_URL }
     sweep: { space: [gui, tools] }
     params:
       agent: llm
-      simulator: llm
+      simulator: agent_model
       history: \"top_k:5\"
       max_steps: 3
       prompts: 'PROMPTS'
@@ -175,6 +176,12 @@ fn llm_episodes_are_skipped_recorded_replayed_and_replayed_offline() {
         assert_eq!(episodes.height(), 3, "{variant}");
         assert!(strs(&episodes, "status").iter().all(|s| s == "max_steps"));
         assert!(strs(&episodes, "agent").iter().all(|s| s == "llm:tiny"));
+        assert!(
+            strs(&episodes, "user")
+                .iter()
+                .all(|s| s == "llm:tiny (the model under test)"),
+            "the user column says the model under test answered"
+        );
         assert_eq!(u64s(&episodes, "ask_user_calls"), [3, 3, 3]);
         let steps = ws.table("play.steps", Some(variant));
         assert!(strs(&steps, "action_type").iter().all(|a| a == "ask_user"));

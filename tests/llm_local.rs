@@ -161,7 +161,7 @@ fn pipeline(prompts: &Path) -> String {
     concurrency: 1
     params:
       agent: llm
-      simulator: llm
+      simulator: agent_model
       space: gui
       history: none
       max_steps: 3
@@ -338,7 +338,7 @@ fn a_real_local_model_plays_records_and_replays_episodes() {
     let bundles = bundles_from_table(&ws.table("candidates.bundles", None)).expect("bundles");
     let prompts = Prompts::load(ws.path(), "prompts", &USER_TEMPLATES).expect("prompts");
     let client = LlmClient::new(config(&server.url), &store, false).expect("client");
-    let mut user = LlmUser::new(client, prompts, &world.persona, &bundles[0], 0).expect("user");
+    let mut user = LlmUser::new(client, prompts, &world, &bundles[0], 0).expect("user");
     let reply = block_on(user.reply("Which option do you prefer?")).expect("reply");
     assert!(!reply.text.is_empty());
     assert!(reply.usage.prompt_tokens > 0 && reply.usage.completion_tokens > 0);

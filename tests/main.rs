@@ -35,6 +35,7 @@ mod store_sharing;
 mod store_team;
 mod subsets;
 mod taskset;
+mod user_model;
 mod world_evidence;
 mod world_import;
 mod world_serve;

@@ -12,6 +12,7 @@ use crate::common::*;
 
 const URL_VAR: &str = "PREFFLOW_TEST_ESTIMATE_URL";
 const JUDGE_VAR: &str = "PREFFLOW_TEST_ESTIMATE_JUDGE";
+const USER_VAR: &str = "PREFFLOW_TEST_ESTIMATE_USER";
 
 /// World, 6 validated tasks, two models (one with prices) played with the `llm` user, judged
 /// by a judge model.
@@ -33,7 +34,6 @@ fn pipeline(max_context: Option<u64>) -> String {
     sweep: {{ model: [cheap, plain] }}
     params:
       agent: llm
-      simulator: llm
       history: all
       max_steps: 10
       max_tools: 120
@@ -43,6 +43,7 @@ fn pipeline(max_context: Option<u64>) -> String {
         - {{ name: cheap, model: provider/cheap-1, prices: {{ prompt_per_mtok: 0.15, completion_per_mtok: 0.6, cached_prompt_per_mtok: 0.075 }}{window} }}
         - {{ name: plain, model: provider/plain-2 }}
       model: cheap
+      user_model: {{ base_url_env: {USER_VAR}, model: user-1, prices: {{ prompt_per_mtok: 3.0, completion_per_mtok: 4.0 }} }}
   judged_llm:
     kind: judge
     inputs: [episodes_llm.episodes, episodes_llm.steps, validated.bundles, world.sources, world.history_events]
@@ -57,6 +58,7 @@ fn plan(ws: &Workspace, url: &str) -> Run {
     ws.command(&["plan", "p.yaml"])
         .env(URL_VAR, url)
         .env(JUDGE_VAR, url)
+        .env(USER_VAR, url)
         .output()
         .map(run_of)
         .expect("spawn prefflow")
@@ -141,7 +143,15 @@ fn plan_estimates_each_model_and_role_before_anything_is_sent() {
     assert_eq!(cheap[8], format!("0 of {tasks}"), "nothing recorded yet");
     let plain = row(text, "episodes_llm[model=plain]", "agent");
     assert_eq!(plain[7], "no prices", "{plain:?}");
-    row(text, "episodes_llm[model=cheap]", "user");
+    // The user simulator is its own model, at its own prices.
+    let user = row(text, "episodes_llm[model=cheap]", "user");
+    assert_eq!(user[2], "user-1", "{user:?}");
+    let (_, prompt_high) = range(user[5]);
+    let (_, money_high) = range(user[7]);
+    assert!(
+        prompt_high > 0.0 && money_high >= prompt_high * 3.0e-6 * 0.99,
+        "money at the user model's prices: {user:?}"
+    );
     let judge = row(text, "judged_llm[model=cheap]", "judge");
     assert_eq!(judge[2], "judge-1");
     assert!(range(judge[4]).1 > 0.0, "{judge:?}");
@@ -159,6 +169,7 @@ fn plan_estimates_each_model_and_role_before_anything_is_sent() {
     ws.command(&["run", "p.yaml", "--progress", "none"])
         .env(URL_VAR, &server.url)
         .env(JUDGE_VAR, &server.url)
+        .env(USER_VAR, &server.url)
         .output()
         .map(run_of)
         .expect("run")

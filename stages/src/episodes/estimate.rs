@@ -206,7 +206,7 @@ impl TaskSetup<'_> {
             self.agent_figures(factory, &briefing, &shown, &steps, &mut fig)?;
         }
         if let Some(prompts) = user_prompts {
-            let system = system_prompt(prompts, &world.persona, self.bundle)
+            let system = system_prompt(prompts, world, self.bundle)
                 .map_err(|e| StageError::Input(e.to_string()))?;
             let opening = message_tokens(&ChatMessage::new("system", system)) + tokens::PER_REQUEST;
             let question = asks

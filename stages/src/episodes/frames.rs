@@ -17,6 +17,7 @@ pub fn episodes_frame(rows: &[EpisodeRow]) -> PolarsResult<DataFrame> {
         col("epoch", rows, |r| r.epoch),
         col("persona", rows, |r| r.persona.clone()),
         col("agent", rows, |r| r.agent.clone()),
+        col("user", rows, |r| r.user.clone()),
         col("status", rows, |r| r.status.clone()),
         col("steps", rows, |r| r.steps),
         col("ask_user_calls", rows, |r| r.ask_user_calls),

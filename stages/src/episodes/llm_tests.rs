@@ -300,7 +300,7 @@ fn the_llm_user_is_audited_for_volunteered_values() {
     let prompts =
         super::prompts::Prompts::load(&root(), "datasets/prompts", &super::prompts::USER_TEMPLATES)
             .unwrap();
-    let mut user = LlmUser::new(client, prompts, &world().persona, task, 0).unwrap();
+    let mut user = LlmUser::new(client, prompts, world(), task, 0).unwrap();
 
     let leak = block_on(user.reply("Shall I go ahead?")).unwrap();
     assert_eq!(leak.disclosed, vec![slot.slot_id.clone()]);

@@ -25,7 +25,9 @@ pub struct RunEpisodesParams {
     /// Pre-execution clarification (iPrefBench G.5): the agent may ask before acting.
     #[serde(default)]
     pub clarify: bool,
-    /// Who answers ask_user: `scripted` (default) or `llm`.
+    /// Who answers ask_user: `auto` (default: the `user_model` when its endpoint is
+    /// configured, else `scripted`), `scripted`, `llm` (the `user_model`, required) or
+    /// `agent_model` (the model under test plays the user too: explicit only, warned about).
     #[serde(default)]
     pub simulator: SimulatorName,
     /// Independent repeats per task (default 1).
@@ -55,9 +57,13 @@ pub struct RunEpisodesParams {
     /// The entry of `models` the `llm` agent plays, by `name`.
     #[serde(default)]
     pub model: Option<String>,
-    /// The simulator's model (simulator `llm`).
-    #[serde(default)]
-    pub user_llm: Option<LlmConfig>,
+    /// The user simulator's own model, an endpoint block like `llm`'s (`{ model, base_url |
+    /// base_url_env, api_key_env, prices, concurrency, … }`; the shipped pipelines use
+    /// `base_url_env: PREFFLOW_USER_BASE_URL`): it answers every episode's questions, built-in
+    /// agents' too, whenever its endpoint is configured (simulator `auto`). Never the agent's
+    /// model by default. (`user_llm` is the older spelling.)
+    #[serde(default, alias = "user_llm")]
+    pub user_model: Option<LlmConfig>,
     /// Directory of prompt templates (default `datasets/prompts`).
     #[serde(default = "prompts_dir")]
     pub prompts: String,

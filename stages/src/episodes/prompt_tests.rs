@@ -177,7 +177,7 @@ fn the_simulated_user_is_told_what_each_ask_only_value_is_in_words() {
         let client = LlmClient::new(config(&server.url), &store, false).expect("client");
         let prompts =
             Prompts::load(&root(), "datasets/prompts", &prompts::USER_TEMPLATES).expect("prompts");
-        let mut user = LlmUser::new(client, prompts, &world().persona, task, 0).expect("simulator");
+        let mut user = LlmUser::new(client, prompts, world(), task, 0).expect("simulator");
         use super::Simulator;
         block_on(user.reply("Which one?")).expect("reply");
         let system = bodies(&server)[0]["messages"][0]["content"]

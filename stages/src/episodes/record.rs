@@ -18,6 +18,9 @@ pub struct EpisodeRow {
     pub persona: Option<String>,
     /// The agent's name.
     pub agent: String,
+    /// Who answered `ask_user` (`scripted`, `llm:<model>`, `llm:<model> (the model under
+    /// test)`, `device`): the `user` column ([`crate::episodes::simulators::User::label`]).
+    pub user: String,
     /// `ok`, `max_steps` or `error`.
     pub status: String,
     /// Step rows written (clarification questions included).

@@ -24,7 +24,7 @@ use crate::episodes::retrieval::IndexCache;
 use crate::episodes::runner::join_all;
 pub use crate::episodes::seed::episode_variant;
 use crate::episodes::seed::{episode_id, episode_seed};
-use crate::episodes::simulators::{self, SimulatorName};
+use crate::episodes::simulators::{self, SimulatorName, User};
 use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, ModelAccess, PhoneEnv};
 use crate::tasks::frames::bundles_from_table;
 use crate::tasks::TaskBundle;
@@ -108,10 +108,15 @@ impl Kind for RunEpisodes {
         crate::tables::world::READ_HISTORY,
     ];
     const DETERMINISTIC: bool = true;
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_epochs, max_steps, space, seed, llm, models, model, user_llm, embeddings; use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) → episodes, steps, diffs (params: agent, history, log, clarify, simulator, epochs, max_epochs, max_steps, space, seed, llm, models, model, user_model, embeddings; use per_item: task_id)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
-        let uses_prompts = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;
+        let uses_prompts = params.agent == AgentName::Llm
+            || matches!(
+                params.simulator,
+                SimulatorName::Llm | SimulatorName::AgentModel
+            )
+            || simulators::user_config(params).is_some();
         let mut inputs = Vec::new();
         if uses_prompts {
             inputs.push(params.prompts.clone());
@@ -123,13 +128,25 @@ impl Kind for RunEpisodes {
     }
 
     /// Only the `models` entry this variant plays is part of its key, so adding a model to
-    /// the list re-runs no other model's episodes.
+    /// the list re-runs no other model's episodes; who answers the questions (the environment
+    /// decides whether a `user_model` is configured) is part of it too.
     fn key_params(&self, params: &Self::Params, raw: &serde_json::Value) -> serde_json::Value {
-        params.key_params(raw)
+        let mut keyed = params.key_params(raw);
+        let chosen = params
+            .with_chosen_model()
+            .unwrap_or_else(|_| params.clone());
+        if let (Some(map), Ok(user)) = (keyed.as_object_mut(), User::of(&chosen)) {
+            map.insert("user".into(), serde_json::Value::String(user.label()));
+        }
+        keyed
     }
 
     fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
         crate::limits::EPOCHS.check(u64::from(params.epochs), params.max_epochs)?;
+        User::of(params).map_err(|message| ParamError {
+            field: Some("simulator".into()),
+            message,
+        })?;
         params
             .model_entry()
             .map(|_| ())
@@ -144,6 +161,7 @@ impl Kind for RunEpisodes {
         params: &Self::Params,
         ctx: &StageContext<'_>,
     ) -> Result<EpisodeState, StageError> {
+        warn_about_the_user(params, ctx.stage);
         prepare_episodes(params, ctx)
     }
 
@@ -174,7 +192,7 @@ pub fn estimate_episodes(
     params: &RunEpisodesParams,
     ctx: &EstimateContext<'_>,
 ) -> Result<Option<Estimate>, StageError> {
-    let uses_models = params.agent == AgentName::Llm || params.simulator == SimulatorName::Llm;
+    let uses_models = params.agent == AgentName::Llm || simulators::user_config(params).is_some();
     if !uses_models {
         return Ok(None);
     }
@@ -261,11 +279,7 @@ fn in_flight(params: &RunEpisodesParams) -> usize {
         .llm
         .as_ref()
         .filter(|_| params.agent == AgentName::Llm);
-    let user = params
-        .user_llm
-        .as_ref()
-        .or(params.llm.as_ref())
-        .filter(|_| params.simulator == SimulatorName::Llm);
+    let user = simulators::user_config(params);
     agent.or(user).map_or(1, |l| l.concurrency.max(1))
 }
 
@@ -373,7 +387,7 @@ async fn play(
     };
     let mut agent = factory.make_epoch(bundle, seed, epoch);
     let mut user = match hooks.scripted_user(bundle) {
-        Some(user) if params.simulator == SimulatorName::Scripted => user,
+        Some(user) if User::of(params) == Ok(User::Scripted) => user,
         _ => simulators::make(params, model_access(ctx), world, bundle, seed, epoch)?,
     };
     let row = EpisodeRow {
@@ -383,6 +397,7 @@ async fn play(
         epoch,
         persona: Some(task.persona.clone()),
         agent: factory.name(),
+        user: User::of(params).map(User::label).unwrap_or_default(),
         seed,
         exposure: format!("{}/{}{retrieval}", params.history, log_name(params.log)),
         ..EpisodeRow::default()
@@ -411,8 +426,19 @@ async fn play(
     run.episode.cost_user = run
         .episode
         .user_usage
-        .cost(params.user_llm.as_ref().and_then(|l| l.prices));
+        .cost(simulators::user_config(params).and_then(|l| l.prices));
     Ok(run)
+}
+
+/// Warns, once per stage instance that runs, when the model under test answers its own
+/// questions ([`User::warning`]).
+fn warn_about_the_user(params: &RunEpisodesParams, stage: &str) {
+    let Ok(params) = params.with_chosen_model() else {
+        return;
+    };
+    if let Some(w) = User::of(&params).ok().and_then(|u| u.warning(&params)) {
+        tracing::warn!("stage `{stage}`: {w}");
+    }
 }
 
 fn log_name(log: LogKind) -> &'static str {

@@ -358,6 +358,7 @@ fn spec(
             agent,
             seed: episode_seed(params.seed, &task.task_id, ctx.variant, epoch),
             exposure: "device".into(),
+            user: "device".into(),
             ..EpisodeRow::default()
         },
         goal: task.goal.clone(),

@@ -63,7 +63,10 @@ pub fn aggregate(
         }
     }
     Ok(Aggregates {
-        table1: with_agent(with_judge(table1(&tasks, boot)?, scores)?, episodes)?,
+        table1: with_user(
+            with_agent(with_judge(table1(&tasks, boot)?, scores)?, episodes)?,
+            episodes,
+        )?,
         paired: with_judge(
             paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
             scores,
@@ -130,24 +133,42 @@ pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFra
 /// a model's column carries both the name it goes by in the pipeline (in the variant) and the
 /// model id the provider was asked for. Null without an `episodes` table.
 pub fn with_agent(table1: DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
-    let Some(episodes) = episodes.filter(|e| e.schema().contains("agent")) else {
+    with_episode_label(table1, episodes, "agent")
+}
+
+/// Table 1 with a `user` column: who answered each variant's questions (`scripted`,
+/// `llm:<model>`, `llm:<model> (the model under test)`; the episodes' `user` column, distinct
+/// values joined), so a column answered by a model — or by the model under test itself — is
+/// never read as answered by the scripted user. Null when the episodes do not say.
+pub fn with_user(table1: DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
+    with_episode_label(table1, episodes, "user")
+}
+
+/// Table 1 with column `label` taken from the episodes' own (distinct values per variant,
+/// sorted, comma-separated; null without it).
+fn with_episode_label(
+    table1: DataFrame,
+    episodes: Option<&DataFrame>,
+    label: &str,
+) -> PolarsResult<DataFrame> {
+    let Some(episodes) = episodes.filter(|e| e.schema().contains(label)) else {
         return table1
             .lazy()
-            .with_column(lit(NULL).cast(DataType::String).alias("agent"))
+            .with_column(lit(NULL).cast(DataType::String).alias(label))
             .collect();
     };
-    let agents = episodes
+    let labels = episodes
         .clone()
         .lazy()
-        .select([col("variant"), col("agent").cast(DataType::String)])
+        .select([col("variant"), col(label).cast(DataType::String)])
         .unique_stable(None, UniqueKeepStrategy::First)
-        .sort(["variant", "agent"], SortMultipleOptions::default())
+        .sort(["variant", label], SortMultipleOptions::default())
         .group_by_stable([col("variant")])
-        .agg([col("agent").str().join(", ", true)]);
+        .agg([col(label).str().join(", ", true)]);
     table1
         .lazy()
         .join(
-            agents,
+            labels,
             [col("variant")],
             [col("variant")],
             JoinArgs::new(JoinType::Left),

@@ -87,11 +87,11 @@ pub fn table_view(df: &DataFrame) -> PolarsResult<TableView> {
 pub struct Table1Cell {
     /// The value, e.g. `61.5%` (`n/a` when undefined).
     pub value: String,
-    /// `[53.1, 70.0] n=130, 100 templates`; empty for the `agent` and `judge` rows.
+    /// `[53.1, 70.0] n=130, 100 templates`; empty for the `agent`, `user` and `judge` rows.
     pub detail: String,
 }
 
-/// One row of Table 1: a metric (or `agent`, `judge`) and one cell per variant.
+/// One row of Table 1: a metric (or `agent`, `user`, `judge`) and one cell per variant.
 #[derive(Debug, Clone, Serialize)]
 pub struct Table1Row {
     /// The metric.
@@ -166,9 +166,9 @@ pub fn table1_grid(table1: &DataFrame) -> PolarsResult<Table1Grid> {
             cells: variants.iter().map(|v| cell(v, m)).collect(),
         })
         .collect();
-    // The last rows say who played each column (the provider's model id of a model) and which
-    // judge produced its numbers.
-    for label in ["agent", "judge"] {
+    // The last rows say who played each column (the provider's model id of a model), who
+    // answered its questions and which judge produced its numbers.
+    for label in ["agent", "user", "judge"] {
         if !table1.schema().contains(label) {
             continue;
         }

@@ -28,6 +28,7 @@ pub static TABLE1: TableDef = TableDef {
         C::new("templates", U32, "templates behind those tasks; scores without a `template` column count each task as its own"),
         C::nullable("judge", Str, "which judge produced the variant's numbers (`scores.judge`: `rule+scripted`, `hybrid_text:MODEL+llm:MODEL`, …); null when the scores carry none"),
         C::nullable("agent", Str, "who played the variant (`episodes.agent`: `oracle`, `llm:<provider model id>`, …): with the variant's `model=<name>`, a model column carries both its name and the id the provider was asked for; null without `episodes`"),
+        C::nullable("user", Str, "who answered the variant's questions (`episodes.user`: `scripted`, `llm:<model>` for the user simulator's own model, `llm:<model> (the model under test)` when asked for); null when the episodes do not say"),
     ],
 };
 

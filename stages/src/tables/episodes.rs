@@ -82,13 +82,15 @@ pub static DIFFS: TableDef = TableDef {
 };
 
 /// What the producers add to the tables above.
-pub const NOTES: &str = "`run_episodes` adds to `episodes`: `volunteered` u32 (simulator replies that disclosed a slot not asked about),
+pub const NOTES: &str = "`run_episodes` adds to `episodes`: `user` str (who answered `ask_user`: `scripted`,
+`llm:<model>` for the stage's `user_model`, `llm:<model> (the model under test)` when
+`simulator: agent_model` asked for the agent's model), `volunteered` u32 (simulator replies that disclosed a slot not asked about),
 `ungrounded` u32 (replies stating something the hidden context does not ground), `seed` u64
 (hash of root seed, task, variant, epoch), `exposure` str (`all/noisy`, `top_k:10/clean`, …),
 `shown_events` u32 (history events shown; `exposure` ends in `/embeddings` when retrieval used an embeddings endpoint).
 
 `run_remote_episodes` (docs/remote-device.md) writes the same columns as `run_episodes`
-(`exposure` is `device`, `shown_events` 0, `volunteered`/`ungrounded` 0: the user simulator runs
+(`exposure` and `user` are `device`, `shown_events` 0, `volunteered`/`ungrounded` 0: the user simulator runs
 on the device) with `score` from the device's `/task/eval`, and adds `device` str (the env server
 URL that played it), `device_attempts` u32 (1 + episodes replayed after a device failure),
 `eval_reason` str? (the evaluator's reason; null when the agent failed). Its `steps` have

@@ -1,6 +1,6 @@
-//! `llm`: a chat model playing the user (iPrefBench G.1). Its system prompt carries the
-//! persona, its profile entries and the task's hidden context (ask-only values, situational
-//! facts); it keeps the conversation so follow-up questions read naturally. Each reply is
+//! `llm`: a chat model playing the user (iPrefBench C.3, G.1). Its system prompt carries the
+//! persona, the profile entries relevant to the task ([`relevant_entries`]) and the task's
+//! hidden context (ask-only values, situational facts); it keeps the conversation so follow-up questions read naturally. Each reply is
 //! audited against the task's slots ([`audit`]), so a simulator that leaks or invents shows up
 //! per episode in the `volunteered` / `ungrounded` columns.
 
@@ -9,10 +9,11 @@ use serde_json::{json, Value};
 use crate::episodes::agent::{AgentError, AgentFuture};
 use crate::episodes::prompts::{self, Prompts};
 use crate::episodes::simulator::{audit, Simulator, UserReply, DONT_KNOW};
+use crate::episodes::simulators::relevance::relevant_entries;
 use crate::llm::{ChatMessage, ChatRequest, LlmClient};
 use crate::tasks::user::spoken;
 use crate::tasks::{Slot, TaskBundle};
-use crate::world::persona::Persona;
+use crate::world::World;
 
 /// The model-backed user of one episode.
 pub struct LlmUser<'a> {
@@ -29,11 +30,11 @@ impl<'a> LlmUser<'a> {
     pub fn new(
         client: LlmClient<'a>,
         prompts: Prompts,
-        persona: &Persona,
+        world: &World,
         bundle: &'a TaskBundle,
         epoch: u32,
     ) -> Result<Self, AgentError> {
-        let system = system_prompt(&prompts, persona, bundle)?;
+        let system = system_prompt(&prompts, world, bundle)?;
         Ok(Self {
             client,
             prompts,
@@ -83,10 +84,10 @@ impl LlmUser<'_> {
 /// counts and what the simulator sends.
 pub fn system_prompt(
     prompts: &Prompts,
-    persona: &Persona,
+    world: &World,
     bundle: &TaskBundle,
 ) -> Result<String, AgentError> {
-    prompts.render(prompts::USER_SYSTEM, &context(persona, bundle))
+    prompts.render(prompts::USER_SYSTEM, &context(world, bundle))
 }
 
 /// What an ask-only value is, as one sentence the simulated user can act on: the slot's
@@ -100,12 +101,14 @@ fn about(slot: Option<&Slot>, id: &str) -> String {
         .unwrap_or_else(|| id.replace('_', " "))
 }
 
-/// The template variables of the simulator prompt (see datasets/prompts/README.md); values are
-/// spoken (enum ids as words, as the scripted user says them and as the audit looks for them).
-pub fn context(persona: &Persona, bundle: &TaskBundle) -> Value {
-    let profile: Vec<Value> = persona
-        .profile
-        .iter()
+/// The template variables of the simulator prompt (see datasets/prompts/README.md): the
+/// persona, the profile entries relevant to the task ([`relevant_entries`]) and the task's
+/// ask-only values and facts; values are spoken (enum ids as words, as the scripted user says
+/// them and as the audit looks for them).
+pub fn context(world: &World, bundle: &TaskBundle) -> Value {
+    let persona = &world.persona;
+    let profile: Vec<Value> = relevant_entries(world, bundle)
+        .into_iter()
         .map(|p| json!({ "dimension": p.dimension, "key": p.key, "value": spoken(&p.value) }))
         .collect();
     let hidden = &bundle.task.hidden_context;

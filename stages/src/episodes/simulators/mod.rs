@@ -1,6 +1,10 @@
-//! Choosing the user simulator a `run_episodes` stage uses.
+//! Choosing the user simulator a `run_episodes` stage uses: the scripted user (offline,
+//! deterministic), or a model of its own (`user_model`, e.g. `PREFFLOW_USER_BASE_URL`) that is
+//! never the model under test unless the stage asks for that explicitly (`simulator:
+//! agent_model`, warned about and named in the `user` column).
 
 mod llm;
+pub mod relevance;
 
 use prefflow_engine::StageError;
 use serde::{Deserialize, Serialize};
@@ -12,7 +16,7 @@ use super::prompts::{self, Prompts};
 use super::simulator::{ScriptedUser, Simulator};
 use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::ModelAccess;
-use crate::llm::LlmClient;
+use crate::llm::{LlmClient, LlmConfig};
 use crate::tasks::TaskBundle;
 use crate::world::World;
 
@@ -20,20 +24,99 @@ use crate::world::World;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SimulatorName {
-    /// Keyword-matched answers from the hidden context (default; free and exact).
+    /// `llm` when the stage's `user_model` has an endpoint here (its `base_url`, or its
+    /// `base_url_env` set), else `scripted` (default): configuring a user model is all it takes.
     #[default]
+    Auto,
+    /// Answers matched from the task's slots (free, exact, offline).
     Scripted,
-    /// A chat model playing the user over profile and hidden context (iPrefBench G.1).
+    /// The stage's `user_model` playing the user over the relevant profile entries and the
+    /// hidden context (iPrefBench C.3, G.1).
     Llm,
+    /// The model under test (the agent's `llm`) plays the user too. Only when asked for by
+    /// name: the user then knows what the agent's model knows, so the stage warns and the
+    /// `user` column of `episodes` and Table 1 says so.
+    AgentModel,
 }
 
-/// The model that plays the user (simulator `llm`): the simulator's own, else the agent's.
-/// `None` for the scripted user, or when no model is configured.
-pub fn user_config(params: &RunEpisodesParams) -> Option<&crate::llm::LlmConfig> {
-    if params.simulator != SimulatorName::Llm {
-        return None;
+/// Who answers `ask_user` in a stage's episodes, resolved from its params and the environment.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum User<'a> {
+    /// The scripted user.
+    Scripted,
+    /// The stage's own user model.
+    Model(&'a LlmConfig),
+    /// The agent's model, asked for explicitly (`simulator: agent_model`).
+    AgentModel(&'a LlmConfig),
+}
+
+impl<'a> User<'a> {
+    /// Resolves `params.simulator`; an error says what to add.
+    pub fn of(params: &'a RunEpisodesParams) -> Result<Self, String> {
+        let configured = params
+            .user_model
+            .as_ref()
+            .filter(|m| m.resolved_base_url().is_ok());
+        match params.simulator {
+            SimulatorName::Scripted => Ok(User::Scripted),
+            SimulatorName::Auto => Ok(configured.map_or(User::Scripted, User::Model)),
+            SimulatorName::Llm => params.user_model.as_ref().map(User::Model).ok_or_else(|| {
+                "simulator `llm` needs `user_model: { model, base_url or base_url_env }` (the user simulator's own endpoint, e.g. `base_url_env: PREFFLOW_USER_BASE_URL`); to let the model under test play the user, write `simulator: agent_model`".into()
+            }),
+            SimulatorName::AgentModel => params.llm.as_ref().map(User::AgentModel).ok_or_else(|| {
+                "simulator `agent_model` needs the agent's `llm: { model, base_url or base_url_env }`".into()
+            }),
+        }
     }
-    params.user_llm.as_ref().or(params.llm.as_ref())
+
+    /// The model that plays the user, if one does.
+    pub fn config(self) -> Option<&'a LlmConfig> {
+        match self {
+            User::Scripted => None,
+            User::Model(c) | User::AgentModel(c) => Some(c),
+        }
+    }
+
+    /// The `user` column of `episodes` and Table 1: `scripted`, `llm:<model>`, or
+    /// `llm:<model> (the model under test)`. Part of the stage's key, so configuring a user
+    /// model (or removing it) re-plays the episodes it answers.
+    pub fn label(self) -> String {
+        match self {
+            User::Scripted => "scripted".into(),
+            User::Model(c) => format!("llm:{}", c.model),
+            User::AgentModel(c) => format!("llm:{} (the model under test)", c.model),
+        }
+    }
+
+    /// Why this choice deserves a warning: the model under test answers its own questions,
+    /// by request or because the user model is the agent's endpoint and model.
+    pub fn warning(self, params: &RunEpisodesParams) -> Option<String> {
+        let agent = params
+            .llm
+            .as_ref()
+            .filter(|_| params.agent == super::agents::AgentName::Llm);
+        match (self, agent) {
+            (User::AgentModel(c), _) => Some(format!(
+                "the model under test (`{}`) also plays the user (`simulator: agent_model`): it answers its own questions; the `user` column says so. Configure `user_model` (PREFFLOW_USER_BASE_URL) for a separate simulator",
+                c.model
+            )),
+            (User::Model(u), Some(a))
+                if u.model == a.model && u.resolved_base_url().ok() == a.resolved_base_url().ok() =>
+            {
+                Some(format!(
+                    "`user_model` is the model under test (`{}` at the same endpoint): it answers its own questions",
+                    u.model
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
+/// The model that plays the user, when one does (`None` for the scripted user, or when the
+/// params do not resolve).
+pub fn user_config(params: &RunEpisodesParams) -> Option<&LlmConfig> {
+    User::of(params).ok().and_then(User::config)
 }
 
 /// The simulator for one episode (`epoch` keeps repeats distinct recorded requests).
@@ -45,23 +128,17 @@ pub fn make<'a>(
     seed: u64,
     epoch: u32,
 ) -> Result<Box<dyn Simulator + 'a>, StageError> {
-    match params.simulator {
-        SimulatorName::Scripted => Ok(Box::new(ScriptedUser::for_task(bundle, &world.catalog))),
-        SimulatorName::Llm => {
-            let input = |m: String| StageError::Input(format!("stage `{}`: {m}", access.stage));
-            let config = user_config(params).ok_or_else(|| {
-                input("simulator `llm` needs `user_llm: { model, base_url or base_url_env }` (or `llm`) in params".into())
-            })?;
-            check_endpoint(config, access.offline).map_err(|e| prefix(access.stage, e))?;
-            let prompts = Prompts::load(access.workdir, &params.prompts, &prompts::USER_TEMPLATES)
-                .map_err(|e| prefix(access.stage, e))?;
-            let client =
-                LlmClient::new(episode_config(config, seed), access.cache, access.offline)?
-                    .metered(access.usage, "user")
-                    .flow(&access.flow());
-            let user = LlmUser::new(client, prompts, &world.persona, bundle, epoch)
-                .map_err(|e| input(e.to_string()))?;
-            Ok(Box::new(user))
-        }
-    }
+    let input = |m: String| StageError::Input(format!("stage `{}`: {m}", access.stage));
+    let Some(config) = User::of(params).map_err(input)?.config() else {
+        return Ok(Box::new(ScriptedUser::for_task(bundle, &world.catalog)));
+    };
+    check_endpoint(config, access.offline).map_err(|e| prefix(access.stage, e))?;
+    let prompts = Prompts::load(access.workdir, &params.prompts, &prompts::USER_TEMPLATES)
+        .map_err(|e| prefix(access.stage, e))?;
+    let client = LlmClient::new(episode_config(config, seed), access.cache, access.offline)?
+        .metered(access.usage, "user")
+        .flow(&access.flow());
+    let user =
+        LlmUser::new(client, prompts, world, bundle, epoch).map_err(|e| input(e.to_string()))?;
+    Ok(Box::new(user))
 }
