@@ -19,7 +19,8 @@ pub struct Run {
 }
 
 impl Run {
-    fn from(out: Output) -> Self {
+    /// The exit code and output of a finished command.
+    pub fn from(out: Output) -> Self {
         Self {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
