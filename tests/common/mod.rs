@@ -407,3 +407,14 @@ impl ChatNow for prefflow_stages::llm::LlmClient<'_> {
         block_on(self.chat(request, epoch))
     }
 }
+
+/// The lease files in the workspace's store: one per live (or dead, not yet dropped) run.
+pub fn leases(ws: &Workspace) -> usize {
+    std::fs::read_dir(ws.store().join("leases"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
+}
