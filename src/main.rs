@@ -1206,6 +1206,7 @@ fn show_runs(
         "replayed" => count(|c| c.replayed),
         "prompt_tokens" => count(|c| c.prompt_tokens),
         "completion_tokens" => count(|c| c.completion_tokens),
+        "cached_prompt_tokens" => count(|c| c.cached_prompt_tokens),
         "cost" => rows.iter().map(|r| r.counts.cost).collect::<Vec<_>>(),
     )?;
     if !matches!(format, format::Format::Csv | format::Format::Json) {

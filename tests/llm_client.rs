@@ -364,3 +364,112 @@ fn a_failed_request_in_flight_is_not_shared_and_not_recorded() {
         "the answer was recorded, the failure never was"
     );
 }
+
+/// A provider that reports prompt-cache hits (OpenAI's `prompt_tokens_details.cached_tokens`,
+/// DeepSeek's `prompt_cache_hit_tokens`): the hits are recorded with the reply, priced at
+/// `cached_prompt_per_mtok`, counted in the usage meter, and replayed with it.
+#[test]
+fn cached_prompt_tokens_are_recorded_and_priced_apart() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let body = |usage: serde_json::Value| {
+        serde_json::json!({
+            "choices": [{ "index": 0, "finish_reason": "stop", "message": { "role": "assistant", "content": "ok" } }],
+            "usage": usage,
+        })
+        .to_string()
+    };
+    let server = ScriptedServer::start(
+        vec![
+            Behavior::ok(body(serde_json::json!({
+                "prompt_tokens": 1000, "completion_tokens": 10,
+                "prompt_tokens_details": { "cached_tokens": 800 },
+            }))),
+            Behavior::ok(body(serde_json::json!({
+                "prompt_tokens": 500, "completion_tokens": 10, "prompt_cache_hit_tokens": 400,
+            }))),
+        ],
+        Behavior::status(500),
+    );
+    let mut cfg = config(&server.url);
+    cfg.prices = serde_json::from_value(serde_json::json!({
+        "prompt_per_mtok": 1.0, "completion_per_mtok": 2.0, "cached_prompt_per_mtok": 0.1,
+    }))
+    .expect("prices");
+    let meter = UsageMeter::new();
+    let client = LlmClient::new(cfg.clone(), &store, false)
+        .expect("client")
+        .metered(Some(&meter), "agent");
+    let first = client.chat_now(&request("a"), 0).expect("first");
+    assert_eq!(first.usage.cached_prompt_tokens, 800);
+    let cost = first.usage.cost(cfg.prices);
+    assert!(
+        (cost - (200.0 * 1.0 + 800.0 * 0.1 + 10.0 * 2.0) / 1e6).abs() < 1e-15,
+        "{cost}"
+    );
+    let second = client.chat_now(&request("b"), 0).expect("second");
+    assert_eq!(second.usage.cached_prompt_tokens, 400);
+    let counts = meter.snapshot().total();
+    assert_eq!(
+        (counts.prompt_tokens, counts.cached_prompt_tokens),
+        (1500, 1200)
+    );
+    // Replayed from the record, offline: the same usage.
+    let offline = LlmClient::new(cfg, &store, true).expect("client");
+    let again = offline.chat_now(&request("a"), 0).expect("replayed");
+    assert!(again.from_cache);
+    assert_eq!(again.usage, first.usage);
+}
+
+/// A server that says the prompt is too long (HTTP 400 about the context length) gets an
+/// error saying how long the request was and which settings shrink it; a model entry's
+/// `max_context` refuses such a request before it is sent.
+#[test]
+fn a_prompt_over_the_context_is_named_with_its_size_and_the_fix() {
+    let dir = tempfile::tempdir().expect("dir");
+    let store = FsStore::new(dir.path());
+    let server = ScriptedServer::start(
+        vec![],
+        Behavior::Reply {
+            status: 400,
+            headers: vec![],
+            body: r#"{"error": {"message": "This model's maximum context length is 4096 tokens. However, you requested 9000 tokens.", "code": "context_length_exceeded"}}"#.into(),
+        },
+    );
+    let long = request(&"word ".repeat(4000));
+    let err = LlmClient::new(config(&server.url), &store, false)
+        .expect("client")
+        .chat_now(&long, 0)
+        .expect_err("too long");
+    let LlmError::ContextLength { prompt_tokens, .. } = &err else {
+        panic!("expected a context-length error, got {err:?}");
+    };
+    assert_eq!(
+        *prompt_tokens,
+        prefflow_stages::llm::tokens::prompt_tokens(&long)
+    );
+    let text = err.to_string();
+    for needle in [
+        "maximum context length is 4096",
+        "history: top_k:N",
+        "max_tools: N",
+        "max_tokens",
+        "max_context",
+    ] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    assert_eq!(server.requests().len(), 1, "not retried");
+    assert!(matches!(
+        prefflow_engine::StageError::from(err),
+        prefflow_engine::StageError::Input(_)
+    ));
+
+    let mut cfg = config(&server.url);
+    cfg.max_context = Some(2000);
+    let err = LlmClient::new(cfg, &store, false)
+        .expect("client")
+        .chat_now(&long, 0)
+        .expect_err("refused");
+    assert!(err.to_string().contains("(max_context 2000)"), "{err}");
+    assert_eq!(server.requests().len(), 1, "refused before sending");
+}

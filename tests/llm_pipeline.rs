@@ -76,7 +76,8 @@ fn model_calls_are_pooled_recorded_and_replayed_offline() {
         serde_json::json!({
             "pipeline": "llm", "scope": scope, "role": "completion", "model": "tiny",
             "requests": requests, "replayed": replayed,
-            "prompt_tokens": tokens.0, "completion_tokens": tokens.1, "cost": 0.0,
+            "prompt_tokens": tokens.0, "completion_tokens": tokens.1, "cached_prompt_tokens": 0,
+            "cost": 0.0,
         })
     };
     assert_eq!(

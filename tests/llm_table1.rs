@@ -214,6 +214,21 @@ fn a_model_playing_the_references_gets_the_oracles_column_then_a_judge_model_rej
     let requests = server.requests();
     let played: usize = bundles.iter().map(|b| reference_calls(b).len()).sum();
     assert_eq!(requests.len(), played, "one request per reference step");
+    // The records of one model-epoch (issue 26: ≤ 20 MB; ~170 MB when every request was
+    // stored whole): the history and the tools are stored once (stages/src/llm/record.rs).
+    let sent: usize = requests.iter().map(|r| r.body.len()).sum();
+    let kept = dir_bytes(&ws.store().join("llm"));
+    eprintln!(
+        "llm_table1: records {:.2} MB ({} files) for {} requests of {:.1} MB",
+        kept as f64 / 1e6,
+        count_files(&ws.store().join("llm")),
+        requests.len(),
+        sent as f64 / 1e6
+    );
+    assert!(
+        kept < 20_000_000,
+        "records of one model-epoch: {kept} bytes"
+    );
 
     let oracle_tasks = per_task(&ws.table("judged.scores", Some(ORACLE)));
     let model_tasks = per_task(&ws.table("judged_llm.scores", None));

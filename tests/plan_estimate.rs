@@ -40,7 +40,7 @@ fn pipeline(max_context: Option<u64>) -> String {
       prompts: '{prompts}'
       llm: {{ base_url_env: {URL_VAR}, model: unused, temperature: 0, max_retries: 0, timeout_s: 10, max_tokens: 256 }}
       models:
-        - {{ name: cheap, model: provider/cheap-1, prices: {{ prompt_per_mtok: 0.15, completion_per_mtok: 0.6 }}{window} }}
+        - {{ name: cheap, model: provider/cheap-1, prices: {{ prompt_per_mtok: 0.15, completion_per_mtok: 0.6, cached_prompt_per_mtok: 0.075 }}{window} }}
         - {{ name: plain, model: provider/plain-2 }}
       model: cheap
   judged_llm:
@@ -131,9 +131,11 @@ fn plan_estimates_each_model_and_role_before_anything_is_sent() {
         "history: all is large: {cheap:?}"
     );
     let (c_low, c_high) = range(cheap[7]);
+    // At the entry's prices; at best the stable prefix of every request but the first is
+    // served from the provider's cache at half the price, at worst none is.
     let priced = p_low * 0.15e-6;
     assert!(
-        c_low >= priced * 0.99 && c_high > c_low,
+        c_low >= priced * 0.5 && c_low < priced * 0.95 && c_high >= p_high * 0.15e-6 * 0.99,
         "money at the entry's prices: {cheap:?}"
     );
     assert_eq!(cheap[8], format!("0 of {tasks}"), "nothing recorded yet");
@@ -181,6 +183,12 @@ fn plan_estimates_each_model_and_role_before_anything_is_sent() {
     let out = plan(&ws, &server.url).expect_code(0);
     let cheap = row(&out.stdout, "episodes_llm[model=cheap]", "agent");
     assert_eq!(cheap[8], format!("{tasks} of {tasks}"), "{}", out.stdout);
+    assert_eq!(
+        cheap[7], "$0.00",
+        "recorded episodes cost nothing: {cheap:?}"
+    );
+    let (p_again, _) = range(cheap[5]);
+    assert_eq!(p_again, p_low, "the tokens are still shown");
 }
 
 #[test]
@@ -195,4 +203,45 @@ fn a_request_over_the_context_window_is_a_plan_error_naming_the_fix() {
     assert!(err.contains("history: top_k:"), "{err}");
     assert!(err.contains("max_tools: "), "{err}");
     assert!(err.contains("episodes_llm"), "{err}");
+}
+
+/// A server whose context is too small answers HTTP 400: the run stops with exit 2 (every task
+/// would fail alike) and says how large the request was and what shrinks it.
+#[test]
+fn a_context_too_small_stops_the_run_with_the_measured_size_and_the_fix() {
+    let server = ScriptedServer::start(
+        vec![],
+        Behavior::Reply {
+            status: 400,
+            headers: vec![],
+            body:
+                r#"{"error": "the request exceeds the available context size, try increasing it"}"#
+                    .into(),
+        },
+    );
+    let ws = Workspace::new();
+    ws.write("p.yaml", &pipeline(None));
+    let out = ws
+        .command(&[
+            "run",
+            "p.yaml",
+            "--progress",
+            "none",
+            "--only",
+            "episodes_llm",
+        ])
+        .env(URL_VAR, &server.url)
+        .env_remove(JUDGE_VAR)
+        .output()
+        .map(run_of)
+        .expect("run");
+    assert_eq!(out.code, 2, "{}{}", out.stdout, out.stderr);
+    for needle in [
+        "prompt tokens (chars/4)",
+        "exceeds the available context size",
+        "history: top_k:N",
+        "max_tools: N",
+    ] {
+        assert!(out.stderr.contains(needle), "{needle}: {}", out.stderr);
+    }
 }

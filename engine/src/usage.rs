@@ -25,9 +25,17 @@ pub struct UsageCounts {
     pub prompt_tokens: u64,
     /// Completion (output) tokens of the provider's calls.
     pub completion_tokens: u64,
+    /// Of the prompt tokens, those the provider served from its prompt cache (as it reported
+    /// them; priced separately by the kind). Left out of manifests and run records when 0.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub cached_prompt_tokens: u64,
     /// Money spent on the provider's calls, in the currency of the configured prices (USD by
     /// convention); 0 when no prices are configured.
     pub cost: f64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
 }
 
 impl UsageCounts {
@@ -37,6 +45,7 @@ impl UsageCounts {
         self.replayed += other.replayed;
         self.prompt_tokens += other.prompt_tokens;
         self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
         self.cost += other.cost;
     }
 

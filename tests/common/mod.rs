@@ -201,6 +201,21 @@ pub fn count_files(dir: &Path) -> usize {
         .sum()
 }
 
+/// Bytes of the files under `dir`, recursively (0 when absent).
+pub fn dir_bytes(dir: &Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.metadata() {
+            Ok(m) if m.is_dir() => dir_bytes(&e.path()),
+            Ok(m) => m.len(),
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// Status of each instance label in a run record, e.g. `{"b": "executed"}`.
 pub fn statuses(record: &Value) -> std::collections::BTreeMap<String, String> {
     record["instances"]

@@ -73,6 +73,9 @@ struct TaskFigures {
     recorded: u64,
     /// Prompt tokens of the first act-phase request, and of it without history.
     first: u64,
+    /// Tokens of its stable prefix (the system prompt with the log, and the tools), which a
+    /// provider's prompt cache serves after the first request.
+    prefix: u64,
     without_history: u64,
     /// Tokens of the offered tools, and how many there are.
     tool_tokens: u64,
@@ -319,6 +322,7 @@ impl TaskSetup<'_> {
         fig.first = tokens::PER_REQUEST
             + first.messages.iter().map(message_tokens).sum::<u64>()
             + fig.tool_tokens;
+        fig.prefix = first.messages.first().map_or(0, message_tokens) + fig.tool_tokens;
         if factory.config().max_context.is_some() {
             // Only a fix for an oversized request needs the history's share.
             let bare = briefing.brief(&task.instruction, params.space, &[], 0, self.indexes);
@@ -360,8 +364,7 @@ impl TaskSetup<'_> {
 
 /// Whether the record of `key` is in the store.
 fn recorded(cache: &dyn Store, key: &str) -> bool {
-    let path = format!("llm/{}/{key}.json", &key[..2.min(key.len())]);
-    cache.get(&path).ok().flatten().is_some()
+    crate::llm::record::exists(cache, key)
 }
 
 /// The estimate from every task's figures.
@@ -382,7 +385,19 @@ fn summarize(
             .times(epochs)
     };
     let mut estimate = Estimate::default();
-    let mut row = |role: &str, config: &LlmConfig, calls: Calls, recorded: Option<u64>| {
+    let recorded: u64 = figures.iter().map(|f| f.recorded).sum();
+    // What is still to pay: the episodes whose requests are not recorded yet (a recorded
+    // episode replays whole, its simulator's calls too).
+    let to_pay = |f: fn(&TaskFigures) -> Calls| {
+        figures
+            .iter()
+            .map(|t| f(t).times((epochs - t.recorded as f64).max(0.0)))
+            .fold(Calls::default(), Calls::plus)
+    };
+    // `cached`: prompt tokens the provider's prompt cache may serve at best (priced at
+    // `cached_prompt_per_mtok`, the low end of the cost; the high end assumes none).
+    let known = agent.map(|_| recorded);
+    let mut row = |role: &str, config: &LlmConfig, calls: Calls, paid: Calls, cached: f64| {
         estimate.rows.push(EstimateRow {
             role: role.into(),
             model: model_label(params, config, role),
@@ -392,20 +407,24 @@ fn summarize(
             prompt_tokens: calls.prompt,
             completion_tokens: calls.completion,
             cost: config.prices.map(|p| {
-                calls
-                    .prompt
-                    .times(p.prompt_per_mtok / 1e6)
-                    .plus(calls.completion.times(p.completion_per_mtok / 1e6))
+                Range::new(
+                    p.cost(paid.prompt.low, cached, paid.completion.low),
+                    p.cost(paid.prompt.high, 0.0, paid.completion.high),
+                )
             }),
-            recorded,
+            recorded: known,
         });
     };
     if let Some(config) = agent {
-        let recorded = figures.iter().map(|f| f.recorded).sum();
-        row("agent", config, sum(|f| f.agent), Some(recorded));
+        // The stable prefix (system prompt with the history, and the tools) of every request
+        // but the first.
+        let paid = to_pay(|f| f.agent);
+        let prefix = figures.iter().map(|f| f.prefix).min().unwrap_or(0) as f64;
+        let cached = (paid.requests.low - 1.0).max(0.0) * prefix;
+        row("agent", config, sum(|f| f.agent), paid, cached);
     }
     if let Some(config) = user {
-        row("user", config, sum(|f| f.user), None);
+        row("user", config, sum(|f| f.user), to_pay(|f| f.user), 0.0);
     }
     let asks = figures
         .iter()
@@ -435,7 +454,7 @@ fn model_label(params: &RunEpisodesParams, config: &LlmConfig, role: &str) -> St
 fn notes(stage: &EpisodeStage<'_>, figures: &[TaskFigures]) -> Vec<String> {
     let params = stage.params;
     let mut out = vec![format!(
-        "prompt tokens: {} ({}) on each task's rendered first request — system prompt, task message, offered tools and the exposed history ({}) — growing per turn by the reference solution's calls and answers; requests from the reference's length to max_steps {}",
+        "prompt tokens: {} ({}) on each task's rendered first request — system prompt, task message, offered tools and the exposed history ({}) — growing per turn by the reference solution's calls and answers; requests from the reference's length to max_steps {}; cost: only the episodes not recorded yet (recorded ones replay free), its low end with the stable prefix (system prompt, history, tools) of every request but the first at `cached_prompt_per_mtok` when set",
         tokens::METHOD,
         "crate llm::tokens",
         params.history,

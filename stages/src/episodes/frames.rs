@@ -32,6 +32,12 @@ pub fn episodes_frame(rows: &[EpisodeRow]) -> PolarsResult<DataFrame> {
         }),
         col("prompt_tokens_judge", rows, |_| 0u64),
         col("completion_tokens_judge", rows, |_| 0u64),
+        col("cached_tokens_agent", rows, |r| {
+            r.agent_usage.cached_prompt_tokens
+        }),
+        col("cached_tokens_user", rows, |r| {
+            r.user_usage.cached_prompt_tokens
+        }),
         col("cost_agent", rows, |r| r.cost_agent),
         col("cost_user", rows, |r| r.cost_user),
         col("cost_judge", rows, |_| 0f64),

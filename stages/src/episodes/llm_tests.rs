@@ -385,3 +385,37 @@ fn a_missing_endpoint_or_template_fails_before_any_episode() {
     .to_string();
     assert!(e.contains("agent_gui.j2:2"), "{e}");
 }
+
+/// A reply the server cut at the completion limit (`finish_reason: length`, its arguments
+/// unfinished) is an `unknown` step that says "cut at max_tokens", so neither the model nor
+/// the reader of the trajectory takes it for a formatting mistake.
+#[test]
+fn a_reply_cut_at_max_tokens_is_reported_as_such() {
+    let cut = json!({
+        "choices": [{ "index": 0, "finish_reason": "length", "message": { "role": "assistant",
+            "tool_calls": [{ "id": "c1", "type": "function",
+                "function": { "name": "notes__create_note", "arguments": "{\"title\": \"Shopping li" } }] } }],
+        "usage": { "prompt_tokens": 50, "completion_tokens": 64 },
+    })
+    .to_string();
+    let server = ScriptedServer::start(
+        vec![Behavior::ok(cut)],
+        Behavior::ok(tool_call_completion(None, &[("finish", "{}")], 50, 2)),
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let store = FsStore::new(dir.path());
+    let mut c = config(&server.url);
+    c.max_tokens = Some(64);
+    let factory = LlmFactory::from_parts(c, &store, false, &root(), "datasets/prompts").unwrap();
+    let mut user = ScriptedUser::new(&tool_task().slots);
+    let run = play(tool_task(), &factory, &mut user, ActionSpace::Tools, false);
+    assert_eq!(step_types(&run), ["unknown", "finish"]);
+    let told = run.steps[0].observation.clone().unwrap_or_default();
+    assert!(told.contains("cut at max_tokens (64)"), "{told}");
+    // The model reads it on its next turn.
+    let next = &bodies(&server)[1]["messages"];
+    assert!(
+        next.to_string().contains("cut at max_tokens (64)"),
+        "{next}"
+    );
+}

@@ -204,8 +204,7 @@ impl Recorder {
     }
 
     fn add_usage<T>(&mut self, turn: &Turn<T>) {
-        self.episode.agent_usage.prompt_tokens += turn.usage.prompt_tokens;
-        self.episode.agent_usage.completion_tokens += turn.usage.completion_tokens;
+        self.episode.agent_usage.add(&turn.usage);
     }
 
     fn push(&mut self, mut row: StepRow) {
@@ -253,8 +252,7 @@ impl Recorder {
         raw: Option<String>,
     ) {
         self.episode.ask_user_calls += 1;
-        self.episode.user_usage.prompt_tokens += reply.usage.prompt_tokens;
-        self.episode.user_usage.completion_tokens += reply.usage.completion_tokens;
+        self.episode.user_usage.add(&reply.usage);
         self.episode.volunteered += u32::from(!reply.volunteered.is_empty());
         self.episode.ungrounded += u32::from(reply.ungrounded);
         let (action_type, arguments) = encode(&Action::AskUser {

@@ -45,10 +45,11 @@ use serde_json::{json, Value};
 use tokio::sync::watch;
 
 use super::budget::{self, Budget, Class, Grant, Ticket};
-use super::error::LlmError;
+use super::error::{is_context_length, LlmError};
 use super::headers::RateHeaders;
+use super::record;
 use super::tokens;
-use super::types::{ChatRequest, LlmConfig, ToolCall, Usage};
+use super::types::{ChatRequest, LlmConfig, ToolCall, Usage, WireUsage};
 
 /// Longest wait between attempts, whatever Retry-After says.
 const MAX_WAIT: Duration = Duration::from_secs(60);
@@ -77,30 +78,10 @@ pub struct Reply {
     pub cache_key: String,
 }
 
-/// A recorded exchange, as stored in the cache.
-#[derive(Serialize, Deserialize)]
-struct Recorded {
-    request: Value,
-    reply: Reply,
-}
-
 /// A request body as the bytes that are hashed, sent and recorded.
 fn body_bytes(body: &Value) -> Vec<u8> {
     // Serializing a JSON value cannot fail.
     serde_json::to_vec(body).unwrap_or_default()
-}
-
-/// The record of one exchange, `{"request": …, "reply": …}`, with the already serialized body
-/// spliced in rather than serialized again.
-fn recorded_bytes(body: &[u8], reply: &Reply) -> Result<Vec<u8>, LlmError> {
-    let reply = serde_json::to_vec(reply).map_err(|e| LlmError::Cache(e.to_string()))?;
-    let mut out = Vec::with_capacity(body.len() + reply.len() + 24);
-    out.extend_from_slice(b"{\"request\":");
-    out.extend_from_slice(body);
-    out.extend_from_slice(b",\"reply\":");
-    out.extend_from_slice(&reply);
-    out.push(b'}');
-    Ok(out)
 }
 
 /// One model endpoint as the process shares it: its connection pool, its budget and the
@@ -399,8 +380,7 @@ impl<'a> LlmClient<'a> {
         // The body is built once: it keys the record, is sent, and is recorded.
         let body = body_bytes(&self.body(request));
         let key = self.key_of(&body, epoch);
-        let path = format!("llm/{}/{key}.json", &key[..2]);
-        if let Some(reply) = self.replay(&path)? {
+        if let Some(reply) = record::load(self.cache, &key)? {
             return Ok(self.replayed(reply, key));
         }
         if self.offline {
@@ -419,7 +399,14 @@ impl<'a> LlmClient<'a> {
                 }
             }
         };
-        let ticket = self.ticket(self.class_of(), tokens::prompt_tokens(request));
+        let prompt_tokens = tokens::prompt_tokens(request);
+        if let Some(window) = self.config.max_context {
+            let reply = u64::from(self.config.max_tokens.unwrap_or(0));
+            if prompt_tokens + reply > window {
+                return Err(self.too_long(prompt_tokens, format!(" (max_context {window})")));
+            }
+        }
+        let ticket = self.ticket(self.class_of(), prompt_tokens);
         let parse = |url: &str, text: &str| {
             parse_reply(url, text).map(|r| {
                 let usage = r.usage;
@@ -428,14 +415,37 @@ impl<'a> LlmClient<'a> {
         };
         let (mut reply, attempts) = self
             .exchange(self.chat_url(), body.clone(), ticket, parse)
-            .await?;
-        let bytes = recorded_bytes(&body, &reply)?;
-        self.put(&path, &bytes)?;
+            .await
+            .map_err(|e| match e {
+                LlmError::Http {
+                    status: 400, body, ..
+                } if is_context_length(&body) => {
+                    self.too_long(prompt_tokens, format!(" (HTTP 400: {body})"))
+                }
+                other => other,
+            })?;
+        record::store(self.cache, &key, &body, &reply)?;
         leader.publish(reply.clone());
         reply.attempts = attempts;
         reply.cache_key = key;
         self.count(reply.usage, false);
         Ok(reply)
+    }
+
+    /// The error of a request longer than the model's context, with its measured size and
+    /// the settings that shrink it.
+    fn too_long(&self, prompt_tokens: u64, said: String) -> LlmError {
+        LlmError::ContextLength {
+            endpoint: self.chat_url(),
+            model: self.config.model.clone(),
+            prompt_tokens,
+            method: tokens::METHOD,
+            reply: match self.config.max_tokens {
+                Some(m) => format!(" + max_tokens {m}"),
+                None => String::new(),
+            },
+            said,
+        }
     }
 
     /// A reply that cost this caller no request (recorded, or sent by an identical request in
@@ -506,20 +516,6 @@ impl<'a> LlmClient<'a> {
         self.cache
             .put(path, bytes)
             .map_err(|e| LlmError::Cache(e.to_string()))
-    }
-
-    fn replay(&self, path: &str) -> Result<Option<Reply>, LlmError> {
-        let Some(bytes) = self
-            .cache
-            .get(path)
-            .map_err(|e| LlmError::Cache(e.to_string()))?
-        else {
-            return Ok(None);
-        };
-        // An unreadable entry is treated as absent and re-recorded.
-        Ok(serde_json::from_slice::<Recorded>(&bytes)
-            .ok()
-            .map(|r| r.reply))
     }
 
     fn api_key(&self) -> Result<Option<String>, LlmError> {
@@ -841,7 +837,7 @@ fn excerpt(text: &str) -> String {
 struct WireResponse {
     choices: Vec<WireChoice>,
     #[serde(default)]
-    usage: Option<Usage>,
+    usage: Option<WireUsage>,
 }
 
 #[derive(Deserialize)]
@@ -880,7 +876,7 @@ fn parse_reply(endpoint: &str, text: &str) -> Result<Reply, LlmError> {
         content: choice.message.content,
         tool_calls: choice.message.tool_calls.unwrap_or_default(),
         finish_reason: choice.finish_reason,
-        usage: wire.usage.unwrap_or_default(),
+        usage: wire.usage.map(Usage::from).unwrap_or_default(),
         from_cache: false,
         attempts: 0,
         cache_key: String::new(),
@@ -919,7 +915,7 @@ fn parse_embeddings(
     }
     let usage = Usage {
         prompt_tokens: v["usage"]["prompt_tokens"].as_u64().unwrap_or(0),
-        completion_tokens: 0,
+        ..Usage::default()
     };
     Ok((out, usage))
 }

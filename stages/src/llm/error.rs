@@ -59,9 +59,47 @@ pub enum LlmError {
     /// budget is spent for longer than the request may wait).
     #[error("model budget: {0}")]
     Budget(String),
+    /// The request does not fit the model's context: the server said so (HTTP 400 about the
+    /// context length), or the model entry's `max_context` says it would not, and it was not
+    /// sent. Every task of the stage would fail alike, so this is the user's to fix.
+    #[error("{endpoint}: the request is ~{prompt_tokens} prompt tokens ({method}){reply}, more than model `{model}`'s context{said}; shrink it: show less history (`history: top_k:N`, or `none`), offer fewer tools (`max_tools: N`) or lower `max_tokens`; give the model's entry `max_context: N` and `prefflow plan` checks every task before a run")]
+    ContextLength {
+        /// Endpoint URL.
+        endpoint: String,
+        /// The model.
+        model: String,
+        /// The request's prompt tokens as the one counter measures them.
+        prompt_tokens: u64,
+        /// How they were counted (`chars/4`).
+        method: &'static str,
+        /// ` + max_tokens N` when a completion limit is set.
+        reply: String,
+        /// What the server said (` (HTTP 400: …)`), or the configured window (` (max_context N)`).
+        said: String,
+    },
     /// The record/replay cache could not be read or written.
     #[error("model cache: {0}")]
     Cache(String),
+}
+
+/// Whether an error body says the prompt is longer than the model's context (OpenAI, vLLM,
+/// llama.cpp, Anthropic and TGI phrasings).
+pub fn is_context_length(body: &str) -> bool {
+    let body = body.to_lowercase();
+    [
+        "context length",
+        "context_length",
+        "maximum context",
+        "context window",
+        "context size",
+        "exceeds the available context",
+        "too many tokens",
+        "prompt is too long",
+        "input is too long",
+        "n_ctx",
+    ]
+    .iter()
+    .any(|p| body.contains(p))
 }
 
 /// The fix for a missing endpoint, naming the variable when there is one.
@@ -79,7 +117,8 @@ impl From<LlmError> for StageError {
             LlmError::Exhausted { .. } => StageError::Exhausted(e.to_string()),
             LlmError::MissingKey { .. }
             | LlmError::MissingBaseUrl { .. }
-            | LlmError::OfflineMiss { .. } => StageError::Input(e.to_string()),
+            | LlmError::OfflineMiss { .. }
+            | LlmError::ContextLength { .. } => StageError::Input(e.to_string()),
             _ => StageError::Failed(e.to_string()),
         }
     }

@@ -18,6 +18,7 @@ mod client;
 mod error;
 pub mod headers;
 pub mod mock;
+pub mod record;
 pub mod tokens;
 mod types;
 

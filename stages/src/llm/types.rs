@@ -129,6 +129,24 @@ pub struct Prices {
     pub prompt_per_mtok: f64,
     /// Price of one million completion tokens.
     pub completion_per_mtok: f64,
+    /// Price of one million prompt tokens the provider served from its prompt cache (reported
+    /// as `usage.prompt_tokens_details.cached_tokens` or the equivalent); default: the prompt
+    /// price.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cached_prompt_per_mtok: Option<f64>,
+}
+
+impl Prices {
+    /// The cost of `prompt` prompt tokens (`cached` of them from the provider's prompt cache)
+    /// and `completion` completion tokens.
+    pub fn cost(&self, prompt: f64, cached: f64, completion: f64) -> f64 {
+        let cached = cached.min(prompt);
+        let cached_price = self.cached_prompt_per_mtok.unwrap_or(self.prompt_per_mtok);
+        ((prompt - cached) * self.prompt_per_mtok
+            + cached * cached_price
+            + completion * self.completion_per_mtok)
+            / 1e6
+    }
 }
 
 /// One chat message.
@@ -212,20 +230,77 @@ pub struct ChatRequest {
 /// Token usage of one call.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct Usage {
-    /// Prompt tokens.
+    /// Prompt tokens (the cached ones included).
     pub prompt_tokens: u64,
     /// Completion tokens.
     pub completion_tokens: u64,
+    /// Prompt tokens the provider served from its prompt cache, as it reports them (priced at
+    /// `prices.cached_prompt_per_mtok`); 0 when it says nothing.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub cached_prompt_tokens: u64,
+}
+
+fn is_zero(v: &u64) -> bool {
+    *v == 0
+}
+
+/// `usage` as providers send it: OpenAI's `prompt_tokens_details.cached_tokens`, DeepSeek's
+/// `prompt_cache_hit_tokens` and Anthropic-style `cache_read_input_tokens` all say how many
+/// prompt tokens came from the provider's cache.
+#[derive(Deserialize)]
+pub(crate) struct WireUsage {
+    #[serde(default)]
+    prompt_tokens: u64,
+    #[serde(default)]
+    completion_tokens: u64,
+    #[serde(default)]
+    prompt_tokens_details: Option<WireDetails>,
+    #[serde(default)]
+    prompt_cache_hit_tokens: Option<u64>,
+    #[serde(default)]
+    cache_read_input_tokens: Option<u64>,
+}
+
+#[derive(Deserialize)]
+struct WireDetails {
+    #[serde(default)]
+    cached_tokens: Option<u64>,
+}
+
+impl From<WireUsage> for Usage {
+    fn from(w: WireUsage) -> Self {
+        let cached = w
+            .prompt_tokens_details
+            .and_then(|d| d.cached_tokens)
+            .or(w.prompt_cache_hit_tokens)
+            .or(w.cache_read_input_tokens)
+            .unwrap_or(0);
+        Usage {
+            prompt_tokens: w.prompt_tokens,
+            completion_tokens: w.completion_tokens,
+            cached_prompt_tokens: cached.min(w.prompt_tokens),
+        }
+    }
 }
 
 impl Usage {
-    /// Cost under `prices` (0 when no prices are configured).
+    /// Cost under `prices` (0 when no prices are configured); cached prompt tokens at the
+    /// cached price.
     pub fn cost(&self, prices: Option<Prices>) -> f64 {
         prices.map_or(0.0, |p| {
-            (self.prompt_tokens as f64 * p.prompt_per_mtok
-                + self.completion_tokens as f64 * p.completion_per_mtok)
-                / 1e6
+            p.cost(
+                self.prompt_tokens as f64,
+                self.cached_prompt_tokens as f64,
+                self.completion_tokens as f64,
+            )
         })
+    }
+
+    /// Adds `other` into `self`.
+    pub fn add(&mut self, other: &Usage) {
+        self.prompt_tokens += other.prompt_tokens;
+        self.completion_tokens += other.completion_tokens;
+        self.cached_prompt_tokens += other.cached_prompt_tokens;
     }
 
     /// What one call counts for in the engine's usage meter (`ctx.usage`): a call replayed from
@@ -241,6 +316,7 @@ impl Usage {
             requests: 1,
             prompt_tokens: self.prompt_tokens,
             completion_tokens: self.completion_tokens,
+            cached_prompt_tokens: self.cached_prompt_tokens,
             cost: self.cost(prices),
             ..Default::default()
         }

@@ -19,7 +19,8 @@ enum Source {
     Scores,
 }
 
-/// `usage`: variant, role, episodes, prompt_tokens, completion_tokens, cost (sums over the
+/// `usage`: variant, role, episodes, prompt_tokens, completion_tokens, cached_prompt_tokens,
+/// cost (sums over the
 /// variant's episodes). Without an `episodes` table only the judge rows are known.
 pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
     let mut parts = Vec::new();
@@ -39,10 +40,19 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
         if !needed.iter().all(|c| frame.schema().contains(c)) {
             continue;
         }
+        // Prompt tokens the provider served from its cache (`cached_tokens_<role>`, written
+        // by `run_episodes`; 0 where a table has none).
+        let cached = format!("cached_tokens_{role}");
+        let cached = if frame.schema().contains(&cached) {
+            col(cached.as_str())
+        } else {
+            lit(0u64)
+        };
         parts.push(
             frame
                 .clone()
                 .lazy()
+                .with_column(cached.cast(DataType::UInt64).alias("cached_prompt_tokens"))
                 .group_by_stable([col("variant")])
                 .agg([
                     len().cast(DataType::UInt32).alias("episodes"),
@@ -54,6 +64,10 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
                         .cast(DataType::UInt64)
                         .sum()
                         .alias("completion_tokens"),
+                    col("cached_prompt_tokens")
+                        .sum()
+                        .cast(DataType::UInt64)
+                        .alias("cached_prompt_tokens"),
                     col(needed[2].as_str())
                         .cast(DataType::Float64)
                         .sum()
@@ -66,6 +80,7 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
                     col("episodes"),
                     col("prompt_tokens"),
                     col("completion_tokens"),
+                    col("cached_prompt_tokens"),
                     col("cost"),
                 ]),
         );
@@ -77,6 +92,7 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
             "episodes" => Vec::<u32>::new(),
             "prompt_tokens" => Vec::<u64>::new(),
             "completion_tokens" => Vec::<u64>::new(),
+            "cached_prompt_tokens" => Vec::<u64>::new(),
             "cost" => Vec::<f64>::new(),
         );
     }
@@ -99,6 +115,7 @@ mod tests {
             "prompt_tokens_agent" => [10u64, 20, 0],
             "completion_tokens_agent" => [1u64, 2, 0],
             "cost_agent" => [0.5, 0.25, 0.0],
+            "cached_tokens_agent" => [8u64, 0, 0],
             "prompt_tokens_user" => [3u64, 4, 0],
             "completion_tokens_user" => [1u64, 1, 0],
             "cost_user" => [0.0, 0.0, 0.0],
@@ -133,6 +150,10 @@ mod tests {
         assert_eq!(row("m1", "user"), (7, 0.0));
         assert_eq!(row("m1", "judge"), (100, 0.125));
         assert_eq!(row("oracle", "agent"), (0, 0.0));
+        // The agent's cached prompt tokens; none reported for the user and the judge.
+        let cached = u.column("cached_prompt_tokens").unwrap().u64().unwrap();
+        assert_eq!(cached.get(0), Some(8), "{u}");
+        assert_eq!(cached.sum(), Some(8), "{u}");
         let judge_only = usage(&scores, None).unwrap();
         assert_eq!(judge_only.height(), 2);
     }

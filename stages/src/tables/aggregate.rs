@@ -256,7 +256,8 @@ pub static USAGE: TableDef = TableDef {
         C::new("episodes", U32, "episodes summed"),
         C::new("prompt_tokens", U64, "prompt tokens"),
         C::new("completion_tokens", U64, "completion tokens"),
-        C::new("cost", F64, "money at each model's configured `prices` (0 without; replayed calls cost what they cost when recorded)"),
+        C::new("cached_prompt_tokens", U64, "of the prompt tokens, those the provider served from its prompt cache (`cached_tokens_<role>` of the episodes; 0 when it reports none)"),
+        C::new("cost", F64, "money at each model's configured `prices`, cached prompt tokens at `cached_prompt_per_mtok` (0 without prices; replayed calls cost what they cost when recorded)"),
         C::nullable("judge", Str, "which judge produced the variant's numbers, as in `table1`"),
     ],
 };

@@ -317,6 +317,25 @@ impl<'a> LlmAgent<'a> {
             usage: reply.usage,
         }
     }
+
+    /// A turn whose reply the server cut at the completion limit (`finish_reason: length`) and
+    /// that is therefore not a usable action says so: the step (and the model, on its next
+    /// turn) reads "cut at max_tokens", not just a parse error.
+    fn mark_cut(&self, mut turn: Turn, finish_reason: Option<&str>) -> Turn {
+        if finish_reason == Some("length") {
+            if let Err(why) = &turn.decision {
+                let limit = self
+                    .config
+                    .max_tokens
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default();
+                turn.decision = Err(format!(
+                    "the reply was cut at max_tokens{limit} before it was complete; {why}; reply shorter (one function call, no long text)"
+                ));
+            }
+        }
+        turn
+    }
 }
 
 impl Agent for LlmAgent<'_> {
@@ -391,10 +410,12 @@ impl LlmAgent<'_> {
         }
         let request = self.request();
         let reply = self.chat(&request).await?;
-        Ok(match self.space {
+        let finish = reply.finish_reason.clone();
+        let turn = match self.space {
             ActionSpace::Tools => self.take_tool_reply(reply),
             ActionSpace::Gui => self.take_gui_reply(reply),
-        })
+        };
+        Ok(self.mark_cut(turn, finish.as_deref()))
     }
 }
 

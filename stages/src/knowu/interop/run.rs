@@ -123,6 +123,7 @@ pub fn episodes_frame(label: &str, run: &[RunEpisode]) -> PolarsResult<DataFrame
         "reason" => strs(&|e| e.result.reason.clone()),
         "goal" => strs(&|e| e.goal()),
         "cached_tokens_agent" => counts(&|e| e.traj.tokens.cached),
+        "cached_tokens_user" => vec![0u64; n],
     )
 }
 
