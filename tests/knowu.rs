@@ -290,3 +290,80 @@ fn show_prints_the_leaderboard_and_metrics_whole_in_every_format() {
         "{err}"
     );
 }
+
+/// A pipeline over a task list and profile folder the test writes itself (no KnowU data
+/// needed): import `run` as `label`, metrics, leaderboard beside the paper's rows.
+fn fixture_pipeline(ws: &Workspace, label: &str) {
+    ws.write(
+        "tasks.csv",
+        "task_name,class_name,split,difficulty,profile,tags,apps,habit_keys,goal\n\
+         BuyColaGeneralTask,BuyColaGeneralTask,general,hard,,hard;general,Taodian,,Buy cola\n",
+    );
+    ws.write("profiles/README", "no personas: general tasks only\n");
+    ws.write(
+        "pipe.yaml",
+        &format!(
+            "pipeline: knowu
+stages:
+  runs:
+    kind: import_knowu_runs
+    params: {{ root: run, label: {label} }}
+  metrics:
+    kind: knowu_metrics
+    inputs: [runs.episodes, runs.steps]
+    params: {{ tasks: tasks.csv, personas: profiles }}
+  board:
+    kind: knowu_leaderboard
+    inputs: [metrics.overall, metrics.splits]
+    params: {{ published: '{}', date: '2026-05-01' }}
+",
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("datasets/knowu/published.csv")
+                .display()
+        ),
+    );
+}
+
+/// Issue 29 item 6: an episode of a class KnowU's task list lacks, and a run without a single
+/// scored episode, are reported on stderr with what to do, never passed silently.
+#[test]
+fn unknown_task_classes_and_runs_without_scores_are_warned_by_name() {
+    let ws = Workspace::new();
+    fixture_pipeline(&ws, "m1");
+    episode(&ws, "BuyColaGeneralTask", &[("click", "")], Some("1.0"));
+    episode(&ws, "MadeUpTask@user", &[("click", "")], Some("1.0"));
+    let run = ws
+        .cli(&["run", "pipe.yaml", "--progress", "none"])
+        .expect_code(0);
+    assert!(
+        run.stderr.contains("1 task(s) of a class KnowU's task list does not have count in no split (overall.unmatched_episodes): MadeUpTask@user"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("has no scored episode"),
+        "{}",
+        run.stderr
+    );
+    let overall = ws.table("metrics.overall", None);
+    assert_eq!(column_f64(&overall, "unmatched_episodes"), [Some(1.0)]);
+
+    // The same run without any result.txt: no score anywhere, said by metrics and leaderboard.
+    let ws = Workspace::new();
+    fixture_pipeline(&ws, "m2");
+    episode(&ws, "BuyColaGeneralTask", &[("click", "")], None);
+    let run = ws
+        .cli(&["run", "pipe.yaml", "--progress", "none"])
+        .expect_code(0);
+    for said in [
+        "run `m2` has no scored episode (no result.txt score, or every episode failed); its metrics are empty",
+        "knowu leaderboard: run `m2` has no scored episode (0/42 general, 0/86 personalized, 0/64 proactive tasks with a result); listed unranked",
+    ] {
+        assert!(run.stderr.contains(said), "missing {said:?} in\n{}", run.stderr);
+    }
+    assert!(
+        !run.stderr.contains("does not have count in no split"),
+        "{}",
+        run.stderr
+    );
+}

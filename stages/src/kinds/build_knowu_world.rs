@@ -10,7 +10,7 @@ use serde::Deserialize;
 
 use super::build_world::{input_error, summary_table, WORLD_TABLES};
 use crate::knowu::profile::KnowuProfile;
-use crate::knowu::sim::world::{app_sources, persona_stub, PROFILE_KIND};
+use crate::knowu::sim::world::{persona_apps, persona_stub, PROFILE_KIND};
 use crate::world::app::Catalog;
 use crate::world::summary::summarize;
 use crate::world::tables;
@@ -45,7 +45,7 @@ impl Kind for BuildKnowuWorld {
     type Params = BuildKnowuWorldParams;
     type State = ();
     const NAME: &'static str = "build_knowu_world";
-    const VERSION: &'static str = "1";
+    const VERSION: &'static str = "2";
     const OUTPUTS: &'static [&'static str] = WORLD_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::world::PROFILE_ENTRIES,
@@ -74,12 +74,10 @@ impl Kind for BuildKnowuWorld {
         let entries = persona.entries();
         let events = crate::knowu::log::parse(&params.log, &log_text)?;
         let dirs = [ctx.resolve(&params.apps), ctx.resolve(&params.extra_apps)];
-        let apps = app_sources(&[dirs[0].as_path(), dirs[1].as_path()]).map_err(|e| {
-            StageError::Input(format!(
-                "{} or {}: cannot read the app files: {e}",
-                params.apps, params.extra_apps
-            ))
-        })?;
+        let apps =
+            persona_apps(&[dirs[0].as_path(), dirs[1].as_path()], &persona).map_err(|e| {
+                StageError::Input(format!("{} or {}: {e}", params.apps, params.extra_apps))
+            })?;
         let catalog = Catalog::from_sources(&apps).map_err(input_error)?;
         let stub = persona_stub(&persona, &events);
         let mut kind = vec!["app"; apps.len()];

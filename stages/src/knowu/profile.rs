@@ -26,6 +26,10 @@ pub struct KnowuProfile {
     pub display_name: String,
     /// The `user_profile` mapping.
     pub profile: Map<String, Value>,
+    /// The `environment_init_state` mapping — the phone's app state KnowU sets up for the
+    /// persona (contacts, messages, mail, files, …); KnowU's files have it beside
+    /// `user_profile`, some inside it. Empty when absent.
+    pub environment: Map<String, Value>,
 }
 
 impl KnowuProfile {
@@ -52,6 +56,15 @@ impl KnowuProfile {
                 });
             }
         };
+        let environment = [
+            root.get("environment_init_state"),
+            profile.get("environment_init_state"),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
         let id = Path::new(file)
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
@@ -66,6 +79,7 @@ impl KnowuProfile {
             id,
             display_name,
             profile,
+            environment,
         })
     }
 

@@ -18,7 +18,10 @@ use crate::tasks::{
     Criterion, CriterionKind, Perturbation, Predicate, Slot, Source, Task, TaskBundle, TaskType,
 };
 use crate::world::app::Catalog;
+use crate::world::clock::DateTime;
 use crate::world::phone::{Action, Overrides};
+
+use super::fill::{fill_from, fill_habit, routine_clock};
 
 /// A template not instantiated for a persona, and why.
 #[derive(Debug, Clone, PartialEq)]
@@ -172,6 +175,14 @@ fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
     if let Some(r) = t.requires.iter().find(|r| p.get(r).is_none()) {
         return Some(format!("`{r}`"));
     }
+    for rule in &t.unfit {
+        if let Some((path, said)) = matching::says_any(p, &rule.at, &rule.key, &rule.says) {
+            return Some(format!(
+                "fit for the task: {} (`{path}` says {said:?})",
+                rule.why
+            ));
+        }
+    }
     let spec = t.preference.as_ref()?;
     if let Some(found) = matching::preference(p, &wanted(spec)) {
         // A preference that states nothing to check (a bare refusal: "Almost never — too
@@ -221,10 +232,18 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
     let value_text = text(&value);
     let req = prefs::parse(&value);
     let pref_text = render(&req);
+    // The mapping the preference sits in (a social-graph contact): `{entry:phone|default}`.
+    let entry = path
+        .as_deref()
+        .and_then(|p| p.rsplit_once('.'))
+        .and_then(|(parent, _)| p.get(parent))
+        .and_then(Value::as_object);
     let fill = |s: &str| {
-        s.replace("{value}", &value_text)
+        let s = s
+            .replace("{value}", &value_text)
             .replace("{pref}", &pref_text)
-            .replace("{name}", &p.display_name)
+            .replace("{name}", &p.display_name);
+        fill_from(&s, "entry", entry)
     };
     let slots = match &t.preference {
         Some(spec) => vec![Slot {
@@ -241,6 +260,10 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
     };
     let reference = fill_all(&t.solution, &fill);
     let plain = t.plain.as_ref().map(|p| fill_all(p, &fill));
+    let app_data = serde_json::to_value(&t.plant)
+        .map(|v| fill_json(&v, &fill))
+        .and_then(serde_json::from_value)
+        .map_err(|e| format!("template `{}`: plant: {e}", t.id))?;
     let effect = parse(&fill_json(&t.effect, &fill), "effect")?;
     let mut criteria = vec![Criterion {
         criterion_id: "effect".into(),
@@ -257,6 +280,10 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         persona: p,
         slots,
         criteria,
+        overrides: Overrides {
+            app_data,
+            ..Overrides::default()
+        },
         preference: t.judged.as_ref().map(|j| (value.clone(), j.spec())),
     };
     let mut out = Vec::new();
@@ -376,6 +403,8 @@ struct Parts<'a> {
     persona: &'a KnowuProfile,
     slots: Vec<Slot>,
     criteria: Vec<Criterion>,
+    /// What the task plants before it starts.
+    overrides: Overrides,
     /// The preference value and the judged field (`inserted:app.table.field`).
     preference: Option<(Value, String)>,
 }
@@ -412,7 +441,7 @@ impl Parts<'_> {
             self.persona,
             &info,
             instruction,
-            Overrides::default(),
+            self.overrides.clone(),
             reference,
             defaults,
         );
@@ -460,8 +489,15 @@ fn proactive(
         )
     })?;
     // `{habit:path|default}`: the habit's own value (KnowU's tasks read theirs: the scam
-    // sender, the report's recipient), or the default for a persona without it.
-    let fill = |s: &str| fill_habit(&s.replace("{name}", &p.display_name), habit);
+    // sender, the report's recipient), or the default for a persona without it; `{date}`: the
+    // situation's day.
+    let named = |s: &str| fill_habit(&s.replace("{name}", &p.display_name), habit);
+    let clock = situation_clock(t, spec, habit, &named)?;
+    let date = clock
+        .as_deref()
+        .and_then(|c| c.get(..10))
+        .unwrap_or_default();
+    let fill = |s: &str| named(&s.replace("{date}", date));
     let act = fill_all(&t.solution, &fill);
     let notification = fill(&spec.notification);
     let app_data = serde_json::to_value(&spec.app_data)
@@ -499,11 +535,9 @@ fn proactive(
             free_text: false,
         },
     };
-    let clock = spec.clock.clone().unwrap_or_default();
-    let when = if clock.is_empty() {
-        String::new()
-    } else {
-        format!("It is {}. ", clock.replace('T', " "))
+    let when = match &clock {
+        Some(c) => format!("It is {}. ", c.replace('T', " ")),
+        None => String::new(),
     };
     let instruction = format!(
         "(No request from the user.) {when}The phone shows: {} Decide whether {} would want you to do something about it: act, ask for consent with ask_user, or leave it and finish.",
@@ -525,7 +559,7 @@ fn proactive(
         decision: Some(decision),
         reason,
         situation: Some(Situation {
-            clock: spec.clock.clone(),
+            clock,
             notification: notification.clone(),
         }),
         in_knowu: t.in_knowu(),
@@ -550,31 +584,30 @@ fn proactive(
     })
 }
 
-/// Replaces each `{habit:a.b|default}` in `s` with the habit's value at `a.b` (as text), or
-/// `default` when the persona has no such habit or value.
-fn fill_habit(s: &str, habit: Option<&Map<String, Value>>) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(start) = rest.find("{habit:") {
-        let Some(len) = rest[start..].find('}') else {
-            break;
-        };
-        let inner = &rest[start + "{habit:".len()..start + len];
-        let (path, default) = inner.split_once('|').unwrap_or((inner, ""));
-        let value = habit
-            .and_then(|h| {
-                let mut keys = path.split('.');
-                let first = h.get(keys.next()?)?;
-                keys.try_fold(first, |v, k| v.get(k))
-            })
-            .map(text)
-            .filter(|v| !v.is_empty());
-        out.push_str(&rest[..start]);
-        out.push_str(value.as_deref().unwrap_or(default));
-        rest = &rest[start + len + 1..];
-    }
-    out.push_str(rest);
-    out
+/// The situation's clock: the template's (habit values filled in), moved to the habit's
+/// trigger day and time when the template says `clock_from_habit` (KnowU's
+/// `resolve_routine_datetime`).
+fn situation_clock(
+    t: &Template,
+    spec: &super::template::SituationSpec,
+    habit: Option<&Map<String, Value>>,
+    fill: &dyn Fn(&str) -> String,
+) -> Result<Option<String>, String> {
+    let Some(text) = spec.clock.as_deref().map(fill) else {
+        return Ok(None);
+    };
+    let base = DateTime::parse(&text).ok_or_else(|| {
+        format!(
+            "template `{}`: situation.clock `{text}` is not YYYY-MM-DDTHH:MM",
+            t.id
+        )
+    })?;
+    let at = if spec.clock_from_habit {
+        routine_clock(base, habit.and_then(|h| h.get("trigger")))
+    } else {
+        base
+    };
+    Ok(Some(format!("{}T{}", at.date, at.time.hhmm())))
 }
 
 fn task(

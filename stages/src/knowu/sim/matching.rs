@@ -236,6 +236,48 @@ fn says(key: &str, habit: &Map<String, Value>, means: &[String]) -> bool {
     })
 }
 
+/// The first text under `at` (below `user_profile`) that says one of `says` (whole words),
+/// among the texts under keys containing one of `key` (all texts when `key` is empty): its
+/// dotted path and the text. How a template's persona-fit rule finds what rules it out.
+pub fn says_any(
+    p: &KnowuProfile,
+    at: &str,
+    key: &[String],
+    says: &[String],
+) -> Option<(String, String)> {
+    let mut leaves = Vec::new();
+    leaf_texts(at, p.get(at)?, &mut leaves);
+    let says: Vec<String> = says.iter().map(|s| words(s).join(" ")).collect();
+    leaves.into_iter().find(|(path, t)| {
+        let keyed = key.is_empty() || {
+            let below = path.get(at.len()..).unwrap_or_default();
+            words(below)
+                .iter()
+                .any(|w| key.iter().any(|k| same_word(w, k)))
+        };
+        let padded = format!(" {} ", words(t).join(" "));
+        keyed
+            && says
+                .iter()
+                .any(|s| !s.is_empty() && padded.contains(&format!(" {s} ")))
+    })
+}
+
+/// Every text under `v` with its dotted path (list items as `path.N`).
+fn leaf_texts(path: &str, v: &Value, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .for_each(|(k, v)| leaf_texts(&format!("{path}.{k}"), v, out)),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .for_each(|(i, v)| leaf_texts(&format!("{path}.{i}"), v, out)),
+        Value::Null => {}
+        other => out.push((path.to_string(), text(other))),
+    }
+}
+
 /// Lower-case words of a key or a text: split at anything not alphanumeric and at camelCase
 /// humps.
 pub fn words(s: &str) -> Vec<String> {

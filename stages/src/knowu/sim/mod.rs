@@ -3,6 +3,8 @@
 //! persona, and per-episode rules give the score KnowU's metrics read.
 //!
 //! - [`world`]: a KnowU persona and its log as the world tables `run_episodes` reads.
+//! - [`phone_data`]: the persona's own contacts, accounts, inbox, messages, files and places
+//!   on the phone.
 //! - [`template`]: the template files in `datasets/knowu/templates/`.
 //! - [`generate`]: templates × persona → task bundles, with skipped templates and their reasons.
 //! - [`matching`]: finding a template's preference or habit in a profile by meaning.
@@ -12,6 +14,7 @@
 //! - [`scoring`]: KnowU's λ per class, from `datasets/knowu/scoring.csv`.
 //! - [`prefs`]: a preference as wanted / avoided terms, time windows and bounds, and the check
 //!   of the agent's text against them (the offline preference judge).
+//! - [`fill`]: a proactive template's habit values and the situation's moment.
 //! - [`episode`]: what `run_knowu_episodes` adds to the generic runner (clock, user, score).
 //!
 //! The generic [`crate::tasks::Task`] knows nothing of KnowU: a task's KnowU facts
@@ -19,8 +22,10 @@
 
 pub mod consent;
 pub mod episode;
+pub mod fill;
 pub mod generate;
 pub mod matching;
+pub mod phone_data;
 pub mod prefs;
 pub mod score;
 pub mod scoring;
@@ -28,6 +33,8 @@ pub mod table;
 pub mod template;
 pub mod world;
 
+#[cfg(test)]
+mod checks_tests;
 #[cfg(test)]
 mod prefs_tests;
 #[cfg(test)]

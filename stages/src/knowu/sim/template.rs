@@ -44,6 +44,12 @@ pub struct Template {
     /// lacking one is skipped with that section named.
     #[serde(default)]
     pub requires: Vec<String>,
+    /// What makes the task not fit a persona although she has the sections (a retiree has no
+    /// team to tell she is off sick; someone who avoids ride-hailing gets no taxi plan): a
+    /// persona whose profile says one of these is skipped, with the rule's `why` and the
+    /// text that said it.
+    #[serde(default)]
+    pub unfit: Vec<Unfit>,
     /// What the preference is about; found in the persona's profile by meaning
     /// ([`super::matching`]).
     #[serde(default)]
@@ -51,6 +57,11 @@ pub struct Template {
     /// The explicit general twin of a personalized template.
     #[serde(default)]
     pub twin: Option<Twin>,
+    /// General / personalized: app data the task sets up first, as KnowU's
+    /// `initialize_task_hook` does (the contact to write to, the cart to clean up, the files to
+    /// sort); `{value}`, `{pref}` and `{name}` are filled in.
+    #[serde(default)]
+    pub plant: Vec<DataEdit>,
     /// Phone actions (the JSON of `world::phone::Action`) that do it for this persona;
     /// `{value}` / `{name}` are filled in. Proactive: the action the habit asks for.
     pub solution: Vec<Value>,
@@ -199,6 +210,28 @@ pub struct SituationSpec {
     /// App data the situation sets (battery level, an incoming message, a calendar event).
     #[serde(default)]
     pub app_data: Vec<DataEdit>,
+    /// Move the clock to the habit's trigger day and time, as KnowU's routine tasks that call
+    /// `resolve_routine_datetime` do (the clock above is the base: its date is the earliest day
+    /// considered, its time the default).
+    #[serde(default)]
+    pub clock_from_habit: bool,
+}
+
+/// One persona-fit rule of a template ([`Template::unfit`]).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unfit {
+    /// The profile node searched (a dotted path below `user_profile`: `identity.occupation`,
+    /// `preferences.travel`); every text under it counts.
+    pub at: String,
+    /// Only texts under keys containing one of these words (`avoid`); empty: every text.
+    #[serde(default)]
+    pub key: Vec<String>,
+    /// Words or phrases that make the task unfit when a text says one (`retired`,
+    /// `ride-hailing`); matched as whole words.
+    pub says: Vec<String>,
+    /// Why, for the `skipped` table (`no job to take sick leave from`).
+    pub why: String,
 }
 
 /// Why templates could not be read.

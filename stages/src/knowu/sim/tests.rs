@@ -9,7 +9,7 @@ use super::consent::KnowuUser;
 use super::generate::{generate, Generated};
 use super::matching::HabitMatch;
 use super::template::{load_dir, Template};
-use super::world::{app_sources, persona_stub, PROFILE_KIND};
+use super::world::{persona_apps, persona_stub, PROFILE_KIND};
 use super::{Decision, Expect, KnowuTask, Split};
 use crate::episodes::agents::ScriptedAgent;
 use crate::episodes::simulator::Simulator;
@@ -51,7 +51,7 @@ user_profile:
       delivery_general_remark: "Leave it at the door, no bell."
 "#;
 
-fn minimal() -> KnowuProfile {
+pub(super) fn minimal() -> KnowuProfile {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("baker.yaml");
     std::fs::write(&path, MINIMAL).unwrap();
@@ -60,11 +60,14 @@ fn minimal() -> KnowuProfile {
 }
 
 /// The world a KnowU persona runs in, rebuilt from tables as `run_episodes` does.
-fn world_for(p: &KnowuProfile) -> World {
-    let apps = app_sources(&[
-        repo().join("datasets/apps").as_path(),
-        repo().join("datasets/knowu/apps").as_path(),
-    ])
+pub(super) fn world_for(p: &KnowuProfile) -> World {
+    let apps = persona_apps(
+        &[
+            repo().join("datasets/apps").as_path(),
+            repo().join("datasets/knowu/apps").as_path(),
+        ],
+        p,
+    )
     .unwrap();
     let mut kind = vec!["app"; apps.len()];
     let mut name: Vec<String> = apps.iter().map(|a| a.0.clone()).collect();
@@ -90,7 +93,7 @@ pub(super) fn scoring_table() -> super::scoring::ScoringTable {
     .unwrap()
 }
 
-fn generated(p: &KnowuProfile, world: &World) -> Generated {
+pub(super) fn generated(p: &KnowuProfile, world: &World) -> Generated {
     let table = scoring_table();
     let scoring = super::generate::Scoring {
         table: &table,
@@ -99,7 +102,7 @@ fn generated(p: &KnowuProfile, world: &World) -> Generated {
     generate(&templates(), p, &world.catalog, &scoring).unwrap()
 }
 
-fn task<'a>(g: &'a Generated, class: &str) -> &'a KnowuTask {
+pub(super) fn task<'a>(g: &'a Generated, class: &str) -> &'a KnowuTask {
     g.tasks
         .iter()
         .find(|t| t.info.class_name == class)
@@ -108,7 +111,11 @@ fn task<'a>(g: &'a Generated, class: &str) -> &'a KnowuTask {
 
 /// Plays `actions` (then finish) on `bundle` with the KnowU user; returns the score and the
 /// user's replies.
-fn play(world: &World, t: &KnowuTask, actions: Vec<Action>) -> (Option<f64>, Vec<String>) {
+pub(super) fn play(
+    world: &World,
+    t: &KnowuTask,
+    actions: Vec<Action>,
+) -> (Option<f64>, Vec<String>) {
     let bundle = &t.bundle;
     let config = EpisodeConfig {
         space: ActionSpace::Tools,
@@ -136,18 +143,18 @@ fn play(world: &World, t: &KnowuTask, actions: Vec<Action>) -> (Option<f64>, Vec
     (Some(score), replies)
 }
 
-fn reference(t: &KnowuTask) -> Vec<Action> {
+pub(super) fn reference(t: &KnowuTask) -> Vec<Action> {
     actions(&t.bundle.task.reference_solution)
 }
 
-fn actions(steps: &[serde_json::Value]) -> Vec<Action> {
+pub(super) fn actions(steps: &[serde_json::Value]) -> Vec<Action> {
     steps
         .iter()
         .map(|s| serde_json::from_value(s.clone()).unwrap())
         .collect()
 }
 
-fn ask(text: &str) -> Action {
+pub(super) fn ask(text: &str) -> Action {
     Action::AskUser { text: text.into() }
 }
 
@@ -203,7 +210,7 @@ fn a_persona_lacking_sections_skips_those_templates_with_the_section_named() {
     }
 }
 
-fn expect(t: &KnowuTask) -> Option<Expect> {
+pub(super) fn expect(t: &KnowuTask) -> Option<Expect> {
     t.info.expect
 }
 
@@ -329,10 +336,25 @@ fn the_shipped_personas_yield_knowu_proportions() {
         return;
     };
     let world = world_for(&first);
+    let dir = crate::knowu::data::for_tests(test).unwrap();
+    let names = crate::knowu::interop::tasks::read_names(&dir.join("tasks.csv")).unwrap();
     let mut totals = [0usize; 3];
     for name in ["developer", "student", "user"] {
         let p = shared_profile(test, name).unwrap();
         let g = generated(&p, &world);
+        // Persona fit: every KnowU personalized class generated for her is one KnowU's task list
+        // gives her (no leave notice or late-night taxi where KnowU has none).
+        for t in g
+            .tasks
+            .iter()
+            .filter(|t| t.info.split == Split::Personalized)
+        {
+            let id = &t.bundle.task.task_id;
+            assert!(
+                !t.info.in_knowu || names.contains(id),
+                "{id} is not in KnowU's task list"
+            );
+        }
         let count = |s: Split| g.tasks.iter().filter(|t| t.info.split == s).count();
         let counts = [
             count(Split::General),
@@ -427,7 +449,7 @@ user_profile:
 /// key of his own.
 const RETIREE: &str = r#"
 user_profile:
-  identity: { full_name: Tom Baker, age: 70 }
+  identity: { full_name: Tom Baker, age: 70, occupation: Retired postman }
   habits:
     weekend_alarm: { wakeup_time: "6:00", ringtone: Krypton }
     fraud_sms_block: { description: "Blocks numbers that send prize scams." }
@@ -444,7 +466,7 @@ user_profile:
       tone_of_voice: "Formal, full sentences"
 "#;
 
-fn persona_from(name: &str, yaml: &str) -> KnowuProfile {
+pub(super) fn persona_from(name: &str, yaml: &str) -> KnowuProfile {
     KnowuProfile::parse(&format!("{name}.yaml"), yaml).unwrap()
 }
 
@@ -555,7 +577,8 @@ fn personas_with_unseen_keys_get_tasks_by_meaning() {
 
     let retiree = persona_from("tom", RETIREE);
     let g = generated(&retiree, &world);
-    assert_eq!(counts(&g), [3, 5, 16]);
+    // A retiree gets no sick-leave notice to a team (persona fit), nor its general twin.
+    assert_eq!(counts(&g), [2, 4, 16]);
     let from = sources(&g);
     assert_eq!(
         from["OrderLunchPreferenceTask"],
@@ -573,12 +596,19 @@ fn personas_with_unseen_keys_get_tasks_by_meaning() {
         from["PrefflowDinnerComfortFoodPreferenceTask"],
         "preferences.diet.meals.dinner"
     );
-    assert_eq!(
-        from["MattermostLeaveNoticeTask"],
-        "preferences.social.tone_of_voice"
+    assert!(!from.contains_key("MattermostLeaveNoticeTask"));
+    // 20 skipped, each naming the section and what it looked for, or why it does not fit.
+    assert_eq!(g.skipped.len(), 20, "{:?}", g.skipped);
+    let leave = g
+        .skipped
+        .iter()
+        .find(|s| s.template == "MattermostLeaveNoticeTask")
+        .unwrap();
+    assert!(
+        leave.missing.contains("Retired postman"),
+        "{}",
+        leave.missing
     );
-    // 19 skipped, each naming the section and what it looked for.
-    assert_eq!(g.skipped.len(), 19, "{:?}", g.skipped);
     let commute = g
         .skipped
         .iter()

@@ -67,6 +67,13 @@ pub fn persona_stub(p: &KnowuProfile, log: &[HistoryEvent]) -> String {
     .to_string()
 }
 
+/// The phone's apps for persona `p`: the `.yaml` files of `dirs` ([`app_sources`]) with the
+/// persona's own records filled in ([`super::phone_data::fill_apps`]).
+pub fn persona_apps(dirs: &[&Path], p: &KnowuProfile) -> Result<Vec<(String, String)>, String> {
+    let apps = app_sources(dirs).map_err(|e| format!("cannot read the app files: {e}"))?;
+    super::phone_data::fill_apps(apps, p)
+}
+
 /// The `.yaml` files of each directory, sorted by name within a directory, as (file name, text).
 /// A later directory's file replaces an earlier one of the same name.
 pub fn app_sources(dirs: &[&Path]) -> std::io::Result<Vec<(String, String)>> {
