@@ -360,10 +360,32 @@ pub fn parse(needle: &str) -> Option<Value> {
     None
 }
 
+/// Clock times written without a.m./p.m. ("7:30", "at 8:00"), read the other way round too: a
+/// 12-hour clock leaves the half of the day to the context ("7:30 was taken … tomorrow
+/// evening"), so "7:30" states 19:30 as well as 07:30.
+fn twelve_hour_readings(text: &str) -> Vec<u32> {
+    let toks = value_tokens(text);
+    let mut out = Vec::new();
+    for (i, t) in toks.iter().enumerate() {
+        let next = toks.get(i + 1).map(String::as_str).unwrap_or("");
+        if split_meridiem(t).1.is_some() || meridiem_word(next).is_some() {
+            continue;
+        }
+        if let Some((h, m)) = t.split_once(':') {
+            if let (Ok(h), Ok(m)) = (h.parse::<u32>(), m.parse::<u32>()) {
+                if (1..12).contains(&h) && m < 60 && !t.starts_with('0') {
+                    out.push((h + 12) * 60 + m);
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether `haystack` states `value`.
 pub fn states(haystack: &str, value: &Value) -> bool {
     match value {
-        Value::Time(m) => times(haystack).contains(m),
+        Value::Time(m) => times(haystack).contains(m) || twelve_hour_readings(haystack).contains(m),
         Value::Money(c) => money(haystack).contains(c),
         Value::Count(n) => counts(haystack).contains(n),
         Value::Date(d) => dates(haystack, d.y).iter().any(|v| match v {
@@ -416,6 +438,10 @@ pub fn has_key_terms(haystack: &str, needle: &str) -> bool {
 /// (dates, times, counts, money), or — for free text of three or more key terms — with every
 /// key term present.
 pub fn text_states(haystack: &str, needle: &str) -> bool {
+    if crate::tasks::language::lexicon().says_unavailable(needle) {
+        // "not available": any way of saying that the option cannot be had.
+        return crate::tasks::language::lexicon().says_unavailable(haystack);
+    }
     match parse(needle) {
         Some(v) => states(haystack, &v),
         None => has_key_terms(haystack, needle),
@@ -448,6 +474,10 @@ mod tests {
         assert!(states("at 7:30 pm tonight", &t));
         assert!(states("19:30", &t));
         assert!(!states("7:30 am", &t));
+        // Without a.m./p.m. the half of the day is the context's.
+        assert!(states("7:30 was already taken tomorrow evening", &t));
+        assert!(states("7:30", &parse("07:30").unwrap()));
+        assert!(!states("07:30", &t));
         assert_eq!(parse("3"), Some(Value::Count(3)));
         assert!(states("three portions", &Value::Count(3)));
         assert!(!states("at 3:00", &Value::Count(3)));
@@ -471,5 +501,25 @@ mod tests {
         ));
         assert!(!text_states("I'm running late", "running 15 min late"));
         assert!(!text_states("Miso", "Kai"));
+    }
+
+    #[test]
+    fn unavailability_is_recognised_however_it_is_said() {
+        for said in [
+            "7:30 was already taken at Lotus Thai, so I booked 8:00.",
+            "Tiki Cat doesn't seem to be available on FreshCart right now.",
+            "The Saturday class is full.",
+            "That jacket is sold out in green.",
+            "Sorry, there's no table at 7:30.",
+        ] {
+            assert!(text_states(said, "not available"), "{said}");
+        }
+        for said in [
+            "Booked Lotus Thai for 7:30, it's available.",
+            "I took care of it.",
+            "The full order is in.",
+        ] {
+            assert!(!text_states(said, "unavailable"), "{said}");
+        }
     }
 }

@@ -16,6 +16,7 @@ struct LexiconFile {
     classes: HashMap<String, Vec<String>>,
     abbreviations: HashMap<String, String>,
     stop_words: Vec<String>,
+    unavailable: Vec<String>,
 }
 
 /// The lexicon, stemmed.
@@ -28,6 +29,7 @@ pub struct Lexicon {
     stop: HashSet<String>,
     places: HashSet<String>,
     classes: HashMap<String, Vec<String>>,
+    unavailable: Vec<String>,
 }
 
 /// The lexicon shipped with the crate.
@@ -63,7 +65,13 @@ impl Lexicon {
             .into_iter()
             .map(|(k, v)| (stem(&k), v))
             .collect();
+        let unavailable = file
+            .unavailable
+            .iter()
+            .map(|p| p.to_lowercase().replace('’', "'"))
+            .collect();
         Self {
+            unavailable,
             classes,
             groups,
             longest,
@@ -71,6 +79,38 @@ impl Lexicon {
             stop,
             places,
         }
+    }
+
+    /// Whether a text says that something cannot be had: one of the lexicon's `unavailable`
+    /// phrases as whole words, or "available" / "in stock" within four words after a negation
+    /// ("doesn't seem to be available", "not in stock").
+    pub fn says_unavailable(&self, text: &str) -> bool {
+        let lower = format!(
+            " {} ",
+            text.to_lowercase()
+                .replace('’', "'")
+                .replace(
+                    |c: char| !(c.is_alphanumeric() || c == '\'' || c == ':'),
+                    " "
+                )
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        if self.unavailable.iter().any(|p| {
+            let p = p.replace(|c: char| !(c.is_alphanumeric() || c == '\''), " ");
+            let p = p.split_whitespace().collect::<Vec<_>>().join(" ");
+            lower.contains(&format!(" {p} ")) || p.starts_with('\'') && lower.contains(&p)
+        }) {
+            return true;
+        }
+        let words: Vec<&str> = lower.split_whitespace().collect();
+        let negator =
+            |w: &str| matches!(w, "not" | "no" | "never" | "cannot") || w.ends_with("n't");
+        words.iter().enumerate().any(|(i, w)| {
+            let target = *w == "available" || *w == "stock" && i > 0 && words[i - 1] == "in";
+            target && words[i.saturating_sub(5)..i].iter().any(|x| negator(x))
+        })
     }
 
     /// Whether a (lower-cased) word names nothing by itself.

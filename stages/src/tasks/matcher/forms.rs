@@ -293,7 +293,11 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "main point",
             "takeaway",
         ],
-    ) || t.trim_end().ends_with("about?")
+    ) || t
+        .trim_end()
+        .trim_end_matches(['?', '.', '!'])
+        .trim_end()
+        .ends_with(" about")
     {
         push(Kind::Topic);
     }
@@ -493,6 +497,10 @@ mod tests {
             .kinds
             .contains(&Kind::When));
         assert!(form("What's the meeting about?", "", "")
+            .kinds
+            .contains(&Kind::Topic));
+        // A coordinated question cut before its "?" ("What's it about, and when?").
+        assert!(form("What's the meeting with Jordan about", "", "")
             .kinds
             .contains(&Kind::Topic));
         assert!(form("What should the note say?", "", "")

@@ -164,7 +164,7 @@ impl TaskMatcher {
         let mut out = Vec::new();
         let mut last: Option<usize> = None;
         for raw in split::pieces(message) {
-            if let Some(parts) = self.conjoined(&raw) {
+            if let Some(parts) = self.conjoined(&raw).or_else(|| self.confirmed_values(&raw)) {
                 last = parts
                     .last()
                     .and_then(|p| self.index_of(p.slot_id.as_deref()));
@@ -253,6 +253,53 @@ impl TaskMatcher {
             });
         }
         Some(out)
+    }
+
+    /// "Same as before: size M, shipped to the locker?": a confirmation (no question word asking for a kind of value)
+    /// whose parts — cut at commas, colons and "and" — each name a value of a different slot
+    /// confirms each of them: one piece per slot, in the order named. Parts naming nothing
+    /// ("Just to confirm") are no piece.
+    fn confirmed_values(&self, raw: &split::RawPiece) -> Option<Vec<Piece>> {
+        let f = forms::form(&raw.text, &raw.lead, "");
+        // A question asking for a kind of value, or a choice among alternatives ("Weruva, or
+        // hold off?"), is one piece.
+        if raw.text.to_lowercase().contains(" or ")
+            || f.kinds
+                .iter()
+                .any(|k| !matches!(k, forms::Kind::YesNo | forms::Kind::Choice))
+        {
+            return None;
+        }
+        let mut parts = vec![raw.text.as_str()];
+        for sep in [": ", ", ", " and "] {
+            parts = parts
+                .into_iter()
+                .flat_map(|p| p.split(sep))
+                .map(str::trim)
+                .filter(|p| !p.is_empty())
+                .collect();
+        }
+        if parts.len() < 2 {
+            return None;
+        }
+        let mut out: Vec<Piece> = Vec::new();
+        for p in parts {
+            let Some(i) = self.best(p, "", "") else {
+                continue;
+            };
+            let id = self.profiles[i].slot_id.clone();
+            match out.last_mut() {
+                Some(l) if l.slot_id.as_deref() == Some(&id) => {
+                    l.text = format!("{}, {p}", l.text);
+                }
+                _ => out.push(Piece {
+                    text: p.to_string(),
+                    slot_id: Some(id),
+                }),
+            }
+        }
+        let distinct: HashSet<&Option<String>> = out.iter().map(|p| &p.slot_id).collect();
+        (distinct.len() >= 2).then_some(out)
     }
 
     /// Slot ids requested by any of `messages`.

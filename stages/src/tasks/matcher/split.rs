@@ -253,6 +253,17 @@ fn clauses(sentence: &str) -> Vec<(String, String, bool)> {
             }
             continue;
         }
+        // "How many lattes — and oat milk?": a dash before "and" cuts like ", and".
+        let dashed = [" — and ", " – and ", " - and "]
+            .iter()
+            .find(|h| rest.starts_with(**h));
+        if let Some(h) = dashed {
+            if i > 0 && sentence.len() > i + h.len() {
+                cuts.push((i + 1, true));
+                skip_until = i + h.len();
+            }
+            continue;
+        }
         let sep_len = [", ", "; ", " and ", " — ", " – ", " - "]
             .iter()
             .find(|p| rest.starts_with(**p))
@@ -399,6 +410,13 @@ mod tests {
             ["Who's coming", "how many?"]
         );
         assert_eq!(texts("Size M, and how many?"), ["Size M", "how many?"]);
+        assert_eq!(
+            texts("How many lattes should I get — and oat milk, same as last time?"),
+            [
+                "How many lattes should I get",
+                "oat milk, same as last time?"
+            ]
+        );
         assert_eq!(
             texts("Is another time okay, and which?"),
             ["Is another time okay, and which?"]

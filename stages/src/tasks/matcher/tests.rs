@@ -104,6 +104,40 @@ fn coordinated_and_repeated_questions_are_separate_pieces() {
 }
 
 #[test]
+fn a_confirmation_of_several_values_is_one_piece_per_value() {
+    assert_eq!(
+        matched(
+            "shopnest_black_tee-01",
+            "So that's size M, sent to the Irving St. locker?"
+        ),
+        [Some("size".to_string()), Some("shipping".to_string())]
+    );
+    // One value confirmed is one piece.
+    assert_eq!(
+        matched("shopnest_black_tee-01", "So that's size M, right?"),
+        [Some("size".to_string())]
+    );
+}
+
+#[test]
+fn coordinated_questions_cut_before_their_question_mark_keep_their_form() {
+    assert_eq!(
+        matched(
+            "calendar_jordan-01",
+            "What is the meeting about, and when should it start?"
+        ),
+        [Some("topic".to_string()), Some("start".to_string())]
+    );
+    assert_eq!(
+        matched(
+            "dashbite_coffee-01",
+            "How many lattes do you need — and oat milk as usual?"
+        ),
+        [Some("quantity".to_string()), Some("milk".to_string())]
+    );
+}
+
+#[test]
 fn subject_nouns_do_not_cross_slots() {
     // "section" is not the ticket count.
     assert_ne!(
