@@ -46,7 +46,7 @@ pub fn make<'a>(
     epoch: u32,
 ) -> Result<Box<dyn Simulator + 'a>, StageError> {
     match params.simulator {
-        SimulatorName::Scripted => Ok(Box::new(ScriptedUser::new(&bundle.slots))),
+        SimulatorName::Scripted => Ok(Box::new(ScriptedUser::for_task(bundle, &world.catalog))),
         SimulatorName::Llm => {
             let input = |m: String| StageError::Input(format!("stage `{}`: {m}", access.stage));
             let config = user_config(params).ok_or_else(|| {
