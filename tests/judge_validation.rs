@@ -134,6 +134,15 @@ fn the_offline_judge_is_measured_against_gold_labels_and_stale_labels_are_left_o
         &disagreements,
         &[("subject", "on_calendar"), ("resolved", "pass")],
     );
+    // Every gold judgement the offline judge gets wrong is a row of judge_errors.
+    let errors = ws.table("judge_validation.judge_errors", None);
+    let wrong: u32 = (0..agreement.height())
+        .filter(|&i| {
+            agreement.column("pair").unwrap().str().unwrap().get(i) == Some("rule+scripted~gold")
+        })
+        .map(|i| u32_at(&agreement, "n", i) - u32_at(&agreement, "agree", i))
+        .sum();
+    assert_eq!(errors.height() as u32, wrong, "{errors}\n{agreement}");
     // The scripted user's reply to the one ask is checked against the gold pieces.
     let simulator = ws.table("judge_validation.simulator", None);
     assert_eq!(simulator.height(), 1, "{simulator}");

@@ -174,3 +174,90 @@ fn a_failing_endpoint_yields_error_rows_not_a_crash() {
         "one success, then two attempts per failing item"
     );
 }
+
+/// Provider faults of every cause on the way to 4 answers: 503 twice, 500, a 429, a body that
+/// is not an answer, and a request that times out — 6 retries in all.
+fn faulty_then_echo() -> ScriptedServer {
+    ScriptedServer::start(
+        vec![
+            Behavior::status(503),
+            Behavior::status(503),
+            Behavior::status(500),
+            Behavior::Reply {
+                status: 429,
+                headers: vec![("Retry-After".into(), "1".into())],
+                body: "{}".into(),
+            },
+            Behavior::ok("not an answer"),
+            Behavior::Hang(Duration::from_secs(3)),
+        ],
+        Behavior::Echo(Duration::from_millis(1)),
+    )
+}
+
+/// The lines of `stderr` that say a model request is retried.
+fn retry_lines(stderr: &str) -> Vec<&str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("model request") && l.contains("retrying"))
+        .collect()
+}
+
+/// The stage's one summary line of retried calls.
+fn summary_lines<'a>(stderr: &'a str, stage: &str) -> Vec<&'a str> {
+    stderr
+        .lines()
+        .filter(|l| l.contains(&format!("{stage}: ")) && l.contains("call(s) retried"))
+        .collect()
+}
+
+/// Model-call retries are said at debug one per retry with its cause, and once per stage at
+/// info with counts by cause; without debug only the summary shows.
+#[test]
+fn model_call_retries_are_logged_at_debug_and_summed_per_stage_at_info() {
+    let pipe = PIPE.replace(
+        "max_retries: 1, backoff_ms: 1, timeout_s: 5",
+        "max_retries: 8, backoff_ms: 1, timeout_s: 1",
+    );
+    for debug in [true, false] {
+        let server = faulty_then_echo();
+        let ws = Workspace::new();
+        ws.write("data/questions.csv", &questions(4));
+        ws.write("llm.yaml", &pipe);
+        let url = format!("base_url={}", server.url);
+        let mut cmd = ws.command(&["run", "llm.yaml", "--progress", "none", "--set", &url]);
+        if debug {
+            cmd.env("PREFFLOW_LOG", "debug");
+        } else {
+            cmd.env_remove("PREFFLOW_LOG");
+        }
+        let run = Run::from(cmd.output().expect("spawn prefflow")).expect_code(0);
+        assert_eq!(server.requests().len(), 4 + 6);
+        let retries = retry_lines(&run.stderr);
+        let summary = summary_lines(&run.stderr, "answers");
+        assert_eq!(summary.len(), 1, "{}", run.stderr);
+        let line = summary[0];
+        assert!(line.contains("INFO"), "{line}");
+        for said in [
+            "6 call(s) retried",
+            "HTTP 503 ×2",
+            "HTTP 500 ×1",
+            "rate-limited (HTTP 429) ×1",
+            "unusable answer ×1",
+            "timeout ×1",
+        ] {
+            assert!(line.contains(said), "{said} in {line}");
+        }
+        if debug {
+            assert_eq!(retries.len(), 6, "{}", run.stderr);
+            assert!(retries.iter().all(|l| l.contains("DEBUG")), "{retries:?}");
+            assert_eq!(retries.iter().filter(|l| l.contains("HTTP 503")).count(), 2);
+            assert!(
+                retries.iter().any(|l| l.contains("timed out")),
+                "{retries:?}"
+            );
+        } else {
+            assert!(retries.is_empty(), "{retries:?}");
+        }
+    }
+}

@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use crate::common::*;
 
-/// `rows` rows through a per-item probe of `delay_ms` per item.
-fn slow(name: &str, delay_ms: u64) -> String {
+/// `data/rows.csv` through a per-item probe of `delay_ms` per item, then a count of it.
+pub(crate) fn slow(name: &str, delay_ms: u64) -> String {
     format!(
         "pipeline: {name}
 stages:
@@ -84,16 +84,6 @@ fn announced(ws: &Workspace, stage: &str) -> bool {
         .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
         .filter_map(|f| std::fs::read_to_string(f.path()).ok())
         .any(|text| text.contains(&format!("\"label\":\"{stage}\"")))
-}
-
-fn leases(ws: &Workspace) -> usize {
-    std::fs::read_dir(ws.store().join("leases"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
 }
 
 #[test]

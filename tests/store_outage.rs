@@ -75,22 +75,9 @@ fn moto_addr() -> SocketAddr {
     hostport.parse().expect("endpoint is http://127.0.0.1:PORT")
 }
 
-/// 400 rows through a slow per-item probe: long enough to go silent in the middle.
+/// A per-item probe slow enough (25 ms an item) to go silent in the middle of 400 rows.
 fn slow_items(name: &str) -> String {
-    format!(
-        "pipeline: {name}
-stages:
-  rows:
-    kind: read_table
-    params: {{ path: data/rows.csv }}
-  work:
-    kind: probe
-    inputs: [rows]
-    per_item: id
-    concurrency: 4
-    params: {{ delay_ms: 25 }}
-"
-    )
+    crate::run_signals::slow(name, 25)
 }
 
 #[test]

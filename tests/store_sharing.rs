@@ -26,16 +26,6 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn leases(ws: &Workspace) -> usize {
-    std::fs::read_dir(ws.store().join("leases"))
-        .map(|d| {
-            d.flatten()
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 fn finish(child: Child) -> Run {
     let out = child.wait_with_output().expect("wait");
     Run {

@@ -4,9 +4,12 @@
 //! [`crate::StageContext`]; the engine writes the total into the result's manifest, sums items
 //! into their instance, and keeps what a run spent in its run record (`prefflow show runs`). The
 //! engine knows no roles or models: they are the kind's names (`agent`, `user`, `judge`, …).
+//!
+//! Calls the kind had to retry are tallied by cause ([`UsageMeter::retried`]) for the stage
+//! instance as a whole, not stored: the run says them once per instance, when it ends.
 
 use std::collections::BTreeMap;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 
@@ -97,7 +100,35 @@ impl Usage {
 /// Where a running stage (or item) reports its usage. Shared by every call of one attempt
 /// sequence, so concurrent calls of an async item may report at once.
 #[derive(Debug, Default)]
-pub struct UsageMeter(Mutex<Usage>);
+pub struct UsageMeter {
+    usage: Mutex<Usage>,
+    retries: Arc<RetryTally>,
+}
+
+/// Retried calls by cause (`HTTP 503`, `timeout`, …), shared by the meters of one stage
+/// instance's items.
+#[derive(Debug, Default)]
+pub struct RetryTally(Mutex<BTreeMap<String, u64>>);
+
+impl RetryTally {
+    /// The counts so far, by cause.
+    pub fn counts(&self) -> BTreeMap<String, u64> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// One line for a log: `N call(s) retried: CAUSE ×K, …` (most frequent first), or `None`
+    /// when nothing was retried.
+    pub fn summary(&self) -> Option<String> {
+        let mut counts: Vec<(String, u64)> = self.counts().into_iter().collect();
+        let total: u64 = counts.iter().map(|(_, n)| n).sum();
+        if total == 0 {
+            return None;
+        }
+        counts.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        let causes: Vec<String> = counts.iter().map(|(c, n)| format!("{c} ×{n}")).collect();
+        Some(format!("{total} call(s) retried: {}", causes.join(", ")))
+    }
+}
 
 impl UsageMeter {
     /// A meter with nothing recorded.
@@ -105,9 +136,30 @@ impl UsageMeter {
         Self::default()
     }
 
+    /// A meter with nothing recorded whose retries count into `retries` (the instance's
+    /// tally, shared by its items).
+    pub fn tallying(retries: Arc<RetryTally>) -> Self {
+        Self {
+            usage: Mutex::default(),
+            retries,
+        }
+    }
+
+    /// Counts one retried call (a fault the kind's client retried, or a rate limit it waited
+    /// out) under `cause`.
+    pub fn retried(&self, cause: &str) {
+        *self
+            .retries
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(cause.to_string())
+            .or_default() += 1;
+    }
+
     /// Records one call (or a batch) for `role` and `model`.
     pub fn record(&self, role: &str, model: &str, counts: &UsageCounts) {
-        self.0
+        self.usage
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .record(role, model, counts);
@@ -115,7 +167,7 @@ impl UsageMeter {
 
     /// What has been recorded so far.
     pub fn snapshot(&self) -> Usage {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+        self.usage.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 }
 
@@ -144,5 +196,23 @@ mod tests {
         // Manifests written before usage was typed hold `{}`.
         let old: Usage = serde_json::from_str("{}").expect("empty usage");
         assert!(old.is_empty());
+    }
+
+    #[test]
+    fn retries_of_an_instances_items_add_up_by_cause() {
+        let tally = Arc::new(RetryTally::default());
+        assert_eq!(tally.summary(), None);
+        let (a, b) = (
+            UsageMeter::tallying(tally.clone()),
+            UsageMeter::tallying(tally.clone()),
+        );
+        a.retried("HTTP 503");
+        b.retried("HTTP 503");
+        b.retried("timeout");
+        assert!(a.snapshot().is_empty(), "retries are not usage");
+        assert_eq!(
+            tally.summary().as_deref(),
+            Some("3 call(s) retried: HTTP 503 ×2, timeout ×1")
+        );
     }
 }

@@ -19,7 +19,8 @@ pub struct Run {
 }
 
 impl Run {
-    fn from(out: Output) -> Self {
+    /// The exit code and output of a finished command.
+    pub fn from(out: Output) -> Self {
         Self {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -420,4 +421,15 @@ impl ChatNow for prefflow_stages::llm::LlmClient<'_> {
     ) -> Result<prefflow_stages::llm::Reply, prefflow_stages::llm::LlmError> {
         block_on(self.chat(request, epoch))
     }
+}
+
+/// The lease files in the workspace's store: one per live (or dead, not yet dropped) run.
+pub fn leases(ws: &Workspace) -> usize {
+    std::fs::read_dir(ws.store().join("leases"))
+        .map(|d| {
+            d.flatten()
+                .filter(|e| e.file_name().to_string_lossy().ends_with(".json"))
+                .count()
+        })
+        .unwrap_or(0)
 }

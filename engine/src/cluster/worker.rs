@@ -34,7 +34,6 @@ use crate::params::Override;
 use crate::plan::{Instance, Plan};
 use crate::store::lease::{self, Holder, Lease, Protected};
 use crate::store::Store;
-use crate::usage::UsageMeter;
 
 /// What a worker's exit code means.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,7 +296,7 @@ async fn run_shard(
     if todo.items.is_empty() {
         return WorkExit::Done;
     }
-    let meter = Arc::new(UsageMeter::new());
+    let meter = env.meter(&inst);
     let prepared = match prepare(&env, &inst, &spec.job, &inputs, &meter).await {
         Ok(p) => p,
         Err((attempts, e)) => {
@@ -322,6 +321,7 @@ async fn run_shard(
         mark_committed(store.clone(), &spec.job),
     )
     .await;
+    env.say_retries(&inst);
     report.committed = ran.fresh.len();
     for f in ran.failures {
         let item = f.position.map(|p| &todo.items[p]);
@@ -374,7 +374,7 @@ async fn run_whole_stage(
         done(Some(&spec.job));
         return WorkExit::Done;
     }
-    let meter = Arc::new(UsageMeter::new());
+    let meter = env.meter(inst);
     let failure = |attempts: u32, e: &StageError| ItemFailure {
         item: None,
         key: Some(spec.job.clone()),
@@ -403,7 +403,9 @@ async fn run_whole_stage(
         pools: worker_pools(inst, &spec.pools),
         meter,
     };
-    match run_unit(env, work).await {
+    let ran = run_unit(env, work).await;
+    env.say_retries(inst);
+    match ran {
         Ok(_) => {
             report.committed = 1;
             done(Some(&spec.job));

@@ -2,14 +2,17 @@
 //! per run; a cluster worker builds its own and calls the same functions ([`super::prepare`],
 //! [`super::run_unit`], [`super::load_inputs`]), so both compute results the same way.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use tokio::sync::Semaphore;
 
 use crate::error::Error;
+use crate::plan::Instance;
 use crate::store::lease::Lease;
 use crate::store::Store;
+use crate::usage::{RetryTally, UsageMeter};
 
 /// The environment of execution.
 pub struct ExecEnv {
@@ -34,6 +37,9 @@ pub struct ExecEnv {
     /// The lease of the run (or worker) this environment computes for: what it works on is
     /// announced (and protected from `gc`) through it, and other runs wait for those items.
     lease: OnceLock<Arc<Lease>>,
+    /// The calls each running instance's kind retried, by cause, until the instance ends
+    /// ([`ExecEnv::say_retries`]).
+    retries: Mutex<HashMap<String, Arc<RetryTally>>>,
 }
 
 impl ExecEnv {
@@ -56,7 +62,35 @@ impl ExecEnv {
             store_failure: OnceLock::new(),
             halt: OnceLock::new(),
             lease: OnceLock::new(),
+            retries: Mutex::default(),
         })
+    }
+
+    /// A fresh meter for work of `inst` (the instance, or one of its items): usage of its
+    /// own, retries tallied for the instance as a whole.
+    pub fn meter(&self, inst: &Instance) -> Arc<UsageMeter> {
+        let tally = self
+            .retries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .entry(inst.label())
+            .or_default()
+            .clone();
+        Arc::new(UsageMeter::tallying(tally))
+    }
+
+    /// Says once, at info, what calls `inst`'s kind retried (counts by cause), when any: a
+    /// flaky provider shows per stage without a line per retry (those are at debug).
+    pub fn say_retries(&self, inst: &Instance) {
+        let label = inst.label();
+        let tally = self
+            .retries
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&label);
+        if let Some(line) = tally.and_then(|t| t.summary()) {
+            tracing::info!("{label}: {line}");
+        }
     }
 
     /// Sets the lease work is done under (once; later calls are ignored).

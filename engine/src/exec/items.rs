@@ -30,7 +30,7 @@ use crate::progress::Task;
 use crate::record::{ErrorRow, Status};
 use crate::store::lease::{self, list_leases, Holder, Lease, Liveness};
 use crate::store::Store;
-use crate::usage::{Usage, UsageMeter};
+use crate::usage::Usage;
 
 /// What the missing items of an instance came to, by item position in its [`ItemDecisions`].
 #[derive(Default)]
@@ -144,7 +144,7 @@ pub async fn run_items_except(
             inputs: inputs.clone(),
             slots: Some(slots.clone()),
             pools: pools.clone(),
-            meter: Arc::new(UsageMeter::new()),
+            meter: env.meter(inst),
         };
         let (env, on_done) = (env.clone(), on_done.clone());
         running.spawn(async move {
@@ -380,7 +380,7 @@ impl Runner {
                 t.finish(text);
             }
         };
-        let meter = Arc::new(UsageMeter::new());
+        let meter = self.env.meter(&inst);
         let mut prepared: Option<Arc<dyn PreparedKind>> = None;
         let mut fresh: HashMap<usize, (Manifest, Tables)> = HashMap::new();
         let mut first_round = true;

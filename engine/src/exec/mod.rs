@@ -468,6 +468,7 @@ impl Runner {
                 self.clone().run_whole(inst.clone(), decision, inputs).await
             }
         };
+        self.env.say_retries(inst);
         match result {
             Ok((manifest, spent)) => {
                 let mut rec = self.finished(inst, Status::Executed, &manifest, started);

@@ -11,7 +11,7 @@ use crate::decision::Decision;
 use crate::error::StageError;
 use crate::kind::InputTable;
 use crate::plan::Instance;
-use crate::usage::{Usage, UsageMeter};
+use crate::usage::Usage;
 
 impl Runner {
     /// Prepares `inst`, runs it once over all its inputs (holding its resource pools) and
@@ -23,7 +23,7 @@ impl Runner {
         inputs: Arc<Vec<InputTable>>,
     ) -> Result<(Manifest, Usage), Outcome> {
         let task = self.progress.start(&inst.label(), 1, 0);
-        let meter = Arc::new(UsageMeter::new());
+        let meter = self.env.meter(&inst);
         let prepared = match prepare(&self.env, &inst, &decision.key, &inputs, &meter).await {
             Ok(p) => p,
             Err((attempts, e)) => {

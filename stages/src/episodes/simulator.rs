@@ -37,19 +37,32 @@ pub use crate::tasks::user::DONT_KNOW;
 /// with it — inferable details from the profile, ask-only ones from the hidden context; any
 /// other question gets "I don't know."; it never volunteers.
 pub struct ScriptedUser<'a> {
-    slots: &'a [Slot],
+    user: SlotUser<'a>,
 }
 
 impl<'a> ScriptedUser<'a> {
-    /// A user who knows these slots' values.
+    /// A user who knows these slots' values (questions matched from the slots alone).
     pub fn new(slots: &'a [Slot]) -> Self {
-        Self { slots }
+        Self {
+            user: SlotUser::new(slots),
+        }
+    }
+
+    /// The user of a task's episodes: questions matched exactly as the interaction judge
+    /// matches them.
+    pub fn for_task(
+        bundle: &'a crate::tasks::TaskBundle,
+        catalog: &crate::world::app::Catalog,
+    ) -> Self {
+        Self {
+            user: SlotUser::for_task(bundle, catalog),
+        }
     }
 }
 
 impl Simulator for ScriptedUser<'_> {
     fn reply<'a>(&'a mut self, question: &'a str) -> AgentFuture<'a, UserReply> {
-        let (text, matched) = SlotUser::new(self.slots).reply(question);
+        let (text, matched) = self.user.reply(question);
         ready(Ok(UserReply {
             text,
             disclosed: matched.iter().map(|s| s.slot_id.clone()).collect(),

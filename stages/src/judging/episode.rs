@@ -243,8 +243,10 @@ async fn match_requests(
     usage: &mut Usage,
 ) -> Result<Vec<Request>, JudgeError> {
     let mut per_ask: Vec<(Vec<Piece>, &'static str)> = Vec::new();
+    let offline =
+        crate::tasks::matcher::TaskMatcher::for_task(bundle, r.env.phone.state().catalog());
     for ask in &r.asks {
-        let scripted = || interaction::scripted_pieces(&ask.question, &bundle.slots);
+        let scripted = || offline.pieces(&ask.question);
         let pieces = match (matcher, llm) {
             (MatcherName::Llm, Some(judge)) => {
                 let (pieces, u) = judge.pieces(&ask.question, bundle).await?;

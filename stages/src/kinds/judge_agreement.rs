@@ -6,7 +6,7 @@
 //! CSVs directly in the directory (or a CSV file as `labels`) are compared at criterion, success
 //! and slot level with the `verdicts` they name.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
@@ -21,7 +21,8 @@ use crate::metrics::judge_labels::{
     asked_per_ask, disagreements_frame, gold, judgements, read_adjudication, read_pass,
 };
 use crate::metrics::judge_validation::{
-    compare, judge_side, simulator_check, simulator_frame, simulator_rows, AuthoredSet, Judged,
+    compare, errors_frame, judge_side, simulator_check, simulator_frame, simulator_rows,
+    AuthoredSet, Judged,
 };
 use crate::tables::{aggregate as t, judging as j};
 use crate::tasks::frames::bundles_from_table;
@@ -48,12 +49,13 @@ impl Kind for JudgeAgreement {
     type Params = JudgeAgreementParams;
     type State = ();
     const NAME: &'static str = "judge_agreement";
-    const VERSION: &'static str = "2";
+    const VERSION: &'static str = "3";
     const OUTPUTS: &'static [&'static str] = &[
         "agreement",
         "labels",
         "labelled",
         "disagreements",
+        "judge_errors",
         "simulator",
     ];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
@@ -61,6 +63,7 @@ impl Kind for JudgeAgreement {
         &t::LABELS,
         &t::LABELLED_EPISODES,
         &t::DISAGREEMENTS,
+        &t::JUDGE_ERRORS,
         &t::SIMULATOR_CHECK,
     ];
     const INPUTS: &'static [InputDef] = &[
@@ -90,7 +93,7 @@ impl Kind for JudgeAgreement {
             &[crate::tables::tasks::TASK_ID, crate::tables::tasks::BUNDLE],
         ),
     ];
-    const SUMMARY: &'static str = "verdicts (+ requests, scores, interaction, steps, bundles) + the labelled set (datasets/judge-labels) → agreement (p_o, Cohen's κ per level and rater pair), labels, episodes, disagreements, simulator (params: labels; use gather: true)";
+    const SUMMARY: &'static str = "verdicts (+ requests, scores, interaction, steps, bundles) + the labelled set (datasets/judge-labels) → agreement (p_o, Cohen's κ per level and rater pair), labels, episodes, disagreements, judge_errors, simulator (params: labels; use gather: true)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         vec![params.labels.clone()]
@@ -129,6 +132,7 @@ impl Kind for JudgeAgreement {
             ("labels", labels_frame(&keyed)?),
             ("labelled", authored.episodes),
             ("disagreements", authored.disagreements),
+            ("judge_errors", authored.errors),
             ("simulator", authored.simulator),
         ]))
     }
@@ -138,6 +142,7 @@ impl Kind for JudgeAgreement {
 struct Authored {
     episodes: polars::prelude::DataFrame,
     disagreements: polars::prelude::DataFrame,
+    errors: polars::prelude::DataFrame,
     simulator: polars::prelude::DataFrame,
 }
 
@@ -148,6 +153,7 @@ impl Authored {
         Ok(Self {
             episodes: set.frame(&bundles)?,
             disagreements: disagreements_frame(&[])?,
+            errors: errors_frame(&BTreeMap::new(), &Default::default())?,
             simulator: simulator_frame(&[])?,
         })
     }
@@ -204,6 +210,7 @@ fn authored(
         optional_input(ctx, "requests")?,
         optional_input(ctx, "interaction")?,
     );
+    let mut judges = BTreeMap::new();
     if let (Some(scores), Some(verdicts), Some(requests), Some(interaction)) = &tables {
         if !gold.is_empty() {
             let judged = Judged {
@@ -212,8 +219,9 @@ fn authored(
                 requests,
                 interaction,
             };
-            for (judge, js) in judge_side(&judged, &set)? {
-                rows.extend(compare(&format!("{judge}~gold"), &js, &gold));
+            judges = judge_side(&judged, &set)?;
+            for (judge, js) in &judges {
+                rows.extend(compare(&format!("{judge}~gold"), js, &gold));
             }
         }
     }
@@ -228,6 +236,7 @@ fn authored(
     Ok(Authored {
         episodes: set.frame(&bundles)?,
         disagreements: disagreements_frame(&disagreements)?,
+        errors: errors_frame(&judges, &gold)?,
         simulator: simulator_frame(&checks)?,
     })
 }

@@ -20,7 +20,9 @@
 //!   server's hint and the request is sent again, first in line, however often, for up to
 //!   `rate_limit_wait_s` (default 30 minutes) from its first 429. When either runs out the
 //!   error is [`LlmError::Exhausted`], which the engine does not retry again. Other statuses
-//!   (400, 401, 404) are permanent.
+//!   (400, 401, 404) are permanent. Each retry is logged at debug with its cause and counted
+//!   in the client's usage meter ([`UsageMeter::retried`]); the run says the counts by cause
+//!   once per stage, at info.
 //! - **Record/replay.** Every answered request is stored content-addressed in the run's store
 //!   (endpoint, body and epoch — never the key), so a finished run replays with zero network
 //!   and `--offline` turns a miss into [`LlmError::OfflineMiss`].
@@ -550,6 +552,27 @@ impl<'a> LlmClient<'a> {
         T: Send + 'static,
         P: Fn(&str, &str) -> Result<(T, Usage), LlmError> + Send + Sync + 'static,
     {
+        let (result, retried) = self.exchange_once(url, body, ticket, parse).await?;
+        if let Some((meter, _)) = self.meter {
+            for cause in retried {
+                meter.retried(cause.as_str());
+            }
+        }
+        result
+    }
+
+    /// [`Self::exchange`] on [`io_runtime`]: its result, and the cause of each retry it took.
+    async fn exchange_once<T, P>(
+        &self,
+        url: String,
+        body: Vec<u8>,
+        ticket: Ticket,
+        parse: P,
+    ) -> Result<(Result<(T, u32), LlmError>, Vec<String>), LlmError>
+    where
+        T: Send + 'static,
+        P: Fn(&str, &str) -> Result<(T, Usage), LlmError> + Send + Sync + 'static,
+    {
         let call = Call {
             endpoint: self.endpoint.clone(),
             url,
@@ -559,11 +582,15 @@ impl<'a> LlmClient<'a> {
             patience: Duration::from_secs_f64(self.config.rate_limit_wait_s.max(0.0)),
         };
         let policy = self.policy();
-        let task = async move { call.run(&policy, ticket, &parse).await };
+        let task = async move {
+            let mut retried = Vec::new();
+            let result = call.run(&policy, ticket, &parse, &mut retried).await;
+            (result, retried)
+        };
         io_runtime()
             .spawn(task)
             .await
-            .map_err(|e| LlmError::Cache(format!("a model request task failed: {e}")))?
+            .map_err(|e| LlmError::Cache(format!("a model request task failed: {e}")))
     }
 }
 
@@ -581,12 +608,14 @@ struct Call {
 impl Call {
     /// Attempts until an answer, a permanent error, `policy`'s retries spent on faults, or
     /// 429s for longer than `patience`. 429s are not faults: the budget pauses for the server's
-    /// hint, and the request goes again first in line.
+    /// hint, and the request goes again first in line. The cause of every retry is logged at
+    /// debug and pushed onto `retried`.
     async fn run<T>(
         &self,
         policy: &RetryPolicy,
         mut ticket: Ticket,
         parse: &(impl Fn(&str, &str) -> Result<(T, Usage), LlmError> + ?Sized),
+        retried: &mut Vec<String>,
     ) -> Result<(T, u32), LlmError> {
         let (mut attempts, mut faults) = (0u32, 0u32);
         let mut limited_since: Option<std::time::Instant> = None;
@@ -604,12 +633,18 @@ impl Call {
                         )
                     } else {
                         ticket.class = Class::Retry;
+                        self.retrying(attempts, RATE_LIMITED, &why, "when the budget allows");
+                        retried.push(RATE_LIMITED.to_string());
                         continue;
                     }
                 }
-                Err(Attempt::Transient { why, hint }) => {
+                Err(Attempt::Transient { why, cause, hint }) => {
                     if faults < policy.retries {
-                        tokio::time::sleep(policy.delay(faults, hint)).await;
+                        let delay = policy.delay(faults, hint);
+                        let after = format!("in {} ms", delay.as_millis());
+                        self.retrying(attempts, &cause, &why, &after);
+                        retried.push(cause);
+                        tokio::time::sleep(delay).await;
                         faults += 1;
                         continue;
                     }
@@ -622,6 +657,21 @@ impl Call {
                 last: why,
             });
         }
+    }
+
+    /// Logs a retry at debug: the request, its attempt, the cause and when it goes again.
+    fn retrying(&self, attempt: u32, cause: &str, why: &str, after: &str) {
+        let what = if cause.contains(why) {
+            cause.to_string()
+        } else if why.starts_with(cause) {
+            why.to_string()
+        } else {
+            format!("{cause}: {why}")
+        };
+        tracing::debug!(
+            "model request to {}: attempt {attempt} failed ({what}); retrying {after}",
+            self.url
+        );
     }
 
     /// One attempt: wait for the budget's grant, send, read, parse, settle the grant.
@@ -652,6 +702,7 @@ impl Call {
                 grant.failed(&RateHeaders::default());
                 return Err(Attempt::Transient {
                     why: describe(&e),
+                    cause: cause_of(&e, "request failed"),
                     hint: None,
                 });
             }
@@ -660,6 +711,7 @@ impl Call {
         let headers = rate_headers(resp.headers());
         let text = resp.text().await.map_err(|e| Attempt::Transient {
             why: format!("reading the response failed: {}", describe(&e)),
+            cause: cause_of(&e, "response cut off"),
             hint: None,
         });
         settle(grant, &self.url, status, &headers, text, parse)
@@ -684,6 +736,7 @@ fn settle<T>(
     let parsed = classify_response(url, status, headers.retry_after, text).and_then(|text| {
         parse(url, &text).map_err(|e| Attempt::Transient {
             why: e.to_string(),
+            cause: "unusable answer".into(),
             hint: headers.retry_after,
         })
     });
@@ -704,8 +757,13 @@ fn settle<T>(
 enum Attempt {
     /// The server said 429: waited out by the budget, not counted as a fault.
     RateLimited { why: String },
-    /// A provider fault: retried (after `hint` when the server gave one).
-    Transient { why: String, hint: Option<Duration> },
+    /// A provider fault: retried (after `hint` when the server gave one). `cause` is its
+    /// kind in the retry counts (`HTTP 503`, `timeout`, `unusable answer`, …).
+    Transient {
+        why: String,
+        cause: String,
+        hint: Option<Duration>,
+    },
     /// No retry can fix it.
     Permanent(LlmError),
 }
@@ -721,6 +779,7 @@ fn classify_response(
     if (500..600).contains(&status) {
         return Err(Attempt::Transient {
             why: format!("HTTP {status}"),
+            cause: format!("HTTP {status}"),
             hint,
         });
     }
@@ -743,6 +802,21 @@ fn rate_headers(headers: &reqwest::header::HeaderMap) -> RateHeaders {
             .filter_map(|(k, v)| Some((k.as_str(), v.to_str().ok()?))),
         std::time::SystemTime::now(),
     )
+}
+
+/// The cause of a 429 in the retry counts.
+const RATE_LIMITED: &str = "rate-limited (HTTP 429)";
+
+/// A transport failure's kind in the retry counts: `timeout`, `connection failed`, else
+/// `otherwise`.
+fn cause_of(e: &reqwest::Error, otherwise: &str) -> String {
+    if e.is_timeout() {
+        "timeout".into()
+    } else if e.is_connect() {
+        "connection failed".into()
+    } else {
+        otherwise.into()
+    }
 }
 
 fn describe(e: &reqwest::Error) -> String {

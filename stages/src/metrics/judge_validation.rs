@@ -10,7 +10,7 @@ use polars::prelude::*;
 use prefflow_engine::StageError;
 
 use super::judge_agreement::AgreementRow;
-use super::judge_labels::{Judgements, Level};
+use super::judge_labels::{Judgements, Key, Level};
 use super::kappa::agreement;
 use super::pertask::require;
 use crate::episodes::simulator::is_dont_know;
@@ -261,6 +261,30 @@ pub fn compare(name: &str, rater: &Judgements, reference: &Judgements) -> Vec<Ag
             }
         })
         .collect()
+}
+
+/// `judge_errors`: every gold judgement a judge's value differs from (judge, episode, level,
+/// subject, judged, gold), so a low agreement can be read case by case.
+pub fn errors_frame(
+    judges: &BTreeMap<String, Judgements>,
+    gold: &Judgements,
+) -> PolarsResult<DataFrame> {
+    let mut rows: Vec<(&str, &Key, &str, &str)> = Vec::new();
+    for (judge, js) in judges {
+        for (key, g) in gold {
+            if let Some(v) = js.get(key).filter(|v| *v != g) {
+                rows.push((judge, key, v, g));
+            }
+        }
+    }
+    df!(
+        "judge" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
+        "episode" => rows.iter().map(|r| r.1 .0.clone()).collect::<Vec<_>>(),
+        "level" => rows.iter().map(|r| r.1 .1.as_str()).collect::<Vec<_>>(),
+        "subject" => rows.iter().map(|r| r.1 .2.clone()).collect::<Vec<_>>(),
+        "judged" => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
+        "gold" => rows.iter().map(|r| r.3).collect::<Vec<_>>(),
+    )
 }
 
 /// One question–answer pair of the simulator check.

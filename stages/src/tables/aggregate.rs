@@ -205,6 +205,24 @@ pub static DISAGREEMENTS: TableDef = TableDef {
     ],
 };
 
+/// Where a judge differs from the gold labels of the authored episodes.
+pub static JUDGE_ERRORS: TableDef = TableDef {
+    name: "judge_errors",
+    doc: "one row per gold judgement a judge gets wrong (`judge_agreement`): what to read when a judge's agreement is low",
+    columns: &[
+        C::new("judge", Str, "the judge (`scores.judge`)"),
+        C::new("episode", Str, "`<task_id>/<name>`"),
+        C::new(
+            "level",
+            Str,
+            "`criterion` \\| `success` \\| `recall` \\| `extra`",
+        ),
+        C::new("subject", Str, "criterion id, ask-only slot id, or empty"),
+        C::new("judged", Str, "the judge's value"),
+        C::new("gold", Str, "the gold label"),
+    ],
+};
+
 /// The simulator check over question–answer pairs.
 pub static SIMULATOR_CHECK: TableDef = TableDef {
     name: "simulator",

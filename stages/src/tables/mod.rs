@@ -107,6 +107,7 @@ pub static SECTIONS: &[Section] = &[
             &aggregate::LABELS,
             &aggregate::LABELLED_EPISODES,
             &aggregate::DISAGREEMENTS,
+            &aggregate::JUDGE_ERRORS,
             &aggregate::SIMULATOR_CHECK,
             &aggregate::REPORT,
         ],

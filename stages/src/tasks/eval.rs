@@ -170,7 +170,8 @@ impl<'a, 'w> Episode<'a, 'w> {
             .into_iter()
             .filter(|r| {
                 let name = r.get(field).map(display).unwrap_or_default();
-                !normalize(&name).is_empty() && text_contains(&answer, &name)
+                // Record names are matched literally: a name is not a value or a paraphrase.
+                !normalize(&name).is_empty() && answer.contains(&normalize(&name))
             })
             .collect();
         !named.is_empty()
@@ -318,7 +319,10 @@ pub fn normalize(s: &str) -> String {
         .to_string()
 }
 
-/// Whether normalized `haystack` contains `needle` once normalized.
+/// Whether normalized `haystack` contains `needle`: literally once normalized, or as the same
+/// structured value (a date, date range, time, count or amount of money: "Oct 17–20" states
+/// "2025-10-17 to 2025-10-20"), or — for free text of three or more key terms — with every key
+/// term, in any order and inflection, negation kept ([`super::values::text_states`]).
 fn text_contains(haystack: &str, needle: &str) -> bool {
-    haystack.contains(&normalize(needle))
+    haystack.contains(&normalize(needle)) || super::values::text_states(haystack, needle)
 }

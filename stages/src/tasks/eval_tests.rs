@@ -241,9 +241,12 @@ fn told_accepts_a_question_or_the_final_answer_and_asked_reads_the_matcher() {
         &slots,
         json!({ "asked": "fallback_time" })
     ));
-    // "How many?" names no slot: it asks about nothing, so `asked: bags` does not hold.
+    // A question about something else asks about no slot, so `asked: bags` does not hold;
+    // "How many?" in a task whose only count is the bags asks about the bags.
+    let other = talked(&["Is it raining?"], None);
+    assert!(!holds(&other, &slots, json!({ "asked": "bags" })));
     let vague = talked(&["How many?"], None);
-    assert!(!holds(&vague, &slots, json!({ "asked": "bags" })));
+    assert!(holds(&vague, &slots, json!({ "asked": "bags" })));
     assert!(holds(
         &talked(&["How many bags?"], None),
         &slots,

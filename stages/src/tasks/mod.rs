@@ -8,6 +8,7 @@ pub mod eval;
 pub mod frames;
 pub mod generate;
 pub mod instantiate;
+pub mod language;
 pub mod lints;
 pub mod matcher;
 pub mod model;
@@ -19,6 +20,7 @@ pub mod subst;
 pub mod template;
 pub mod user;
 pub mod validate;
+pub mod values;
 pub mod world_index;
 
 pub use error::{PredicateError, TaskError};

@@ -13,8 +13,9 @@ use serde_json::Value;
 use crate::world::phone::AskUser;
 use crate::world::types::display;
 
-use super::matcher::slots_named;
-use super::model::Slot;
+use super::matcher::TaskMatcher;
+use super::model::{Slot, TaskBundle};
+use crate::world::app::Catalog;
 
 /// What the user answers when a question names nothing they are asked about.
 pub const DONT_KNOW: &str = "I don't know.";
@@ -22,17 +23,31 @@ pub const DONT_KNOW: &str = "I don't know.";
 /// Answers by slot lookup.
 pub struct SlotUser<'a> {
     slots: &'a [Slot],
+    matcher: TaskMatcher,
 }
 
 impl<'a> SlotUser<'a> {
-    /// A user who knows these slots' values (inferable and ask-only).
+    /// A user who knows these slots' values (inferable and ask-only), matching questions from
+    /// the slots alone.
     pub fn new(slots: &'a [Slot]) -> Self {
-        Self { slots }
+        Self {
+            slots,
+            matcher: TaskMatcher::from_slots(slots),
+        }
     }
 
-    /// The slots a question is about, in slot order.
+    /// A user for a task, matching questions exactly as the interaction judge does (the slots'
+    /// fields read from the catalog).
+    pub fn for_task(bundle: &'a TaskBundle, catalog: &Catalog) -> Self {
+        Self {
+            slots: &bundle.slots,
+            matcher: TaskMatcher::for_task(bundle, catalog),
+        }
+    }
+
+    /// The slots a question is about, in the order asked.
     pub fn matched(&self, question: &str) -> Vec<&'a Slot> {
-        slots_named(question, self.slots)
+        self.matcher.slots_in(question, self.slots)
     }
 
     /// The reply to a question and the slots it disclosed.

@@ -130,7 +130,7 @@ pub fn make<'a>(
 ) -> Result<Box<dyn Simulator + 'a>, StageError> {
     let input = |m: String| StageError::Input(format!("stage `{}`: {m}", access.stage));
     let Some(config) = User::of(params).map_err(input)?.config() else {
-        return Ok(Box::new(ScriptedUser::new(&bundle.slots)));
+        return Ok(Box::new(ScriptedUser::for_task(bundle, &world.catalog)));
     };
     check_endpoint(config, access.offline).map_err(|e| prefix(access.stage, e))?;
     let prompts = Prompts::load(access.workdir, &params.prompts, &prompts::USER_TEMPLATES)

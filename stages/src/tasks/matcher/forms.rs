@@ -1,0 +1,526 @@
+//! Question forms and the kinds of value they ask for: "how many" / "for how many" / "is it
+//! just you and…" ask for a count, "how long" for a duration, "what time" for a time, "which
+//! day" for a date, "when" for a time or a day, "what should it say" for a free-text message,
+//! "what is it about" for a topic, "who" for people, "which"/"or" for a choice, "is X OK" for a
+//! yes or no, and "another"/"instead"/"sold out" mark a question about an alternative. A slot's
+//! own kinds come from its data (`super::profile`); a question fits a slot when it asks for a
+//! kind the slot's value is.
+
+use crate::tasks::values;
+
+/// A kind of value a question asks for, or a slot holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// A whole number of things or people.
+    Count,
+    /// How long something lasts (minutes, nights).
+    Duration,
+    /// A clock time.
+    Time,
+    /// A day.
+    Date,
+    /// A span of days.
+    Dates,
+    /// A time or a day ("when").
+    When,
+    /// Free text to be written or said (a message, caption, note).
+    Text,
+    /// What something is about (a topic, a title).
+    Topic,
+    /// Who (people by name).
+    Person,
+    /// One of named options (a choice, a record).
+    Choice,
+    /// A place (a store, a pharmacy, a restaurant: "where").
+    Place,
+    /// Yes or no.
+    YesNo,
+}
+
+/// What a piece of a message asks for.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Form {
+    /// Kinds its question words ask for ("how many", "which day").
+    pub kinds: Vec<Kind>,
+    /// Kinds of the values it mentions (a time, a date, a number, a part of the day): weaker
+    /// evidence, since a question may mention a day it does not ask about.
+    pub mentioned: Vec<Kind>,
+    /// It is about an alternative to something unavailable ("another time", "instead").
+    pub alternative: bool,
+    /// Only its context (the statements before it) speaks of something unavailable.
+    pub alternative_in_context: bool,
+}
+
+/// Whether `text` holds one of the phrases as whole words (a phrase's own leading or trailing
+/// space or punctuation is its boundary).
+fn has(text: &str, phrases: &[&str]) -> bool {
+    phrases.iter().any(|p| {
+        let starts_word = p.chars().next().is_some_and(char::is_alphanumeric);
+        let ends_word = p.chars().next_back().is_some_and(char::is_alphanumeric);
+        text.match_indices(p).any(|(i, _)| {
+            let before = text[..i].chars().next_back();
+            let after = text[i + p.len()..].chars().next();
+            let glued_before = starts_word && before.is_some_and(char::is_alphanumeric);
+            let glued_after = ends_word && after.is_some_and(char::is_alphanumeric);
+            !(glued_before || glued_after)
+        })
+    })
+}
+
+const WEEKDAYS: [&str; 10] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "weekend",
+    "tomorrow",
+    "today",
+];
+
+const PARTS_OF_DAY: [&str; 12] = [
+    "morning",
+    "afternoon",
+    "evening",
+    "night",
+    "lunchtime",
+    "after work",
+    "before work",
+    "early in the day",
+    "later in the day",
+    "later on",
+    "in the day",
+    "tonight",
+];
+
+/// The form of a piece (`lead`: the words of its sentence before it; `context`: the
+/// statements before it, read for alternatives only).
+pub fn form(text: &str, lead: &str, context: &str) -> Form {
+    let t = format!(" {} ", text.to_lowercase().replace('’', "'"));
+    let ctx = context.to_lowercase().replace('’', "'");
+    let mut kinds = Vec::new();
+    let mut push = |k: Kind| {
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    };
+    let duration = has(
+        &t,
+        &[
+            "how long",
+            "how many minutes",
+            "how many hours",
+            "how many nights",
+            "how many days",
+            "duration",
+            "for how long",
+            "how much time",
+            "until when",
+            "check-out",
+            "check out",
+            "checking out",
+            "checkout",
+        ],
+    );
+    if duration {
+        push(Kind::Duration);
+    }
+    if !duration
+        && has(
+            &t,
+            &[
+                "how many",
+                "how much",
+                "number of",
+                "party of",
+                "headcount",
+                "head count",
+                "just you",
+                "just for you",
+                "just the two",
+                "just us",
+                "only you",
+                "how big",
+                "quantity",
+                "qty",
+                "# of",
+                "for you and",
+                "just you and",
+                "how many of you",
+                "how many people",
+                "for a group",
+                "more than one",
+                "just the one",
+                "just one",
+            ],
+        )
+    {
+        push(Kind::Count);
+    }
+    if has(
+        &t,
+        &[
+            "what time",
+            "which time",
+            "what hour",
+            "how early",
+            "how late",
+            "o'clock",
+            "what times",
+            "which times",
+            "time slot",
+            "start time",
+            "end time",
+            "when in the day",
+            "what part of the day",
+        ],
+    ) {
+        push(Kind::Time);
+    }
+    if has(
+        &t,
+        &[
+            "which day",
+            "what day",
+            "what date",
+            "which date",
+            "which dates",
+            "what dates",
+            "which days",
+            "what days",
+            "on what day",
+            "the dates",
+            "your dates",
+            "date",
+            "day 1",
+            "first day",
+            "arrival day",
+        ],
+    ) {
+        push(Kind::Date);
+        push(Kind::Dates);
+    }
+    if has(
+        &t,
+        &[
+            "when",
+            "when's",
+            "from when",
+            "until when",
+            "by when",
+            "what time or day",
+        ],
+    ) {
+        push(Kind::When);
+    }
+    if has(
+        &t,
+        &[
+            "what should it say",
+            "what should i say",
+            "what do you want to say",
+            "what would you like to say",
+            "what should i write",
+            "what to say",
+            "what to write",
+            "wording",
+            "what should the message",
+            "what should the note",
+            "what should the caption",
+            "want it to say",
+            "like it to say",
+            "should it say",
+            "what message",
+            "what note",
+            "what should i tell",
+            "should i tell",
+            "tell her",
+            "tell him",
+            "tell them",
+            "want me to tell",
+            "like me to tell",
+            "to tell them",
+            "to tell her",
+            "to tell him",
+            "what do you want to tell",
+            "say in",
+            "write in",
+            "what caption",
+            "the caption",
+            "the message",
+            "the note",
+            "include in",
+            "mention in",
+            "put in the",
+            "highlight",
+            "what should i put",
+            "how should i phrase",
+            "what would you like me to say",
+            "what do i say",
+            "to say",
+            "to read",
+            "say?",
+            "one-liner",
+        ],
+    ) {
+        push(Kind::Text);
+    }
+    if has(
+        &t,
+        &[
+            "about?",
+            "about ?",
+            "topic",
+            "subject",
+            "agenda",
+            "what's it for",
+            "what is it for",
+            "what's the meeting for",
+            "purpose",
+            "what should i call",
+            "what should the title",
+            "the title",
+            "headline",
+            "name it",
+            "call it",
+            "what's it about",
+            "what is it about",
+            "regarding",
+            "focus on",
+            "cover",
+            "main point",
+            "takeaway",
+        ],
+    ) || t
+        .trim_end()
+        .trim_end_matches(['?', '.', '!'])
+        .trim_end()
+        .ends_with(" about")
+    {
+        push(Kind::Topic);
+    }
+    if has(&t, &["who", "whom", "anyone else", "who else", "whose"]) {
+        push(Kind::Person);
+    }
+    if has(
+        &t,
+        &[
+            "which",
+            "what kind",
+            "what type",
+            "what sort",
+            "prefer",
+            " or ",
+            "options",
+            "choose",
+            "pick",
+            "where",
+            "what color",
+            "what colour",
+            "what size",
+        ],
+    ) {
+        push(Kind::Choice);
+    }
+    let mut mentioned = Vec::new();
+    let with_lead = format!("{lead} {text}");
+    let wl = format!(" {} ", with_lead.to_lowercase().replace('’', "'"));
+    if !values::times(&with_lead).is_empty() || has(&wl, &PARTS_OF_DAY) {
+        mentioned.push(Kind::Time);
+    }
+    if has(&wl, &WEEKDAYS) || !values::dates(&with_lead, 2025).is_empty() || has_ordinal(&wl) {
+        mentioned.push(Kind::Date);
+    }
+    if mentioned.is_empty() && mentions_a_count(&with_lead) {
+        mentioned.push(Kind::Count);
+    }
+    if has(&t, &["where"]) {
+        push(Kind::Place);
+    }
+    let first = t.split_whitespace().next().unwrap_or("");
+    if matches!(
+        first,
+        "is" | "are"
+            | "would"
+            | "should"
+            | "do"
+            | "does"
+            | "can"
+            | "could"
+            | "will"
+            | "shall"
+            | "ok"
+            | "okay"
+            | "did"
+            | "was"
+            | "were"
+            | "have"
+            | "has"
+            | "any"
+    ) || has(
+        &t,
+        &[
+            "ok?",
+            "okay?",
+            "alright?",
+            "fine?",
+            "work for you",
+            "works for you",
+            "sound good",
+            "be ok",
+            "be okay",
+            "be fine",
+            "acceptable",
+            "go ahead",
+        ],
+    ) {
+        push(Kind::YesNo);
+    }
+    let alt = [
+        "another",
+        "other",
+        "instead",
+        "alternative",
+        "else",
+        "different",
+        "substitute",
+        "switch",
+        "swap",
+        "fallback",
+        "backup",
+        "second choice",
+        "rather",
+    ];
+    let gone = [
+        "unavailable",
+        "not available",
+        "isn't available",
+        "aren't available",
+        "no longer",
+        "sold out",
+        "full",
+        "gone",
+        "taken",
+        "booked up",
+        "fully booked",
+        "out of stock",
+        "can't",
+        "cannot",
+        "no table",
+        "isn't offered",
+        "not offered",
+        "none left",
+        "no more",
+    ];
+    let alternative = has(&t, &alt) || has(&t, &gone) || has(&wl, &gone);
+    let alternative_in_context = !alternative && has(&ctx, &gone);
+    Form {
+        kinds,
+        mentioned,
+        alternative,
+        alternative_in_context,
+    }
+}
+
+/// A bare count ("for 4?", "just one?"), not a number naming something ("Box 114", "10 km",
+/// "two shows": a number before a noun counts that noun, which names its own subject).
+fn mentions_a_count(text: &str) -> bool {
+    let words: Vec<&str> = text
+        .split(|c: char| c.is_whitespace() || c == '—' || c == '–')
+        .filter(|w| !w.is_empty())
+        .collect();
+    let lex = crate::tasks::language::lexicon();
+    let core = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    // "Boxes 114 and 120", "Flight 330": a number after a capitalised noun names something.
+    let names = words.iter().enumerate().any(|(i, w)| {
+        i > 0
+            && values::number_word(&core(w)).is_some()
+            && words[i - 1].chars().next().is_some_and(char::is_uppercase)
+            && !lex.is_stop(&core(words[i - 1]))
+    });
+    if names {
+        return false;
+    }
+    words.iter().enumerate().any(|(i, w)| {
+        let core = w
+            .trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase();
+        if values::number_word(&core).is_none()
+            || core.contains(':')
+            || core == "one" && i + 1 < words.len()
+        {
+            return false;
+        }
+        let next = words.get(i + 1).map(|n| {
+            n.trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase()
+        });
+        let ends = w.ends_with(['?', '.', ',', '!']);
+        let next_names = !ends
+            && next
+                .as_deref()
+                .is_some_and(|n| !n.is_empty() && !lex.is_stop(n));
+        !next_names
+    })
+}
+
+/// "the 14th", "on the 3rd": a day of the month.
+fn has_ordinal(t: &str) -> bool {
+    t.split(|c: char| !c.is_alphanumeric()).any(|w| {
+        let digits = w.trim_end_matches(|c: char| c.is_ascii_alphabetic());
+        let suffix = &w[digits.len()..];
+        !digits.is_empty()
+            && digits.len() <= 2
+            && digits.chars().all(|c| c.is_ascii_digit())
+            && ["st", "nd", "rd", "th"].contains(&suffix)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn forms_map_to_kinds() {
+        assert!(form("How many people am I ordering for?", "", "")
+            .kinds
+            .contains(&Kind::Count));
+        assert!(form("Is it just you and Sam?", "", "")
+            .kinds
+            .contains(&Kind::Count));
+        assert!(form("When does your Portland trip start?", "", "")
+            .kinds
+            .contains(&Kind::When));
+        assert!(form("What's the meeting about?", "", "")
+            .kinds
+            .contains(&Kind::Topic));
+        // A coordinated question cut before its "?" ("What's it about, and when?").
+        assert!(form("What's the meeting with Jordan about", "", "")
+            .kinds
+            .contains(&Kind::Topic));
+        assert!(form("What should the note say?", "", "")
+            .kinds
+            .contains(&Kind::Text));
+        assert!(form("How long should it be?", "", "")
+            .kinds
+            .contains(&Kind::Duration));
+        let f = form("Would Comfort be OK?", "", "Shared rides aren't available.");
+        assert!(f.alternative_in_context && f.kinds.contains(&Kind::YesNo));
+        assert!(form("Is 8:30 OK?", "", "").mentioned.contains(&Kind::Time));
+        assert!(form(
+            "Should the text say how many minutes until it arrives?",
+            "",
+            ""
+        )
+        .kinds
+        .contains(&Kind::Duration));
+        assert!(!form("Should the text say how many minutes?", "", "")
+            .kinds
+            .contains(&Kind::Count));
+    }
+}

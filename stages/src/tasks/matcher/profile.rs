@@ -1,0 +1,657 @@
+//! What a question about each slot sounds like, derived from the task's own data — the slot's
+//! `about` sentence, its field's name, description and options (from the reference solution's
+//! call that takes its value, or the option the task made unavailable), its keywords, and the
+//! kind of its value (a count, a time, a day, a span of days, a choice among named options,
+//! free text) — and how well a piece of a message fits it.
+//!
+//! A piece fits a slot by **subject** (the slot's words, or words the lexicon says name the
+//! same thing, weighted by how few of the task's slots share them), by **named values** (an
+//! option of its field, the unavailable value it replaces) and by **form** (the kind of value
+//! the question asks for against the kind the slot holds: "how many" fits a count, not a time).
+//! The statements before the piece count at half weight. The best-fitting slot wins when the
+//! fit is clear; ask-only slots win ties over inferable ones; a piece that fits two slots
+//! equally, or none well enough, is matched to none.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
+
+use super::forms::{form, Form, Kind};
+use crate::tasks::language::{concepts, content_stems, word_concepts};
+use crate::tasks::model::{Slot, Source, TaskBundle};
+use crate::tasks::values;
+use crate::world::app::Catalog;
+use crate::world::types::FieldKind;
+
+/// The field a slot's value goes into, as far as the task says.
+#[derive(Debug, Clone, Default)]
+pub struct FieldInfo {
+    /// The field's name (`party_size`).
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// Its kind, when the catalog is at hand.
+    pub kind: Option<FieldKind>,
+    /// Named options (an enum's options, in words).
+    pub options: Vec<String>,
+    /// Values the task made unavailable for it.
+    pub unavailable: Vec<String>,
+    /// A ref field's table name (`pharmacies`).
+    pub table: String,
+}
+
+/// One slot as the matcher sees it.
+#[derive(Debug, Clone)]
+pub struct SlotProfile {
+    /// The slot.
+    pub slot_id: String,
+    /// Its source.
+    pub source: Source,
+    /// Kinds of value it holds, with how sure.
+    pub kinds: Vec<(Kind, f64)>,
+    /// Its subject concepts (stems and synonym groups).
+    pub terms: HashSet<String>,
+    /// Named options of its field, as stem sequences.
+    pub values: Vec<Vec<String>>,
+    /// Words that name exactly one option (a record's distinctive name word).
+    pub distinctive: HashSet<String>,
+    /// The values the task made unavailable, as stem sequences (they name the slot only in
+    /// a question about an alternative).
+    pub unavailable: Vec<Vec<String>>,
+    /// The unavailable values that are clock times, in minutes.
+    pub unavailable_times: Vec<u32>,
+    /// It replaces something unavailable (a fallback or a stop slot).
+    pub alternative: bool,
+}
+
+const PARTS_OF_DAY: [&str; 5] = ["morning", "afternoon", "evening", "night", "noon"];
+
+fn value_kinds(v: &Value) -> Vec<(Kind, f64)> {
+    match v {
+        Value::Number(_) => vec![(Kind::Count, 1.0), (Kind::Person, 0.4)],
+        Value::Bool(_) => vec![(Kind::YesNo, 1.0)],
+        Value::String(s) => match values::parse(s) {
+            Some(values::Value::Range(..)) => {
+                vec![
+                    (Kind::Dates, 1.0),
+                    (Kind::Date, 0.8),
+                    (Kind::When, 0.8),
+                    (Kind::Duration, 0.3),
+                ]
+            }
+            Some(values::Value::Date(_)) => vec![(Kind::Date, 1.0), (Kind::When, 0.8)],
+            Some(values::Value::Time(_)) => vec![(Kind::Time, 1.0), (Kind::When, 0.8)],
+            Some(values::Value::Count(_)) => vec![(Kind::Count, 1.0)],
+            Some(values::Value::Money(_)) => vec![(Kind::Count, 0.6)],
+            None if PARTS_OF_DAY.contains(&s.to_lowercase().as_str()) => {
+                vec![(Kind::Time, 1.0), (Kind::Choice, 0.8), (Kind::When, 0.6)]
+            }
+            None if s.contains('_') && !s.contains(' ') => vec![(Kind::Choice, 0.8)],
+            None => vec![],
+        },
+        _ => vec![],
+    }
+}
+
+/// Kinds an `about` sentence names by its opening words.
+fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
+    let a = about.to_lowercase();
+    let starts = |p: &[&str]| p.iter().any(|x| a.starts_with(x));
+    let mut out = Vec::new();
+    if starts(&["how many", "nights"]) {
+        out.push((Kind::Count, 1.0));
+    }
+    if starts(&["how long"]) || a.contains("in minutes") || a.contains("how many minutes") {
+        out.push((Kind::Duration, 1.0));
+        out.push((Kind::Count, 0.6));
+    }
+    if a.contains("nights") || a.contains(" stay") {
+        // How long a stay is, or when it ends.
+        out.push((Kind::Duration, 1.0));
+        out.push((Kind::Date, 0.6));
+        out.push((Kind::When, 0.6));
+    }
+    if starts(&["what time", "which other time"])
+        || a.contains(" time ") && a.contains("which other")
+    {
+        out.push((Kind::Time, 1.0));
+        out.push((Kind::When, 0.8));
+    }
+    if starts(&["which day", "dates", "when"]) {
+        out.push((Kind::Date, 1.0));
+        out.push((Kind::When, 0.8));
+    }
+    if starts(&["who"]) {
+        out.push((Kind::Person, 1.0));
+        out.push((Kind::Count, 0.5));
+    }
+    if starts(&["whether"]) {
+        out.push((Kind::YesNo, 1.0));
+        out.push((Kind::Choice, 0.6));
+    }
+    if starts(&["which", "what kind"]) {
+        out.push((Kind::Choice, 1.0));
+    }
+    if a.contains("topic") || a.contains(" is about") || starts(&["the topic"]) {
+        out.push((Kind::Topic, 1.0));
+        out.push((Kind::Text, 0.6));
+    }
+    if [
+        "say",
+        "message",
+        "caption",
+        "note",
+        "headline",
+        "takeaway",
+        "highlight",
+        "tell",
+        "point",
+        "title",
+        "flavour",
+    ]
+    .iter()
+    .any(|w| a.contains(w))
+    {
+        out.push((Kind::Text, 1.0));
+        out.push((Kind::Topic, 0.6));
+    }
+    out
+}
+
+fn field_kinds(f: &FieldInfo) -> Vec<(Kind, f64)> {
+    match &f.kind {
+        Some(FieldKind::Int(_)) | Some(FieldKind::Float(_)) => {
+            vec![(Kind::Count, 0.8), (Kind::Person, 0.4)]
+        }
+        Some(FieldKind::Time) => vec![(Kind::Time, 0.8), (Kind::When, 0.6)],
+        Some(FieldKind::Date) | Some(FieldKind::DateTime) => {
+            vec![(Kind::Date, 0.8), (Kind::When, 0.6)]
+        }
+        Some(FieldKind::Enum(_)) | Some(FieldKind::Ref(_)) => vec![(Kind::Choice, 0.8)],
+        Some(FieldKind::Bool) => vec![(Kind::YesNo, 0.8)],
+        Some(FieldKind::Text) => vec![(Kind::Text, 0.5)],
+        None => vec![],
+    }
+}
+
+fn merge(into: &mut Vec<(Kind, f64)>, more: Vec<(Kind, f64)>) {
+    for (k, w) in more {
+        match into.iter_mut().find(|(x, _)| *x == k) {
+            Some(e) => e.1 = e.1.max(w),
+            None => into.push((k, w)),
+        }
+    }
+}
+
+fn spoken_stems(v: &str) -> Vec<String> {
+    content_stems(&v.replace('_', " "))
+}
+
+/// Stems of four or more letters that occur in exactly one option's name: people name a
+/// record by part of its name ("the Walgreens" for "Walgreens Noriega").
+fn distinctive_words(options: &[Vec<String>]) -> HashSet<String> {
+    let mut count: HashMap<&str, usize> = HashMap::new();
+    for o in options {
+        let unique: HashSet<&str> = o.iter().map(String::as_str).collect();
+        for w in unique {
+            *count.entry(w).or_default() += 1;
+        }
+    }
+    count
+        .into_iter()
+        .filter(|(w, n)| *n == 1 && w.chars().count() >= 4 && w.chars().all(char::is_alphabetic))
+        .map(|(w, _)| w.to_string())
+        .collect()
+}
+
+impl SlotProfile {
+    /// A slot's profile, with its field when known.
+    pub fn new(slot: &Slot, field: Option<&FieldInfo>) -> Self {
+        let mut kinds = value_kinds(&slot.value);
+        merge(&mut kinds, about_kinds(&slot.about));
+        let substitute = slot.value.as_str().is_some_and(|s| {
+            s.to_lowercase().starts_with("no other") || s.to_lowercase().starts_with("no ")
+        });
+        if substitute {
+            kinds.retain(|(k, _)| *k == Kind::YesNo || *k == Kind::Choice);
+            merge(&mut kinds, vec![(Kind::YesNo, 1.0), (Kind::Choice, 0.7)]);
+        }
+        let mut text = format!("{} {}", slot.about, slot.keywords.join(" "));
+        let mut vals = Vec::new();
+        let mut unavailable = Vec::new();
+        let mut unavailable_times = Vec::new();
+        if let Some(f) = field {
+            if !substitute {
+                merge(&mut kinds, field_kinds(f));
+            }
+            text.push(' ');
+            text.push_str(&f.name.replace('_', " "));
+            unavailable.extend(f.unavailable.iter().map(|o| spoken_stems(o)));
+            vals.extend(f.options.iter().map(|o| spoken_stems(o)));
+            if slot.source == Source::AskOnly {
+                // A fallback's options are the alternatives: the unavailable one is not one.
+                vals.retain(|v| !unavailable.contains(v));
+            }
+            unavailable_times.extend(f.unavailable.iter().flat_map(|u| values::times(u)));
+        }
+        if vals.is_empty() {
+            // A field without listed options: the values of the kind of thing its slot is about.
+            let about_and_field =
+                format!("{} {}", slot.about, field.map_or("", |f| f.name.as_str()));
+            vals.extend(
+                crate::tasks::language::class_values(&about_and_field)
+                    .iter()
+                    .map(|v| spoken_stems(v)),
+            );
+            if slot.source == Source::AskOnly {
+                vals.retain(|v| !unavailable.contains(v));
+            }
+        }
+        if let Some(v) = slot.value.as_str().filter(|v| PARTS_OF_DAY.contains(v)) {
+            // "morning or evening": the other parts of the day are its options.
+            vals.extend(
+                PARTS_OF_DAY
+                    .iter()
+                    .filter(|p| **p != v)
+                    .map(|p| spoken_stems(p)),
+            );
+        }
+        vals.retain(|v| !v.is_empty());
+        unavailable.retain(|v| !v.is_empty());
+        let distinctive = distinctive_words(&vals);
+        let about_alone = slot.about.split(" (").next().unwrap_or_default();
+        let place_words = format!("{about_alone} {}", field.map_or("", |f| f.table.as_str()));
+        if crate::tasks::language::names_a_place(&place_words) {
+            merge(&mut kinds, vec![(Kind::Place, 1.0)]);
+        }
+        let about_lower = slot.about.to_lowercase();
+        // A fallback or stop slot (not the preference that became unavailable).
+        let alternative = slot.source == Source::AskOnly
+            && (substitute
+                || field.is_some_and(|f| !f.unavailable.is_empty())
+                || ["if ", "instead", "other", "another"]
+                    .iter()
+                    .any(|w| about_lower.contains(w)));
+        if alternative {
+            // "Is Bi-Rite OK instead?": a yes or no to a proposed alternative.
+            merge(&mut kinds, vec![(Kind::YesNo, 0.8)]);
+        }
+        Self {
+            slot_id: slot.slot_id.clone(),
+            source: slot.source,
+            kinds,
+            terms: {
+                // The unavailable value names the slot only in a question about an
+                // alternative ([`TaskMatcher::named`]), not as its subject.
+                let gone: HashSet<&String> = unavailable.iter().flatten().collect();
+                let mut terms: HashSet<String> =
+                    word_concepts(&text).into_iter().flatten().collect();
+                terms.retain(|s| !gone.contains(s));
+                terms
+            },
+            values: vals,
+            distinctive,
+            unavailable,
+            unavailable_times,
+            alternative,
+        }
+    }
+
+    fn kind_fit(&self, f: &Form) -> f64 {
+        let held = |k: &Kind| self.kinds.iter().find(|(x, _)| x == k).map(|(_, w)| *w);
+        if f.kinds.is_empty()
+            || f.kinds
+                .iter()
+                .all(|k| matches!(k, Kind::YesNo | Kind::Choice))
+        {
+            // No question word names a kind: the values it mentions may ("Is 8:30 OK?").
+            let m = f.mentioned.iter().filter_map(held).fold(0.0, f64::max);
+            if m > 0.0 {
+                return m * 1.3;
+            }
+        }
+        if f.kinds.is_empty() {
+            return 0.0;
+        }
+        let best = f
+            .kinds
+            .iter()
+            .filter(|k| **k != Kind::YesNo && **k != Kind::Choice)
+            .filter_map(|k| self.kinds.iter().find(|(x, _)| x == k).map(|(_, w)| *w))
+            .fold(0.0, f64::max);
+        let specific = f.kinds.iter().any(|k| {
+            !matches!(
+                k,
+                Kind::YesNo | Kind::Choice | Kind::Person | Kind::When | Kind::Place
+            )
+        });
+        let weak = f
+            .kinds
+            .iter()
+            .filter(|k| matches!(k, Kind::YesNo | Kind::Choice))
+            .filter_map(|k| self.kinds.iter().find(|(x, _)| x == k).map(|(_, w)| *w))
+            .fold(0.0, f64::max);
+        if best > 0.0 {
+            best * 1.5
+        } else if specific && !self.kinds.is_empty() {
+            -1.5
+        } else {
+            weak * 0.5
+        }
+    }
+}
+
+/// Every slot of a task, ready to match pieces.
+#[derive(Debug, Clone)]
+pub struct TaskMatcher {
+    /// The profiles, in slot order.
+    pub profiles: Vec<SlotProfile>,
+    idf: HashMap<String, f64>,
+}
+
+/// How well one piece fits one slot.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Fit {
+    /// Subject and named values in the piece itself.
+    pub own: f64,
+    /// Everything: own evidence, context, form.
+    pub total: f64,
+}
+
+/// A fit at least this good matches.
+const THRESHOLD: f64 = 1.2;
+/// Two slots closer than this are a tie.
+const MARGIN: f64 = 0.35;
+
+impl TaskMatcher {
+    /// From slots alone (kinds from values and `about` sentences).
+    pub fn from_slots(slots: &[Slot]) -> Self {
+        Self::build(slots, &HashMap::new(), "")
+    }
+
+    /// From a task and the catalog: each slot's field from the reference solution's call that
+    /// takes it (or the unavailable option it replaces).
+    pub fn for_task(bundle: &TaskBundle, catalog: &Catalog) -> Self {
+        Self::build(
+            &bundle.slots,
+            &fields(bundle, catalog),
+            &bundle.task.instruction,
+        )
+    }
+
+    /// Builds the profiles; words of the instruction weigh less (the task's object — "box
+    /// seats", "the Everlane sweater" — is shared by all its slots, not one slot's subject).
+    fn build(slots: &[Slot], fields: &HashMap<String, FieldInfo>, instruction: &str) -> Self {
+        let shared = concepts(&content_stems(instruction));
+        let profiles: Vec<SlotProfile> = slots
+            .iter()
+            .map(|s| SlotProfile::new(s, fields.get(&s.slot_id)))
+            .collect();
+        let mut df: HashMap<String, usize> = HashMap::new();
+        for p in &profiles {
+            for t in &p.terms {
+                *df.entry(t.clone()).or_default() += 1;
+            }
+        }
+        let n = profiles.len().max(1) as f64;
+        let idf = df
+            .into_iter()
+            .map(|(t, d)| {
+                let base = (1.0 + n / d as f64).ln();
+                let w = if t.starts_with('#') { base * 0.8 } else { base };
+                let w = if shared.contains(&t) { w * 0.5 } else { w };
+                (t, w)
+            })
+            .collect();
+        Self { profiles, idf }
+    }
+
+    /// How strongly the words of a text name the slot's subject: for each word, the best
+    /// weight of a slot term it is (its stem) or shares a synonym group with, summed over words.
+    fn subject(&self, p: &SlotProfile, words: &[HashSet<String>]) -> f64 {
+        words
+            .iter()
+            .map(|concepts| {
+                concepts
+                    .iter()
+                    .filter(|c| p.terms.contains(*c))
+                    .map(|c| self.idf.get(c).copied().unwrap_or(0.0))
+                    .fold(0.0, f64::max)
+            })
+            .sum()
+    }
+
+    /// Named values of the slot in `text` (an option, a distinctive word of one, or — in a
+    /// question about an alternative — the value that became unavailable).
+    fn named(
+        p: &SlotProfile,
+        text: &str,
+        stems: &[String],
+        alternative: bool,
+        yes_no: bool,
+    ) -> f64 {
+        let seq = |v: &Vec<String>| stems.windows(v.len()).any(|w| w == v.as_slice());
+        let option = (!p.alternative || alternative || yes_no)
+            && (p.values.iter().any(seq) || stems.iter().any(|s| p.distinctive.contains(s)));
+        let gone = alternative
+            && (p.unavailable.iter().any(seq)
+                || values::times(text)
+                    .iter()
+                    .any(|t| p.unavailable_times.contains(t)));
+        if option || gone {
+            1.2
+        } else {
+            0.0
+        }
+    }
+
+    /// How well a piece (with the lead of its sentence and the statements before it) fits
+    /// each slot, in slot order.
+    pub fn fits(&self, text: &str, lead: &str, context: &str) -> Vec<Fit> {
+        let f = form(text, lead, context);
+        let stems = |t: &str| -> Vec<String> {
+            crate::tasks::language::tokens(t)
+                .into_iter()
+                .map(|t| t.stem)
+                .collect()
+        };
+        let (own_c, lead_c, ctx_c) = (
+            word_concepts(text),
+            word_concepts(lead),
+            word_concepts(context),
+        );
+        let (own_s, lead_s, ctx_s) = (stems(text), stems(lead), stems(context));
+        let alt = f.alternative || f.alternative_in_context;
+        let yes_no = f.kinds.contains(&Kind::YesNo);
+        self.profiles
+            .iter()
+            .map(|p| {
+                let own = self.subject(p, &own_c) + Self::named(p, text, &own_s, alt, yes_no);
+                let lead_fit =
+                    0.7 * (self.subject(p, &lead_c) + Self::named(p, lead, &lead_s, alt, yes_no));
+                let ctx =
+                    0.5 * (self.subject(p, &ctx_c) + Self::named(p, context, &ctx_s, alt, yes_no));
+                let alt_fit = match (f.alternative, f.alternative_in_context, p.alternative) {
+                    (true, _, true) => 1.0,
+                    (true, _, false) if own < 1.0 => -0.6,
+                    (false, true, true) => 0.5,
+                    _ => 0.0,
+                };
+                Fit {
+                    own: own + lead_fit,
+                    total: own + lead_fit + ctx + p.kind_fit(&f) + alt_fit,
+                }
+            })
+            .collect()
+    }
+
+    /// Whether the piece asks for, or names a value of, a kind slot `i` holds (a bare yes/no
+    /// or "which" is not enough: "How many tickets? Should I add it to your calendar?").
+    pub fn kind_agrees(&self, i: usize, text: &str, lead: &str, context: &str) -> bool {
+        let f = form(text, lead, context);
+        let p = &self.profiles[i];
+        let held = |k: &Kind| p.kinds.iter().any(|(x, w)| x == k && *w > 0.0);
+        let specific: Vec<&Kind> = f
+            .kinds
+            .iter()
+            .filter(|k| !matches!(k, Kind::YesNo | Kind::Choice))
+            .collect();
+        if specific.is_empty() {
+            f.mentioned.iter().any(held)
+        } else {
+            specific.into_iter().any(held)
+        }
+    }
+
+    /// The slot a piece asks about, if it clearly asks about one.
+    pub fn best(&self, text: &str, lead: &str, context: &str) -> Option<usize> {
+        let fits = self.fits(text, lead, context);
+        let f = form(text, lead, context);
+        let mut order: Vec<usize> = (0..fits.len()).collect();
+        order.sort_by(|&a, &b| fits[b].total.total_cmp(&fits[a].total));
+        let &top = order.first()?;
+        let confirms = confirms_a_value(text, lead);
+        let alternatives = self.profiles.iter().filter(|p| p.alternative).count();
+        let evidence = |i: usize| {
+            fits[i].own > 0.0
+                || f.alternative && self.profiles[i].alternative && alternatives == 1
+                || fits[i].total - fits[i].own >= 1.0 && self.only_one_of_its_kind(i, &f.kinds)
+                || confirms && self.only_one_of_its_kind(i, &f.mentioned)
+        };
+        if fits[top].total < THRESHOLD || !evidence(top) {
+            return None;
+        }
+        let second = order.get(1).copied();
+        match second {
+            Some(s) if fits[top].total - fits[s].total < MARGIN => {
+                let (a, b) = (&self.profiles[top], &self.profiles[s]);
+                match (a.source, b.source) {
+                    (Source::AskOnly, Source::Inferable) => Some(top),
+                    (Source::Inferable, Source::AskOnly) if evidence(s) => Some(s),
+                    _ => None,
+                }
+            }
+            _ => Some(top),
+        }
+    }
+
+    /// Whether slot `i` is the only slot of the task holding a kind the form asks for.
+    fn only_one_of_its_kind(&self, i: usize, kinds: &[Kind]) -> bool {
+        kinds.iter().any(|k| {
+            let holds = |p: &SlotProfile| p.kinds.iter().any(|(x, w)| x == k && *w >= 0.8);
+            holds(&self.profiles[i]) && self.profiles.iter().filter(|p| holds(p)).count() == 1
+        })
+    }
+}
+
+/// Whether a question is about the value it names ("Is 8:00 a.m. OK?", "Should I book for
+/// 4?", "Morning or after work?"): at most two words besides values, days and parts of the day.
+fn confirms_a_value(text: &str, lead: &str) -> bool {
+    const CALENDAR: [&str; 25] = [
+        "am",
+        "pm",
+        "a.m",
+        "p.m",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "tomorrow",
+        "today",
+        "tonight",
+        "morning",
+        "afternoon",
+        "evening",
+        "night",
+        "noon",
+        "week",
+        "weekend",
+        "day",
+        "work",
+        "time",
+        "date",
+    ];
+    let t = format!("{lead} {text}");
+    let words = crate::tasks::language::tokens(&t);
+    let others = words
+        .iter()
+        .filter(|w| !w.stop)
+        .filter(|w| {
+            let x = w.word.trim_end_matches('.');
+            !(CALENDAR.contains(&x)
+                || values::number_word(x).is_some()
+                || x.contains(':')
+                || x.chars().next().is_some_and(|c| c.is_ascii_digit())
+                || crate::tasks::values::parse(x).is_some())
+        })
+        .count();
+    others <= 1
+}
+
+/// The names of a table's records (its title field), for a ref field's options.
+fn record_names(catalog: &Catalog, t: crate::world::types::TableId) -> Vec<String> {
+    let table = catalog.table(t);
+    let Some(title) = table.title else {
+        return Vec::new();
+    };
+    table
+        .records
+        .iter()
+        .filter_map(|r| {
+            r.values
+                .get(title)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect()
+}
+
+/// Each slot's field: the reference solution's call taking its value, else (for fallbacks
+/// and stops) the option the task made unavailable.
+pub fn fields(bundle: &TaskBundle, catalog: &Catalog) -> HashMap<String, FieldInfo> {
+    let mut out = HashMap::new();
+    let binds = bundle.slot_bindings();
+    let unavailable = &bundle.task.hidden_context.unavailable;
+    for s in &bundle.slots {
+        // Unbound: a fallback or stop slot (ask-only), or the preference that became
+        // unavailable (its value is the unavailable one), is about the unavailable argument.
+        let (tool, arg) = match binds.get(&s.slot_id) {
+            Some(b) => b.clone(),
+            None => match unavailable
+                .iter()
+                .find(|u| s.source == Source::AskOnly || u.value == s.value)
+            {
+                Some(u) => (u.tool.clone(), u.arg.clone()),
+                None => continue,
+            },
+        };
+        let mut info = FieldInfo {
+            name: arg.clone(),
+            ..FieldInfo::default()
+        };
+        if let Some(op) = crate::tasks::eval::operation(catalog, &tool) {
+            if let Some(f) = op.field_idx(&arg).map(|i| &op.fields[i]) {
+                info.description = f.description.clone();
+                info.kind = Some(f.kind.clone());
+                match &f.kind {
+                    FieldKind::Enum(options) => info.options = options.clone(),
+                    FieldKind::Ref(t) => {
+                        info.options = record_names(catalog, *t);
+                        info.table = catalog.table(*t).name.clone();
+                    }
+                    _ => {}
+                }
+            }
+        }
+        info.unavailable = unavailable
+            .iter()
+            .filter(|u| u.tool == tool && u.arg == arg)
+            .map(|u| crate::world::types::display(&u.value))
+            .collect();
+        out.insert(s.slot_id.clone(), info);
+    }
+    out
+}

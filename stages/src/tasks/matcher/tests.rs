@@ -1,0 +1,315 @@
+//! The matcher on the released tasks' own slots.
+
+use super::*;
+use crate::tasks::testkit::candidates;
+use crate::tasks::TaskBundle;
+
+fn task(id: &str) -> &'static TaskBundle {
+    candidates()
+        .iter()
+        .find(|b| b.task.task_id == id)
+        .unwrap_or_else(|| panic!("no task {id}"))
+}
+
+fn matched(id: &str, message: &str) -> Vec<Option<String>> {
+    let b = task(id);
+    TaskMatcher::for_task(b, &crate::tasks::testkit::world().catalog)
+        .pieces(message)
+        .into_iter()
+        .map(|p| p.slot_id)
+        .collect()
+}
+
+fn one(id: &str, message: &str) -> Option<String> {
+    let m = matched(id, message);
+    assert_eq!(m.len(), 1, "{id}: {message}: {m:?}");
+    m[0].clone()
+}
+
+#[test]
+fn the_issue_s_natural_questions_reach_their_slots() {
+    assert_eq!(
+        one(
+            "messages_cat_sitter-01",
+            "When does your Portland trip start?"
+        )
+        .as_deref(),
+        Some("dates")
+    );
+    assert_eq!(
+        one("long_meeting_override-01", "What's the meeting about?").as_deref(),
+        Some("topic")
+    );
+    assert_eq!(
+        one("dashbite_dinner-02", "How many people am I ordering for?").as_deref(),
+        Some("quantity")
+    );
+    assert_eq!(
+        one(
+            "health_time_gone-01",
+            "Your usual 8:00 isn't available on Monday — is 8:30 OK?"
+        )
+        .as_deref(),
+        Some("fallback_time")
+    );
+    assert_eq!(
+        one(
+            "zipride_shared_gone-02",
+            "Shared rides aren't available. Would Comfort be OK?"
+        )
+        .as_deref(),
+        Some("fallback_ride")
+    );
+}
+
+#[test]
+fn one_question_with_an_inferable_word_is_one_request() {
+    assert_eq!(
+        matched(
+            "dinespot_sister_birthday-01",
+            "How many people are coming to Lena's birthday dinner?"
+        ),
+        [Some("party_size".to_string())]
+    );
+    assert_eq!(
+        matched(
+            "health_checkup-01",
+            "Which day should I book with Dr. Garcia?"
+        ),
+        [Some("day".to_string())]
+    );
+}
+
+#[test]
+fn coordinated_and_repeated_questions_are_separate_pieces() {
+    let m = matched(
+        "dinespot_dinner-03",
+        "How many of you will there be, and would you rather sit inside or out on the patio?",
+    );
+    assert_eq!(
+        m,
+        [Some("party_size".to_string()), Some("seating".to_string())]
+    );
+    let m = matched(
+        "dinespot_dinner-03",
+        "How many people? Sorry — how many people again?",
+    );
+    assert_eq!(
+        m,
+        [
+            Some("party_size".to_string()),
+            Some("party_size".to_string())
+        ]
+    );
+}
+
+#[test]
+fn a_confirmation_of_several_values_is_one_piece_per_value() {
+    assert_eq!(
+        matched(
+            "shopnest_black_tee-01",
+            "So that's size M, sent to the Irving St. locker?"
+        ),
+        [Some("size".to_string()), Some("shipping".to_string())]
+    );
+    // One value confirmed is one piece.
+    assert_eq!(
+        matched("shopnest_black_tee-01", "So that's size M, right?"),
+        [Some("size".to_string())]
+    );
+}
+
+#[test]
+fn coordinated_questions_cut_before_their_question_mark_keep_their_form() {
+    assert_eq!(
+        matched(
+            "calendar_jordan-01",
+            "What is the meeting about, and when should it start?"
+        ),
+        [Some("topic".to_string()), Some("start".to_string())]
+    );
+    assert_eq!(
+        matched(
+            "dashbite_coffee-01",
+            "How many lattes do you need — and oat milk as usual?"
+        ),
+        [Some("quantity".to_string()), Some("milk".to_string())]
+    );
+}
+
+#[test]
+fn subject_nouns_do_not_cross_slots() {
+    // "section" is not the ticket count.
+    assert_ne!(
+        one("tixly_balcony_stop-01", "Which section would you like?").as_deref(),
+        Some("quantity")
+    );
+    assert_eq!(one("dinespot_dinner-03", "Is it raining?"), None);
+}
+
+/// One row of the natural questions (tests/fixtures/questions/, written by someone who had not
+/// seen this matcher; their README documents the columns).
+struct Question {
+    task_id: String,
+    message: String,
+    asked: Vec<String>,
+    other: usize,
+    style: String,
+}
+
+fn questions() -> Vec<Question> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fixtures/questions/dev.csv");
+    use polars::prelude::SerReader;
+    let df = polars::prelude::CsvReadOptions::default()
+        .with_has_header(true)
+        .with_infer_schema_length(Some(0))
+        .try_into_reader_with_file_path(Some(path))
+        .and_then(|r| r.finish())
+        .expect("dev.csv");
+    let col = |c: &str| -> Vec<String> {
+        df.column(c)
+            .expect(c)
+            .str()
+            .expect("str")
+            .iter()
+            .map(|v| v.unwrap_or_default().to_string())
+            .collect()
+    };
+    let (t, m, a, o, s) = (
+        col("task_id"),
+        col("message"),
+        col("asked_slots"),
+        col("other_pieces"),
+        col("style"),
+    );
+    (0..t.len())
+        .map(|i| Question {
+            task_id: t[i].clone(),
+            message: m[i].clone(),
+            asked: a[i]
+                .split(';')
+                .map(str::trim)
+                .filter(|x| !x.is_empty())
+                .map(str::to_string)
+                .collect(),
+            other: o[i].trim().parse().unwrap_or(0),
+            style: s[i].clone(),
+        })
+        .collect()
+}
+
+/// Figures of the matcher over the natural questions: ask-only requests credited to their
+/// slot, ask-only matches to a slot the message does not ask, and messages whose other pieces
+/// are counted exactly.
+struct Figures {
+    wanted: usize,
+    credited: usize,
+    wrong: usize,
+    other_exact: usize,
+    messages: usize,
+    failures: Vec<String>,
+}
+
+fn measure() -> Figures {
+    let mut f = Figures {
+        wanted: 0,
+        credited: 0,
+        wrong: 0,
+        other_exact: 0,
+        messages: 0,
+        failures: Vec::new(),
+    };
+    for q in questions() {
+        let Some(b) = candidates().iter().find(|b| b.task.task_id == q.task_id) else {
+            continue;
+        };
+        let m = TaskMatcher::for_task(b, &crate::tasks::testkit::world().catalog);
+        let pieces = m.pieces(&q.message);
+        let ask_only = |id: &str| {
+            b.slot(id)
+                .is_some_and(|s| s.source == crate::tasks::Source::AskOnly)
+        };
+        let got: Vec<String> = pieces
+            .iter()
+            .filter_map(|p| p.slot_id.clone())
+            .filter(|s| ask_only(s))
+            .collect();
+        let other = pieces.len() - got.len();
+        f.messages += 1;
+        f.wanted += q.asked.len();
+        let mut remaining = got.clone();
+        for w in &q.asked {
+            if let Some(i) = remaining.iter().position(|g| g == w) {
+                remaining.remove(i);
+                f.credited += 1;
+            }
+        }
+        let wrong: Vec<&String> = got.iter().filter(|g| !q.asked.contains(g)).collect();
+        f.wrong += wrong.len();
+        if other == q.other {
+            f.other_exact += 1;
+        }
+        if !wrong.is_empty() || other != q.other || got.len() != q.asked.len() {
+            f.failures.push(format!(
+                "[{}] {}: {:?} → want {:?}+{} got {:?} ({:?})",
+                q.style,
+                q.task_id,
+                q.message,
+                q.asked,
+                q.other,
+                got,
+                pieces
+                    .iter()
+                    .map(|p| (p.text.clone(), p.slot_id.clone()))
+                    .collect::<Vec<_>>()
+            ));
+        }
+    }
+    f
+}
+
+#[test]
+fn natural_questions_are_credited_to_their_slots_and_never_to_another() {
+    let f = measure();
+    let share = f.credited as f64 / f.wanted.max(1) as f64;
+    eprintln!(
+        "natural questions: {}/{} ask-only requests credited ({:.1}%), {} matched to another slot, {}/{} messages with other pieces counted exactly",
+        f.credited, f.wanted, 100.0 * share, f.wrong, f.other_exact, f.messages
+    );
+    if std::env::var("MATCHER_FAILURES").is_ok() {
+        for l in &f.failures {
+            eprintln!("{l}");
+        }
+    }
+    assert!(share >= 0.9, "credited {:.1}%", 100.0 * share);
+    assert_eq!(f.wrong, 0, "matched to another slot");
+}
+
+#[test]
+#[ignore]
+fn debug_fits() {
+    let id = std::env::var("T").unwrap_or_default();
+    let msg = std::env::var("M").unwrap_or_default();
+    let b = task(&id);
+    let m = TaskMatcher::for_task(b, &crate::tasks::testkit::world().catalog);
+    for raw in split::pieces(&msg) {
+        eprintln!(
+            "piece {:?} lead {:?} ctx {:?} form {:?}",
+            raw.text,
+            raw.lead,
+            raw.context,
+            forms::form(&raw.text, &raw.lead, &raw.context)
+        );
+        for (p, f) in m
+            .profiles
+            .iter()
+            .zip(m.fits(&raw.text, &raw.lead, &raw.context))
+        {
+            eprintln!(
+                "  {} {:?} own {:.2} total {:.2} kinds {:?} terms {:?}",
+                p.slot_id, p.source, f.own, f.total, p.kinds, p.terms
+            );
+        }
+    }
+}
