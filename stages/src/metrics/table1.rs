@@ -5,7 +5,7 @@ use polars::prelude::*;
 use prefflow_engine::StageError;
 
 use super::bootstrap::{cluster_index, Bootstrap, Estimate};
-use super::paired::paired;
+use super::paired::{paired, refuse_across_judges};
 use super::passk::pass_k;
 use super::pertask::{per_task, Metric, PerTask, TaskRow, METRICS};
 use super::subsets::{failure_labels, history_curve, perturbations};
@@ -64,12 +64,21 @@ pub fn aggregate(
     }
     Ok(Aggregates {
         table1: with_user(
-            with_agent(with_judge(table1(&tasks, boot)?, scores)?, episodes)?,
+            with_agent(
+                judge_row(with_judge(table1(&tasks, boot)?, scores)?)?,
+                episodes,
+            )?,
             episodes,
         )?,
-        paired: with_judge(
-            paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
-            scores,
+        paired: refuse_across_judges(
+            with_judge(
+                paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
+                scores,
+            )?,
+            baseline
+                .as_deref()
+                .and_then(|b| judge_of(scores, b))
+                .as_deref(),
         )?,
         pass_k: with_judge(pass_k_frame(&tasks)?, scores)?,
         perturbations: perturbations(&tasks)?,
@@ -126,6 +135,59 @@ pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFra
             JoinArgs::new(JoinType::Left),
         )
         .collect()
+}
+
+/// The judge label of `variant`'s scores (distinct labels, sorted, comma-separated, as
+/// [`with_judge`] writes them); `None` without a `judge` column or scores of the variant.
+fn judge_of(scores: &DataFrame, variant: &str) -> Option<String> {
+    let variants = scores.column("variant").ok()?.str().ok()?;
+    let judges = scores.column("judge").ok()?.cast(&DataType::String).ok()?;
+    let judges = judges.str().ok()?;
+    let labels: std::collections::BTreeSet<&str> = variants
+        .iter()
+        .zip(judges.iter())
+        .filter(|(v, _)| *v == Some(variant))
+        .filter_map(|(_, j)| j)
+        .collect();
+    (!labels.is_empty()).then(|| labels.into_iter().collect::<Vec<_>>().join(", "))
+}
+
+/// Table 1's `judge` column as a reader needs it: a label naming no model (`rule+scripted`) is
+/// the offline judge and says so (`rule+scripted (offline)`); a Table 1 whose columns were
+/// judged by different judges is warned about (`paired` refuses those comparisons).
+fn judge_row(table1: DataFrame) -> PolarsResult<DataFrame> {
+    let marked: Vec<Option<String>> = table1
+        .column("judge")?
+        .cast(&DataType::String)?
+        .str()?
+        .iter()
+        .map(|j| {
+            j.map(|labels| {
+                labels
+                    .split(", ")
+                    .map(|l| {
+                        if l.contains(':') {
+                            l.to_string()
+                        } else {
+                            format!("{l} (offline)")
+                        }
+                    })
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+        })
+        .collect();
+    let distinct: std::collections::BTreeSet<&str> =
+        marked.iter().flatten().map(String::as_str).collect();
+    if distinct.len() > 1 {
+        tracing::warn!(
+            "Table 1 mixes judges ({}): columns judged differently are not comparable; configure one judge for every column (docs/judging.md)",
+            distinct.into_iter().collect::<Vec<_>>().join("; ")
+        );
+    }
+    let mut out = table1;
+    out.with_column(Series::new("judge".into(), marked))?;
+    Ok(out)
 }
 
 /// Table 1 with an `agent` column: for each variant, the agent that played it as the episodes
