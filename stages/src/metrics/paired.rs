@@ -109,9 +109,9 @@ pub fn refuse_across_judges(
             .zip(&refused)
             .map(|(v, r)| if *r { None } else { v })
             .collect();
-        out.with_column(Series::new(name.into(), kept))?;
+        out.with_column(Column::new(name.into(), kept))?;
     }
-    out.with_column(Series::new("note".into(), notes))?;
+    out.with_column(Column::new("note".into(), notes))?;
     Ok(out)
 }
 

@@ -186,7 +186,7 @@ fn judge_row(table1: DataFrame) -> PolarsResult<DataFrame> {
         );
     }
     let mut out = table1;
-    out.with_column(Series::new("judge".into(), marked))?;
+    out.with_column(Column::new("judge".into(), marked))?;
     Ok(out)
 }
 

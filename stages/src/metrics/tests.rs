@@ -228,7 +228,7 @@ fn paired_differences_count_ties_explicitly() {
 fn paired_refuses_a_comparison_across_judges() {
     let judged = |labels: [&str; 6]| {
         let mut s = scores();
-        s.with_column(Series::new("judge".into(), labels)).unwrap();
+        s.with_column(Column::new("judge".into(), labels)).unwrap();
         s
     };
     let options = AggregateOptions {
