@@ -52,12 +52,12 @@ fn the_offline_judge_is_measured_against_gold_labels_and_stale_labels_are_left_o
     copy_fixtures(&ws);
     // A third episode whose fingerprint no longer matches its task: reported, not judged.
     ws.write(
-        "labels/episodes/dinespot_dinner-03/zz-old.yaml",
-        "task: dinespot_dinner-03\nfingerprint: 0000000000000000\nsteps:\n  - answer: done\n",
+        "labels/episodes/dinespot_dinner-04/zz-old.yaml",
+        "task: dinespot_dinner-04\nfingerprint: 0000000000000000\nsteps:\n  - answer: done\n",
     );
     ws.write(
         "labels/labels/pass1/old.csv",
-        "episode,level,subject,label\ndinespot_dinner-03/zz-old,criterion,booked,pass\n",
+        "episode,level,subject,label\ndinespot_dinner-04/zz-old,criterion,booked,pass\n",
     );
     ws.write(
         "iprefbench.yaml",
@@ -79,14 +79,14 @@ fn the_offline_judge_is_measured_against_gold_labels_and_stale_labels_are_left_o
     row_where(
         &episodes,
         &[
-            ("episode", "dinespot_dinner-03/silent-guess"),
+            ("episode", "dinespot_dinner-04/silent-guess"),
             ("status", "ok"),
         ],
     );
     row_where(
         &episodes,
         &[
-            ("episode", "dinespot_dinner-03/zz-old"),
+            ("episode", "dinespot_dinner-04/zz-old"),
             ("status", "stale"),
         ],
     );

@@ -152,6 +152,53 @@ fn reference_server(bundles: &[TaskBundle]) -> ScriptedServer {
     )
 }
 
+/// The requests a provider's prefix cache can serve: every request opens with the same system
+/// prompt (instructions and the whole history), byte for byte, across tasks and turns; the
+/// tool list is one per domain; and each turn's request extends the previous turn's messages.
+fn stable_prefix(requests: &[prefflow_stages::llm::mock::Seen]) {
+    let bodies: Vec<Value> = requests
+        .iter()
+        .map(|r| serde_json::from_str(&r.body).expect("a JSON request"))
+        .collect();
+    let systems: std::collections::HashSet<String> = bodies
+        .iter()
+        .map(|b| b["messages"][0].to_string())
+        .collect();
+    assert_eq!(systems.len(), 1, "one system prompt across tasks and turns");
+    assert!(
+        systems.iter().all(|s| s.len() > 100_000),
+        "it holds the history"
+    );
+    let tool_lists: std::collections::HashSet<String> =
+        bodies.iter().map(|b| b["tools"].to_string()).collect();
+    assert!(tool_lists.len() < 20, "{} tool lists", tool_lists.len());
+    let mut by_episode: HashMap<u64, Vec<&Value>> = HashMap::new();
+    for b in &bodies {
+        by_episode
+            .entry(b["seed"].as_u64().expect("seed"))
+            .or_default()
+            .push(b);
+    }
+    let mut extended = 0;
+    for turns in by_episode.values_mut() {
+        turns.sort_by_key(|b| b["messages"].as_array().map_or(0, Vec::len));
+        for pair in turns.windows(2) {
+            let (before, after) = (
+                pair[0]["messages"].as_array().expect("messages"),
+                pair[1]["messages"].as_array().expect("messages"),
+            );
+            assert_eq!(
+                &after[..before.len()],
+                &before[..],
+                "a turn extends the last"
+            );
+            assert_eq!(pair[0]["tools"], pair[1]["tools"]);
+            extended += 1;
+        }
+    }
+    assert!(extended > 100, "{extended} later turns checked");
+}
+
 fn strs(df: &DataFrame, col: &str) -> Vec<String> {
     column_texts(df, col)
         .into_iter()
@@ -231,6 +278,7 @@ fn a_model_playing_the_references_gets_the_oracles_column_then_a_judge_model_rej
         kept < 20_000_000,
         "records of one model-epoch: {kept} bytes"
     );
+    stable_prefix(&requests);
 
     let oracle_tasks = per_task(&ws.table("judged.scores", Some(ORACLE)));
     let model_tasks = per_task(&ws.table("judged_llm.scores", None));

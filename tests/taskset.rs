@@ -285,9 +285,12 @@ fn the_released_set_rebuilds_byte_identically_and_its_stats_match_its_tables() {
             "{key}: stats say {got}, tables say {value}"
         );
     }
+    // Table D.1 within ±10% of iPrefBench's figures (issue 25).
     for (key, paper) in [
         ("per_task.action_criteria", 2.09),
+        ("per_task.personalization_criteria", 2.87),
         ("per_task.inferable_criteria", 1.98),
+        ("per_task.ask_only_criteria", 0.89),
         ("share.cross_app_pct", 26.9),
     ] {
         let got = stats[key];
@@ -296,14 +299,15 @@ fn the_released_set_rebuilds_byte_identically_and_its_stats_match_its_tables() {
             "{key} = {got}, paper {paper}"
         );
     }
-    // Multi-step tasks add follow-ups that carry habits (her emoji, her signoff), which are
-    // inferable: ask-only criteria per task sit below the paper's 0.89 by design, not by loss.
-    let ask_only = stats["per_task.ask_only_criteria"];
-    assert!(
-        (0.7..=0.98).contains(&ask_only),
-        "ask-only per task = {ask_only}"
-    );
     assert_eq!(stats["total.apps_covered"], 26.0);
+    // Second steps are not mostly messages (issue 25): at most half of the tasks with two or
+    // more operations follow the first with a text or an email.
+    assert!(
+        stats["share.second_step_message_pct"] <= 50.0,
+        "{} of {} two-operation tasks end in a message",
+        stats["share.second_step_message_pct"],
+        stats["total.two_operation_tasks"]
+    );
     // Issue 13: the task set exercises the skill, not one form fill per template.
     assert!(
         stats["total.templates"] >= 100.0,
@@ -439,9 +443,10 @@ fn editing_one_review_row_reruns_only_that_tasks_validation() {
         .expect("validated")
         .clone();
     assert_eq!(taskset["items"]["executed"], Value::from(1), "{taskset}");
-    // Items are the reviewed tasks: the 130 released plus the ones validation rejects.
+    // Items are the reviewed tasks: the 130 released plus the ones validation rejects (none
+    // at present: the review rounds decide with the lints in view).
     let total = taskset["items"]["total"].as_u64().expect("total");
-    assert!(total > 130, "{taskset}");
+    assert!(total >= 130, "{taskset}");
     assert_eq!(taskset["items"]["cached"], Value::from(total - 1));
     let tasks = ws.table("taskset.tasks", None);
     let idx = strings(&tasks, "task_id")

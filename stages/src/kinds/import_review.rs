@@ -1,5 +1,6 @@
 //! `import_review`: task bundles + the reviewers' sheets of one round → the reviewed tasks and
-//! the audit trail of every applied edit (appended to the upstream `audit`, if any).
+//! the audit trail of every applied edit (appended to the upstream `audit`, if any), and the
+//! instructions the reviewed set gives twice (`repeats`, for `validate_tasks`).
 
 use prefflow_engine::schema::{InputDef, TableDef};
 use std::collections::HashMap;
@@ -32,14 +33,16 @@ impl Kind for ImportReview {
     type Params = ImportReviewParams;
     type State = ();
     const NAME: &'static str = "import_review";
-    const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "bundles", "audit"];
+    const VERSION: &'static str = "3";
+    const OUTPUTS: &'static [&'static str] =
+        &["tasks", "slots", "criteria", "bundles", "audit", "repeats"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::tasks::TASKS,
         &crate::tables::tasks::SLOTS,
         &crate::tables::tasks::CRITERIA,
         &crate::tables::tasks::BUNDLES,
         &crate::tables::tasks::AUDIT,
+        &crate::tables::tasks::REPEATS,
     ];
     const INPUTS: &'static [InputDef] = &[
         InputDef::required(
@@ -51,7 +54,7 @@ impl Kind for ImportReview {
             &[crate::tables::tasks::TASK_ID, "round", "field"],
         ),
     ];
-    const SUMMARY: &'static str = "bundles (+ audit) + review sheets of one round → reviewed tasks, slots, criteria, bundles, audit (params: round, sheets)";
+    const SUMMARY: &'static str = "bundles (+ audit) + review sheets of one round → reviewed tasks, slots, criteria, bundles, audit, repeats (params: round, sheets)";
 
     fn external_inputs(&self, params: &Self::Params) -> Vec<String> {
         params.sheets.clone()
@@ -74,6 +77,7 @@ impl Kind for ImportReview {
         );
         let mut out: Vec<(&str, DataFrame)> = task_tables(&kept)?;
         out.push(("audit", audit_df));
+        out.push(("repeats", repeats_frame(&kept)?));
         Ok(Tables::new(out))
     }
 }
@@ -119,6 +123,25 @@ fn sheet_files(
         }
     }
     Ok(out)
+}
+
+/// The `repeats` table: the kept tasks whose instruction an earlier one already gives.
+fn repeats_frame(kept: &[TaskBundle]) -> Result<DataFrame, TaskError> {
+    let tasks: Vec<(String, String)> = kept
+        .iter()
+        .map(|b| (b.task.task_id.clone(), b.task.instruction.clone()))
+        .collect();
+    let rows = crate::tasks::lints::repeated_instructions(&tasks);
+    let (ids, same): (Vec<String>, Vec<String>) = rows.into_iter().unzip();
+    let height = ids.len();
+    DataFrame::new(
+        height,
+        vec![
+            Column::new("task_id".into(), ids),
+            Column::new("same_as".into(), same),
+        ],
+    )
+    .map_err(TaskError::from)
 }
 
 /// The `audit` table.

@@ -11,7 +11,7 @@ use serde::Deserialize;
 
 use crate::tasks::error::TaskError;
 use crate::tasks::frames::{bundles_from_table, task_tables};
-use crate::tasks::lints::SlotSource;
+use crate::tasks::lints::{SetView, SlotSource};
 use crate::tasks::validate::{validate_in_set, Rejection};
 use crate::tasks::world_index::WorldIndex;
 use crate::tasks::Source;
@@ -30,16 +30,17 @@ pub struct ValidateTasks;
 pub struct ValidationState {
     /// The world the tasks run in.
     world: Arc<World>,
-    /// The reviewed set's slot sources (from the optional `slots` input), so a slot's source
-    /// can be compared across the variants of its template.
-    set: Vec<SlotSource>,
+    /// The reviewed set's slot sources and repeated instructions (from the optional `slots`
+    /// and `repeats` inputs), so a slot's source can be compared across the variants of its
+    /// template and an instruction given twice is rejected.
+    set: SetView,
 }
 
 impl Kind for ValidateTasks {
     type Params = ValidateTasksParams;
     type State = ValidationState;
     const NAME: &'static str = "validate_tasks";
-    const VERSION: &'static str = "2";
+    const VERSION: &'static str = "3";
     const OUTPUTS: &'static [&'static str] =
         &["tasks", "slots", "criteria", "bundles", "rejections"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
@@ -64,18 +65,27 @@ impl Kind for ValidateTasks {
                 crate::tables::tasks::SOURCE,
             ],
         ),
+        InputDef::optional(
+            &crate::tables::tasks::REPEATS,
+            &[crate::tables::tasks::TASK_ID, "same_as"],
+        ),
     ];
-    const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots, for the cross-variant source lint] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
+    const SUMMARY: &'static str = "bundles + world (sources, history_events) [+ the reviewed set's slots and repeats, for the cross-variant source lint and instructions given twice] → validated tasks, slots, criteria, bundles and rejections with reasons (use per_item: task_id)";
 
     fn prepare(
         &self,
         _: &Self::Params,
         ctx: &StageContext<'_>,
     ) -> Result<ValidationState, StageError> {
-        let set = match ctx.input("slots") {
+        let slots = match ctx.input("slots") {
             Ok(df) => slot_sources(df)?,
             Err(_) => Vec::new(),
         };
+        let repeats = match ctx.input("repeats") {
+            Ok(df) => repeats(df)?,
+            Err(_) => Vec::new(),
+        };
+        let set = SetView { slots, repeats };
         Ok(ValidationState {
             world: super::world_input(ctx)?,
             set,
@@ -121,6 +131,19 @@ fn slot_sources(df: &DataFrame) -> Result<Vec<SlotSource>, TaskError> {
                 source: Source::parse(source.get(i)?)?,
             })
         })
+        .collect())
+}
+
+/// `(task_id, same_as)` rows of a `repeats` table.
+fn repeats(df: &DataFrame) -> Result<Vec<(String, String)>, TaskError> {
+    let col = |name: &str| {
+        df.column(name)
+            .and_then(|c| c.str().cloned())
+            .map_err(|e| TaskError::table("repeats", e.to_string()))
+    };
+    let (task, text) = (col("task_id")?, col("same_as")?);
+    Ok((0..df.height())
+        .filter_map(|i| Some((task.get(i)?.to_string(), text.get(i)?.to_string())))
         .collect())
 }
 

@@ -49,6 +49,7 @@ pub static SECTIONS: &[Section] = &[
             &tasks::CRITERIA,
             &tasks::BUNDLES,
             &tasks::AUDIT,
+            &tasks::REPEATS,
             &tasks::REJECTIONS,
             &tasks::STATS,
             &tasks::SHEET,
@@ -116,7 +117,7 @@ pub static SECTIONS: &[Section] = &[
 ];
 
 /// `build_world`'s `audit` table (named like the review rounds' `audit`, so described here).
-const WORLD_AUDIT: &str = "`build_world` also writes `audit`: `section` str, `key` str, `value` f64, `detail` str: `total` (events, distinct_texts, distinct_ratio, stamped_signal_share), `separability` (balanced_accuracy, signal_recall, noise_recall of a multinomial naive Bayes over text words, trained on a seeded half of the events; rule_balanced_accuracy of the best single n-gram rule, raw or shaped, anywhere or at the start or end, chosen on the same half, its feature in `detail`), `contradictions` (total and per rule: shift, avoid, before_exists, one_off_repeated), `entry_events` / `entry_counter` / `entry_agreement` per inferable entry, one `contradiction` row per finding with the event and why (`prefflow show world.audit`; see `stages/src/world/audit.rs`).";
+const WORLD_AUDIT: &str = "`build_world` also writes `audit`: `section` str, `key` str, `value` f64, `detail` str: `total` (events, distinct_texts, distinct_ratio, stamped_signal_share, distinct_cores, core_ratio, stamped_core_share: core texts drop companions, day and time phrases, asides, \"this time\" and \"again\"), `separability` (balanced_accuracy, signal_recall, noise_recall of a multinomial naive Bayes over text words, trained on a seeded half of the events; logistic_balanced_accuracy of a class-balanced logistic regression on word uni- and bigrams, 5-fold cross-validated; rule_balanced_accuracy of the best single n-gram rule, raw or shaped, anywhere or at the start or end, chosen on the same half, its feature in `detail`), `contradictions` (total and per rule: shift, avoid, before_exists, one_off_repeated, completed_before_date, purchase_absent, repeated_purchase), `entry_events` / `entry_counter` / `entry_agreement` per inferable entry, one `contradiction` row per finding with the event and why (`prefflow show world.audit`; see `stages/src/world/audit.rs`).";
 
 /// What the KnowU tables share with the others.
 const KNOWU_INTRO: &str = "`build_knowu_world` writes the World tables; its `sources` has one more row kind, `knowu_profile` (the KnowU profile YAML). `generate_knowu_tasks` writes the Tasks tables (plain tasks: a task's KnowU facts are in `knowu_tasks`, keyed by `task_name` = `task_id`) and `knowu_tasks`, `skipped`, `generated`. `import_knowu_runs` writes the Episodes tables (`episodes`, `steps`) plus `reports` and `errors`; `export_knowu_runs` writes `written`; `knowu_metrics` writes `episode_metrics`, `splits`, `policy`, `personas`, `overall`; `knowu_leaderboard` writes `leaderboard` and `text`.";

@@ -135,13 +135,23 @@ pub static AUDIT: TableDef = TableDef {
     ],
 };
 
+/// Instructions given twice in a reviewed set.
+pub static REPEATS: TableDef = TableDef {
+    name: "repeats",
+    doc: "one row per task whose instruction (case, spacing and final punctuation aside) is that of a task with a smaller id (`import_review`); `validate_tasks` rejects it as `duplicate_instruction`",
+    columns: &[
+        C::new(TASK_ID, Str, "the later task"),
+        C::new("same_as", Str, "the earlier task with the same instruction"),
+    ],
+};
+
 /// Tasks validation rejected.
 pub static REJECTIONS: TableDef = TableDef {
     name: "rejections",
     doc: "one row per failed validation check (`validate_tasks`)",
     columns: &[
         C::new(TASK_ID, Str, "the task"),
-        C::new("check", Str, "`overrides` \\| `reference` \\| `reference_asks` \\| `defaults` \\| `initial_state` \\| `evidence` \\| `leak` \\| `unavailable` (checks), `quantity` \\| `premise` \\| `derivable` \\| `artefacts` \\| `source_mismatch` (lints)"),
+        C::new("check", Str, "`overrides` \\| `reference` \\| `reference_asks` \\| `defaults` \\| `initial_state` \\| `evidence` \\| `leak` \\| `unavailable` (checks), `quantity` \\| `premise` \\| `derivable` \\| `artefacts` \\| `source_mismatch` \\| `guessable_count` \\| `visible_choice` \\| `duplicate_instruction` \\| `unscored_step` (lints)"),
         C::nullable("subject", Str, "criterion or slot"),
         C::new("reason", Str, "what failed"),
     ],

@@ -23,7 +23,7 @@ use super::model::{CriterionKind, Slot, Source, TaskBundle};
 use super::predicate::{Change, Predicate, Test, ValueRef};
 use super::validate::{reject, Check, Rejection};
 use super::world_index::WorldIndex;
-use crate::world::clock::Date;
+use crate::world::clock::{Date, WEEKDAYS};
 use crate::world::phone::Phone;
 use crate::world::types::{display, FieldKind};
 
@@ -102,16 +102,21 @@ pub fn worded_count(instruction: &str, slot: &Slot) -> Option<(i64, String)> {
         if !nouns.contains(noun) || !heads {
             continue;
         }
-        // Up to two words back: "a ticket", "my usual latte", "two more tickets".
-        for back in 1..=2 {
+        // Up to three words back: "a ticket", "my usual latte", "two more tickets", "the
+        // Patagonia pocket tee".
+        for back in 1..=3 {
             let Some(d) = i.checked_sub(back).map(|j| ws[j].as_str()) else {
                 break;
             };
-            if let Some(n) = number_word(d) {
+            if let Some(n) = number_word(d).filter(|_| back <= 2) {
                 return Some((n, format!("{d} … {w}")));
             }
-            if SINGULAR.contains(&d) && noun == w.as_str() {
+            let one = SINGULAR.contains(&d) || d == "the";
+            if one && noun == w.as_str() {
                 return Some((1, format!("{d} … {w}")));
+            }
+            if one || number_word(d).is_some() {
+                break;
             }
         }
     }
@@ -124,7 +129,15 @@ pub fn worded_count(instruction: &str, slot: &Slot) -> Option<(i64, String)> {
         let plural = ws
             .iter()
             .any(|w| matches!(w.as_str(), "us" | "we" | "our" | "everyone" | "family"));
-        if !plural && ws.iter().any(|w| w == "me") {
+        // "book me …", "get me …", "… for me": the booking is for her alone ("remind me" is not).
+        let for_me = ws.windows(2).any(|w| {
+            w[1] == "me"
+                && matches!(
+                    w[0].as_str(),
+                    "book" | "get" | "reserve" | "find" | "order" | "for" | "buy"
+                )
+        });
+        if !plural && for_me {
             return Some((1, "me".into()));
         }
     }
@@ -326,16 +339,6 @@ pub fn premise(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Vec<
     out.extend(day_words(b, cat, initial.clock().date));
     out
 }
-
-const WEEKDAYS: [&str; 7] = [
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-];
 
 /// Days the action criteria demand: literal dates of `date`/`datetime` conditions (the day the
 /// thing must be on). Fallbacks that move the day are personalization criteria, not these.
@@ -684,6 +687,548 @@ pub fn source_mismatch(ix: &WorldIndex<'_>, b: &TaskBundle, set: &[SlotSource]) 
                     s.source.as_str(),
                     sibling.source.as_str(),
                     sibling.task_id
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The reviewed set a task is validated in: every task's slot sources (for
+/// [`source_mismatch`]) and the instructions given twice (for [`duplicate_instruction`]).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SetView {
+    /// Slot sources of every task.
+    pub slots: Vec<SlotSource>,
+    /// `(task_id, same_as)`: a task whose instruction is that of an earlier one
+    /// ([`repeated_instructions`]; `import_review`'s `repeats` table).
+    pub repeats: Vec<(String, String)>,
+}
+
+impl SetView {
+    /// The view of a set of bundles (how `validate_tasks` sees the reviewed set).
+    pub fn of(bundles: &[TaskBundle]) -> Self {
+        SetView {
+            slots: bundles
+                .iter()
+                .flat_map(|b| {
+                    b.slots.iter().map(|s| SlotSource {
+                        task_id: b.task.task_id.clone(),
+                        slot_id: s.slot_id.clone(),
+                        source: s.source,
+                    })
+                })
+                .collect(),
+            repeats: repeated_instructions(
+                &bundles
+                    .iter()
+                    .map(|b| (b.task.task_id.clone(), b.task.instruction.clone()))
+                    .collect::<Vec<_>>(),
+            ),
+        }
+    }
+}
+
+/// Words that make an instruction about more than the user ("book us …", "our usual …").
+const PLURAL_WORDS: [&str; 7] = ["us", "we", "our", "ours", "ourselves", "everyone", "family"];
+
+/// Words that bring other people into a request ("for the team", "the book club").
+const GROUP_WORDS: [&str; 16] = [
+    "team",
+    "group",
+    "everyone",
+    "family",
+    "friend",
+    "guest",
+    "party",
+    "club",
+    "crew",
+    "cousin",
+    "colleague",
+    "people",
+    "kid",
+    "parent",
+    "review",
+    "session",
+];
+
+/// Words by which the user speaks of herself alone.
+const FIRST_PERSON: [&str; 6] = ["i", "me", "my", "mine", "i'm", "i'd"];
+
+/// Count fields of things each person has one of: a ticket, a seat, a portion.
+const PER_PERSON_FIELDS: [&str; 6] = [
+    "party_size",
+    "passengers",
+    "guests",
+    "seats",
+    "tickets",
+    "servings",
+];
+
+/// Nouns that make a `quantity` a count of people's things (one each).
+const PER_PERSON_NOUNS: [&str; 9] = [
+    "ticket", "seat", "portion", "serving", "latte", "coffee", "drink", "meal", "person",
+];
+
+/// The count an instruction suggests without saying it: 2 for "a couple" / "a pair", 3 for "a
+/// few", 2 for "us", "we", "our" ("book us a table", "our usual lattes"), and the user plus the
+/// people named with "and me" / "and I" ("for Sam, Priya and me" → 3).
+pub fn natural_guess(instruction: &str) -> Option<(i64, String)> {
+    let raw: Vec<&str> = instruction
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .collect();
+    // Vague amounts read as their usual number: "a couple of tees" → 2, "a few tees" → 3.
+    for (phrase, n) in [("couple", 2), ("pair", 2), ("few", 3)] {
+        if raw
+            .windows(2)
+            .any(|w| w[0].eq_ignore_ascii_case("a") && w[1].eq_ignore_ascii_case(phrase))
+        {
+            return Some((n, format!("\"a {phrase}\" reads as {n}")));
+        }
+    }
+    let and_me = raw.windows(2).position(|w| {
+        w[0].eq_ignore_ascii_case("and") && (w[1].eq_ignore_ascii_case("me") || w[1] == "I")
+    });
+    if let Some(i) = and_me {
+        // The names listed before "and me": "for Sam, Priya and me" → Sam, Priya.
+        let named = raw[..i]
+            .iter()
+            .rev()
+            .take_while(|w| w.chars().next().is_some_and(char::is_uppercase))
+            .count();
+        let n = named as i64 + 1;
+        return Some((n, format!("\"… and me\" makes {n}")));
+    }
+    let ws = words(instruction);
+    let w = ws.iter().find(|w| PLURAL_WORDS.contains(&w.as_str()))?;
+    Some((2, format!("\"{w}\" suggests two")))
+}
+
+/// Whether a count slot counts people or each person's things (tickets, seats, portions).
+fn per_person(slot: &Slot, arg: &str) -> bool {
+    PER_PERSON_FIELDS.contains(&arg)
+        || (arg == "quantity"
+            && slot
+                .keywords
+                .iter()
+                .flat_map(|k| words(k))
+                .any(|w| PER_PERSON_NOUNS.contains(&singular(&w))))
+        || slot
+            .keywords
+            .iter()
+            .flat_map(|k| words(k))
+            .any(|w| PEOPLE.contains(&w.as_str()))
+}
+
+/// Ask-only counts a careful agent gets right by reading the instruction's pronouns: a plural
+/// request ("get us box seats", "our usual lattes", "for Priya and me") whose count is the
+/// natural guess, and a request only about the user ("my stomach is off", "get me …") whose
+/// per-person count is more than one.
+pub fn guessable_count(b: &TaskBundle) -> Vec<Rejection> {
+    let bindings = b.slot_bindings();
+    let ws = words(&b.task.instruction);
+    let others = names(&b.task.instruction);
+    let mut out = Vec::new();
+    for s in b.slots.iter().filter(|s| s.source == Source::AskOnly) {
+        let Some((_, arg)) = bindings.get(&s.slot_id) else {
+            continue;
+        };
+        if !COUNT_FIELDS.contains(&arg.as_str()) {
+            continue;
+        }
+        let Some(v) = s.value.as_i64().filter(|_| s.value.is_number()) else {
+            continue;
+        };
+        if let Some((n, why)) = natural_guess(&b.task.instruction) {
+            if n == v {
+                out.push(reject(
+                    Check::GuessableCount,
+                    Some(&s.slot_id),
+                    format!(
+                        "ask-only slot `{}` = {v} is what the wording suggests ({why}); an agent that guesses is scored right without asking — pick another count or reword",
+                        s.slot_id
+                    ),
+                ));
+            }
+            continue;
+        }
+        let group = ws.iter().any(|w| GROUP_WORDS.contains(&singular(w)));
+        let alone =
+            ws.iter().any(|w| FIRST_PERSON.contains(&w.as_str())) && others.is_empty() && !group;
+        if alone && v > 1 && per_person(s, arg) {
+            out.push(reject(
+                Check::GuessableCount,
+                Some(&s.slot_id),
+                format!(
+                    "ask-only slot `{}` = {v}, but the instruction speaks only of the user (\"I\", \"me\", \"my\") and names no one else, so one is the natural reading; make the wording plural or pick 1",
+                    s.slot_id
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// The table an operation's first insert writes, and the field that takes argument `arg`.
+fn inserted_field(
+    cat: &crate::world::Catalog,
+    tool: &str,
+    arg: &str,
+) -> Option<(crate::world::types::TableId, usize)> {
+    use crate::world::app::{Effect, Expr, Root};
+    let (app, _) = tool.split_once('.')?;
+    let op = super::eval::operation(cat, tool)?;
+    let ai = op.field_idx(arg)?;
+    op.effects.iter().find_map(|e| match e {
+        Effect::Insert { table, values } if cat.apps[table.app as usize].id == app => {
+            values.iter().find_map(|(f, x)| match x {
+                Expr::Path(p) if p.root == Root::Arg(ai) && p.steps.is_empty() => {
+                    Some((*table, *f))
+                }
+                _ => None,
+            })
+        }
+        _ => None,
+    })
+}
+
+/// Ask-only choices (an enum option, a record) a careful agent picks right without asking: the
+/// value of the same field in the user's latest record of the table the operation writes (her
+/// only reservation is a date night), or the value's words in her history (the pharmacy she
+/// always uses).
+pub fn visible_choice(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Vec<Rejection> {
+    let cat = &ix.world.catalog;
+    let bindings = b.slot_bindings();
+    let state = initial.state();
+    let mut out = Vec::new();
+    for s in b.slots.iter().filter(|s| s.source == Source::AskOnly) {
+        let Some((tool, arg)) = bindings.get(&s.slot_id) else {
+            continue;
+        };
+        let Some(kind) = bound_kind(b, cat, &s.slot_id) else {
+            continue;
+        };
+        if !matches!(kind, FieldKind::Enum(_) | FieldKind::Ref(_)) {
+            continue;
+        }
+        let value = display(&s.value);
+        // Her latest record of the table the operation writes.
+        if let Some((table, f)) = inserted_field(cat, tool, arg) {
+            let t = cat.table(table);
+            let name = &t.fields[f].name;
+            let records = state
+                .records_json(&cat.apps[table.app as usize].id, &t.name)
+                .unwrap_or_default();
+            let day = |r: &Value| {
+                crate::world::rules::record_date(
+                    cat,
+                    table,
+                    &crate::world::app::Record {
+                        id: String::new(),
+                        values: t
+                            .fields
+                            .iter()
+                            .map(|fd| r.get(&fd.name).cloned().unwrap_or(Value::Null))
+                            .collect(),
+                    },
+                )
+            };
+            let latest = records
+                .iter()
+                .enumerate()
+                .max_by_key(|(i, r)| (day(r), *i))
+                .map(|(_, r)| r);
+            if let Some(r) = latest.filter(|r| r.get(name).is_some_and(|v| display(v) == value)) {
+                out.push(reject(
+                    Check::VisibleChoice,
+                    Some(&s.slot_id),
+                    format!(
+                        "ask-only slot `{}` = {value} is the {name} of her latest {} record ({}): an agent copying it is scored right without asking",
+                        s.slot_id,
+                        cat.table_name(table),
+                        r.get("id").map(display).unwrap_or_default()
+                    ),
+                ));
+                continue;
+            }
+        }
+        // The value's words (an option as words, a record by its title) in her history.
+        let spoken = match kind {
+            FieldKind::Ref(t) => cat
+                .table(*t)
+                .records
+                .iter()
+                .find(|r| r.id == value)
+                .map(|r| cat.table(*t).label(r)),
+            _ => Some(value.replace('_', " ")),
+        };
+        let Some(spoken) =
+            spoken.filter(|p| p.chars().filter(|c| c.is_alphanumeric()).count() >= 4)
+        else {
+            continue;
+        };
+        // In the app she would choose it in, or where the slot's subject is named too (the
+        // pharmacy she picks up at; not "favourites" on a map when the slot is who may call).
+        let app = tool.split_once('.').map_or("", |(a, _)| a);
+        let hit = ix
+            .world
+            .history
+            .iter()
+            .chain(&b.task.overrides.history)
+            .filter(|e| e.app == app || s.keywords.iter().any(|k| phrase_in(&e.text, k)))
+            .find(|e| phrase_in(&e.text, &spoken));
+        if let Some(e) = hit {
+            out.push(reject(
+                Check::VisibleChoice,
+                Some(&s.slot_id),
+                format!(
+                    "ask-only slot `{}` = {value} is named in her history ({}: \"{}\"): an agent can pick it without asking",
+                    s.slot_id, e.event_id, e.text
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Ask-only dates a careful agent reads off what she owns or what her history names: a booking,
+/// reservation or appointment on that day, or a flight or show her history mentions, about what
+/// the instruction is about (Portland; a city's airport code counts, from the records that name
+/// the city).
+pub fn owned_dates(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Vec<Rejection> {
+    let cat = &ix.world.catalog;
+    let subject = subject_words(cat, b);
+    if subject.is_empty() {
+        return Vec::new();
+    }
+    let state = initial.state();
+    let mut out = Vec::new();
+    for s in b.slots.iter().filter(|s| s.source == Source::AskOnly) {
+        let days: Vec<Date> = display(&s.value)
+            .split(|c: char| !(c.is_ascii_digit() || c == '-'))
+            .filter_map(Date::parse)
+            .collect();
+        if days.is_empty() {
+            continue;
+        }
+        let hit = dated_records(ix, &state)
+            .into_iter()
+            .find(|(table, id, day, text)| {
+                days.contains(day)
+                    && subject.iter().any(|w| words(text).contains(w))
+                    && (crate::world::rules::choice_tables(cat).contains(table)
+                        || crate::world::rules::owned(cat, *table, id)
+                        || mentioned(ix, cat, *table, id))
+            });
+        if let Some((table, id, day, _)) = hit {
+            out.push(reject(
+                Check::Derivable,
+                Some(&s.slot_id),
+                format!(
+                    "ask-only slot `{}` = {} falls on {day}, the day of {} {id}, which she owns or her history names: an agent can read the date off the phone",
+                    s.slot_id,
+                    display(&s.value),
+                    cat.table_name(table)
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Lower-cased words the instruction is about (its names) with their codes: the id words of
+/// records whose text is one of the names (`loc-pdx` for Portland gives `pdx`).
+fn subject_words(cat: &crate::world::Catalog, b: &TaskBundle) -> Vec<String> {
+    let mut out = names(&b.task.instruction);
+    let base = out.clone();
+    for t in cat.apps.iter().flat_map(|a| &a.tables) {
+        for r in &t.records {
+            let named = r
+                .values
+                .iter()
+                .filter_map(Value::as_str)
+                .any(|v| base.iter().any(|n| v.eq_ignore_ascii_case(n)));
+            if named {
+                out.extend(r.id.split('-').filter(|w| w.len() == 3).map(str::to_string));
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Every dated record of the initial state with its text (its own text fields and those of the
+/// records its refs name), as `(table, id, day, text)`.
+fn dated_records(
+    ix: &WorldIndex<'_>,
+    state: &crate::world::phone::StateView<'_>,
+) -> Vec<(crate::world::types::TableId, String, Date, String)> {
+    let cat = &ix.world.catalog;
+    let mut out = Vec::new();
+    for (ai, app) in cat.apps.iter().enumerate() {
+        for (ti, t) in app.tables.iter().enumerate() {
+            let id = crate::world::types::TableId {
+                app: ai as u16,
+                table: ti as u16,
+            };
+            for r in state.records_json(&app.id, &t.name).unwrap_or_default() {
+                let mut day = None;
+                let mut text = String::new();
+                for f in &t.fields {
+                    let Some(v) = r.get(&f.name) else { continue };
+                    match &f.kind {
+                        FieldKind::Date if day.is_none() => {
+                            day = v
+                                .as_str()
+                                .and_then(|d| Date::parse(d.get(..10).unwrap_or(d)));
+                        }
+                        FieldKind::Ref(to) => {
+                            let rt = cat.table(*to);
+                            if let Some(target) = rt
+                                .records
+                                .iter()
+                                .find(|x| Some(x.id.as_str()) == v.as_str())
+                            {
+                                for (fd, tv) in rt.fields.iter().zip(&target.values) {
+                                    if matches!(fd.kind, FieldKind::Date) && day.is_none() {
+                                        day = tv.as_str().and_then(Date::parse);
+                                    }
+                                    text.push(' ');
+                                    text.push_str(&display(tv));
+                                }
+                            }
+                        }
+                        _ => {}
+                    }
+                    text.push(' ');
+                    text.push_str(&display(v));
+                }
+                if let Some(day) = day {
+                    let rid = r.get("id").map(display).unwrap_or_default();
+                    out.push((id, rid, day, text));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Whether some history event names the record (by its label).
+fn mentioned(
+    ix: &WorldIndex<'_>,
+    cat: &crate::world::Catalog,
+    table: crate::world::types::TableId,
+    id: &str,
+) -> bool {
+    let t = cat.table(table);
+    let Some(r) = t.records.iter().find(|r| r.id == id) else {
+        return false;
+    };
+    let label = t.label(r);
+    label.chars().filter(|c| c.is_alphanumeric()).count() >= 4
+        && ix.world.history.iter().any(|e| phrase_in(&e.text, &label))
+}
+
+/// The instructions given twice in a set of `(task_id, instruction)`: `(task_id, same_as)` for
+/// every task whose instruction — ignoring case, spacing and final punctuation — is that of a
+/// task with a smaller id. Computed once per reviewed set (`import_review`'s `repeats` table),
+/// so a per-task validation depends on this small table, not on every instruction.
+pub fn repeated_instructions(tasks: &[(String, String)]) -> Vec<(String, String)> {
+    let norm = |s: &str| normalize(s).trim_end_matches(['.', '!', '?']).to_string();
+    let mut sorted: Vec<&(String, String)> = tasks.iter().collect();
+    sorted.sort_by(|a, b| a.0.cmp(&b.0));
+    let mut first: std::collections::HashMap<String, &str> = std::collections::HashMap::new();
+    let mut out = Vec::new();
+    for (id, text) in sorted {
+        match first.get(&norm(text)) {
+            Some(earlier) => out.push((id.clone(), earlier.to_string())),
+            None => {
+                first.insert(norm(text), id);
+            }
+        }
+    }
+    out
+}
+
+/// One instruction given twice: a task whose instruction (ignoring case, spacing and final
+/// punctuation) equals that of a task earlier in the set is the same task.
+pub fn duplicate_instruction(b: &TaskBundle, set: &SetView) -> Vec<Rejection> {
+    set.repeats
+        .iter()
+        .find(|(id, _)| *id == b.task.task_id)
+        .map(|(_, earlier)| {
+            vec![reject(
+                Check::DuplicateInstruction,
+                None,
+                format!(
+                    "the instruction is word for word that of {earlier}: two tasks the user cannot tell apart; give the variant its own wording (another dish, day or person)"
+                ),
+            )]
+        })
+        .unwrap_or_default()
+}
+
+/// The table an operation writes first in its own app (an insert or an update), if any.
+fn written_table(cat: &crate::world::Catalog, tool: &str) -> Option<crate::world::types::TableId> {
+    use crate::world::app::Effect;
+    let (app, _) = tool.split_once('.')?;
+    let op = super::eval::operation(cat, tool)?;
+    op.effects.iter().find_map(|e| match e {
+        Effect::Insert { table, .. } | Effect::Update { table, .. }
+            if cat.apps[table.app as usize].id == app =>
+        {
+            Some(*table)
+        }
+        _ => None,
+    })
+}
+
+/// Steps after the first that nothing scores by what they say: every operation of the
+/// reference after its first must have a criterion on the table it writes with a condition on
+/// its content (a text, a date, a time, an amount — a field that is not a reference), not only
+/// on where it went ("a text to Sam" passes with any text).
+pub fn unscored_step(ix: &WorldIndex<'_>, b: &TaskBundle) -> Vec<Rejection> {
+    let cat = &ix.world.catalog;
+    let operations: Vec<&str> = b
+        .task
+        .reference_solution
+        .iter()
+        .filter_map(|s| s.get("tool").and_then(Value::as_str))
+        .filter(|t| !t.contains(".list_") && !t.contains(".get_"))
+        .collect();
+    let mut out = Vec::new();
+    for tool in operations.iter().skip(1) {
+        let Some(table) = written_table(cat, tool) else {
+            continue;
+        };
+        let name = cat.table_name(table);
+        let t = cat.table(table);
+        let mut scored = false;
+        for c in &b.criteria {
+            c.predicate.visit(&mut |p| {
+                if let Predicate::Record {
+                    table: pt,
+                    conditions,
+                    ..
+                } = p
+                {
+                    if *pt == name {
+                        scored |= conditions.iter().any(|cond| {
+                            t.field_idx(&cond.path[0])
+                                .is_some_and(|i| !matches!(t.fields[i].kind, FieldKind::Ref(_)))
+                        });
+                    }
+                }
+            });
+        }
+        if !scored {
+            out.push(reject(
+                Check::UnscoredStep,
+                None,
+                format!(
+                    "the step `{tool}` is scored only by where it went: no criterion tests what it writes into `{name}` (its text, date, time or amount); add one tied to the first step's outcome"
                 ),
             ));
         }

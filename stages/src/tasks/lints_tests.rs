@@ -1,7 +1,7 @@
 //! Each content lint rejects a fixture of its flaw class with its own reason, and stays quiet
 //! on the fixed version of the same task.
 
-use super::lints::SlotSource;
+use super::lints::SetView;
 use super::model::{Source, TaskBundle};
 use super::template::parse;
 use super::testkit::{candidates, world};
@@ -196,16 +196,7 @@ fn a_slot_whose_source_differs_across_variants_without_a_reason_is_rejected() {
     let (a, mut b) = (sibling("dinespot_dinner-01"), sibling("dinespot_dinner-02"));
     b.slot_mut("time").expect("time").source = Source::AskOnly;
     b.sync_hidden_context();
-    let set: Vec<SlotSource> = [&a, &b]
-        .iter()
-        .flat_map(|t| {
-            t.slots.iter().map(|s| SlotSource {
-                task_id: t.task.task_id.clone(),
-                slot_id: s.slot_id.clone(),
-                source: s.source,
-            })
-        })
-        .collect();
+    let set = SetView::of(&[a.clone(), b.clone()]);
     let mismatch = |t: &TaskBundle| {
         validate_in_set(&ix, t, &set)
             .into_iter()
@@ -222,4 +213,238 @@ fn a_slot_whose_source_differs_across_variants_without_a_reason_is_rejected() {
     b.task.instruction =
         "Book us a table for dinner on Saturday; the time is different this week.".into();
     assert!(mismatch(&b).is_none());
+}
+
+const PORTIONS: &str = r#"templates:
+  - id: portions
+    instruction: "%"
+    slots:
+      quantity: { ask: 3, keywords: [portions, servings], about: "How many portions to order", default: dashbite.place_order.quantity }
+    criteria:
+      - { id: ordered, rubric: "Ordered.", check: { inserted: dashbite.orders, where: { dish: d-pad-see-ew } } }
+      - { id: quantity, slot: quantity, rubric: "Portions.", check: { inserted: dashbite.orders, where: { quantity: "{slot.quantity}" } } }
+    solution:
+      - ask: "How many portions should I order?"
+      - { call: dashbite.place_order, args: { dish: d-pad-see-ew, quantity: "{slot.quantity}" } }
+    variants: [{}]
+"#;
+
+/// Issue 25: counts a careful agent guesses right from the pronouns. "Get us …" suggests two,
+/// "… for Priya and me" two, "for Sam, Priya and me" three; a request only about "me"
+/// suggests one.
+#[test]
+fn an_ask_only_count_the_pronouns_give_away_is_rejected() {
+    let tickets = |i: &str, n: i64| {
+        fixture(
+            &TICKETS
+                .replace('%', i)
+                .replace("ask: 3", &format!("ask: {n}")),
+        )
+    };
+    let us = tickets("Get us tickets for Improv Thursdays.", 2);
+    let r = reason(&us, Check::GuessableCount);
+    assert!(r.contains("\"us\" suggests two"), "{r}");
+    assert!(has(
+        &tickets("Get tickets for Improv Thursdays for Priya and me.", 2),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+    assert!(has(
+        &tickets("Get tickets for Improv Thursdays for Sam, Priya and me.", 3),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+    // Vague amounts have a usual reading: "a few" is three, "a couple" two.
+    let few = tickets("Get a few tickets for Improv Thursdays.", 3);
+    let r = reason(&few, Check::GuessableCount);
+    assert!(r.contains("\"a few\" reads as 3"), "{r}");
+    assert!(has(
+        &tickets("Get a couple of tickets for Improv Thursdays.", 2),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+    assert!(!has(
+        &tickets("Get a few tickets for Improv Thursdays.", 5),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+    // The count is not the guess: the user must be asked, and the task stands.
+    assert!(!has(
+        &tickets("Get us tickets for Improv Thursdays.", 4),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+    assert!(!has(
+        &tickets("Get tickets for Improv Thursdays for Sam, Priya and me.", 4),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+
+    let portions = |i: &str| fixture(&PORTIONS.replace('%', i));
+    // All first person, yet three portions: the wording says one.
+    let alone = portions("Order dinner delivered tonight, but mild; my stomach is off.");
+    let r = reason(&alone, Check::GuessableCount);
+    assert!(r.contains("speaks only of the user"), "{r}");
+    // Someone else in the request: more than one is a reading, so it must be asked.
+    assert!(!has(
+        &portions("Order dinner delivered tonight and let Sam know what's coming."),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+    // "the … tee" is one tee.
+    let tee = fixture(&TICKETS.replace('%', "Get me the Improv Thursdays ticket."));
+    assert!(
+        has(&tee, Check::Quantity, Some("quantity")),
+        "{:?}",
+        checks_of(&tee)
+    );
+}
+
+const OCCASION: &str = r#"templates:
+  - id: occasion
+    instruction: "Book dinner at Baan Thai on Saturday."
+    %
+    slots:
+      occasion: { ask: "{occasion}", keywords: [occasion, celebrating], about: "What the dinner celebrates", default: dinespot.book_table.occasion }
+    criteria:
+      - { id: booked, rubric: "Booked.", check: { inserted: dinespot.reservations, where: { date: "2025-10-04" } } }
+      - { id: occasion, slot: occasion, rubric: "Occasion.", check: { inserted: dinespot.reservations, where: { occasion: "{slot.occasion}" } } }
+    solution:
+      - ask: "Is it for a special occasion?"
+      - { call: dinespot.book_table, args: { restaurant: baan-thai, date: "2025-10-04", occasion: "{slot.occasion}" } }
+    variants: [{ occasion: "{value}" }]
+"#;
+
+/// Issue 25: an ask-only option a careful agent copies from the phone — her latest reservation
+/// is a date night — or reads in her history.
+#[test]
+fn an_ask_only_choice_her_latest_record_or_her_history_shows_is_rejected() {
+    let t = |value: &str, overrides: &str| {
+        fixture(&OCCASION.replace("{value}", value).replace('%', overrides))
+    };
+    // res-0920, her latest reservation, is a date night.
+    let copied = t("date_night", "");
+    let r = reason(&copied, Check::VisibleChoice);
+    assert!(r.contains("res-0920") && r.contains("latest"), "{r}");
+    // An anniversary is neither her latest booking's occasion nor in her history.
+    let fresh = t("anniversary", "");
+    assert!(
+        !has(&fresh, Check::VisibleChoice, Some("occasion")),
+        "{:?}",
+        checks_of(&fresh)
+    );
+    // Named in her history, in the app she books in: an agent can read it.
+    let told = t(
+        "anniversary",
+        r#"overrides: { history: [{ time: "2025-09-10T20:00", app: dinespot, text: "Booked a quiet corner table for their anniversary" }] }"#,
+    );
+    let r = reason(&told, Check::VisibleChoice);
+    assert!(r.contains("named in her history"), "{r}");
+}
+
+const TRIP: &str = r#"templates:
+  - id: trip
+    instruction: "Will I need an umbrella on the first day of my Portland trip?"
+    task_type: qa
+    @OVERRIDES@
+    slots:
+      dates: { ask: "2025-10-17 to 2025-10-20", keywords: [dates, trip dates], about: "The dates of the Portland trip" }
+    criteria:
+      - { id: forecast, slot: dates, rubric: "Rain on the 17th.", check: { answer_contains: ["80%"] } }
+    solution:
+      - ask: "What are the dates of your Portland trip?"
+      - { call: weather.list_forecasts, args: { where: { location: loc-pdx } } }
+      - answer: "Yes: 80% chance of rain on October 17."
+        plain: "I don't know."
+    variants: [{}]
+"#;
+
+/// Issue 25: an ask-only date the phone already holds — a hotel booked in Portland from that
+/// day — is not only the user's to say.
+#[test]
+fn an_ask_only_date_read_off_her_bookings_is_rejected() {
+    let booked = fixture(&TRIP.replace(
+        "@OVERRIDES@",
+        r#"overrides: { app_data: [{ op: insert, table: staywell.bookings, id: sb-pdx, values: { hotel: h-juniper, check_in: "2025-10-17", nights: 3, room: standard_queen, room_preference: high_floor, breakfast: true, guests: 1, card: card-sapphire } }] }"#,
+    ));
+    let r = reason(&booked, Check::Derivable);
+    assert!(
+        r.contains("staywell.bookings sb-pdx") && r.contains("2025-10-17"),
+        "{r}"
+    );
+    let open = fixture(&TRIP.replace("@OVERRIDES@", ""));
+    assert!(
+        !has(&open, Check::Derivable, Some("dates")),
+        "{:?}",
+        checks_of(&open)
+    );
+}
+
+/// Issue 25: two tasks with one instruction are one task; the later id is rejected, the
+/// earlier stays.
+#[test]
+fn an_instruction_given_twice_is_rejected_once() {
+    let ix = WorldIndex::new(world());
+    let first = candidates()
+        .iter()
+        .find(|b| b.task.task_id == "dinespot_dinner-01")
+        .cloned()
+        .expect("dinespot_dinner-01");
+    let mut second = first.clone();
+    second.task.task_id = "dinespot_dinner-09".into();
+    second.task.instruction = format!("{}  ", first.task.instruction.to_uppercase());
+    let set = SetView::of(&[first.clone(), second.clone()]);
+    let dup = |b: &TaskBundle| {
+        validate_in_set(&ix, b, &set)
+            .into_iter()
+            .filter(|r| r.check == Check::DuplicateInstruction)
+            .count()
+    };
+    assert_eq!(dup(&second), 1);
+    assert_eq!(dup(&first), 0);
+    second.task.instruction = "Book us a table for dinner on Friday, somewhere new.".into();
+    let set = SetView::of(&[first, second.clone()]);
+    assert_eq!(
+        validate_in_set(&ix, &second, &set)
+            .into_iter()
+            .filter(|r| r.check == Check::DuplicateInstruction)
+            .count(),
+        0
+    );
+}
+
+const FOLLOW_UP: &str = r#"templates:
+  - id: follow_up
+    instruction: "Book Baan Thai on Friday and text Sam the time."
+    slots:
+      party_size: { ask: 4, keywords: [people, party size], about: "How many people", default: dinespot.book_table.party_size }
+    criteria:
+      - { id: booked, rubric: "Booked.", check: { inserted: dinespot.reservations, where: { restaurant: baan-thai, date: "2025-10-03" } } }
+      - { id: party_size, slot: party_size, rubric: "Four.", check: { inserted: dinespot.reservations, where: { party_size: "{slot.party_size}" } } }
+      - { id: told, rubric: "Sam gets a text.", check: { inserted: messages.messages, where: { thread: th-sam%TEXT% } } }
+    solution:
+      - ask: "How many people?"
+      - { call: dinespot.book_table, args: { restaurant: baan-thai, date: "2025-10-03", party_size: "{slot.party_size}" } }
+      - { call: messages.send_message, args: { thread: th-sam, text: "Baan Thai on Friday at 19:00" } }
+    variants: [{}]
+"#;
+
+/// Issue 25: a step after the first must be scored on what it says, not only on where it went
+/// ("text Sam the time" passes with any text otherwise).
+#[test]
+fn a_second_step_scored_only_by_its_recipient_is_rejected() {
+    let bare = fixture(&FOLLOW_UP.replace("%TEXT%", ""));
+    let r = reason(&bare, Check::UnscoredStep);
+    assert!(
+        r.contains("messages.send_message") && r.contains("messages.messages"),
+        "{r}"
+    );
+    let scored = fixture(&FOLLOW_UP.replace("%TEXT%", ", text: { contains: \"19:00\" }"));
+    assert!(
+        !checks_of(&scored)
+            .iter()
+            .any(|(c, ..)| *c == Check::UnscoredStep),
+        "{:?}",
+        checks_of(&scored)
+    );
 }

@@ -58,6 +58,7 @@ pub fn compute(
         .count();
     let templates: BTreeSet<&str> = strs(tasks, "tasks", "template")?.iter().flatten().collect();
     let multi = multi_step(tasks, &apps)?;
+    let (two_ops, second_message) = second_steps(tasks)?;
     let mut out = vec![
         stat("total", "tasks", n as f64, Some(130.0)),
         stat("total", "templates", templates.len() as f64, None),
@@ -73,6 +74,17 @@ pub fn compute(
         stat("per_task", "ask_only_criteria", per(ask_only), Some(0.89)),
         stat("share", "cross_app_pct", 100.0 * per(cross), Some(26.9)),
         stat("share", "multi_step_pct", 100.0 * per(multi), None),
+        stat("total", "two_operation_tasks", two_ops as f64, None),
+        stat(
+            "share",
+            "second_step_message_pct",
+            if two_ops == 0 {
+                0.0
+            } else {
+                100.0 * second_message as f64 / two_ops as f64
+            },
+            None,
+        ),
     ];
     let perturbation = counts(strs(tasks, "tasks", "perturbation")?);
     for p in Perturbation::ALL {
@@ -145,19 +157,39 @@ fn criterion_counts(
 /// operations, but a read in another app counts as touching it): look something up then act,
 /// act then tell someone.
 fn multi_step(tasks: &DataFrame, apps: &[Vec<String>]) -> Result<usize, TaskError> {
+    let ops = operations(tasks)?;
+    Ok((0..tasks.height())
+        .filter(|&i| apps[i].len() >= 2 || ops[i].len() >= 2)
+        .count())
+}
+
+/// The operations (not reads) of each task's reference solution, in order.
+fn operations(tasks: &DataFrame) -> Result<Vec<Vec<String>>, TaskError> {
     let refs = strs(tasks, "tasks", "reference_solution")?;
     Ok((0..tasks.height())
-        .filter(|&i| {
+        .map(|i| {
             let steps: Vec<serde_json::Value> =
                 serde_json::from_str(refs.get(i).unwrap_or("[]")).unwrap_or_default();
-            let operations = steps
+            steps
                 .iter()
                 .filter_map(|s| s.get("tool").and_then(serde_json::Value::as_str))
                 .filter(|t| !t.contains(".list_") && !t.contains(".get_"))
-                .count();
-            apps[i].len() >= 2 || operations >= 2
+                .map(str::to_string)
+                .collect()
         })
-        .count())
+        .collect())
+}
+
+/// Tasks with two or more operations, and how many of them follow the first with a message or
+/// an email (issue 25: second steps should not be mostly messages).
+fn second_steps(tasks: &DataFrame) -> Result<(usize, usize), TaskError> {
+    let ops = operations(tasks)?;
+    let two: Vec<&Vec<String>> = ops.iter().filter(|o| o.len() >= 2).collect();
+    let message = two
+        .iter()
+        .filter(|o| o[1].starts_with("messages.") || o[1].starts_with("mail."))
+        .count();
+    Ok((two.len(), message))
 }
 
 fn apps_per_task(tasks: &DataFrame) -> Result<Vec<Vec<String>>, TaskError> {

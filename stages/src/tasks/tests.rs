@@ -34,18 +34,10 @@ fn every_template_instantiates_and_only_the_known_flawed_candidates_fail_validat
         .map(|b| b.task.task_id.as_str())
         .collect();
     failing.sort();
-    // Authored on purpose: forms whose plain choice does not exist, a hotel city with only one
-    // (preferred) hotel, and pickup places that history mentions.
-    assert_eq!(
-        failing,
-        [
-            "shopnest_clothes-02",
-            "staywell_city-04",
-            "tixly_show-02",
-            "zipride_work_trip-01",
-            "zipride_work_trip-02"
-        ]
-    );
+    // Every instance passes validation on the default world: the third pass (issue 25) reworded
+    // or re-valued the variants that failed (a plain choice the form lacks, a one-hotel city,
+    // pickup places history mentions), and review decides among the rest.
+    assert_eq!(failing, Vec::<&str>::new());
     assert!(candidates().len() >= 188, "{}", candidates().len());
 }
 

@@ -8,7 +8,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::eval::{operation, resolve_json, Episode};
-use super::lints::{self, SlotSource};
+use super::lints::{self, SetView};
 use super::model::{CriterionKind, Slot, Source, TaskBundle};
 use super::user::SlotUser;
 use super::world_index::WorldIndex;
@@ -46,6 +46,14 @@ pub enum Check {
     Artefacts,
     /// A slot's source differs across a template's variants with no visible reason.
     SourceMismatch,
+    /// An ask-only count the instruction's pronouns suggest ("us" → 2; only "me" → 1).
+    GuessableCount,
+    /// An ask-only choice equal to her latest record of the table, or named in her history.
+    VisibleChoice,
+    /// The instruction is word for word another task's.
+    DuplicateInstruction,
+    /// An operation after the first is scored only by where it went, not by what it says.
+    UnscoredStep,
 }
 
 impl Check {
@@ -65,6 +73,10 @@ impl Check {
             Check::Derivable => "derivable",
             Check::Artefacts => "artefacts",
             Check::SourceMismatch => "source_mismatch",
+            Check::GuessableCount => "guessable_count",
+            Check::VisibleChoice => "visible_choice",
+            Check::DuplicateInstruction => "duplicate_instruction",
+            Check::UnscoredStep => "unscored_step",
         }
     }
 }
@@ -91,12 +103,13 @@ pub(super) fn reject(check: Check, subject: Option<&str>, reason: String) -> Rej
 
 /// Validates one task on its own (no sibling lint); an empty result means it passes.
 pub fn validate(ix: &WorldIndex<'_>, b: &TaskBundle) -> Vec<Rejection> {
-    validate_in_set(ix, b, &[])
+    validate_in_set(ix, b, &SetView::default())
 }
 
-/// Validates one task of a reviewed set whose slot sources are `set` (for the
-/// [`lints::source_mismatch`] check across a template's variants).
-pub fn validate_in_set(ix: &WorldIndex<'_>, b: &TaskBundle, set: &[SlotSource]) -> Vec<Rejection> {
+/// Validates one task of a reviewed set `set` (its slot sources for the
+/// [`lints::source_mismatch`] check across a template's variants, its instructions for
+/// [`lints::duplicate_instruction`]).
+pub fn validate_in_set(ix: &WorldIndex<'_>, b: &TaskBundle, set: &SetView) -> Vec<Rejection> {
     let mut out = Vec::new();
     let initial = match start(ix, b, Box::new(NoUser)) {
         Ok(p) => p,
@@ -115,7 +128,12 @@ pub fn validate_in_set(ix: &WorldIndex<'_>, b: &TaskBundle, set: &[SlotSource]) 
     out.extend(lints::premise(ix, b, &initial));
     out.extend(lints::derivable(ix, b, &initial));
     out.extend(lints::artefacts(ix, b, &initial));
-    out.extend(lints::source_mismatch(ix, b, set));
+    out.extend(lints::source_mismatch(ix, b, &set.slots));
+    out.extend(lints::guessable_count(b));
+    out.extend(lints::visible_choice(ix, b, &initial));
+    out.extend(lints::owned_dates(ix, b, &initial));
+    out.extend(lints::duplicate_instruction(b, set));
+    out.extend(lints::unscored_step(ix, b));
     out
 }
 

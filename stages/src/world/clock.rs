@@ -36,6 +36,18 @@ fn days_in_month(year: i32, month: u32) -> u32 {
     }
 }
 
+/// The days of the week, lower-case, Monday first (as [`Date::weekday`] counts): how texts
+/// and instructions name them.
+pub const WEEKDAYS: [&str; 7] = [
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+];
+
 impl Date {
     /// Builds a date from its parts, or `None` if the day does not exist.
     pub fn from_ymd(year: i32, month: u32, day: u32) -> Option<Self> {

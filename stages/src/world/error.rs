@@ -100,6 +100,10 @@ pub enum ProblemKind {
     LeakInTemplate,
     /// A location key (`at:`) names no declared place.
     UnknownPlace,
+    /// A companion phrase (`{vocab.with}`) where none fits: on someone else's event (a decoy,
+    /// noise), after a text that already has "with", a quote, a parenthesis or a relative
+    /// clause ("…for Lena, who is a size 7 with Aisha and Marco").
+    CompanionMisfit,
 }
 
 /// One semantic problem: where, what is wrong, and what to do about it.

@@ -21,7 +21,10 @@ use super::persona::{
     choose, leak_phrases, render, render_at, Binding, Construction, EventTemplate, Fill, Period,
     Persona, ProfileEntry, Source,
 };
-use super::rules::{attributes, is_avoid, listing_window, occasion, purchasable, record_date};
+use super::rules::{
+    act_on, act_window, attributes, is_avoid, listing_window, occasion, one_off_key, owned,
+    purchasable, record_date, Act,
+};
 use super::template::{Seg, Template};
 use super::types::{value_matches, TableId};
 
@@ -111,12 +114,18 @@ pub const MIN_WITH_COUNTER: usize = 5;
 /// The share of noise events drawn from entries' decoys (noise that looks like signal: the same
 /// apps, records and values in someone else's or a non-preference context); the rest comes from
 /// the persona's plain noise templates.
-pub const DECOY_SHARE: f64 = 0.95;
+pub const DECOY_SHARE: f64 = 0.65;
 
 /// The share of noise events (within [`DECOY_SHARE`]) that are noise twins of her evidence: the
 /// same event wrapped in a noise construction, carrying another value. The rest of the decoys
 /// are hand-written.
-pub const TWIN_SHARE: f64 = 0.65;
+pub const TWIN_SHARE: f64 = 0.4;
+
+/// The share of noise twins that carry the value in effect rather than another one: someone
+/// else's booking at a Thai place is no evidence of hers either. Her values then occur in noise
+/// as in signal, so a value word alone does not tell the classes apart (world.audit's logistic
+/// regression); whose event it is does.
+pub const TWIN_OWN_SHARE: f64 = 0.5;
 
 /// The share of her own events from an evidence template with `twins` that are wrapped in a
 /// signal form of one of those constructions ("For Sam and me: booked …", "Once again, …"), so
@@ -184,6 +193,14 @@ struct ExcludedName {
     label: String,
     entry: String,
     from: Option<Date>,
+}
+
+/// What an event's text says she did with one dated record it names, and the days that allows.
+struct ActSpan<'r> {
+    table: TableId,
+    id: &'r str,
+    act: Act,
+    window: (Date, Date),
 }
 
 /// The profile and app-data rules every draw obeys ([`super::rules`]).
@@ -262,6 +279,35 @@ impl Constraints {
         })
     }
 
+    /// What `text` says she did with each dated record one buys among `chosen` (a flight, a
+    /// show), with the days each act allows ([`act_window`]).
+    fn acts<'r>(
+        &self,
+        cat: &Catalog,
+        binds: &[Binding],
+        chosen: &[&'r Record],
+        text: &str,
+    ) -> Vec<ActSpan<'r>> {
+        let mut out = Vec::new();
+        for (b, r) in binds.iter().zip(chosen) {
+            if !self.purchasable.contains(&b.table) {
+                continue;
+            }
+            let Some(d) = record_date(cat, b.table, r) else {
+                continue;
+            };
+            let label = cat.table(b.table).label(r).to_lowercase();
+            let act = act_on(text, &label);
+            out.push(ActSpan {
+                table: b.table,
+                id: r.id.as_str(),
+                act,
+                window: act_window(act, d),
+            });
+        }
+        out
+    }
+
     /// The days within `window` on which an event may name `r`: all of them, unless `r` is a
     /// dated thing one buys (a show, a flight), which is named from its listing to its day.
     fn days_for(
@@ -309,10 +355,40 @@ struct Ctx<'a> {
     cat: &'a Catalog,
     /// One-off occasions already recorded, per app (a birthday is booked once).
     occasions: RefCell<HashSet<(String, String)>>,
+    /// One-off acts already told, per app, by core text (a rating of one place is given once).
+    one_offs: RefCell<HashSet<(String, String)>>,
+    /// Dated records (flights, shows) an event already said she bought.
+    purchased: RefCell<HashSet<(TableId, String)>>,
+    /// The persona's decorations, for core texts (`audit::decorations`).
+    decorations: Vec<String>,
+    /// The people noise twins are told about (the capitalised words of the `someone` list): a
+    /// text names each at most once.
+    people: Vec<String>,
     vocab: &'a [Vec<Template<Var>>],
+    /// Circumstances per app ([`Persona`]'s `contexts`).
+    contexts: &'a indexmap::IndexMap<String, Vec<Template<Var>>>,
     constructions: &'a [Construction],
     guards: Guards,
     rules: Constraints,
+}
+
+impl<'a> Ctx<'a> {
+    /// What every draw of `persona`'s history reads, with nothing told yet.
+    fn new(cat: &'a Catalog, persona: &'a Persona) -> Self {
+        Ctx {
+            cat,
+            occasions: RefCell::new(HashSet::new()),
+            one_offs: RefCell::new(HashSet::new()),
+            purchased: RefCell::new(HashSet::new()),
+            decorations: super::audit::decorations(cat, persona),
+            people: people(persona),
+            vocab: &persona.vocab,
+            contexts: &persona.contexts,
+            constructions: &persona.constructions,
+            guards: guards(persona),
+            rules: Constraints::new(cat, persona),
+        }
+    }
 }
 
 /// One event to draw: the template, the entry it is drawn for, its role and its day window (one
@@ -341,14 +417,7 @@ pub fn synthesize(
     let (n_signal, n_noise) = split_counts(persona, params, &entries)?;
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(params.seed);
     let counts = allocate(&entries, n_signal, params.min_per_entry, &mut rng);
-    let ctx = Ctx {
-        cat,
-        occasions: RefCell::new(HashSet::new()),
-        vocab: &persona.vocab,
-        constructions: &persona.constructions,
-        guards: guards(persona),
-        rules: Constraints::new(cat, persona),
-    };
+    let ctx = Ctx::new(cat, persona);
     let mut drafts = Vec::with_capacity(params.events);
     for (&entry, &count) in entries.iter().zip(&counts) {
         entry_events(
@@ -519,11 +588,13 @@ fn for_period(templates: &[EventTemplate], period: Option<Period>) -> Vec<&Event
         .collect()
 }
 
-/// Rotates through templates from a random offset, skipping `once` templates already used.
+/// Rotates through templates from a random offset, skipping `once` templates already used and
+/// templates with nothing new to say ([`Rotation::spend`]).
 struct Rotation<'a> {
     templates: Vec<&'a EventTemplate>,
     next: usize,
     used: Vec<bool>,
+    spent: Vec<bool>,
 }
 
 impl<'a> Rotation<'a> {
@@ -534,10 +605,12 @@ impl<'a> Rotation<'a> {
             rng.random_range(0..templates.len())
         };
         let used = vec![false; templates.len()];
+        let spent = vec![false; templates.len()];
         Self {
             templates,
             next,
             used,
+            spent,
         }
     }
 
@@ -545,7 +618,7 @@ impl<'a> Rotation<'a> {
         for _ in 0..self.templates.len() {
             let i = self.next % self.templates.len();
             self.next += 1;
-            if self.templates[i].once && self.used[i] {
+            if (self.templates[i].once && self.used[i]) || self.spent[i] {
                 continue;
             }
             self.used[i] = true;
@@ -553,12 +626,40 @@ impl<'a> Rotation<'a> {
         }
         None
     }
+
+    /// Marks a template as having nothing new to say (every record it could buy is bought).
+    fn spend(&mut self, t: &EventTemplate) {
+        if let Some(i) = self.templates.iter().position(|x| std::ptr::eq(*x, t)) {
+            self.spent[i] = true;
+        }
+    }
 }
 
-fn entry_events(
+/// Draws one event from the rotation: the next template, or the one after it when a template
+/// has nothing new to say.
+fn draw_rotating<'a>(
+    ctx: &Ctx<'_>,
+    rot: &mut Rotation<'a>,
+    ask: impl Fn(&'a EventTemplate) -> Ask<'a>,
+    rng: &mut Xoshiro256PlusPlus,
+    what: &str,
+) -> Result<Draft> {
+    for _ in 0..=rot.templates.len() {
+        let Some(t) = rot.take() else { break };
+        match draw(ctx, &ask(t), rng)? {
+            Some(d) => return Ok(d),
+            None => rot.spend(t),
+        }
+    }
+    Err(WorldError::Synthesis(format!(
+        "{what}: every template is spent (its records bought, its one-off acts told); add templates or lower the event count"
+    )))
+}
+
+fn entry_events<'a>(
     ctx: &Ctx<'_>,
     persona: &Persona,
-    e: &ProfileEntry,
+    e: &'a ProfileEntry,
     count: usize,
     min: usize,
     rng: &mut Xoshiro256PlusPlus,
@@ -580,20 +681,15 @@ fn entry_events(
     for (&(period, from, to), &n) in wins.iter().zip(&per_window) {
         let mut rot = Rotation::new(for_period(&e.evidence, period), rng);
         for _ in 0..n {
-            let t = rot.take().ok_or_else(|| {
-                WorldError::Synthesis(format!(
-                    "entry `{}` has no (unused) evidence template for this period",
-                    e.id
-                ))
-            })?;
-            let ask = Ask {
+            let ask = |t: &'a EventTemplate| Ask {
                 t,
                 entry: Some(e),
                 role: Role::Support,
                 window: (from, to),
                 twin: false,
             };
-            out.push(draw(ctx, &ask, rng)?);
+            let what = format!("entry `{}` (evidence)", e.id);
+            out.push(draw_rotating(ctx, &mut rot, ask, rng, &what)?);
         }
     }
     let mut rot = Rotation::new(e.counter.iter().collect(), rng);
@@ -602,22 +698,42 @@ fn entry_events(
         // An exception of her own may be one of her usual events with another value ("This
         // time, booked Seoul Table (Korean …)"): the words of noise twins occur in signal too.
         let twin = !exceptions.is_empty() && rng.random_bool(COUNTER_TWIN_SHARE);
-        let t = if twin {
-            exceptions[rng.random_range(0..exceptions.len())]
-        } else {
-            rot.take().ok_or_else(|| {
-                WorldError::Synthesis(format!("entry `{}` ran out of counter templates", e.id))
-            })?
+        if twin {
+            let t = exceptions[rng.random_range(0..exceptions.len())];
+            let window = side_window(&wins, t.period, rng);
+            let ask = Ask {
+                t,
+                entry: Some(e),
+                role: Role::Counter,
+                window,
+                twin,
+            };
+            if let Some(d) = draw(ctx, &ask, rng)? {
+                out.push(d);
+                continue;
+            }
+        }
+        let windows: Vec<(Date, Date)> = e
+            .counter
+            .iter()
+            .map(|t| side_window(&wins, t.period, rng))
+            .collect();
+        let ask = |t: &'a EventTemplate| {
+            let i = e
+                .counter
+                .iter()
+                .position(|x| std::ptr::eq(x, t))
+                .unwrap_or(0);
+            Ask {
+                t,
+                entry: Some(e),
+                role: Role::Counter,
+                window: windows[i],
+                twin: false,
+            }
         };
-        let window = side_window(&wins, t.period, rng);
-        let ask = Ask {
-            t,
-            entry: Some(e),
-            role: Role::Counter,
-            window,
-            twin,
-        };
-        out.push(draw(ctx, &ask, rng)?);
+        let what = format!("entry `{}` (counter-evidence)", e.id);
+        out.push(draw_rotating(ctx, &mut rot, ask, rng, &what)?);
     }
     Ok(())
 }
@@ -670,10 +786,12 @@ fn noise_events(
     out: &mut Vec<Draft>,
 ) -> Result<()> {
     let mut pool = NoisePool::new(ctx, persona, signal);
-    for _ in 0..n {
-        let Some((t, entry, twin)) = pool.pick(rng) else {
+    let mut drawn = 0;
+    while drawn < n {
+        let Some(i) = pool.pick(rng) else {
             break;
         };
+        let (t, entry, twin) = pool.templates[i];
         let window = match entry {
             Some(e) => side_window(&windows(persona, e), t.period, rng),
             None => (persona.start, persona.end),
@@ -690,7 +808,14 @@ fn noise_events(
             window,
             twin,
         };
-        out.push(draw(ctx, &ask, rng)?);
+        match draw(ctx, &ask, rng)? {
+            Some(d) => {
+                out.push(d);
+                drawn += 1;
+            }
+            // Nothing new to say: never drawn again, like a used `once` template.
+            None => pool.spend(i),
+        }
     }
     Ok(())
 }
@@ -710,6 +835,7 @@ struct NoisePool<'a> {
     /// Cumulative weights of the twins, in order from `hand`.
     twin_weights: Vec<f64>,
     used: Vec<bool>,
+    spent: Vec<bool>,
     decks: [Deck; 2],
 }
 
@@ -745,12 +871,14 @@ impl<'a> NoisePool<'a> {
             }
         }
         let used = vec![false; templates.len()];
+        let spent = vec![false; templates.len()];
         Self {
             templates,
             plain: persona.noise.len(),
             hand,
             twin_weights,
             used,
+            spent,
             decks: [Deck::default(), Deck::default()],
         }
     }
@@ -758,7 +886,7 @@ impl<'a> NoisePool<'a> {
     /// The next noise template: TWIN_SHARE of the noise is twins of her evidence, DECOY_SHARE
     /// all dressed as signal, the rest plain phone chatter; an empty segment passes its share on,
     /// and a `once` template already used passes to the next one.
-    fn pick(&mut self, rng: &mut Xoshiro256PlusPlus) -> Option<NoiseTemplate<'a>> {
+    fn pick(&mut self, rng: &mut Xoshiro256PlusPlus) -> Option<usize> {
         let (plain, hand, len) = (self.plain, self.hand, self.templates.len());
         let segments = [(plain, hand), (hand, len), (0, plain)];
         let x = rng.random_range(0.0..1.0);
@@ -782,14 +910,23 @@ impl<'a> NoisePool<'a> {
         } else {
             self.decks[usize::from(lo != plain)].deal(lo..hi, rng)
         };
+        let blocked = |j: usize| (self.templates[j].0.once && self.used[j]) || self.spent[j];
         for _ in 0..len {
-            if !(self.templates[i].0.once && self.used[i]) {
+            if !blocked(i) {
                 break;
             }
             i = (i + 1) % len;
         }
+        if blocked(i) {
+            return None;
+        }
         self.used[i] = true;
-        Some(self.templates[i])
+        Some(i)
+    }
+
+    /// Marks template `i` as having nothing new to say: it is never picked again.
+    fn spend(&mut self, i: usize) {
+        self.spent[i] = true;
     }
 }
 
@@ -878,13 +1015,23 @@ fn other_value<'e>(
 
 /// Draws one event: a time in the window, records that fit the profile (for the user's own
 /// evidence) and the time (for dated purchases, re-timed into their listing window), a phrasing,
-/// and the guards of its role.
-fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Draft> {
+/// and the guards of its role. Then the rules of a phone that did what its history says
+/// ([`super::rules`]): what the text says she did with a dated record (bought it, flew or saw
+/// it) falls in that act's days, a purchase is one the app's orders hold and is told once, and a
+/// one-off act (a rating, a list started) is told once. `Ok(None)` when every attempt broke one
+/// of those rules: the template has nothing new to say (its records are all bought, its ratings
+/// given), and the caller draws from another.
+fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Option<Draft>> {
     let t = ask.t;
     let own = matches!(ask.role, Role::Support | Role::Counter);
     let mut last = None;
+    let mut spent = false;
     for _ in 0..ATTEMPTS {
+        let carry_own = ask.role == Role::Decoy && ask.twin && rng.random_bool(TWIN_OWN_SHARE);
         let (value, mention) = match (ask.entry, ask.role) {
+            (Some(e), _) if ask.twin && carry_own => {
+                (e.value_on(ask.window.0), e.mention_on(ask.window.0))
+            }
             (Some(e), _) if ask.twin => other_value(e, ask.window, rng)?,
             (Some(e), Role::Decoy) => decoy_value(e, ask.window.0),
             (Some(e), _) => (e.value_on(ask.window.0), e.mention_on(ask.window.0)),
@@ -901,19 +1048,60 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
         }) else {
             continue;
         };
+        let picks: Vec<usize> = ctx
+            .vocab
+            .iter()
+            .map(|l| rng.random_range(0..l.len().max(1)))
+            .collect();
+        let wrap = frame(ctx, ask, rng);
+        let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
+        let situated = situate(ctx, ask, phrasing, rng);
+        let phrasing = situated.as_ref().unwrap_or(phrasing);
+        let text_at = |when: DateTime| {
+            let fill = Fill {
+                chosen: &chosen,
+                value,
+                mention,
+                when,
+                vocab: ctx.vocab,
+                picks: &picks,
+                event: "",
+                tail: "",
+            };
+            let text = match wrap {
+                None => render(ctx.cat, phrasing, &t.binds, &fill),
+                Some(form) => wrapped(ctx.cat, form, phrasing, &t.binds, &fill),
+            };
+            (text, render_at(ctx.cat, t, &fill))
+        };
+        let (mut text, mut location) = text_at(time);
+        // The days the acts the text tells allow; the listing window for plain mentions.
+        let acts = ctx.rules.acts(ctx.cat, &t.binds, &chosen, &text);
         let mut days = ask.window;
-        for (b, r) in t.binds.iter().zip(&chosen) {
-            if let Some((lo, hi)) = ctx.rules.days_for(ctx.cat, b, r, days) {
-                days = (lo, hi);
-            }
+        for a in &acts {
+            days = (days.0.max(a.window.0), days.1.min(a.window.1));
         }
-        if days.0 > days.1 {
+        let purchases: Vec<(TableId, &str)> = acts
+            .iter()
+            .filter(|a| a.act == Act::Purchase)
+            .map(|a| (a.table, a.id))
+            .collect();
+        let bought_before = purchases.iter().any(|(table, id)| {
+            !owned(ctx.cat, *table, id)
+                || ctx
+                    .purchased
+                    .borrow()
+                    .contains(&(*table, (*id).to_string()))
+        });
+        if days.0 > days.1 || bought_before {
+            spent = true;
             continue;
         }
-        if days != ask.window {
+        if time.date < days.0 || time.date > days.1 {
             time.date = days
                 .0
                 .add_days(rng.random_range(0..=days.0.days_until(days.1)));
+            (text, location) = text_at(time);
         }
         if own
             && !t
@@ -924,28 +1112,6 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
         {
             continue;
         }
-        let picks: Vec<usize> = ctx
-            .vocab
-            .iter()
-            .map(|l| rng.random_range(0..l.len().max(1)))
-            .collect();
-        let wrap = frame(ctx, ask, rng);
-        let fill = Fill {
-            chosen: &chosen,
-            value,
-            mention,
-            when: time,
-            vocab: ctx.vocab,
-            picks: &picks,
-            event: "",
-            tail: "",
-        };
-        let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
-        let text = match wrap {
-            None => render(ctx.cat, phrasing, &t.binds, &fill),
-            Some(form) => wrapped(ctx.cat, form, phrasing, &t.binds, &fill),
-        };
-        let location = render_at(ctx.cat, t, &fill);
         let entry_id = ask.entry.map_or("", |e| e.id.as_str());
         if own
             && !ctx
@@ -954,19 +1120,57 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
         {
             continue;
         }
+        // One person once: "Marco booked … after Marco's party" reads as two people.
+        if ctx
+            .people
+            .iter()
+            .any(|p| text.matches(p.as_str()).count() > 1)
+        {
+            continue;
+        }
+        // The clock and the words agree: no "after a long day" at 09:00.
+        if !super::rules::fits_clock(&text, time.time.seconds() / 3600) {
+            continue;
+        }
         // A phrase drawn from the vocabulary may trip a guard (a companion who is the value a
         // counter-event must not name): draw again, and report the last failure if all do.
-        if let Err(e) = check(ctx, ask, &text, &location, time) {
+        if let Err(e) = check(ctx, ask, &text, &location, time, carry_own) {
             last = Some(e);
             continue;
         }
-        if let Some(o) = occasion(&text.to_lowercase()) {
-            if !ctx.occasions.borrow_mut().insert((t.app.clone(), o)) {
+        let lower = text.to_lowercase();
+        if let Some(o) = occasion(&lower) {
+            if ctx.occasions.borrow().contains(&(t.app.clone(), o)) {
+                spent = true;
                 continue;
             }
         }
+        let core = super::audit::core_text(&text, &ctx.decorations);
+        let labels: Vec<String> = t
+            .binds
+            .iter()
+            .zip(&chosen)
+            .map(|(b, r)| ctx.cat.table(b.table).label(r).to_lowercase())
+            .collect();
+        let one_off = one_off_key(&core, &lower, &labels);
+        if one_off
+            .as_ref()
+            .is_some_and(|k| ctx.one_offs.borrow().contains(&(t.app.clone(), k.clone())))
+        {
+            spent = true;
+            continue;
+        }
+        if let Some(o) = occasion(&lower) {
+            ctx.occasions.borrow_mut().insert((t.app.clone(), o));
+        }
+        if let Some(k) = one_off {
+            ctx.one_offs.borrow_mut().insert((t.app.clone(), k));
+        }
+        for (table, id) in purchases {
+            ctx.purchased.borrow_mut().insert((table, id.to_string()));
+        }
         let id = ask.entry.map(|e| e.id.clone());
-        return Ok(Draft {
+        return Ok(Some(Draft {
             time,
             app: t.app.clone(),
             location,
@@ -977,10 +1181,13 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
                 (Role::Support | Role::Counter, Some(e)) => e.dimension.clone(),
                 _ => "noise".into(),
             },
-        });
+        }));
     }
     if let Some(e) = last {
         return Err(e);
+    }
+    if spent {
+        return Ok(None);
     }
     let who = ask
         .entry
@@ -989,6 +1196,60 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Dr
         "{who}: no records fit the profile and the dates for \"{}\" in {} … {} ({ATTEMPTS} draws)",
         t.app, ask.window.0, ask.window.1
     )))
+}
+
+/// The capitalised words of the persona's `someone` list: the people noise twins are about.
+fn people(persona: &Persona) -> Vec<String> {
+    let Some(i) = persona.vocab_names.iter().position(|n| n == "someone") else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for phrase in &persona.vocab[i] {
+        for seg in &phrase.segs {
+            if let Seg::Text(t) = seg {
+                for w in t.split(|c: char| !c.is_alphanumeric()) {
+                    if w.chars().next().is_some_and(char::is_uppercase)
+                        && !out.iter().any(|o| o == w)
+                    {
+                        out.push(w.to_string());
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The phrasing with one of its app's circumstances (" for Friday's catch-up") before its
+/// trailing vocabulary phrase — for every event of the app, hers or not, so circumstances say
+/// nothing about whose event it is; `None` when the template opts out, the app has none, or the
+/// text opens with something other than an act ("Reminder: …", "Health recorded …").
+fn situate(
+    ctx: &Ctx<'_>,
+    ask: &Ask<'_>,
+    phrasing: &Template<Var>,
+    rng: &mut Xoshiro256PlusPlus,
+) -> Option<Template<Var>> {
+    let list = ctx.contexts.get(&ask.t.app)?;
+    // A circumstance follows an act ("Booked …", "Texted …"), not a label ("Reminder: …").
+    let opens_with_verb = match phrasing.segs.first() {
+        Some(Seg::Text(t)) => t
+            .split_whitespace()
+            .next()
+            .is_some_and(|w| super::rules::verb_like(&w.to_lowercase())),
+        _ => false,
+    };
+    if !ask.t.context || list.is_empty() || !opens_with_verb {
+        return None;
+    }
+    let c = &list[rng.random_range(0..list.len())];
+    let mut segs = phrasing.segs.clone();
+    let at = match segs.last() {
+        Some(Seg::Var(Var::Vocab(_), _)) => segs.len() - 1,
+        _ => segs.len(),
+    };
+    segs.splice(at..at, c.segs.iter().cloned());
+    Some(Template { segs })
 }
 
 /// An event's phrasing rendered inside a construction's form: `{event}` is the phrasing without
@@ -1028,7 +1289,14 @@ fn decoy_value(e: &ProfileEntry, day: Date) -> (&Value, &str) {
 }
 
 /// The guards of an event's role, re-checked on the produced text.
-fn check(ctx: &Ctx<'_>, ask: &Ask<'_>, text: &str, location: &str, time: DateTime) -> Result<()> {
+fn check(
+    ctx: &Ctx<'_>,
+    ask: &Ask<'_>,
+    text: &str,
+    location: &str,
+    time: DateTime,
+    carry_own: bool,
+) -> Result<()> {
     let lower = text.to_lowercase();
     let here = || {
         ask.entry
@@ -1057,7 +1325,7 @@ fn check(ctx: &Ctx<'_>, ask: &Ask<'_>, text: &str, location: &str, time: DateTim
                     here()
                 )))
             }
-            Role::Decoy if ask.twin && names_own => {
+            Role::Decoy if ask.twin && names_own && !carry_own => {
                 return Err(WorldError::Synthesis(format!(
                     "{}: the noise twin \"{text}\" names the entry's own value",
                     here()

@@ -4,6 +4,7 @@
 
 use super::app::{Catalog, Effect, Record};
 use super::clock::Date;
+use super::persona::text::mentions_lowered;
 use super::persona::{ProfileEntry, Want};
 use super::types::{FieldKind, TableId};
 
@@ -119,5 +120,279 @@ pub fn occasion(text: &str) -> Option<String> {
         let before = text[..at].trim_end();
         let owner = before.rsplit(' ').next().unwrap_or_default();
         Some(format!("{owner} {m}").trim().to_string())
+    })
+}
+
+/// What an event says the user did with a record it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Act {
+    /// She bought or booked it ("Booked AS 1211", "Bought tickets for Hamilton").
+    Purchase,
+    /// She used it: the flight was flown, the show seen ("Flew AS 1211", "Saw Hamilton").
+    Completed,
+    /// Anything else: browsing, saving, comparing, someone else's purchase, a purchase she did
+    /// not make ("Almost booked …").
+    Other,
+}
+
+/// Verbs of buying or booking a record, as an event's words say them.
+pub const PURCHASE_VERBS: &[&str] = &[
+    "booked",
+    "bought",
+    "purchased",
+    "reserved",
+    "ordered",
+    "got tickets",
+    "grabbed tickets",
+    "paid for",
+    "chose",
+];
+
+/// Verbs of having used a record (flown, seen).
+pub const COMPLETED_VERBS: &[&str] = &[
+    "flew", "saw", "attended", "watched", "went to", "landed", "caught", "loved",
+];
+
+/// Words that undo an act the same sentence names ("Almost booked …", "…, then cancelled").
+pub const NOT_DONE: &[&str] = &[
+    "almost",
+    "nearly",
+    "didn't",
+    "did not",
+    "never",
+    "cancelled",
+    "canceled",
+    "considered",
+    "thinking of",
+    "wanted to",
+    "meant to",
+];
+
+/// A completed act is told within this many days after the record's date.
+pub const COMPLETED_DAYS: i64 = 21;
+
+/// What `text` says the user did with the record whose lower-cased label is `label`: the last
+/// purchase or completion verb in the clause before the label's first mention, if the clause's
+/// subject is the user (it opens with a verb, or with a construction such as "For Marco:") and
+/// nothing in the text undoes it.
+pub fn act_on(text: &str, label: &str) -> Act {
+    let lower = text.to_lowercase();
+    let Some(at) = find_whole(&lower, label) else {
+        return Act::Other;
+    };
+    if NOT_DONE.iter().any(|w| mentions_lowered(&lower, w)) {
+        return Act::Other;
+    }
+    // The clause the label is in: after the last colon, semicolon, dash or sentence end.
+    let before = &text[..at];
+    let start = before.rfind([':', ';', '.', '—', '(', '"']).map_or(0, |i| {
+        i + before[i..].chars().next().map_or(1, char::len_utf8)
+    });
+    let clause = before[start..].trim_start();
+    let lc = clause.to_lowercase();
+    // Hers when the clause, or a part of it after a comma ("This time, booked …"), opens with a
+    // verb; "Priya booked …" is someone else's.
+    let opens_with_verb = clause.split(", ").any(|part| {
+        let first = part.split_whitespace().next().unwrap_or_default();
+        first.chars().next().is_some_and(|c| c.is_lowercase()) || verb_like(&first.to_lowercase())
+    });
+    if !opens_with_verb {
+        // "Priya booked …", "Tom saw …": someone else's act.
+        return Act::Other;
+    }
+    let mut last: Option<(usize, Act)> = None;
+    for (verbs, act) in [
+        (PURCHASE_VERBS, Act::Purchase),
+        (COMPLETED_VERBS, Act::Completed),
+    ] {
+        for v in verbs {
+            if let Some(i) = rfind_whole(&lc, v) {
+                if last.is_none_or(|(j, _)| i > j) {
+                    last = Some((i, act));
+                }
+            }
+        }
+    }
+    last.map_or(Act::Other, |(_, a)| a)
+}
+
+/// Whether a lower-cased word reads as a past-tense verb opening a clause ("booked", "flew",
+/// "took"): a listed verb, an `-ed` form, or a common irregular past.
+pub fn verb_like(word: &str) -> bool {
+    const IRREGULAR: &[&str] = &[
+        "flew", "saw", "went", "took", "got", "bought", "made", "sent", "set", "put", "paid",
+        "left", "gave", "caught", "rode", "ran", "found", "kept", "chose", "wrote", "read", "met",
+        "told", "spent", "split", "let", "heard", "sat", "ate",
+    ];
+    word.ends_with("ed")
+        || IRREGULAR.contains(&word)
+        || PURCHASE_VERBS
+            .iter()
+            .chain(COMPLETED_VERBS)
+            .any(|v| v.split(' ').next() == Some(word))
+}
+
+/// Phrases that say the act happens late in the day, whatever words surround them.
+const LATE: [&str; 6] = [
+    "after a long day",
+    "at the end of the day",
+    "after work",
+    "after getting home late",
+    "after a late dinner",
+    "after a late meeting",
+];
+
+/// Whether what a text says about the time of day agrees with the hour it happened: no "after a
+/// long day" at 09:00, no "at the end of the day on Sunday morning". A part of the day counts
+/// where it tells the moment ("this evening", "a quiet afternoon", "on a foggy morning"), not a
+/// name or a plan ("the Sunday Morning playlist", "her Tuesday morning block", "before a busy
+/// morning").
+pub fn fits_clock(text: &str, hour: u32) -> bool {
+    let lc = text.to_lowercase().replace("before a busy morning", "");
+    let words: Vec<&str> = lc
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .collect();
+    const MOMENT: [&str; 9] = [
+        "this", "a", "quiet", "rainy", "foggy", "clear", "warm", "slow", "busy",
+    ];
+    let told = |parts: &[&str]| {
+        words
+            .windows(2)
+            .any(|w| parts.contains(&w[1]) && MOMENT.contains(&w[0]))
+    };
+    let (morning, afternoon) = (told(&["morning"]), told(&["afternoon"]));
+    let evening = told(&["evening", "night"]) || LATE.iter().any(|p| find_whole(&lc, p).is_some());
+    [morning, afternoon, evening].iter().filter(|b| **b).count() <= 1
+        && (!morning || hour < 12)
+        && (!afternoon || (12..18).contains(&hour))
+        && (!evening || !(5..17).contains(&hour))
+}
+
+/// The byte offset of the first whole-word occurrence of `phrase` in `text` (both lower-case).
+fn find_whole(text: &str, phrase: &str) -> Option<usize> {
+    whole_matches(text, phrase).next()
+}
+
+/// The byte offset of the last whole-word occurrence.
+fn rfind_whole(text: &str, phrase: &str) -> Option<usize> {
+    whole_matches(text, phrase).last()
+}
+
+fn whole_matches<'a>(text: &'a str, phrase: &'a str) -> impl Iterator<Item = usize> + 'a {
+    let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
+    text.match_indices(phrase)
+        .filter(move |(i, m)| {
+            !phrase.is_empty()
+                && edge(text[..*i].chars().next_back())
+                && edge(text[i + m.len()..].chars().next())
+        })
+        .map(|(i, _)| i)
+}
+
+/// The days on which an event may tell `act` about a record dated `date`: a purchase from its
+/// listing up to the day before it, any other mention up to the day itself, a completion from
+/// its day to [`COMPLETED_DAYS`] after.
+pub fn act_window(act: Act, date: Date) -> (Date, Date) {
+    match act {
+        Act::Completed => (date, date.add_days(COMPLETED_DAYS as i32)),
+        Act::Purchase => (date.add_days(-(LISTING_DAYS as i32)), date.add_days(-1)),
+        Act::Other => listing_window(date),
+    }
+}
+
+/// The table of the user's orders of a purchasable table's records, and the field that refers to
+/// the record: what an irreversible operation on that entity inserts (`skyway.bookings.flight`
+/// for `skyway.flights`).
+pub fn order_table(cat: &Catalog, table: TableId) -> Option<(TableId, usize)> {
+    for op in cat.apps.iter().flat_map(|a| &a.operations) {
+        if !op.irreversible || op.entity != Some(table) {
+            continue;
+        }
+        for e in &op.effects {
+            if let Effect::Insert { table: into, .. } = e {
+                let t = cat.table(*into);
+                if let Some(f) = t
+                    .fields
+                    .iter()
+                    .position(|f| f.kind == FieldKind::Ref(table) && !f.many)
+                {
+                    return Some((*into, f));
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Whether the user holds an order of record `id` of `table` in the app data.
+pub fn owned(cat: &Catalog, table: TableId, id: &str) -> bool {
+    order_table(cat, table).is_some_and(|(orders, f)| {
+        cat.table(orders)
+            .records
+            .iter()
+            .any(|r| r.values.get(f).and_then(|v| v.as_str()) == Some(id))
+    })
+}
+
+/// Whether an event tells a one-off act, given its lower-cased core text (`audit::core_text`)
+/// and lower-cased text: rating or reviewing one place ("Rated Baan Thai 5 stars", "Reviewed
+/// Kettle & Crumb: \"…\""), starting a list, signing up for a named thing. Making another note
+/// or another sync is not one.
+pub fn one_off_act(core: &str, text: &str) -> bool {
+    one_off_opener(core, text).is_some()
+}
+
+/// The opener of a one-off act ([`one_off_act`]), if the event tells one.
+fn one_off_opener(core: &str, text: &str) -> Option<&'static str> {
+    let opens =
+        |w: &str| core.starts_with(w) && core[w.len()..].chars().next().is_none_or(|c| c == ' ');
+    let words: Vec<&str> = core.split(' ').collect();
+    if (opens("rated") || opens("gave")) && words.contains(&"stars") {
+        return Some("rated");
+    }
+    if opens("reviewed") && text.contains('"') {
+        return Some("reviewed");
+    }
+    for w in [
+        "wrote a review",
+        "left a review",
+        "signed up for the",
+        "adopted",
+    ] {
+        if opens(w) {
+            return Some(w);
+        }
+    }
+    let list = words.iter().take(6).any(|w| *w == "list");
+    for w in ["started", "created", "set up", "made"] {
+        if opens(w) && list {
+            return Some("started a list");
+        }
+    }
+    None
+}
+
+/// What a one-off act is about, so that telling it twice is caught however it is worded around
+/// (a circumstance, a companion): its opener and the first of `labels` (lower-cased record
+/// names) the text names, else the first words of its core. `None` when the event tells no one-off act.
+pub fn one_off_key(core: &str, text: &str, labels: &[String]) -> Option<String> {
+    let opener = one_off_opener(core, text)?;
+    let named = labels
+        .iter()
+        .filter_map(|l| whole_matches(text, l).next().map(|i| (i, l)))
+        .min_by_key(|(i, l)| (*i, std::cmp::Reverse(l.len())));
+    Some(match named {
+        Some((_, l)) => format!("{opener} {l}"),
+        // Without a record: the act's own words, up to the list it starts or six words, so a
+        // circumstance added after them does not make it a new act.
+        None => {
+            let words: Vec<&str> = core.split(' ').collect();
+            let end = words
+                .iter()
+                .position(|w| *w == "list")
+                .map_or(words.len().min(6), |i| i + 1);
+            words[..end].join(" ")
+        }
     })
 }

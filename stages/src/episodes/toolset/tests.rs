@@ -7,7 +7,7 @@ use super::*;
 use crate::episodes::{Environment, PhoneEnv};
 use crate::tasks::eval::resolve_json;
 use crate::tasks::generate::select;
-use crate::tasks::lints::SlotSource;
+use crate::tasks::lints::SetView;
 use crate::tasks::review::apply_round;
 use crate::tasks::sheet::{read_sheet, Round};
 use crate::tasks::testkit::{candidates, datasets, world};
@@ -38,16 +38,7 @@ fn released() -> &'static [TaskBundle] {
             }
             bundles = apply_round(bundles, &rows, round).expect("review").0;
         }
-        let set: Vec<SlotSource> = bundles
-            .iter()
-            .flat_map(|b| {
-                b.slots.iter().map(|s| SlotSource {
-                    task_id: b.task.task_id.clone(),
-                    slot_id: s.slot_id.clone(),
-                    source: s.source,
-                })
-            })
-            .collect();
+        let set = SetView::of(&bundles);
         let ix = WorldIndex::new(world());
         bundles
             .into_iter()

@@ -455,3 +455,33 @@ fn work_and_taxi_tasks_go_only_to_personas_they_fit() {
         "{reference}"
     );
 }
+
+#[test]
+fn contact_saver_needs_bobs_name_and_number_as_knowus_task_checks() {
+    let p = persona_from(
+        "cs",
+        "user_profile:\n  habits:\n    contact_saver: { description: \"Saves new numbers people text her.\" }\n",
+    );
+    let world = world_for(&p);
+    let g = generated(&p, &world);
+    let saver = task(&g, "ContactSaverTask");
+    assert_eq!(saver.info.expect, Some(Expect::Act));
+    assert_eq!(play(&world, saver, reference(saver)).0, Some(1.0));
+    let add = |name: &str, phone: &str| {
+        vec![call(
+            "contacts.add_contact",
+            json!({ "name": name, "phone": phone }),
+        )]
+    };
+    assert_eq!(play(&world, saver, add("Bob", "555-0199")).0, Some(1.0));
+    assert_eq!(
+        play(&world, saver, add("New number", "5550199")).0,
+        Some(0.0),
+        "not named Bob"
+    );
+    assert_eq!(
+        play(&world, saver, add("Bob", "5550100")).0,
+        Some(0.0),
+        "another number"
+    );
+}

@@ -83,7 +83,7 @@ fn each_rule_finds_its_contradiction_and_only_it() {
             "ev_5",
             "2025-03-05T20:00",
             "tixly",
-            "Bought tickets for Hamilton at Orpheum Theatre",
+            "Saved Hamilton at Orpheum Theatre to the wishlist",
             s,
             &["ent_x"],
         ),
@@ -318,4 +318,225 @@ fn the_audit_table_reports_the_rule_with_its_feature() {
         .find(|r| r.section == "separability" && r.key == "rule_balanced_accuracy")
         .expect("rule row");
     assert!(r.value > 0.99 && r.detail.contains(" $` → "), "{r:?}");
+}
+
+/// The phone's coherence rules (issue 25): a flight flown before its day, a show bought that the
+/// app holds no order of, one flight booked twice, a restaurant rated twice — each found by its
+/// own rule, and the coherent tellings of the same records by none.
+#[test]
+fn purchases_completions_and_one_offs_are_checked_against_the_phone() {
+    let s = Label::Signal;
+    let w = world_with(vec![
+        // AS 1205 (2025-04-18) is her booking bk-0418: booked in the weeks before, flown on the
+        // day — coherent.
+        event(
+            "ev_1",
+            "2025-03-30T20:00",
+            "skyway",
+            "Booked Alaska Airlines AS 1205 from SFO to PDX",
+            s,
+            &[],
+        ),
+        event(
+            "ev_2",
+            "2025-04-18T09:00",
+            "skyway",
+            "Flew AS 1205 to PDX in a window seat",
+            s,
+            &[],
+        ),
+        // Flown eight weeks before it departs.
+        event(
+            "ev_3",
+            "2025-09-28T09:00",
+            "skyway",
+            "Flew DL 1562 to JFK for a work trip",
+            s,
+            &[],
+        ),
+        // Bought, but Tixly holds no order of Hamilton.
+        event(
+            "ev_4",
+            "2025-09-10T20:00",
+            "tixly",
+            "Bought tickets for Hamilton at Orpheum Theatre",
+            s,
+            &[],
+        ),
+        // AS 1205 booked a second time.
+        event(
+            "ev_5",
+            "2025-04-02T20:00",
+            "skyway",
+            "Booked Alaska Airlines AS 1205 again for the trip",
+            s,
+            &[],
+        ),
+        // Someone else's booking, and one she almost made, are no purchase of hers.
+        event(
+            "ev_6",
+            "2025-09-12T20:00",
+            "skyway",
+            "Lena booked Delta DL 880 to PDX",
+            Label::Noise,
+            &[],
+        ),
+        event(
+            "ev_7",
+            "2025-09-13T20:00",
+            "skyway",
+            "Almost booked United UA 562 to PDX",
+            Label::Noise,
+            &[],
+        ),
+        // One rating per place, however it is worded around.
+        event(
+            "ev_8",
+            "2025-05-01T21:00",
+            "tasterank",
+            "Rated Baan Thai 5 stars on TasteRank after dinner there",
+            s,
+            &[],
+        ),
+        event(
+            "ev_9",
+            "2025-06-01T21:00",
+            "tasterank",
+            "Rated Baan Thai 5 stars on TasteRank on a rainy evening",
+            s,
+            &[],
+        ),
+    ]);
+    let found = rules(&audit(&w, 7));
+    let only = |rule: Rule| -> Vec<String> {
+        found
+            .iter()
+            .filter(|(r, _)| *r == rule)
+            .map(|(_, id)| id.clone())
+            .collect()
+    };
+    assert_eq!(only(Rule::CompletedBeforeDate), ["ev_3"], "{found:?}");
+    assert_eq!(only(Rule::PurchaseAbsent), ["ev_4"], "{found:?}");
+    assert_eq!(only(Rule::RepeatedPurchase), ["ev_5"], "{found:?}");
+    assert_eq!(only(Rule::OneOffRepeated), ["ev_9"], "{found:?}");
+}
+
+#[test]
+fn what_an_event_says_she_did_with_a_record() {
+    use crate::world::rules::{act_on, Act};
+    let cases = [
+        (
+            "Booked Alaska Airlines AS 1205 from SFO to PDX",
+            Act::Purchase,
+        ),
+        ("This time, booked AS 1205 to PDX", Act::Purchase),
+        (
+            "Bought tickets for a comedy night, Improv Night at The Chapel",
+            Act::Purchase,
+        ),
+        ("Flew AS 1205 to PDX in a window seat", Act::Completed),
+        (
+            "Saw Improv Night at The Chapel at The Chapel",
+            Act::Completed,
+        ),
+        ("Lena booked AS 1205 and shared the itinerary", Act::Other),
+        ("Almost booked AS 1205 for the trip", Act::Other),
+        ("Set a fare alert on AS 1205 to PDX", Act::Other),
+        ("Picked the window seat on AS 1205 to PDX", Act::Other),
+    ];
+    for (text, want) in cases {
+        let label = if text.contains("AS 1205") {
+            "as 1205"
+        } else {
+            "improv night at the chapel"
+        };
+        assert_eq!(act_on(text, label), want, "{text}");
+    }
+}
+
+#[test]
+fn a_core_text_drops_what_varies_between_tellings() {
+    let w = default_world();
+    let d = decorations(&w.catalog, &w.persona);
+    let a = core_text(
+        "Booked Baan Thai (Thai) on DineSpot with Aisha and Marco on Tuesday evening",
+        &d,
+    );
+    let b = core_text(
+        "This time, booked Baan Thai (Thai) on DineSpot (Friday morning)",
+        &d,
+    );
+    assert_eq!(a, "booked baan thai thai on dinespot");
+    assert_eq!(a, b);
+    // A circumstance is what happened, not decoration.
+    let c = core_text(
+        "Booked Baan Thai (Thai) on DineSpot after a long week at work",
+        &d,
+    );
+    assert_ne!(a, c);
+}
+
+#[test]
+fn the_logistic_regression_finds_words_that_tell_the_classes_apart_and_no_others() {
+    let mut telling = Vec::new();
+    let mut shared = Vec::new();
+    for i in 0..300 {
+        let label = if i % 4 == 0 {
+            Label::Noise
+        } else {
+            Label::Signal
+        };
+        let word = if label == Label::Noise {
+            "browsed"
+        } else {
+            "booked"
+        };
+        let id = format!("ev_{i}");
+        telling.push(event(
+            &id,
+            "2025-04-01T10:00",
+            "notes",
+            &format!("{word} place {}", i % 7),
+            label,
+            &[],
+        ));
+        shared.push(event(
+            &id,
+            "2025-04-01T10:00",
+            "notes",
+            &format!("booked place {}", i % 7),
+            label,
+            &[],
+        ));
+    }
+    let t = logistic_separability(&telling, 7).unwrap();
+    assert!(t.balanced_accuracy > 0.99, "{t:?}");
+    // Balanced weights: the 75/25 prior alone buys nothing.
+    let s = logistic_separability(&shared, 7).unwrap();
+    assert!(s.balanced_accuracy < 0.6, "{s:?}");
+    assert!(logistic_separability(&telling[1..4], 7).is_none());
+}
+
+/// Issue 25 audit: a circumstance must not contradict the clock ("after a long day" at 08:41,
+/// "at the end of the day on Sunday morning"); names and plans are not the moment.
+#[test]
+fn what_a_text_says_of_the_time_of_day_agrees_with_its_hour() {
+    use crate::world::rules::fits_clock;
+    let text = "Ordered running shoes after a long day of browsing this morning";
+    assert!(!fits_clock(text, 8));
+    assert!(!fits_clock(text, 20), "two parts of the day at once");
+    assert!(!fits_clock(
+        "Sent an email at the end of the day on Sunday morning",
+        9
+    ));
+    assert!(fits_clock("Sent an email at the end of the day", 18));
+    assert!(!fits_clock("Paid the check this evening", 11));
+    assert!(fits_clock("Paid the check this evening", 20));
+    assert!(fits_clock("Set the alarm this night", 2));
+    assert!(!fits_clock("Checked her inbox during a quiet afternoon", 9));
+    assert!(fits_clock("Checked her inbox during a quiet afternoon", 15));
+    // Names and plans are not the moment.
+    assert!(fits_clock("Played the Sunday Morning playlist", 20));
+    assert!(fits_clock("Gave up her Tuesday morning block", 15));
+    assert!(fits_clock("Set a reminder before a busy morning", 21));
 }

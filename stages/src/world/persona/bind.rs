@@ -20,8 +20,10 @@ fn wanted<'v>(want: &'v Want, value: &'v Value, chosen: &[&'v Record]) -> Option
 
 /// Chooses one record per binding, in order, among those matching its filters that `admit`
 /// accepts (history synthesis admits only records consistent with the profile and the event's
-/// time); `pick(n)` selects among `n > 0` candidates. On failure returns the index of the first
-/// binding with no matching record.
+/// time); `pick(n)` selects among `n > 0` candidates. A binding whose filters name an earlier
+/// one's field (`id: $bk.flight`) may match nothing for one choice of the earlier binding: the
+/// earlier binding then tries its other candidates (in `pick`'s order) before giving up. On
+/// failure returns the index of the first binding that no choice could satisfy.
 pub(crate) fn choose<'c>(
     cat: &'c Catalog,
     binds: &[Binding],
@@ -30,33 +32,65 @@ pub(crate) fn choose<'c>(
     pick: &mut impl FnMut(usize) -> usize,
 ) -> Result<Vec<&'c Record>, usize> {
     let mut chosen: Vec<&Record> = Vec::with_capacity(binds.len());
-    let mut candidates: Vec<&Record> = Vec::new();
-    for (bi, b) in binds.iter().enumerate() {
-        let wants: Vec<(Option<usize>, Option<Value>)> = b
-            .filters
-            .iter()
-            .map(|(f, w)| (*f, wanted(w, value, &chosen)))
-            .collect();
-        candidates.clear();
-        for r in &cat.table(b.table).records {
-            let ok = wants.iter().all(|(f, w)| {
+    let mut deepest = 0;
+    if extend(cat, binds, value, admit, pick, &mut chosen, &mut deepest) {
+        Ok(chosen)
+    } else {
+        Err(deepest)
+    }
+}
+
+/// Chooses records for `binds[chosen.len()..]`, backtracking over candidates; `deepest` records
+/// the furthest binding that found no candidate.
+fn extend<'c>(
+    cat: &'c Catalog,
+    binds: &[Binding],
+    value: &Value,
+    admit: &dyn Fn(&Binding, &Record) -> bool,
+    pick: &mut impl FnMut(usize) -> usize,
+    chosen: &mut Vec<&'c Record>,
+    deepest: &mut usize,
+) -> bool {
+    let bi = chosen.len();
+    let Some(b) = binds.get(bi) else {
+        return true;
+    };
+    let wants: Vec<(Option<usize>, Option<Value>)> = b
+        .filters
+        .iter()
+        .map(|(f, w)| (*f, wanted(w, value, chosen)))
+        .collect();
+    let mut candidates: Vec<&Record> = cat
+        .table(b.table)
+        .records
+        .iter()
+        .filter(|r| {
+            wants.iter().all(|(f, w)| {
                 let Some(w) = w else { return false };
                 match f {
                     None => r.id == w.as_str().unwrap_or_default(),
                     Some(fi) => r.values.get(*fi).is_some_and(|have| value_matches(have, w)),
                 }
-            });
-            if ok && admit(b, r) {
-                candidates.push(r);
-            }
-        }
-        if candidates.is_empty() {
-            return Err(bi);
-        }
-        let i = pick(candidates.len()).min(candidates.len() - 1);
-        chosen.push(candidates[i]);
+            }) && admit(b, r)
+        })
+        .collect();
+    if candidates.is_empty() {
+        *deepest = (*deepest).max(bi);
+        return false;
     }
-    Ok(chosen)
+    while !candidates.is_empty() {
+        let i = pick(candidates.len()).min(candidates.len() - 1);
+        chosen.push(candidates.swap_remove(i));
+        if extend(cat, binds, value, admit, pick, chosen, deepest) {
+            return true;
+        }
+        chosen.pop();
+        // The last binding needs no second try: its candidates all fit alike.
+        if bi + 1 == binds.len() {
+            break;
+        }
+    }
+    false
 }
 
 /// Admits every record (load-time checks render with the first matching record).

@@ -90,6 +90,7 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
     }
     check_ids(lw, raw);
     let vocab = lower_vocab(lw, raw);
+    let contexts = lower_contexts(lw, raw);
     let constructions = lower_constructions(lw, raw);
     let profile: Vec<ProfileEntry> = raw
         .profile
@@ -122,6 +123,8 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
         situational,
         noise,
         vocab,
+        vocab_names: raw.vocab.keys().cloned().collect(),
+        contexts,
         constructions,
     })
 }
@@ -222,6 +225,34 @@ fn lower_vocab(lw: &mut Lower, raw: &RawPersona) -> Vec<Vec<template::Template<V
     }
     // Names become visible only now, so a phrase cannot name a list.
     lw.vocab = raw.vocab.keys().cloned().collect();
+    out
+}
+
+/// The circumstances per app: known apps, phrases that parse (weekday, daypart and vocabulary
+/// placeholders only).
+fn lower_contexts(
+    lw: &mut Lower,
+    raw: &RawPersona,
+) -> IndexMap<String, Vec<template::Template<Var>>> {
+    let mut out = IndexMap::new();
+    for (app, phrases) in &raw.contexts {
+        if lw.cat.app(app).is_none() {
+            if let Some(first) = phrases.first() {
+                lw.push(
+                    K::UnknownEvidenceApp,
+                    lw.at(first),
+                    format!("`contexts` names unknown app `{app}`"),
+                    "key contexts by an app id of datasets/apps/",
+                );
+            }
+            continue;
+        }
+        let lowered: Vec<_> = phrases
+            .iter()
+            .filter_map(|p| lower_text(lw, p, &[]))
+            .collect();
+        out.insert(app.clone(), lowered);
+    }
     out
 }
 
@@ -558,6 +589,7 @@ fn lower_template(
         period,
         binds,
         twins,
+        context: r.context.unwrap_or(true),
     })
 }
 
@@ -925,6 +957,22 @@ fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
         }
     }
     check_forms(lw, p, raw, &env);
+    check_companions(lw, raw);
+    for (app, phrases) in &raw.contexts {
+        for phrase in phrases {
+            if let Some(m) = all_mentions.iter().find(|m| mentions(&phrase.value, m)) {
+                lw.push(
+                    K::NoiseEvidences,
+                    lw.at(phrase),
+                    format!(
+                        "context \"{}\" of `{app}` mentions profile value \"{m}\"",
+                        phrase.value
+                    ),
+                    "contexts go into every event of the app, so they may name no profile value",
+                );
+            }
+        }
+    }
     for (t, rt) in p.noise.iter().zip(&raw.noise) {
         check_rendered(lw, t, rt, (&Value::Null, ""), &env, &mut |lw, text| {
             if let Some(m) = all_mentions.iter().find(|m| mentions(text, m)) {
@@ -937,6 +985,69 @@ fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
             }
         });
     }
+}
+
+/// The vocabulary list of companions (" with Sam", " with Aisha and Marco").
+pub const COMPANIONS: &str = "{vocab.with}";
+
+/// Companions go only where they fit ([`K::CompanionMisfit`]): her own events (evidence,
+/// counter-evidence), after a text that has no "with" of its own, no comma clause, and does not
+/// end in a quote or a parenthesis.
+fn check_companions(lw: &mut Lower, raw: &RawPersona) {
+    let check = |lw: &mut Lower, t: &Spanned<RawTemplate>, hers: bool| {
+        let r = &t.value;
+        for text in std::iter::once(&r.text).chain(&r.phrasings) {
+            let Some(at) = text.value.find(COMPANIONS) else {
+                continue;
+            };
+            let before = text.value[..at].trim_end();
+            let why = if !hers {
+                Some("someone else's event takes no companions of hers")
+            } else if before.contains(" with ") || before.starts_with("With ") {
+                Some("the text already says who was with whom")
+            } else if before.ends_with(['"', ')', '.', '!', '?']) {
+                Some("a companion after a quote, a parenthesis or a full stop reads as part of it")
+            } else if outside_parentheses(before).contains(", ") {
+                Some("a companion after a comma clause attaches to the clause (\"…, the only one left with Sam\")")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                lw.push(
+                    K::CompanionMisfit,
+                    lw.at(text),
+                    format!("\"{}\": {why}", text.value),
+                    "use {vocab.when} (when it happened) instead, or reword so a companion fits",
+                );
+            }
+        }
+    };
+    for e in &raw.profile {
+        for t in e.value.evidence.iter().chain(&e.value.counter) {
+            check(lw, t, true);
+        }
+        for t in &e.value.decoys {
+            check(lw, t, false);
+        }
+    }
+    for t in &raw.noise {
+        check(lw, t, false);
+    }
+}
+
+/// `text` without its parenthesised asides ("Baan Thai (Thai, Inner Sunset)" → "Baan Thai ").
+fn outside_parentheses(text: &str) -> String {
+    let mut depth = 0usize;
+    text.chars()
+        .filter(|&c| {
+            match c {
+                '(' => depth += 1,
+                ')' => depth = depth.saturating_sub(1),
+                _ => return depth == 0,
+            }
+            false
+        })
+        .collect()
 }
 
 /// A noise twin carries each of the entry's other values: its bindings find records for it, and

@@ -58,6 +58,10 @@ pub struct Persona {
     pub(crate) noise: Vec<EventTemplate>,
     /// Phrase lists templates draw from (`{vocab.<name>}`), in file order.
     pub(crate) vocab: Vec<Vec<Template<Var>>>,
+    /// The names of the `vocab` lists, in the same order.
+    pub(crate) vocab_names: Vec<String>,
+    /// Circumstances per app, one added to each of her own events from that app.
+    pub(crate) contexts: IndexMap<String, Vec<Template<Var>>>,
     /// Ways to wrap an event as someone else's, mere browsing or a one-off (noise twins), or as
     /// plainly hers (signal), in file order; evidence templates name the ones that fit them.
     pub(crate) constructions: Vec<Construction>,
@@ -249,6 +253,8 @@ pub(crate) struct EventTemplate {
     /// Constructions (indices into [`Persona::constructions`]) that fit this evidence event:
     /// its noise twins wrap in their noise forms, a share of its events in their signal forms.
     pub twins: Vec<usize>,
+    /// Whether the app's contexts ([`Persona::contexts`]) are added to its events.
+    pub context: bool,
 }
 
 impl Persona {

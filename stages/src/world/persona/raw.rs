@@ -29,6 +29,11 @@ pub(crate) struct RawPersona {
     /// Named lists of phrases (`{vocab.with}` picks one per event): companions, moments, asides.
     #[serde(default)]
     pub vocab: IndexMap<String, Vec<Spanned<String>>>,
+    /// Circumstances of an event, per app (`dinespot: [" for Friday's catch-up", …]`): one is
+    /// added to each of her own events from that app (and to their noise twins), so one habit is
+    /// told in many situations.
+    #[serde(default)]
+    pub contexts: IndexMap<String, Vec<Spanned<String>>>,
     /// Named surface constructions (someone else's, browsing, a one-off) that evidence templates
     /// list under `twins`.
     #[serde(default)]
@@ -133,6 +138,10 @@ pub(crate) struct RawTemplate {
     /// Constructions that fit this evidence event (noise twins and framed signal).
     #[serde(default)]
     pub twins: Vec<Spanned<String>>,
+    /// Whether the app's `contexts` are added to this template's events (default true; `false`
+    /// for texts a circumstance does not fit).
+    #[serde(default)]
+    pub context: Option<bool>,
 }
 
 /// An ask-only fact about one situation.

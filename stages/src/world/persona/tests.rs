@@ -272,3 +272,52 @@ fn noise_twins_need_other_values_known_constructions_and_forms_around_the_event(
         problems(&y)
     );
 }
+
+/// A companion phrase goes only where one fits: not on someone else's event, not after a text
+/// that already says who was with whom, a comma clause, a quote or a parenthesis.
+#[test]
+fn a_companion_where_none_fits_is_a_located_problem() {
+    let cat = crate::world::dataset_tests::default_world().catalog.clone();
+    let y =
+        std::fs::read_to_string(crate::world::dataset_tests::datasets().join("personas/maya.yaml"))
+            .unwrap();
+    let misfits = [
+        (
+            "Browsed {value} for Lena, who is a size 7{vocab.with}",
+            "decoys",
+        ),
+        (
+            "Planned a drive to {value} with the map open{vocab.with}",
+            "evidence",
+        ),
+        ("Texted Sam: \\\"{value}\\\"{vocab.with}", "evidence"),
+    ];
+    for (text, _) in misfits {
+        let bad = y.replacen(
+            "\"Snoozed the {value} alarm once{vocab.when}\"",
+            &format!("\"{text}\""),
+            1,
+        );
+        assert_ne!(bad, y, "the fixture line moved");
+        let e = Persona::from_source("maya.yaml", &bad, &cat)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("companion") || e.contains("someone else"),
+            "{text}: {e}"
+        );
+    }
+    // A companion after a plain act is fine.
+    let ok = y.replacen(
+        "\"Snoozed the {value} alarm once{vocab.when}\"",
+        "\"Snoozed the {value} alarm once{vocab.with}\"",
+        1,
+    );
+    assert!(Persona::from_source("maya.yaml", &ok, &cat).is_ok());
+    // A context that names a profile value would go into every event of its app.
+    let named = y.replacen("\" for a weeknight catch-up\"", "\" for a Thai dinner\"", 1);
+    let e = Persona::from_source("maya.yaml", &named, &cat)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("context") && e.contains("Thai"), "{e}");
+}
