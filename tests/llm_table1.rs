@@ -409,6 +409,11 @@ fn judged_by_a_judge_model(
         [(sent.len() as u64, all_calls - sent.len() as u64)],
         "the judge's calls in `prefflow show runs`: sent, replayed"
     );
+    let criterion_prompts = criterion_prompts_are_complete(&sent);
+    assert!(
+        criterion_prompts > 0 && criterion_prompts as u64 <= 3 * free_text as u64,
+        "{criterion_prompts} criterion prompts for {free_text} free-text criteria per column"
+    );
     let label = "hybrid_text:default+llm:default";
     assert_eq!(distinct(&scores, "judge"), [label]);
     let verdicts = ws.table("judged_llm.verdicts", None);
@@ -488,16 +493,57 @@ fn judged_by_a_judge_model(
             .collect()
     };
     let before = read(ws);
-    let judge_url = judge.url.clone();
-    drop(judge);
+    let sent_before = judge.requests().len();
     forget_stage(ws, "judged_llm");
     forget_stage(ws, "judged");
     let mut offline = only.to_vec();
     offline.push("--offline");
-    run(ws, Some(&agent.url), Some(&judge_url), &offline);
+    run(ws, Some(&agent.url), Some(&judge.url), &offline);
     assert_executed(ws, "iprefbench", "judged_llm");
     assert_executed(ws, "iprefbench", "judged");
+    assert_eq!(
+        judge.requests().len(),
+        sent_before,
+        "--offline: 0 requests to the judge, every column replayed"
+    );
     assert_eq!(read(ws), before, "the judge's calls replay bit-identically");
+    let table1 = ws.table("iprefbench.table1", None);
+    assert_eq!(
+        distinct(&table1, "judge"),
+        [label],
+        "replayed: the same judge"
+    );
+    assert_eq!(column_of(&table1, LLM), model);
+}
+
+/// Every criterion prompt the judge model got carries what iPrefBench E.2/G.3 gives the rubric
+/// judge: the rubric, a trajectory of at least one step, the final answer (or `(none)`), the
+/// ground-truth profile, the hidden context and the simulator time (their content is checked
+/// in `judging::tests::each_criterion_prompt_carries_…`).
+fn criterion_prompts_are_complete(sent: &[prefflow_stages::llm::mock::Seen]) -> usize {
+    let prompts: Vec<String> = sent
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_str(&r.body).expect("a JSON request");
+            body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .filter(|p| p.contains("Criterion `"))
+        .collect();
+    for p in &prompts {
+        for needle in [
+            "Simulator time: 20",
+            "User profile (ground truth):\n- ",
+            "Hidden context (what only the user knows, and what was unavailable):\n{",
+            "Trajectory (step. action arguments [outcome] → user reply):\n1. ",
+            "Final answer: ",
+        ] {
+            assert!(p.contains(needle), "no `{needle}` in\n{p}");
+        }
+    }
+    prompts.len()
 }
 
 /// How the scripted matcher split each question of the model's episodes: (instruction,
