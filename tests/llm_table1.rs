@@ -13,8 +13,10 @@
 //! Then a judge model is configured (`judge_model`, `PREFFLOW_JUDGE_BASE_URL`) against a second
 //! scripted server: every column is judged again by it — the built-in agents' too, never mixed
 //! — while no episode re-runs; free-text criteria get the judge's verdict, questions go through
-//! the LLM matcher, every table says which judge produced it, paired differences stand (one
-//! judge), and `--offline` replays the judge's calls bit-identically.
+//! the LLM matcher, every criterion prompt carries what the paper's rubric judge reads, every
+//! table says which judge produced it, paired differences stand (one judge), the judge is
+//! measured on the labelled set beside the offline judge (`judge_validation`), and `--offline`
+//! replays the judge's calls with 0 requests, bit-identically.
 //!
 //! The whole released set is cheap enough in a debug build: 395 agent requests and ~110 judge
 //! requests, about 60 s on 2 cores for both phases (the test prints its time), so no subset is
@@ -323,7 +325,8 @@ fn a_model_playing_the_references_gets_the_oracles_column_then_a_judge_model_rej
 /// (no agent request); free-text criteria get an LLM verdict and nothing else does; questions go
 /// through the LLM matcher; Table 1 (one judge for every column), the scores and the report
 /// name the judge; paired differences stand; its tokens are the usage table's `judge` row;
-/// `--offline` replays the judge's calls.
+/// `judge_validation` measures it on the labelled set; `--offline` replays every judge stage's
+/// calls with 0 requests.
 fn judged_by_a_judge_model(
     ws: &Workspace,
     agent: &ScriptedServer,
@@ -481,6 +484,30 @@ fn judged_by_a_judge_model(
     let report = ws.cli(&["show", "iprefbench.table1"]).expect_code(0);
     assert!(report.stdout.contains(label), "{}", report.stdout);
 
+    // The judge that judges Table 1 is validated too: `judged_labelled_model` judges the
+    // labelled set with it, and `judge_validation` reports it beside the offline judge.
+    run(
+        ws,
+        Some(&agent.url),
+        Some(&judge.url),
+        &["--only", "judge_validation"],
+    );
+    let agreement = ws.table("judge_validation.agreement", None);
+    let [level, pair, n] = ["level", "pair", "n"].map(|c| strs(&agreement, c));
+    let n_of = |p: &str, l: &str| {
+        (0..agreement.height())
+            .find(|&i| pair[i] == p && level[i] == l)
+            .map(|i| n[i].clone())
+            .unwrap_or_else(|| panic!("no {p} row at level {l}: {agreement}"))
+    };
+    for l in ["criterion", "success", "recall", "extra"] {
+        assert_eq!(
+            n_of(&format!("{label}~gold"), l),
+            n_of("rule+scripted~gold", l),
+            "the judge model is measured on the same judgements as the offline judge ({l})"
+        );
+    }
+
     // Offline, with the judge gone, every column's verdicts replay from the record.
     let targets: [&[&str]; 2] = [
         &["show", "judged_llm.scores", "--path"],
@@ -494,13 +521,23 @@ fn judged_by_a_judge_model(
     };
     let before = read(ws);
     let sent_before = judge.requests().len();
-    forget_stage(ws, "judged_llm");
-    forget_stage(ws, "judged");
+    let validated = std::fs::read(ws.table_path(&["show", "judge_validation.agreement", "--path"]))
+        .expect("agreement");
+    for stage in ["judged_llm", "judged", "judged_labelled_model"] {
+        forget_stage(ws, stage);
+    }
     let mut offline = only.to_vec();
-    offline.push("--offline");
+    offline.extend(["--only", "judge_validation", "--offline"]);
     run(ws, Some(&agent.url), Some(&judge.url), &offline);
-    assert_executed(ws, "iprefbench", "judged_llm");
-    assert_executed(ws, "iprefbench", "judged");
+    for stage in ["judged_llm", "judged", "judged_labelled_model"] {
+        assert_executed(ws, "iprefbench", stage);
+    }
+    assert_eq!(
+        std::fs::read(ws.table_path(&["show", "judge_validation.agreement", "--path"]))
+            .expect("agreement"),
+        validated,
+        "the judge model's validation replays too"
+    );
     assert_eq!(
         judge.requests().len(),
         sent_before,
