@@ -109,8 +109,9 @@ pub fn table1(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
 
 /// A per-variant table (`table1`, `paired`, `pass_k`, `usage`) with a `judge` column: for each
 /// variant, which judge produced its numbers (the distinct `judge` labels of its scores,
-/// sorted, comma-separated; null for scores written without one), so a model judged by a judge
-/// model is never read as rule-judged.
+/// sorted, comma-separated, the offline judge marked as such (`reader_label`); null for
+/// scores written without one), so a model judged by a judge model is never read as
+/// rule-judged.
 pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFrame> {
     if !scores.schema().contains("judge") {
         return table1
@@ -126,19 +127,20 @@ pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFra
         .sort(["variant", "judge"], SortMultipleOptions::default())
         .group_by_stable([col("variant")])
         .agg([col("judge").str().join(", ", true)]);
-    table1
-        .lazy()
-        .join(
-            labels,
-            [col("variant")],
-            [col("variant")],
-            JoinArgs::new(JoinType::Left),
-        )
-        .collect()
+    reader_labels(
+        table1
+            .lazy()
+            .join(
+                labels,
+                [col("variant")],
+                [col("variant")],
+                JoinArgs::new(JoinType::Left),
+            )
+            .collect()?,
+    )
 }
 
-/// The judge label of `variant`'s scores (distinct labels, sorted, comma-separated, as
-/// [`with_judge`] writes them); `None` without a `judge` column or scores of the variant.
+/// The judge label of `variant`'s scores as [`with_judge`] writes it; `None` without a `judge` column or scores of the variant.
 fn judge_of(scores: &DataFrame, variant: &str) -> Option<String> {
     let variants = scores.column("variant").ok()?.str().ok()?;
     let judges = scores.column("judge").ok()?.cast(&DataType::String).ok()?;
@@ -149,45 +151,51 @@ fn judge_of(scores: &DataFrame, variant: &str) -> Option<String> {
         .filter(|(v, _)| *v == Some(variant))
         .filter_map(|(_, j)| j)
         .collect();
-    (!labels.is_empty()).then(|| labels.into_iter().collect::<Vec<_>>().join(", "))
+    (!labels.is_empty()).then(|| reader_label(&labels.into_iter().collect::<Vec<_>>().join(", ")))
 }
 
-/// Table 1's `judge` column as a reader needs it: a label naming no model (`rule+scripted`) is
-/// the offline judge and says so (`rule+scripted (offline)`); a Table 1 whose columns were
-/// judged by different judges is warned about (`paired` refuses those comparisons).
-fn judge_row(table1: DataFrame) -> PolarsResult<DataFrame> {
-    let marked: Vec<Option<String>> = table1
+/// A `judge` label as a reader needs it: each label naming no model (`rule+scripted`) is the
+/// offline judge and says so (`rule+scripted (offline)`); labels naming a model are kept.
+fn reader_label(labels: &str) -> String {
+    labels
+        .split(", ")
+        .map(|l| {
+            if l.contains(':') {
+                l.to_string()
+            } else {
+                format!("{l} (offline)")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `df`'s `judge` column through [`reader_label`].
+fn reader_labels(df: DataFrame) -> PolarsResult<DataFrame> {
+    let marked: Vec<Option<String>> = df
         .column("judge")?
         .cast(&DataType::String)?
         .str()?
         .iter()
-        .map(|j| {
-            j.map(|labels| {
-                labels
-                    .split(", ")
-                    .map(|l| {
-                        if l.contains(':') {
-                            l.to_string()
-                        } else {
-                            format!("{l} (offline)")
-                        }
-                    })
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            })
-        })
+        .map(|j| j.map(reader_label))
         .collect();
-    let distinct: std::collections::BTreeSet<&str> =
-        marked.iter().flatten().map(String::as_str).collect();
+    let mut out = df;
+    out.with_column(Column::new("judge".into(), marked))?;
+    Ok(out)
+}
+
+/// Table 1, warned about when its columns were judged by different judges (`paired` refuses
+/// those comparisons).
+fn judge_row(table1: DataFrame) -> PolarsResult<DataFrame> {
+    let judges = table1.column("judge")?.cast(&DataType::String)?;
+    let distinct: std::collections::BTreeSet<&str> = judges.str()?.iter().flatten().collect();
     if distinct.len() > 1 {
         tracing::warn!(
             "Table 1 mixes judges ({}): columns judged differently are not comparable; configure one judge for every column (docs/judging.md)",
             distinct.into_iter().collect::<Vec<_>>().join("; ")
         );
     }
-    let mut out = table1;
-    out.with_column(Column::new("judge".into(), marked))?;
-    Ok(out)
+    Ok(table1)
 }
 
 /// Table 1 with an `agent` column: for each variant, the agent that played it as the episodes

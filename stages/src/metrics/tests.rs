@@ -261,8 +261,17 @@ fn paired_refuses_a_comparison_across_judges() {
         same.paired.column("diff").unwrap().f64().unwrap().get(i),
         -0.5
     ));
-    let judges = same.table1.column("judge").unwrap().str().unwrap().clone();
-    assert!(judges.iter().all(|j| j == Some("rule+scripted (offline)")));
+    for (table, df) in [
+        ("table1", &same.table1),
+        ("paired", &same.paired),
+        ("pass_k", &same.pass_k),
+    ] {
+        let judges = df.column("judge").unwrap().str().unwrap().clone();
+        assert!(
+            judges.iter().all(|j| j == Some("rule+scripted (offline)")),
+            "{table}: {judges:?}"
+        );
+    }
 
     let p = agg(mixed).paired;
     let i = success(&p);
@@ -277,8 +286,24 @@ fn paired_refuses_a_comparison_across_judges() {
         .unwrap()
         .to_string();
     assert!(
-        note.contains("hybrid_text:j+llm:j") && note.contains("rule+scripted"),
+        note.contains("hybrid_text:j+llm:j") && note.contains("rule+scripted (offline)"),
         "{note}"
+    );
+    let mut judges: Vec<String> = p
+        .column("judge")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .flatten()
+        .map(str::to_string)
+        .collect();
+    judges.sort();
+    judges.dedup();
+    assert_eq!(
+        judges,
+        ["hybrid_text:j+llm:j"],
+        "the refused variant's judge"
     );
     assert_eq!(
         p.column("note").unwrap().null_count(),
