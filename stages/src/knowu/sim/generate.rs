@@ -187,11 +187,16 @@ fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
     if let Some(found) = matching::preference(p, &wanted(spec)) {
         // A preference that states nothing to check (a bare refusal: "Almost never — too
         // expensive") does not fit the task: the persona would not want it done at all.
-        if t.judged.is_some() && prefs::parse(found.value) == Requirements::default() {
+        let value_text = text(found.value);
+        let situation = prefs::situation(&t.instruction, &value_text);
+        if t.judged.is_some()
+            && prefs::parse(found.value)
+                .in_situation(&situation)
+                .is_empty()
+        {
             return Some(format!(
-                "usable preference: `{}` states nothing a task could follow ({:?})",
+                "usable preference: `{}` states nothing a task could follow in its situation ({value_text:?})",
                 found.path,
-                text(found.value)
             ));
         }
         return None;
@@ -230,7 +235,7 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         None => (None, Value::Null),
     };
     let value_text = text(&value);
-    let req = prefs::parse(&value);
+    let req = prefs::parse(&value).in_situation(&prefs::situation(&t.instruction, &value_text));
     let pref_text = render(&req);
     // The mapping the preference sits in (a social-graph contact): `{entry:phone|default}`.
     let entry = path
