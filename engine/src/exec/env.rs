@@ -24,10 +24,14 @@ pub struct ExecEnv {
     pub offline: bool,
     /// The pipeline's name, recorded in manifests (keys do not depend on it).
     pub pipeline: String,
-    /// Bounds the commits in flight: a few threads write, however many items finish at once,
-    /// and an item keeps its stage slot until its commit is done, so a store that stops
-    /// answering stops new items from starting instead of piling up finished ones.
+    /// Bounds the commits in flight: a few threads write, however many items finish at once.
     pub(super) commit_slots: Arc<Semaphore>,
+    /// Bounds the finished items waiting for a commit slot ([`COMMIT_BACKLOG`]): an item in the
+    /// backlog has given its stage slot to the next item, so a wave of items finishing together
+    /// does not hold back the next wave for the commits of the whole wave; once the backlog is
+    /// full, a finished item keeps its stage slot until it gets in, so a store that stops
+    /// answering stops new items from starting instead of piling up finished ones.
+    pub(super) commit_backlog: Arc<Semaphore>,
     /// Set by the first failed write to the store (disk full, permissions, a remote that keeps
     /// failing): from then on no new work starts, since it could not be kept.
     store_failure: OnceLock<String>,
@@ -41,6 +45,11 @@ pub struct ExecEnv {
     /// ([`ExecEnv::say_retries`]).
     retries: Mutex<HashMap<String, Arc<RetryTally>>>,
 }
+
+/// Finished items that may wait for a commit slot after giving up their stage slot: enough for
+/// a wave of 256 items in flight finishing together (a pool of 256 model requests), few enough
+/// that a silent store stops the computing soon.
+pub(crate) const COMMIT_BACKLOG: usize = 256;
 
 impl ExecEnv {
     /// An environment committing to `store`.
@@ -59,6 +68,7 @@ impl ExecEnv {
             offline,
             pipeline: pipeline.into(),
             commit_slots: Arc::new(Semaphore::new(cores * 2)),
+            commit_backlog: Arc::new(Semaphore::new(COMMIT_BACKLOG)),
             store_failure: OnceLock::new(),
             halt: OnceLock::new(),
             lease: OnceLock::new(),

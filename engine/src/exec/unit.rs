@@ -108,15 +108,24 @@ async fn attempt_unit(
         tables = compute(env, work, attempt) => tables,
         why = env.give_up() => Err(StageError::Failed(format!("{STOPPED}: {why}"))),
     };
-    // The stage slot stays taken until the commit is done: while the store is slow to take
-    // results, no new item starts. The resource pools (model endpoints…) are free already.
+    // The resource pools (model endpoints…) are free at once. The stage slot passes to the
+    // next item as soon as this one is in the commit backlog; while the backlog is full (a
+    // store slow to take results), no new item starts.
     let slot = match work.slots.is_some() && !permits.is_empty() {
         true => Some(permits.remove(0)),
         false => None,
     };
     drop(permits);
-    let committed = commit_async(env, work, computed?, how).await;
+    let tables = computed?;
+    let queued = env
+        .commit_backlog
+        .clone()
+        .acquire_owned()
+        .await
+        .map_err(|_| StageError::Failed("scheduler closed".into()))?;
     drop(slot);
+    let committed = commit_async(env, work, tables, how).await;
+    drop(queued);
     committed
 }
 
