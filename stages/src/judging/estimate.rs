@@ -82,9 +82,16 @@ impl JudgedStage<'_> {
                 (Some(items), Some(steps)) => Range::exact(asks(steps, items) as f64),
                 _ => self.questions.unwrap_or_default(),
             };
-            let slots = self.bundles.iter().map(|b| b.slots.len()).sum::<usize>() as f64 / n_tasks;
+            // Each slot's line: id, source and keywords (~12 tokens) and its `about` sentence.
+            let slot_lines = self
+                .bundles
+                .iter()
+                .flat_map(|b| &b.slots)
+                .map(|s| 12 + text_tokens(&s.about))
+                .sum::<u64>() as f64
+                / n_tasks;
             let per_question =
-                (self.requests_template + PER_MESSAGE + PER_REQUEST) as f64 + 12.0 * slots + 25.0;
+                (self.requests_template + PER_MESSAGE + PER_REQUEST) as f64 + slot_lines + 25.0;
             requests = requests.plus(questions);
             prompt_tokens = prompt_tokens.plus(questions.times(per_question));
         }

@@ -144,7 +144,14 @@ impl<'a> LlmJudge<'a> {
         let slots: Vec<Value> = bundle
             .slots
             .iter()
-            .map(|s| json!({"slot_id": s.slot_id, "source": s.source.as_str(), "keywords": s.keywords}))
+            .map(|s| {
+                json!({
+                    "slot_id": s.slot_id,
+                    "source": s.source.as_str(),
+                    "about": s.about,
+                    "keywords": s.keywords,
+                })
+            })
             .collect();
         let vars = json!({
             "instruction": bundle.task.instruction,

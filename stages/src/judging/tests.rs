@@ -720,6 +720,18 @@ fn the_llm_matcher_splits_requests_and_falls_back_when_unreadable() {
         .map(|r| (r.slot_id.as_deref(), r.matcher))
         .collect();
     assert_eq!(got, vec![(Some("party_size"), "llm"), (None, "llm")]);
+    // G.4: the judge reads each slot's id, source and what it is (its `about` sentence).
+    let body: Value = serde_json::from_str(&server.requests()[0].body).unwrap();
+    let prompt = body["messages"][0]["content"].as_str().unwrap();
+    let party = b.slot("party_size").unwrap();
+    assert!(!party.about.is_empty());
+    assert!(
+        prompt.contains(&format!(
+            "- party_size (ask_only; what it is: {}",
+            party.about
+        )),
+        "{prompt}"
+    );
     assert_eq!(j.interaction.precision, Some(0.5));
     assert!(
         j.verdicts.iter().all(|v| v.mode == "rule"),

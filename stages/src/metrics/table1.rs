@@ -113,34 +113,11 @@ pub fn table1(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
 /// scores written without one), so a model judged by a judge model is never read as
 /// rule-judged.
 pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFrame> {
-    if !scores.schema().contains("judge") {
-        return table1
-            .lazy()
-            .with_column(lit(NULL).cast(DataType::String).alias("judge"))
-            .collect();
-    }
-    let labels = scores
-        .clone()
-        .lazy()
-        .select([col("variant"), col("judge").cast(DataType::String)])
-        .unique_stable(None, UniqueKeepStrategy::First)
-        .sort(["variant", "judge"], SortMultipleOptions::default())
-        .group_by_stable([col("variant")])
-        .agg([col("judge").str().join(", ", true)]);
-    reader_labels(
-        table1
-            .lazy()
-            .join(
-                labels,
-                [col("variant")],
-                [col("variant")],
-                JoinArgs::new(JoinType::Left),
-            )
-            .collect()?,
-    )
+    reader_labels(with_episode_label(table1, Some(scores), "judge")?)
 }
 
-/// The judge label of `variant`'s scores as [`with_judge`] writes it; `None` without a `judge` column or scores of the variant.
+/// The judge label of `variant`'s scores as [`with_judge`] writes it; `None` without a
+/// `judge` column or scores of the variant.
 fn judge_of(scores: &DataFrame, variant: &str) -> Option<String> {
     let variants = scores.column("variant").ok()?.str().ok()?;
     let judges = scores.column("judge").ok()?.cast(&DataType::String).ok()?;
@@ -214,8 +191,8 @@ pub fn with_user(table1: DataFrame, episodes: Option<&DataFrame>) -> PolarsResul
     with_episode_label(table1, episodes, "user")
 }
 
-/// Table 1 with column `label` taken from the episodes' own (distinct values per variant,
-/// sorted, comma-separated; null without it).
+/// Table 1 with column `label` taken from the episodes' (or scores') own (distinct values per
+/// variant, sorted, comma-separated; null without it).
 fn with_episode_label(
     table1: DataFrame,
     episodes: Option<&DataFrame>,
