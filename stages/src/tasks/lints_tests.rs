@@ -415,16 +415,16 @@ fn an_instruction_given_twice_is_rejected_once() {
 
 const FOLLOW_UP: &str = r#"templates:
   - id: follow_up
-    instruction: "Book Baan Thai on Friday and text Sam the time."
+    instruction: "Book Baan Thai %W and text Sam the time."
     slots:
       party_size: { ask: 4, keywords: [people, party size], about: "How many people", default: dinespot.book_table.party_size }
     criteria:
-      - { id: booked, rubric: "Booked.", check: { inserted: dinespot.reservations, where: { restaurant: baan-thai, date: "2025-10-03" } } }
+      - { id: booked, rubric: "Booked.", check: { inserted: dinespot.reservations, where: { restaurant: baan-thai, date: "%D" } } }
       - { id: party_size, slot: party_size, rubric: "Four.", check: { inserted: dinespot.reservations, where: { party_size: "{slot.party_size}" } } }
       - { id: told, rubric: "Sam gets a text.", check: { inserted: messages.messages, where: { thread: th-sam%TEXT% } } }
     solution:
       - ask: "How many people?"
-      - { call: dinespot.book_table, args: { restaurant: baan-thai, date: "2025-10-03", party_size: "{slot.party_size}" } }
+      - { call: dinespot.book_table, args: { restaurant: baan-thai, date: "%D", party_size: "{slot.party_size}" } }
       - { call: messages.send_message, args: { thread: th-sam, text: "Baan Thai on Friday at 19:00" } }
     variants: [{}]
 "#;
@@ -433,13 +433,16 @@ const FOLLOW_UP: &str = r#"templates:
 /// ("text Sam the time" passes with any text otherwise).
 #[test]
 fn a_second_step_scored_only_by_its_recipient_is_rejected() {
-    let bare = fixture(&FOLLOW_UP.replace("%TEXT%", ""));
+    let follow_up = FOLLOW_UP
+        .replace("%W", "on Friday")
+        .replace("%D", "2025-10-03");
+    let bare = fixture(&follow_up.replace("%TEXT%", ""));
     let r = reason(&bare, Check::UnscoredStep);
     assert!(
         r.contains("messages.send_message") && r.contains("messages.messages"),
         "{r}"
     );
-    let scored = fixture(&FOLLOW_UP.replace("%TEXT%", ", text: { contains: \"19:00\" }"));
+    let scored = fixture(&follow_up.replace("%TEXT%", ", text: { contains: \"19:00\" }"));
     assert!(
         !checks_of(&scored)
             .iter()
@@ -449,25 +452,19 @@ fn a_second_step_scored_only_by_its_recipient_is_rejected() {
     );
 }
 
-const DINNER_ON: &str = r#"templates:
-  - id: dinner_on
-    instruction: "Book Baan Thai %W for dinner."
-    slots:
-      party_size: { ask: 4, keywords: [people, party size], about: "How many people", default: dinespot.book_table.party_size }
-    criteria:
-      - { id: booked, rubric: "Booked.", check: { inserted: dinespot.reservations, where: { restaurant: baan-thai, date: "%D" } } }
-      - { id: party_size, slot: party_size, rubric: "Four.", check: { inserted: dinespot.reservations, where: { party_size: "{slot.party_size}" } } }
-    solution:
-      - ask: "How many people?"
-      - { call: dinespot.book_table, args: { restaurant: baan-thai, date: "%D", party_size: "{slot.party_size}" } }
-    variants: [{}]
-"#;
-
 /// Issue 25 item 1: "on Friday", said on Thursday 2 October, means Friday 3 October; a task
 /// scoring Friday 10 October scores the careful agent wrong. "next Friday" is next week's.
 #[test]
 fn a_weekday_that_reads_as_another_date_than_the_scored_one_is_rejected() {
-    let t = |words: &str, date: &str| fixture(&DINNER_ON.replace("%W", words).replace("%D", date));
+    // The follow-up fixture, its text scored: only the day is in question here.
+    let t = |words: &str, date: &str| {
+        fixture(
+            &FOLLOW_UP
+                .replace("%W", words)
+                .replace("%D", date)
+                .replace("%TEXT%", ", text: { contains: \"19:00\" }"),
+        )
+    };
     let weekday_date = |b: &TaskBundle| {
         checks_of(b)
             .into_iter()

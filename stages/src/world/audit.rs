@@ -985,10 +985,11 @@ fn train_logistic(
     (v.into_iter().map(|x| x * scale).collect(), bias)
 }
 
-/// Balanced accuracy of a class-balanced logistic regression on word uni- and bigrams, averaged
-/// over [`LR_FOLDS`] seeded folds (each event is tested once, by a model that never saw it); the
-/// balanced class weights put the threshold at 0.5. `None` when a class is missing.
-fn logistic_separability(history: &[HistoryEvent], seed: u64) -> Option<Separability> {
+/// Gram ids, each event's gram set and whether it is noise: what the logistic regression reads.
+/// `None` when a class is missing.
+type GramFeatures = (HashMap<String, usize>, Vec<Vec<usize>>, Vec<bool>);
+
+fn gram_features(history: &[HistoryEvent]) -> Option<GramFeatures> {
     let mut ids: HashMap<String, usize> = HashMap::new();
     let features: Vec<Vec<usize>> = history
         .iter()
@@ -998,6 +999,14 @@ fn logistic_separability(history: &[HistoryEvent], seed: u64) -> Option<Separabi
     if noise.iter().all(|&x| x) || noise.iter().all(|&x| !x) {
         return None;
     }
+    Some((ids, features, noise))
+}
+
+/// Balanced accuracy of a class-balanced logistic regression on word uni- and bigrams, averaged
+/// over [`LR_FOLDS`] seeded folds (each event is tested once, by a model that never saw it); the
+/// balanced class weights put the threshold at 0.5. `None` when a class is missing.
+fn logistic_separability(history: &[HistoryEvent], seed: u64) -> Option<Separability> {
+    let (ids, features, noise) = gram_features(history)?;
     let mut order: Vec<usize> = (0..history.len()).collect();
     order.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(seed ^ 0x10_61_57_1c));
     let mut hits = [0usize; 2];
@@ -1049,15 +1058,9 @@ pub const TOP_GRAMS: usize = 12;
 /// towards signal, of a class-balanced logistic regression trained on every event (weights
 /// positive for noise). Empty when a class is missing.
 fn logistic_top_grams(history: &[HistoryEvent], seed: u64) -> Vec<(String, f64)> {
-    let mut ids: HashMap<String, usize> = HashMap::new();
-    let features: Vec<Vec<usize>> = history
-        .iter()
-        .map(|e| word_grams(&e.text, &mut ids))
-        .collect();
-    let noise: Vec<bool> = history.iter().map(|e| e.label == Label::Noise).collect();
-    if noise.iter().all(|&x| x) || noise.iter().all(|&x| !x) {
+    let Some((ids, features, noise)) = gram_features(history) else {
         return Vec::new();
-    }
+    };
     let rows: Vec<usize> = (0..history.len()).collect();
     let (w, _) = train_logistic(&features, &noise, &rows, ids.len(), seed);
     let mut grams: Vec<(String, f64)> = ids.into_iter().map(|(g, j)| (g, w[j])).collect();
