@@ -4,8 +4,9 @@
 //! document, moment — so the right action passes and a plausible wrong one, or over-acting,
 //! scores 0.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::checks_tests::call;
 use super::tests::{ask, generated, minimal, persona_from, play, reference, task, world_for};
 use super::{Expect, KnowuTask};
 use crate::world::phone::Action;
@@ -44,10 +45,6 @@ user_profile:
       trigger: { day_of_week: Friday, time_range: ["16:00", "16:20"] }
       action: { type: send_email, recipient: "manager@infra.example" }
 "#;
-
-fn call(tool: &str, args: Value) -> Action {
-    serde_json::from_value(json!({ "action": "call", "tool": tool, "args": args })).unwrap()
-}
 
 fn clock(t: &KnowuTask) -> &str {
     t.info.situation.as_ref().unwrap().clock.as_deref().unwrap()
