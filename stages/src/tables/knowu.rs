@@ -42,7 +42,7 @@ pub static KNOWU_TASKS: TableDef = TableDef {
         C::nullable("habit", Str, "the persona's habit key that decided `expect`"),
         C::nullable("habit_match", Str, "how the habit was found: `key` or `meaning`"),
         C::nullable("preference", Str, "general / personalized: the preference value as the profile holds it (JSON), checked against `judged`"),
-        C::nullable("judged", Str, "the field the preference is checked in: `inserted:app.table.field` (or `updated:…`)"),
+        C::nullable("judged", Str, "the field the preference is checked in: `inserted:app.table.field` (or `updated:…`; `exact-…` when it must equal the value)"),
     ],
 };
 

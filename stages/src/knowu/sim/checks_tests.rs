@@ -60,7 +60,8 @@ environment_init_state:
       - { path: "Documents/Lab_Safety.pdf" }
 "#;
 
-fn call(tool: &str, args: Value) -> Action {
+/// A tool call action.
+pub(super) fn call(tool: &str, args: Value) -> Action {
     serde_json::from_value(json!({ "action": "call", "tool": tool, "args": args })).unwrap()
 }
 

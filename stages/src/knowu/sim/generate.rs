@@ -343,6 +343,20 @@ fn pref_criteria(
     value_text: &str,
     req: &Requirements,
 ) -> Result<Vec<Criterion>, String> {
+    if j.exact {
+        let pred = json!({ j.change.clone(): j.table, "where": { j.field.clone(): value_text } });
+        return Ok(vec![Criterion {
+            criterion_id: "pref_1".into(),
+            kind: CriterionKind::Personalization,
+            slot_id: Some(PREF_SLOT.into()),
+            predicate: parse(&pred, "judged")?,
+            rubric: format!(
+                "The {} is exactly the user's preference \"{value_text}\" (a fixed option: a neighbouring one, even the opposite order, is not it).",
+                j.field
+            ),
+            free_text: false,
+        }]);
+    }
     let whole = prefs::rubric(&j.field, value_text, req);
     let has = |word: &str| json!({ j.change.clone(): j.table, "where": { j.field.clone(): { "contains": word } } });
     let all =

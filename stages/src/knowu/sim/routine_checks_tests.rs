@@ -4,8 +4,9 @@
 //! document, moment — so the right action passes and a plausible wrong one, or over-acting,
 //! scores 0.
 
-use serde_json::{json, Value};
+use serde_json::json;
 
+use super::checks_tests::call;
 use super::tests::{ask, generated, minimal, persona_from, play, reference, task, world_for};
 use super::{Expect, KnowuTask};
 use crate::world::phone::Action;
@@ -44,10 +45,6 @@ user_profile:
       trigger: { day_of_week: Friday, time_range: ["16:00", "16:20"] }
       action: { type: send_email, recipient: "manager@infra.example" }
 "#;
-
-fn call(tool: &str, args: Value) -> Action {
-    serde_json::from_value(json!({ "action": "call", "tool": tool, "args": args })).unwrap()
-}
 
 fn clock(t: &KnowuTask) -> &str {
     t.info.situation.as_ref().unwrap().clock.as_deref().unwrap()
@@ -283,5 +280,60 @@ fn paper_reading_eye_care_meeting_prep_and_sleeper_check_the_habits_own_values()
         )
         .0,
         Some(0.0)
+    );
+}
+
+#[test]
+fn sort_files_by_habit_wants_exactly_her_order_in_download() {
+    let yaml = "user_profile:\n  identity: { full_name: Mei Wang, age: 70 }\n  preferences:\n    apps:\n      files: { sort_order: \"Modified (oldest first)\" }\n";
+    let p = persona_from("mei", yaml);
+    let world = world_for(&p);
+    let g = generated(&p, &world);
+    let sort = task(&g, "SortFilesByHabitPreferenceAskUserTask");
+    let lambda = sort.info.lambda.unwrap();
+    assert_eq!(lambda, 0.4, "KnowU's 0.4 rule + 0.6 judge");
+    // KnowU's four files are in Download.
+    let data = planted(sort);
+    for f in [
+        "alpha_notes.txt",
+        "bravo_video.mp4",
+        "charlie_receipt.pdf",
+        "delta_archive.zip",
+    ] {
+        assert!(data.contains(f), "{data}");
+    }
+    assert_eq!(play(&world, sort, reference(sort)).0, Some(1.0));
+    let by = |folder: &str, order: &str| {
+        vec![call(
+            "files.sort_folder",
+            json!({ "folder": folder, "sort": order }),
+        )]
+    };
+    assert_eq!(
+        play(&world, sort, by("download", "Modified (oldest first)")).0,
+        Some(1.0)
+    );
+    // The opposite order shares every word of hers: only the rule part.
+    assert_eq!(
+        play(&world, sort, by("download", "Modified (newest first)")).0,
+        Some(lambda),
+        "the opposite order"
+    );
+    assert_eq!(
+        play(&world, sort, by("documents", "Modified (oldest first)")).0,
+        Some(0.0),
+        "another folder"
+    );
+    // Without a Files sort preference the task is skipped, saying what it looked for.
+    let g = generated(&minimal(), &world_for(&minimal()));
+    let skipped = g
+        .skipped
+        .iter()
+        .find(|s| s.template == "SortFilesByHabitPreferenceAskUserTask")
+        .expect("skipped");
+    assert!(
+        skipped.missing.contains("files sort order"),
+        "{}",
+        skipped.missing
     );
 }

@@ -86,8 +86,12 @@ pub fn score(
 /// decides the preference's `only if` conditions ([`prefs::Requirements::in_situation`]).
 pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>, instruction: &str) -> Option<f64> {
     let value = info.preference.as_ref()?;
-    let situation = prefs::situation(instruction, &crate::knowu::profile::text(value));
+
     let (change, path) = info.judged.as_deref()?.split_once(':')?;
+    let (exact, change) = match change.strip_prefix("exact-") {
+        Some(c) => (true, c),
+        None => (false, change),
+    };
     let mut parts = path.splitn(3, '.');
     let (app, table, field) = (parts.next()?, parts.next()?, parts.next()?);
     let diff = phone.diff();
@@ -105,6 +109,13 @@ pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>, instruction: &s
     if text.is_empty() {
         return Some(0.0);
     }
+    let value_text = crate::knowu::profile::text(value);
+    if exact {
+        return Some(f64::from(u8::from(
+            text.trim().eq_ignore_ascii_case(value_text.trim()),
+        )));
+    }
+    let situation = prefs::situation(instruction, &value_text);
     Some(prefs::check(&prefs::parse(value).in_situation(&situation), &text).share())
 }
 

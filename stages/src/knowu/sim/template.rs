@@ -185,12 +185,19 @@ pub struct Judged {
     /// `inserted` (default) or `updated`.
     #[serde(default = "inserted")]
     pub change: String,
+    /// The field must equal the preference value (a choice among fixed options, such as a
+    /// Files sort order, where `Modified (newest first)` is the opposite of `Modified (oldest
+    /// first)` though it shares its words), not meet its parsed requirements.
+    #[serde(default)]
+    pub exact: bool,
 }
 
 impl Judged {
-    /// `change:app.table.field`, as `knowu_tasks.judged` carries it.
+    /// `change:app.table.field` (`exact-change:…` for an exact check), as `knowu_tasks.judged`
+    /// carries it.
     pub fn spec(&self) -> String {
-        format!("{}:{}.{}", self.change, self.table, self.field)
+        let exact = if self.exact { "exact-" } else { "" };
+        format!("{exact}{}:{}.{}", self.change, self.table, self.field)
     }
 }
 
