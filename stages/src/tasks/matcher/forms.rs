@@ -121,6 +121,8 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "for how long",
             "how much time",
             "until when",
+            "what length",
+            "the length",
             "check-out",
             "check out",
             "checking out",
@@ -160,6 +162,9 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
                 "more than one",
                 "just the one",
                 "just one",
+                "what number",
+                "which number",
+                "the number",
             ],
         )
     {
@@ -181,6 +186,7 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "end time",
             "when in the day",
             "what part of the day",
+            "the time",
         ],
     ) {
         push(&mut kinds, Kind::Time);
@@ -273,6 +279,8 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "to read",
             "say?",
             "one-liner",
+            "to put in",
+            "what to put",
         ],
     ) {
         push(&mut kinds, Kind::Text);
@@ -389,7 +397,18 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             None => {}
         }
     }
-    if has(&t, &["where"]) {
+    if has(
+        &t,
+        &[
+            "where",
+            "the place",
+            "which place",
+            "what place",
+            "the spot",
+            "the address",
+            "location",
+        ],
+    ) {
         push(&mut kinds, Kind::Place);
     }
     let first = t.split_whitespace().next().unwrap_or("");

@@ -126,7 +126,7 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
     if starts(&["where"]) {
         out.push((Kind::Place, 1.0));
     }
-    if a.contains(" is for") {
+    if a.starts_with("what") && a.contains(" is for") {
         // "What the dinner is for": a purpose.
         out.push((Kind::Topic, 1.0));
     }
@@ -681,11 +681,16 @@ impl TaskMatcher {
         (!other_value).then_some(i)
     }
 
-    /// Whether slot `i` is the only slot of the task holding a kind the form asks for.
+    /// Whether slot `i` is the only slot of the task holding a kind the form asks for (or the
+    /// only ask-only one: ask-only slots win ties over inferable ones).
     fn only_one_of_its_kind(&self, i: usize, kinds: &[Kind]) -> bool {
+        let me = &self.profiles[i];
         kinds.iter().any(|k| {
             let holds = |p: &SlotProfile| p.kinds.iter().any(|(x, w)| x == k && *w >= 0.8);
-            holds(&self.profiles[i]) && self.profiles.iter().filter(|p| holds(p)).count() == 1
+            let rivals = |p: &&SlotProfile| {
+                holds(p) && (me.source == Source::Inferable || p.source == Source::AskOnly)
+            };
+            holds(me) && self.profiles.iter().filter(rivals).count() == 1
         })
     }
 }
