@@ -11,8 +11,12 @@
 //! the oracle plays with (`--set episodes_llm.simulator=scripted`).
 //!
 //! Then a judge model is configured (`judge_model`, `PREFFLOW_JUDGE_BASE_URL`) against a second
-//! scripted server: only the model's judging re-runs, free-text criteria get the judge's
-//! verdict, questions go through the LLM matcher, and every table says which judge produced it.
+//! scripted server: every column is judged again by it — the built-in agents' too, never mixed
+//! — while no episode re-runs; free-text criteria get the judge's verdict, questions go through
+//! the LLM matcher, every criterion prompt carries what the paper's rubric judge reads, every
+//! table says which judge produced it, paired differences stand (one judge), the judge is
+//! measured on the labelled set beside the offline judge (`judge_validation`), and `--offline`
+//! replays the judge's calls with 0 requests, bit-identically.
 //!
 //! The whole released set is cheap enough in a debug build: 395 agent requests and ~110 judge
 //! requests, about 60 s on 2 cores for both phases (the test prints its time), so no subset is
@@ -305,7 +309,11 @@ fn a_model_playing_the_references_gets_the_oracles_column_then_a_judge_model_rej
         "the oracle succeeds on all 130 tasks: {oracle:?}"
     );
     let judges = distinct(&ws.table("iprefbench.table1", None), "judge");
-    assert_eq!(judges, ["rule+scripted"], "no judge model configured");
+    assert_eq!(
+        judges,
+        ["rule+scripted (offline)"],
+        "no judge model configured: the offline judge judges every column, and says so"
+    );
     eprintln!(
         "llm_table1: {} requests, {} tasks, {:.0?}",
         requests.len(),
@@ -318,10 +326,12 @@ fn a_model_playing_the_references_gets_the_oracles_column_then_a_judge_model_rej
 
 /// The judge model (`judge_model`, `PREFFLOW_JUDGE_BASE_URL`) on the same episodes: a scripted
 /// judge that fails every free-text criterion and splits each question exactly as the scripted
-/// matcher did. Only `judged_llm` re-runs (no agent request); free-text criteria get an LLM
-/// verdict and nothing else does; questions go through the LLM matcher; Table 1, the scores and
-/// the report name the judge; its tokens are the usage table's `judge` row; `--offline`
-/// replays the judge's calls.
+/// matcher did. Every judge stage re-runs — the built-in agents' `judged` too — and no episode
+/// (no agent request); free-text criteria get an LLM verdict and nothing else does; questions go
+/// through the LLM matcher; Table 1 (one judge for every column), the scores and the report
+/// name the judge; paired differences stand; its tokens are the usage table's `judge` row;
+/// `judge_validation` measures it on the labelled set; `--offline` replays every judge stage's
+/// calls with 0 requests.
 fn judged_by_a_judge_model(
     ws: &Workspace,
     agent: &ScriptedServer,
@@ -341,8 +351,17 @@ fn judged_by_a_judge_model(
     };
     let s = statuses(&record);
     assert_eq!(s["episodes_llm"], "cached", "{s:?}");
-    assert_eq!(s["judged[agent=oracle,history=all]"], "cached", "{s:?}");
-    assert!(s["judged_llm"].starts_with("executed"), "{s:?}");
+    assert_eq!(s["episodes[agent=oracle,history=all]"], "cached", "{s:?}");
+    for judged in [
+        "judged_llm",
+        "judged[agent=oracle,history=all]",
+        "judged[agent=defaults,history=all]",
+    ] {
+        assert!(
+            s[judged].starts_with("executed"),
+            "{judged} re-judged: {s:?}"
+        );
+    }
     assert_eq!(agent.requests().len(), agent_requests, "no agent request");
 
     let free_text: usize = bundles
@@ -358,18 +377,27 @@ fn judged_by_a_judge_model(
         "the released set has free-text criteria"
     );
     let scores = ws.table("judged_llm.scores", None);
-    let asks: u64 = strs(&scores, "ask_user_calls")
-        .iter()
-        .map(|n| n.parse::<u64>().expect("count"))
-        .sum();
-    // One call per free-text criterion and one per question; an identical prompt (the same
-    // question in two perturbations of one request) is replayed from the record unless both
-    // were in flight at once, so fewer are sent.
+    let asks_of = |scores: &DataFrame| -> u64 {
+        strs(scores, "ask_user_calls")
+            .iter()
+            .map(|n| n.parse::<u64>().expect("count"))
+            .sum()
+    };
+    let asks = asks_of(&scores);
+    // One call per free-text criterion and one per question, in each of the three columns; an
+    // identical prompt (the same question in two perturbations of one request, the oracle's
+    // and the model's identical plays) is replayed from the record unless both were in flight
+    // at once, so fewer are sent.
     let calls = free_text as u64 + asks;
+    let all_calls: u64 = calls
+        + [ORACLE, "agent=defaults,history=all"]
+            .iter()
+            .map(|v| free_text as u64 + asks_of(&ws.table("judged.scores", Some(v))))
+            .sum::<u64>();
     let sent = judge.requests();
     assert!(
-        sent.len() as u64 <= calls && sent.len() as u64 > calls / 2,
-        "{} sent for {calls} calls",
+        sent.len() as u64 <= all_calls && sent.len() as u64 > calls / 2,
+        "{} sent for {all_calls} calls",
         sent.len()
     );
     let runs = ws.cli(&["show", "runs", "--format", "json"]).expect_code(0);
@@ -386,8 +414,13 @@ fn judged_by_a_judge_model(
         .collect();
     assert_eq!(
         judge_spent,
-        [(sent.len() as u64, calls - sent.len() as u64)],
+        [(sent.len() as u64, all_calls - sent.len() as u64)],
         "the judge's calls in `prefflow show runs`: sent, replayed"
+    );
+    let criterion_prompts = criterion_prompts_are_complete(&sent);
+    assert!(
+        criterion_prompts > 0 && criterion_prompts as u64 <= 3 * free_text as u64,
+        "{criterion_prompts} criterion prompts for {free_text} free-text criteria per column"
     );
     let label = "hybrid_text:default+llm:default";
     assert_eq!(distinct(&scores, "judge"), [label]);
@@ -404,8 +437,27 @@ fn judged_by_a_judge_model(
     assert_eq!(distinct(&requests, "matcher"), ["llm"]);
 
     let table1 = ws.table("iprefbench.table1", None);
-    assert_eq!(distinct(&table1, "judge"), [label, "rule+scripted"]);
+    assert_eq!(
+        distinct(&table1, "judge"),
+        [label],
+        "one judge for every column"
+    );
+    for judged in [ORACLE, "agent=defaults,history=all"] {
+        let scores = ws.table("judged.scores", Some(judged));
+        assert_eq!(distinct(&scores, "judge"), [label], "{judged}");
+    }
+    let paired = ws.table("iprefbench.paired", None);
+    assert_eq!(
+        distinct(&paired, "note"),
+        ["null"],
+        "one judge: every difference stands"
+    );
     let model = column_of(&table1, LLM);
+    let oracle_now = column_of(&table1, ORACLE);
+    assert_eq!(
+        model, oracle_now,
+        "the oracle and the model, judged by the same judge, still agree"
+    );
     let value = |rows: &[(String, String, String, String)], m: &str| {
         rows.iter()
             .find(|r| r.0 == m)
@@ -437,27 +489,103 @@ fn judged_by_a_judge_model(
     let report = ws.cli(&["show", "iprefbench.table1"]).expect_code(0);
     assert!(report.stdout.contains(label), "{}", report.stdout);
 
-    // Offline, with the judge gone, its verdicts replay from the record.
-    let before = std::fs::read(table_path(ws, "judged_llm.scores")).expect("scores");
-    let judge_url = judge.url.clone();
-    drop(judge);
-    forget_stage(ws, "judged_llm");
+    // The judge that judges Table 1 is validated too: `judged_labelled_model` judges the
+    // labelled set with it, and `judge_validation` reports it beside the offline judge.
+    run(
+        ws,
+        Some(&agent.url),
+        Some(&judge.url),
+        &["--only", "judge_validation"],
+    );
+    let agreement = ws.table("judge_validation.agreement", None);
+    let [level, pair, n] = ["level", "pair", "n"].map(|c| strs(&agreement, c));
+    let n_of = |p: &str, l: &str| {
+        (0..agreement.height())
+            .find(|&i| pair[i] == p && level[i] == l)
+            .map(|i| n[i].clone())
+            .unwrap_or_else(|| panic!("no {p} row at level {l}: {agreement}"))
+    };
+    for l in ["criterion", "success", "recall", "extra"] {
+        assert_eq!(
+            n_of(&format!("{label}~gold"), l),
+            n_of("rule+scripted~gold", l),
+            "the judge model is measured on the same judgements as the offline judge ({l})"
+        );
+    }
+
+    // Offline, with the judge gone, every column's verdicts replay from the record.
+    let targets: [&[&str]; 2] = [
+        &["show", "judged_llm.scores", "--path"],
+        &["show", "judged.scores", "--path", "--variant", ORACLE],
+    ];
+    let read = |ws: &Workspace| -> Vec<Vec<u8>> {
+        targets
+            .iter()
+            .map(|args| std::fs::read(ws.table_path(args)).expect("scores"))
+            .collect()
+    };
+    let before = read(ws);
+    let sent_before = judge.requests().len();
+    let validated = std::fs::read(ws.table_path(&["show", "judge_validation.agreement", "--path"]))
+        .expect("agreement");
+    for stage in ["judged_llm", "judged", "judged_labelled_model"] {
+        forget_stage(ws, stage);
+    }
     let mut offline = only.to_vec();
-    offline.push("--offline");
-    run(ws, Some(&agent.url), Some(&judge_url), &offline);
-    assert_executed(ws, "iprefbench", "judged_llm");
-    let after = std::fs::read(table_path(ws, "judged_llm.scores")).expect("scores");
-    assert_eq!(after, before, "the judge's calls replay bit-identically");
+    offline.extend(["--only", "judge_validation", "--offline"]);
+    run(ws, Some(&agent.url), Some(&judge.url), &offline);
+    for stage in ["judged_llm", "judged", "judged_labelled_model"] {
+        assert_executed(ws, "iprefbench", stage);
+    }
+    assert_eq!(
+        std::fs::read(ws.table_path(&["show", "judge_validation.agreement", "--path"]))
+            .expect("agreement"),
+        validated,
+        "the judge model's validation replays too"
+    );
+    assert_eq!(
+        judge.requests().len(),
+        sent_before,
+        "--offline: 0 requests to the judge, every column replayed"
+    );
+    assert_eq!(read(ws), before, "the judge's calls replay bit-identically");
+    let table1 = ws.table("iprefbench.table1", None);
+    assert_eq!(
+        distinct(&table1, "judge"),
+        [label],
+        "replayed: the same judge"
+    );
+    assert_eq!(column_of(&table1, LLM), model);
 }
 
-fn table_path(ws: &Workspace, target: &str) -> String {
-    let out = ws.cli(&["show", target, "--path"]).expect_code(0);
-    out.stdout
-        .lines()
-        .next()
-        .expect("a path")
-        .trim()
-        .to_string()
+/// Every criterion prompt the judge model got carries what iPrefBench E.2/G.3 gives the rubric
+/// judge: the rubric, a trajectory of at least one step, the final answer (or `(none)`), the
+/// ground-truth profile, the hidden context and the simulator time (their content is checked
+/// in `judging::tests::each_criterion_prompt_carries_…`).
+fn criterion_prompts_are_complete(sent: &[prefflow_stages::llm::mock::Seen]) -> usize {
+    let prompts: Vec<String> = sent
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_str(&r.body).expect("a JSON request");
+            body["messages"][0]["content"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .filter(|p| p.contains("Criterion `"))
+        .collect();
+    for p in &prompts {
+        for needle in [
+            "Simulator time: 20",
+            "User profile (ground truth):\n- ",
+            "Hidden context (what only the user knows, and what was unavailable):\n{",
+            "Trajectory (step. action arguments [outcome] → user reply):\n1. ",
+            "Final answer: ",
+        ] {
+            assert!(p.contains(needle), "no `{needle}` in\n{p}");
+        }
+    }
+    prompts.len()
 }
 
 /// How the scripted matcher split each question of the model's episodes: (instruction,

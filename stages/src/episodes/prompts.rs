@@ -43,26 +43,11 @@ pub const USER_TEMPLATES: [&str; 2] = [USER_SYSTEM, USER_QUESTION];
 /// on. Text that is not a `YYYY-MM-DDTHH:MM[:SS]` time (a remote device's own clock text) is
 /// shown as it is.
 pub fn clock_in_words(now: &str) -> String {
-    const MONTHS: [&str; 12] = [
-        "January",
-        "February",
-        "March",
-        "April",
-        "May",
-        "June",
-        "July",
-        "August",
-        "September",
-        "October",
-        "November",
-        "December",
-    ];
     let Some(t) = crate::world::clock::DateTime::parse(now.trim()) else {
         return now.to_string();
     };
-    let (year, month, day) = t.date.ymd();
-    let weekday = t.date.weekday_name();
-    let month = MONTHS[(month as usize + 11) % 12];
+    let (year, _, day) = t.date.ymd();
+    let (weekday, month) = (t.date.weekday_name(), t.date.month_name());
     format!("{weekday}, {day} {month} {year}, {}", t.time.hhmm())
 }
 

@@ -440,6 +440,31 @@ fn llm_config(url: &str) -> LlmConfig {
     serde_json::from_value(json!({"base_url": url, "model": "judge", "max_retries": 0})).unwrap()
 }
 
+/// A store for a judge model's records, in a temporary directory that lives as long as it.
+struct JudgeStore {
+    _dir: tempfile::TempDir,
+    store: prefflow_engine::store::FsStore,
+}
+
+impl JudgeStore {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let store = prefflow_engine::store::FsStore::new(dir.path());
+        Self { _dir: dir, store }
+    }
+
+    /// A judge model at `url` recording here, with the shipped prompts.
+    fn judge(&self, url: &str) -> LlmJudge<'_> {
+        LlmJudge::new(
+            llm_config(url),
+            &self.store,
+            false,
+            &datasets().join("prompts"),
+        )
+        .unwrap()
+    }
+}
+
 fn reply(v: &str, reason: &str) -> Behavior {
     Behavior::ok(completion(
         &json!({"verdict": v, "reason": reason}).to_string(),
@@ -459,10 +484,8 @@ fn llm_verdicts_are_parsed_unparseable_ones_unscored_and_reruns_come_from_cache(
         ],
         reply("pass", "the trajectory shows it"),
     );
-    let store_dir = tempfile::tempdir().unwrap();
-    let store = prefflow_engine::store::FsStore::new(store_dir.path());
-    let prompts = datasets().join("prompts");
-    let judge = LlmJudge::new(llm_config(&server.url), &store, false, &prompts).unwrap();
+    let store = JudgeStore::new();
+    let judge = store.judge(&server.url);
     let opts = JudgeOptions {
         mode: Mode::Llm,
         ..JudgeOptions::default()
@@ -509,15 +532,8 @@ fn hybrid_scores_mix_rule_and_llm_with_the_tasks_lambda() {
     let mut b = task("dinespot_dinner");
     let run = play(&b, &Oracle);
     let server = ScriptedServer::start(vec![], reply("fail", "not convinced"));
-    let store_dir = tempfile::tempdir().unwrap();
-    let store = prefflow_engine::store::FsStore::new(store_dir.path());
-    let judge = LlmJudge::new(
-        llm_config(&server.url),
-        &store,
-        false,
-        &datasets().join("prompts"),
-    )
-    .unwrap();
+    let store = JudgeStore::new();
+    let judge = store.judge(&server.url);
     let opts = JudgeOptions {
         mode: Mode::Hybrid,
         lambda: 0.25,
@@ -554,15 +570,8 @@ fn hybrid_text_asks_the_llm_only_about_free_text_criteria() {
     let run = play(&b, &Oracle);
     b.criteria[0].free_text = true;
     let server = ScriptedServer::start(vec![], reply("fail", "not her words"));
-    let store_dir = tempfile::tempdir().unwrap();
-    let store = prefflow_engine::store::FsStore::new(store_dir.path());
-    let judge = LlmJudge::new(
-        llm_config(&server.url),
-        &store,
-        false,
-        &datasets().join("prompts"),
-    )
-    .unwrap();
+    let store = JudgeStore::new();
+    let judge = store.judge(&server.url);
     let opts = JudgeOptions {
         mode: Mode::HybridText,
         lambda: 0.25,
@@ -595,6 +604,85 @@ fn hybrid_text_asks_the_llm_only_about_free_text_criteria() {
     assert_eq!(j.score.judge, "hybrid_text:judge+scripted");
 }
 
+/// The rubric judge sees what iPrefBench E.2/G.3 gives it, for every criterion it rules on:
+/// the criterion's rubric, the trajectory with the user's replies, the final answer, the
+/// ground-truth profile, the hidden context (the ask-only values) and the simulator time.
+#[test]
+fn each_criterion_prompt_carries_trajectory_answer_profile_hidden_context_and_time() {
+    let b = task("dinespot_dinner");
+    let mut steps = b.task.reference_solution.clone();
+    let end = steps
+        .iter()
+        .position(|s| s["action"] == "finish")
+        .unwrap_or(steps.len());
+    steps.insert(
+        end,
+        json!({"action": "answer", "text": "Booked, and it is on your calendar."}),
+    );
+    let run = play_with(
+        &b,
+        &mut ScriptedAgent::from_solution(&steps, &b),
+        "answering",
+    );
+    let server = ScriptedServer::start(vec![], reply("pass", "shown"));
+    let store = JudgeStore::new();
+    let judge = store.judge(&server.url);
+    let opts = JudgeOptions {
+        mode: Mode::Llm,
+        ..JudgeOptions::default()
+    };
+    judge_runs(&[run], std::slice::from_ref(&b), &opts, Some(&judge));
+    let prompts: Vec<String> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            let body: Value = serde_json::from_str(&r.body).unwrap();
+            body["messages"][0]["content"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert_eq!(prompts.len(), b.criteria.len(), "one prompt per criterion");
+    let ask_only = b
+        .slots
+        .iter()
+        .find(|s| s.source == Source::AskOnly)
+        .expect("dinespot_dinner has an ask-only slot");
+    let hidden = b.task.hidden_context.ask_only[&ask_only.slot_id].to_string();
+    let profile_line = &world().persona.profile[0].key;
+    let clock = PhoneEnv::new(
+        world(),
+        EpisodeConfig {
+            space: ActionSpace::Tools,
+            clock: None,
+            overrides: b.task.overrides.clone(),
+        },
+    )
+    .unwrap()
+    .phone
+    .clock()
+    .to_string();
+    for (c, prompt) in b.criteria.iter().zip(&prompts) {
+        for (part, needle) in [
+            ("rubric", c.rubric.as_str()),
+            ("trajectory with replies", "ask_user"),
+            ("user's reply", "→ user: "),
+            ("the booking", "dinespot.book_table"),
+            (
+                "final answer",
+                "Final answer: Booked, and it is on your calendar.",
+            ),
+            ("profile", profile_line.as_str()),
+            ("hidden context", hidden.as_str()),
+            ("simulator time", &format!("Simulator time: {clock}")),
+        ] {
+            assert!(
+                prompt.contains(needle),
+                "criterion `{}`: no {part} (`{needle}`) in\n{prompt}",
+                c.criterion_id
+            );
+        }
+    }
+}
+
 #[test]
 fn the_llm_matcher_splits_requests_and_falls_back_when_unreadable() {
     let b = task("dinespot_dinner");
@@ -613,15 +701,8 @@ fn the_llm_matcher_splits_requests_and_falls_back_when_unreadable() {
         vec![Behavior::ok(completion(&split.to_string(), 5, 5))],
         Behavior::ok(completion("??", 1, 1)),
     );
-    let store_dir = tempfile::tempdir().unwrap();
-    let store = prefflow_engine::store::FsStore::new(store_dir.path());
-    let judge = LlmJudge::new(
-        llm_config(&server.url),
-        &store,
-        false,
-        &datasets().join("prompts"),
-    )
-    .unwrap();
+    let store = JudgeStore::new();
+    let judge = store.judge(&server.url);
     let opts = JudgeOptions {
         matcher: MatcherName::Llm,
         ..JudgeOptions::default()

@@ -82,7 +82,7 @@ impl Kind for BuildWorld {
     type Params = BuildWorldParams;
     type State = ();
     const NAME: &'static str = "build_world";
-    const VERSION: &'static str = "3";
+    const VERSION: &'static str = "4";
     const OUTPUTS: &'static [&'static str] = BUILD_WORLD_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::world::PROFILE_ENTRIES,

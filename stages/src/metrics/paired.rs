@@ -65,6 +65,56 @@ pub fn paired(tasks: &PerTask, baseline: &str, boot: &Bootstrap) -> PolarsResult
     )
 }
 
+/// `paired` (with its `judge` column) with each comparison across judges refused: where the
+/// variant's judge is not the baseline's (`baseline_judge`), `diff` and its interval are null
+/// and `note` says which judges they were — a difference between two judges measures the
+/// judges as much as the agents. `note` is null where the comparison stands.
+pub fn refuse_across_judges(
+    paired: DataFrame,
+    baseline_judge: Option<&str>,
+) -> PolarsResult<DataFrame> {
+    let judges: Vec<Option<String>> = paired
+        .column("judge")?
+        .cast(&DataType::String)?
+        .str()?
+        .iter()
+        .map(|j| j.map(str::to_string))
+        .collect();
+    let baselines: Vec<Option<String>> = paired
+        .column("baseline")?
+        .str()?
+        .iter()
+        .map(|b| b.map(str::to_string))
+        .collect();
+    let notes: Vec<Option<String>> = judges
+        .iter()
+        .zip(&baselines)
+        .map(
+            |(judge, baseline)| match (judge.as_deref(), baseline_judge) {
+                (Some(j), Some(b)) if j != b => Some(format!(
+                    "not compared: judged by `{j}`, baseline `{}` by `{b}`",
+                    baseline.as_deref().unwrap_or_default()
+                )),
+                _ => None,
+            },
+        )
+        .collect();
+    let refused: Vec<bool> = notes.iter().map(Option::is_some).collect();
+    let mut out = paired;
+    for name in ["diff", "ci_low", "ci_high"] {
+        let kept: Vec<Option<f64>> = out
+            .column(name)?
+            .f64()?
+            .iter()
+            .zip(&refused)
+            .map(|(v, r)| if *r { None } else { v })
+            .collect();
+        out.with_column(Column::new(name.into(), kept))?;
+    }
+    out.with_column(Column::new("note".into(), notes))?;
+    Ok(out)
+}
+
 #[derive(Default)]
 struct Columns {
     variant: Vec<String>,

@@ -5,7 +5,7 @@ use polars::prelude::*;
 use prefflow_engine::StageError;
 
 use super::bootstrap::{cluster_index, Bootstrap, Estimate};
-use super::paired::paired;
+use super::paired::{paired, refuse_across_judges};
 use super::passk::pass_k;
 use super::pertask::{per_task, Metric, PerTask, TaskRow, METRICS};
 use super::subsets::{failure_labels, history_curve, perturbations};
@@ -64,12 +64,21 @@ pub fn aggregate(
     }
     Ok(Aggregates {
         table1: with_user(
-            with_agent(with_judge(table1(&tasks, boot)?, scores)?, episodes)?,
+            with_agent(
+                judge_row(with_judge(table1(&tasks, boot)?, scores)?)?,
+                episodes,
+            )?,
             episodes,
         )?,
-        paired: with_judge(
-            paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
-            scores,
+        paired: refuse_across_judges(
+            with_judge(
+                paired(&tasks, baseline.as_deref().unwrap_or(""), boot)?,
+                scores,
+            )?,
+            baseline
+                .as_deref()
+                .and_then(|b| judge_of(scores, b))
+                .as_deref(),
         )?,
         pass_k: with_judge(pass_k_frame(&tasks)?, scores)?,
         perturbations: perturbations(&tasks)?,
@@ -100,8 +109,9 @@ pub fn table1(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
 
 /// A per-variant table (`table1`, `paired`, `pass_k`, `usage`) with a `judge` column: for each
 /// variant, which judge produced its numbers (the distinct `judge` labels of its scores,
-/// sorted, comma-separated; null for scores written without one), so a model judged by a judge
-/// model is never read as rule-judged.
+/// sorted, comma-separated, the offline judge marked as such (`reader_label`); null for
+/// scores written without one), so a model judged by a judge model is never read as
+/// rule-judged.
 pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFrame> {
     if !scores.schema().contains("judge") {
         return table1
@@ -117,15 +127,75 @@ pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFra
         .sort(["variant", "judge"], SortMultipleOptions::default())
         .group_by_stable([col("variant")])
         .agg([col("judge").str().join(", ", true)]);
-    table1
-        .lazy()
-        .join(
-            labels,
-            [col("variant")],
-            [col("variant")],
-            JoinArgs::new(JoinType::Left),
-        )
-        .collect()
+    reader_labels(
+        table1
+            .lazy()
+            .join(
+                labels,
+                [col("variant")],
+                [col("variant")],
+                JoinArgs::new(JoinType::Left),
+            )
+            .collect()?,
+    )
+}
+
+/// The judge label of `variant`'s scores as [`with_judge`] writes it; `None` without a `judge` column or scores of the variant.
+fn judge_of(scores: &DataFrame, variant: &str) -> Option<String> {
+    let variants = scores.column("variant").ok()?.str().ok()?;
+    let judges = scores.column("judge").ok()?.cast(&DataType::String).ok()?;
+    let judges = judges.str().ok()?;
+    let labels: std::collections::BTreeSet<&str> = variants
+        .iter()
+        .zip(judges.iter())
+        .filter(|(v, _)| *v == Some(variant))
+        .filter_map(|(_, j)| j)
+        .collect();
+    (!labels.is_empty()).then(|| reader_label(&labels.into_iter().collect::<Vec<_>>().join(", ")))
+}
+
+/// A `judge` label as a reader needs it: each label naming no model (`rule+scripted`) is the
+/// offline judge and says so (`rule+scripted (offline)`); labels naming a model are kept.
+fn reader_label(labels: &str) -> String {
+    labels
+        .split(", ")
+        .map(|l| {
+            if l.contains(':') {
+                l.to_string()
+            } else {
+                format!("{l} (offline)")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `df`'s `judge` column through [`reader_label`].
+fn reader_labels(df: DataFrame) -> PolarsResult<DataFrame> {
+    let marked: Vec<Option<String>> = df
+        .column("judge")?
+        .cast(&DataType::String)?
+        .str()?
+        .iter()
+        .map(|j| j.map(reader_label))
+        .collect();
+    let mut out = df;
+    out.with_column(Column::new("judge".into(), marked))?;
+    Ok(out)
+}
+
+/// Table 1, warned about when its columns were judged by different judges (`paired` refuses
+/// those comparisons).
+fn judge_row(table1: DataFrame) -> PolarsResult<DataFrame> {
+    let judges = table1.column("judge")?.cast(&DataType::String)?;
+    let distinct: std::collections::BTreeSet<&str> = judges.str()?.iter().flatten().collect();
+    if distinct.len() > 1 {
+        tracing::warn!(
+            "Table 1 mixes judges ({}): columns judged differently are not comparable; configure one judge for every column (docs/judging.md)",
+            distinct.into_iter().collect::<Vec<_>>().join("; ")
+        );
+    }
+    Ok(table1)
 }
 
 /// Table 1 with an `agent` column: for each variant, the agent that played it as the episodes

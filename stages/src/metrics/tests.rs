@@ -221,6 +221,97 @@ fn paired_differences_count_ties_explicitly() {
     assert_eq!(p.column("n").unwrap().u32().unwrap().get(j), Some(0));
 }
 
+/// Variant `b` judged by a judge model, the baseline `a` by the offline judge: every paired row
+/// is refused (no difference, a note naming both judges), and Table 1's judge row marks the
+/// offline judge as such.
+#[test]
+fn paired_refuses_a_comparison_across_judges() {
+    let judged = |labels: [&str; 6]| {
+        let mut s = scores();
+        s.with_column(Column::new("judge".into(), labels)).unwrap();
+        s
+    };
+    let options = AggregateOptions {
+        bootstrap: Bootstrap {
+            resamples: 50,
+            seed: 3,
+            level: 0.95,
+        },
+        baseline: None,
+    };
+    let one = ["rule+scripted"; 6];
+    let mut mixed = one;
+    mixed[3..].fill("hybrid_text:j+llm:j");
+    let agg = |labels| {
+        aggregate(&judged(labels), Some(&interaction()), None, None, &options).expect("aggregate")
+    };
+    let same = agg(one);
+    assert_eq!(
+        same.paired.column("note").unwrap().null_count(),
+        same.paired.height()
+    );
+    let success = |p: &DataFrame| {
+        let m = p.column("metric").unwrap().str().unwrap().clone();
+        (0..p.height())
+            .find(|&i| m.get(i) == Some("success"))
+            .unwrap()
+    };
+    let i = success(&same.paired);
+    assert!(close(
+        same.paired.column("diff").unwrap().f64().unwrap().get(i),
+        -0.5
+    ));
+    for (table, df) in [
+        ("table1", &same.table1),
+        ("paired", &same.paired),
+        ("pass_k", &same.pass_k),
+    ] {
+        let judges = df.column("judge").unwrap().str().unwrap().clone();
+        assert!(
+            judges.iter().all(|j| j == Some("rule+scripted (offline)")),
+            "{table}: {judges:?}"
+        );
+    }
+
+    let p = agg(mixed).paired;
+    let i = success(&p);
+    assert_eq!(p.column("diff").unwrap().f64().unwrap().get(i), None);
+    assert_eq!(p.column("ci_low").unwrap().f64().unwrap().get(i), None);
+    let note = p
+        .column("note")
+        .unwrap()
+        .str()
+        .unwrap()
+        .get(i)
+        .unwrap()
+        .to_string();
+    assert!(
+        note.contains("hybrid_text:j+llm:j") && note.contains("rule+scripted (offline)"),
+        "{note}"
+    );
+    let mut judges: Vec<String> = p
+        .column("judge")
+        .unwrap()
+        .str()
+        .unwrap()
+        .iter()
+        .flatten()
+        .map(str::to_string)
+        .collect();
+    judges.sort();
+    judges.dedup();
+    assert_eq!(
+        judges,
+        ["hybrid_text:j+llm:j"],
+        "the refused variant's judge"
+    );
+    assert_eq!(
+        p.column("note").unwrap().null_count(),
+        0,
+        "every row refused"
+    );
+}
+
 #[test]
 fn perturbation_subsets_are_deltas_from_overall() {
     let t = run().perturbations;

@@ -26,7 +26,7 @@ pub static TABLE1: TableDef = TableDef {
         C::nullable(CI_HIGH, F64, "see `ci_low`"),
         C::new(N, U32, "tasks"),
         C::new("templates", U32, "templates behind those tasks; scores without a `template` column count each task as its own"),
-        C::nullable("judge", Str, "which judge produced the variant's numbers (`scores.judge`: `rule+scripted`, `hybrid_text:MODEL+llm:MODEL`, …); null when the scores carry none"),
+        C::nullable("judge", Str, "which judge produced the variant's numbers (`scores.judge`: `rule+scripted (offline)` for the offline judge, `hybrid_text:MODEL+llm:MODEL` for a judge model, …; several, comma-separated, if its scores mix them); null when the scores carry none"),
         C::nullable("agent", Str, "who played the variant (`episodes.agent`: `oracle`, `llm:<provider model id>`, …): with the variant's `model=<name>`, a model column carries both its name and the id the provider was asked for; null without `episodes`"),
         C::nullable("user", Str, "who answered the variant's questions (`episodes.user`: `scripted`, `llm:<model>` for the user simulator's own model, `llm:<model> (the model under test)` when asked for); null when the episodes do not say"),
     ],
@@ -55,6 +55,11 @@ pub static PAIRED: TableDef = TableDef {
             "judge",
             Str,
             "which judge produced the variant's numbers (as in `table1`)",
+        ),
+        C::nullable(
+            "note",
+            Str,
+            "why the row is not compared (`diff` and its interval null): the variant and the baseline were judged by different judges; null otherwise",
         ),
     ],
 };

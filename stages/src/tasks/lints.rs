@@ -12,6 +12,9 @@
 //!   mails never use);
 //! - [`source_mismatch`]: one slot inferable in one variant of a template and ask-only in
 //!   another, with nothing in the instruction to say why.
+//!
+//! Later audits added more classes below (issue 25), among them [`weekday_date`]: a weekday
+//! whose natural reading on the world's today is another day than the one scored.
 
 use std::collections::HashSet;
 
@@ -23,7 +26,7 @@ use super::model::{CriterionKind, Slot, Source, TaskBundle};
 use super::predicate::{Change, Predicate, Test, ValueRef};
 use super::validate::{reject, Check, Rejection};
 use super::world_index::WorldIndex;
-use crate::world::clock::{Date, WEEKDAYS};
+use crate::world::clock::{Date, MONTHS, WEEKDAYS};
 use crate::world::phone::Phone;
 use crate::world::types::{display, FieldKind};
 
@@ -407,23 +410,94 @@ fn day_words(b: &TaskBundle, cat: &crate::world::Catalog, today: Date) -> Vec<Re
     .unwrap_or_default()
 }
 
+/// Words before a weekday that say which week it is in ("this Friday", "next Friday").
+const WEEK_WORDS: [&str; 4] = ["this", "coming", "next", "last"];
+
+/// The day a weekday named on `today` means, by the rule `docs/tasks.md` states (weeks start on
+/// Monday): "next Friday" is the Friday of next week, "last Friday" the Friday of last week, and
+/// a bare "Friday" (or "this Friday", "Friday's") the nearest Friday after today — or before
+/// it, when the task is about the past (`past`: the day scored is before today) — and "a week
+/// from Friday" seven days after that.
+pub fn weekday_reading(today: Date, weekday: usize, week_word: Option<&str>, past: bool) -> Date {
+    let monday = today.add_days(-(today.weekday() as i32));
+    let offset = weekday as i32 - today.weekday() as i32;
+    match week_word {
+        Some("a week from") => weekday_reading(today, weekday, None, past).add_days(7),
+        Some("next") => monday.add_days(7 + weekday as i32),
+        Some("last") => monday.add_days(weekday as i32 - 7),
+        _ if past => today.add_days(if offset < 0 { offset } else { offset - 7 }),
+        _ => today.add_days(if offset > 0 { offset } else { offset + 7 }),
+    }
+}
+
+/// Each singular weekday an instruction names ("Friday", "Friday's"; not "Fridays"), with the
+/// week word before it ("this", "this coming", "next", "last", "a week from"), in order.
+fn named_weekdays(instruction: &str) -> Vec<(usize, Option<&'static str>)> {
+    let ws = words(instruction);
+    let mut out = Vec::new();
+    for (i, w) in ws.iter().enumerate() {
+        let bare = w.strip_suffix("'s").unwrap_or(w);
+        let Some(day) = WEEKDAYS.iter().position(|d| *d == bare) else {
+            continue;
+        };
+        let before = |k: usize| i.checked_sub(k).map(|j| ws[j].as_str());
+        let a_week_from = before(2) == Some("week") && matches!(before(1), Some("from" | "on"));
+        let word = if a_week_from {
+            Some("a week from")
+        } else {
+            WEEK_WORDS
+                .iter()
+                .copied()
+                .find(|x| before(1) == Some(*x))
+                .map(|x| if x == "coming" { "this" } else { x })
+        };
+        out.push((day, word));
+    }
+    out
+}
+
+/// A weekday whose natural reading on the world's today is not the day the criteria score
+/// ("on Friday", said on Thursday 2 October, while the criteria want Friday 10 October): a
+/// careful agent books the day the words mean and is scored wrong. Only weekdays the scored
+/// days include are read here (a weekday none of them has is [`premise`]'s finding).
+pub fn weekday_date(b: &TaskBundle, cat: &crate::world::Catalog, today: Date) -> Vec<Rejection> {
+    let dates = demanded_dates(b, cat);
+    let mut out = Vec::new();
+    for (day, word) in named_weekdays(&b.task.instruction) {
+        let scored: Vec<Date> = dates
+            .iter()
+            .copied()
+            .filter(|d| d.weekday() as usize == day)
+            .collect();
+        let Some(&first) = scored.first() else {
+            continue;
+        };
+        if scored.contains(&today) && word.is_none() {
+            continue;
+        }
+        let meant = weekday_reading(today, day, word, first < today);
+        if scored.contains(&meant) {
+            continue;
+        }
+        let said = word.map_or(WEEKDAYS[day].to_string(), |w| {
+            format!("{w} {}", WEEKDAYS[day])
+        });
+        out.push(reject(
+            Check::WeekdayDate,
+            None,
+            format!(
+                "\"{said}\" said on {} {today} means {meant}, but the criteria score {first}: say the date, or \"{}\"",
+                today.weekday_name(),
+                if meant < first { format!("next {}", WEEKDAYS[day]) } else { WEEKDAYS[day].to_string() }
+            ),
+        ));
+    }
+    out
+}
+
 /// Capitalised words of a text that are not its first word, a weekday, a month or "I": the
 /// names a task is about (Portland, Jordan, Ali Wong).
 fn names(text: &str) -> Vec<String> {
-    const MONTHS: [&str; 12] = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
     text.split(|c: char| !(c.is_alphanumeric() || c == '\''))
         .filter(|w| !w.is_empty())
         .skip(1)

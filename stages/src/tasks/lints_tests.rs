@@ -448,3 +448,93 @@ fn a_second_step_scored_only_by_its_recipient_is_rejected() {
         checks_of(&scored)
     );
 }
+
+const DINNER_ON: &str = r#"templates:
+  - id: dinner_on
+    instruction: "Book Baan Thai %W for dinner."
+    slots:
+      party_size: { ask: 4, keywords: [people, party size], about: "How many people", default: dinespot.book_table.party_size }
+    criteria:
+      - { id: booked, rubric: "Booked.", check: { inserted: dinespot.reservations, where: { restaurant: baan-thai, date: "%D" } } }
+      - { id: party_size, slot: party_size, rubric: "Four.", check: { inserted: dinespot.reservations, where: { party_size: "{slot.party_size}" } } }
+    solution:
+      - ask: "How many people?"
+      - { call: dinespot.book_table, args: { restaurant: baan-thai, date: "%D", party_size: "{slot.party_size}" } }
+    variants: [{}]
+"#;
+
+/// Issue 25 item 1: "on Friday", said on Thursday 2 October, means Friday 3 October; a task
+/// scoring Friday 10 October scores the careful agent wrong. "next Friday" is next week's.
+#[test]
+fn a_weekday_that_reads_as_another_date_than_the_scored_one_is_rejected() {
+    let t = |words: &str, date: &str| fixture(&DINNER_ON.replace("%W", words).replace("%D", date));
+    let weekday_date = |b: &TaskBundle| {
+        checks_of(b)
+            .into_iter()
+            .filter(|(c, ..)| *c == Check::WeekdayDate)
+            .map(|(_, _, r)| r)
+            .collect::<Vec<_>>()
+    };
+    // The released flaw: a bare Friday scored a week later.
+    let bare = weekday_date(&t("on Friday", "2025-10-10"));
+    assert_eq!(bare.len(), 1, "{bare:?}");
+    assert!(
+        bare[0].contains("2025-10-03")
+            && bare[0].contains("2025-10-10")
+            && bare[0].contains("next friday"),
+        "{}",
+        bare[0]
+    );
+    assert!(weekday_date(&t("on Friday", "2025-10-03")).is_empty());
+    assert!(weekday_date(&t("this Friday", "2025-10-03")).is_empty());
+    assert!(weekday_date(&t("this coming Friday", "2025-10-03")).is_empty());
+    // "next Friday" on a Thursday is next week's Friday, not tomorrow.
+    assert!(weekday_date(&t("next Friday", "2025-10-10")).is_empty());
+    assert_eq!(weekday_date(&t("next Friday", "2025-10-03")).len(), 1);
+    assert_eq!(weekday_date(&t("this Friday", "2025-10-10")).len(), 1);
+    // Next week's Monday is also the coming one; "a week from Saturday" is the 11th.
+    assert!(weekday_date(&t("next Monday", "2025-10-06")).is_empty());
+    assert!(weekday_date(&t("on Monday", "2025-10-06")).is_empty());
+    assert!(weekday_date(&t("a week from Saturday", "2025-10-11")).is_empty());
+    assert_eq!(weekday_date(&t("on Saturday", "2025-10-11")).len(), 1);
+    // Possessive weekdays are read too; today's own weekday means next week's unless today is scored.
+    assert_eq!(
+        weekday_date(&t("for Friday's dinner", "2025-10-10")).len(),
+        1
+    );
+    assert!(weekday_date(&t("on Thursday", "2025-10-09")).is_empty());
+    // A weekday no scored day has is the premise lint's finding, not this one's.
+    assert!(weekday_date(&t("on Tuesday", "2025-10-10")).is_empty());
+}
+
+/// The reading rule itself, on a Thursday and on a Sunday, forwards and into the past.
+#[test]
+fn weekday_readings_follow_the_stated_rule() {
+    use super::lints::weekday_reading;
+    use crate::world::clock::Date;
+    let d = |s: &str| Date::parse(s).unwrap();
+    let thu = d("2025-10-02");
+    assert_eq!(weekday_reading(thu, 4, None, false), d("2025-10-03"));
+    assert_eq!(
+        weekday_reading(thu, 4, Some("next"), false),
+        d("2025-10-10")
+    );
+    assert_eq!(weekday_reading(thu, 3, None, false), d("2025-10-09"));
+    assert_eq!(
+        weekday_reading(thu, 6, Some("this"), false),
+        d("2025-10-05")
+    );
+    assert_eq!(
+        weekday_reading(thu, 6, Some("next"), false),
+        d("2025-10-12")
+    );
+    assert_eq!(weekday_reading(thu, 6, None, true), d("2025-09-28"));
+    assert_eq!(weekday_reading(thu, 4, Some("last"), true), d("2025-09-26"));
+    let sun = d("2025-10-05");
+    assert_eq!(weekday_reading(sun, 0, None, false), d("2025-10-06"));
+    assert_eq!(
+        weekday_reading(sun, 0, Some("next"), false),
+        d("2025-10-06")
+    );
+    assert_eq!(weekday_reading(sun, 6, None, false), d("2025-10-12"));
+}

@@ -36,8 +36,10 @@ fn every_template_instantiates_and_only_the_known_flawed_candidates_fail_validat
     failing.sort();
     // Every instance passes validation on the default world: the third pass (issue 25) reworded
     // or re-valued the variants that failed (a plain choice the form lacks, a one-hotel city,
-    // pickup places history mentions), and review decides among the rest.
-    assert_eq!(failing, Vec::<&str>::new());
+    // pickup places history mentions), and review decides among the rest. Two candidates say
+    // "on Friday" (tomorrow) for a Friday a week later: the validation sheets rewrite them to
+    // "next Friday" (yuki.csv, zane.csv), so the released tasks pass `weekday_date`.
+    assert_eq!(failing, ["calendar_focus-02", "cleaning_work_block-02"]);
     assert!(candidates().len() >= 188, "{}", candidates().len());
 }
 

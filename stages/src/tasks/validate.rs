@@ -54,6 +54,8 @@ pub enum Check {
     DuplicateInstruction,
     /// An operation after the first is scored only by where it went, not by what it says.
     UnscoredStep,
+    /// A weekday whose natural reading on the world's today is not the day the criteria score.
+    WeekdayDate,
 }
 
 impl Check {
@@ -77,6 +79,7 @@ impl Check {
             Check::VisibleChoice => "visible_choice",
             Check::DuplicateInstruction => "duplicate_instruction",
             Check::UnscoredStep => "unscored_step",
+            Check::WeekdayDate => "weekday_date",
         }
     }
 }
@@ -134,6 +137,11 @@ pub fn validate_in_set(ix: &WorldIndex<'_>, b: &TaskBundle, set: &SetView) -> Ve
     out.extend(lints::owned_dates(ix, b, &initial));
     out.extend(lints::duplicate_instruction(b, set));
     out.extend(lints::unscored_step(ix, b));
+    out.extend(lints::weekday_date(
+        b,
+        &ix.world.catalog,
+        initial.clock().date,
+    ));
     out
 }
 

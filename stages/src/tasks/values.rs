@@ -8,6 +8,7 @@
 //! by email" but not "by email, not text".
 
 use super::language::{raw_words, tokens};
+use crate::world::clock::MONTHS;
 
 /// A calendar date.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -35,31 +36,13 @@ pub enum Value {
     Money(i64),
 }
 
-const MONTHS: [&str; 12] = [
-    "jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec",
-];
-
 fn month(word: &str) -> Option<u32> {
     let w = word.trim_end_matches('.');
     if w.len() < 3 {
         return None;
     }
-    let full = [
-        "january",
-        "february",
-        "march",
-        "april",
-        "may",
-        "june",
-        "july",
-        "august",
-        "september",
-        "october",
-        "november",
-        "december",
-    ];
     (0..12)
-        .find(|&i| w == MONTHS[i] || w == full[i] || (w == "sept" && i == 8))
+        .find(|&i| w == &MONTHS[i][..3] || w == MONTHS[i] || (w == "sept" && i == 8))
         .map(|i| i as u32 + 1)
 }
 

@@ -153,6 +153,9 @@ pub struct WorldAudit {
     pub logistic: Option<Separability>,
     /// The best single-feature rule's separability; `None` when a class is missing.
     pub rule: Option<RuleSeparability>,
+    /// The word uni- and bigrams the logistic regression (trained on every event) weighs most,
+    /// [`TOP_GRAMS`] per class, noise first: where a remaining separability comes from.
+    pub top_grams: Vec<(String, f64)>,
 }
 
 impl WorldAudit {
@@ -200,6 +203,7 @@ pub fn audit(world: &World, seed: u64) -> WorldAudit {
         separability: separability(history, seed),
         logistic: logistic_separability(history, seed),
         rule: rule_separability(history, seed),
+        top_grams: logistic_top_grams(history, seed),
     }
 }
 
@@ -1038,6 +1042,33 @@ fn logistic_separability(history: &[HistoryEvent], seed: u64) -> Option<Separabi
     })
 }
 
+/// The grams [`logistic_top_grams`] reports per class.
+pub const TOP_GRAMS: usize = 12;
+
+/// The [`TOP_GRAMS`] word uni- and bigrams with the largest weight towards noise, then those
+/// towards signal, of a class-balanced logistic regression trained on every event (weights
+/// positive for noise). Empty when a class is missing.
+fn logistic_top_grams(history: &[HistoryEvent], seed: u64) -> Vec<(String, f64)> {
+    let mut ids: HashMap<String, usize> = HashMap::new();
+    let features: Vec<Vec<usize>> = history
+        .iter()
+        .map(|e| word_grams(&e.text, &mut ids))
+        .collect();
+    let noise: Vec<bool> = history.iter().map(|e| e.label == Label::Noise).collect();
+    if noise.iter().all(|&x| x) || noise.iter().all(|&x| !x) {
+        return Vec::new();
+    }
+    let rows: Vec<usize> = (0..history.len()).collect();
+    let (w, _) = train_logistic(&features, &noise, &rows, ids.len(), seed);
+    let mut grams: Vec<(String, f64)> = ids.into_iter().map(|(g, j)| (g, w[j])).collect();
+    grams.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let n = grams.len();
+    let take = TOP_GRAMS.min(n / 2);
+    let mut out: Vec<(String, f64)> = grams[..take].to_vec();
+    out.extend(grams[n - take..].iter().rev().cloned());
+    out
+}
+
 /// One row of the `audit` table.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AuditRow {
@@ -1156,6 +1187,17 @@ pub fn rows(a: &WorldAudit) -> Vec<AuditRow> {
             "not measured: the history lacks signal or noise".into(),
         ),
     });
+    for (gram, weight) in &a.top_grams {
+        out.push(row(
+            "separability_gram",
+            gram,
+            *weight,
+            format!(
+                "logistic weight towards {} (trained on every event)",
+                if *weight > 0.0 { "noise" } else { "signal" }
+            ),
+        ));
+    }
     let mut by_rule: BTreeMap<Rule, usize> = Rule::ALL.iter().map(|r| (*r, 0)).collect();
     for c in &a.contradictions {
         *by_rule.entry(c.rule).or_default() += 1;

@@ -48,6 +48,31 @@ pub const WEEKDAYS: [&str; 7] = [
     "sunday",
 ];
 
+/// The months, lower-case, January first: how texts and instructions name them (their first
+/// three letters are the abbreviations, "oct").
+pub const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// A lower-case name with its first letter capitalised, for the names above.
+fn capitalised(name: &str) -> String {
+    let mut c = name.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
 impl Date {
     /// Builds a date from its parts, or `None` if the day does not exist.
     pub fn from_ymd(year: i32, month: u32, day: u32) -> Option<Self> {
@@ -104,17 +129,14 @@ impl Date {
     }
 
     /// The day of the week in English ("Thursday"), as history texts and the clock show it.
-    pub fn weekday_name(self) -> &'static str {
-        const NAMES: [&str; 7] = [
-            "Monday",
-            "Tuesday",
-            "Wednesday",
-            "Thursday",
-            "Friday",
-            "Saturday",
-            "Sunday",
-        ];
-        NAMES[self.weekday() as usize % 7]
+    pub fn weekday_name(self) -> String {
+        capitalised(WEEKDAYS[self.weekday() as usize % 7])
+    }
+
+    /// The month in English ("October"), as the lock screen shows it.
+    pub fn month_name(self) -> String {
+        let (_, m, _) = self.ymd();
+        capitalised(MONTHS[(m as usize + 11) % 12])
     }
 
     /// `YYYY-MM`, the key used for per-month summaries.

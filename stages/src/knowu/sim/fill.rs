@@ -9,22 +9,60 @@ use crate::knowu::profile::text;
 use crate::world::clock::{DateTime, Time};
 
 /// Replaces each `{habit:path|default}` in `s` with the habit's value at `path` (as text), and
-/// each `{habit_digits:path|default}` with that value's digits only (how KnowU compares phone
-/// numbers). `path` is dotted (`action.recipient.phone`, `trigger.time_range.0`); several paths
-/// separated by `;` are tried in order. `default` stands in when the persona has no such habit
-/// or value.
+/// each `{habit_<form>:path|default}` with that value in another form (see [`Form`]: the digits
+/// of a phone number, as KnowU compares them; a channel's name as Mattermost stores it; the
+/// time of day of a date-time). `path` is dotted (`action.recipient.phone`,
+/// `trigger.time_range.0`); several paths separated by `;` are tried in order. `default` stands
+/// in when the persona has no such habit or value.
 pub fn fill_habit(s: &str, habit: Option<&Map<String, Value>>) -> String {
     fill_from(s, "habit", habit)
+}
+
+/// How a fill writes the value it found (`{what_<form>:…}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Form {
+    /// As the profile holds it.
+    Plain,
+    /// Its ASCII digits only (`_digits`).
+    Digits,
+    /// Lower case, trimmed, spaces as `-` (`_slug`): KnowU's `_normalize_channel`.
+    Slug,
+    /// Its first `HH:MM` (`_hhmm`), KnowU's time pattern; the value itself without one.
+    Hhmm,
+}
+
+impl Form {
+    const ALL: [(Form, &'static str); 4] = [
+        (Form::Plain, ":"),
+        (Form::Digits, "_digits:"),
+        (Form::Slug, "_slug:"),
+        (Form::Hhmm, "_hhmm:"),
+    ];
+
+    fn write(self, value: &str, out: &mut String) {
+        match self {
+            Form::Plain => out.push_str(value),
+            Form::Digits => out.extend(value.chars().filter(char::is_ascii_digit)),
+            Form::Slug => out.push_str(&value.trim().to_lowercase().replace(' ', "-")),
+            Form::Hhmm => match time_like(&Value::String(value.to_string())) {
+                Some(t) => out.push_str(&t.hhmm()),
+                None => out.push_str(value),
+            },
+        }
+    }
 }
 
 /// [`fill_habit`] for another source: `{<what>:path|default}` and `{<what>_digits:…}` read
 /// `values` (a personalized template's `{entry:phone|…}`: the social-graph entry its
 /// preference sits in).
 pub fn fill_from(s: &str, what: &str, values: Option<&Map<String, Value>>) -> String {
-    let (plain, digits) = (format!("{{{what}:"), format!("{{{what}_digits:"));
+    let openers: Vec<(Form, String)> = Form::ALL
+        .iter()
+        .map(|(f, tail)| (*f, format!("{{{what}{tail}")))
+        .collect();
     let mut out = String::new();
     let mut rest = s;
-    while let Some((start, digits, open)) = next_fill(rest, &plain, &digits) {
+    while let Some((start, form, open)) = next_fill(rest, &openers) {
         let Some(len) = rest[start..].find('}') else {
             break;
         };
@@ -37,26 +75,20 @@ pub fn fill_from(s: &str, what: &str, values: Option<&Map<String, Value>>) -> St
             .filter(|v| !v.is_empty());
         let value = value.as_deref().unwrap_or(default);
         out.push_str(&rest[..start]);
-        if digits {
-            out.extend(value.chars().filter(char::is_ascii_digit));
-        } else {
-            out.push_str(value);
-        }
+        form.write(value, &mut out);
         rest = &rest[start + len + 1..];
     }
     out.push_str(rest);
     out
 }
 
-/// The next fill in `s` (opened by `plain` or `digits`): its start, whether it wants digits
-/// only, and the length of its opener.
-fn next_fill(s: &str, plain: &str, digits: &str) -> Option<(usize, bool, usize)> {
-    let plain = s.find(plain).map(|i| (i, false, plain.len()));
-    let digits = s.find(digits).map(|i| (i, true, digits.len()));
-    match (plain, digits) {
-        (Some(a), Some(b)) => Some(if a.0 < b.0 { a } else { b }),
-        (a, b) => a.or(b),
-    }
+/// The next fill in `s` (opened by one of `openers`): its start, its form, and the length of
+/// its opener.
+fn next_fill(s: &str, openers: &[(Form, String)]) -> Option<(usize, Form, usize)> {
+    openers
+        .iter()
+        .filter_map(|(form, o)| s.find(o.as_str()).map(|i| (i, *form, o.len())))
+        .min_by_key(|(i, _, _)| *i)
 }
 
 /// The value at a dotted path of a mapping; a numeric part indexes a list.
@@ -187,6 +219,18 @@ mod tests {
             fill_habit("{habit:a|none} {habit_digits:b|+1 2}", None),
             "none 12"
         );
+        let chat = json!({ "action": { "channel": "AI Research" }, "trigger": { "meeting_start": "2026-05-20 18:25:00" } });
+        let f = |s: &str| fill_habit(s, chat.as_object());
+        assert_eq!(
+            f("#{habit_slug:action.channel|town-square}"),
+            "#ai-research"
+        );
+        assert_eq!(f("{habit_slug:trigger.channel|Town Square}"), "town-square");
+        assert_eq!(
+            f("at {habit_hhmm:trigger.meeting_start|09:54:47}"),
+            "at 18:25"
+        );
+        assert_eq!(f("{habit_hhmm:trigger.none|2026-05-20 09:54:47}"), "09:54");
     }
 
     #[test]

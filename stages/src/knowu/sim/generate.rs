@@ -187,11 +187,16 @@ fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
     if let Some(found) = matching::preference(p, &wanted(spec)) {
         // A preference that states nothing to check (a bare refusal: "Almost never — too
         // expensive") does not fit the task: the persona would not want it done at all.
-        if t.judged.is_some() && prefs::parse(found.value) == Requirements::default() {
+        let value_text = text(found.value);
+        let situation = prefs::situation(&t.instruction, &value_text);
+        if t.judged.is_some()
+            && prefs::parse(found.value)
+                .in_situation(&situation)
+                .is_empty()
+        {
             return Some(format!(
-                "usable preference: `{}` states nothing a task could follow ({:?})",
+                "usable preference: `{}` states nothing a task could follow in its situation ({value_text:?})",
                 found.path,
-                text(found.value)
             ));
         }
         return None;
@@ -230,7 +235,7 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         None => (None, Value::Null),
     };
     let value_text = text(&value);
-    let req = prefs::parse(&value);
+    let req = prefs::parse(&value).in_situation(&prefs::situation(&t.instruction, &value_text));
     let pref_text = render(&req);
     // The mapping the preference sits in (a social-graph contact): `{entry:phone|default}`.
     let entry = path
@@ -264,7 +269,9 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         .map(|v| fill_json(&v, &fill))
         .and_then(serde_json::from_value)
         .map_err(|e| format!("template `{}`: plant: {e}", t.id))?;
-    let effect = parse(&fill_json(&t.effect, &fill), "effect")?;
+    let effect = expand_each(&fill_json(&t.effect, &fill))
+        .map_err(|e| format!("template `{}`: effect: {e}", t.id))?;
+    let effect = parse(&effect, "effect")?;
     let mut criteria = vec![Criterion {
         criterion_id: "effect".into(),
         kind: CriterionKind::Action,
@@ -516,7 +523,9 @@ fn proactive(
         Expect::Stop => vec![ask],
         Expect::Silent => Vec::new(),
     };
-    let effect = parse(&fill_json(&t.effect, &fill), "effect")?;
+    let effect = expand_each(&fill_json(&t.effect, &fill))
+        .map_err(|e| format!("template `{}`: effect: {e}", t.id))?;
+    let effect = parse(&effect, "effect")?;
     let criterion = match expect {
         Expect::Act => Criterion {
             criterion_id: "act".into(),
@@ -603,7 +612,19 @@ fn situation_clock(
         )
     })?;
     let at = if spec.clock_from_habit {
-        routine_clock(base, habit.and_then(|h| h.get("trigger")))
+        let trigger = habit.and_then(|h| h.get("trigger"));
+        let kept = trigger.filter(|_| !spec.clock_keys.is_empty()).map(|t| {
+            let keys = &spec.clock_keys;
+            let m: Map<String, Value> = t
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| keys.contains(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            Value::Object(m)
+        });
+        routine_clock(base, kept.as_ref().or(trigger))
     } else {
         base
     };
@@ -679,6 +700,69 @@ fn check_bundle(b: &TaskBundle, catalog: &Catalog) -> Result<(), String> {
 
 fn parse(v: &Value, what: &str) -> Result<Predicate, String> {
     Predicate::parse(v).map_err(|e| format!("{what}: {e}"))
+}
+
+/// Expands every `{ any_each: { items, words?, default?, each } }` of a filled effect into
+/// `{ any: [each, one per item] }` with `{item}` replaced: the habit's own list of accepted
+/// replies (`items` is a `;`-separated text, as a filled list reads), or with `words: N` KnowU's
+/// `_extract_keywords` of a text (its lower-case `[a-z0-9']+` tokens of three or more
+/// characters, each once, the first N); `default` when there are none.
+fn expand_each(v: &Value) -> Result<Value, String> {
+    Ok(match v {
+        Value::Array(a) => Value::Array(a.iter().map(expand_each).collect::<Result<_, _>>()?),
+        Value::Object(m) if m.len() == 1 && m.contains_key("any_each") => {
+            let spec = &m["any_each"];
+            let text = spec["items"].as_str().unwrap_or_default().to_lowercase();
+            let mut items: Vec<String> = match spec.get("words").and_then(Value::as_u64) {
+                Some(n) => keywords(&text, n as usize),
+                None => text
+                    .split(';')
+                    .map(|s| s.trim().to_string())
+                    .filter(|s| !s.is_empty())
+                    .collect(),
+            };
+            if items.is_empty() {
+                items = spec["default"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(text_of)
+                    .collect();
+            }
+            if items.is_empty() {
+                return Err("`any_each` has no items and no `default`".into());
+            }
+            let each = spec
+                .get("each")
+                .ok_or("`any_each` needs `each:` (a predicate with {item})")?;
+            let one = |item: &str| fill_json(each, &|s: &str| s.replace("{item}", item));
+            json!({ "any": items.iter().map(|i| one(i)).collect::<Vec<_>>() })
+        }
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| Ok((k.clone(), expand_each(x)?)))
+                .collect::<Result<Map<String, Value>, String>>()?,
+        ),
+        other => other.clone(),
+    })
+}
+
+fn text_of(v: &Value) -> String {
+    text(v).to_lowercase()
+}
+
+/// KnowU's `ClockOutRoutineTask._extract_keywords`: the distinct `[a-z0-9']+` tokens of
+/// `text` (lower case) with three or more characters, the first `n`.
+fn keywords(text: &str, n: usize) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for token in text.split(|c: char| !(c.is_ascii_lowercase() || c.is_ascii_digit() || c == '\''))
+    {
+        if token.len() >= 3 && !out.iter().any(|t| t == token) {
+            out.push(token.to_string());
+        }
+    }
+    out.truncate(n);
+    out
 }
 
 fn fill_all(steps: &[Value], fill: &dyn Fn(&str) -> String) -> Vec<Value> {

@@ -38,6 +38,8 @@ mod checks_tests;
 #[cfg(test)]
 mod prefs_tests;
 #[cfg(test)]
+mod routine_checks_tests;
+#[cfg(test)]
 mod tests;
 
 use serde::{Deserialize, Serialize};

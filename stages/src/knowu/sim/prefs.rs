@@ -12,7 +12,10 @@
 //!   amount of that unit in the text outside them.
 //!
 //! Clauses split on punctuation with or without a space (`less oil,less salt`), dashes, `and`
-//! before a new negation; `X only if Y` is a fallback (neither wanted nor avoided), `X if Y` /
+//! before a new negation; `X only if Y` is a **condition** on the situation: X is wanted when the
+//! task's situation says Y — in place of the value's other wanted terms, as an exception
+//! overrides the default (`Shared bike or walk. Subway only if raining.` in the rain wants the
+//! subway) — and nothing is required of X otherwise ([`Requirements::in_situation`]); `X if Y` /
 //! `X unless Y` want X; parenthesised asides add only what they rule out (`(preferred over
 //! Chilemei)`, `(Absolutely no Pepsi)`), never their reasons. Words match by a light stem, so
 //! a paraphrase that keeps the content words passes; a term of three or more words needs a
@@ -31,6 +34,56 @@ pub struct Requirements {
     pub windows: Vec<Window>,
     /// Amount bounds.
     pub bounds: Vec<Bound>,
+    /// `X only if Y`: wanted only in a situation that says Y (see [`Requirements::in_situation`]).
+    pub conditional: Vec<Conditional>,
+}
+
+/// `X only if Y` (`Takes taxi only if carrying grandson or heavy rain`): X is what the persona
+/// wants when the situation says one of Y's alternatives, and no requirement otherwise.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conditional {
+    /// X's alternatives.
+    pub then: Vec<Term>,
+    /// Y's alternatives (any one holding is enough).
+    pub when: Vec<Term>,
+}
+
+impl Requirements {
+    /// The requirements in a task's situation (its instruction): each `X only if Y` whose Y the
+    /// situation says becomes a wanted group in place of the value's other wanted terms (the
+    /// exception overrides the default); one whose Y it does not say requires nothing — X is
+    /// neither wanted nor held against the action.
+    pub fn in_situation(mut self, situation: &str) -> Requirements {
+        let (ws, negated) = tokens(situation);
+        let stems: Vec<String> = ws.iter().map(|w| stem(w)).collect();
+        let active: Vec<Vec<Term>> = std::mem::take(&mut self.conditional)
+            .into_iter()
+            .filter(|c| c.when.iter().any(|t| present(t, &stems, &negated)))
+            .map(|c| c.then)
+            .collect();
+        if !active.is_empty() {
+            self.want = active;
+        }
+        self
+    }
+
+    /// Nothing to check.
+    pub fn is_empty(&self) -> bool {
+        self.want.is_empty()
+            && self.avoid.is_empty()
+            && self.windows.is_empty()
+            && self.bounds.is_empty()
+    }
+}
+
+/// The situation a task's text describes: its instruction without the preference value a
+/// general twin spells out (the value's own `only if Y` must not make Y hold).
+pub fn situation(instruction: &str, value_text: &str) -> String {
+    if value_text.is_empty() {
+        instruction.to_string()
+    } else {
+        instruction.replace(value_text, " ")
+    }
 }
 
 /// A term: content words (stemmed), and whether a quantity word goes with it (`less oil`).
@@ -296,6 +349,13 @@ const MORE: &[&str] = &["more", "extra", "heavy", "lots", "double"];
 /// Words that start a condition: what follows is not a requirement.
 const CONDITIONS: &[&str] = &["if", "unless", "when", "whenever", "because", "since"];
 /// Words that make a clause a fallback or a reason: not a requirement.
+/// The words that make `only … Y` a condition on the situation.
+const ONLY_CONDITIONS: &[&str] = &["if", "when", "whenever"];
+/// Verbs of a habit before its object (`takes taxi`, `uses Didi Express`): not content.
+const HABIT_VERBS: &[&str] = &[
+    "take", "takes", "use", "uses", "ride", "rides", "go", "goes", "get", "gets", "choose",
+    "chooses", "pick", "picks", "book", "books",
+];
 const FALLBACKS: &[&str] = &[
     "backup",
     "fallback",
@@ -522,8 +582,17 @@ fn clause(c: &str, polarity: Polarity, out: &mut Requirements) {
     };
     let mut ws = words(c);
     let has = |ws: &[String], w: &str| ws.iter().any(|x| x == w);
-    if has(&ws, "only") && CONDITIONS.iter().any(|k| has(&ws, k)) {
-        return; // `X only if Y`: a fallback
+    if has(&ws, "only") {
+        if let Some(i) = ws
+            .iter()
+            .position(|w| ONLY_CONDITIONS.contains(&w.as_str()))
+        {
+            // `X only if Y` / `Only X if Y`: a condition on the situation.
+            if polarity == Polarity::Want {
+                conditional(&ws[..i], &ws[i + 1..], out);
+            }
+            return;
+        }
     }
     if FALLBACKS.iter().any(|k| has(&ws, k))
         || ws
@@ -635,6 +704,20 @@ fn clause(c: &str, polarity: Polarity, out: &mut Requirements) {
         }
         Polarity::Avoid => add_avoid(&ws, out),
         Polarity::Aside => {}
+    }
+}
+
+/// `X only if Y`: X (without the habit's verb: `takes taxi` is `taxi`) wanted when Y holds.
+fn conditional(x: &[String], y: &[String], out: &mut Requirements) {
+    let x: Vec<String> = x
+        .iter()
+        .filter(|w| !HABIT_VERBS.contains(&w.as_str()))
+        .cloned()
+        .collect();
+    let then: Vec<Term> = split_on(&x, "or").iter().filter_map(|a| term(a)).collect();
+    let when: Vec<Term> = split_on(y, "or").iter().filter_map(|a| term(a)).collect();
+    if !then.is_empty() && !when.is_empty() {
+        out.conditional.push(Conditional { then, when });
     }
 }
 

@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::prefs::{check, parse, Requirements};
+use super::prefs::{check, parse, situation, Requirements};
 use super::tests::generated_for;
 use super::Split;
 
@@ -115,11 +115,46 @@ fn the_issues_examples_check_the_right_words() {
         !passes(&platforms, "Jingdian"),
         "the preferred one is wanted"
     );
-    // `X only if Y` is a fallback; `X if Y` wants X.
-    let (w, _) = words_of(&parse(&json!(
-        "Shared bike or walk. Subway only if raining."
-    )));
-    assert_eq!(w, ["shared bike | walk"]);
+    // `X only if Y` is a condition on the situation: where it says Y, X is wanted in place of
+    // the everyday choice; elsewhere X is neither wanted nor held against the action.
+    let commute = json!("Shared bike or walk. Subway only if raining.");
+    let (w, _) = words_of(&parse(&commute));
+    assert_eq!(
+        w,
+        ["shared bike | walk"],
+        "no situation: the everyday choice"
+    );
+    let rain = parse(&commute).in_situation("It's raining. Plan how I get to work.");
+    assert_eq!(words_of(&rain).0, ["subway"]);
+    assert!(check(&rain, "Take the subway, Line 4").share() >= 1.0);
+    assert!(check(&rain, "Ride a shared bike").share() < 1.0);
+    let sun = parse(&commute).in_situation("It's sunny. Plan how I get to work.");
+    assert_eq!(words_of(&sun).0, ["shared bike | walk"]);
+    assert!(check(&sun, "Ride a shared bike").share() >= 1.0);
+    // `Only X if Y`, the habit's verb dropped, alternatives on either side; a negated Y in the
+    // situation does not hold.
+    let taxi = json!("Takes taxi only if carrying grandson or heavy rain");
+    assert!(parse(&taxi).is_empty());
+    let heavy = parse(&taxi).in_situation("It's raining. Plan my trip to the market.");
+    assert_eq!(words_of(&heavy).0, ["taxi"]);
+    assert!(check(&heavy, "Call a taxi to the market").share() >= 1.0);
+    assert!(check(&heavy, "Bus 52 to the market").share() < 1.0);
+    assert!(parse(&taxi)
+        .in_situation("No rain today. Plan my trip to the market.")
+        .is_empty());
+    assert!(
+        parse(&taxi)
+            .in_situation("I'm carrying my grandson to the park.")
+            .want
+            .len()
+            == 1
+    );
+    let didi = json!("Almost never — too expensive. Only uses Didi Express (cheapest tier) if splitting with roommates.");
+    assert!(parse(&didi)
+        .in_situation("It's 23:30 and I'm exhausted. How do I get home?")
+        .is_empty());
+    let split = parse(&didi).in_situation("Splitting a ride home with my roommates tonight.");
+    assert_eq!(words_of(&split).0, ["didi express"]);
 }
 
 /// (persona, class, a correct action in other words, the opposite).
@@ -157,7 +192,7 @@ const PARAPHRASES: &[(&str, &str, &str, &str)] = &[
     ("student", "PrefflowClothesPreferenceAskUserTask", "a white tee, 80 CNY", "a black tee, 250 CNY"),
     ("student", "PrefflowPaymentNotePreferenceTask", "WeChat Pay", "Alipay"),
     ("student", "CommuteRoutingSunnyTask", "by shared bike", "by taxi"),
-    ("student", "CommuteRoutingBadWeatherTask", "walk", "taxi"),
+    ("student", "CommuteRoutingBadWeatherTask", "take the subway with my student pass", "walk"),
     ("student", "PrefflowTravelSeatPreferenceTask", "a window seat", "an aisle seat"),
     ("student", "MattermostLeaveNoticeTask", "casual Gen-Z slang: sick today, not coming lol", "Dear colleagues, I am unwell today."),
     ("student", "CalendarScheduleGroupMeetingTask", "a text-based communication thread at 15:00", "sync meetings at 09:00"),
@@ -233,7 +268,12 @@ fn every_persona_preference_passes_in_other_words_and_fails_opposite() {
             }
             let class = t.info.class_name.as_str();
             let value = t.info.preference.clone().unwrap_or_default();
-            let req = parse(&value);
+            // The task's situation decides its `only if` conditions (student's subway in the rain).
+            let here = situation(
+                &t.bundle.task.instruction,
+                &crate::knowu::profile::text(&value),
+            );
+            let req = parse(&value).in_situation(&here);
             let Some((_, _, right, wrong)) = PARAPHRASES
                 .iter()
                 .find(|(p, c, _, _)| *p == name && *c == class)

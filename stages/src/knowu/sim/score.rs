@@ -47,7 +47,7 @@ pub fn score(
     let effect = actions_passed == actions;
     // The preference part: the structured check of the judged field when the task has one,
     // else the personalization criteria.
-    let pref = || match preference_share(info, phone) {
+    let pref = || match preference_share(info, phone, &bundle.task.instruction) {
         Some(share) => share,
         None => {
             let (p, n) = holds(CriterionKind::Personalization);
@@ -82,9 +82,11 @@ pub fn score(
 
 /// The share of the preference's requirements ([`prefs::check`]) met by the judged field of
 /// the last record the episode inserted (or updated) in the judged table; 0 when it wrote none.
-/// `None` when the task has no preference check.
-pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>) -> Option<f64> {
+/// `None` when the task has no preference check. `instruction` is the task's: its situation
+/// decides the preference's `only if` conditions ([`prefs::Requirements::in_situation`]).
+pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>, instruction: &str) -> Option<f64> {
     let value = info.preference.as_ref()?;
+    let situation = prefs::situation(instruction, &crate::knowu::profile::text(value));
     let (change, path) = info.judged.as_deref()?.split_once(':')?;
     let mut parts = path.splitn(3, '.');
     let (app, table, field) = (parts.next()?, parts.next()?, parts.next()?);
@@ -103,7 +105,7 @@ pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>) -> Option<f64> 
     if text.is_empty() {
         return Some(0.0);
     }
-    Some(prefs::check(&prefs::parse(value), &text).share())
+    Some(prefs::check(&prefs::parse(value).in_situation(&situation), &text).share())
 }
 
 /// The final state of a proactive episode.

@@ -215,6 +215,10 @@ pub struct SituationSpec {
     /// considered, its time the default).
     #[serde(default)]
     pub clock_from_habit: bool,
+    /// The trigger keys `clock_from_habit` reads (empty: all): KnowU's ClockOut takes only the
+    /// trigger's days and keeps its own time (`days`, `day_of_week`).
+    #[serde(default)]
+    pub clock_keys: Vec<String>,
 }
 
 /// One persona-fit rule of a template ([`Template::unfit`]).

@@ -515,6 +515,18 @@ fn the_logistic_regression_finds_words_that_tell_the_classes_apart_and_no_others
     let s = logistic_separability(&shared, 7).unwrap();
     assert!(s.balanced_accuracy < 0.6, "{s:?}");
     assert!(logistic_separability(&telling[1..4], 7).is_none());
+    // The grams it reports are the telling words, each towards its class.
+    let top = logistic_top_grams(&telling, 7);
+    let towards = |noise: bool| -> Vec<&str> {
+        top.iter()
+            .filter(|g| (g.1 > 0.0) == noise)
+            .take(2)
+            .map(|g| g.0.as_str())
+            .collect()
+    };
+    assert!(towards(true).contains(&"browsed"), "{top:?}");
+    assert!(towards(false).contains(&"booked"), "{top:?}");
+    assert!(logistic_top_grams(&telling[1..4], 7).is_empty());
 }
 
 /// Issue 25 audit: a circumstance must not contradict the clock ("after a long day" at 08:41,

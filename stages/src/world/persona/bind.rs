@@ -133,7 +133,7 @@ pub(crate) fn render(
 ) -> String {
     let (chosen, value, mention) = (f.chosen, f.value, f.mention);
     tpl.render(|var, out| match var {
-        Var::Weekday => out.push_str(f.when.date.weekday_name()),
+        Var::Weekday => out.push_str(&f.when.date.weekday_name()),
         Var::Daypart => out.push_str(daypart(f.when.time.seconds() / 3600)),
         Var::Vocab(l) => {
             let list = &f.vocab[*l];
