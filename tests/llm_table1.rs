@@ -39,14 +39,19 @@ use crate::common::*;
 /// The shipped pipeline's endpoint variables: the agent's and the judge's.
 const URL_VAR: &str = "PREFFLOW_LLM_BASE_URL";
 const JUDGE_VAR: &str = "PREFFLOW_JUDGE_BASE_URL";
-const ORACLE: &str = "agent=oracle,history=all";
-const LLM: &str = "agent=llm,model=default,history=all";
+pub(crate) const ORACLE: &str = "agent=oracle,history=all";
+pub(crate) const LLM: &str = "agent=llm,model=default,history=all";
 /// The shipped pipeline's root seed (`params.seed`).
-const ROOT_SEED: u64 = 7;
+pub(crate) const ROOT_SEED: u64 = 7;
 
 /// `prefflow run iprefbench.yaml` with the agent's endpoint variable set to `url` (or unset)
 /// and the judge's to `judge` (or unset), expecting success.
-fn run(ws: &Workspace, url: Option<&str>, judge: Option<&str>, extra: &[&str]) -> Output {
+pub(crate) fn run(
+    ws: &Workspace,
+    url: Option<&str>,
+    judge: Option<&str>,
+    extra: &[&str],
+) -> Output {
     let mut args = vec!["run", "iprefbench.yaml", "--progress", "none"];
     args.extend_from_slice(extra);
     let mut cmd = ws.command(&args);
@@ -68,10 +73,10 @@ fn run(ws: &Workspace, url: Option<&str>, judge: Option<&str>, extra: &[&str]) -
 }
 
 /// One tool call as a model sends it: function name and arguments (JSON text).
-type Call = (String, String);
+pub(crate) type Call = (String, String);
 
 /// The reference solution of `bundle` as the tool calls a model would make, ending in `finish`.
-fn reference_calls(bundle: &TaskBundle) -> Vec<Call> {
+pub(crate) fn reference_calls(bundle: &TaskBundle) -> Vec<Call> {
     let mut calls: Vec<Call> = bundle
         .task
         .reference_solution
@@ -99,7 +104,7 @@ fn reference_calls(bundle: &TaskBundle) -> Vec<Call> {
 }
 
 /// The instruction a request's first user message carries (`Request: …`, datasets/prompts).
-fn instruction_of(body: &str) -> Option<String> {
+pub(crate) fn instruction_of(body: &str) -> Option<String> {
     let v: Value = serde_json::from_str(body).ok()?;
     let first_user = v["messages"]
         .as_array()?
@@ -112,7 +117,7 @@ fn instruction_of(body: &str) -> Option<String> {
 }
 
 /// Assistant turns so far in a request: the index of the reference step to play now.
-fn turns(body: &str) -> usize {
+pub(crate) fn turns(body: &str) -> usize {
     let v: Value = serde_json::from_str(body).unwrap_or_default();
     v["messages"]
         .as_array()
@@ -201,7 +206,7 @@ fn stable_prefix(requests: &[prefflow_stages::llm::mock::Seen]) {
     assert!(extended > 100, "{extended} later turns checked");
 }
 
-fn strs(df: &DataFrame, col: &str) -> Vec<String> {
+pub(crate) fn strs(df: &DataFrame, col: &str) -> Vec<String> {
     column_texts(df, col)
         .into_iter()
         .map(|s| s.unwrap_or_else(|| "null".into()))

@@ -23,6 +23,7 @@ mod llm_judged;
 mod llm_local;
 mod llm_pipeline;
 mod llm_table1;
+mod paraphrase_table1;
 mod plan_estimate;
 mod remote_device;
 mod report;

@@ -17,6 +17,8 @@ struct LexiconFile {
     abbreviations: HashMap<String, String>,
     stop_words: Vec<String>,
     unavailable: Vec<String>,
+    content: Vec<String>,
+    time_units: Vec<String>,
 }
 
 /// The lexicon, stemmed.
@@ -30,6 +32,10 @@ pub struct Lexicon {
     places: HashSet<String>,
     classes: HashMap<String, Vec<String>>,
     unavailable: Vec<String>,
+    /// Stemmed phrases that ask about content (what something says or is about).
+    content: Vec<Vec<String>>,
+    /// Stems of units of time.
+    time_units: HashSet<String>,
 }
 
 /// The lexicon shipped with the crate.
@@ -70,7 +76,15 @@ impl Lexicon {
             .iter()
             .map(|p| p.to_lowercase().replace('’', "'"))
             .collect();
+        let content = file
+            .content
+            .iter()
+            .map(|p| raw_words(p).iter().map(|w| stem(w)).collect())
+            .collect();
+        let time_units = file.time_units.iter().map(|w| stem(w)).collect();
         Self {
+            content,
+            time_units,
             unavailable,
             classes,
             groups,
@@ -111,6 +125,24 @@ impl Lexicon {
             let target = *w == "available" || *w == "stock" && i > 0 && words[i - 1] == "in";
             target && words[i.saturating_sub(5)..i].iter().any(|x| negator(x))
         })
+    }
+
+    /// Whether a text holds a word or phrase asking about content (what something says or is
+    /// about: "gist", "stood out", "words"); "let me know" is a request, not content.
+    pub fn names_content(&self, text: &str) -> bool {
+        let lower = text
+            .to_lowercase()
+            .replace('’', "'")
+            .replace("let me know", " ");
+        let stems: Vec<String> = raw_words(&lower).iter().map(|w| stem(w)).collect();
+        self.content
+            .iter()
+            .any(|p| !p.is_empty() && stems.windows(p.len()).any(|w| w == p.as_slice()))
+    }
+
+    /// Whether a (lower-cased) word is a unit of time ("hours", "nights").
+    pub fn is_time_unit(&self, word: &str) -> bool {
+        self.time_units.contains(&stem(word))
     }
 
     /// Whether a (lower-cased) word names nothing by itself.
@@ -215,6 +247,17 @@ pub fn concepts(stems: &[String]) -> HashSet<String> {
         }
     }
     out
+}
+
+/// The synonym groups a whole phrase belongs to (`#<group>`): "no one" → the group of "nobody",
+/// "business" → the group of "work"; used to read an option's other names.
+pub fn phrase_groups(text: &str) -> Vec<String> {
+    let stems: Vec<String> = raw_words(text).iter().map(|w| stem(w)).collect();
+    lexicon()
+        .groups
+        .get(&stems)
+        .map(|gs| gs.iter().map(|g| format!("#{g}")).collect())
+        .unwrap_or_default()
 }
 
 /// The concepts of a text: all its stems (stop words included, for phrases such as "how

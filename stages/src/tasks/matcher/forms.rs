@@ -49,6 +49,12 @@ pub struct Form {
     pub alternative: bool,
     /// Only its context (the statements before it) speaks of something unavailable.
     pub alternative_in_context: bool,
+    /// The noun a count is of ("how many *stops*", "four *lattes*"), lower-cased: a count fits
+    /// only a slot counting that thing (or people).
+    pub counted: Option<String>,
+    /// A closed question (no wh-word: "Is it a work dinner?", "Standard or XL?", "Four lattes
+    /// like last time?"): what it asks about is the value it proposes, not the nouns around it.
+    pub closed: bool,
 }
 
 /// Whether `text` holds one of the phrases as whole words (a phrase's own leading or trailing
@@ -80,7 +86,9 @@ const WEEKDAYS: [&str; 10] = [
     "today",
 ];
 
-const PARTS_OF_DAY: [&str; 12] = [
+const PARTS_OF_DAY: [&str; 14] = [
+    "earlier",
+    "later",
     "morning",
     "afternoon",
     "evening",
@@ -101,11 +109,6 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
     let t = format!(" {} ", text.to_lowercase().replace('’', "'"));
     let ctx = context.to_lowercase().replace('’', "'");
     let mut kinds = Vec::new();
-    let mut push = |k: Kind| {
-        if !kinds.contains(&k) {
-            kinds.push(k);
-        }
-    };
     let duration = has(
         &t,
         &[
@@ -118,14 +121,19 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "for how long",
             "how much time",
             "until when",
+            "what length",
+            "the length",
             "check-out",
             "check out",
             "checking out",
             "checkout",
         ],
     );
+    let counted = counted_noun(&t);
+    let lex = crate::tasks::language::lexicon();
+    let duration = duration || counted.as_deref().is_some_and(|n| lex.is_time_unit(n));
     if duration {
-        push(Kind::Duration);
+        push(&mut kinds, Kind::Duration);
     }
     if !duration
         && has(
@@ -154,10 +162,13 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
                 "more than one",
                 "just the one",
                 "just one",
+                "what number",
+                "which number",
+                "the number",
             ],
         )
     {
-        push(Kind::Count);
+        push(&mut kinds, Kind::Count);
     }
     if has(
         &t,
@@ -175,9 +186,10 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "end time",
             "when in the day",
             "what part of the day",
+            "the time",
         ],
     ) {
-        push(Kind::Time);
+        push(&mut kinds, Kind::Time);
     }
     if has(
         &t,
@@ -197,10 +209,14 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "day 1",
             "first day",
             "arrival day",
+            "which night",
+            "what night",
+            "which evening",
+            "what evening",
         ],
     ) {
-        push(Kind::Date);
-        push(Kind::Dates);
+        push(&mut kinds, Kind::Date);
+        push(&mut kinds, Kind::Dates);
     }
     if has(
         &t,
@@ -213,7 +229,7 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "what time or day",
         ],
     ) {
-        push(Kind::When);
+        push(&mut kinds, Kind::When);
     }
     if has(
         &t,
@@ -263,9 +279,11 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "to read",
             "say?",
             "one-liner",
+            "to put in",
+            "what to put",
         ],
     ) {
-        push(Kind::Text);
+        push(&mut kinds, Kind::Text);
     }
     if has(
         &t,
@@ -299,10 +317,34 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         .trim_end()
         .ends_with(" about")
     {
-        push(Kind::Topic);
+        push(&mut kinds, Kind::Topic);
+    }
+    let specific = |k: &Vec<Kind>| {
+        k.iter().any(|k| {
+            matches!(
+                k,
+                Kind::Count | Kind::Duration | Kind::Time | Kind::Date | Kind::Dates
+            )
+        })
+    };
+    // "What stood out most?", "What's the gist?", "Any words to go with it?": a question about
+    // content asks for free text or a topic, whatever noun it names.
+    if !specific(&kinds) && lex.names_content(text) {
+        push(&mut kinds, Kind::Text);
+        push(&mut kinds, Kind::Topic);
+    }
+    // "Let me know what the dinner's for": a purpose.
+    if !specific(&kinds)
+        && t.trim_end()
+            .trim_end_matches(['?', '.', '!'])
+            .trim_end()
+            .ends_with(" for")
+        && has(&t, &["what", "what's"])
+    {
+        push(&mut kinds, Kind::Topic);
     }
     if has(&t, &["who", "whom", "anyone else", "who else", "whose"]) {
-        push(Kind::Person);
+        push(&mut kinds, Kind::Person);
     }
     if has(
         &t,
@@ -322,7 +364,7 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "what size",
         ],
     ) {
-        push(Kind::Choice);
+        push(&mut kinds, Kind::Choice);
     }
     let mut mentioned = Vec::new();
     let with_lead = format!("{lead} {text}");
@@ -333,11 +375,41 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
     if has(&wl, &WEEKDAYS) || !values::dates(&with_lead, 2025).is_empty() || has_ordinal(&wl) {
         mentioned.push(Kind::Date);
     }
-    if mentioned.is_empty() && mentions_a_count(&with_lead) {
-        mentioned.push(Kind::Count);
+    let mut counted = counted;
+    if has(
+        &wl,
+        &[
+            "an hour",
+            "half an hour",
+            "a half hour",
+            "an hour and a half",
+        ],
+    ) {
+        mentioned.push(Kind::Duration);
     }
-    if has(&t, &["where"]) {
-        push(Kind::Place);
+    if mentioned.is_empty() {
+        match count_mention(&with_lead) {
+            Some(Some(noun)) if lex.is_time_unit(&noun) => mentioned.push(Kind::Duration),
+            Some(noun) => {
+                mentioned.push(Kind::Count);
+                counted = counted.or(noun);
+            }
+            None => {}
+        }
+    }
+    if has(
+        &t,
+        &[
+            "where",
+            "the place",
+            "which place",
+            "what place",
+            "the spot",
+            "the address",
+            "location",
+        ],
+    ) {
+        push(&mut kinds, Kind::Place);
     }
     let first = t.split_whitespace().next().unwrap_or("");
     if matches!(
@@ -376,7 +448,18 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
             "go ahead",
         ],
     ) {
-        push(Kind::YesNo);
+        push(&mut kinds, Kind::YesNo);
+    }
+    let wh = has(
+        &t,
+        &[
+            "what", "what's", "which", "who", "who's", "whom", "whose", "when", "when's", "where",
+            "where's", "why", "how", "how's",
+        ],
+    );
+    let closed = !wh && text.trim_end().ends_with('?');
+    if closed || matches!(first, "want" | "need" | "maybe" | "perhaps") {
+        push(&mut kinds, Kind::YesNo);
     }
     let alt = [
         "another",
@@ -421,12 +504,43 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         mentioned,
         alternative,
         alternative_in_context,
+        counted,
+        closed,
     }
 }
 
-/// A bare count ("for 4?", "just one?"), not a number naming something ("Box 114", "10 km",
-/// "two shows": a number before a noun counts that noun, which names its own subject).
-fn mentions_a_count(text: &str) -> bool {
+fn push(kinds: &mut Vec<Kind>, k: Kind) {
+    if !kinds.contains(&k) {
+        kinds.push(k);
+    }
+}
+
+/// The noun a "how many" / "number of" question counts ("how many stops" → `stops`), when the
+/// word after it names something (not "how many are coming", "how many of you").
+fn counted_noun(t: &str) -> Option<String> {
+    let lex = crate::tasks::language::lexicon();
+    ["how many ", "number of ", "for how many "]
+        .iter()
+        .filter_map(|p| t.find(p).map(|i| &t[i + p.len()..]))
+        .find_map(|rest| {
+            // The noun phrase: the words up to the first that names nothing ("oat lattes").
+            let run: Vec<&str> = rest
+                .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+                .take_while(|w| {
+                    !w.is_empty() && !lex.is_stop(w) && values::number_word(w).is_none()
+                })
+                .take(3)
+                .collect();
+            // "how many black ones": a pronoun stands for the task's own object.
+            let pronoun = run.iter().any(|w| matches!(*w, "one" | "ones" | "of"));
+            (!run.is_empty() && !pronoun).then(|| run.join(" "))
+        })
+}
+
+/// A count the text mentions: `Some(None)` for a bare count ("for 4?", "just one?"),
+/// `Some(Some(noun))` for a number before the noun it counts ("four lattes", "two hours"); not a
+/// number naming something ("Box 114", "Flight 330").
+fn count_mention(text: &str) -> Option<Option<String>> {
     let words: Vec<&str> = text
         .split(|c: char| c.is_whitespace() || c == '—' || c == '–')
         .filter(|w| !w.is_empty())
@@ -444,29 +558,33 @@ fn mentions_a_count(text: &str) -> bool {
             && !lex.is_stop(&core(words[i - 1]))
     });
     if names {
-        return false;
+        return None;
     }
-    words.iter().enumerate().any(|(i, w)| {
+    let mut found = None;
+    for (i, w) in words.iter().enumerate() {
         let core = w
             .trim_matches(|c: char| !c.is_alphanumeric())
             .to_lowercase();
-        if values::number_word(&core).is_none()
-            || core.contains(':')
-            || core == "one" && i + 1 < words.len()
-        {
-            return false;
+        if values::number_word(&core).is_none() || core.contains(':') {
+            continue;
         }
         let next = words.get(i + 1).map(|n| {
             n.trim_matches(|c: char| !c.is_alphanumeric())
                 .to_lowercase()
         });
         let ends = w.ends_with(['?', '.', ',', '!']);
-        let next_names = !ends
-            && next
-                .as_deref()
-                .is_some_and(|n| !n.is_empty() && !lex.is_stop(n));
-        !next_names
-    })
+        let noun = next.filter(|n| !ends && !n.is_empty() && !lex.is_stop(n));
+        if core == "one" && i + 1 < words.len() && noun.is_none() {
+            // "the one you used", "which one is": a pronoun.
+            continue;
+        }
+        match noun {
+            None => return Some(None),
+            Some(n) if found.is_none() => found = Some(Some(n)),
+            Some(_) => {}
+        }
+    }
+    found
 }
 
 /// "the 14th", "on the 3rd": a day of the month.

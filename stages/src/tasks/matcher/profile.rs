@@ -55,6 +55,12 @@ pub struct SlotProfile {
     pub values: Vec<Vec<String>>,
     /// Words that name exactly one option (a record's distinctive name word).
     pub distinctive: HashSet<String>,
+    /// An inferable slot's own value when it is a name ("Sunset Crew", "Errands"), as stems:
+    /// a closed question proposing it confirms that slot ([`TaskMatcher::best`]).
+    pub own_value: Vec<String>,
+    /// Synonym groups of whole options ("business" → the group of "work", "everyone" →
+    /// "public"): another name of an option names it.
+    pub option_groups: HashSet<String>,
     /// The values the task made unavailable, as stem sequences (they name the slot only in
     /// a question about an alternative).
     pub unavailable: Vec<Vec<String>>,
@@ -115,6 +121,17 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
         || a.contains(" time ") && a.contains("which other")
     {
         out.push((Kind::Time, 1.0));
+        out.push((Kind::When, 0.8));
+    }
+    if starts(&["where"]) {
+        out.push((Kind::Place, 1.0));
+    }
+    if a.starts_with("what") && a.contains(" is for") {
+        // "What the dinner is for": a purpose.
+        out.push((Kind::Topic, 1.0));
+    }
+    if starts(&["which night", "which evening", "which weekend"]) {
+        out.push((Kind::Date, 1.0));
         out.push((Kind::When, 0.8));
     }
     if starts(&["which day", "dates", "when"]) {
@@ -187,7 +204,7 @@ fn spoken_stems(v: &str) -> Vec<String> {
     content_stems(&v.replace('_', " "))
 }
 
-/// Stems of four or more letters that occur in exactly one option's name: people name a
+/// Stems of three or more letters that occur in exactly one option's name: people name a
 /// record by part of its name ("the Walgreens" for "Walgreens Noriega").
 fn distinctive_words(options: &[Vec<String>]) -> HashSet<String> {
     let mut count: HashMap<&str, usize> = HashMap::new();
@@ -199,7 +216,12 @@ fn distinctive_words(options: &[Vec<String>]) -> HashSet<String> {
     }
     count
         .into_iter()
-        .filter(|(w, n)| *n == 1 && w.chars().count() >= 4 && w.chars().all(char::is_alphabetic))
+        .filter(|(w, n)| {
+            *n == 1
+                && w.chars().count() >= 3
+                && w.chars().all(char::is_alphabetic)
+                && !crate::tasks::language::lexicon().is_stop(w)
+        })
         .map(|(w, _)| w.to_string())
         .collect()
 }
@@ -256,6 +278,27 @@ impl SlotProfile {
                     .map(|p| spoken_stems(p)),
             );
         }
+        // An inferable slot's own value, when it is a name ("Sunset Crew", "Errands"): a
+        // question proposing it confirms that slot, whatever else it names. (Ask-only values
+        // are never used: knowing the answer must not credit a question.)
+        let own_value = slot
+            .value
+            .as_str()
+            .filter(|v| {
+                slot.source == Source::Inferable
+                    && v.split_whitespace().count() <= 4
+                    && values::parse(v).is_none()
+                    && !v.contains(',')
+            })
+            .map(spoken_stems)
+            .unwrap_or_default();
+        let option_groups: HashSet<String> = field
+            .map(|f| f.options.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter(|o| !unavailable.contains(&spoken_stems(o)))
+            .flat_map(|o| crate::tasks::language::phrase_groups(&o.replace('_', " ")))
+            .collect();
         vals.retain(|v| !v.is_empty());
         unavailable.retain(|v| !v.is_empty());
         let distinctive = distinctive_words(&vals);
@@ -291,6 +334,8 @@ impl SlotProfile {
             },
             values: vals,
             distinctive,
+            own_value,
+            option_groups,
             unavailable,
             unavailable_times,
             alternative,
@@ -421,18 +466,27 @@ impl TaskMatcher {
             .sum()
     }
 
-    /// Named values of the slot in `text` (an option, a distinctive word of one, or — in a
-    /// question about an alternative — the value that became unavailable).
-    fn named(
-        p: &SlotProfile,
-        text: &str,
-        stems: &[String],
-        alternative: bool,
-        yes_no: bool,
-    ) -> f64 {
+    /// Named values of the slot in `text` (an option, a distinctive word of one, another name
+    /// of one, or — in a question about an alternative — the value that became unavailable).
+    /// A fallback's options name it only in a question offering a choice, a yes or no, or an
+    /// alternative.
+    fn named(p: &SlotProfile, text: &str, stems: &[String], f: &Form) -> f64 {
+        let alternative = f.alternative || f.alternative_in_context;
+        let offers = alternative || f.kinds.contains(&Kind::YesNo) || f.closed;
         let seq = |v: &Vec<String>| stems.windows(v.len()).any(|w| w == v.as_slice());
-        let option = (!p.alternative || alternative || yes_no)
-            && (p.values.iter().any(seq) || stems.iter().any(|s| p.distinctive.contains(s)));
+        // "the CVS on 9th" for "cvs_9th_ave": an option's first two words.
+        let prefix = |v: &Vec<String>| v.len() > 2 && seq(&v[..2].to_vec());
+        let other_name = || {
+            !p.option_groups.is_empty()
+                && word_concepts(text)
+                    .iter()
+                    .flatten()
+                    .any(|c| p.option_groups.contains(c))
+        };
+        let option = (!p.alternative || offers)
+            && (p.values.iter().any(|v| seq(v) || prefix(v))
+                || stems.iter().any(|s| p.distinctive.contains(s))
+                || other_name());
         let gone = alternative
             && (p.unavailable.iter().any(seq)
                 || values::times(text)
@@ -445,10 +499,24 @@ impl TaskMatcher {
         }
     }
 
+    /// Whether a count's noun ("how many *stops*") is what slot `p` counts: one of its terms,
+    /// people (a table, tickets or portions are for people) or a unit things come in (bags,
+    /// cartons). No noun fits every count slot.
+    fn counts_it(p: &SlotProfile, counted: Option<&str>) -> bool {
+        let Some(noun) = counted else {
+            return true;
+        };
+        let c = crate::tasks::language::text_concepts(noun);
+        let generic = crate::tasks::language::text_concepts("people passengers tickets cartons");
+        c.iter()
+            .any(|x| p.terms.contains(x) || x.starts_with('#') && generic.contains(x))
+    }
+
     /// How well a piece (with the lead of its sentence and the statements before it) fits
     /// each slot, in slot order.
     pub fn fits(&self, text: &str, lead: &str, context: &str) -> Vec<Fit> {
         let f = form(text, lead, context);
+        let (text, lead, context) = (&idioms_out(text), &idioms_out(lead), &idioms_out(context));
         let stems = |t: &str| -> Vec<String> {
             crate::tasks::language::tokens(t)
                 .into_iter()
@@ -461,16 +529,23 @@ impl TaskMatcher {
             word_concepts(context),
         );
         let (own_s, lead_s, ctx_s) = (stems(text), stems(lead), stems(context));
-        let alt = f.alternative || f.alternative_in_context;
-        let yes_no = f.kinds.contains(&Kind::YesNo);
         self.profiles
             .iter()
             .map(|p| {
-                let own = self.subject(p, &own_c) + Self::named(p, text, &own_s, alt, yes_no);
-                let lead_fit =
-                    0.7 * (self.subject(p, &lead_c) + Self::named(p, lead, &lead_s, alt, yes_no));
-                let ctx =
-                    0.5 * (self.subject(p, &ctx_c) + Self::named(p, context, &ctx_s, alt, yes_no));
+                let own = self.subject(p, &own_c) + Self::named(p, text, &own_s, &f);
+                let lead_fit = 0.7 * (self.subject(p, &lead_c) + Self::named(p, lead, &lead_s, &f));
+                let ctx = 0.5 * (self.subject(p, &ctx_c) + Self::named(p, context, &ctx_s, &f));
+                let counting = f.kinds.contains(&Kind::Count)
+                    || f.mentioned.contains(&Kind::Count)
+                        && f.kinds
+                            .iter()
+                            .all(|k| matches!(k, Kind::YesNo | Kind::Choice));
+                let kind = if !counting || Self::counts_it(p, f.counted.as_deref()) {
+                    p.kind_fit(&f)
+                } else {
+                    // "How many stops?" is no count of passengers.
+                    -1.5
+                };
                 let alt_fit = match (f.alternative, f.alternative_in_context, p.alternative) {
                     (true, _, true) => 1.0,
                     (true, _, false) if own < 1.0 => -0.6,
@@ -479,7 +554,7 @@ impl TaskMatcher {
                 };
                 Fit {
                     own: own + lead_fit,
-                    total: own + lead_fit + ctx + p.kind_fit(&f) + alt_fit,
+                    total: own + lead_fit + ctx + kind + alt_fit,
                 }
             })
             .collect()
@@ -510,6 +585,9 @@ impl TaskMatcher {
         let mut order: Vec<usize> = (0..fits.len()).collect();
         order.sort_by(|&a, &b| fits[b].total.total_cmp(&fits[a].total));
         let &top = order.first()?;
+        if let Some(i) = self.proposed(text, &f) {
+            return Some(i);
+        }
         let confirms = confirms_a_value(text, lead);
         let alternatives = self.profiles.iter().filter(|p| p.alternative).count();
         let evidence = |i: usize| {
@@ -517,6 +595,10 @@ impl TaskMatcher {
                 || f.alternative && self.profiles[i].alternative && alternatives == 1
                 || fits[i].total - fits[i].own >= 1.0 && self.only_one_of_its_kind(i, &f.kinds)
                 || confirms && self.only_one_of_its_kind(i, &f.mentioned)
+                // "Is it the whole team, about eight of you?": a count proposed.
+                || f.closed
+                    && f.mentioned == [Kind::Count]
+                    && self.only_one_of_its_kind(i, &f.mentioned)
         };
         if fits[top].total < THRESHOLD || !evidence(top) {
             return None;
@@ -535,19 +617,112 @@ impl TaskMatcher {
         }
     }
 
-    /// Whether slot `i` is the only slot of the task holding a kind the form asks for.
+    /// The head of a closed question is the value it proposes ("Do you want the caption shown
+    /// to *everyone*?", "Should the reminder go in *Errands*?", "Is this a *work* dinner?"): when
+    /// exactly one slot has a value named in the piece, and no other slot holds a kind of value
+    /// the piece mentions (a time, a count), that slot is asked about, whatever other slot's
+    /// noun stands beside it.
+    fn proposed(&self, text: &str, f: &Form) -> Option<usize> {
+        let asks_a_kind = f.kinds.iter().any(|k| {
+            matches!(
+                k,
+                Kind::Count | Kind::Duration | Kind::Time | Kind::Date | Kind::Dates | Kind::When
+            )
+        });
+        // "Oat milk latte — qty?" asks for a count; "Swap in Weruva, or hold off until Tiki
+        // Cat is back?" is about the alternative, not the value it names.
+        if !f.closed || asks_a_kind || f.alternative && self.profiles.iter().any(|p| p.alternative)
+        {
+            return None;
+        }
+        if text.contains(['"', '“', '”']) || text.contains(" '") || text.contains(" ‘") {
+            // A quotation proposes free text, not a name.
+            return None;
+        }
+        let stems: Vec<String> = crate::tasks::language::tokens(text)
+            .into_iter()
+            .map(|t| t.stem)
+            .collect();
+        let own = |p: &SlotProfile| {
+            let v = &p.own_value;
+            !v.is_empty() && stems.windows(v.len()).any(|w| w == v.as_slice())
+        };
+        // A whole name ("Sunset Yoga Collective") outweighs a word shared with another slot's
+        // option.
+        let whole = |p: &SlotProfile| {
+            own(p)
+                || p.values
+                    .iter()
+                    .any(|v| v.len() > 1 && stems.windows(v.len()).any(|w| w == v.as_slice()))
+        };
+        let wholes: Vec<usize> = (0..self.profiles.len())
+            .filter(|&i| whole(&self.profiles[i]))
+            .collect();
+        let named: Vec<usize> = if wholes.len() == 1 {
+            wholes
+        } else {
+            (0..self.profiles.len())
+                .filter(|&i| {
+                    let p = &self.profiles[i];
+                    Self::named(p, text, &stems, f) > 0.0 || own(p)
+                })
+                .collect()
+        };
+        let [i] = named[..] else {
+            return None;
+        };
+        let holds = |p: &SlotProfile, k: &Kind| p.kinds.iter().any(|(x, w)| x == k && *w >= 0.8);
+        let other_value = f.mentioned.iter().any(|k| {
+            self.profiles
+                .iter()
+                .enumerate()
+                .any(|(j, p)| j != i && holds(p, k))
+        });
+        (!other_value).then_some(i)
+    }
+
+    /// Whether slot `i` is the only slot of the task holding a kind the form asks for (or the
+    /// only ask-only one: ask-only slots win ties over inferable ones).
     fn only_one_of_its_kind(&self, i: usize, kinds: &[Kind]) -> bool {
+        let me = &self.profiles[i];
         kinds.iter().any(|k| {
             let holds = |p: &SlotProfile| p.kinds.iter().any(|(x, w)| x == k && *w >= 0.8);
-            holds(&self.profiles[i]) && self.profiles.iter().filter(|p| holds(p)).count() == 1
+            let rivals = |p: &&SlotProfile| {
+                holds(p) && (me.source == Source::Inferable || p.source == Source::AskOnly)
+            };
+            holds(me) && self.profiles.iter().filter(rivals).count() == 1
         })
     }
+}
+
+/// A text without the idioms in which "time" names no clock time ("like last time", "this
+/// time"): their words are no slot's subject.
+fn idioms_out(text: &str) -> String {
+    const IDIOMS: [&str; 7] = [
+        "last time",
+        "this time",
+        "next time",
+        "every time",
+        "first time",
+        "same as before",
+        "at a time",
+    ];
+    let mut out = text.to_string();
+    for i in IDIOMS {
+        while let Some(at) = out.to_lowercase().find(i) {
+            out.replace_range(at..at + i.len(), " ");
+        }
+    }
+    out
 }
 
 /// Whether a question is about the value it names ("Is 8:00 a.m. OK?", "Should I book for
 /// 4?", "Morning or after work?"): at most two words besides values, days and parts of the day.
 fn confirms_a_value(text: &str, lead: &str) -> bool {
-    const CALENDAR: [&str; 25] = [
+    const CALENDAR: [&str; 28] = [
+        "next",
+        "this",
+        "last",
         "am",
         "pm",
         "a.m",

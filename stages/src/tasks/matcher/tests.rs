@@ -157,16 +157,17 @@ struct Question {
     style: String,
 }
 
-fn questions() -> Vec<Question> {
+fn questions(file: &str) -> Vec<Question> {
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../tests/fixtures/questions/dev.csv");
+        .join("../tests/fixtures/questions")
+        .join(file);
     use polars::prelude::SerReader;
     let df = polars::prelude::CsvReadOptions::default()
         .with_has_header(true)
         .with_infer_schema_length(Some(0))
         .try_into_reader_with_file_path(Some(path))
         .and_then(|r| r.finish())
-        .expect("dev.csv");
+        .unwrap_or_else(|e| panic!("{file}: {e}"));
     let col = |c: &str| -> Vec<String> {
         df.column(c)
             .expect(c)
@@ -211,7 +212,7 @@ struct Figures {
     failures: Vec<String>,
 }
 
-fn measure() -> Figures {
+fn measure(file: &str) -> Figures {
     let mut f = Figures {
         wanted: 0,
         credited: 0,
@@ -220,7 +221,7 @@ fn measure() -> Figures {
         messages: 0,
         failures: Vec::new(),
     };
-    for q in questions() {
+    for q in questions(file) {
         let Some(b) = candidates().iter().find(|b| b.task.task_id == q.task_id) else {
             continue;
         };
@@ -269,12 +270,12 @@ fn measure() -> Figures {
     f
 }
 
-#[test]
-fn natural_questions_are_credited_to_their_slots_and_never_to_another() {
-    let f = measure();
+/// Prints the figures (and, with `MATCHER_FAILURES` set, every row not matched exactly); the
+/// share credited.
+fn report(file: &str, f: &Figures) -> f64 {
     let share = f.credited as f64 / f.wanted.max(1) as f64;
     eprintln!(
-        "natural questions: {}/{} ask-only requests credited ({:.1}%), {} matched to another slot, {}/{} messages with other pieces counted exactly",
+        "{file}: {}/{} ask-only requests credited ({:.1}%), {} matched to another slot, {}/{} messages with other pieces counted exactly",
         f.credited, f.wanted, 100.0 * share, f.wrong, f.other_exact, f.messages
     );
     if std::env::var("MATCHER_FAILURES").is_ok() {
@@ -282,12 +283,18 @@ fn natural_questions_are_credited_to_their_slots_and_never_to_another() {
             eprintln!("{l}");
         }
     }
+    share
+}
+
+#[test]
+fn natural_questions_are_credited_to_their_slots_and_never_to_another() {
+    let f = measure("dev.csv");
+    let share = report("dev.csv", &f);
     assert!(share >= 0.9, "credited {:.1}%", 100.0 * share);
-    // Known wrong-slot matches since the third task-set pass gave `health_refill` an ask-only
-    // reminder time (`at`): a question about the reminder's list ("should the pickup reminder go
-    // in Errands?") and a pharmacy follow-up ("The one you used last time, or somewhere closer to
-    // work?") go to `at`. The issue's target is 0; this bound keeps them from growing.
-    assert!(f.wrong <= 2, "matched to another slot: {}", f.wrong);
+    // 223/237 (94.1%) since the closed-question, count-noun and content-form rules (222 and 2
+    // to another slot before: "should the pickup reminder go in Errands?" now goes to the
+    // inferable list it proposes, "the one you used last time" no longer reads "time").
+    assert_eq!(f.wrong, 0, "matched to another slot");
 }
 
 #[test]
@@ -316,4 +323,49 @@ fn debug_fits() {
             );
         }
     }
+}
+
+/// Prints the released tasks' slots as the matcher sees them (for writing fresh questions).
+#[test]
+#[ignore]
+fn dump_slots() {
+    let world = crate::tasks::testkit::world();
+    for b in candidates() {
+        let fields = profile::fields(b, &world.catalog);
+        for s in &b.slots {
+            let f = fields.get(&s.slot_id);
+            eprintln!(
+                "{}\t{:?}\t{}\t{:?}\t{}\t{}\t{}\t{}",
+                b.task.task_id,
+                s.source,
+                s.slot_id,
+                s.about,
+                s.value,
+                f.map_or(String::new(), |f| f.name.clone()),
+                f.map_or(String::new(), |f| f
+                    .options
+                    .iter()
+                    .take(8)
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join("|")),
+                b.task.instruction,
+            );
+        }
+    }
+}
+
+/// Questions written for issue 24's failure classes after the dev set (choices among named
+/// options with no slot word, yes/no proposals of a value, requests phrased as statements,
+/// topic paraphrases of free-text slots, and traps where one slot's word sits in a question
+/// about something else), across many released tasks: the matcher must hold on phrasings it
+/// was not fitted to, and never send a piece to another ask-only slot.
+#[test]
+fn fresh_questions_are_credited_and_never_sent_to_another_slot() {
+    let f = measure("fresh.csv");
+    let share = report("fresh.csv", &f);
+    // Before the closed-question, count-noun and content-form rules: 96/128 (75.0%), 4 to
+    // another slot; after: 125/128 (97.7%), none.
+    assert!(share >= 0.95, "credited {:.1}%", 100.0 * share);
+    assert_eq!(f.wrong, 0, "matched to another slot");
 }
