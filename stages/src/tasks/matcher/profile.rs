@@ -681,16 +681,13 @@ impl TaskMatcher {
         (!other_value).then_some(i)
     }
 
-    /// Whether slot `i` is the only slot of the task holding a kind the form asks for (or the
-    /// only ask-only one: ask-only slots win ties over inferable ones).
+    /// Whether slot `i` is the only slot of the task holding a kind the form asks for (a bare
+    /// "How many?" with a passenger count and a bag count is about neither).
     fn only_one_of_its_kind(&self, i: usize, kinds: &[Kind]) -> bool {
         let me = &self.profiles[i];
         kinds.iter().any(|k| {
             let holds = |p: &SlotProfile| p.kinds.iter().any(|(x, w)| x == k && *w >= 0.8);
-            let rivals = |p: &&SlotProfile| {
-                holds(p) && (me.source == Source::Inferable || p.source == Source::AskOnly)
-            };
-            holds(me) && self.profiles.iter().filter(rivals).count() == 1
+            holds(me) && self.profiles.iter().filter(|p| holds(p)).count() == 1
         })
     }
 }
