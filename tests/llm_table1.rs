@@ -104,7 +104,7 @@ pub(crate) fn reference_calls(bundle: &TaskBundle) -> Vec<Call> {
 }
 
 /// The instruction a request's first user message carries (`Request: …`, datasets/prompts).
-pub(crate) fn instruction_of(body: &str) -> Option<String> {
+fn instruction_of(body: &str) -> Option<String> {
     let v: Value = serde_json::from_str(body).ok()?;
     let first_user = v["messages"]
         .as_array()?
@@ -117,7 +117,7 @@ pub(crate) fn instruction_of(body: &str) -> Option<String> {
 }
 
 /// Assistant turns so far in a request: the index of the reference step to play now.
-pub(crate) fn turns(body: &str) -> usize {
+fn turns(body: &str) -> usize {
     let v: Value = serde_json::from_str(body).unwrap_or_default();
     v["messages"]
         .as_array()
@@ -139,6 +139,13 @@ fn reference_server(bundles: &[TaskBundle]) -> ScriptedServer {
         })
         .collect();
     assert_eq!(by_seed.len(), bundles.len(), "episode seeds are distinct");
+    calls_server(by_seed)
+}
+
+/// A server answering each episode's turn `n` with the `n`-th call scripted for it: the
+/// episode is found by the request's sampling `seed` and its instruction checked; past the
+/// script it finishes, and a request it cannot place gets a call to no task's function.
+pub(crate) fn calls_server(by_seed: HashMap<u64, (String, Vec<Call>)>) -> ScriptedServer {
     ScriptedServer::start(
         vec![],
         Behavior::respond(move |body| {

@@ -14,7 +14,7 @@
 use std::collections::HashMap;
 
 use prefflow_stages::episodes::seed::episode_seed;
-use prefflow_stages::llm::mock::{tool_call_completion, Behavior, ScriptedServer};
+use prefflow_stages::llm::mock::ScriptedServer;
 use prefflow_stages::tasks::frames::bundles_from_table;
 use prefflow_stages::tasks::matcher::profile::{fields, FieldInfo};
 use prefflow_stages::tasks::matcher::split;
@@ -23,9 +23,7 @@ use prefflow_stages::tasks::{Slot, Source, TaskBundle};
 use serde_json::{json, Value};
 
 use crate::common::*;
-use crate::llm_table1::{
-    instruction_of, reference_calls, run, strs, turns, Call, LLM, ORACLE, ROOT_SEED,
-};
+use crate::llm_table1::{calls_server, reference_calls, run, strs, Call, LLM, ORACLE, ROOT_SEED};
 
 const PHRASINGS: u32 = 3;
 
@@ -237,24 +235,7 @@ fn paraphrasing_server(bundles: &[TaskBundle]) -> (ScriptedServer, usize) {
             by_seed.insert(seed, (b.task.instruction.clone(), calls));
         }
     }
-    let server = ScriptedServer::start(
-        vec![],
-        Behavior::respond(move |body| {
-            let request: Value = serde_json::from_str(body).unwrap_or_default();
-            let task = request["seed"]
-                .as_u64()
-                .and_then(|s| by_seed.get(&s))
-                .filter(|(instruction, _)| instruction_of(body).as_ref() == Some(instruction));
-            let (name, args) = match task {
-                Some((_, calls)) => calls
-                    .get(turns(body))
-                    .cloned()
-                    .unwrap_or_else(|| ("finish".into(), "{}".into())),
-                None => ("no_such_task".into(), "{}".into()),
-            };
-            tool_call_completion(None, &[(name.as_str(), args.as_str())], 100, 10)
-        }),
-    );
+    let server = calls_server(by_seed);
     (server, played)
 }
 
