@@ -617,8 +617,12 @@ fn clause(c: &str, polarity: Polarity, out: &mut Requirements) {
     if let Some(i) = ws.iter().position(|w| CONDITIONS.contains(&w.as_str())) {
         ws.truncate(i);
     }
-    // `X-free`: X is ruled out.
-    while let Some(i) = ws.iter().position(|w| w == "free").filter(|&i| i > 0) {
+    // `X-free`: X is ruled out (written `X-free` or `X free`, not `card = free rides`).
+    while let Some(i) = ws
+        .iter()
+        .position(|w| w == "free")
+        .filter(|&i| i > 0 && free_of(c, &ws[i - 1]))
+    {
         let w = ws[i - 1].clone();
         ws.drain(i - 1..=i);
         add_avoid(&[w], out);
@@ -1015,6 +1019,16 @@ pub fn check(req: &Requirements, text: &str) -> Outcome {
     out
 }
 
+/// Whether `text` says "`word`-free" or "`word` free" (`sugar-free`), the word right before
+/// "free": in "Senior card = free rides" the card is not ruled out.
+fn free_of(text: &str, word: &str) -> bool {
+    let text = text.to_lowercase();
+    ["-", "\u{2011}", " "]
+        .map(|joint| format!("{word}{joint}free"))
+        .iter()
+        .any(|compound| text.contains(compound.as_str()))
+}
+
 fn hhmm(t: u16) -> String {
     format!("{:02}:{:02}", t / 60, t % 60)
 }
@@ -1030,7 +1044,7 @@ fn tokens(text: &str) -> (Vec<String>, Vec<bool>) {
             if NEGATIONS.contains(&w.as_str()) {
                 on = true;
             }
-            let free = ws.get(i + 1).is_some_and(|n| n == "free");
+            let free = ws.get(i + 1).is_some_and(|n| n == "free") && free_of(&c, w);
             flags.push(on || free);
         }
         all.extend(ws);

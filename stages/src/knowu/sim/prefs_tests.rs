@@ -313,3 +313,20 @@ fn every_persona_preference_passes_in_other_words_and_fails_opposite() {
     };
     assert_eq!(checked, expected, "preference values checked");
 }
+
+/// "X-free" rules X out only when written as one compound: in "Bus (Senior card = free rides)"
+/// the card is what makes her rides free, not something to avoid.
+#[test]
+fn free_rules_out_only_the_word_compounded_with_it() {
+    let card = json!("Bus (Senior card = free rides)");
+    let req = parse(&card);
+    assert!(
+        req.avoid.iter().all(|t| !format!("{t:?}").contains("card")),
+        "{req:?}"
+    );
+    assert!(passes(&card, "Take bus 12 with her senior card"));
+    let sugar = json!("iced tea, sugar-free");
+    assert!(passes(&sugar, "an iced tea without sugar"));
+    assert!(!passes(&sugar, "an iced tea with sugar"));
+    assert!(!passes(&json!("gluten free pasta"), "pasta with gluten"));
+}
