@@ -73,18 +73,8 @@ fn has(text: &str, phrases: &[&str]) -> bool {
     })
 }
 
-const WEEKDAYS: [&str; 10] = [
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
-    "weekend",
-    "tomorrow",
-    "today",
-];
+/// Words that name a day besides the weekdays (`world::clock::WEEKDAYS`).
+const OTHER_DAYS: [&str; 3] = ["weekend", "tomorrow", "today"];
 
 const PARTS_OF_DAY: [&str; 14] = [
     "earlier",
@@ -372,7 +362,11 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
     if !values::times(&with_lead).is_empty() || has(&wl, &PARTS_OF_DAY) {
         mentioned.push(Kind::Time);
     }
-    if has(&wl, &WEEKDAYS) || !values::dates(&with_lead, 2025).is_empty() || has_ordinal(&wl) {
+    if has(&wl, &crate::world::clock::WEEKDAYS)
+        || has(&wl, &OTHER_DAYS)
+        || !values::dates(&with_lead, 2025).is_empty()
+        || has_ordinal(&wl)
+    {
         mentioned.push(Kind::Date);
     }
     let mut counted = counted;

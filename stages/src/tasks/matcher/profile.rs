@@ -716,7 +716,8 @@ fn idioms_out(text: &str) -> String {
 /// Whether a question is about the value it names ("Is 8:00 a.m. OK?", "Should I book for
 /// 4?", "Morning or after work?"): at most two words besides values, days and parts of the day.
 fn confirms_a_value(text: &str, lead: &str) -> bool {
-    const CALENDAR: [&str; 28] = [
+    // Besides the weekdays (`world::clock::WEEKDAYS`).
+    const CALENDAR: [&str; 21] = [
         "next",
         "this",
         "last",
@@ -724,13 +725,6 @@ fn confirms_a_value(text: &str, lead: &str) -> bool {
         "pm",
         "a.m",
         "p.m",
-        "monday",
-        "tuesday",
-        "wednesday",
-        "thursday",
-        "friday",
-        "saturday",
-        "sunday",
         "tomorrow",
         "today",
         "tonight",
@@ -754,6 +748,7 @@ fn confirms_a_value(text: &str, lead: &str) -> bool {
         .filter(|w| {
             let x = w.word.trim_end_matches('.');
             !(CALENDAR.contains(&x)
+                || crate::world::clock::WEEKDAYS.contains(&x)
                 || values::number_word(x).is_some()
                 || x.contains(':')
                 || x.chars().next().is_some_and(|c| c.is_ascii_digit())
