@@ -163,6 +163,7 @@ impl<'a> LlmFactory<'a> {
             epoch: 0,
             space: ActionSpace::Tools,
             tools: Arc::new([]),
+            tools_value: minijinja::Value::UNDEFINED,
             functions: Vec::new(),
             messages: Vec::new(),
             fresh: true,
@@ -221,6 +222,8 @@ pub struct LlmAgent<'a> {
     epoch: u32,
     space: ActionSpace,
     tools: Arc<[ToolSpec]>,
+    /// `tools` as the templates' `tools` variable.
+    tools_value: minijinja::Value,
     functions: Vec<llm::ToolSpec>,
     messages: Vec<ChatMessage>,
     /// True until the first `next`, whose observation the task message already shows.
@@ -346,7 +349,7 @@ impl Agent for LlmAgent<'_> {
     fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError> {
         self.adopt(brief);
         let stable = self.stable(brief)?;
-        let context = context(brief, clarifications, &self.tools, &stable.history);
+        let context = context(brief, clarifications, self.offer(), &stable.history);
         self.messages = vec![
             ChatMessage::new("system", stable.system.clone()),
             ChatMessage::new(
@@ -367,7 +370,7 @@ impl LlmAgent<'_> {
     /// The clarification request: one JSON-mode request for the questions to ask first.
     fn clarify_request(&self, brief: &Brief<'_>) -> Result<ChatRequest, AgentError> {
         let stable = self.stable(brief)?;
-        let context = context(brief, &[], &self.tools, &stable.history);
+        let context = context(brief, &[], self.offer(), &stable.history);
         Ok(ChatRequest {
             messages: vec![
                 ChatMessage::new("system", stable.system.clone()),
@@ -429,11 +432,17 @@ impl LlmAgent<'_> {
         }
     }
 
+    /// The offered tools and their template value.
+    fn offer(&self) -> (&[ToolSpec], &minijinja::Value) {
+        (&self.tools, &self.tools_value)
+    }
+
     /// Takes the episode's space, tools and epoch from the brief.
     fn adopt(&mut self, brief: &Brief<'_>) {
         self.space = brief.space;
         self.epoch = brief.epoch;
         self.tools = toolset::offered(brief.tools, self.task, self.factory.max_tools);
+        self.tools_value = tools_context(&self.tools);
         self.functions = match brief.space {
             ActionSpace::Tools => function_specs(&self.tools),
             ActionSpace::Gui => Vec::new(),
@@ -519,9 +528,10 @@ impl LlmFactory<'_> {
 fn context(
     brief: &Brief<'_>,
     clarifications: &[AskRecord],
-    offered: &Arc<[ToolSpec]>,
+    offered: (&[ToolSpec], &minijinja::Value),
     history: &minijinja::Value,
 ) -> minijinja::Value {
+    let (offered, tools) = offered;
     let history = history.clone();
     let clarifications: Vec<Value> = clarifications
         .iter()
@@ -538,30 +548,20 @@ fn context(
             ActionSpace::Gui => brief.observation.text.clone(),
         },
         clarifications => clarifications,
-        tools => tools_context(offered),
+        tools => tools.clone(),
     }
 }
 
-/// The `tools` template variable (`name`, `description` of each offered tool). Several prompts
-/// of an episode render the same list, so its conversion (up to ~220 entries) is kept for the
-/// last list seen; holding that list keeps its address from being reused by another.
-fn tools_context(tools: &Arc<[ToolSpec]>) -> minijinja::Value {
-    type Last = Option<(Arc<[ToolSpec]>, minijinja::Value)>;
-    static LAST: std::sync::Mutex<Last> = std::sync::Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((seen, value)) = last.as_ref() {
-        if Arc::ptr_eq(seen, tools) {
-            return value.clone();
-        }
-    }
-    let value = minijinja::Value::from_serialize(
+/// The `tools` template variable (`name`, `description` of each offered tool), converted once
+/// per episode when it adopts its offer ([`LlmAgent::adopt`]) and held by the agent, since
+/// several prompts of an episode render the same list (up to ~220 entries).
+fn tools_context(tools: &[ToolSpec]) -> minijinja::Value {
+    minijinja::Value::from_serialize(
         tools
             .iter()
             .map(|t| json!({ "name": t.name, "description": t.description }))
             .collect::<Vec<_>>(),
-    );
-    *last = Some((tools.clone(), value.clone()));
-    value
+    )
 }
 
 fn status_name(s: Status) -> &'static str {
@@ -723,13 +723,20 @@ mod tests {
                 indexes: &Default::default(),
             };
             prompts
-                .render("t.j2", &context(&brief, &[], tools, &history_value(&[])))
+                .render(
+                    "t.j2",
+                    &context(
+                        &brief,
+                        &[],
+                        (tools, &tools_context(tools)),
+                        &history_value(&[]),
+                    ),
+                )
                 .unwrap()
         };
         let a: Arc<[ToolSpec]> = Arc::new([spec("notes.create_note")]);
         let b: Arc<[ToolSpec]> = Arc::new([spec("weather.get_forecast"), spec("clock.set_alarm")]);
         assert_eq!(render(&a), "gui do it: notes.create_note");
-        // Another list (another world, or a tool cap) is converted anew, not taken from the last.
         assert_eq!(
             render(&b),
             "gui do it: weather.get_forecast clock.set_alarm"
@@ -775,7 +782,12 @@ mod tests {
                 "clarifications": [{ "question": "Which day?", "reply": "Friday" }],
                 "tools": tools.iter().map(|t| json!({ "name": t.name, "description": t.description })).collect::<Vec<_>>(),
             });
-            let converted = context(&brief, &answered, &tools, &history_value(&history));
+            let converted = context(
+                &brief,
+                &answered,
+                (&tools, &tools_context(&tools)),
+                &history_value(&history),
+            );
             for name in [prompts::AGENT_TASK, prompts::CLARIFY] {
                 assert_eq!(
                     prompts.render(name, &converted).unwrap(),

@@ -7,13 +7,15 @@
 //! - [`env`]: [`RemoteEnv`] (the `Environment`) and [`DeviceUser`] (ask_user answered on-device).
 //! - [`episode`]: one task start to finish, retried from a fresh init when the device fails.
 //! - [`lease`]: which device URL a running item holds (one episode per device at a time).
-//! - [`fake`]: an in-process fake device following the documented API, for tests.
+//! - `fake`: an in-process fake device following the documented API, for tests (feature
+//!   `testkit`).
 
 pub mod actions;
 pub mod client;
 pub mod env;
 pub mod episode;
 pub mod error;
+#[cfg(any(test, feature = "testkit"))]
 pub mod fake;
 pub mod lease;
 pub mod screen;
