@@ -4,6 +4,10 @@
 //! `episodes.score`. Each running item leases one device URL for all its episodes, so with a
 //! pipeline pool `resources: { devices: N }` (N = number of URLs) and `resources: [devices]` on
 //! the stage, N emulators play N tasks at once and no emulator ever plays two.
+//!
+//! Items are async ([`Execution::Async`]), as in `run_episodes`: an episode waiting on its
+//! device or its model is a task, and the waits between attempts are the engine's
+//! [`prefflow_engine::retry::RetryPolicy`] sleeps.
 
 use prefflow_engine::schema::TableDef;
 use std::collections::{BTreeMap, HashMap};
@@ -11,7 +15,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polars::prelude::{Column, DataFrame};
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -19,7 +23,7 @@ use crate::episodes::agents::{self, Replay};
 use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
 use crate::episodes::remote::lease::{self, Lease, Suite};
 use crate::episodes::remote::{
-    play_remote, DeviceClient, DeviceError, Played, RemoteSpec, RetryPolicy, DEFAULT_DEVICE_ID,
+    play_remote, DeviceClient, DeviceError, DevicePatience, Played, RemoteSpec, DEFAULT_DEVICE_ID,
 };
 use crate::episodes::seed::{episode_id, episode_seed};
 use crate::episodes::{AgentFactory, EpisodeRow, EpisodeRun};
@@ -142,55 +146,72 @@ impl Kind for RunRemoteEpisodes {
         }
     }
 
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        if params.devices.is_empty() {
-            return Err(StageError::Input(format!(
-                "stage `{}`: `devices` is empty; list at least one env server URL",
-                ctx.stage
-            )));
-        }
-        let suite = suite_query(params, ctx)?;
-        let tasks = read_tasks(ctx)?;
-        let episode_params = llm_params(params)?;
-        let factory: Box<dyn AgentFactory + '_> = match params.agent {
-            RemoteAgent::Replay => Box::new(Replay::new(replay_actions(params, &tasks))),
-            RemoteAgent::Llm => {
-                agents::factory(&episode_params, super::run_episodes::model_access(ctx))?
-            }
-        };
-        let lease = lease::acquire(&params.devices);
-        let timeout = Duration::from_secs(params.timeout_s.max(1));
-        let client = DeviceClient::new(lease.url(), &params.device_id, timeout)
-            .map(Arc::new)
-            .map_err(|e| StageError::Input(format!("stage `{}`: {e}", ctx.stage)))?;
-        let policy = RetryPolicy {
-            retries: params.device_retries,
-            backoff: Duration::from_millis(params.retry_backoff_ms),
-            health_polls: params.health_polls,
-        };
-        let played = switch_suite(&lease, &client, &policy, suite)
-            .and_then(|()| play_all(params, ctx, &tasks, &client, &policy, factory.as_ref()));
-        // A rejected request says nothing against the device; only failures it may recover from count.
-        lease.record(!matches!(&played, Err((_, e)) if e.is_retryable()));
-        let played = played.map_err(|e| give_up(e, lease.url(), params))?;
-        tables(&played, lease.url())
+    const EXECUTION: Execution = Execution::Async;
+
+    fn run_async<'a>(
+        &'a self,
+        params: &'a Self::Params,
+        ctx: &'a StageContext<'a>,
+    ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
+        run(params, ctx)
     }
 }
 
+/// The item's tasks on one leased device.
+async fn run(
+    params: &RunRemoteEpisodesParams,
+    ctx: &StageContext<'_>,
+) -> Result<Tables, StageError> {
+    if params.devices.is_empty() {
+        return Err(StageError::Input(format!(
+            "stage `{}`: `devices` is empty; list at least one env server URL",
+            ctx.stage
+        )));
+    }
+    let suite = suite_query(params, ctx)?;
+    let tasks = read_tasks(ctx)?;
+    let episode_params = llm_params(params)?;
+    let factory: Box<dyn AgentFactory + '_> = match params.agent {
+        RemoteAgent::Replay => Box::new(Replay::new(replay_actions(params, &tasks))),
+        RemoteAgent::Llm => {
+            agents::factory(&episode_params, super::run_episodes::model_access(ctx))?
+        }
+    };
+    let lease = lease::acquire(&params.devices).await;
+    let timeout = Duration::from_secs(params.timeout_s.max(1));
+    let client = DeviceClient::new(lease.url(), &params.device_id, timeout)
+        .map(Arc::new)
+        .map_err(|e| StageError::Input(format!("stage `{}`: {e}", ctx.stage)))?;
+    let patience = DevicePatience::new(
+        params.device_retries,
+        Duration::from_millis(params.retry_backoff_ms),
+        params.health_polls,
+    );
+    let played = match switch_suite(&lease, &client, &patience, suite).await {
+        Ok(()) => play_all(params, ctx, &tasks, &client, &patience, factory.as_ref()).await,
+        Err(e) => Err(e),
+    };
+    // A rejected request says nothing against the device; only failures it may recover from count.
+    lease.record(!matches!(&played, Err((_, e)) if e.is_retryable()));
+    let played = played.map_err(|e| give_up(e, lease.url(), params))?;
+    tables(&played, lease.url())
+}
+
 /// Every task × epoch of this item on the leased device.
-fn play_all(
+async fn play_all(
     params: &RunRemoteEpisodesParams,
     ctx: &StageContext<'_>,
     tasks: &[RemoteTask],
     client: &Arc<DeviceClient>,
-    policy: &RetryPolicy,
+    patience: &DevicePatience,
     factory: &dyn AgentFactory,
 ) -> Result<Vec<Played>, (String, DeviceError)> {
     let mut played = Vec::new();
     for task in tasks {
         for epoch in 0..params.epochs {
             let spec = spec(params, ctx, task, factory.name(), epoch);
-            let mut p = play_remote(client, policy, factory, &spec)
+            let mut p = play_remote(client, patience, factory, &spec)
+                .await
                 .map_err(|e| (format!("task `{}` epoch {epoch}", task.task_id), e))?;
             let prices = params.llm.as_ref().and_then(|l| l.prices);
             p.run.episode.cost_agent = p.run.episode.agent_usage.cost(prices);
@@ -320,10 +341,10 @@ fn suite_query(
 }
 
 /// Switches the leased device's suite unless this process already did.
-fn switch_suite(
+async fn switch_suite(
     lease: &Lease,
     client: &DeviceClient,
-    policy: &RetryPolicy,
+    patience: &DevicePatience,
     suite: Option<Suite>,
 ) -> Result<(), (String, DeviceError)> {
     let Some(suite) = suite else {
@@ -332,10 +353,11 @@ fn switch_suite(
     if lease.suite().as_ref() == Some(&suite) {
         return Ok(());
     }
-    policy
-        .wait_healthy(client)
-        .and_then(|()| client.switch_suite(&suite))
-        .map_err(|e| ("switching the suite".to_string(), e))?;
+    let switched = match patience.wait_healthy(client).await {
+        Ok(()) => client.switch_suite(&suite).await,
+        Err(e) => Err(e),
+    };
+    switched.map_err(|e| ("switching the suite".to_string(), e))?;
     lease.set_suite(Some(suite));
     Ok(())
 }

@@ -20,7 +20,7 @@ pub mod fake;
 pub mod lease;
 pub mod screen;
 
-pub use client::{DeviceClient, Evaluation, RetryPolicy, DEFAULT_DEVICE_ID};
+pub use client::{DeviceClient, DevicePatience, Evaluation, DEFAULT_DEVICE_ID};
 pub use env::{DeviceUser, RemoteEnv};
 pub use episode::{play_remote, Played, RemoteSpec};
 pub use error::DeviceError;
