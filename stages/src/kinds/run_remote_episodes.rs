@@ -19,7 +19,7 @@ use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::episodes::agents::{self, Replay};
+use crate::episodes::agents::{LlmAgentConfig, Replay};
 use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
 use crate::episodes::remote::lease::{self, Lease, Suite};
 use crate::episodes::remote::{
@@ -30,8 +30,6 @@ use crate::episodes::{AgentFactory, EpisodeRow, EpisodeRun};
 use crate::knowu::columns::{optional_strings, strings};
 use crate::llm::LlmConfig;
 use crate::world::phone::Action;
-
-use super::RunEpisodesParams;
 
 /// The agents a remote task can be played by (built-in scripted agents need task bundles that
 /// remote tasks do not have).
@@ -170,11 +168,10 @@ async fn run(
     }
     let suite = suite_query(params, ctx)?;
     let tasks = read_tasks(ctx)?;
-    let episode_params = llm_params(params)?;
     let factory: Box<dyn AgentFactory + '_> = match params.agent {
         RemoteAgent::Replay => Box::new(Replay::new(replay_actions(params, &tasks))),
         RemoteAgent::Llm => {
-            agents::factory(&episode_params, super::run_episodes::model_access(ctx))?
+            Box::new(llm_agent(params).build(super::run_episodes::model_access(ctx))?)
         }
     };
     let lease = lease::acquire(&params.devices).await;
@@ -296,18 +293,14 @@ fn replay_actions(
     out
 }
 
-/// The `run_episodes` parameters the shared agent factory reads (agent `llm`, GUI space).
-fn llm_params(params: &RunRemoteEpisodesParams) -> Result<RunEpisodesParams, StageError> {
-    let value = serde_json::json!({
-        "agent": "llm",
-        "space": "gui",
-        "seed": params.seed,
-        "max_steps": params.max_steps,
-        "llm": params.llm,
-        "prompts": params.prompts,
-    });
-    serde_json::from_value(value)
-        .map_err(|e| StageError::Failed(format!("internal: agent parameters: {e}")))
+/// The `llm` agent of `run_episodes` with this stage's model and prompts (all tools: a device
+/// offers none; the episode's GUI space comes with its brief).
+fn llm_agent(params: &RunRemoteEpisodesParams) -> LlmAgentConfig<'_> {
+    LlmAgentConfig {
+        llm: params.llm.as_ref(),
+        prompts: &params.prompts,
+        max_tools: None,
+    }
 }
 
 fn suite_query(
@@ -415,26 +408,24 @@ fn add_device_columns(df: &mut DataFrame, played: &[Played], url: &str) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::episodes::agents::AgentName;
 
     fn params(yaml: serde_json::Value) -> RunRemoteEpisodesParams {
         serde_json::from_value(yaml).unwrap()
     }
 
     #[test]
-    fn the_llm_agent_gets_gui_run_episodes_params_with_its_model() {
+    fn the_llm_agent_gets_the_stages_model_and_prompts() {
         let p = params(serde_json::json!({
             "devices": ["http://127.0.0.1:1"],
             "agent": "llm",
             "seed": 7,
             "llm": {"base_url": "http://127.0.0.1:2/v1", "model": "m", "temperature": 0.0},
+            "prompts": "my/prompts",
         }));
-        let e = llm_params(&p).unwrap();
-        assert_eq!(e.agent, AgentName::Llm);
-        assert_eq!(e.space, crate::world::phone::ActionSpace::Gui);
-        assert_eq!(e.seed, 7);
-        assert_eq!(e.llm, p.llm);
-        assert_eq!(e.max_steps, 50);
+        let agent = llm_agent(&p);
+        assert_eq!(agent.llm, p.llm.as_ref());
+        assert_eq!(agent.prompts, "my/prompts");
+        assert_eq!(agent.max_tools, None);
     }
 
     #[test]

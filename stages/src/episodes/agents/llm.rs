@@ -15,7 +15,6 @@ use prefflow_engine::StageError;
 use serde_json::{json, Map, Value};
 
 use crate::episodes::agent::{Agent, AgentError, AgentFactory, AgentFuture, Brief, Turn};
-use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::prompts::{self, Prompts};
 use crate::episodes::toolset;
 use crate::episodes::ModelAccess;
@@ -41,25 +40,47 @@ pub struct LlmFactory<'a> {
     flow: String,
 }
 
+/// What the `llm` agent is built from: a stage's `llm`, `prompts` and `max_tools`.
+#[derive(Debug, Clone, Copy)]
+pub struct LlmAgentConfig<'p> {
+    /// The model (`None` when the stage has no `llm` block: an input error when built).
+    pub llm: Option<&'p LlmConfig>,
+    /// The directory of prompt templates.
+    pub prompts: &'p str,
+    /// Offer at most this many phone tools (see [`LlmFactory`]).
+    pub max_tools: Option<usize>,
+}
+
+impl LlmAgentConfig<'_> {
+    /// The model, or the input error saying what to add.
+    fn model(&self) -> Result<LlmConfig, StageError> {
+        self.llm.cloned().ok_or_else(|| {
+            StageError::Input(
+                "agent `llm` needs `llm: { model, base_url or base_url_env }` in params".into(),
+            )
+        })
+    }
+
+    /// The factory of a stage's episodes (see [`LlmFactory::new`]).
+    pub fn build<'a>(&self, access: ModelAccess<'a>) -> Result<LlmFactory<'a>, StageError> {
+        LlmFactory::new(self, access)
+    }
+}
+
 impl<'a> LlmFactory<'a> {
     /// Checks everything that would otherwise fail every episode alike — the `llm` block, the
     /// endpoint, the key variable, the templates — and fails the stage with the fix instead.
-    pub fn new(params: &RunEpisodesParams, access: ModelAccess<'a>) -> Result<Self, StageError> {
-        let config = params.llm.clone().ok_or_else(|| {
-            StageError::Input(format!(
-                "stage `{}`: agent `llm` needs `llm: {{ model, base_url or base_url_env }}` in params",
-                access.stage
-            ))
-        })?;
+    pub fn new(agent: &LlmAgentConfig<'_>, access: ModelAccess<'a>) -> Result<Self, StageError> {
+        let config = agent.model().map_err(|e| access.named(e))?;
         let mut factory = Self::from_parts(
             config,
             access.cache,
             access.offline,
             access.workdir,
-            &params.prompts,
+            agent.prompts,
         )
-        .map_err(|e| prefix(access.stage, e))?;
-        factory.max_tools = params.max_tools;
+        .map_err(|e| access.named(e))?;
+        factory.max_tools = agent.max_tools;
         factory.usage = access.usage;
         factory.flow = access.flow();
         Ok(factory)
@@ -73,7 +94,7 @@ impl<'a> LlmFactory<'a> {
         workdir: &std::path::Path,
         prompts_dir: &str,
     ) -> Result<Self, StageError> {
-        check_endpoint(&config, offline)?;
+        config.check_endpoint(offline)?;
         Self::unchecked(config, cache, offline, workdir, prompts_dir)
     }
 
@@ -101,46 +122,14 @@ impl<'a> LlmFactory<'a> {
     /// prompts and tool offer as a run, without the endpoint check (nothing is sent, and a
     /// missing key is the run's error, not the estimate's).
     pub fn for_plan(
-        params: &RunEpisodesParams,
+        agent: &LlmAgentConfig<'_>,
         cache: &'a dyn Store,
         workdir: &std::path::Path,
     ) -> Result<Self, StageError> {
-        let config = params.llm.clone().ok_or_else(|| {
-            StageError::Input(
-                "agent `llm` needs `llm: { model, base_url or base_url_env }` in params".into(),
-            )
-        })?;
-        let mut factory = Self::unchecked(config, cache, true, workdir, &params.prompts)?;
-        factory.max_tools = params.max_tools;
+        let mut factory = Self::unchecked(agent.model()?, cache, true, workdir, agent.prompts)?;
+        factory.max_tools = agent.max_tools;
         Ok(factory)
     }
-}
-
-/// Fails early (exit 2) when the endpoint or key is missing, rather than once per episode.
-pub(crate) fn check_endpoint(config: &LlmConfig, offline: bool) -> Result<(), StageError> {
-    config.resolved_base_url()?;
-    if let (Some(var), false) = (&config.api_key_env, offline) {
-        if std::env::var_os(var).is_none() {
-            return Err(llm::LlmError::MissingKey { var: var.clone() }.into());
-        }
-    }
-    Ok(())
-}
-
-/// Names the stage in an input error.
-pub(crate) fn prefix(stage: &str, e: StageError) -> StageError {
-    match e {
-        StageError::Input(m) => StageError::Input(format!("stage `{stage}`: {m}")),
-        other => other,
-    }
-}
-
-/// The sampling seed of one episode: the configured one, else the episode's own, kept to 31
-/// bits because servers differ in the integer width they accept.
-pub(crate) fn episode_config(config: &LlmConfig, seed: u64) -> LlmConfig {
-    let mut config = config.clone();
-    config.seed = config.seed.or(Some(seed & 0x7fff_ffff));
-    config
 }
 
 impl AgentFactory for LlmFactory<'_> {
@@ -158,7 +147,7 @@ impl<'a> LlmFactory<'a> {
         LlmAgent {
             factory: self,
             task,
-            config: episode_config(&self.config, seed),
+            config: self.config.for_episode(seed),
             client: None,
             epoch: 0,
             space: ActionSpace::Tools,
@@ -203,7 +192,7 @@ impl<'a> LlmFactory<'a> {
     /// The record/replay key of `request` sent by the episode with `seed` and `epoch`, or
     /// `None` when the endpoint cannot be resolved here (no variable set).
     pub fn cache_key(&self, request: &ChatRequest, seed: u64, epoch: u32) -> Option<String> {
-        LlmClient::new(episode_config(&self.config, seed), self.cache, true)
+        LlmClient::new(self.config.for_episode(seed), self.cache, true)
             .ok()
             .map(|c| c.cache_key(request, epoch))
     }
