@@ -10,7 +10,7 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{optional_input, required_input};
+use super::support::{optional_input, required_input};
 use crate::report::drilldown::{coverage, drilldown, DrillInputs, EpisodeView};
 use crate::report::figures::Figure;
 use crate::report::{
