@@ -136,12 +136,7 @@ async fn play(
         clock: hooks.clock(bundle),
         overrides: task.overrides.clone(),
     };
-    let mut env = PhoneEnv::new(world, config).map_err(|e| {
-        StageError::Input(format!(
-            "task `{}`: overrides do not apply to this world: {e}",
-            task.task_id
-        ))
-    })?;
+    let mut env = phone_env(world, config, &task.task_id)?;
     let extra: Vec<HistoryEvent> = env.phone.extra_history().to_vec();
     let history = exposure::episode_history(world, &extra);
     let shown = match &params.embeddings {
@@ -218,6 +213,20 @@ async fn play(
         .user_usage
         .cost(params.user_config().and_then(|l| l.prices));
     Ok(run)
+}
+
+/// The phone one episode of task `task_id` plays on; an input error when the task's overrides
+/// do not apply to `world`.
+pub fn phone_env<'w>(
+    world: &'w World,
+    config: EpisodeConfig,
+    task_id: &str,
+) -> Result<PhoneEnv<'w>, StageError> {
+    PhoneEnv::new(world, config).map_err(|e| {
+        StageError::Input(format!(
+            "task `{task_id}`: overrides do not apply to this world: {e}"
+        ))
+    })
 }
 
 fn log_name(log: LogKind) -> &'static str {
