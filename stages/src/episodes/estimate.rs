@@ -178,12 +178,7 @@ impl TaskSetup<'_> {
             clock: None,
             overrides: task.overrides.clone(),
         };
-        let env = PhoneEnv::new(world, config.clone()).map_err(|e| {
-            StageError::Input(format!(
-                "task `{}`: overrides do not apply to this world: {e}",
-                task.task_id
-            ))
-        })?;
+        let env = super::play::phone_env(world, config.clone(), &task.task_id)?;
         let extra: Vec<HistoryEvent> = env.phone.extra_history().to_vec();
         let history = exposure::episode_history(world, &extra);
         let shown = exposure::select(

@@ -1,8 +1,10 @@
-//! Prompt templates for model-backed agents and simulators, read from a directory of minijinja
-//! files (`datasets/prompts/` by default). Prompts are data: editing one changes the stage's
-//! cache key (the directory is an external input of `run_episodes`), so results always say
-//! which wording produced them. Every file is parsed when loaded, so a syntax error stops the
-//! stage before any episode runs, with the file and line in the message.
+//! The one template loader: minijinja templates compiled once and rendered by name, for every
+//! model prompt — agents and simulators (a directory of files, `datasets/prompts/` by default),
+//! the LLM judge's two prompts, `llm_complete`'s `prompt`/`system` — and the HTML report.
+//! Prompts are data: editing one changes the stage's cache key (the directory is an external
+//! input of `run_episodes`), so results always say which wording produced them. Every template
+//! is parsed when loaded, so a syntax error stops the stage before any request is sent, with the
+//! file and line in the message.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -51,7 +53,19 @@ pub fn clock_in_words(now: &str) -> String {
     format!("{weekday}, {day} {month} {year}, {}", t.time.hhmm())
 }
 
-/// A loaded, syntax-checked template directory.
+/// How a set of templates treats undefined variables and escaping.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// Agent and simulator prompts: an undefined variable is an error (a typo in a template
+    /// is not an empty string in the prompt).
+    Strict,
+    /// minijinja's defaults (undefined renders empty): the judge's and `llm_complete`'s.
+    Lenient,
+    /// Lenient, and every value HTML-escaped: the report.
+    Html,
+}
+
+/// A loaded, syntax-checked set of templates.
 #[derive(Debug, Clone)]
 pub struct Prompts {
     /// The directory as configured (for messages).
@@ -83,6 +97,43 @@ impl Prompts {
             sources.insert(name, text);
         }
         Self::compiled(dir, sources, required)
+    }
+
+    /// Templates from memory, compiled with `flavor`; the error is the template that does not
+    /// parse, by name, for the caller to phrase.
+    pub fn with_flavor(
+        label: &str,
+        sources: &[(&str, &str)],
+        flavor: Flavor,
+    ) -> Result<Self, (String, minijinja::Error)> {
+        let mut env = Environment::new();
+        match flavor {
+            Flavor::Strict => env.set_undefined_behavior(UndefinedBehavior::Strict),
+            Flavor::Lenient => {}
+            Flavor::Html => env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html),
+        }
+        for (name, text) in sources {
+            env.add_template_owned(name.to_string(), text.to_string())
+                .map_err(|e| (name.to_string(), e))?;
+        }
+        Ok(Self {
+            dir: label.to_string(),
+            sources: sources
+                .iter()
+                .map(|(n, t)| (n.to_string(), t.to_string()))
+                .collect(),
+            env,
+        })
+    }
+
+    /// Renders template `name` with `context` as it comes out (untrimmed), the error as
+    /// minijinja gives it, for callers that phrase their own messages.
+    pub fn render_plain<C: serde::Serialize + ?Sized>(
+        &self,
+        name: &str,
+        context: &C,
+    ) -> Result<String, minijinja::Error> {
+        self.env.get_template(name)?.render(context)
     }
 
     /// Templates from memory (tests).

@@ -14,6 +14,7 @@ use serde_json::{json, Value};
 use super::index::StepRec;
 use super::interaction::Piece;
 use super::{JudgeError, Verdict};
+use crate::episodes::prompts::{Flavor, Prompts};
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig, Usage};
 use crate::tasks::{Criterion, TaskBundle};
 use crate::world::types::display;
@@ -27,9 +28,20 @@ pub const REQUESTS_TEMPLATE: &str = "judge_requests.j2";
 /// A model judging criteria and matching requests.
 pub struct LlmJudge<'a> {
     client: LlmClient<'a>,
-    criterion: String,
-    requests: String,
+    /// The two prompts, compiled once.
+    templates: Prompts,
     prices: Option<crate::llm::Prices>,
+}
+
+/// The judge's two prompts compiled once (minijinja's defaults, as the judge always rendered
+/// them); a template that does not parse is the error its first render would have been.
+fn compile(criterion: &str, requests: &str) -> Result<Prompts, JudgeError> {
+    let sources = [
+        (CRITERION_TEMPLATE, criterion),
+        (REQUESTS_TEMPLATE, requests),
+    ];
+    Prompts::with_flavor("judge prompts", &sources, Flavor::Lenient)
+        .map_err(|(name, e)| JudgeError::Input(format!("rendering judge prompt {name}: {e}")))
 }
 
 /// What the criterion prompt is rendered from.
@@ -76,8 +88,7 @@ impl<'a> LlmJudge<'a> {
         };
         let prices = config.prices;
         Ok(Self {
-            criterion: read(CRITERION_TEMPLATE)?,
-            requests: read(REQUESTS_TEMPLATE)?,
+            templates: compile(&read(CRITERION_TEMPLATE)?, &read(REQUESTS_TEMPLATE)?)?,
             client: LlmClient::new(config, cache, offline)?,
             prices,
         })
@@ -102,12 +113,12 @@ impl<'a> LlmJudge<'a> {
 
     async fn ask(
         &self,
-        template: &str,
         name: &str,
         vars: &impl Serialize,
     ) -> Result<(Option<String>, Usage), JudgeError> {
-        let prompt = minijinja::Environment::new()
-            .render_str(template, vars)
+        let prompt = self
+            .templates
+            .render_plain(name, vars)
             .map_err(|e| JudgeError::Input(format!("rendering judge prompt {name}: {e}")))?;
         let request = ChatRequest {
             messages: vec![ChatMessage::new("user", prompt)],
@@ -123,7 +134,7 @@ impl<'a> LlmJudge<'a> {
         &self,
         ctx: &CriterionContext<'_>,
     ) -> Result<(Verdict, String, Usage), JudgeError> {
-        let (content, usage) = self.ask(&self.criterion, CRITERION_TEMPLATE, ctx).await?;
+        let (content, usage) = self.ask(CRITERION_TEMPLATE, ctx).await?;
         let text = content.unwrap_or_default();
         Ok(match parse_verdict(&text) {
             Some((v, reason)) => (v, reason, usage),
@@ -158,7 +169,7 @@ impl<'a> LlmJudge<'a> {
             "question": question,
             "slots": slots,
         });
-        let (content, usage) = self.ask(&self.requests, REQUESTS_TEMPLATE, &vars).await?;
+        let (content, usage) = self.ask(REQUESTS_TEMPLATE, &vars).await?;
         let pieces = parse_requests(&content.unwrap_or_default(), bundle);
         Ok((pieces, usage))
     }

@@ -16,7 +16,6 @@ pub mod estimate;
 pub mod frames;
 pub mod index;
 pub mod interaction;
-pub mod labelled;
 pub mod labels;
 pub mod llm;
 pub mod replay;

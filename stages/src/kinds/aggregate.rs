@@ -3,13 +3,11 @@
 //! variant and role). Put `gather: true` on the stage
 //! so it sees every variant of its inputs at once (all tables carry `variant`).
 
-use std::borrow::Cow;
-
-use polars::prelude::DataFrame;
 use prefflow_engine::schema::{InputDef, TableDef};
-use prefflow_engine::{InputTable, Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
+use super::support::{optional_input, required_input};
 use crate::metrics::{aggregate, AggregateOptions, Bootstrap};
 
 /// Parameters of `aggregate`.
@@ -50,57 +48,6 @@ pub const AGGREGATE_TABLES: [&str; 7] = [
 
 /// Aggregates judged episodes into the paper's tables.
 pub struct Aggregate;
-
-/// The input `name` (a table name, a `stage.table` label or a one-table stage, as
-/// [`StageContext::input`] resolves it) when the stage lists it: for optional inputs. A table
-/// name listed from several stages (a gather over the built-in agents' `judged.scores` and the
-/// models' `judged_llm.scores`) is every one of them stacked, so each kind reads one table with
-/// every variant's rows; stages that are disabled (no endpoint) simply contribute none.
-pub fn optional_input<'a>(
-    ctx: &'a StageContext<'_>,
-    name: &str,
-) -> Result<Option<Cow<'a, DataFrame>>, StageError> {
-    let by_name: Vec<&InputTable> = ctx
-        .inputs
-        .iter()
-        .filter(|t| t.table == name || t.label() == name)
-        .collect();
-    match by_name.as_slice() {
-        [] => {
-            let listed = ctx.inputs.iter().any(|t| t.stage == name);
-            Ok(listed
-                .then(|| ctx.input(name).ok().map(Cow::Borrowed))
-                .flatten())
-        }
-        [only] => Ok(Some(Cow::Borrowed(&only.df))),
-        [first, rest @ ..] => {
-            let mut stacked = first.df.clone();
-            for t in rest {
-                stacked.vstack_mut(&t.df).map_err(|e| {
-                    StageError::Failed(format!(
-                        "stage `{}`: input `{}` does not stack onto `{}` (both are `{name}` tables): {e}",
-                        ctx.stage,
-                        t.label(),
-                        first.label()
-                    ))
-                })?;
-            }
-            Ok(Some(Cow::Owned(stacked)))
-        }
-    }
-}
-
-/// [`optional_input`] for an input the kind cannot do without: an error naming the inputs when
-/// no listed input is called `name`.
-pub fn required_input<'a>(
-    ctx: &'a StageContext<'_>,
-    name: &str,
-) -> Result<Cow<'a, DataFrame>, StageError> {
-    match optional_input(ctx, name)? {
-        Some(df) => Ok(df),
-        None => ctx.input(name).map(Cow::Borrowed),
-    }
-}
 
 impl Kind for Aggregate {
     type Params = AggregateParams;

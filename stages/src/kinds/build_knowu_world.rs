@@ -8,7 +8,8 @@ use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use super::build_world::{input_error, summary_table, WORLD_TABLES};
+use super::build_world::{summary_table, WORLD_TABLES};
+use super::support::input_error;
 use crate::knowu::profile::KnowuProfile;
 use crate::knowu::sim::world::{persona_apps, persona_stub, PROFILE_KIND};
 use crate::world::app::Catalog;

@@ -8,9 +8,10 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
+use super::support::input_error;
 use crate::world::audit::{self, WorldAudit};
 use crate::world::summary::{summary, WorldSummary};
-use crate::world::{tables, HistoryParams, World, WorldError};
+use crate::world::{tables, HistoryParams, World};
 
 /// Parameters of `build_world`.
 #[derive(Debug, Deserialize)]
@@ -132,11 +133,6 @@ impl Kind for BuildWorld {
         ]);
         Ok(out)
     }
-}
-
-/// World errors are problems in the user's dataset files: exit code 2 with the located message.
-pub fn input_error(e: WorldError) -> StageError {
-    StageError::Input(e.to_string())
 }
 
 /// The YAML texts the world was built from, so later stages rebuild it from tables alone.

@@ -74,7 +74,7 @@ impl Kind for GenerateKnowuTasks {
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
         let sources = ctx.input("sources")?;
-        let world = super::world_input(ctx)?;
+        let world = super::support::world_input(ctx)?;
         let persona = knowu_persona(sources, ctx.stage)?;
         let templates = load_dir(&ctx.resolve(&params.templates), &params.templates)
             .map_err(|e| StageError::Input(e.to_string()))?;

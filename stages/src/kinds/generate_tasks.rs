@@ -67,7 +67,7 @@ impl Kind for GenerateTasks {
     }
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        let world = super::world_input(ctx)?;
+        let world = super::support::world_input(ctx)?;
         let dir = ctx.resolve(&params.templates);
         let files = load_dir(&dir, &params.templates)?;
         let domains = load_domains(&dir, &params.templates)?;

@@ -7,7 +7,8 @@ use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use super::build_world::{input_error, summary_table};
+use super::build_world::summary_table;
+use super::support::input_error;
 use crate::knowu::log;
 use crate::knowu::profile::KnowuProfile;
 use crate::world::summary::summarize;

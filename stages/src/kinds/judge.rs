@@ -165,7 +165,7 @@ impl Kind for Judge {
     fn prepare(&self, _: &Self::Params, ctx: &StageContext<'_>) -> Result<JudgeState, StageError> {
         Ok(JudgeState {
             index: JudgeIndex::build(ctx.input("steps")?, ctx.input("bundles")?)?,
-            world: super::world_input(ctx)?,
+            world: super::support::world_input(ctx)?,
         })
     }
 

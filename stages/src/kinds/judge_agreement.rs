@@ -12,8 +12,8 @@ use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use super::aggregate::{optional_input, required_input};
-use crate::judging::labelled;
+use super::support::{optional_input, required_input};
+use crate::episodes::labelled;
 use crate::metrics::judge_agreement::{
     agreement_frame, judge_agreement, labels_frame, read_labels, AgreementRow,
 };

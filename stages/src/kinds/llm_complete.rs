@@ -8,6 +8,7 @@ use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::episodes::prompts::{Flavor, Prompts};
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig};
 
 /// Parameters of `llm_complete`.
@@ -88,16 +89,14 @@ fn requests(
     ctx: &StageContext<'_>,
     rows: &[Value],
 ) -> Result<Vec<ChatRequest>, StageError> {
-    let mut env = minijinja::Environment::new();
-    env.add_template("prompt", &params.prompt).map_err(|e| {
-        StageError::Input(format!("stage `{}`: bad `prompt` template: {e}", ctx.stage))
-    })?;
+    let mut sources = vec![("prompt", params.prompt.as_str())];
     if let Some(system) = &params.system {
-        env.add_template("system", system).map_err(|e| {
-            StageError::Input(format!("stage `{}`: bad `system` template: {e}", ctx.stage))
-        })?;
+        sources.push(("system", system.as_str()));
     }
-    let env = &env;
+    let env =
+        &Prompts::with_flavor("llm_complete", &sources, Flavor::Lenient).map_err(|(name, e)| {
+            StageError::Input(format!("stage `{}`: bad `{name}` template: {e}", ctx.stage))
+        })?;
     rows.iter()
         .map(|row| {
             let mut messages = Vec::new();
@@ -113,9 +112,8 @@ fn requests(
         .collect()
 }
 
-fn render(env: &minijinja::Environment<'_>, name: &str, row: &Value) -> Result<String, StageError> {
-    env.get_template(name)
-        .and_then(|t| t.render(row))
+fn render(env: &Prompts, name: &str, row: &Value) -> Result<String, StageError> {
+    env.render_plain(name, row)
         .map_err(|e| StageError::Input(format!("rendering `{name}`: {e}")))
 }
 

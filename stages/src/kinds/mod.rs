@@ -19,12 +19,13 @@ mod report;
 mod run_episodes;
 mod run_knowu_episodes;
 mod run_remote_episodes;
+mod support;
 mod task_stats;
 mod validate_tasks;
 
-pub use aggregate::{optional_input, required_input, Aggregate, AGGREGATE_TABLES};
+pub use aggregate::{Aggregate, AGGREGATE_TABLES};
 pub use build_knowu_world::BuildKnowuWorld;
-pub use build_world::{input_error, BuildWorld, WORLD_TABLES};
+pub use build_world::{BuildWorld, WORLD_TABLES};
 pub use export_review::ExportReview;
 pub use generate_knowu_tasks::{GenerateKnowuTasks, KNOWU_TASK_TABLES};
 pub use generate_tasks::GenerateTasks;
@@ -41,21 +42,6 @@ pub use report::Report;
 pub use run_episodes::{RunEpisodes, RunEpisodesParams};
 pub use run_knowu_episodes::RunKnowuEpisodes;
 pub use run_remote_episodes::{RunRemoteEpisodes, RunRemoteEpisodesParams};
+pub use support::{input_error, optional_input, required_input};
 pub use task_stats::TaskStats;
 pub use validate_tasks::ValidateTasks;
-
-use std::sync::Arc;
-
-use prefflow_engine::{StageContext, StageError};
-
-use crate::tasks::error::TaskError;
-use crate::world::from_tables::world_from_tables;
-use crate::world::World;
-
-/// The world described by a stage's `sources` and `history_events` inputs. Kinds whose items
-/// share it build it once per instance, in `prepare`.
-fn world_input(ctx: &StageContext<'_>) -> Result<Arc<World>, StageError> {
-    let world = world_from_tables(ctx.input("sources")?, ctx.input("history_events")?)
-        .map_err(TaskError::from)?;
-    Ok(Arc::new(world))
-}

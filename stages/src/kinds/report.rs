@@ -10,7 +10,8 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::{Deserialize, Serialize};
 
-use super::aggregate::{optional_input, required_input};
+use super::support::{optional_input, required_input};
+use crate::episodes::prompts::{Flavor, Prompts};
 use crate::report::drilldown::{coverage, drilldown, DrillInputs, EpisodeView};
 use crate::report::figures::Figure;
 use crate::report::{
@@ -99,15 +100,12 @@ impl Kind for Report {
                 params.template
             ))
         })?;
-        let mut env = minijinja::Environment::new();
-        env.set_auto_escape_callback(|_| minijinja::AutoEscape::Html);
-        env.add_template("report", &source)
-            .map_err(|e| StageError::Input(format!("template `{}`: {e}", params.template)))?;
+        let bad =
+            |e: minijinja::Error| StageError::Input(format!("template `{}`: {e}", params.template));
+        let env = Prompts::with_flavor("report", &[("report", source.as_str())], Flavor::Html)
+            .map_err(|(_, e)| bad(e))?;
         let (context, tasks) = context(params, ctx)?;
-        let html = env
-            .get_template("report")
-            .and_then(|t| t.render(context))
-            .map_err(|e| StageError::Input(format!("template `{}`: {e}", params.template)))?;
+        let html = env.render_plain("report", &context).map_err(bad)?;
         write_atomic(&ctx.resolve(&params.path), &params.path, html.as_bytes())?;
         tracing::info!(
             "report written to {} ({} tasks in the drill-down)",

@@ -8,85 +8,22 @@
 //! OS threads. The phone's steps are short CPU work done in place; what every episode shares
 //! (the world, the retrieval indexes) is built in `prepare`.
 
-use std::sync::Arc;
-
-use polars::prelude::DataFrame;
 use prefflow_engine::estimate::{Estimate, EstimateContext};
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, ParamError, StageContext, StageError, Tables};
 
 use crate::episodes::agents::AgentName;
-use crate::episodes::embeddings::{self, Embedder};
-use crate::episodes::exposure::{self, Exposure, LogKind};
-use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
-use crate::episodes::hooks::{EpisodeHooks, NoHooks};
-use crate::episodes::retrieval::IndexCache;
-use crate::episodes::runner::join_all;
-pub use crate::episodes::seed::episode_variant;
-use crate::episodes::seed::{episode_id, episode_seed};
-use crate::episodes::simulators::{self, SimulatorName, User};
-use crate::episodes::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, ModelAccess, PhoneEnv};
+use crate::episodes::frames::EPISODE_TABLES;
+use crate::episodes::hooks::NoHooks;
+pub use crate::episodes::play::EpisodeState;
+use crate::episodes::simulators::SimulatorName;
 use crate::tasks::frames::bundles_from_table;
-use crate::tasks::TaskBundle;
-use crate::world::history::HistoryEvent;
-use crate::world::phone::EpisodeConfig;
-use crate::world::World;
 
+use super::support::{prepare_episodes, run_with};
 pub use crate::episodes::params::RunEpisodesParams;
 
 /// Plays tasks with one agent configuration.
 pub struct RunEpisodes;
-
-/// How this stage's agents and simulators reach their models.
-pub(crate) fn model_access<'a>(ctx: &'a StageContext<'_>) -> ModelAccess<'a> {
-    ModelAccess {
-        stage: ctx.stage,
-        variant: ctx.variant,
-        cache: ctx.cache,
-        offline: ctx.offline,
-        workdir: ctx.workdir,
-        usage: Some(ctx.usage),
-    }
-}
-
-/// What the episodes of one `run_episodes` instance share, built once in `prepare`: the world
-/// (rebuilt from its tables) and the retrieval indexes over its history.
-pub struct EpisodeState {
-    /// The world every episode of the instance plays in.
-    pub world: Arc<World>,
-    /// BM25 indexes of the event lists the instance's episodes search.
-    pub indexes: Arc<IndexCache>,
-}
-
-/// Builds an episode kind's [`EpisodeState`] from its whole inputs, with the retrieval index
-/// its episodes search ([`prebuild_index`]).
-pub fn prepare_episodes(
-    params: &RunEpisodesParams,
-    ctx: &StageContext<'_>,
-) -> Result<EpisodeState, StageError> {
-    let state = EpisodeState {
-        world: super::world_input(ctx)?,
-        indexes: Arc::default(),
-    };
-    prebuild_index(params, &state);
-    Ok(state)
-}
-
-/// Builds, once in `prepare`, the BM25 index most of the instance's episodes search — over the
-/// world's history as the log filter leaves it, which `top_k:N` exposure ranks and the
-/// `heuristic` agent searches under `all` — so the first items do not build it on the runtime
-/// (a task whose overrides add history events still gets its own, built when first needed).
-fn prebuild_index(params: &RunEpisodesParams, state: &EpisodeState) {
-    let ranked = matches!(params.history, Exposure::TopK(_)) && params.embeddings.is_none();
-    let searched = params.agent == AgentName::Heuristic && params.history == Exposure::All;
-    if !(ranked || searched) {
-        return;
-    }
-    let mut history: Vec<&HistoryEvent> = state.world.history.iter().collect();
-    history.sort_by_key(|e| e.time);
-    let pool = exposure::select(&history, Exposure::All, params.log, "", &state.indexes);
-    state.indexes.index(&pool);
-}
 
 impl Kind for RunEpisodes {
     type Params = RunEpisodesParams;
@@ -231,213 +168,8 @@ pub fn estimate_episodes(
     })
 }
 
-/// `run_episodes` with a stage kind's additions to each episode (see [`EpisodeHooks`]). The
-/// item's episodes (tasks × epochs) are in flight together, at most as many as the agent's
-/// endpoint lets be on the wire ([`in_flight`]); results keep task-then-epoch order.
-pub async fn run_with(
-    params: &RunEpisodesParams,
-    ctx: &StageContext<'_, EpisodeState>,
-    hooks: &dyn EpisodeHooks,
-) -> Result<Tables, StageError> {
-    let state = ctx.state;
-    let ctx = &ctx.with_state(&());
-    let params = &params
-        .with_chosen_model()
-        .map_err(|m| StageError::Input(format!("stage `{}`: {m}", ctx.stage)))?;
-    let factory = params.agent_config().build(model_access(ctx))?;
-    let bundles = bundles_from_table(bundles_input(ctx)?)?;
-    check_episode_count(bundles.len(), params.epochs)?;
-    let mut episodes = Vec::new();
-    for bundle in &bundles {
-        for epoch in 0..factory.epochs(bundle, params.epochs) {
-            episodes.push(play(
-                params,
-                ctx,
-                state,
-                bundle,
-                factory.as_ref(),
-                epoch,
-                hooks,
-            ));
-        }
-    }
-    let mut runs = Vec::with_capacity(episodes.len());
-    for run in join_all(episodes, in_flight(params)).await {
-        let run = run?;
-        refuse_faults(ctx, &run)?;
-        runs.push(run);
-    }
-    tables(&runs)
-}
-
-/// How many of one item's episodes are played at once: as many as the model endpoint lets be
-/// on the wire (the agent's, else the simulator's `concurrency`) — more would only wait for its
-/// slots while holding their phones — and one at a time without a model (such episodes never
-/// wait, so they run to the end one after another anyway).
-fn in_flight(params: &RunEpisodesParams) -> usize {
-    let agent = params
-        .llm
-        .as_ref()
-        .filter(|_| params.agent == AgentName::Llm);
-    let user = params.user_config();
-    agent.or(user).map_or(1, |l| l.concurrency.max(1))
-}
-
-/// Refuses a call that would play more than [`crate::limits::EPISODES`] episodes (tasks ×
-/// epochs): a typo, or a job for `per_item: task_id`, which commits each task on its own.
-fn check_episode_count(tasks: usize, epochs: u32) -> Result<(), StageError> {
-    let episodes = tasks as u64 * u64::from(epochs);
-    if episodes <= crate::limits::EPISODES {
-        return Ok(());
-    }
-    Err(StageError::Input(format!(
-        "{tasks} tasks × {epochs} epochs = {episodes} episodes in one call, over the limit of {}; lower `epochs`, or add `per_item: task_id` so each task is its own cached item",
-        crate::limits::EPISODES
-    )))
-}
-
-/// An episode ended by a provider fault measured the provider, not the model, so it is never
-/// stored as a result: the item fails, with a row in the run's errors table, and a later run
-/// plays it again. Offline, any failed episode means a request was never recorded (or the cache
-/// is unreadable): the item fails as bad input (exit 2) instead of caching an `error` episode
-/// that an online run would reuse.
-fn refuse_faults(ctx: &StageContext<'_>, run: &EpisodeRun) -> Result<(), StageError> {
-    let id = &run.episode.episode_id;
-    if let (Some(e), true) = (&run.episode.error, ctx.offline) {
-        return Err(StageError::Input(format!(
-            "stage `{}`: episode `{id}` cannot be replayed offline: {e}",
-            ctx.stage
-        )));
-    }
-    let Some(fault) = &run.fault else {
-        return Ok(());
-    };
-    let named = |m: String| format!("stage `{}`: episode `{id}`: {m}", ctx.stage);
-    Err(match StageError::from(fault.clone()) {
-        StageError::Input(m) => StageError::Input(named(m)),
-        StageError::Transient(m) => StageError::Transient(named(m)),
-        StageError::Exhausted(m) => StageError::Exhausted(named(m)),
-        StageError::Failed(m) => StageError::Failed(named(m)),
-    })
-}
-
-/// The task bundles: the input named `bundles`, else the first input (the per-item one), so a
-/// `query` selecting a subset of tasks can feed the stage directly.
-fn bundles_input<'c>(ctx: &'c StageContext<'_>) -> Result<&'c DataFrame, StageError> {
-    ctx.input("bundles")
-        .or_else(|e| ctx.inputs.first().map(|t| &t.df).ok_or(e))
-}
-
-fn tables(runs: &[EpisodeRun]) -> Result<Tables, StageError> {
-    Ok(Tables::new(episode_tables(runs)?))
-}
-
-/// Plays one episode of `bundle`.
-async fn play(
-    params: &RunEpisodesParams,
-    ctx: &StageContext<'_>,
-    state: &EpisodeState,
-    bundle: &TaskBundle,
-    factory: &dyn crate::episodes::AgentFactory,
-    epoch: u32,
-    hooks: &dyn EpisodeHooks,
-) -> Result<EpisodeRun, StageError> {
-    let (world, indexes) = (&*state.world, &state.indexes);
-    let task = &bundle.task;
-    let variant = episode_variant(params, ctx.variant);
-    let seed = episode_seed(params.seed, &task.task_id, &variant, epoch);
-    let config = EpisodeConfig {
-        space: params.space,
-        clock: hooks.clock(bundle),
-        overrides: task.overrides.clone(),
-    };
-    let mut env = PhoneEnv::new(world, config).map_err(|e| {
-        StageError::Input(format!(
-            "task `{}`: overrides do not apply to this world: {e}",
-            task.task_id
-        ))
-    })?;
-    let extra: Vec<HistoryEvent> = env.phone.extra_history().to_vec();
-    let history = exposure::episode_history(world, &extra);
-    let shown = match &params.embeddings {
-        Some(cfg) => {
-            let embedder = Embedder::new(cfg, ctx.cache, ctx.offline)?.metered(Some(ctx.usage));
-            embeddings::select(
-                &embedder,
-                &history,
-                params.history,
-                params.log,
-                &task.instruction,
-                indexes,
-            )
-            .await?
-        }
-        None => exposure::select(
-            &history,
-            params.history,
-            params.log,
-            &task.instruction,
-            indexes,
-        ),
-    };
-    let retrieval = if params.embeddings.is_some() {
-        "/embeddings"
-    } else {
-        ""
-    };
-    let mut agent = factory.make_epoch(bundle, seed, epoch);
-    let mut user = match hooks.scripted_user(bundle) {
-        Some(user) if params.user() == Ok(User::Scripted) => user,
-        _ => {
-            let access = model_access(ctx);
-            let who = params
-                .user()
-                .map_err(|m| access.named(StageError::Input(m)))?;
-            simulators::make(who, &params.prompts, access, world, bundle, seed, epoch)?
-        }
-    };
-    let row = EpisodeRow {
-        episode_id: episode_id(&task.task_id, &variant, epoch),
-        task_id: task.task_id.clone(),
-        variant,
-        epoch,
-        persona: Some(task.persona.clone()),
-        agent: factory.name(),
-        user: params.user().map(User::label).unwrap_or_default(),
-        seed,
-        exposure: format!("{}/{}{retrieval}", params.history, log_name(params.log)),
-        ..EpisodeRow::default()
-    };
-    let spec = EpisodeSpec {
-        row,
-        instruction: task.instruction.clone(),
-        space: params.space,
-        max_steps: params.max_steps,
-        clarify: params.clarify,
-        indexes: indexes.clone(),
-    };
-    let mut run = run_episode(&mut env, agent.as_mut(), user.as_mut(), &shown, spec).await;
-    if !matches!(params.history, Exposure::TopK(_)) {
-        // `all` and `none` are fully described by the `exposure` column and the count; listing
-        // 3,000 ids on every episode would dominate the steps table and the run's memory.
-        for step in &mut run.steps {
-            step.shown_events.clear();
-        }
-    }
-    run.episode.score = hooks.score(bundle, &env.phone, &run.steps);
-    run.episode.cost_agent = run
-        .episode
-        .agent_usage
-        .cost(params.llm.as_ref().and_then(|l| l.prices));
-    run.episode.cost_user = run
-        .episode
-        .user_usage
-        .cost(params.user_config().and_then(|l| l.prices));
-    Ok(run)
-}
-
 /// Warns, once per stage instance that runs, when the model under test answers its own
-/// questions ([`User::warning`]).
+/// questions ([`crate::episodes::simulators::User::warning`]).
 fn warn_about_the_user(params: &RunEpisodesParams, stage: &str) {
     let Ok(params) = params.with_chosen_model() else {
         return;
@@ -451,16 +183,12 @@ fn warn_about_the_user(params: &RunEpisodesParams, stage: &str) {
     }
 }
 
-fn log_name(log: LogKind) -> &'static str {
-    match log {
-        LogKind::Noisy => "noisy",
-        LogKind::Clean => "clean",
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::episodes::seed::episode_variant;
+    use crate::tasks::TaskBundle;
+    use polars::prelude::DataFrame;
 
     #[test]
     fn model_variants_name_agent_model_and_history_once() {

@@ -6,10 +6,11 @@
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 
-use super::run_episodes::{
-    prepare_episodes, run_with, EpisodeState, RunEpisodes, RunEpisodesParams,
-};
+use super::run_episodes::RunEpisodes;
+use super::support::{prepare_episodes, run_with};
 use crate::episodes::frames::EPISODE_TABLES;
+use crate::episodes::play::EpisodeState;
+use crate::episodes::RunEpisodesParams;
 use crate::knowu::sim::episode::KnowuHooks;
 use crate::knowu::sim::table;
 

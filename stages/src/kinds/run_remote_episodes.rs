@@ -170,9 +170,7 @@ async fn run(
     let tasks = read_tasks(ctx)?;
     let factory: Box<dyn AgentFactory + '_> = match params.agent {
         RemoteAgent::Replay => Box::new(Replay::new(replay_actions(params, &tasks))),
-        RemoteAgent::Llm => {
-            Box::new(llm_agent(params).build(super::run_episodes::model_access(ctx))?)
-        }
+        RemoteAgent::Llm => Box::new(llm_agent(params).build(super::support::model_access(ctx))?),
     };
     let lease = lease::acquire(&params.devices).await;
     let timeout = Duration::from_secs(params.timeout_s.max(1));

@@ -87,7 +87,7 @@ impl Kind for ValidateTasks {
         };
         let set = SetView { slots, repeats };
         Ok(ValidationState {
-            world: super::world_input(ctx)?,
+            world: super::support::world_input(ctx)?,
             set,
         })
     }

@@ -42,16 +42,7 @@ use tokio::sync::Notify;
 use super::headers::RateHeaders;
 use super::types::Usage;
 
-/// Budget limits of a model entry (any may be absent).
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub struct Limits {
-    /// Requests per minute.
-    pub rpm: Option<u64>,
-    /// Tokens (prompt + completion) per minute.
-    pub tpm: Option<u64>,
-    /// Tokens per day.
-    pub tpd: Option<u64>,
-}
+pub use super::types::Limits;
 
 /// How urgent a request is; lower is served first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -40,7 +40,7 @@ use prefflow_engine::keys::{hash_bytes, hash_json};
 use prefflow_engine::retry::RetryPolicy;
 use prefflow_engine::store::Store;
 use prefflow_engine::usage::UsageMeter;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::{json, Value};
 use tokio::sync::watch;
 
@@ -54,29 +54,7 @@ use super::types::{ChatRequest, LlmConfig, ToolCall, Usage, WireUsage};
 /// Longest wait between attempts, whatever Retry-After says.
 const MAX_WAIT: Duration = Duration::from_secs(60);
 
-/// A model's answer.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Reply {
-    /// Text content.
-    pub content: Option<String>,
-    /// Tool calls.
-    #[serde(default)]
-    pub tool_calls: Vec<ToolCall>,
-    /// Why generation stopped.
-    #[serde(default)]
-    pub finish_reason: Option<String>,
-    /// Token usage (as recorded when the reply was first fetched).
-    pub usage: Usage,
-    /// True when served from the record/replay cache.
-    #[serde(skip)]
-    pub from_cache: bool,
-    /// Attempts the live call took (0 when cached).
-    #[serde(skip)]
-    pub attempts: u32,
-    /// The cache key of the request.
-    #[serde(skip)]
-    pub cache_key: String,
-}
+use super::types::Reply;
 
 /// A request body as the bytes that are hashed, sent and recorded.
 fn body_bytes(body: &Value) -> Vec<u8> {

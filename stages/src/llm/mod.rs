@@ -23,6 +23,6 @@ pub mod record;
 pub mod tokens;
 mod types;
 
-pub use client::{io_runtime, Endpoint, LlmClient, Reply};
+pub use client::{io_runtime, Endpoint, LlmClient};
 pub use error::LlmError;
-pub use types::{ChatMessage, ChatRequest, LlmConfig, Prices, ToolCall, ToolSpec, Usage};
+pub use types::{ChatMessage, ChatRequest, LlmConfig, Prices, Reply, ToolCall, ToolSpec, Usage};

@@ -20,8 +20,8 @@ use prefflow_engine::store::Store;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::client::Reply;
 use super::error::LlmError;
+use super::types::Reply;
 
 /// Strings (message contents) and tool lists at least this long are stored once as parts.
 pub const PART_MIN: usize = 1024;

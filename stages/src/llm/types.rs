@@ -79,8 +79,8 @@ pub struct LlmConfig {
 
 impl LlmConfig {
     /// The budget limits the entry declares (`rpm`, `tpm`, `tpd`).
-    pub fn limits(&self) -> super::budget::Limits {
-        super::budget::Limits {
+    pub fn limits(&self) -> Limits {
+        Limits {
             rpm: self.rpm,
             tpm: self.tpm,
             tpd: self.tpd,
@@ -341,4 +341,39 @@ impl Usage {
             ..Default::default()
         }
     }
+}
+
+/// Budget limits of a model entry (any may be absent).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Limits {
+    /// Requests per minute.
+    pub rpm: Option<u64>,
+    /// Tokens (prompt + completion) per minute.
+    pub tpm: Option<u64>,
+    /// Tokens per day.
+    pub tpd: Option<u64>,
+}
+
+/// A model's answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Reply {
+    /// Text content.
+    pub content: Option<String>,
+    /// Tool calls.
+    #[serde(default)]
+    pub tool_calls: Vec<ToolCall>,
+    /// Why generation stopped.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+    /// Token usage (as recorded when the reply was first fetched).
+    pub usage: Usage,
+    /// True when served from the record/replay cache.
+    #[serde(skip)]
+    pub from_cache: bool,
+    /// Attempts the live call took (0 when cached).
+    #[serde(skip)]
+    pub attempts: u32,
+    /// The cache key of the request.
+    #[serde(skip)]
+    pub cache_key: String,
 }

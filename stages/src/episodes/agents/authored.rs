@@ -7,7 +7,7 @@
 use std::collections::VecDeque;
 
 use crate::episodes::agent::{ready, Agent, AgentError, AgentFactory, AgentFuture, Brief, Turn};
-use crate::judging::labelled::{self, ByTask};
+use crate::episodes::labelled::{self, ByTask};
 use crate::tasks::TaskBundle;
 use crate::world::phone::{Action, AskRecord, Observation};
 
