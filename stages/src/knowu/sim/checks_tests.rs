@@ -402,6 +402,7 @@ user_profile:
 const NIGHT_NURSE: &str = r#"
 user_profile:
   identity: { full_name: Rui Costa, age: 31, occupation: "ICU nurse (night shifts)" }
+  locations: { home: { address: "Rua Nova 8", label: Flat }, work: { address: "Hospital São João", label: Hospital } }
   preferences:
     travel:
       late_night_ride: "Night bus N3, never alone on foot"

@@ -183,17 +183,19 @@ fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
             ));
         }
     }
-    let spec = t.preference.as_ref()?;
+    let Some(spec) = t.preference.as_ref() else {
+        return places_of(t, p).err();
+    };
     if let Some(found) = matching::preference(p, &wanted(spec)) {
+        let places = match places_of(t, p) {
+            Ok(places) => places,
+            Err(missing) => return Some(missing),
+        };
         // A preference that states nothing to check (a bare refusal: "Almost never — too
         // expensive") does not fit the task: the persona would not want it done at all.
         let value_text = text(found.value);
-        let situation = prefs::situation(&t.instruction, &value_text);
-        if t.judged.is_some()
-            && prefs::parse(found.value)
-                .in_situation(&situation)
-                .is_empty()
-        {
+        let instruction = fill_places(&t.instruction, &places);
+        if t.judged.is_some() && situated(t, &instruction, found.value).1.is_empty() {
             return Some(format!(
                 "usable preference: `{}` states nothing a task could follow in its situation ({value_text:?})",
                 found.path,
@@ -218,6 +220,80 @@ fn missing_section(t: &Template, p: &KnowuProfile) -> Option<String> {
     ))
 }
 
+/// A template's places chosen for a persona: the name (`dest`) and the place's key, label and
+/// address, as `{dest:label}` reads them.
+type Places = Vec<(String, Map<String, Value>)>;
+
+/// The places of a template chosen for the persona, or what she lacks for one of them.
+fn places_of(t: &Template, p: &KnowuProfile) -> Result<Places, String> {
+    t.places
+        .iter()
+        .map(|(name, rules)| {
+            let pl = matching::place(p, rules).map_err(|m| format!("{m} (the task's `{name}`)"))?;
+            let m = json!({ "key": pl.key, "label": pl.label, "address": pl.address });
+            Ok((name.clone(), m.as_object().cloned().unwrap_or_default()))
+        })
+        .collect()
+}
+
+/// `{dest:label}` and the like filled in from the places chosen.
+fn fill_places(s: &str, places: &Places) -> String {
+    places
+        .iter()
+        .fold(s.to_string(), |s, (name, m)| fill_from(&s, name, Some(m)))
+}
+
+/// The instruction (places filled in) in which the task is set, and the preference's
+/// requirements in that situation: with the template's `on_condition` sentence added when
+/// nothing of the preference is checkable otherwise but one of its `only if` conditions would
+/// make it so (the condition as her profile words it), so her exception is what she wants.
+fn situated(t: &Template, instruction: &str, value: &Value) -> (String, Requirements) {
+    let value_text = text(value);
+    let parsed = prefs::parse(value);
+    let req = parsed
+        .clone()
+        .in_situation(&prefs::situation(instruction, &value_text));
+    let when = parsed
+        .conditional
+        .first()
+        .and_then(|c| c.when.first())
+        .map(|w| as_written(&value_text, w));
+    match (&t.on_condition, when) {
+        (Some(sentence), Some(when)) if req.is_empty() => {
+            let planted = format!("{instruction} {}", sentence.replace("{when}", &when));
+            let req = parsed.in_situation(&prefs::situation(&planted, &value_text));
+            (planted, req)
+        }
+        _ => (instruction.to_string(), req),
+    }
+}
+
+/// A condition's first alternative as the profile words it (`splitting with roommates` of
+/// "… if splitting with roommates."), else the term's content words.
+fn as_written(value_text: &str, when: &prefs::Term) -> String {
+    // ASCII lower case keeps byte offsets, so they index `value_text` too.
+    let lower = value_text.to_ascii_lowercase();
+    let stops: &[char] = &['.', ';', ',', '!', '(', ')', '—', '–'];
+    lower
+        .match_indices("if ")
+        .filter(|(i, _)| *i == 0 || !lower[..*i].ends_with(char::is_alphanumeric))
+        .find_map(|(i, m)| {
+            let rest = &value_text[i + m.len()..];
+            let end = rest.find(stops).unwrap_or(rest.len());
+            let end = rest[..end].to_ascii_lowercase().find(" or ").unwrap_or(end);
+            let said = rest[..end].trim();
+            let stems: Vec<String> = matching::words(said)
+                .iter()
+                .map(|w| prefs::stem(w))
+                .collect();
+            when.words
+                .iter()
+                .all(|w| stems.contains(w))
+                .then(|| said.to_string())
+        })
+        .unwrap_or_else(|| when.text.clone())
+}
+
 fn wanted(spec: &super::template::PreferenceSpec) -> Wanted<'_> {
     Wanted {
         sections: &spec.sections,
@@ -235,7 +311,8 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         None => (None, Value::Null),
     };
     let value_text = text(&value);
-    let req = prefs::parse(&value).in_situation(&prefs::situation(&t.instruction, &value_text));
+    let places = places_of(t, p)?;
+    let (instruction, req) = situated(t, &fill_places(&t.instruction, &places), &value);
     let pref_text = render(&req);
     // The mapping the preference sits in (a social-graph contact): `{entry:phone|default}`.
     let entry = path
@@ -248,7 +325,7 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
             .replace("{value}", &value_text)
             .replace("{pref}", &pref_text)
             .replace("{name}", &p.display_name);
-        fill_from(&s, "entry", entry)
+        fill_from(&fill_places(&s, &places), "entry", entry)
     };
     let slots = match &t.preference {
         Some(spec) => vec![Slot {
@@ -263,7 +340,8 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         }],
         None => Vec::new(),
     };
-    let reference = fill_all(&t.solution, &fill);
+    let solution: Vec<Value> = t.solution.iter().map(|v| fill_slot(v, &req)).collect();
+    let reference = fill_all(&solution, &fill);
     let plain = t.plain.as_ref().map(|p| fill_all(p, &fill));
     let app_data = serde_json::to_value(&t.plant)
         .map(|v| fill_json(&v, &fill))
@@ -299,7 +377,7 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
             t,
             &t.id,
             t.difficulty,
-            fill(&t.instruction),
+            fill(&instruction),
             reference.clone(),
             reference,
             Split::General,
@@ -312,7 +390,7 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
                 t,
                 &t.id,
                 t.difficulty,
-                fill(&t.instruction),
+                fill(&instruction),
                 reference.clone(),
                 defaults,
                 Split::Personalized,
@@ -394,6 +472,27 @@ fn pref_criteria(
         .collect()
 }
 
+/// How long a scheduled record lasts when the preference bounds nothing (`{pref_minutes}`).
+const USUAL_MINUTES: u16 = 30;
+
+/// `{pref_start}` / `{pref_minutes}`: when a reference agent schedules the record so that the
+/// preference's windows and minute bounds hold ([`prefs::slot`]); a string that is only
+/// `{pref_minutes}` becomes a number (a duration field is a whole number).
+fn fill_slot(v: &Value, req: &Requirements) -> Value {
+    let at = prefs::slot(req, USUAL_MINUTES);
+    match v {
+        Value::String(s) if s == "{pref_minutes}" => Value::from(at.minutes),
+        Value::String(s) => Value::String(s.replace("{pref_start}", &prefs::hhmm(at.start))),
+        Value::Array(a) => Value::Array(a.iter().map(|x| fill_slot(x, req)).collect()),
+        Value::Object(m) => Value::Object(
+            m.iter()
+                .map(|(k, x)| (k.clone(), fill_slot(x, req)))
+                .collect::<Map<String, Value>>(),
+        ),
+        other => other.clone(),
+    }
+}
+
 /// The preference as a reference agent writes it (`{pref}` in solutions): the first
 /// alternative of each wanted term, `no …` for each avoided one, a time that satisfies each
 /// window.
@@ -404,18 +503,12 @@ fn render(req: &Requirements) -> String {
         .filter_map(|g| g.first().map(|t| t.text.clone()))
         .collect();
     parts.extend(req.avoid.iter().map(|t| format!("no {}", t.text)));
-    parts.extend(req.windows.iter().map(|w| {
-        let t = match (w.inside, w.from) {
-            (true, from) => from,
-            (false, from) if from >= 30 => from - 30,
-            (false, _) => w.to,
-        };
-        format!(
-            "at {:02}:{:02}",
-            t.min(23 * 60 + 59) / 60,
-            t.min(23 * 60 + 59) % 60
-        )
-    }));
+    if !req.windows.is_empty() {
+        parts.push(format!(
+            "at {}",
+            prefs::hhmm(prefs::slot(req, USUAL_MINUTES).start)
+        ));
+    }
     parts.join("; ")
 }
 
@@ -752,6 +845,9 @@ fn expand_each(v: &Value) -> Result<Value, String> {
             let one = |item: &str| fill_json(each, &|s: &str| s.replace("{item}", item));
             json!({ "any": items.iter().map(|i| one(i)).collect::<Vec<_>>() })
         }
+        Value::Object(m) if m.len() == 1 && m.contains_key("any_minute") => {
+            any_minute(&m["any_minute"])?
+        }
         Value::Object(m) => Value::Object(
             m.iter()
                 .map(|(k, x)| Ok((k.clone(), expand_each(x)?)))
@@ -759,6 +855,32 @@ fn expand_each(v: &Value) -> Result<Value, String> {
         ),
         other => other.clone(),
     })
+}
+
+/// `{ any_minute: { from, to, each } }`: `{ any: [each, one per minute] }` with `{minute}`
+/// (`HH:MM`) each minute from `from` to `to` inclusive (across midnight when `to` is earlier):
+/// a habit's time window checked as a range, as KnowU's routine tasks check the time of the
+/// action (`send_weekly_report.py`: the email's time inside the trigger's `time_range`).
+fn any_minute(spec: &Value) -> Result<Value, String> {
+    let at = |k: &str| {
+        spec[k]
+            .as_str()
+            .and_then(crate::world::clock::Time::parse)
+            .map(|t| t.seconds() / 60)
+            .ok_or_else(|| format!("`any_minute.{k}` is {}, not HH:MM", spec[k]))
+    };
+    let (from, to) = (at("from")?, at("to")?);
+    let each = spec
+        .get("each")
+        .ok_or("`any_minute` needs `each:` (a predicate with {minute})")?;
+    let span = (to + 24 * 60 - from) % (24 * 60);
+    let one = |m: u32| {
+        let m = (from + m) % (24 * 60);
+        let hhmm = format!("{:02}:{:02}", m / 60, m % 60);
+        expand_each(&fill_json(each, &|s: &str| s.replace("{minute}", &hhmm)))
+    };
+    let all = (0..=span).map(one).collect::<Result<Vec<_>, _>>()?;
+    Ok(json!({ "any": all }))
 }
 
 fn text_of(v: &Value) -> String {

@@ -17,6 +17,8 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
+use super::phone_data::{saved_places, Place};
+use super::template::PlaceRule;
 use crate::knowu::profile::{is_empty, text, KnowuProfile};
 
 /// Key words that turn a key into its opposite; such keys never hold the preference.
@@ -261,6 +263,42 @@ pub fn says_any(
                 .iter()
                 .any(|s| !s.is_empty() && padded.contains(&format!(" {s} ")))
     })
+}
+
+/// The place `rules` choose among the persona's own `locations` ([`PlaceRule`]): the first
+/// rule that applies to her decides, and its first `near` word found in a location's key or
+/// label (whole words) names the place. `Err` says what was looked for, for the `skipped`
+/// table; a rule that applies but finds nothing never falls through to the next (a retiree
+/// with no market is not sent to a default "Work").
+pub fn place(p: &KnowuProfile, rules: &[PlaceRule]) -> Result<Place, String> {
+    let applies = |r: &PlaceRule| match &r.at {
+        None => true,
+        Some(at) => says_any(p, at, &[], &r.says).is_some(),
+    };
+    let Some(rule) = rules.iter().find(|r| applies(r)) else {
+        return Err("rule for her: no place rule applies to the profile".into());
+    };
+    let places = saved_places(p);
+    let named = |pl: &Place, w: &str| {
+        words(&pl.key)
+            .iter()
+            .chain(&words(&pl.label))
+            .any(|t| t == w)
+    };
+    rule.near
+        .iter()
+        .find_map(|w| places.iter().find(|pl| named(pl, &w.to_lowercase())))
+        .cloned()
+        .ok_or_else(|| {
+            let why = match &rule.at {
+                Some(at) => format!(" (as `{at}` says {})", rule.says.join(" | ")),
+                None => String::new(),
+            };
+            format!(
+                "place among `locations` named {}{why}",
+                rule.near.join(" | ")
+            )
+        })
 }
 
 /// Every text under `v` with its dotted path (list items as `path.N`).

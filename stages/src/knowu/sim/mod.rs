@@ -36,11 +36,15 @@ pub mod world;
 #[cfg(test)]
 mod checks_tests;
 #[cfg(test)]
+mod fit_tests;
+#[cfg(test)]
 mod prefs_tests;
 #[cfg(test)]
 mod routine_checks_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod time_tests;
 
 use serde::{Deserialize, Serialize};
 

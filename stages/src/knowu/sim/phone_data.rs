@@ -297,19 +297,39 @@ fn files(p: &KnowuProfile) -> Vec<Value> {
 
 /// Her `locations` as saved places (`home`, `work`, …), with their addresses.
 fn places(p: &KnowuProfile) -> Vec<Value> {
+    saved_places(p)
+        .into_iter()
+        .map(|pl| json!({ "label": pl.label, "address": pl.address }))
+        .collect()
+}
+
+/// One of her `locations` as the Maps app saves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Place {
+    /// The key under `locations` (`work`, `market`).
+    pub key: String,
+    /// Its label (`Square Dance Spot`), else the key.
+    pub label: String,
+    /// Its address (empty when the profile gives none).
+    pub address: String,
+}
+
+/// Her `locations`, in profile order: what the Maps app saves, and what a trip's places are
+/// chosen from ([`super::template::PlaceRule`]).
+pub fn saved_places(p: &KnowuProfile) -> Vec<Place> {
     let Some(Value::Object(locs)) = p.profile.get("locations") else {
         return Vec::new();
     };
     locs.iter()
-        .map(|(key, v)| {
-            let label = Some(field(v, "label"))
+        .map(|(key, v)| Place {
+            key: key.clone(),
+            label: Some(field(v, "label"))
                 .filter(|l| !l.is_empty())
-                .unwrap_or_else(|| key.clone());
-            let address = match v {
+                .unwrap_or_else(|| key.clone()),
+            address: match v {
                 Value::String(s) => s.trim().to_string(),
                 _ => field(v, "address"),
-            };
-            json!({ "label": label, "address": address })
+            },
         })
         .collect()
 }

@@ -963,8 +963,66 @@ fn take_bounds(ws: &[String], avoid: bool, out: &mut Requirements) {
     }
 }
 
+/// When a record is scheduled: `[start, start + minutes)` in minutes after midnight (a calendar
+/// event's start and duration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Scheduled {
+    /// Start.
+    pub start: u16,
+    /// Length in minutes.
+    pub minutes: u16,
+}
+
+impl Scheduled {
+    fn end(self) -> u16 {
+        self.start.saturating_add(self.minutes)
+    }
+
+    /// Whether the interval meets a window: inside it whole, or not overlapping it.
+    fn meets(self, w: &Window) -> bool {
+        if w.inside {
+            self.start >= w.from && self.end() <= w.to
+        } else {
+            self.end() <= w.from || self.start >= w.to
+        }
+    }
+}
+
 /// Checks `text` (what the agent wrote) against `req`.
 pub fn check(req: &Requirements, text: &str) -> Outcome {
+    check_scheduled(req, text, None)
+}
+
+/// A time a record can be scheduled at that meets every window of `req` as an interval, and
+/// its length: the longest the `min` bounds allow, at most `usual` minutes. Tried: the start of
+/// each wanted window, the end of each avoided one, then 14:00, 10:00 and 16:00.
+pub fn slot(req: &Requirements, usual: u16) -> Scheduled {
+    let minutes = req
+        .bounds
+        .iter()
+        .filter(|b| b.unit == "min")
+        .fold(f64::from(usual), |m, b| {
+            let m = b.max.map_or(m, |x| m.min(x));
+            b.min.map_or(m, |x| m.max(x))
+        })
+        .clamp(5.0, 24.0 * 60.0) as u16;
+    let inside = req.windows.iter().filter(|w| w.inside).map(|w| w.from);
+    let after = req.windows.iter().filter(|w| !w.inside).map(|w| w.to);
+    inside
+        .chain(after)
+        .chain([14 * 60, 10 * 60, 16 * 60])
+        .map(|start| Scheduled { start, minutes })
+        .find(|s| s.end() < 24 * 60 && req.windows.iter().all(|w| s.meets(w)))
+        .unwrap_or(Scheduled {
+            start: 14 * 60,
+            minutes,
+        })
+}
+
+/// [`check`] for a record scheduled `at` (a calendar event): the windows are checked against
+/// that interval — inside a wanted one whole, clear of an avoided one — instead of the times
+/// the text mentions, and its length counts as an amount of minutes for the bounds.
+pub fn check_scheduled(req: &Requirements, text: &str, at: Option<Scheduled>) -> Outcome {
     let (ws, spans) = tokens(text);
     let stems: Vec<String> = ws.iter().map(|w| stem(w)).collect();
     let mut out = Outcome {
@@ -993,7 +1051,9 @@ pub fn check(req: &Requirements, text: &str) -> Outcome {
     }
     let found: Vec<u16> = times(&ws).into_iter().map(|(_, t)| t).collect();
     for w in &req.windows {
-        let ok = if w.inside {
+        let ok = if let Some(at) = at {
+            at.meets(w)
+        } else if w.inside {
             !found.is_empty() && found.iter().all(|t| (w.from..=w.to).contains(t))
         } else {
             !found.iter().any(|t| (w.from..w.to).contains(t))
@@ -1008,7 +1068,10 @@ pub fn check(req: &Requirements, text: &str) -> Outcome {
             ),
         );
     }
-    let amounts = amounts(&ws);
+    let mut amounts = amounts(&ws);
+    if let Some(at) = at {
+        amounts.push((0, f64::from(at.minutes), "min"));
+    }
     for b in &req.bounds {
         let ok = amounts
             .iter()
@@ -1029,7 +1092,8 @@ fn free_of(text: &str, word: &str) -> bool {
         .any(|compound| text.contains(compound.as_str()))
 }
 
-fn hhmm(t: u16) -> String {
+/// `HH:MM` of minutes after midnight.
+pub fn hhmm(t: u16) -> String {
     format!("{:02}:{:02}", t / 60, t % 60)
 }
 

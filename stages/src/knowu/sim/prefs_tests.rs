@@ -193,6 +193,7 @@ const PARAPHRASES: &[(&str, &str, &str, &str)] = &[
     ("student", "PrefflowPaymentNotePreferenceTask", "WeChat Pay", "Alipay"),
     ("student", "CommuteRoutingSunnyTask", "by shared bike", "by taxi"),
     ("student", "CommuteRoutingBadWeatherTask", "take the subway with my student pass", "walk"),
+    ("student", "LateNightCommuteTask", "book a Didi Express and split it with the roommates", "a premium taxi"),
     ("student", "PrefflowTravelSeatPreferenceTask", "a window seat", "an aisle seat"),
     ("student", "MattermostLeaveNoticeTask", "casual Gen-Z slang: sick today, not coming lol", "Dear colleagues, I am unwell today."),
     ("student", "CalendarScheduleGroupMeetingTask", "a text-based communication thread at 15:00", "sync meetings at 09:00"),
@@ -305,9 +306,9 @@ fn every_persona_preference_passes_in_other_words_and_fails_opposite() {
             checked += 1;
         }
     }
-    // rosa 22, developer 20, student 22 (LateNightCommute skipped: "Almost never"), user 23.
+    // rosa 22, developer 20, student 23 (LateNightCommute with her roommates), user 23.
     let expected = if knowu.is_some() {
-        22 + 20 + 22 + 23
+        22 + 20 + 23 + 23
     } else {
         22
     };

@@ -92,6 +92,10 @@ pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>, instruction: &s
         Some(c) => (true, c),
         None => (false, change),
     };
+    let (path, schedule) = match path.split_once('@') {
+        Some((path, at)) => (path, at.split_once('+')),
+        None => (path, None),
+    };
     let mut parts = path.splitn(3, '.');
     let (app, table, field) = (parts.next()?, parts.next()?, parts.next()?);
     let diff = phone.diff();
@@ -106,7 +110,8 @@ pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>, instruction: &s
         .and_then(|r| r.get(field))
         .map(crate::knowu::profile::text)
         .unwrap_or_default();
-    if text.is_empty() {
+    let at = schedule.and_then(|(start, minutes)| scheduled(last?, start, minutes));
+    if text.is_empty() && at.is_none() {
         return Some(0.0);
     }
     let value_text = crate::knowu::profile::text(value);
@@ -116,7 +121,19 @@ pub fn preference_share(info: &KnowuTaskInfo, phone: &Phone<'_>, instruction: &s
         )));
     }
     let situation = prefs::situation(instruction, &value_text);
-    Some(prefs::check(&prefs::parse(value).in_situation(&situation), &text).share())
+    let req = prefs::parse(value).in_situation(&situation);
+    Some(prefs::check_scheduled(&req, &text, at).share())
+}
+
+/// A record's scheduled interval: its `start` field (`HH:MM`) and `minutes` field; `None` when
+/// either is missing or unreadable.
+fn scheduled(record: &serde_json::Value, start: &str, minutes: &str) -> Option<prefs::Scheduled> {
+    let t = crate::world::clock::Time::parse(record.get(start)?.as_str()?)?;
+    let m = record.get(minutes)?.as_u64()?;
+    Some(prefs::Scheduled {
+        start: u16::try_from(t.seconds() / 60).ok()?,
+        minutes: u16::try_from(m).ok()?,
+    })
 }
 
 /// The final state of a proactive episode.

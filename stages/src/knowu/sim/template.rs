@@ -54,6 +54,18 @@ pub struct Template {
     /// ([`super::matching`]).
     #[serde(default)]
     pub preference: Option<PreferenceSpec>,
+    /// Places the task goes between, found among the persona's own `locations`, by name
+    /// (`dest`, `origin`): `{dest:label}` / `{dest:address}` / `{dest:key}` fill in the place
+    /// found. The first rule that applies to the persona decides; a persona with none of its
+    /// places is skipped (a retiree's trip is never to a default "Work").
+    #[serde(default)]
+    pub places: std::collections::BTreeMap<String, Vec<PlaceRule>>,
+    /// Personalized: when the persona's preference holds only under a condition (`X only if
+    /// Y`) that the instruction does not state, and nothing else of it is checkable there, this
+    /// sentence (`{when}`: the condition, as her profile words it) is added to the instruction,
+    /// so the situation makes her condition hold and X is what she wants.
+    #[serde(default)]
+    pub on_condition: Option<String>,
     /// The explicit general twin of a personalized template.
     #[serde(default)]
     pub twin: Option<Twin>,
@@ -190,14 +202,34 @@ pub struct Judged {
     /// first)` though it shares its words), not meet its parsed requirements.
     #[serde(default)]
     pub exact: bool,
+    /// The record's scheduled time (a calendar event's start and duration fields): the
+    /// preference's time windows and minute bounds are checked against that interval, not
+    /// against times the text mentions ("avoids meetings between 9:00 - 11:30" fails a
+    /// 10:00 meeting whatever its notes say).
+    #[serde(default)]
+    pub schedule: Option<Schedule>,
+}
+
+/// The fields holding a record's scheduled interval.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Schedule {
+    /// The start time field (`HH:MM`).
+    pub start: String,
+    /// The length field (minutes).
+    pub minutes: String,
 }
 
 impl Judged {
-    /// `change:app.table.field` (`exact-change:…` for an exact check), as `knowu_tasks.judged`
-    /// carries it.
+    /// `change:app.table.field` (`exact-change:…` for an exact check; `…@start+minutes` with a
+    /// schedule), as `knowu_tasks.judged` carries it.
     pub fn spec(&self) -> String {
         let exact = if self.exact { "exact-" } else { "" };
-        format!("{exact}{}:{}.{}", self.change, self.table, self.field)
+        let at = match &self.schedule {
+            Some(s) => format!("@{}+{}", s.start, s.minutes),
+            None => String::new(),
+        };
+        format!("{exact}{}:{}.{}{at}", self.change, self.table, self.field)
     }
 }
 
@@ -243,6 +275,23 @@ pub struct Unfit {
     pub says: Vec<String>,
     /// Why, for the `skipped` table (`no job to take sick leave from`).
     pub why: String,
+}
+
+/// One rule of a template's place ([`Template::places`]): for the personas it applies to
+/// (every persona without `at`; else those whose profile at `at` says one of `says`), the
+/// first of her `locations` whose key or label has one of `near`'s words, in `near`'s order.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlaceRule {
+    /// The profile node the rule's condition reads (`identity.occupation`).
+    #[serde(default)]
+    pub at: Option<String>,
+    /// Words under `at` that make the rule apply (`retired`), whole words.
+    #[serde(default)]
+    pub says: Vec<String>,
+    /// Words naming the place in a location's key or label, most fitting first (`market`,
+    /// `grocery`).
+    pub near: Vec<String>,
 }
 
 /// Why templates could not be read.
