@@ -287,21 +287,21 @@ pub enum AssembleError {
     Failed(StageError),
 }
 
-/// Concatenates the items' tables in item order: fresh ones from `fresh`, cached ones loaded
-/// (and verified) from the store. Every cached item is read before giving up, so one pass
-/// finds all the damaged ones.
+/// Concatenates the items' tables in item order: fresh ones (this run's, by item position)
+/// from `fresh`, cached ones loaded (and verified) from the store. Every cached item is read
+/// before giving up, so one pass finds all the damaged ones.
 pub fn assemble(
     env: &ExecEnv,
     inst: &Instance,
     items: &ItemDecisions,
-    fresh: &HashMap<usize, (Manifest, Tables)>,
+    fresh: &HashMap<usize, Tables>,
 ) -> Result<Tables, AssembleError> {
     let mut out: IndexMap<String, DataFrame> = IndexMap::new();
     let mut damaged = Vec::new();
     let failed = |e: StageError| AssembleError::Failed(e);
     for (i, item) in items.items.iter().enumerate() {
         let tables = match (&item.hit, fresh.get(&i)) {
-            (_, Some((_, t))) => t.clone(),
+            (_, Some(t)) => t.clone(),
             (Some(m), None) => match load_tables(env.store.as_ref(), m) {
                 Ok(t) => t,
                 Err(Error::Corrupt { key, reason }) => {
@@ -363,7 +363,7 @@ impl Runner {
         started: Instant,
     ) -> Result<(Manifest, Usage), Outcome> {
         let remote = self.executor.clone().filter(|x| x.takes(&inst));
-        let mut items = match self.decide_items(&inst, &decision, &inputs).await {
+        let items = match self.decide_items(&inst, &decision, &inputs).await {
             Ok(items) => items,
             Err(e) => return Err(self.fail(&inst, None, 1, &e)),
         };
@@ -382,7 +382,10 @@ impl Runner {
         };
         let meter = self.env.meter(&inst);
         let mut prepared: Option<Arc<dyn PreparedKind>> = None;
-        let mut fresh: HashMap<usize, (Manifest, Tables)> = HashMap::new();
+        // Shared with the blocking tasks that wait for other runs' items and assemble, not
+        // copied: with thousands of items, copying their manifests cost more than assembling.
+        let mut items = Arc::new(items);
+        let mut fresh = Arc::new(Fresh::default());
         let mut first_round = true;
         // Round 1 runs the missing items (waiting for those an older live run computes); a
         // further round the ones found damaged, or that the other run did not commit.
@@ -397,7 +400,7 @@ impl Runner {
                     env: self.env.clone(),
                     inst: inst.clone(),
                     decision: decision.clone(),
-                    items: items.clone(),
+                    items: ItemDecisions::clone(&items),
                     inputs: blobs.clone(),
                     pools: self.pool_sizes(&inst),
                     on_committed: Arc::new(move || progress.inc()),
@@ -425,10 +428,7 @@ impl Runner {
                     let task = Arc::try_unwrap(task).ok();
                     return Err(self.items_failed(&inst, &items, ran, task));
                 }
-                for (i, (m, t)) in ran.fresh {
-                    items.items[i].hit = Some(m.clone());
-                    fresh.insert(i, (m, t));
-                }
+                fresh_items(&mut items, &mut fresh, ran.fresh);
                 if items.items.iter().any(|i| i.hit.is_none()) {
                     continue;
                 }
@@ -480,25 +480,21 @@ impl Runner {
                 };
                 // Items other runs committed count as cached; those they did not are
                 // computed in the next round.
+                let decisions = Arc::make_mut(&mut items);
                 for (i, m) in shared {
-                    items.items[i].hit = Some(m);
+                    decisions.items[i].hit = Some(m);
                 }
                 if !ran.failures.is_empty() {
                     let task = Arc::try_unwrap(task).ok();
                     return Err(self.items_failed(&inst, &items, ran, task));
                 }
-                for (i, (m, t)) in ran.fresh {
-                    items.items[i].hit = Some(m.clone());
-                    fresh.insert(i, (m, t));
-                }
+                fresh_items(&mut items, &mut fresh, ran.fresh);
                 if items.items.iter().any(|i| i.hit.is_none()) {
                     continue;
                 }
             }
             let mut spent = meter.snapshot();
-            for (m, _) in fresh.values() {
-                spent.merge(&m.usage);
-            }
+            spent.merge(&fresh.usage);
             let assembled = self
                 .clone()
                 .assemble_and_commit(
@@ -525,8 +521,9 @@ impl Runner {
                     return Ok((m, spent));
                 }
                 Err(AssembleError::Damaged(damaged)) => {
+                    let decisions = Arc::make_mut(&mut items);
                     for i in damaged {
-                        items.items[i].hit = None;
+                        decisions.items[i].hit = None;
                     }
                 }
                 Err(AssembleError::Failed(e)) => {
@@ -648,25 +645,25 @@ impl Runner {
         self: Arc<Self>,
         inst: Arc<Instance>,
         decision: Decision,
-        items: ItemDecisions,
-        fresh: HashMap<usize, (Manifest, Tables)>,
+        items: Arc<ItemDecisions>,
+        fresh: Arc<Fresh>,
         mut usage: Usage,
         started: Instant,
     ) -> Result<Manifest, AssembleError> {
         let counts = ItemCounts {
             total: items.items.len(),
-            executed: fresh.len(),
-            cached: items.items.len() - fresh.len(),
+            executed: fresh.tables.len(),
+            cached: items.items.len() - fresh.tables.len(),
         };
         let env = self.env.clone();
         tokio::task::spawn_blocking(move || {
             let keys = items.keys();
             for (i, item) in items.items.iter().enumerate() {
-                if let (Some(m), false) = (&item.hit, fresh.contains_key(&i)) {
+                if let (Some(m), false) = (&item.hit, fresh.tables.contains_key(&i)) {
                     usage.merge(&m.usage);
                 }
             }
-            let tables = assemble(&env, &inst, &items, &fresh)?;
+            let tables = assemble(&env, &inst, &items, &fresh.tables)?;
             let how = Provenance {
                 started,
                 attempts: 1,
@@ -690,6 +687,29 @@ impl Runner {
                 "internal error: {e}"
             ))))
         })
+    }
+}
+
+/// The items this run computed (or took from another writer) for an instance: their tables by
+/// item position, and what computing them cost.
+#[derive(Default, Clone)]
+struct Fresh {
+    tables: HashMap<usize, Tables>,
+    usage: Usage,
+}
+
+/// Marks the items of `ran` committed in `items` (their manifests become the items' hits) and
+/// keeps their tables and usage in `fresh`, moving each manifest instead of copying it.
+fn fresh_items(
+    items: &mut Arc<ItemDecisions>,
+    fresh: &mut Arc<Fresh>,
+    ran: HashMap<usize, (Manifest, Tables)>,
+) {
+    let (decisions, fresh) = (Arc::make_mut(items), Arc::make_mut(fresh));
+    for (i, (m, t)) in ran {
+        fresh.usage.merge(&m.usage);
+        fresh.tables.insert(i, t);
+        decisions.items[i].hit = Some(m);
     }
 }
 

@@ -117,7 +117,7 @@ impl ScriptedServer {
 
     /// Fails only if the loopback interface cannot be bound.
     pub fn try_start(script: Vec<Behavior>, fallback: Behavior) -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0")?;
+        let listener = listen_loopback()?;
         let addr = listener.local_addr()?;
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(VecDeque::from(script)));
@@ -153,6 +153,22 @@ impl ScriptedServer {
             script.push_back(b);
         }
     }
+}
+
+/// Connections the kernel queues for the accept loop. `TcpListener::bind` queues 128: a client
+/// opening 256 connections at once (a pool of 256 requests) overflowed that while the accept
+/// thread was busy starting connection threads, and the kernel dropped the extra SYNs, which the
+/// client sends again only after TCP's 1 s timeout — a benchmark artefact no provider shows.
+const BACKLOG: i32 = 4096;
+
+/// A listener on an ephemeral loopback port with a [`BACKLOG`]-deep accept queue.
+fn listen_loopback() -> std::io::Result<TcpListener> {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None)?;
+    let addr: std::net::SocketAddr = ([127, 0, 0, 1], 0).into();
+    socket.bind(&addr.into())?;
+    socket.listen(BACKLOG)?;
+    Ok(socket.into())
 }
 
 impl Drop for ScriptedServer {
