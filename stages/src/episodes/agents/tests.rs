@@ -237,16 +237,8 @@ fn the_baselines_order_as_the_papers_report() {
     assert!(ask_all_clarify.clarify_asks > 0 && heur_clarify.clarify_asks > 0);
 }
 
-/// Plays one task with the scripted user and returns the run and whether each criterion passed.
-fn play(
-    factory: &dyn AgentFactory,
-    bundle: &TaskBundle,
-    history: Exposure,
-) -> (crate::episodes::EpisodeRun, Vec<(String, bool)>) {
-    play_with_user(factory, bundle, &bundle.slots, history)
-}
-
-/// [`play`] with the agent given `bundle` and the scripted user answering from `user_slots`.
+/// Plays one task with the agent given `bundle` and the scripted user answering from
+/// `user_slots`; returns the run and whether each criterion passed.
 fn play_with_user(
     factory: &dyn AgentFactory,
     bundle: &TaskBundle,
@@ -256,7 +248,7 @@ fn play_with_user(
     play_log(factory, bundle, user_slots, history, LogKind::Noisy)
 }
 
-/// [`play`] on the signal events only: for tests about what the agent does once it holds her
+/// One task played on the signal events only: for tests about what the agent does once it holds her
 /// usual value, not about how well it infers that value through the noise.
 fn play_clean(
     factory: &dyn AgentFactory,
