@@ -56,6 +56,9 @@ pub enum Check {
     UnscoredStep,
     /// A weekday whose natural reading on the world's today is not the day the criteria score.
     WeekdayDate,
+    /// An ask-only criterion whose rubric says the value is hers ("as she said", "the time she
+    /// gave") and whose predicate does not require that she was asked.
+    UnaskedOwnValue,
 }
 
 impl Check {
@@ -80,6 +83,7 @@ impl Check {
             Check::DuplicateInstruction => "duplicate_instruction",
             Check::UnscoredStep => "unscored_step",
             Check::WeekdayDate => "weekday_date",
+            Check::UnaskedOwnValue => "unasked_own_value",
         }
     }
 }
@@ -137,6 +141,7 @@ pub fn validate_in_set(ix: &WorldIndex<'_>, b: &TaskBundle, set: &SetView) -> Ve
     out.extend(lints::owned_dates(ix, b, &initial));
     out.extend(lints::duplicate_instruction(b, set));
     out.extend(lints::unscored_step(ix, b));
+    out.extend(lints::unasked_own_value(b));
     out.extend(lints::weekday_date(
         b,
         &ix.world.catalog,
