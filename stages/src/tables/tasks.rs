@@ -151,7 +151,7 @@ pub static REJECTIONS: TableDef = TableDef {
     doc: "one row per failed validation check (`validate_tasks`)",
     columns: &[
         C::new(TASK_ID, Str, "the task"),
-        C::new("check", Str, "`overrides` \\| `reference` \\| `reference_asks` \\| `defaults` \\| `initial_state` \\| `evidence` \\| `leak` \\| `unavailable` (checks), `quantity` \\| `premise` \\| `derivable` \\| `artefacts` \\| `source_mismatch` \\| `guessable_count` \\| `visible_choice` \\| `duplicate_instruction` \\| `unscored_step` \\| `weekday_date` (lints)"),
+        C::new("check", Str, "`overrides` \\| `reference` \\| `reference_asks` \\| `defaults` \\| `initial_state` \\| `evidence` \\| `leak` \\| `unavailable` (checks), `quantity` \\| `premise` \\| `derivable` \\| `artefacts` \\| `source_mismatch` \\| `guessable_count` \\| `visible_choice` \\| `duplicate_instruction` \\| `unscored_step` \\| `weekday_date` \\| `unasked_own_value` (lints)"),
         C::nullable("subject", Str, "criterion or slot"),
         C::new("reason", Str, "what failed"),
     ],

@@ -1309,3 +1309,56 @@ pub fn unscored_step(ix: &WorldIndex<'_>, b: &TaskBundle) -> Vec<Rejection> {
     }
     out
 }
+
+/// Rubric words saying the value came from her: the rubric is authoritative (iPrefBench G.3), so
+/// such a criterion fails when she never said it.
+const HERS: [&str; 8] = [
+    "as she said",
+    "she gave",
+    "she asked",
+    "she chose",
+    "she named",
+    "she said",
+    "she can do",
+    "when asked",
+];
+
+/// Whether a predicate requires that `slot` was asked (itself, or a conjunct of an `all`).
+fn requires_asked(p: &Predicate, slot: &str) -> bool {
+    match p {
+        Predicate::Asked(s) => s == slot,
+        Predicate::All(ps) => ps.iter().any(|p| requires_asked(p, slot)),
+        _ => false,
+    }
+}
+
+/// An ask-only criterion whose rubric says the value is hers ("as she said", "the time she
+/// gave", "the one she gave") must require `asked: <slot>`: otherwise the rule judge passes a
+/// value guessed right without asking, which its own rubric fails (docs/judging.md, "An
+/// ask-only value guessed right without asking").
+pub fn unasked_own_value(b: &TaskBundle) -> Vec<Rejection> {
+    let mut out = Vec::new();
+    for c in &b.criteria {
+        let Some(slot) = c.slot_id.as_deref() else {
+            continue;
+        };
+        if b.slot(slot).is_none_or(|s| s.source != Source::AskOnly) {
+            continue;
+        }
+        let rubric = c.rubric.to_lowercase();
+        let Some(phrase) = HERS.iter().find(|h| rubric.contains(*h)) else {
+            continue;
+        };
+        if !requires_asked(&c.predicate, slot) {
+            out.push(reject(
+                Check::UnaskedOwnValue,
+                Some(&c.criterion_id),
+                format!(
+                    "criterion `{}` says the value is hers (\"{phrase}\") but passes without her being asked; add `asked: {slot}` (check: {{ all: [{{ asked: {slot} }}, …] }}) or reword the rubric to the value alone",
+                    c.criterion_id
+                ),
+            ));
+        }
+    }
+    out
+}

@@ -535,3 +535,27 @@ fn weekday_readings_follow_the_stated_rule() {
     );
     assert_eq!(weekday_reading(sun, 6, None, false), d("2025-10-12"));
 }
+
+#[test]
+fn an_ask_only_rubric_saying_the_value_is_hers_must_require_that_she_was_asked() {
+    // The rubric says she gave the count; the check passes a right guess never asked for.
+    let unasked = TICKETS.replace(
+        r#"rubric: "Three.", check: { inserted: tixly.orders, where: { quantity: "{slot.quantity}" } }"#,
+        r#"rubric: "She gets {slot.quantity}, as she said.", check: { inserted: tixly.orders, where: { quantity: "{slot.quantity}" } }"#,
+    );
+    assert_ne!(unasked, TICKETS, "the fixture's criterion line changed");
+    let t = |y: &str| fixture(&y.replace('%', "Get us tickets for Improv Thursdays."));
+    let r = reason(&t(&unasked), Check::UnaskedOwnValue);
+    assert!(
+        r.contains("as she said") && r.contains("asked: quantity"),
+        "{r}"
+    );
+    // With the condition, the same rubric stands.
+    let asked = unasked.replace(
+        r#"check: { inserted: tixly.orders, where: { quantity: "{slot.quantity}" } }"#,
+        r#"check: { all: [{ asked: quantity }, { inserted: tixly.orders, where: { quantity: "{slot.quantity}" } }] }"#,
+    );
+    assert!(!has(&t(&asked), Check::UnaskedOwnValue, Some("quantity")));
+    // A rubric about the value alone is judged on the outcome (iPrefBench §3.3).
+    assert!(!has(&t(TICKETS), Check::UnaskedOwnValue, Some("quantity")));
+}

@@ -43,6 +43,9 @@ pub enum Check {
     UnscoredStep,
     /// A weekday whose natural reading on the world's today is not the day the criteria score.
     WeekdayDate,
+    /// An ask-only criterion whose rubric says the value is hers ("as she said", "the time she
+    /// gave") and whose predicate does not require that she was asked.
+    UnaskedOwnValue,
 }
 
 impl Check {
@@ -67,6 +70,7 @@ impl Check {
             Check::DuplicateInstruction => "duplicate_instruction",
             Check::UnscoredStep => "unscored_step",
             Check::WeekdayDate => "weekday_date",
+            Check::UnaskedOwnValue => "unasked_own_value",
         }
     }
 }

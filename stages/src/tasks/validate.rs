@@ -50,6 +50,7 @@ pub fn validate_in_set(ix: &WorldIndex<'_>, b: &TaskBundle, set: &SetView) -> Ve
     out.extend(lints::owned_dates(ix, b, &initial));
     out.extend(lints::duplicate_instruction(b, set));
     out.extend(lints::unscored_step(ix, b));
+    out.extend(lints::unasked_own_value(b));
     out.extend(lints::weekday_date(
         b,
         &ix.world.catalog,

@@ -151,9 +151,16 @@ fn value_kinds(text: &str) -> Vec<Kind> {
 
 impl TaskMatcher {
     /// Whether the head of a piece rules slot `i` out (module doc).
-    pub(super) fn head_rules_out(&self, i: usize, text: &str, lead: &str, f: &Form) -> bool {
+    pub(super) fn head_rules_out(
+        &self,
+        i: usize,
+        text: &str,
+        lead: &str,
+        context: &str,
+        f: &Form,
+    ) -> bool {
         let p = &self.profiles[i];
-        self.foreign_choice(p, text, lead, f)
+        self.foreign_choice(p, text, lead, context, f)
             || self.foreign_wording(p, text, f)
             || self.foreign_inclusion(p, text, f)
             || p.source == Source::AskOnly && self.settled_elsewhere(p, text, f)
@@ -208,15 +215,28 @@ impl TaskMatcher {
 
     /// A choice none of whose alternatives names a value of `p` (module doc); for a free-text
     /// slot, none names its subject or asks about content.
-    fn foreign_choice(&self, p: &SlotProfile, text: &str, lead: &str, f: &Form) -> bool {
-        if (f.alternative || f.alternative_in_context) && p.alternative {
+    fn foreign_choice(
+        &self,
+        p: &SlotProfile,
+        text: &str,
+        lead: &str,
+        context: &str,
+        f: &Form,
+    ) -> bool {
+        let lex = crate::tasks::language::lexicon();
+        // "Lotus Thai has nothing at 7:30 … Should I grab one of those, or leave it?": a
+        // choice after something unavailable is about the alternative.
+        let gone = f.alternative
+            || f.alternative_in_context
+            || lex.says_unavailable(lead)
+            || lex.says_unavailable(context);
+        if gone && p.alternative {
             return false;
         }
         let Some(alts) = alternatives(text, lead) else {
             return false;
         };
         let recognisable = typed(p) || !p.values.is_empty() || !p.counted.is_empty();
-        let lex = crate::tasks::language::lexicon();
         // "Which size, S or M?": the question word's own noun names the slot.
         let wh = |a: &str| {
             let w = format!(" {a} ");

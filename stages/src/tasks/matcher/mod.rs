@@ -291,7 +291,7 @@ impl TaskMatcher {
             let Some(i) = self.best(p, "", "") else {
                 continue;
             };
-            if settled && self.head_rules_out(i, &raw.text, &raw.lead, &f) {
+            if settled && self.head_rules_out(i, &raw.text, &raw.lead, &raw.context, &f) {
                 continue;
             }
             let id = self.profiles[i].slot_id.clone();

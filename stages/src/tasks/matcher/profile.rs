@@ -627,7 +627,7 @@ impl TaskMatcher {
         let f = form(text, lead, context);
         // A slot the question's head rules out is never matched (`super::head`).
         let ruled_out: Vec<bool> = (0..self.profiles.len())
-            .map(|i| self.head_rules_out(i, text, lead, &f))
+            .map(|i| self.head_rules_out(i, text, lead, context, &f))
             .collect();
         let fits: Vec<Fit> = self
             .fits(text, lead, context)
