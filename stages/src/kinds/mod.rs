@@ -22,11 +22,11 @@ mod run_remote_episodes;
 mod task_stats;
 mod validate_tasks;
 
-pub use aggregate::{optional_input, required_input, Aggregate, AGGREGATE_TABLES};
+pub use aggregate::{optional_input, required_input, Aggregate};
 pub use build_knowu_world::BuildKnowuWorld;
-pub use build_world::{input_error, BuildWorld, WORLD_TABLES};
+pub use build_world::{input_error, BuildWorld};
 pub use export_review::ExportReview;
-pub use generate_knowu_tasks::{GenerateKnowuTasks, KNOWU_TASK_TABLES};
+pub use generate_knowu_tasks::GenerateKnowuTasks;
 pub use generate_tasks::GenerateTasks;
 pub use import_persona::ImportPersona;
 pub use import_review::ImportReview;

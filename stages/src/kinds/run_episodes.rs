@@ -18,7 +18,7 @@ use prefflow_engine::{Execution, Kind, ParamError, StageContext, StageError, Tab
 use crate::episodes::agents::{self, AgentName};
 use crate::episodes::embeddings::{self, Embedder};
 use crate::episodes::exposure::{self, Exposure, LogKind};
-use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
+use crate::episodes::frames::episode_tables;
 use crate::episodes::hooks::{EpisodeHooks, NoHooks};
 use crate::episodes::retrieval::IndexCache;
 use crate::episodes::runner::join_all;
@@ -93,7 +93,6 @@ impl Kind for RunEpisodes {
     type State = EpisodeState;
     const NAME: &'static str = "run_episodes";
     const VERSION: &'static str = "4";
-    const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::episodes::EPISODES,
         &crate::tables::episodes::STEPS,

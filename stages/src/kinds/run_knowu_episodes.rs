@@ -9,7 +9,6 @@ use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use super::run_episodes::{
     prepare_episodes, run_with, EpisodeState, RunEpisodes, RunEpisodesParams,
 };
-use crate::episodes::frames::EPISODE_TABLES;
 use crate::knowu::sim::episode::KnowuHooks;
 use crate::knowu::sim::table;
 
@@ -21,7 +20,6 @@ impl Kind for RunKnowuEpisodes {
     type State = EpisodeState;
     const NAME: &'static str = "run_knowu_episodes";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::episodes::EPISODES,
         &crate::tables::episodes::STEPS,
