@@ -144,23 +144,21 @@ pub static IMPORT_ERRORS: TableDef = TableDef {
     open: false,
 };
 
-/// The task directories an export wrote.
-pub static WRITTEN: TableDef = TableDef {
-    name: "written",
-    doc: "per task directory `export_knowu_runs` wrote",
-    columns: &[
-        C::new("task_id", Str, "the task"),
-        C::new("path", Str, "the directory written"),
-        C::new(
-            "knowu_class",
-            Bool,
-            "a KnowU-Bench class (false: prefflow-only)",
-        ),
-        C::new("steps", U32, "trajectory steps written"),
-        C::new("has_result", Bool, "a result file was written"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One task directory `export_knowu_runs` wrote.
+    pub struct Written as WRITTEN ("written", "per task directory `export_knowu_runs` wrote") {
+        /// the task
+        pub task_id: String,
+        /// the directory written
+        pub path: String,
+        /// a KnowU-Bench class (false: prefflow-only)
+        pub knowu_class: bool,
+        /// trajectory steps written
+        pub steps: u32,
+        /// a result file was written
+        pub has_result: bool,
+    }
+}
 
 /// The per-episode facts every KnowU mean is built from.
 pub static EPISODE_METRICS: TableDef = TableDef {

@@ -8,6 +8,7 @@ pub mod aggregate;
 pub mod episodes;
 pub mod judging;
 pub mod knowu;
+pub mod row;
 pub mod tasks;
 pub mod world;
 
@@ -262,6 +263,77 @@ mod tests {
                     c.name
                 );
             }
+        }
+    }
+
+    /// Declared column names written as string literals outside `tables/`, per file: the
+    /// hand-written column lists and readers that row structs ([`row`]) replace.
+    fn column_literals() -> std::collections::BTreeMap<String, usize> {
+        let names: std::collections::BTreeSet<&str> = all()
+            .flat_map(|t| t.columns.iter().map(|c| c.name))
+            .collect();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut counts = std::collections::BTreeMap::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("stages/src").flatten() {
+                let path = entry.path();
+                if path == root.join("tables") {
+                    continue;
+                }
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let n = text
+                    .split('"')
+                    .skip(1)
+                    .step_by(2)
+                    .filter(|lit| names.contains(lit))
+                    .count();
+                if n > 0 {
+                    let rel = path.strip_prefix(&root).unwrap_or(&path);
+                    counts.insert(rel.display().to_string(), n);
+                }
+            }
+        }
+        counts
+    }
+
+    /// The target is no declared column name as a string literal outside `tables/`; until every
+    /// table is a row struct, `column_literals.txt` lists what is left, per file, and may only
+    /// shrink: a file may not gain literals, a file not listed may have none. Regenerate it
+    /// after converting a table with `PREFFLOW_WRITE_LITERALS=1 cargo test -p prefflow-stages
+    /// column_literals`.
+    #[test]
+    fn column_literals_outside_tables_only_shrink() {
+        let allowed_path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/tables/column_literals.txt"
+        );
+        let now = column_literals();
+        if std::env::var_os("PREFFLOW_WRITE_LITERALS").is_some() {
+            let text: String = now.iter().map(|(f, n)| format!("{f} {n}\n")).collect();
+            std::fs::write(allowed_path, text).expect("write column_literals.txt");
+        }
+        let allowed: std::collections::BTreeMap<String, usize> =
+            std::fs::read_to_string(allowed_path)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.rsplit_once(' '))
+                .map(|(f, n)| (f.to_string(), n.parse().unwrap_or(0)))
+                .collect();
+        for (file, n) in &now {
+            let limit = allowed.get(file).copied().unwrap_or(0);
+            assert!(
+                *n <= limit,
+                "stages/src/{file} spells declared column names as string literals {n} times \
+                 (allowed {limit}): use the table's row struct or its column constant"
+            );
         }
     }
 }
