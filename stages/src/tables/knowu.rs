@@ -128,21 +128,17 @@ pub static REPORTS: TableDef = TableDef {
     open: false,
 };
 
-/// Files of an imported results directory that could not be read.
-pub static IMPORT_ERRORS: TableDef = TableDef {
-    name: "errors",
-    doc: "per unreadable file of an imported run; its episode has status `error`",
-    columns: &[
-        C::nullable(
-            "task_id",
-            Str,
-            "the task directory, when the file belongs to one",
-        ),
-        C::new("file", Str, "the file"),
-        C::new("message", Str, "what is wrong with it"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One file of an imported results directory that could not be read.
+    pub struct ImportError as IMPORT_ERRORS ("errors", "per unreadable file of an imported run; its episode has status `error`") {
+        /// the task directory, when the file belongs to one
+        pub task_id: Option<String>,
+        /// the file
+        pub file: String,
+        /// what is wrong with it
+        pub message: String,
+    }
+}
 
 crate::table! {
     /// One task directory `export_knowu_runs` wrote.
