@@ -1328,18 +1328,9 @@ fn show(
             df.height(),
             df.width()
         );
-        let laid_out = format == format::Format::Table;
-        // A world summary prints whole, grouped, like the papers' statistics.
-        if let Some(text) = (laid_out && table == "summary")
-            .then(|| prefflow_stages::world::summary::render_table(&df))
-            .flatten()
-        {
-            print!("{text}");
-            continue;
-        }
-        // Table 1 prints as the paper lays it out: metrics down, variants across.
-        if let Some(text) = (laid_out && table == "table1")
-            .then(|| prefflow_stages::metrics::table1::render_table(&df))
+        // Tables with a layout of their own (Table 1, a world summary) print laid out.
+        if let Some(text) = (format == format::Format::Table)
+            .then(|| prefflow_stages::report::text::render(&table, &df))
             .flatten()
         {
             print!("{text}");

@@ -21,6 +21,7 @@ pub mod report;
 pub mod serve;
 pub mod tables;
 pub mod tasks;
+pub mod text;
 pub mod world;
 
 use prefflow_engine::{CrateCode, Registry};

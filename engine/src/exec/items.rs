@@ -16,7 +16,7 @@ use tokio::task::JoinSet;
 
 use super::commit::{commit_instance, Provenance};
 use super::prepare::prepare;
-use super::unit::{run_unit, Unit, UnitResult, Work};
+use super::unit::{run_unit, Unit, UnitResult, Work, NOT_STARTED, STOPPED};
 use super::{ExecEnv, InputBlob, Outcome, RemoteItems, Runner};
 use crate::artifact::{
     blobs_present, item_path, load_manifest, load_tables, unix_now, ItemCounts, Manifest,
@@ -692,12 +692,6 @@ impl Runner {
         })
     }
 }
-
-/// How the message of an item that was never started begins (see `unit::attempt_unit`).
-pub(super) const NOT_STARTED: &str = "not started";
-
-/// How the message of an item given up while it ran begins (see `unit::attempt_unit`).
-pub(super) const STOPPED: &str = "stopped while running";
 
 /// The message of a failure that is not the kind's own transient error.
 fn plain(e: &StageError) -> Option<&str> {

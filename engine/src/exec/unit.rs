@@ -12,7 +12,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::commit::{commit_instance, commit_item, Provenance};
-use super::items::{NOT_STARTED, STOPPED};
 use super::ExecEnv;
 use crate::artifact::{load_tables, KeyParts, Manifest};
 use crate::error::StageError;
@@ -20,6 +19,12 @@ use crate::kind::{Execution, InputTable, PreparedKind, StageContext, Tables};
 use crate::plan::Instance;
 use crate::retry::{Retry, RetryPolicy};
 use crate::usage::UsageMeter;
+
+/// How the message of an item that was never started begins (see [`attempt_unit`]).
+pub(super) const NOT_STARTED: &str = "not started";
+
+/// How the message of an item given up while it ran begins (see [`attempt_unit`]).
+pub(super) const STOPPED: &str = "stopped while running";
 
 /// One piece of work and its key.
 #[derive(Debug, Clone)]

@@ -4,12 +4,18 @@
 //! [`Environment::ask`], so the same recorded replies can be replayed later by judges.
 
 use std::collections::VecDeque;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use crate::world::phone::{
     Action, AskUser, EpisodeConfig, Observation, OverrideError, Phone, ToolSpec,
 };
 use crate::world::World;
+
+/// One step's observation, still to come: a remote device answers over the network (the
+/// simulated phone's are ready at once), and a boxed future keeps [`Environment`] dyn-compatible.
+pub type StepFuture<'a> = Pin<Box<dyn Future<Output = Observation> + Send + 'a>>;
 
 /// An environment one episode runs in (`Send`: an episode awaiting its model may resume on
 /// another thread of the runtime).
@@ -21,7 +27,7 @@ pub trait Environment: Send {
     /// The environment's clock, as text.
     fn now(&self) -> String;
     /// Performs one non-`ask_user` action.
-    fn step(&mut self, action: &Action) -> Observation;
+    fn step<'a>(&'a mut self, action: &'a Action) -> StepFuture<'a>;
     /// Records an `ask_user` exchange whose reply the simulator already produced.
     fn ask(&mut self, question: &str, reply: &str) -> Observation;
     /// Whether the episode has ended (the agent finished).
@@ -69,6 +75,11 @@ impl<'w> PhoneEnv<'w> {
         let phone = Phone::new(world, config, Box::new(replies.clone()))?;
         Ok(Self { phone, replies })
     }
+
+    /// Performs one non-`ask_user` action at once (the phone is in memory).
+    pub fn step(&mut self, action: &Action) -> Observation {
+        self.phone.step(action)
+    }
 }
 
 impl Environment for PhoneEnv<'_> {
@@ -84,8 +95,8 @@ impl Environment for PhoneEnv<'_> {
         self.phone.clock().to_string()
     }
 
-    fn step(&mut self, action: &Action) -> Observation {
-        self.phone.step(action)
+    fn step<'a>(&'a mut self, action: &'a Action) -> StepFuture<'a> {
+        Box::pin(std::future::ready(self.phone.step(action)))
     }
 
     fn ask(&mut self, question: &str, reply: &str) -> Observation {

@@ -22,14 +22,14 @@ use prefflow_engine::store::Store;
 use prefflow_engine::StageError;
 
 use super::agent::AgentFactory;
-use super::agents::{AgentName, LlmFactory, Oracle};
+use super::agents::{AgentConfig, LlmFactory, Oracle};
 use super::exposure::{self, Exposure};
 use super::params::RunEpisodesParams;
 use super::prompts::{self, Prompts};
 use super::retrieval::IndexCache;
 use super::runner::Briefing;
 use super::seed::{episode_id, episode_seed, episode_variant};
-use super::simulators::{system_prompt, user_config};
+use super::simulators::system_prompt;
 use super::{run_episode, EpisodeRow, EpisodeSpec, PhoneEnv, ScriptedUser};
 use crate::llm::tokens::{self, message_tokens, prompt_tokens, text_tokens, PER_MESSAGE};
 use crate::llm::{ChatMessage, ChatRequest, LlmConfig};
@@ -120,10 +120,11 @@ fn conversation(first: u64, growth: f64, n: f64) -> f64 {
 /// plays a part.
 pub fn estimate(stage: &EpisodeStage<'_>) -> Result<Option<Estimate>, StageError> {
     let params = stage.params;
-    let agent = (params.agent == AgentName::Llm)
-        .then(|| LlmFactory::for_plan(params, stage.cache, stage.workdir))
-        .transpose()?;
-    let user = user_config(params);
+    let agent = match params.agent_config() {
+        AgentConfig::Llm(llm) => Some(LlmFactory::for_plan(&llm, stage.cache, stage.workdir)?),
+        _ => None,
+    };
+    let user = params.user_config();
     if agent.is_none() && user.is_none() {
         return Ok(None);
     }

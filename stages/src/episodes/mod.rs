@@ -77,4 +77,13 @@ impl ModelAccess<'_> {
     pub fn flow(&self) -> String {
         format!("{}[{}]", self.stage, self.variant)
     }
+
+    /// `e`, an input error naming the stage (other errors as they are).
+    pub fn named(&self, e: impl Into<prefflow_engine::StageError>) -> prefflow_engine::StageError {
+        use prefflow_engine::StageError;
+        match e.into() {
+            StageError::Input(m) => StageError::Input(format!("stage `{}`: {m}", self.stage)),
+            other => other,
+        }
+    }
 }

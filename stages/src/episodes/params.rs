@@ -1,12 +1,13 @@
 //! The parameters of an episode stage (`run_episodes`, `run_knowu_episodes`): which agent,
-//! which history, which user simulator and model. They live beside the episode code because the
-//! agent and simulator factories read them; the kinds only deserialize them.
+//! which history, which user simulator and model. They live beside the episode code, which
+//! turns them into the typed configurations agents and simulators are built from
+//! ([`RunEpisodesParams::agent_config`], [`RunEpisodesParams::user`]); builders never see them.
 
 use serde::Deserialize;
 
-use super::agents::AgentName;
+use super::agents::{AgentConfig, AgentName, LlmAgentConfig};
 use super::exposure::{Exposure, LogKind};
-use super::simulators::SimulatorName;
+use super::simulators::{SimulatorName, User};
 use crate::llm::LlmConfig;
 use crate::world::phone::ActionSpace;
 
@@ -99,6 +100,40 @@ fn trajectories_dir() -> String {
 }
 
 impl RunEpisodesParams {
+    /// What builds this stage's agent.
+    pub fn agent_config(&self) -> AgentConfig<'_> {
+        match self.agent {
+            AgentName::Oracle => AgentConfig::Oracle,
+            AgentName::Defaults => AgentConfig::Defaults,
+            AgentName::AskAll => AgentConfig::AskAll,
+            AgentName::Heuristic => AgentConfig::Heuristic,
+            AgentName::Llm => AgentConfig::Llm(LlmAgentConfig {
+                llm: self.llm.as_ref(),
+                prompts: &self.prompts,
+                max_tools: self.max_tools,
+            }),
+            AgentName::Authored => AgentConfig::Authored {
+                trajectories: &self.trajectories,
+            },
+        }
+    }
+
+    /// The model of the `llm` agent (`None` for the other agents).
+    pub fn agent_llm(&self) -> Option<&LlmConfig> {
+        self.llm.as_ref().filter(|_| self.agent == AgentName::Llm)
+    }
+
+    /// Who answers `ask_user` ([`User::resolve`] of `simulator`); an error says what to add.
+    pub fn user(&self) -> Result<User<'_>, String> {
+        User::resolve(self.simulator, self.user_model.as_ref(), self.llm.as_ref())
+    }
+
+    /// The model that plays the user, when one does (`None` for the scripted user, or when the
+    /// params do not resolve).
+    pub fn user_config(&self) -> Option<&LlmConfig> {
+        self.user().ok().and_then(User::config)
+    }
+
     /// The name `entry` of `models` goes by: its `name`, else its provider model id (its
     /// `model`, else the `llm` defaults' `model`), so an entry that only sets an endpoint is
     /// named — and its Table 1 column labelled — by the model it asks for.

@@ -138,7 +138,6 @@ fn the_agent_reads_the_clock_in_words_and_is_told_to_report_with_answer() {
 #[test]
 fn the_owner_card_names_the_user() {
     let mut env = PhoneEnv::new(world(), EpisodeConfig::default()).expect("phone");
-    use super::Environment;
     let listed = env.step(&Action::Call {
         tool: "contacts.list_owner".into(),
         args: Default::default(),

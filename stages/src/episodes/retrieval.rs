@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 
+use crate::text::tokens;
 use crate::world::history::HistoryEvent;
 
 const K1: f64 = 1.2;
@@ -26,13 +27,6 @@ pub struct TextIndex {
     lengths: Vec<f64>,
     avg_len: f64,
     doc_freq: HashMap<String, u32>,
-}
-
-/// Lower-cased alphanumeric words of at least two characters.
-pub fn tokens(text: &str) -> impl Iterator<Item = String> + '_ {
-    text.split(|c: char| !c.is_alphanumeric())
-        .filter(|w| w.len() >= 2)
-        .map(str::to_lowercase)
 }
 
 impl TextIndex {

@@ -120,7 +120,7 @@ async fn play(
                 obs
             }
             Ok(action) => {
-                let obs = env.step(&action);
+                let obs = env.step(&action).await;
                 run.push_action(&action, &obs, turn.raw);
                 obs
             }

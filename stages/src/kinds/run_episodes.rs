@@ -15,7 +15,7 @@ use prefflow_engine::estimate::{Estimate, EstimateContext};
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, ParamError, StageContext, StageError, Tables};
 
-use crate::episodes::agents::{self, AgentName};
+use crate::episodes::agents::AgentName;
 use crate::episodes::embeddings::{self, Embedder};
 use crate::episodes::exposure::{self, Exposure, LogKind};
 use crate::episodes::frames::episode_tables;
@@ -115,7 +115,7 @@ impl Kind for RunEpisodes {
                 params.simulator,
                 SimulatorName::Llm | SimulatorName::AgentModel
             )
-            || simulators::user_config(params).is_some();
+            || params.user_config().is_some();
         let mut inputs = Vec::new();
         if uses_prompts {
             inputs.push(params.prompts.clone());
@@ -134,7 +134,7 @@ impl Kind for RunEpisodes {
         let chosen = params
             .with_chosen_model()
             .unwrap_or_else(|_| params.clone());
-        if let (Some(map), Ok(user)) = (keyed.as_object_mut(), User::of(&chosen)) {
+        if let (Some(map), Ok(user)) = (keyed.as_object_mut(), chosen.user()) {
             map.insert("user".into(), serde_json::Value::String(user.label()));
         }
         keyed
@@ -142,7 +142,7 @@ impl Kind for RunEpisodes {
 
     fn check(&self, params: &Self::Params) -> Result<(), ParamError> {
         crate::limits::EPOCHS.check(u64::from(params.epochs), params.max_epochs)?;
-        User::of(params).map_err(|message| ParamError {
+        params.user().map_err(|message| ParamError {
             field: Some("simulator".into()),
             message,
         })?;
@@ -191,7 +191,7 @@ pub fn estimate_episodes(
     params: &RunEpisodesParams,
     ctx: &EstimateContext<'_>,
 ) -> Result<Option<Estimate>, StageError> {
-    let uses_models = params.agent == AgentName::Llm || simulators::user_config(params).is_some();
+    let uses_models = params.agent == AgentName::Llm || params.user_config().is_some();
     if !uses_models {
         return Ok(None);
     }
@@ -243,7 +243,7 @@ pub async fn run_with(
     let params = &params
         .with_chosen_model()
         .map_err(|m| StageError::Input(format!("stage `{}`: {m}", ctx.stage)))?;
-    let factory = agents::factory(params, model_access(ctx))?;
+    let factory = params.agent_config().build(model_access(ctx))?;
     let bundles = bundles_from_table(bundles_input(ctx)?)?;
     check_episode_count(bundles.len(), params.epochs)?;
     let mut episodes = Vec::new();
@@ -278,7 +278,7 @@ fn in_flight(params: &RunEpisodesParams) -> usize {
         .llm
         .as_ref()
         .filter(|_| params.agent == AgentName::Llm);
-    let user = simulators::user_config(params);
+    let user = params.user_config();
     agent.or(user).map_or(1, |l| l.concurrency.max(1))
 }
 
@@ -386,8 +386,14 @@ async fn play(
     };
     let mut agent = factory.make_epoch(bundle, seed, epoch);
     let mut user = match hooks.scripted_user(bundle) {
-        Some(user) if User::of(params) == Ok(User::Scripted) => user,
-        _ => simulators::make(params, model_access(ctx), world, bundle, seed, epoch)?,
+        Some(user) if params.user() == Ok(User::Scripted) => user,
+        _ => {
+            let access = model_access(ctx);
+            let who = params
+                .user()
+                .map_err(|m| access.named(StageError::Input(m)))?;
+            simulators::make(who, &params.prompts, access, world, bundle, seed, epoch)?
+        }
     };
     let row = EpisodeRow {
         episode_id: episode_id(&task.task_id, &variant, epoch),
@@ -396,7 +402,7 @@ async fn play(
         epoch,
         persona: Some(task.persona.clone()),
         agent: factory.name(),
-        user: User::of(params).map(User::label).unwrap_or_default(),
+        user: params.user().map(User::label).unwrap_or_default(),
         seed,
         exposure: format!("{}/{}{retrieval}", params.history, log_name(params.log)),
         ..EpisodeRow::default()
@@ -425,7 +431,7 @@ async fn play(
     run.episode.cost_user = run
         .episode
         .user_usage
-        .cost(simulators::user_config(params).and_then(|l| l.prices));
+        .cost(params.user_config().and_then(|l| l.prices));
     Ok(run)
 }
 
@@ -435,7 +441,11 @@ fn warn_about_the_user(params: &RunEpisodesParams, stage: &str) {
     let Ok(params) = params.with_chosen_model() else {
         return;
     };
-    if let Some(w) = User::of(&params).ok().and_then(|u| u.warning(&params)) {
+    if let Some(w) = params
+        .user()
+        .ok()
+        .and_then(|u| u.warning(params.agent_llm()))
+    {
         tracing::warn!("stage `{stage}`: {w}");
     }
 }

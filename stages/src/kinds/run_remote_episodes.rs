@@ -4,6 +4,10 @@
 //! `episodes.score`. Each running item leases one device URL for all its episodes, so with a
 //! pipeline pool `resources: { devices: N }` (N = number of URLs) and `resources: [devices]` on
 //! the stage, N emulators play N tasks at once and no emulator ever plays two.
+//!
+//! Items are async ([`Execution::Async`]), as in `run_episodes`: an episode waiting on its
+//! device or its model is a task, and the waits between attempts are the engine's
+//! [`prefflow_engine::retry::RetryPolicy`] sleeps.
 
 use prefflow_engine::schema::{InputDef, TableDef};
 use std::collections::{BTreeMap, HashMap};
@@ -11,23 +15,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use polars::prelude::{Column, DataFrame};
-use prefflow_engine::{Kind, StageContext, StageError, Tables};
+use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::episodes::agents::{self, Replay};
+use crate::episodes::agents::{LlmAgentConfig, Replay};
 use crate::episodes::frames::episode_tables;
 use crate::episodes::remote::lease::{self, Lease, Suite};
 use crate::episodes::remote::{
-    play_remote, DeviceClient, DeviceError, Played, RemoteSpec, RetryPolicy, DEFAULT_DEVICE_ID,
+    play_remote, DeviceClient, DeviceError, DevicePatience, Played, RemoteSpec, DEFAULT_DEVICE_ID,
 };
 use crate::episodes::seed::{episode_id, episode_seed};
 use crate::episodes::{AgentFactory, EpisodeRow, EpisodeRun};
 use crate::knowu::columns::{optional_strings, strings};
 use crate::llm::LlmConfig;
 use crate::world::phone::Action;
-
-use super::RunEpisodesParams;
 
 /// The agents a remote task can be played by (built-in scripted agents need task bundles that
 /// remote tasks do not have).
@@ -147,55 +149,71 @@ impl Kind for RunRemoteEpisodes {
         }
     }
 
-    fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {
-        if params.devices.is_empty() {
-            return Err(StageError::Input(format!(
-                "stage `{}`: `devices` is empty; list at least one env server URL",
-                ctx.stage
-            )));
-        }
-        let suite = suite_query(params, ctx)?;
-        let tasks = read_tasks(ctx)?;
-        let episode_params = llm_params(params)?;
-        let factory: Box<dyn AgentFactory + '_> = match params.agent {
-            RemoteAgent::Replay => Box::new(Replay::new(replay_actions(params, &tasks))),
-            RemoteAgent::Llm => {
-                agents::factory(&episode_params, super::run_episodes::model_access(ctx))?
-            }
-        };
-        let lease = lease::acquire(&params.devices);
-        let timeout = Duration::from_secs(params.timeout_s.max(1));
-        let client = DeviceClient::new(lease.url(), &params.device_id, timeout)
-            .map(Arc::new)
-            .map_err(|e| StageError::Input(format!("stage `{}`: {e}", ctx.stage)))?;
-        let policy = RetryPolicy {
-            retries: params.device_retries,
-            backoff: Duration::from_millis(params.retry_backoff_ms),
-            health_polls: params.health_polls,
-        };
-        let played = switch_suite(&lease, &client, &policy, suite)
-            .and_then(|()| play_all(params, ctx, &tasks, &client, &policy, factory.as_ref()));
-        // A rejected request says nothing against the device; only failures it may recover from count.
-        lease.record(!matches!(&played, Err((_, e)) if e.is_retryable()));
-        let played = played.map_err(|e| give_up(e, lease.url(), params))?;
-        tables(&played, lease.url())
+    const EXECUTION: Execution = Execution::Async;
+
+    fn run_async<'a>(
+        &'a self,
+        params: &'a Self::Params,
+        ctx: &'a StageContext<'a>,
+    ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
+        run(params, ctx)
     }
 }
 
+/// The item's tasks on one leased device.
+async fn run(
+    params: &RunRemoteEpisodesParams,
+    ctx: &StageContext<'_>,
+) -> Result<Tables, StageError> {
+    if params.devices.is_empty() {
+        return Err(StageError::Input(format!(
+            "stage `{}`: `devices` is empty; list at least one env server URL",
+            ctx.stage
+        )));
+    }
+    let suite = suite_query(params, ctx)?;
+    let tasks = read_tasks(ctx)?;
+    let factory: Box<dyn AgentFactory + '_> = match params.agent {
+        RemoteAgent::Replay => Box::new(Replay::new(replay_actions(params, &tasks))),
+        RemoteAgent::Llm => {
+            Box::new(llm_agent(params).build(super::run_episodes::model_access(ctx))?)
+        }
+    };
+    let lease = lease::acquire(&params.devices).await;
+    let timeout = Duration::from_secs(params.timeout_s.max(1));
+    let client = DeviceClient::new(lease.url(), &params.device_id, timeout)
+        .map(Arc::new)
+        .map_err(|e| StageError::Input(format!("stage `{}`: {e}", ctx.stage)))?;
+    let patience = DevicePatience::new(
+        params.device_retries,
+        Duration::from_millis(params.retry_backoff_ms),
+        params.health_polls,
+    );
+    let played = match switch_suite(&lease, &client, &patience, suite).await {
+        Ok(()) => play_all(params, ctx, &tasks, &client, &patience, factory.as_ref()).await,
+        Err(e) => Err(e),
+    };
+    // A rejected request says nothing against the device; only failures it may recover from count.
+    lease.record(!matches!(&played, Err((_, e)) if e.is_retryable()));
+    let played = played.map_err(|e| give_up(e, lease.url(), params))?;
+    tables(&played, lease.url())
+}
+
 /// Every task × epoch of this item on the leased device.
-fn play_all(
+async fn play_all(
     params: &RunRemoteEpisodesParams,
     ctx: &StageContext<'_>,
     tasks: &[RemoteTask],
     client: &Arc<DeviceClient>,
-    policy: &RetryPolicy,
+    patience: &DevicePatience,
     factory: &dyn AgentFactory,
 ) -> Result<Vec<Played>, (String, DeviceError)> {
     let mut played = Vec::new();
     for task in tasks {
         for epoch in 0..params.epochs {
             let spec = spec(params, ctx, task, factory.name(), epoch);
-            let mut p = play_remote(client, policy, factory, &spec)
+            let mut p = play_remote(client, patience, factory, &spec)
+                .await
                 .map_err(|e| (format!("task `{}` epoch {epoch}", task.task_id), e))?;
             let prices = params.llm.as_ref().and_then(|l| l.prices);
             p.run.episode.cost_agent = p.run.episode.agent_usage.cost(prices);
@@ -280,18 +298,14 @@ fn replay_actions(
     out
 }
 
-/// The `run_episodes` parameters the shared agent factory reads (agent `llm`, GUI space).
-fn llm_params(params: &RunRemoteEpisodesParams) -> Result<RunEpisodesParams, StageError> {
-    let value = serde_json::json!({
-        "agent": "llm",
-        "space": "gui",
-        "seed": params.seed,
-        "max_steps": params.max_steps,
-        "llm": params.llm,
-        "prompts": params.prompts,
-    });
-    serde_json::from_value(value)
-        .map_err(|e| StageError::Failed(format!("internal: agent parameters: {e}")))
+/// The `llm` agent of `run_episodes` with this stage's model and prompts (all tools: a device
+/// offers none; the episode's GUI space comes with its brief).
+fn llm_agent(params: &RunRemoteEpisodesParams) -> LlmAgentConfig<'_> {
+    LlmAgentConfig {
+        llm: params.llm.as_ref(),
+        prompts: &params.prompts,
+        max_tools: None,
+    }
 }
 
 fn suite_query(
@@ -325,10 +339,10 @@ fn suite_query(
 }
 
 /// Switches the leased device's suite unless this process already did.
-fn switch_suite(
+async fn switch_suite(
     lease: &Lease,
     client: &DeviceClient,
-    policy: &RetryPolicy,
+    patience: &DevicePatience,
     suite: Option<Suite>,
 ) -> Result<(), (String, DeviceError)> {
     let Some(suite) = suite else {
@@ -337,10 +351,11 @@ fn switch_suite(
     if lease.suite().as_ref() == Some(&suite) {
         return Ok(());
     }
-    policy
-        .wait_healthy(client)
-        .and_then(|()| client.switch_suite(&suite))
-        .map_err(|e| ("switching the suite".to_string(), e))?;
+    let switched = match patience.wait_healthy(client).await {
+        Ok(()) => client.switch_suite(&suite).await,
+        Err(e) => Err(e),
+    };
+    switched.map_err(|e| ("switching the suite".to_string(), e))?;
     lease.set_suite(Some(suite));
     Ok(())
 }
@@ -398,26 +413,24 @@ fn add_device_columns(df: &mut DataFrame, played: &[Played], url: &str) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::episodes::agents::AgentName;
 
     fn params(yaml: serde_json::Value) -> RunRemoteEpisodesParams {
         serde_json::from_value(yaml).unwrap()
     }
 
     #[test]
-    fn the_llm_agent_gets_gui_run_episodes_params_with_its_model() {
+    fn the_llm_agent_gets_the_stages_model_and_prompts() {
         let p = params(serde_json::json!({
             "devices": ["http://127.0.0.1:1"],
             "agent": "llm",
             "seed": 7,
             "llm": {"base_url": "http://127.0.0.1:2/v1", "model": "m", "temperature": 0.0},
+            "prompts": "my/prompts",
         }));
-        let e = llm_params(&p).unwrap();
-        assert_eq!(e.agent, AgentName::Llm);
-        assert_eq!(e.space, crate::world::phone::ActionSpace::Gui);
-        assert_eq!(e.seed, 7);
-        assert_eq!(e.llm, p.llm);
-        assert_eq!(e.max_steps, 50);
+        let agent = llm_agent(&p);
+        assert_eq!(agent.llm, p.llm.as_ref());
+        assert_eq!(agent.prompts, "my/prompts");
+        assert_eq!(agent.max_tools, None);
     }
 
     #[test]

@@ -151,9 +151,10 @@ fn endpoint(base_url: &str, config: &LlmConfig) -> Result<Arc<Endpoint>, LlmErro
     Ok(made)
 }
 
-/// What identifies one request in flight: the store it is recorded in (its address: a request
-/// in flight borrows its store, so the address cannot be reused meanwhile) and its cache key.
-type FlightKey = (usize, String);
+/// What identifies one request in flight: where it is recorded (the store's location, as
+/// [`Store::describe`] names it: stores opened on one location hold the same records) and its
+/// cache key.
+type FlightKey = (String, String);
 
 /// The requests of one kind (chat or embeddings) on their way to an endpoint, each with the
 /// channel its answer will be published on.
@@ -458,11 +459,10 @@ impl<'a> LlmClient<'a> {
         reply
     }
 
-    /// This client's store and `key`: identical requests share one flight only when they are
-    /// recorded in the same store.
+    /// This client's store location and `key`: identical requests share one flight only when
+    /// they are recorded in the same store.
     fn flight_key(&self, key: &str) -> FlightKey {
-        let store = std::ptr::from_ref(self.cache).cast::<()>() as usize;
-        (store, key.to_string())
+        (self.cache.describe(), key.to_string())
     }
 
     /// One vector per text from the endpoint's `/embeddings`, replayed when recorded (keyed by

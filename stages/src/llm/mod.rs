@@ -17,6 +17,7 @@ pub mod budget;
 mod client;
 mod error;
 pub mod headers;
+#[cfg(any(test, feature = "testkit"))]
 pub mod mock;
 pub mod record;
 pub mod tokens;

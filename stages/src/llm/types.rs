@@ -103,6 +103,26 @@ impl LlmConfig {
             }),
         }
     }
+
+    /// Checks what would otherwise fail every request alike — the endpoint, and the key
+    /// variable when requests will be sent — so a stage fails once (exit 2) with the fix.
+    pub fn check_endpoint(&self, offline: bool) -> Result<(), super::LlmError> {
+        self.resolved_base_url()?;
+        if let (Some(var), false) = (&self.api_key_env, offline) {
+            if std::env::var_os(var).is_none() {
+                return Err(super::LlmError::MissingKey { var: var.clone() });
+            }
+        }
+        Ok(())
+    }
+
+    /// This configuration for one episode: the configured sampling seed, else the episode's
+    /// own, kept to 31 bits because servers differ in the integer width they accept.
+    pub fn for_episode(&self, seed: u64) -> LlmConfig {
+        let mut config = self.clone();
+        config.seed = config.seed.or(Some(seed & 0x7fff_ffff));
+        config
+    }
 }
 
 fn default_timeout() -> f64 {

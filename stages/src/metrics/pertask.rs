@@ -6,7 +6,7 @@
 use polars::prelude::*;
 use prefflow_engine::StageError;
 
-use super::bootstrap::Ratio;
+use super::bootstrap::{cluster_index, Bootstrap, Estimate, Ratio};
 
 /// The metrics of Table 1, in the order the table lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,4 +284,17 @@ fn rows(df: &DataFrame) -> PolarsResult<PerTask> {
         }
     }
     Ok(out)
+}
+
+/// The estimate of `metric` over `rows` (tasks where it is defined), resampling templates.
+pub fn clustered<'a>(
+    boot: &Bootstrap,
+    key: &str,
+    rows: impl Iterator<Item = &'a TaskRow>,
+    metric: Metric,
+) -> Estimate {
+    let (items, templates): (Vec<_>, Vec<&str>) = rows
+        .filter_map(|t| Some((t.get(metric)?, t.template.as_str())))
+        .unzip();
+    boot.ratio_clustered(key, &items, &cluster_index(&templates))
 }

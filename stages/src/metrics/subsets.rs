@@ -80,7 +80,7 @@ pub fn history_curve(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFram
         for (e, members) in &by_exposure {
             for m in CURVE_METRICS {
                 let key = format!("{v}/{e}/{}", m.name());
-                let est = super::table1::clustered(boot, &key, members.iter().copied(), m);
+                let est = super::pertask::clustered(boot, &key, members.iter().copied(), m);
                 variant.push(v.clone());
                 exposure.push(e.to_string());
                 k.push(top_k(e));

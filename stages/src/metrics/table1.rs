@@ -4,10 +4,10 @@
 use polars::prelude::*;
 use prefflow_engine::StageError;
 
-use super::bootstrap::{cluster_index, Bootstrap, Estimate};
+use super::bootstrap::{Bootstrap, Estimate};
 use super::paired::{paired, refuse_across_judges};
 use super::passk::pass_k;
-use super::pertask::{per_task, Metric, PerTask, TaskRow, METRICS};
+use super::pertask::{clustered, per_task, Metric, PerTask, METRICS};
 use super::subsets::{failure_labels, history_curve, perturbations};
 
 /// Settings of [`aggregate`].
@@ -223,19 +223,6 @@ fn with_episode_label(
         .collect()
 }
 
-/// The estimate of `metric` over `rows` (tasks where it is defined), resampling templates.
-pub fn clustered<'a>(
-    boot: &Bootstrap,
-    key: &str,
-    rows: impl Iterator<Item = &'a TaskRow>,
-    metric: Metric,
-) -> Estimate {
-    let (items, templates): (Vec<_>, Vec<&str>) = rows
-        .filter_map(|t| Some((t.get(metric)?, t.template.as_str())))
-        .unzip();
-    boot.ratio_clustered(key, &items, &cluster_index(&templates))
-}
-
 /// Columns of estimate tables, collected row by row (one row per variant × metric: small).
 #[derive(Default)]
 struct EstimateRows {
@@ -306,18 +293,4 @@ fn pass_k_frame(tasks: &PerTask) -> PolarsResult<DataFrame> {
         }
     }
     df!("variant" => variant, "k" => k, "pass_hat_k" => hat, "pass_at_k" => at, "n" => n)
-}
-
-/// Table 1 for terminals (`prefflow show iprefbench.table1`): metrics down, variants across,
-/// each cell `value [95% CI] (n=tasks, templates)`. None when `df` does not look like a `table1`.
-pub fn render_table(df: &DataFrame) -> Option<String> {
-    let schema = df.schema();
-    let is_table1 = ["variant", "metric", "display", "n"]
-        .iter()
-        .all(|c| schema.contains(c));
-    if !is_table1 {
-        return None;
-    }
-    let view = crate::report::table1_view(df).ok()?;
-    Some(crate::report::render_text(&view))
 }

@@ -7,6 +7,7 @@ pub mod drilldown;
 pub mod figures;
 pub mod palette;
 pub mod svg;
+pub mod text;
 
 use polars::prelude::*;
 use serde::Serialize;

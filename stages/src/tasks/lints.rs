@@ -24,7 +24,7 @@ use super::eval::{normalize, Episode};
 use super::matcher::{phrase_in, words};
 use super::model::{CriterionKind, Slot, Source, TaskBundle};
 use super::predicate::{Change, Predicate, Test, ValueRef};
-use super::validate::{reject, Check, Rejection};
+use super::rejection::{reject, Check, Rejection};
 use super::world_index::WorldIndex;
 use crate::world::clock::{Date, MONTHS, WEEKDAYS};
 use crate::world::phone::Phone;

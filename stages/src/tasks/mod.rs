@@ -13,6 +13,7 @@ pub mod lints;
 pub mod matcher;
 pub mod model;
 pub mod predicate;
+pub mod rejection;
 pub mod review;
 pub mod sheet;
 pub mod stats;

@@ -21,7 +21,7 @@ use super::rules::{
 };
 use super::types::{value_matches, FieldKind, TableId};
 use super::World;
-use crate::episodes::retrieval::tokens;
+use crate::text::tokens;
 
 pub use super::rules::{LISTING_DAYS, ONE_OFF_MARKERS};
 

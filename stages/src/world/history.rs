@@ -365,6 +365,8 @@ struct Ctx<'a> {
     /// text names each at most once.
     people: Vec<String>,
     vocab: &'a [Vec<Template<Var>>],
+    /// The vocabulary list of companions (`with`), if the persona has one.
+    companions: Option<usize>,
     /// Circumstances per app ([`Persona`]'s `contexts`).
     contexts: &'a indexmap::IndexMap<String, Vec<Template<Var>>>,
     constructions: &'a [Construction],
@@ -383,6 +385,7 @@ impl<'a> Ctx<'a> {
             decorations: super::audit::decorations(cat, persona),
             people: people(persona),
             vocab: &persona.vocab,
+            companions: persona.vocab_names.iter().position(|n| n == "with"),
             contexts: &persona.contexts,
             constructions: &persona.constructions,
             guards: guards(persona),
@@ -1056,7 +1059,8 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
         let wrap = frame(ctx, ask, rng);
         let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
         let situated = situate(ctx, ask, phrasing, rng);
-        let phrasing = situated.as_ref().unwrap_or(phrasing);
+        let one_with = situated.as_ref().is_some_and(|(_, with)| *with);
+        let phrasing = situated.as_ref().map_or(phrasing, |(t, _)| t);
         let text_at = |when: DateTime| {
             let fill = Fill {
                 chosen: &chosen,
@@ -1118,6 +1122,10 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
                 .rules
                 .text_fits(&text.to_lowercase(), time.date, entry_id)
         {
+            continue;
+        }
+        // One "with" once: a record or value may say "with" too ("call with Mom").
+        if one_with && text.split(' ').filter(|w| *w == "with").count() > 1 {
             continue;
         }
         // One person once: "Marco booked … after Marco's party" reads as two people.
@@ -1223,13 +1231,15 @@ fn people(persona: &Persona) -> Vec<String> {
 /// The phrasing with one of its app's circumstances (" for Friday's catch-up") before its
 /// trailing vocabulary phrase — for every event of the app, hers or not, so circumstances say
 /// nothing about whose event it is; `None` when the template opts out, the app has none, or the
-/// text opens with something other than an act ("Reminder: …", "Health recorded …").
+/// text opens with something other than an act ("Reminder: …", "Health recorded …"). A
+/// circumstance that says "with" goes only where nothing else does (no "… with Dev with Sam"):
+/// the flag says it was one, for the caller to check the rendered text.
 fn situate(
     ctx: &Ctx<'_>,
     ask: &Ask<'_>,
     phrasing: &Template<Var>,
     rng: &mut Xoshiro256PlusPlus,
-) -> Option<Template<Var>> {
+) -> Option<(Template<Var>, bool)> {
     let list = ctx.contexts.get(&ask.t.app)?;
     // A circumstance follows an act ("Booked …", "Texted …"), not a label ("Reminder: …").
     let opens_with_verb = match phrasing.segs.first() {
@@ -1242,14 +1252,33 @@ fn situate(
     if !ask.t.context || list.is_empty() || !opens_with_verb {
         return None;
     }
-    let c = &list[rng.random_range(0..list.len())];
+    // One "with" per text: a circumstance that brings someone along (" after karaoke with Dev")
+    // goes only to a phrasing that says "with" nowhere and cannot end in a companion.
+    let says_with = |t: &Template<Var>| {
+        t.segs
+            .iter()
+            .any(|s| matches!(s, Seg::Text(x) if x.contains(" with ") || x.starts_with("with ")))
+    };
+    let companion = matches!(
+        phrasing.segs.last(),
+        Some(Seg::Var(Var::Vocab(i), _)) if Some(*i) == ctx.companions
+    );
+    let fits: Vec<&Template<Var>> = list
+        .iter()
+        .filter(|c| !(says_with(c) && (companion || says_with(phrasing))))
+        .collect();
+    if fits.is_empty() {
+        return None;
+    }
+    let c = fits[rng.random_range(0..fits.len())];
+    let with = says_with(c);
     let mut segs = phrasing.segs.clone();
     let at = match segs.last() {
         Some(Seg::Var(Var::Vocab(_), _)) => segs.len() - 1,
         _ => segs.len(),
     };
     segs.splice(at..at, c.segs.iter().cloned());
-    Some(Template { segs })
+    Some((Template { segs }, with))
 }
 
 /// An event's phrasing rendered inside a construction's form: `{event}` is the phrasing without

@@ -12,17 +12,7 @@ use super::types::{FieldKind, TableId};
 /// when the event happened (shows, flights and calendar entries are listed a few weeks ahead).
 pub const LISTING_DAYS: i64 = 60;
 
-/// Phrases that mark an occasion that happens once in the history window; one app recording
-/// the same occasion twice is a one-off repeated. Persona templates that name one must be
-/// marked `once: true`.
-pub const ONE_OFF_MARKERS: &[&str] = &[
-    "birthday",
-    "anniversary",
-    "annual membership",
-    "wedding",
-    "graduation",
-    "housewarming",
-];
+pub use super::persona::text::ONE_OFF_MARKERS;
 
 /// A table and field an entry's value is a value of (from its `$value` bindings).
 pub type Attribute = (TableId, usize);

@@ -15,7 +15,6 @@ use prefflow_engine::StageError;
 use serde_json::{json, Map, Value};
 
 use crate::episodes::agent::{Agent, AgentError, AgentFactory, AgentFuture, Brief, Turn};
-use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::prompts::{self, Prompts};
 use crate::episodes::toolset;
 use crate::episodes::ModelAccess;
@@ -41,25 +40,47 @@ pub struct LlmFactory<'a> {
     flow: String,
 }
 
+/// What the `llm` agent is built from: a stage's `llm`, `prompts` and `max_tools`.
+#[derive(Debug, Clone, Copy)]
+pub struct LlmAgentConfig<'p> {
+    /// The model (`None` when the stage has no `llm` block: an input error when built).
+    pub llm: Option<&'p LlmConfig>,
+    /// The directory of prompt templates.
+    pub prompts: &'p str,
+    /// Offer at most this many phone tools (see [`LlmFactory`]).
+    pub max_tools: Option<usize>,
+}
+
+impl LlmAgentConfig<'_> {
+    /// The model, or the input error saying what to add.
+    fn model(&self) -> Result<LlmConfig, StageError> {
+        self.llm.cloned().ok_or_else(|| {
+            StageError::Input(
+                "agent `llm` needs `llm: { model, base_url or base_url_env }` in params".into(),
+            )
+        })
+    }
+
+    /// The factory of a stage's episodes (see [`LlmFactory::new`]).
+    pub fn build<'a>(&self, access: ModelAccess<'a>) -> Result<LlmFactory<'a>, StageError> {
+        LlmFactory::new(self, access)
+    }
+}
+
 impl<'a> LlmFactory<'a> {
     /// Checks everything that would otherwise fail every episode alike — the `llm` block, the
     /// endpoint, the key variable, the templates — and fails the stage with the fix instead.
-    pub fn new(params: &RunEpisodesParams, access: ModelAccess<'a>) -> Result<Self, StageError> {
-        let config = params.llm.clone().ok_or_else(|| {
-            StageError::Input(format!(
-                "stage `{}`: agent `llm` needs `llm: {{ model, base_url or base_url_env }}` in params",
-                access.stage
-            ))
-        })?;
+    pub fn new(agent: &LlmAgentConfig<'_>, access: ModelAccess<'a>) -> Result<Self, StageError> {
+        let config = agent.model().map_err(|e| access.named(e))?;
         let mut factory = Self::from_parts(
             config,
             access.cache,
             access.offline,
             access.workdir,
-            &params.prompts,
+            agent.prompts,
         )
-        .map_err(|e| prefix(access.stage, e))?;
-        factory.max_tools = params.max_tools;
+        .map_err(|e| access.named(e))?;
+        factory.max_tools = agent.max_tools;
         factory.usage = access.usage;
         factory.flow = access.flow();
         Ok(factory)
@@ -73,7 +94,7 @@ impl<'a> LlmFactory<'a> {
         workdir: &std::path::Path,
         prompts_dir: &str,
     ) -> Result<Self, StageError> {
-        check_endpoint(&config, offline)?;
+        config.check_endpoint(offline)?;
         Self::unchecked(config, cache, offline, workdir, prompts_dir)
     }
 
@@ -101,46 +122,14 @@ impl<'a> LlmFactory<'a> {
     /// prompts and tool offer as a run, without the endpoint check (nothing is sent, and a
     /// missing key is the run's error, not the estimate's).
     pub fn for_plan(
-        params: &RunEpisodesParams,
+        agent: &LlmAgentConfig<'_>,
         cache: &'a dyn Store,
         workdir: &std::path::Path,
     ) -> Result<Self, StageError> {
-        let config = params.llm.clone().ok_or_else(|| {
-            StageError::Input(
-                "agent `llm` needs `llm: { model, base_url or base_url_env }` in params".into(),
-            )
-        })?;
-        let mut factory = Self::unchecked(config, cache, true, workdir, &params.prompts)?;
-        factory.max_tools = params.max_tools;
+        let mut factory = Self::unchecked(agent.model()?, cache, true, workdir, agent.prompts)?;
+        factory.max_tools = agent.max_tools;
         Ok(factory)
     }
-}
-
-/// Fails early (exit 2) when the endpoint or key is missing, rather than once per episode.
-pub(crate) fn check_endpoint(config: &LlmConfig, offline: bool) -> Result<(), StageError> {
-    config.resolved_base_url()?;
-    if let (Some(var), false) = (&config.api_key_env, offline) {
-        if std::env::var_os(var).is_none() {
-            return Err(llm::LlmError::MissingKey { var: var.clone() }.into());
-        }
-    }
-    Ok(())
-}
-
-/// Names the stage in an input error.
-pub(crate) fn prefix(stage: &str, e: StageError) -> StageError {
-    match e {
-        StageError::Input(m) => StageError::Input(format!("stage `{stage}`: {m}")),
-        other => other,
-    }
-}
-
-/// The sampling seed of one episode: the configured one, else the episode's own, kept to 31
-/// bits because servers differ in the integer width they accept.
-pub(crate) fn episode_config(config: &LlmConfig, seed: u64) -> LlmConfig {
-    let mut config = config.clone();
-    config.seed = config.seed.or(Some(seed & 0x7fff_ffff));
-    config
 }
 
 impl AgentFactory for LlmFactory<'_> {
@@ -158,11 +147,12 @@ impl<'a> LlmFactory<'a> {
         LlmAgent {
             factory: self,
             task,
-            config: episode_config(&self.config, seed),
+            config: self.config.for_episode(seed),
             client: None,
             epoch: 0,
             space: ActionSpace::Tools,
             tools: Arc::new([]),
+            tools_value: minijinja::Value::UNDEFINED,
             functions: Vec::new(),
             messages: Vec::new(),
             fresh: true,
@@ -202,7 +192,7 @@ impl<'a> LlmFactory<'a> {
     /// The record/replay key of `request` sent by the episode with `seed` and `epoch`, or
     /// `None` when the endpoint cannot be resolved here (no variable set).
     pub fn cache_key(&self, request: &ChatRequest, seed: u64, epoch: u32) -> Option<String> {
-        LlmClient::new(episode_config(&self.config, seed), self.cache, true)
+        LlmClient::new(self.config.for_episode(seed), self.cache, true)
             .ok()
             .map(|c| c.cache_key(request, epoch))
     }
@@ -221,6 +211,8 @@ pub struct LlmAgent<'a> {
     epoch: u32,
     space: ActionSpace,
     tools: Arc<[ToolSpec]>,
+    /// `tools` as the templates' `tools` variable.
+    tools_value: minijinja::Value,
     functions: Vec<llm::ToolSpec>,
     messages: Vec<ChatMessage>,
     /// True until the first `next`, whose observation the task message already shows.
@@ -346,7 +338,7 @@ impl Agent for LlmAgent<'_> {
     fn start(&mut self, brief: &Brief<'_>, clarifications: &[AskRecord]) -> Result<(), AgentError> {
         self.adopt(brief);
         let stable = self.stable(brief)?;
-        let context = context(brief, clarifications, &self.tools, &stable.history);
+        let context = context(brief, clarifications, self.offer(), &stable.history);
         self.messages = vec![
             ChatMessage::new("system", stable.system.clone()),
             ChatMessage::new(
@@ -367,7 +359,7 @@ impl LlmAgent<'_> {
     /// The clarification request: one JSON-mode request for the questions to ask first.
     fn clarify_request(&self, brief: &Brief<'_>) -> Result<ChatRequest, AgentError> {
         let stable = self.stable(brief)?;
-        let context = context(brief, &[], &self.tools, &stable.history);
+        let context = context(brief, &[], self.offer(), &stable.history);
         Ok(ChatRequest {
             messages: vec![
                 ChatMessage::new("system", stable.system.clone()),
@@ -429,11 +421,17 @@ impl LlmAgent<'_> {
         }
     }
 
+    /// The offered tools and their template value.
+    fn offer(&self) -> (&[ToolSpec], &minijinja::Value) {
+        (&self.tools, &self.tools_value)
+    }
+
     /// Takes the episode's space, tools and epoch from the brief.
     fn adopt(&mut self, brief: &Brief<'_>) {
         self.space = brief.space;
         self.epoch = brief.epoch;
         self.tools = toolset::offered(brief.tools, self.task, self.factory.max_tools);
+        self.tools_value = tools_context(&self.tools);
         self.functions = match brief.space {
             ActionSpace::Tools => function_specs(&self.tools),
             ActionSpace::Gui => Vec::new(),
@@ -519,9 +517,10 @@ impl LlmFactory<'_> {
 fn context(
     brief: &Brief<'_>,
     clarifications: &[AskRecord],
-    offered: &Arc<[ToolSpec]>,
+    offered: (&[ToolSpec], &minijinja::Value),
     history: &minijinja::Value,
 ) -> minijinja::Value {
+    let (offered, tools) = offered;
     let history = history.clone();
     let clarifications: Vec<Value> = clarifications
         .iter()
@@ -538,30 +537,20 @@ fn context(
             ActionSpace::Gui => brief.observation.text.clone(),
         },
         clarifications => clarifications,
-        tools => tools_context(offered),
+        tools => tools.clone(),
     }
 }
 
-/// The `tools` template variable (`name`, `description` of each offered tool). Several prompts
-/// of an episode render the same list, so its conversion (up to ~220 entries) is kept for the
-/// last list seen; holding that list keeps its address from being reused by another.
-fn tools_context(tools: &Arc<[ToolSpec]>) -> minijinja::Value {
-    type Last = Option<(Arc<[ToolSpec]>, minijinja::Value)>;
-    static LAST: std::sync::Mutex<Last> = std::sync::Mutex::new(None);
-    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((seen, value)) = last.as_ref() {
-        if Arc::ptr_eq(seen, tools) {
-            return value.clone();
-        }
-    }
-    let value = minijinja::Value::from_serialize(
+/// The `tools` template variable (`name`, `description` of each offered tool), converted once
+/// per episode when it adopts its offer ([`LlmAgent::adopt`]) and held by the agent, since
+/// several prompts of an episode render the same list (up to ~220 entries).
+fn tools_context(tools: &[ToolSpec]) -> minijinja::Value {
+    minijinja::Value::from_serialize(
         tools
             .iter()
             .map(|t| json!({ "name": t.name, "description": t.description }))
             .collect::<Vec<_>>(),
-    );
-    *last = Some((tools.clone(), value.clone()));
-    value
+    )
 }
 
 fn status_name(s: Status) -> &'static str {
@@ -723,13 +712,20 @@ mod tests {
                 indexes: &Default::default(),
             };
             prompts
-                .render("t.j2", &context(&brief, &[], tools, &history_value(&[])))
+                .render(
+                    "t.j2",
+                    &context(
+                        &brief,
+                        &[],
+                        (tools, &tools_context(tools)),
+                        &history_value(&[]),
+                    ),
+                )
                 .unwrap()
         };
         let a: Arc<[ToolSpec]> = Arc::new([spec("notes.create_note")]);
         let b: Arc<[ToolSpec]> = Arc::new([spec("weather.get_forecast"), spec("clock.set_alarm")]);
         assert_eq!(render(&a), "gui do it: notes.create_note");
-        // Another list (another world, or a tool cap) is converted anew, not taken from the last.
         assert_eq!(
             render(&b),
             "gui do it: weather.get_forecast clock.set_alarm"
@@ -775,7 +771,12 @@ mod tests {
                 "clarifications": [{ "question": "Which day?", "reply": "Friday" }],
                 "tools": tools.iter().map(|t| json!({ "name": t.name, "description": t.description })).collect::<Vec<_>>(),
             });
-            let converted = context(&brief, &answered, &tools, &history_value(&history));
+            let converted = context(
+                &brief,
+                &answered,
+                (&tools, &tools_context(&tools)),
+                &history_value(&history),
+            );
             for name in [prompts::AGENT_TASK, prompts::CLARIFY] {
                 assert_eq!(
                     prompts.render(name, &converted).unwrap(),

@@ -19,12 +19,11 @@ pub use ask_all::{AskAll, AskAllPolicy};
 pub use authored::Authored;
 pub use driver::{Decision, FieldKey, PlanAgent, Policy};
 pub use heuristic::{Heuristic, HeuristicPolicy, TOP_K};
-pub use llm::{LlmAgent, LlmFactory};
+pub use llm::{LlmAgent, LlmAgentConfig, LlmFactory};
 pub use replay::Replay;
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
-use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::ModelAccess;
 
 /// The agent a `run_episodes` stage plays.
@@ -59,22 +58,45 @@ impl AgentName {
     }
 }
 
-/// The factory for the stage's agent.
-pub fn factory<'a>(
-    params: &'a RunEpisodesParams,
-    access: ModelAccess<'a>,
-) -> Result<Box<dyn AgentFactory + 'a>, StageError> {
-    match params.agent {
-        AgentName::Oracle => Ok(Box::new(Oracle)),
-        AgentName::Defaults => Ok(Box::new(Defaults)),
-        AgentName::Llm => Ok(Box::new(LlmFactory::new(params, access)?)),
-        AgentName::AskAll => Ok(Box::new(AskAll)),
-        AgentName::Heuristic => Ok(Box::new(Heuristic)),
-        AgentName::Authored => {
-            let dir = access.workdir.join(&params.trajectories);
-            Authored::load(&dir, &params.trajectories)
-                .map(|a| Box::new(a) as Box<dyn AgentFactory>)
-                .map_err(|m| StageError::Input(format!("stage `{}`: {m}", access.stage)))
+/// What builds a stage's agent: which agent, with the settings of those that have some
+/// (parsed from the stage's params once, `RunEpisodesParams::agent_config`).
+#[derive(Debug, Clone, Copy)]
+pub enum AgentConfig<'p> {
+    /// See [`AgentName::Oracle`].
+    Oracle,
+    /// See [`AgentName::Defaults`].
+    Defaults,
+    /// See [`AgentName::AskAll`].
+    AskAll,
+    /// See [`AgentName::Heuristic`].
+    Heuristic,
+    /// A chat-completions model.
+    Llm(LlmAgentConfig<'p>),
+    /// Authored trajectories from this directory (relative to the stage's workdir).
+    Authored {
+        /// The directory, as the stage wrote it.
+        trajectories: &'p str,
+    },
+}
+
+impl AgentConfig<'_> {
+    /// The factory of the stage's agents; an input error names the stage.
+    pub fn build<'a>(
+        &self,
+        access: ModelAccess<'a>,
+    ) -> Result<Box<dyn AgentFactory + 'a>, StageError> {
+        match self {
+            AgentConfig::Oracle => Ok(Box::new(Oracle)),
+            AgentConfig::Defaults => Ok(Box::new(Defaults)),
+            AgentConfig::Llm(llm) => Ok(Box::new(llm.build(access)?)),
+            AgentConfig::AskAll => Ok(Box::new(AskAll)),
+            AgentConfig::Heuristic => Ok(Box::new(Heuristic)),
+            AgentConfig::Authored { trajectories } => {
+                let dir = access.workdir.join(trajectories);
+                Authored::load(&dir, trajectories)
+                    .map(|a| Box::new(a) as Box<dyn AgentFactory>)
+                    .map_err(|m| access.named(StageError::Input(m)))
+            }
         }
     }
 }

@@ -1,13 +1,16 @@
-//! A blocking HTTP client for one device's env server (the API in docs/remote-device.md, a
-//! subset of MobileWorld's FastAPI server that KnowU-Bench extends). Every call has a timeout and
-//! classifies failures into [`DeviceError`]s; [`RetryPolicy::wait_healthy`] is the recovery half:
-//! after a retryable failure the episode waits for `/health` with doubling backoff, then starts
-//! again from `POST /task/init` (a half-played episode cannot be resumed on a reset device).
+//! An async HTTP client for one device's env server (the API in docs/remote-device.md, a
+//! subset of MobileWorld's FastAPI server that KnowU-Bench extends). Requests run as tasks on the
+//! model client's I/O runtime ([`crate::llm::io_runtime`]), so an episode waiting on its device
+//! holds no thread. Every call has a timeout and classifies failures into [`DeviceError`]s;
+//! [`DevicePatience::wait_healthy`] is the recovery half: after a retryable failure the episode
+//! waits for `/health` with doubling backoff (the engine's [`RetryPolicy`]), then starts again
+//! from `POST /task/init` (a half-played episode cannot be resumed on a reset device).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use reqwest::blocking::{Client, RequestBuilder};
+use prefflow_engine::retry::{Retry, RetryPolicy};
+use reqwest::{Client, RequestBuilder};
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -65,9 +68,9 @@ impl DeviceClient {
     }
 
     /// `GET /health`: Ok when the server answers 2xx and does not say `"ok": false`.
-    pub fn health(&self) -> Result<(), DeviceError> {
+    pub async fn health(&self) -> Result<(), DeviceError> {
         let what = "GET /health";
-        let body = self.send(self.http.get(self.at("/health")), what)?;
+        let body = self.send(self.http.get(self.at("/health")), what).await?;
         if body.get("ok") == Some(&Value::Bool(false)) {
             return Err(DeviceError::Unhealthy {
                 url: self.base.clone(),
@@ -80,28 +83,28 @@ impl DeviceClient {
     }
 
     /// `POST /suite_family/switch?target_family=…&…`: every suite field is a query parameter.
-    pub fn switch_suite(&self, suite: &BTreeMap<String, String>) -> Result<(), DeviceError> {
+    pub async fn switch_suite(&self, suite: &BTreeMap<String, String>) -> Result<(), DeviceError> {
         let req = self.http.post(self.at("/suite_family/switch")).query(suite);
-        self.send(req, "POST /suite_family/switch").map(drop)
+        self.send(req, "POST /suite_family/switch").await.map(drop)
     }
 
     /// `POST /task/init {task_name, req_device}`: resets the device to the task's snapshot.
-    pub fn init_task(&self, task: &str) -> Result<(), DeviceError> {
+    pub async fn init_task(&self, task: &str) -> Result<(), DeviceError> {
         let req = self
             .http
             .post(self.at("/task/init"))
             .json(&self.task_body(task));
-        self.send(req, "POST /task/init").map(drop)
+        self.send(req, "POST /task/init").await.map(drop)
     }
 
     /// `GET /task/goal?task_name=…`: the instruction (a JSON string).
-    pub fn goal(&self, task: &str) -> Result<String, DeviceError> {
+    pub async fn goal(&self, task: &str) -> Result<String, DeviceError> {
         let what = "GET /task/goal";
         let req = self
             .http
             .get(self.at("/task/goal"))
             .query(&[("task_name", task)]);
-        match self.send(req, what)? {
+        match self.send(req, what).await? {
             Value::String(s) => Ok(s),
             other => Err(self.malformed(what, format!("expected a JSON string, got {other}"))),
         }
@@ -109,9 +112,11 @@ impl DeviceClient {
 
     /// `POST /step {device, action}`: the action's `result` as text (the simulated user's reply
     /// for `ask_user`).
-    pub fn step(&self, action: &Value) -> Result<String, DeviceError> {
+    pub async fn step(&self, action: &Value) -> Result<String, DeviceError> {
         let body = json!({"device": self.device, "action": action});
-        let reply = self.send(self.http.post(self.at("/step")).json(&body), "POST /step")?;
+        let reply = self
+            .send(self.http.post(self.at("/step")).json(&body), "POST /step")
+            .await?;
         Ok(match reply.get("result") {
             Some(Value::String(s)) => s.clone(),
             Some(Value::Null) | None => "OK".into(),
@@ -120,13 +125,13 @@ impl DeviceClient {
     }
 
     /// `GET /a11y?device=…`: the current screen's elements.
-    pub fn screen(&self) -> Result<Vec<Element>, DeviceError> {
+    pub async fn screen(&self) -> Result<Vec<Element>, DeviceError> {
         let what = "GET /a11y";
         let req = self
             .http
             .get(self.at("/a11y"))
             .query(&[("device", self.device.as_str())]);
-        let body = self.send(req, what)?;
+        let body = self.send(req, what).await?;
         let elements = body.get("elements").cloned().unwrap_or(Value::Null);
         serde_json::from_value(elements)
             .map_err(|e| self.malformed(what, format!("`elements`: {e}")))
@@ -134,13 +139,13 @@ impl DeviceClient {
 
     /// `GET /task/eval {task_name, req_device}` (a JSON body on GET, as MobileWorld's server
     /// reads it): the score and reason.
-    pub fn eval(&self, task: &str) -> Result<Evaluation, DeviceError> {
+    pub async fn eval(&self, task: &str) -> Result<Evaluation, DeviceError> {
         let what = "GET /task/eval";
         let req = self
             .http
             .get(self.at("/task/eval"))
             .json(&self.task_body(task));
-        let body = self.send(req, what)?;
+        let body = self.send(req, what).await?;
         let eval: Evaluation = serde_json::from_value(body)
             .map_err(|e| self.malformed(what, format!("expected {{score, reason}}: {e}")))?;
         if !(0.0..=1.0).contains(&eval.score) {
@@ -150,12 +155,12 @@ impl DeviceClient {
     }
 
     /// `POST /task/tear_down {task_name, req_device}`.
-    pub fn tear_down(&self, task: &str) -> Result<(), DeviceError> {
+    pub async fn tear_down(&self, task: &str) -> Result<(), DeviceError> {
         let req = self
             .http
             .post(self.at("/task/tear_down"))
             .json(&self.task_body(task));
-        self.send(req, "POST /task/tear_down").map(drop)
+        self.send(req, "POST /task/tear_down").await.map(drop)
     }
 
     fn at(&self, path: &str) -> String {
@@ -174,19 +179,26 @@ impl DeviceClient {
         }
     }
 
-    /// Sends one request and classifies the outcome; 2xx bodies are parsed as JSON (an empty
-    /// body is `null`).
-    fn send(&self, req: RequestBuilder, what: &str) -> Result<Value, DeviceError> {
-        let res = req.send().map_err(|e| DeviceError::Unreachable {
+    /// Sends one request (as a task on the I/O runtime) and classifies the outcome; 2xx bodies
+    /// are parsed as JSON (an empty body is `null`).
+    async fn send(&self, req: RequestBuilder, what: &str) -> Result<Value, DeviceError> {
+        let exchange = crate::llm::io_runtime().spawn(async move {
+            let res = req.send().await.map_err(|e| error_chain(&e))?;
+            let status = res.status().as_u16();
+            let text = res
+                .text()
+                .await
+                .map_err(|e| format!("reading the body: {}", error_chain(&e)))?;
+            Ok::<_, String>((status, text))
+        });
+        let outcome = match exchange.await {
+            Ok(outcome) => outcome,
+            Err(e) => Err(format!("the request task ended: {e}")),
+        };
+        let (status, text) = outcome.map_err(|cause| DeviceError::Unreachable {
             url: self.base.clone(),
             what: what.into(),
-            cause: error_chain(&e),
-        })?;
-        let status = res.status().as_u16();
-        let text = res.text().map_err(|e| DeviceError::Unreachable {
-            url: self.base.clone(),
-            what: what.into(),
-            cause: format!("reading the body: {}", error_chain(&e)),
+            cause,
         })?;
         let body: Option<Value> = serde_json::from_str(&text).ok();
         match status {
@@ -238,42 +250,49 @@ fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     parts.join(": ")
 }
 
-/// How hard to try before giving a device up for one episode.
+/// How hard to try before giving a device up for one episode: two loops of the engine's
+/// [`RetryPolicy`] (its async waits, no thread asleep).
 #[derive(Debug, Clone, Copy)]
-pub struct RetryPolicy {
-    /// Episode attempts after the first one that a retryable device failure may use.
-    pub retries: u32,
-    /// The first wait between `/health` polls; doubles per poll, capped at a minute.
-    pub backoff: Duration,
-    /// `/health` polls before the device counts as down for this attempt.
-    pub health_polls: u32,
+pub struct DevicePatience {
+    /// Replays of an episode after a retryable device failure; no wait of their own (each
+    /// replay starts by waiting for `/health`).
+    pub replays: RetryPolicy,
+    /// `/health` polls after the first: `backoff`, `2·backoff`, … apart, capped at a minute.
+    pub health: RetryPolicy,
 }
 
-impl RetryPolicy {
-    /// Polls `/health` until the device is healthy, sleeping `backoff`, `2·backoff`, … between
-    /// polls; the last failure when it never becomes healthy.
-    pub fn wait_healthy(&self, client: &DeviceClient) -> Result<(), DeviceError> {
-        let mut wait = self.backoff;
-        let mut last = None;
-        for poll in 0..self.health_polls.max(1) {
-            if poll > 0 {
-                std::thread::sleep(wait);
-                wait = (wait * 2).min(Duration::from_secs(60));
-            }
-            match client.health() {
-                Ok(()) => return Ok(()),
-                Err(e) if e.is_retryable() => {
-                    tracing::debug!("{e}; polling /health again");
-                    last = Some(e);
-                }
-                Err(e) => return Err(e),
-            }
+impl DevicePatience {
+    /// `retries` replays of an episode; `health_polls` polls of `/health` (at least one),
+    /// the first wait `backoff`.
+    pub fn new(retries: u32, backoff: Duration, health_polls: u32) -> Self {
+        let plain = |retries, backoff| RetryPolicy {
+            retries,
+            backoff,
+            max_delay: Duration::from_secs(60),
+            jitter: false,
+        };
+        Self {
+            replays: plain(retries, Duration::ZERO),
+            health: plain(health_polls.max(1) - 1, backoff),
         }
-        Err(last.unwrap_or_else(|| DeviceError::Unhealthy {
-            url: client.url().into(),
-            what: "GET /health".into(),
-            status: 0,
-            detail: "never polled".into(),
-        }))
+    }
+
+    /// Polls `/health` until the device is healthy; the last failure when it never becomes
+    /// healthy, or the first one that waiting cannot fix.
+    pub async fn wait_healthy(&self, client: &DeviceClient) -> Result<(), DeviceError> {
+        let poll = |_| client.health();
+        let classify = |e: &DeviceError| {
+            if e.is_retryable() {
+                tracing::debug!("{e}; polling /health again");
+                Retry::After(None)
+            } else {
+                Retry::No
+            }
+        };
+        self.health
+            .run(poll, classify)
+            .await
+            .map(drop)
+            .map_err(|gave_up| gave_up.error)
     }
 }

@@ -7,8 +7,8 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::episodes::agent::{ready, AgentError, AgentFuture};
-use crate::episodes::env::Environment;
+use crate::episodes::agent::{AgentError, AgentFuture};
+use crate::episodes::env::{Environment, StepFuture};
 use crate::episodes::simulator::{Simulator, UserReply};
 use crate::world::phone::{Action, Observation, Status, ToolSpec};
 
@@ -17,28 +17,41 @@ use super::client::DeviceClient;
 use super::error::DeviceError;
 use super::screen::{render, Element};
 
-/// What the environment and the simulator of one episode share.
+/// What the environment and the simulator of one episode share: the device and what the
+/// episode has seen of it. The state's lock is never held across a request.
 struct Session {
     client: Arc<DeviceClient>,
     read_screen: bool,
+    state: Mutex<State>,
+}
+
+/// The episode's view of the device.
+#[derive(Default)]
+struct State {
     screen: Vec<Element>,
     failure: Option<DeviceError>,
     finished: bool,
 }
 
 impl Session {
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Sends device actions in order; the text of their results.
-    fn send(&mut self, actions: &[serde_json::Value]) -> Result<String, DeviceError> {
+    async fn send(&self, actions: &[serde_json::Value]) -> Result<String, DeviceError> {
         let mut results = Vec::new();
         for a in actions {
-            results.push(self.client.step(a)?);
+            results.push(self.client.step(a).await?);
         }
         Ok(results.join("\n"))
     }
 
-    fn refresh(&mut self) -> Result<(), DeviceError> {
+    /// Reads the screen again (when observations show it).
+    async fn refresh(&self) -> Result<(), DeviceError> {
         if self.read_screen {
-            self.screen = self.client.screen()?;
+            let screen = self.client.screen().await?;
+            self.state().screen = screen;
         }
         Ok(())
     }
@@ -47,41 +60,68 @@ impl Session {
         if !self.read_screen {
             return format!("result: {result}");
         }
-        format!("result: {result}\nscreen:\n{}", render(&self.screen))
+        format!(
+            "result: {result}\nscreen:\n{}",
+            render(&self.state().screen)
+        )
     }
 
     /// Records a failure the episode cannot continue after.
-    fn fail(&mut self, e: DeviceError) -> Observation {
+    fn fail(&self, e: DeviceError) -> Observation {
         let text = format!("the device failed: {e}");
-        self.failure = Some(e);
-        self.finished = true;
+        let mut state = self.state();
+        state.failure = Some(e);
+        state.finished = true;
         Observation {
             status: Status::Done,
             text,
         }
     }
+
+    /// One non-`ask_user` action: its device actions, the screen after them, the observation.
+    async fn step(&self, action: &Action) -> Observation {
+        let device_actions = match to_device(action, &self.state().screen) {
+            Ok(a) => a,
+            Err(why) => return Observation::error(why),
+        };
+        let sent = match self.send(&device_actions).await {
+            Ok(r) => self.refresh().await.map(|()| r),
+            Err(e) => Err(e),
+        };
+        let result = match sent {
+            Ok(r) => r,
+            Err(DeviceError::Rejected { detail, .. }) => return Observation::error(detail),
+            Err(e) => return self.fail(e),
+        };
+        if ends_episode(action) {
+            self.state().finished = true;
+            return Observation {
+                status: Status::Done,
+                text: format!("result: {result}"),
+            };
+        }
+        Observation::ok(self.observation(&result))
+    }
 }
 
 /// One episode on a remote device whose task is already initialized.
 pub struct RemoteEnv {
-    session: Arc<Mutex<Session>>,
+    session: Arc<Session>,
     first: Observation,
 }
 
 impl RemoteEnv {
     /// Starts on the device's current screen (read with `GET /a11y` when `read_screen`).
-    pub fn new(client: Arc<DeviceClient>, read_screen: bool) -> Result<Self, DeviceError> {
-        let mut session = Session {
+    pub async fn new(client: Arc<DeviceClient>, read_screen: bool) -> Result<Self, DeviceError> {
+        let session = Session {
             client,
             read_screen,
-            screen: Vec::new(),
-            failure: None,
-            finished: false,
+            state: Mutex::default(),
         };
-        session.refresh()?;
+        session.refresh().await?;
         let first = Observation::ok(session.observation("task initialized"));
         Ok(Self {
-            session: Arc::new(Mutex::new(session)),
+            session: Arc::new(session),
             first,
         })
     }
@@ -95,13 +135,8 @@ impl RemoteEnv {
 
     /// The device failure that ended the episode, if one did (taken, so it is reported once).
     pub fn take_failure(&self) -> Option<DeviceError> {
-        lock(&self.session).failure.take()
+        self.session.state().failure.take()
     }
-}
-
-/// The session, whoever panicked while holding it (its fields stay meaningful).
-fn lock(session: &Mutex<Session>) -> MutexGuard<'_, Session> {
-    session.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl Environment for RemoteEnv {
@@ -117,28 +152,8 @@ impl Environment for RemoteEnv {
         "(the device's clock)".into()
     }
 
-    fn step(&mut self, action: &Action) -> Observation {
-        let mut s = lock(&self.session);
-        let device_actions = match to_device(action, &s.screen) {
-            Ok(a) => a,
-            Err(why) => return Observation::error(why),
-        };
-        let result = match s
-            .send(&device_actions)
-            .and_then(|r| s.refresh().map(|()| r))
-        {
-            Ok(r) => r,
-            Err(DeviceError::Rejected { detail, .. }) => return Observation::error(detail),
-            Err(e) => return s.fail(e),
-        };
-        if ends_episode(action) {
-            s.finished = true;
-            return Observation {
-                status: Status::Done,
-                text: format!("result: {result}"),
-            };
-        }
-        Observation::ok(s.observation(&result))
+    fn step<'a>(&'a mut self, action: &'a Action) -> StepFuture<'a> {
+        Box::pin(self.session.step(action))
     }
 
     fn ask(&mut self, _question: &str, reply: &str) -> Observation {
@@ -147,7 +162,7 @@ impl Environment for RemoteEnv {
     }
 
     fn finished(&self) -> bool {
-        lock(&self.session).finished
+        self.session.state().finished
     }
 
     fn diff(&self) -> serde_json::Value {
@@ -158,23 +173,23 @@ impl Environment for RemoteEnv {
 /// Answers `ask_user` by sending it to the device (`{"action_type": "ask_user", "text": …}`),
 /// whose user agent replies; no disclosure audit is possible (the profile stays on the device).
 pub struct DeviceUser {
-    session: Arc<Mutex<Session>>,
+    session: Arc<Session>,
 }
 
 impl Simulator for DeviceUser {
-    /// Asks the device at once (the device client is blocking; see `run_remote_episodes`).
     fn reply<'a>(&'a mut self, question: &'a str) -> AgentFuture<'a, UserReply> {
-        let mut s = lock(&self.session);
-        let ask = serde_json::json!({"action_type": "ask_user", "text": question});
-        ready(match s.send(std::slice::from_ref(&ask)) {
-            Ok(text) => Ok(UserReply {
-                text,
-                ..UserReply::default()
-            }),
-            Err(e) => {
-                let msg = e.to_string();
-                s.fail(e);
-                Err(AgentError::Other(msg))
+        Box::pin(async move {
+            let ask = serde_json::json!({"action_type": "ask_user", "text": question});
+            match self.session.send(std::slice::from_ref(&ask)).await {
+                Ok(text) => Ok(UserReply {
+                    text,
+                    ..UserReply::default()
+                }),
+                Err(e) => {
+                    let msg = e.to_string();
+                    self.session.fail(e);
+                    Err(AgentError::Other(msg))
+                }
             }
         })
     }

@@ -4,14 +4,13 @@
 //! discarded and the task is played again from a fresh init, up to the policy's retries; only
 //! the attempt that finished is recorded.
 //!
-//! The device client is blocking (`reqwest::blocking`, which refuses to run inside an async
-//! runtime), so remote episodes run on the kind's blocking thread — one per leased device, and
-//! devices are few — and drive the async episode loop there with [`block_on`]; an `llm` agent's
-//! requests still run on the model client's I/O runtime.
+//! Everything here is async, as in `run_episodes`: the device's requests and an `llm` agent's
+//! run as tasks on the model client's I/O runtime, and the waits between attempts and `/health`
+//! polls are the engine's [`prefflow_engine::retry::RetryPolicy`] sleeps on the async runtime.
 
-use std::future::Future;
 use std::sync::Arc;
-use std::task::{Context, Poll, Wake, Waker};
+
+use prefflow_engine::retry::Retry;
 
 use crate::episodes::agent::AgentFactory;
 use crate::episodes::record::{EpisodeRow, EpisodeRun};
@@ -19,7 +18,7 @@ use crate::episodes::runner::{run_episode, EpisodeSpec};
 use crate::tasks::{Task, TaskBundle};
 use crate::world::phone::ActionSpace;
 
-use super::client::{DeviceClient, Evaluation, RetryPolicy};
+use super::client::{DeviceClient, DevicePatience, Evaluation};
 use super::env::RemoteEnv;
 use super::error::DeviceError;
 
@@ -47,51 +46,55 @@ pub struct Played {
     pub attempts: u32,
 }
 
-/// Plays `spec` on `client`, retrying device failures per `policy`. The error is the last
-/// device failure, or the first one that retrying cannot fix (a rejected request).
-pub fn play_remote(
+/// Plays `spec` on `client`, replaying it after device failures per `patience`. The error is
+/// the last device failure, or the first one that retrying cannot fix (a rejected request).
+pub async fn play_remote(
     client: &Arc<DeviceClient>,
-    policy: &RetryPolicy,
+    patience: &DevicePatience,
     factory: &dyn AgentFactory,
     spec: &RemoteSpec,
 ) -> Result<Played, DeviceError> {
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let outcome = policy
-            .wait_healthy(client)
-            .and_then(|()| play_once(client, factory, spec));
-        match outcome {
-            Ok((run, eval)) => {
-                return Ok(Played {
-                    run,
-                    eval,
-                    attempts: attempt,
-                })
-            }
-            Err(e) if e.is_retryable() && attempt <= policy.retries => {
-                tracing::warn!(
-                    "task `{}` attempt {attempt}: {e}; re-checking /health and re-initializing",
-                    spec.row.task_id
-                );
-            }
-            Err(e) => return Err(e),
+    let task = spec.row.task_id.as_str();
+    let attempt = |n: u32| async move {
+        if n > 0 {
+            tracing::warn!(
+                "task `{task}` attempt {}: re-checking /health and re-initializing",
+                n + 1
+            );
         }
+        patience.wait_healthy(client).await?;
+        play_once(client, factory, spec).await
+    };
+    let classify = |e: &DeviceError| {
+        if e.is_retryable() {
+            tracing::warn!("task `{task}`: {e}");
+            Retry::After(None)
+        } else {
+            Retry::No
+        }
+    };
+    match patience.replays.run(attempt, classify).await {
+        Ok(((run, eval), attempts)) => Ok(Played {
+            run,
+            eval,
+            attempts,
+        }),
+        Err(gave_up) => Err(gave_up.error),
     }
 }
 
-fn play_once(
+async fn play_once(
     client: &Arc<DeviceClient>,
     factory: &dyn AgentFactory,
     spec: &RemoteSpec,
 ) -> Result<(EpisodeRun, Option<Evaluation>), DeviceError> {
     let task_id = spec.row.task_id.as_str();
-    client.init_task(task_id)?;
+    client.init_task(task_id).await?;
     let goal = match &spec.goal {
         Some(g) => g.clone(),
-        None => client.goal(task_id)?,
+        None => client.goal(task_id).await?,
     };
-    let mut env = RemoteEnv::new(client.clone(), spec.read_screen)?;
+    let mut env = RemoteEnv::new(client.clone(), spec.read_screen).await?;
     let mut user = env.user();
     let bundle = bundle(task_id, &goal, spec.row.persona.as_deref());
     let mut agent = factory.make(&bundle, spec.row.seed);
@@ -103,50 +106,20 @@ fn play_once(
         max_steps: spec.max_steps,
         clarify: false,
     };
-    let mut run = block_on(run_episode(
-        &mut env,
-        agent.as_mut(),
-        &mut user,
-        &[],
-        episode,
-    ));
+    let mut run = run_episode(&mut env, agent.as_mut(), &mut user, &[], episode).await;
     if let Some(e) = env.take_failure() {
         return Err(e);
     }
     let eval = if run.episode.status == "error" {
         None
     } else {
-        Some(client.eval(task_id)?)
+        Some(client.eval(task_id).await?)
     };
     run.episode.score = eval.as_ref().map(|e| e.score);
-    if let Err(e) = client.tear_down(task_id) {
+    if let Err(e) = client.tear_down(task_id).await {
         tracing::warn!("task `{task_id}`: tear down failed ({e}); the next init resets the device");
     }
     Ok((run, eval))
-}
-
-/// Runs `future` to completion on the calling thread, parking it while the future waits (no
-/// runtime is entered, so the blocking device client may be called inside). Must not be called
-/// from inside an async task.
-fn block_on<F: Future>(future: F) -> F::Output {
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-        fn wake_by_ref(self: &Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
-    let mut cx = Context::from_waker(&waker);
-    let mut future = std::pin::pin!(future);
-    loop {
-        match future.as_mut().poll(&mut cx) {
-            Poll::Ready(out) => return out,
-            Poll::Pending => std::thread::park(),
-        }
-    }
 }
 
 /// What an agent factory gets for a remote task: only the id, instruction and persona (the

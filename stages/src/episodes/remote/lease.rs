@@ -6,7 +6,9 @@
 //! and how many items in a row gave up on it, so a retried item goes to a device that works.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use tokio::sync::Notify;
 
 /// A suite as query parameters (`target_family`, `user_log_source`, …).
 pub type Suite = BTreeMap<String, String>;
@@ -21,14 +23,14 @@ struct Device {
 
 struct Table {
     devices: Mutex<HashMap<String, Device>>,
-    freed: Condvar,
+    freed: Notify,
 }
 
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
     TABLE.get_or_init(|| Table {
         devices: Mutex::new(HashMap::new()),
-        freed: Condvar::new(),
+        freed: Notify::new(),
     })
 }
 
@@ -42,24 +44,32 @@ pub struct Lease {
     url: String,
 }
 
-/// Blocks until one of `urls` is free and leases it. Among free devices, those with the fewest
+/// Waits (asleep on the async runtime) until one of `urls` is free and leases it. Among free devices, those with the fewest
 /// consecutive give-ups win, then those that served the fewest leases, so work spreads over every
 /// device and avoids a dead one while others are free. `urls` must not be empty.
-pub fn acquire(urls: &[String]) -> Lease {
+pub async fn acquire(urls: &[String]) -> Lease {
     let t = table();
-    let mut devices = lock(t);
     loop {
-        let free = urls
-            .iter()
-            .filter(|u| !devices.get(*u).is_some_and(|d| d.busy))
-            .min_by_key(|u| devices.get(*u).map_or((0, 0), |d| (d.failures, d.served)));
-        if let Some(url) = free {
-            let url = url.clone();
-            devices.entry(url.clone()).or_default().busy = true;
-            return Lease { url };
+        // Listening before looking, so a lease dropped in between is not missed.
+        let mut freed = std::pin::pin!(t.freed.notified());
+        freed.as_mut().enable();
+        if let Some(lease) = try_acquire(t, urls) {
+            return lease;
         }
-        devices = t.freed.wait(devices).unwrap_or_else(|e| e.into_inner());
+        freed.await;
     }
+}
+
+/// The best free device of `urls`, leased, if one is free.
+fn try_acquire(t: &Table, urls: &[String]) -> Option<Lease> {
+    let mut devices = lock(t);
+    let url = urls
+        .iter()
+        .filter(|u| !devices.get(*u).is_some_and(|d| d.busy))
+        .min_by_key(|u| devices.get(*u).map_or((0, 0), |d| (d.failures, d.served)))?
+        .clone();
+    devices.entry(url.clone()).or_default().busy = true;
+    Some(Lease { url })
 }
 
 impl Lease {
@@ -96,7 +106,7 @@ impl Drop for Lease {
             d.busy = false;
             d.served += 1;
         }
-        t.freed.notify_all();
+        t.freed.notify_waiters();
     }
 }
 
@@ -105,6 +115,10 @@ mod tests {
     use super::*;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+
+    fn acquire(urls: &[String]) -> Lease {
+        crate::tasks::testkit::block_on(super::acquire(urls))
+    }
 
     #[test]
     fn leases_are_exclusive_and_spread_over_devices() {

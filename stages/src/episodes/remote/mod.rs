@@ -7,18 +7,20 @@
 //! - [`env`]: [`RemoteEnv`] (the `Environment`) and [`DeviceUser`] (ask_user answered on-device).
 //! - [`episode`]: one task start to finish, retried from a fresh init when the device fails.
 //! - [`lease`]: which device URL a running item holds (one episode per device at a time).
-//! - [`fake`]: an in-process fake device following the documented API, for tests.
+//! - `fake`: an in-process fake device following the documented API, for tests (feature
+//!   `testkit`).
 
 pub mod actions;
 pub mod client;
 pub mod env;
 pub mod episode;
 pub mod error;
+#[cfg(any(test, feature = "testkit"))]
 pub mod fake;
 pub mod lease;
 pub mod screen;
 
-pub use client::{DeviceClient, Evaluation, RetryPolicy, DEFAULT_DEVICE_ID};
+pub use client::{DeviceClient, DevicePatience, Evaluation, DEFAULT_DEVICE_ID};
 pub use env::{DeviceUser, RemoteEnv};
 pub use episode::{play_remote, Played, RemoteSpec};
 pub use error::DeviceError;

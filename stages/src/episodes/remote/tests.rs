@@ -7,12 +7,13 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use super::client::{DeviceClient, RetryPolicy};
-use super::episode::{play_remote, RemoteSpec};
+use super::client::{DeviceClient, DevicePatience};
+use super::episode::{self, RemoteSpec};
 use super::error::DeviceError;
 use super::fake::{FakeConfig, FakeDevice, FakeTask};
 use crate::episodes::agents::Replay;
 use crate::episodes::record::EpisodeRow;
+use crate::tasks::testkit::block_on;
 use crate::world::phone::Action;
 
 fn alarm_task() -> FakeTask {
@@ -50,12 +51,18 @@ fn client(url: &str) -> Arc<DeviceClient> {
     Arc::new(DeviceClient::new(url, "emulator-5554", Duration::from_secs(10)).unwrap())
 }
 
-fn policy(retries: u32) -> RetryPolicy {
-    RetryPolicy {
-        retries,
-        backoff: Duration::from_millis(5),
-        health_polls: 3,
-    }
+fn policy(retries: u32) -> DevicePatience {
+    DevicePatience::new(retries, Duration::from_millis(5), 3)
+}
+
+/// [`episode::play_remote`], awaited on a test runtime.
+fn play_remote(
+    client: &Arc<DeviceClient>,
+    patience: &DevicePatience,
+    factory: &dyn crate::episodes::AgentFactory,
+    spec: &RemoteSpec,
+) -> Result<super::Played, DeviceError> {
+    block_on(episode::play_remote(client, patience, factory, spec))
 }
 
 fn spec(task: &str) -> RemoteSpec {
@@ -201,25 +208,25 @@ fn client_failures_are_classified() {
     })
     .unwrap();
     let c = client(device.url());
-    c.health().unwrap();
+    block_on(c.health()).unwrap();
     assert_eq!(
-        c.goal("SetAlarm@student").unwrap(),
+        block_on(c.goal("SetAlarm@student")).unwrap(),
         "Set my usual weekday alarm."
     );
-    let e = c.init_task("NoSuchTask").unwrap_err();
+    let e = block_on(c.init_task("NoSuchTask")).unwrap_err();
     assert!(
         matches!(e, DeviceError::Rejected { status: 404, .. }) && !e.is_retryable(),
         "{e}"
     );
     assert!(e.to_string().contains("unknown task NoSuchTask"), "{e}");
-    let e = c.step(&json!({"action_type": "wait"})).unwrap_err();
+    let e = block_on(c.step(&json!({"action_type": "wait"}))).unwrap_err();
     assert!(
         matches!(e, DeviceError::Rejected { status: 409, .. }),
         "{e}"
     );
     let url = device.url().to_string();
     drop(device);
-    let e = client(&url).health().unwrap_err();
+    let e = block_on(client(&url).health()).unwrap_err();
     assert!(
         matches!(e, DeviceError::Unreachable { .. }) && e.is_retryable(),
         "{e}"
@@ -235,6 +242,6 @@ fn suites_are_sent_as_query_parameters() {
         ("user_log_source".to_string(), "clean".to_string()),
     ]
     .into();
-    client(device.url()).switch_suite(&suite).unwrap();
+    block_on(client(device.url()).switch_suite(&suite)).unwrap();
     assert_eq!(device.stats().suites, vec![suite]);
 }

@@ -11,10 +11,8 @@ use serde::{Deserialize, Serialize};
 
 pub use llm::{system_prompt, LlmUser};
 
-use super::agents::llm::{check_endpoint, episode_config, prefix};
 use super::prompts::{self, Prompts};
 use super::simulator::{ScriptedUser, Simulator};
-use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::ModelAccess;
 use crate::llm::{LlmClient, LlmConfig};
 use crate::tasks::TaskBundle;
@@ -51,19 +49,21 @@ pub enum User<'a> {
 }
 
 impl<'a> User<'a> {
-    /// Resolves `params.simulator`; an error says what to add.
-    pub fn of(params: &'a RunEpisodesParams) -> Result<Self, String> {
-        let configured = params
-            .user_model
-            .as_ref()
-            .filter(|m| m.resolved_base_url().is_ok());
-        match params.simulator {
+    /// Resolves `simulator` with the stage's `user_model` and the agent's `llm`; an error says
+    /// what to add.
+    pub fn resolve(
+        simulator: SimulatorName,
+        user_model: Option<&'a LlmConfig>,
+        agent_model: Option<&'a LlmConfig>,
+    ) -> Result<Self, String> {
+        let configured = user_model.filter(|m| m.resolved_base_url().is_ok());
+        match simulator {
             SimulatorName::Scripted => Ok(User::Scripted),
             SimulatorName::Auto => Ok(configured.map_or(User::Scripted, User::Model)),
-            SimulatorName::Llm => params.user_model.as_ref().map(User::Model).ok_or_else(|| {
+            SimulatorName::Llm => user_model.map(User::Model).ok_or_else(|| {
                 "simulator `llm` needs `user_model: { model, base_url or base_url_env }` (the user simulator's own endpoint, e.g. `base_url_env: PREFFLOW_USER_BASE_URL`); to let the model under test play the user, write `simulator: agent_model`".into()
             }),
-            SimulatorName::AgentModel => params.llm.as_ref().map(User::AgentModel).ok_or_else(|| {
+            SimulatorName::AgentModel => agent_model.map(User::AgentModel).ok_or_else(|| {
                 "simulator `agent_model` needs the agent's `llm: { model, base_url or base_url_env }`".into()
             }),
         }
@@ -88,13 +88,10 @@ impl<'a> User<'a> {
         }
     }
 
-    /// Why this choice deserves a warning: the model under test answers its own questions,
-    /// by request or because the user model is the agent's endpoint and model.
-    pub fn warning(self, params: &RunEpisodesParams) -> Option<String> {
-        let agent = params
-            .llm
-            .as_ref()
-            .filter(|_| params.agent == super::agents::AgentName::Llm);
+    /// Why this choice deserves a warning: the model under test (`agent`, the `llm` agent's
+    /// model) answers its own questions, by request or because the user model is the agent's
+    /// endpoint and model.
+    pub fn warning(self, agent: Option<&LlmConfig>) -> Option<String> {
         match (self, agent) {
             (User::AgentModel(c), _) => Some(format!(
                 "the model under test (`{}`) also plays the user (`simulator: agent_model`): it answers its own questions; the `user` column says so. Configure `user_model` (PREFFLOW_USER_BASE_URL) for a separate simulator",
@@ -113,32 +110,29 @@ impl<'a> User<'a> {
     }
 }
 
-/// The model that plays the user, when one does (`None` for the scripted user, or when the
-/// params do not resolve).
-pub fn user_config(params: &RunEpisodesParams) -> Option<&LlmConfig> {
-    User::of(params).ok().and_then(User::config)
-}
-
-/// The simulator for one episode (`epoch` keeps repeats distinct recorded requests).
+/// The simulator for one episode (`epoch` keeps repeats distinct recorded requests): the
+/// scripted user, or `user`'s model with the templates of `prompts_dir`.
 pub fn make<'a>(
-    params: &'a RunEpisodesParams,
+    user: User<'_>,
+    prompts_dir: &str,
     access: ModelAccess<'a>,
     world: &'a World,
     bundle: &'a TaskBundle,
     seed: u64,
     epoch: u32,
 ) -> Result<Box<dyn Simulator + 'a>, StageError> {
-    let input = |m: String| StageError::Input(format!("stage `{}`: {m}", access.stage));
-    let Some(config) = User::of(params).map_err(input)?.config() else {
+    let Some(config) = user.config() else {
         return Ok(Box::new(ScriptedUser::for_task(bundle, &world.catalog)));
     };
-    check_endpoint(config, access.offline).map_err(|e| prefix(access.stage, e))?;
-    let prompts = Prompts::load(access.workdir, &params.prompts, &prompts::USER_TEMPLATES)
-        .map_err(|e| prefix(access.stage, e))?;
-    let client = LlmClient::new(episode_config(config, seed), access.cache, access.offline)?
+    config
+        .check_endpoint(access.offline)
+        .map_err(|e| access.named(e))?;
+    let prompts = Prompts::load(access.workdir, prompts_dir, &prompts::USER_TEMPLATES)
+        .map_err(|e| access.named(e))?;
+    let client = LlmClient::new(config.for_episode(seed), access.cache, access.offline)?
         .metered(access.usage, "user")
         .flow(&access.flow());
-    let user =
-        LlmUser::new(client, prompts, world, bundle, epoch).map_err(|e| input(e.to_string()))?;
+    let user = LlmUser::new(client, prompts, world, bundle, epoch)
+        .map_err(|e| access.named(StageError::Input(e.to_string())))?;
     Ok(Box::new(user))
 }

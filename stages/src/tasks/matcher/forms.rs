@@ -555,21 +555,58 @@ fn count_mention(text: &str) -> Option<Option<String>> {
         return None;
     }
     let mut found = None;
+    let mut span_end = 0;
+    // "a 90-minute block": the number and its unit.
+    let words: Vec<&str> = words
+        .iter()
+        .flat_map(|w| match w.split_once('-') {
+            Some((n, unit))
+                if n.chars().all(|c| c.is_ascii_digit())
+                    && !n.is_empty()
+                    && unit.chars().next().is_some_and(char::is_alphabetic) =>
+            {
+                vec![n, unit]
+            }
+            _ => vec![*w],
+        })
+        .collect();
     for (i, w) in words.iter().enumerate() {
         let core = w
             .trim_matches(|c: char| !c.is_alphanumeric())
             .to_lowercase();
-        if values::number_word(&core).is_none() || core.contains(':') {
+        if values::number_word(&core).is_none() || core.contains(':') || i < span_end {
             continue;
         }
         let next = words.get(i + 1).map(|n| {
             n.trim_matches(|c: char| !c.is_alphanumeric())
                 .to_lowercase()
         });
+        let after = words.get(i + 2).map(|n| core_of(n));
+        if next.as_deref() == Some("to") && after.is_some_and(|a| values::number_word(&a).is_some())
+        {
+            // "10 to 12": a span (of hours), not a count.
+            span_end = i + 3;
+            continue;
+        }
         let ends = w.ends_with(['?', '.', ',', '!']);
         let noun = next.filter(|n| !ends && !n.is_empty() && !lex.is_stop(n));
         if core == "one" && i + 1 < words.len() && noun.is_none() {
             // "the one you used", "which one is": a pronoun.
+            continue;
+        }
+        let before = i.checked_sub(1).map(|j| core_of(words[j]));
+        if core == "one"
+            && noun.is_none()
+            && before.as_deref().is_some_and(|b| {
+                matches!(
+                    b,
+                    "a" | "an" | "this" | "that" | "which" | "another" | "other" | "each"
+                ) || !lex.is_stop(b)
+                    && values::number_word(b).is_none()
+                    && !matches!(b, "only" | "single")
+            })
+        {
+            // "a monthly one", "your personal one": a pronoun, not a count.
             continue;
         }
         match noun {
@@ -579,6 +616,12 @@ fn count_mention(text: &str) -> Option<Option<String>> {
         }
     }
     found
+}
+
+/// A word without its punctuation, lower-cased.
+fn core_of(w: &str) -> String {
+    w.trim_matches(|c: char| !c.is_alphanumeric())
+        .to_lowercase()
 }
 
 /// "the 14th", "on the 3rd": a day of the month.

@@ -11,6 +11,7 @@
 //! bags?") is two pieces.
 
 pub mod forms;
+mod head;
 pub mod profile;
 pub mod split;
 
@@ -283,10 +284,16 @@ impl TaskMatcher {
             return None;
         }
         let mut out: Vec<Piece> = Vec::new();
+        // "Morning delivery, 10 to 12, as usual?": the whole is a re-confirmation, and each
+        // part is read with it.
+        let settled = Self::settles(&raw.text);
         for p in parts {
             let Some(i) = self.best(p, "", "") else {
                 continue;
             };
+            if settled && self.head_rules_out(i, &raw.text, &raw.lead, &f) {
+                continue;
+            }
             let id = self.profiles[i].slot_id.clone();
             match out.last_mut() {
                 Some(l) if l.slot_id.as_deref() == Some(&id) => {

@@ -38,6 +38,9 @@ pub struct FieldInfo {
     pub unavailable: Vec<String>,
     /// A ref field's table name (`pharmacies`).
     pub table: String,
+    /// The operation it is an argument of (`notes.create_note`): the message or record the
+    /// value goes into.
+    pub operation: String,
 }
 
 /// One slot as the matcher sees it.
@@ -68,6 +71,21 @@ pub struct SlotProfile {
     pub unavailable_times: Vec<u32>,
     /// It replaces something unavailable (a fallback or a stop slot).
     pub alternative: bool,
+    /// The stems of its own words (its `about` sentence, keywords and field name), without
+    /// synonyms: a message a question names ("the description", "the group chat") is this
+    /// slot's only when one of these is its noun ([`super::head`]).
+    pub own_stems: HashSet<String>,
+    /// What a count slot counts (the noun after "how many" in its `about` sentence, with its
+    /// synonym groups): the one subject word that speaks for its value in a choice
+    /// ("a single carton or a few?").
+    pub counted: HashSet<String>,
+    /// Stems of the head of its `about` sentence — the words before its first preposition or
+    /// clause ("The *cake flavour* for Lena's party", "The *headline* of her review"): what a
+    /// proposal of content must name to be about this slot.
+    pub head: HashSet<String>,
+    /// Stems of the names in its `about` sentence ("Lena", "Dana", "Portland"): they say whose
+    /// or which thing the slot concerns, not what value it asks for.
+    pub names: HashSet<String>,
 }
 
 const PARTS_OF_DAY: [&str; 5] = ["morning", "afternoon", "evening", "night", "noon"];
@@ -319,7 +337,33 @@ impl SlotProfile {
             // "Is Bi-Rite OK instead?": a yes or no to a proposed alternative.
             merge(&mut kinds, vec![(Kind::YesNo, 0.8)]);
         }
+        // A free-text value is the message its operation writes ("notes.create_note": the
+        // note), so that message is its own too.
+        let free_text = kinds
+            .iter()
+            .any(|(k, w)| matches!(k, Kind::Text | Kind::Topic) && *w >= 0.8);
+        let own_words = match field.filter(|_| free_text) {
+            Some(f) => format!("{text} {}", f.operation.replace(['.', '_'], " ")),
+            None => text.clone(),
+        };
+        let own_stems: HashSet<String> = crate::tasks::language::tokens(&own_words)
+            .into_iter()
+            .filter(|t| !t.stop)
+            .map(|t| t.stem)
+            .collect();
+        let counted = about_lower
+            .strip_prefix("how many ")
+            .and_then(|rest| rest.split_whitespace().next())
+            .filter(|w| !crate::tasks::language::lexicon().is_stop(w))
+            .map(crate::tasks::language::text_concepts)
+            .unwrap_or_default();
+        let names = proper_names(&slot.about);
+        let head = about_head(&slot.about);
         Self {
+            head,
+            own_stems,
+            counted,
+            names,
             slot_id: slot.slot_id.clone(),
             source: slot.source,
             kinds,
@@ -453,7 +497,7 @@ impl TaskMatcher {
 
     /// How strongly the words of a text name the slot's subject: for each word, the best
     /// weight of a slot term it is (its stem) or shares a synonym group with, summed over words.
-    fn subject(&self, p: &SlotProfile, words: &[HashSet<String>]) -> f64 {
+    pub(super) fn subject(&self, p: &SlotProfile, words: &[HashSet<String>]) -> f64 {
         words
             .iter()
             .map(|concepts| {
@@ -470,7 +514,7 @@ impl TaskMatcher {
     /// of one, or — in a question about an alternative — the value that became unavailable).
     /// A fallback's options name it only in a question offering a choice, a yes or no, or an
     /// alternative.
-    fn named(p: &SlotProfile, text: &str, stems: &[String], f: &Form) -> f64 {
+    pub(super) fn named(p: &SlotProfile, text: &str, stems: &[String], f: &Form) -> f64 {
         let alternative = f.alternative || f.alternative_in_context;
         let offers = alternative || f.kinds.contains(&Kind::YesNo) || f.closed;
         let seq = |v: &Vec<String>| stems.windows(v.len()).any(|w| w == v.as_slice());
@@ -580,13 +624,31 @@ impl TaskMatcher {
 
     /// The slot a piece asks about, if it clearly asks about one.
     pub fn best(&self, text: &str, lead: &str, context: &str) -> Option<usize> {
-        let fits = self.fits(text, lead, context);
         let f = form(text, lead, context);
+        // A slot the question's head rules out is never matched (`super::head`).
+        let ruled_out: Vec<bool> = (0..self.profiles.len())
+            .map(|i| self.head_rules_out(i, text, lead, &f))
+            .collect();
+        let fits: Vec<Fit> = self
+            .fits(text, lead, context)
+            .into_iter()
+            .zip(&ruled_out)
+            .map(|(fit, out)| {
+                if *out {
+                    Fit {
+                        own: 0.0,
+                        total: f64::NEG_INFINITY,
+                    }
+                } else {
+                    fit
+                }
+            })
+            .collect();
         let mut order: Vec<usize> = (0..fits.len()).collect();
         order.sort_by(|&a, &b| fits[b].total.total_cmp(&fits[a].total));
         let &top = order.first()?;
         if let Some(i) = self.proposed(text, &f) {
-            return Some(i);
+            return (!ruled_out[i]).then_some(i);
         }
         let confirms = confirms_a_value(text, lead);
         let alternatives = self.profiles.iter().filter(|p| p.alternative).count();
@@ -690,6 +752,35 @@ impl TaskMatcher {
             holds(me) && self.profiles.iter().filter(|p| holds(p)).count() == 1
         })
     }
+}
+
+/// Stems of the content words of an `about` sentence before its first preposition or clause.
+fn about_head(about: &str) -> HashSet<String> {
+    const ENDS: [&str; 24] = [
+        "for", "of", "from", "with", "to", "about", "at", "on", "in", "if", "that", "she", "he",
+        "her", "his", "they", "when", "where", "during", "before", "after", "is", "are", "should",
+    ];
+    crate::tasks::language::tokens(about)
+        .into_iter()
+        .take_while(|t| !ENDS.contains(&t.word.as_str()))
+        .filter(|t| !t.stop)
+        .map(|t| t.stem)
+        .collect()
+}
+
+/// Stems of the capitalised words of an `about` sentence after its first word ("Lena's",
+/// "Dana", "Portland"): names.
+fn proper_names(about: &str) -> HashSet<String> {
+    about
+        .split_whitespace()
+        .skip(1)
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+        .flat_map(|w| {
+            crate::tasks::language::tokens(w)
+                .into_iter()
+                .map(|t| t.stem)
+        })
+        .collect()
 }
 
 /// A text without the idioms in which "time" names no clock time ("like last time", "this
@@ -797,6 +888,7 @@ pub fn fields(bundle: &TaskBundle, catalog: &Catalog) -> HashMap<String, FieldIn
         };
         let mut info = FieldInfo {
             name: arg.clone(),
+            operation: tool.clone(),
             ..FieldInfo::default()
         };
         if let Some(op) = crate::tasks::eval::operation(catalog, &tool) {

@@ -293,7 +293,8 @@ fn natural_questions_are_credited_to_their_slots_and_never_to_another() {
     assert!(share >= 0.9, "credited {:.1}%", 100.0 * share);
     // 223/237 (94.1%) since the closed-question, count-noun and content-form rules (222 and 2
     // to another slot before: "should the pickup reminder go in Errands?" now goes to the
-    // inferable list it proposes, "the one you used last time" no longer reads "time").
+    // inferable list it proposes, "the one you used last time" no longer reads "time"); 224
+    // with the head rules ("a 90-minute block" is a duration).
     assert_eq!(f.wrong, 0, "matched to another slot");
 }
 
@@ -312,14 +313,22 @@ fn debug_fits() {
             raw.context,
             forms::form(&raw.text, &raw.lead, &raw.context)
         );
-        for (p, f) in m
+        let form = forms::form(&raw.text, &raw.lead, &raw.context);
+        for (i, (p, f)) in m
             .profiles
             .iter()
             .zip(m.fits(&raw.text, &raw.lead, &raw.context))
+            .enumerate()
         {
             eprintln!(
-                "  {} {:?} own {:.2} total {:.2} kinds {:?} terms {:?}",
-                p.slot_id, p.source, f.own, f.total, p.kinds, p.terms
+                "  {} {:?} own {:.2} total {:.2} ruled out {} kinds {:?} terms {:?}",
+                p.slot_id,
+                p.source,
+                f.own,
+                f.total,
+                m.head_rules_out(i, &raw.text, &raw.lead, &form),
+                p.kinds,
+                p.terms
             );
         }
     }
@@ -367,5 +376,24 @@ fn fresh_questions_are_credited_and_never_sent_to_another_slot() {
     // Before the closed-question, count-noun and content-form rules: 96/128 (75.0%), 4 to
     // another slot; after: 125/128 (97.7%), none.
     assert!(share >= 0.95, "credited {:.1}%", 100.0 * share);
+    assert_eq!(f.wrong, 0, "matched to another slot");
+}
+
+/// Questions whose head is about something other than any ask-only slot (re-confirmations of
+/// an inferable or settled detail: "Thai again?", "Still at 1.5x?"; choices between two things
+/// the task does not leave open; what to put in a message that is not the slot's text), beside
+/// positives of the classes the held-out set misses (indirect phrasings, confirmations that
+/// propose a value, choices among named options), across many released tasks
+/// (`tests/fixtures/questions/heads.csv`): a miss is acceptable, another slot never.
+#[test]
+fn head_questions_are_never_sent_to_another_slot() {
+    let f = measure("heads.csv");
+    let share = report("heads.csv", &f);
+    // Before the head rules (`super::head`): 64/82 credited, 15 matched to another slot (of 191
+    // rows). With them: 86/107 credited (80.4%), none to another slot, over these and a second
+    // batch written after them (2 wrong found in it, both fixed: "the body of the review" is
+    // not the headline; "10 to 12" is no count). Misses stay (indirect phrasings such as "Who's
+    // eating tonight?"): a miss is better than another slot.
+    assert!(share >= 0.78, "credited {:.1}%", 100.0 * share);
     assert_eq!(f.wrong, 0, "matched to another slot");
 }

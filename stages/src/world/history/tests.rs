@@ -379,3 +379,58 @@ fn the_people_of_noise_twins_occur_in_signal_too() {
         }
     }
 }
+
+#[test]
+fn a_circumstance_that_brings_someone_along_takes_no_second_with() {
+    // "… after karaoke with Dev with Sam", "… with Tom and Dev from work with Lena": a
+    // circumstance that says "with" goes only to a text that says "with" nowhere else.
+    let w = default_world();
+    let with_someone: Vec<String> = w
+        .persona
+        .contexts
+        .values()
+        .flatten()
+        .filter_map(|c| match &c.segs[..] {
+            [Seg::Text(t)] if t.contains(" with ") => Some(t.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(with_someone.len() >= 5, "{with_someone:?}");
+    let doubled: Vec<&str> = w
+        .history
+        .iter()
+        .map(|e| e.text.as_str())
+        .filter(|t| {
+            with_someone
+                .iter()
+                .any(|c| t.contains(c.as_str()) && t.replacen(c.as_str(), "", 1).contains(" with "))
+        })
+        .collect();
+    assert!(
+        doubled.is_empty(),
+        "{} texts say \"with\" twice: {doubled:?}",
+        doubled.len()
+    );
+}
+
+#[test]
+fn no_one_else_pays_or_refills_in_her_wallet_or_health_app() {
+    // "Jordan paid Andytown Coffee $6.50 with tap to pay" in her Wallet: a phone that is not
+    // hers. (Her Mail and work Calendar may show others' acts she receives or sees: "Jordan sent
+    // his report to the whole research team".)
+    let w = default_world();
+    let people = people(&w.persona);
+    assert!(people.len() >= 5, "{people:?}");
+    let misplaced: Vec<&str> = w
+        .history
+        .iter()
+        .filter(|e| ["wallet", "health"].contains(&e.app.as_str()))
+        .filter(|e| {
+            people.iter().any(|p| {
+                e.text.starts_with(&format!("{p} ")) || e.text.contains(&format!(", {p} "))
+            })
+        })
+        .map(|e| e.text.as_str())
+        .collect();
+    assert!(misplaced.is_empty(), "{misplaced:?}");
+}

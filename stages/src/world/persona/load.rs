@@ -17,10 +17,10 @@ use super::raw::{
     RawBind, RawConstruction, RawEntry, RawPersona, RawPlace, RawShift, RawSituational, RawTemplate,
 };
 use super::text::mentions;
+use super::text::ONE_OFF_MARKERS;
 use crate::world::app::Catalog;
 use crate::world::clock::{Date, DateTime, Time};
 use crate::world::error::{Loc, Problem, ProblemKind as K, Problems, Result, WorldError};
-use crate::world::rules::ONE_OFF_MARKERS;
 use crate::world::template;
 use crate::world::types::display;
 use crate::world::yaml::{at, parse};

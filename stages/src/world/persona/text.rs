@@ -1,4 +1,17 @@
-//! Lexical checks used to prove history properties: whether a phrase is mentioned in a text.
+//! Lexical checks used to prove history properties: whether a phrase is mentioned in a text,
+//! and the words that mark a one-off occasion (which persona loading and the rules share).
+
+/// Phrases that mark an occasion that happens once in the history window; one app recording
+/// the same occasion twice is a one-off repeated. Persona templates that name one must be
+/// marked `once: true`.
+pub const ONE_OFF_MARKERS: &[&str] = &[
+    "birthday",
+    "anniversary",
+    "annual membership",
+    "wedding",
+    "graduation",
+    "housewarming",
+];
 
 /// Whether `phrase` occurs in `text`, ignoring case, as a whole word or words: a match may not
 /// continue a word at either end (only checked where the phrase itself starts or ends with a
