@@ -168,6 +168,7 @@ mod declared_columns {
             ColumnDef::new("id", Dtype::Str, "id"),
             ColumnDef::new("n", Dtype::U32, "a count"),
         ],
+        open: false,
     };
     static READ: TableDef = TableDef {
         name: "things",
@@ -177,7 +178,10 @@ mod declared_columns {
             ColumnDef::new("n", Dtype::F64, "a count, read as a float"),
             ColumnDef::new("extra", Dtype::Str, "a column nobody writes"),
         ],
+        open: false,
     };
+
+    static OUT: TableDef = TableDef::open("out", "what `reader` writes");
 
     struct Writer;
     impl Kind for Writer {
@@ -185,7 +189,6 @@ mod declared_columns {
         type State = ();
         const NAME: &'static str = "writer";
         const VERSION: &'static str = "1";
-        const OUTPUTS: &'static [&'static str] = &["things"];
         const OUTPUT_DEFS: &'static [&'static TableDef] = &[&WRITTEN];
         const SUMMARY: &'static str = "test";
         fn run(&self, _: &Self::Params, _: &StageContext<'_>) -> Result<Tables, StageError> {
@@ -199,11 +202,97 @@ mod declared_columns {
         type State = ();
         const NAME: &'static str = "reader";
         const VERSION: &'static str = "1";
-        const OUTPUTS: &'static [&'static str] = &["out"];
+        const OUTPUT_DEFS: &'static [&'static TableDef] = &[&OUT];
         const INPUTS: &'static [InputDef] = &[InputDef::required(&READ, &["id", "n", "extra"])];
         const SUMMARY: &'static str = "test";
         fn run(&self, _: &Self::Params, _: &StageContext<'_>) -> Result<Tables, StageError> {
             Ok(Tables::default())
+        }
+    }
+
+    /// Writes `things` as its params say: as declared (`ok`), with a column `things` does
+    /// not declare (`extra_column`), with `n` as text (`mistyped`), without `n`
+    /// (`missing_column`), or with a table it does not declare (`extra_table`).
+    struct Sloppy;
+    impl Kind for Sloppy {
+        type Params = serde_json::Value;
+        type State = ();
+        const NAME: &'static str = "sloppy";
+        const VERSION: &'static str = "1";
+        const OUTPUT_DEFS: &'static [&'static TableDef] = &[&WRITTEN];
+        const SUMMARY: &'static str = "test";
+        fn run(&self, params: &Self::Params, _: &StageContext<'_>) -> Result<Tables, StageError> {
+            use polars::prelude::*;
+            let how = params["how"].as_str().unwrap_or("ok");
+            let ok = || df!("id" => ["a", "b"], "n" => [1u32, 2]);
+            let things = match how {
+                "extra_column" => df!("id" => ["a", "b"], "n" => [1u32, 2], "secret" => ["x", "y"]),
+                "mistyped" => df!("id" => ["a", "b"], "n" => ["1", "2"]),
+                "missing_column" => df!("id" => ["a", "b"]),
+                _ => ok(),
+            }?;
+            let mut tables = Tables::single("things", things);
+            if how == "extra_table" {
+                tables.0.insert("stray".into(), ok()?);
+            }
+            Ok(tables)
+        }
+    }
+
+    /// Runs stage `s` of kind `sloppy` with params `how`: the run's errors and whether the
+    /// store holds a committed result.
+    fn run_sloppy(how: &str) -> (Vec<String>, bool) {
+        use prefflow_engine::exec::{run, RunOptions};
+        use prefflow_engine::progress::ProgressMode;
+        use prefflow_engine::store::{FsStore, Store};
+        use std::sync::Arc;
+
+        let ws = Workspace::new();
+        ws.write(
+            "p.yaml",
+            &format!(
+                "pipeline: p\nstages:\n  s:\n    kind: sloppy\n    params: {{ how: {how} }}\n"
+            ),
+        );
+        let mut registry = Registry::with_generic_kinds();
+        registry.register(Sloppy);
+        let file = PipelineFile::load(&ws.path().join("p.yaml")).expect("pipeline file");
+        let plan = Plan::build(&file, &registry, &[]).expect("plan");
+        let store: Arc<dyn Store> = Arc::new(FsStore::new(ws.store()));
+        let opts = RunOptions {
+            workdir: ws.path().to_path_buf(),
+            progress: ProgressMode::Quiet,
+            ..RunOptions::default()
+        };
+        let report = run(Arc::new(plan), store, &opts).expect("run");
+        let errors = report
+            .record
+            .errors
+            .iter()
+            .map(|e| e.message.clone())
+            .collect();
+        let committed = std::fs::read_dir(ws.store().join("recipes"))
+            .map(|d| d.count() > 0)
+            .unwrap_or(false);
+        (errors, committed)
+    }
+
+    #[test]
+    fn a_kind_writing_what_it_did_not_declare_fails_its_commit() {
+        let (errors, committed) = run_sloppy("ok");
+        assert!(errors.is_empty() && committed, "{errors:?}");
+        for (how, expected) in [
+            ("extra_column", "kind `sloppy` wrote table `things` against its definition: column `secret` (str) is not declared"),
+            ("mistyped", "kind `sloppy` wrote table `things` against its definition: column `n` is str, declared u32"),
+            ("missing_column", "kind `sloppy` wrote table `things` against its definition: declared column `n` (u32) is missing"),
+            ("extra_table", "kind `sloppy` wrote table `stray`, which it does not declare (its tables: things)"),
+        ] {
+            let (errors, committed) = run_sloppy(how);
+            assert!(!committed, "{how}: a result breaking its declaration must not be committed");
+            assert!(
+                errors.len() == 1 && errors[0].contains(expected),
+                "{how}: {errors:?}"
+            );
         }
     }
 

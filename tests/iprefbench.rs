@@ -96,7 +96,7 @@ fn assert_outputs_match_their_definitions(ws: &Workspace, pipeline: &str) -> usi
                 .join(format!("blobs/{}/{blob}.parquet", &blob[..2]));
             let file = std::fs::File::open(&path).expect("blob file");
             let df = ParquetReader::new(file).finish().expect("parquet");
-            let wrong = def.mismatches(&df);
+            let wrong = def.violations(&df);
             assert!(wrong.is_empty(), "{}.{table}: {wrong:?}", inst["stage"]);
             checked += 1;
         }

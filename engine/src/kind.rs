@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use crate::code::{CodeFingerprint, CrateCode};
 use crate::error::StageError;
-use crate::schema::{InputDef, TableDef};
+use crate::schema::{InputDef, OutputError, TableDef};
 use crate::usage::UsageMeter;
 
 /// Named output tables of one stage (or one item of a per-item stage).
@@ -182,11 +182,12 @@ pub trait Kind: Send + Sync + 'static {
     const NAME: &'static str;
     /// Bump to invalidate every cached result of this kind.
     const VERSION: &'static str;
-    /// Names of the tables `run` returns.
-    const OUTPUTS: &'static [&'static str];
-    /// Definitions of (some of) [`Kind::OUTPUTS`]: the columns the kind promises to write, so
-    /// `Plan::build` can check what downstream kinds read.
-    const OUTPUT_DEFS: &'static [&'static TableDef] = &[];
+    /// The tables `run` returns, each with the columns it promises to write: `Plan::build`
+    /// checks what downstream kinds read against them, and every result is checked against
+    /// them before it is committed (exactly these tables, exactly their columns; see
+    /// [`crate::schema::check_tables`]). A table whose columns the params decide is
+    /// [`TableDef::open`].
+    const OUTPUT_DEFS: &'static [&'static TableDef];
     /// The tables the kind reads (required or optional, with the columns it uses), found among
     /// the stage's inputs as [`StageContext::input`] finds them; checked by `Plan::build`.
     const INPUTS: &'static [InputDef] = &[];
@@ -296,10 +297,17 @@ pub trait DynKind: Send + Sync {
     fn name(&self) -> &'static str;
     /// See [`Kind::VERSION`].
     fn version(&self) -> &'static str;
-    /// See [`Kind::OUTPUTS`].
-    fn outputs(&self) -> &'static [&'static str];
+    /// The names of the tables the kind writes, from [`Kind::OUTPUT_DEFS`].
+    fn outputs(&self) -> Vec<&'static str> {
+        self.output_defs().iter().map(|d| d.name).collect()
+    }
     /// See [`Kind::OUTPUT_DEFS`].
     fn output_defs(&self) -> &'static [&'static TableDef];
+    /// Checks a result of the kind against [`Kind::OUTPUT_DEFS`] before it is committed.
+    fn check_output(&self, tables: &Tables) -> Result<(), OutputError> {
+        let tables = tables.0.iter().map(|(name, df)| (name.as_str(), df));
+        crate::schema::check_tables(self.name(), self.output_defs(), tables)
+    }
     /// See [`Kind::INPUTS`].
     fn inputs(&self) -> &'static [InputDef];
     /// The definition of output table `table`, when the kind declares one.
@@ -420,9 +428,6 @@ impl<K: Kind> DynKind for K {
     fn version(&self) -> &'static str {
         K::VERSION
     }
-    fn outputs(&self) -> &'static [&'static str] {
-        K::OUTPUTS
-    }
     fn output_defs(&self) -> &'static [&'static TableDef] {
         K::OUTPUT_DEFS
     }
@@ -507,9 +512,6 @@ impl DynKind for Coded {
     }
     fn version(&self) -> &'static str {
         self.kind.version()
-    }
-    fn outputs(&self) -> &'static [&'static str] {
-        self.kind.outputs()
     }
     fn output_defs(&self) -> &'static [&'static TableDef] {
         self.kind.output_defs()

@@ -422,7 +422,7 @@ fn check_stages<'a>(
     let path = file.path.as_path();
     let spec = &file.spec;
     let mut checked = HashMap::new();
-    let mut outputs_of: HashMap<&str, &'static [&'static str]> = HashMap::new();
+    let mut outputs_of: HashMap<&str, Vec<&'static str>> = HashMap::new();
     for (name, stage) in &spec.stages {
         if let Some(kind) = registry.get(&stage.value.kind.value) {
             outputs_of.insert(name.as_str(), kind.outputs());
@@ -503,7 +503,7 @@ fn check_inputs(
     name: &str,
     stage: &StageSpec,
     spec: &crate::config::PipelineSpec,
-    outputs_of: &HashMap<&str, &'static [&'static str]>,
+    outputs_of: &HashMap<&str, Vec<&'static str>>,
     errors: &mut Vec<ConfigError>,
 ) -> Vec<(InputRef, Vec<String>)> {
     let mut refs = Vec::new();
@@ -615,7 +615,7 @@ impl Declared<'_> {
         let Some(producer) = producer else {
             return;
         };
-        let Some(written) = producer.output_def(table) else {
+        let Some(written) = producer.output_def(table).filter(|d| !d.open) else {
             return;
         };
         let place = self

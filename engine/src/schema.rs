@@ -87,6 +87,9 @@ pub struct ColumnDef {
     pub dtype: Dtype,
     /// Whether it may hold nulls.
     pub nullable: bool,
+    /// `None` for a column every producer writes; for a column only some producers add, the
+    /// ones that do (Markdown, e.g. "`run_episodes`"). Consumers may rely only on the former.
+    pub only: Option<&'static str>,
     /// What it means (one line, Markdown).
     pub doc: &'static str,
 }
@@ -98,6 +101,7 @@ impl ColumnDef {
             name,
             dtype,
             nullable: false,
+            only: None,
             doc,
         }
     }
@@ -108,13 +112,24 @@ impl ColumnDef {
             name,
             dtype,
             nullable: true,
+            only: None,
             doc,
+        }
+    }
+
+    /// The same column, written only by `producers` (Markdown): a table may lack it, and no
+    /// consumer may require it.
+    pub const fn only(self, producers: &'static str) -> Self {
+        Self {
+            only: Some(producers),
+            ..self
         }
     }
 }
 
-/// One inter-stage table: its name and the columns every producer writes and every consumer
-/// may rely on (a producer may add columns, never rename or drop these).
+/// One inter-stage table: its name and its columns — those every producer writes and every
+/// consumer may rely on, and those only some producers add ([`ColumnDef::only`]). A producer
+/// writes nothing else: its results are checked before they are committed.
 #[derive(Debug, Clone, Copy)]
 pub struct TableDef {
     /// The table's name, as kinds write it and `inputs` name it.
@@ -123,45 +138,210 @@ pub struct TableDef {
     pub doc: &'static str,
     /// The declared columns, in order.
     pub columns: &'static [ColumnDef],
+    /// True for a table whose columns the stage's params decide (a generic kind's `query`
+    /// result, a file `read_table` read): its commit checks no column. False for every
+    /// inter-stage table of a domain, whose columns are exactly `columns`.
+    pub open: bool,
 }
 
 impl TableDef {
+    /// A table whose columns the stage's params decide (see [`TableDef::open`]).
+    pub const fn open(name: &'static str, doc: &'static str) -> Self {
+        Self {
+            name,
+            doc,
+            columns: &[],
+            open: true,
+        }
+    }
+
     /// The column called `name`.
     pub fn column(&self, name: &str) -> Option<&ColumnDef> {
         self.columns.iter().find(|c| c.name == name)
     }
 
-    /// A table with no rows and the declared columns: what a stage writes when it has nothing
-    /// to say (a per-item stage with no items), so consumers still find every column.
+    /// A table with no rows and the columns every producer writes: what a stage writes when
+    /// it has nothing to say (a per-item stage with no items), so consumers still find them.
     pub fn empty_frame(&self) -> DataFrame {
         let columns: Vec<Column> = self
             .columns
             .iter()
+            .filter(|c| c.only.is_none())
             .map(|c| Column::new_empty(c.name.into(), &c.dtype.polars()))
             .collect();
         DataFrame::new(0, columns).unwrap_or_else(|_| DataFrame::empty())
     }
+}
 
-    /// The declared columns `df` lacks or holds with another type, phrased for a message;
-    /// empty when `df` honours the definition.
-    pub fn mismatches(&self, df: &DataFrame) -> Vec<String> {
+impl TableDef {
+    /// How `df` breaks this definition, strictly: a declared column missing, a column not
+    /// declared, a column of another type, nulls in a non-null column. Empty when `df` is
+    /// exactly what the definition promises (always, for an [`open`](TableDef::open) table).
+    pub fn violations(&self, df: &DataFrame) -> Vec<Violation> {
+        if self.open {
+            return Vec::new();
+        }
         let mut out = Vec::new();
         for c in self.columns {
             match df.column(c.name) {
-                Err(_) => out.push(format!("no column `{}` ({})", c.name, c.dtype.name())),
-                Ok(col) if !c.dtype.matches(col.dtype()) => out.push(format!(
-                    "column `{}` is {}, not {}",
-                    c.name,
-                    col.dtype(),
-                    c.dtype.name()
-                )),
-                Ok(col) if !c.nullable && col.null_count() > 0 => {
-                    out.push(format!("column `{}` holds nulls", c.name))
-                }
+                Err(_) if c.only.is_some() => {}
+                Err(_) => out.push(Violation::MissingColumn {
+                    column: c.name,
+                    dtype: c.dtype,
+                }),
+                Ok(col) if !c.dtype.matches(col.dtype()) => out.push(Violation::WrongType {
+                    column: c.name,
+                    declared: c.dtype,
+                    found: col.dtype().to_string(),
+                }),
+                Ok(col) if !c.nullable && col.null_count() > 0 => out.push(Violation::Nulls {
+                    column: c.name,
+                    count: col.null_count(),
+                }),
                 Ok(_) => {}
             }
         }
+        for col in df.columns() {
+            if self.column(col.name()).is_none() {
+                out.push(Violation::ExtraColumn {
+                    column: col.name().to_string(),
+                    found: col.dtype().to_string(),
+                });
+            }
+        }
         out
+    }
+}
+
+/// One way a written table breaks its [`TableDef`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Violation {
+    /// A declared column is not there.
+    #[error("declared column `{column}` ({}) is missing", .dtype.name())]
+    MissingColumn {
+        /// The column.
+        column: &'static str,
+        /// Its declared type.
+        dtype: Dtype,
+    },
+    /// A column is there that the definition does not declare.
+    #[error("column `{column}` ({found}) is not declared")]
+    ExtraColumn {
+        /// The column.
+        column: String,
+        /// Its polars type.
+        found: String,
+    },
+    /// A declared column holds another type.
+    #[error("column `{column}` is {found}, declared {}", .declared.name())]
+    WrongType {
+        /// The column.
+        column: &'static str,
+        /// Its declared type.
+        declared: Dtype,
+        /// The polars type written.
+        found: String,
+    },
+    /// A column declared non-null holds nulls.
+    #[error("column `{column}` is declared non-null but holds {count} null(s)")]
+    Nulls {
+        /// The column.
+        column: &'static str,
+        /// How many nulls.
+        count: usize,
+    },
+}
+
+impl Violation {
+    /// The column the violation is about.
+    pub fn column(&self) -> &str {
+        match self {
+            Violation::MissingColumn { column, .. }
+            | Violation::WrongType { column, .. }
+            | Violation::Nulls { column, .. } => column,
+            Violation::ExtraColumn { column, .. } => column,
+        }
+    }
+}
+
+/// A kind's result that breaks what the kind declares ([`crate::Kind::OUTPUT_DEFS`]): the
+/// engine refuses to commit it, so no table reaches the store, or a downstream stage,
+/// with columns its contract does not promise.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum OutputError {
+    /// The kind returned a table it does not declare.
+    #[error("kind `{kind}` wrote table `{table}`, which it does not declare (its tables: {}); declare it in the kind's OUTPUT_DEFS (a bug in the kind)", .declared.join(", "))]
+    UndeclaredTable {
+        /// The kind.
+        kind: &'static str,
+        /// The table.
+        table: String,
+        /// The tables it declares.
+        declared: Vec<&'static str>,
+    },
+    /// The kind did not return a table it declares.
+    #[error("kind `{kind}` did not write its declared table `{table}` (a bug in the kind)")]
+    MissingTable {
+        /// The kind.
+        kind: &'static str,
+        /// The table.
+        table: &'static str,
+    },
+    /// A table breaks its definition; every violation is named.
+    #[error("kind `{kind}` wrote table `{table}` against its definition: {} (fix the kind or the table's definition in the domain's tables module; a bug in the kind)", join(.violations))]
+    Columns {
+        /// The kind.
+        kind: &'static str,
+        /// The table.
+        table: &'static str,
+        /// Every violation, at least one.
+        violations: Vec<Violation>,
+    },
+}
+
+fn join(violations: &[Violation]) -> String {
+    let all: Vec<String> = violations.iter().map(ToString::to_string).collect();
+    all.join("; ")
+}
+
+impl From<OutputError> for crate::error::StageError {
+    fn from(e: OutputError) -> Self {
+        crate::error::StageError::Failed(e.to_string())
+    }
+}
+
+/// Checks a kind's result against its declarations: exactly the declared tables, each one
+/// exactly as its definition says. `kind` names the kind in the error.
+pub fn check_tables<'a>(
+    kind: &'static str,
+    defs: &[&'static TableDef],
+    tables: impl IntoIterator<Item = (&'a str, &'a DataFrame)>,
+) -> Result<(), OutputError> {
+    let mut seen = Vec::new();
+    for (name, df) in tables {
+        let Some(def) = defs.iter().find(|d| d.name == name) else {
+            return Err(OutputError::UndeclaredTable {
+                kind,
+                table: name.to_string(),
+                declared: defs.iter().map(|d| d.name).collect(),
+            });
+        };
+        let violations = def.violations(df);
+        if !violations.is_empty() {
+            return Err(OutputError::Columns {
+                kind,
+                table: def.name,
+                violations,
+            });
+        }
+        seen.push(def.name);
+    }
+    match defs.iter().find(|d| !seen.contains(&d.name)) {
+        Some(def) => Err(OutputError::MissingTable {
+            kind,
+            table: def.name,
+        }),
+        None => Ok(()),
     }
 }
 
@@ -198,5 +378,83 @@ impl InputDef {
             def: Some(def),
             columns,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use polars::prelude::*;
+
+    static T: TableDef = TableDef {
+        name: "t",
+        doc: "a test table",
+        columns: &[
+            ColumnDef::new("id", Dtype::Str, "id"),
+            ColumnDef::nullable("note", Dtype::Str, "may be null"),
+            ColumnDef::new("extra", Dtype::U32, "some producers").only("`one`"),
+        ],
+        open: false,
+    };
+
+    #[test]
+    fn a_table_is_checked_column_by_column() {
+        let ok = df!("id" => ["a"], "note" => [None::<&str>]).unwrap();
+        assert_eq!(T.violations(&ok), [], "an `only` column may be absent");
+        let with_only = df!("id" => ["a"], "note" => ["x"], "extra" => [1u32]).unwrap();
+        assert_eq!(T.violations(&with_only), []);
+        let bad =
+            df!("id" => [None::<&str>], "note" => [1i64], "extra" => ["x"], "z" => [true]).unwrap();
+        assert_eq!(
+            T.violations(&bad),
+            [
+                Violation::Nulls {
+                    column: "id",
+                    count: 1
+                },
+                Violation::WrongType {
+                    column: "note",
+                    declared: Dtype::Str,
+                    found: "i64".into()
+                },
+                Violation::WrongType {
+                    column: "extra",
+                    declared: Dtype::U32,
+                    found: "str".into()
+                },
+                Violation::ExtraColumn {
+                    column: "z".into(),
+                    found: "bool".into()
+                },
+            ]
+        );
+        let open = TableDef::open("o", "anything");
+        assert_eq!(open.violations(&bad), []);
+    }
+
+    #[test]
+    fn a_result_must_hold_exactly_the_declared_tables() {
+        let ok = df!("id" => ["a"], "note" => ["x"]).unwrap();
+        assert_eq!(check_tables("k", &[&T], [("t", &ok)]), Ok(()));
+        assert_eq!(
+            check_tables("k", &[&T], []),
+            Err(OutputError::MissingTable {
+                kind: "k",
+                table: "t"
+            })
+        );
+        let err = check_tables("k", &[&T], [("t", &ok), ("u", &ok)]).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "kind `k` wrote table `u`, which it does not declare (its tables: t); declare it in the kind's OUTPUT_DEFS (a bug in the kind)"
+        );
+        let missing = df!("note" => ["x"]).unwrap();
+        let err = check_tables("k", &[&T], [("t", &missing)]).unwrap_err();
+        assert!(
+            err.to_string().starts_with(
+                "kind `k` wrote table `t` against its definition: declared column `id` (str) is missing"
+            ),
+            "{err}"
+        );
     }
 }

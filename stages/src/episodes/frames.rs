@@ -5,9 +5,6 @@ use polars::prelude::*;
 use super::record::{EpisodeRow, EpisodeRun, StepRow};
 use crate::columns::{col, frame, list_col};
 
-/// The three tables `run_episodes` writes, in this order.
-pub const EPISODE_TABLES: [&str; 3] = ["episodes", "steps", "diffs"];
-
 /// The `episodes` table.
 pub fn episodes_frame(rows: &[EpisodeRow]) -> PolarsResult<DataFrame> {
     frame(vec![

@@ -7,9 +7,6 @@ use super::episode::{EpisodeJudgement, VerdictRow};
 use super::interaction::Request;
 use crate::columns::{col, frame};
 
-/// The four tables `judge` writes, in this order.
-pub const JUDGE_TABLES: [&str; 4] = ["verdicts", "scores", "requests", "interaction"];
-
 /// Rows of a per-row table with their episode.
 fn flatten<'a, T>(
     judged: &'a [EpisodeJudgement],

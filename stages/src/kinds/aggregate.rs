@@ -35,17 +35,6 @@ fn level() -> f64 {
     0.95
 }
 
-/// The aggregate tables, in output order.
-pub const AGGREGATE_TABLES: [&str; 7] = [
-    "table1",
-    "paired",
-    "pass_k",
-    "perturbations",
-    "history_curve",
-    "failure_labels",
-    "usage",
-];
-
 /// Aggregates judged episodes into the paper's tables.
 pub struct Aggregate;
 
@@ -54,7 +43,6 @@ impl Kind for Aggregate {
     type State = ();
     const NAME: &'static str = "aggregate";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &AGGREGATE_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::aggregate::TABLE1,
         &crate::tables::aggregate::PAIRED,

@@ -8,7 +8,7 @@ use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use super::build_world::{summary_table, WORLD_TABLES};
+use super::build_world::summary_table;
 use super::support::input_error;
 use crate::knowu::profile::KnowuProfile;
 use crate::knowu::sim::world::{persona_apps, persona_stub, PROFILE_KIND};
@@ -47,7 +47,6 @@ impl Kind for BuildKnowuWorld {
     type State = ();
     const NAME: &'static str = "build_knowu_world";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = WORLD_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::world::PROFILE_ENTRIES,
         &crate::tables::world::HISTORY_EVENTS,

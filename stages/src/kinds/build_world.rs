@@ -58,33 +58,11 @@ fn default_min() -> usize {
 /// Builds the world the benchmark runs in, deterministically from its seed.
 pub struct BuildWorld;
 
-/// The tables `build_world` produces.
-pub const WORLD_TABLES: &[&str] = &[
-    "profile_entries",
-    "history_events",
-    "apps",
-    "app_records",
-    "sources",
-    "summary",
-];
-
-/// The tables `build_world` produces: the world's tables plus the `audit` of its history.
-pub const BUILD_WORLD_TABLES: &[&str] = &[
-    "profile_entries",
-    "history_events",
-    "apps",
-    "app_records",
-    "sources",
-    "summary",
-    "audit",
-];
-
 impl Kind for BuildWorld {
     type Params = BuildWorldParams;
     type State = ();
     const NAME: &'static str = "build_world";
     const VERSION: &'static str = "4";
-    const OUTPUTS: &'static [&'static str] = BUILD_WORLD_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::world::PROFILE_ENTRIES,
         &crate::tables::world::HISTORY_EVENTS,
@@ -92,6 +70,7 @@ impl Kind for BuildWorld {
         &crate::tables::world::APP_RECORDS,
         &crate::tables::world::SOURCES,
         &crate::tables::world::SUMMARY,
+        &crate::tables::world::AUDIT,
     ];
     const SUMMARY: &'static str = "persona + app definitions → profile_entries, history_events, apps, app_records, sources, summary, audit (params: persona, apps, events, noise, seed, max_events)";
 

@@ -29,7 +29,6 @@ impl Kind for ExportReview {
     type State = ();
     const NAME: &'static str = "export_review";
     const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["sheet"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[&crate::tables::tasks::SHEET];
     const INPUTS: &'static [InputDef] = &[InputDef::required(
         &crate::tables::tasks::BUNDLES,

@@ -4,7 +4,7 @@
 //! the persona lacks a section for, with the section).
 
 use polars::prelude::*;
-use prefflow_engine::schema::TableDef;
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
@@ -37,17 +37,6 @@ fn default_scoring() -> String {
     "datasets/knowu/scoring.csv".into()
 }
 
-/// The tables `generate_knowu_tasks` writes.
-pub const KNOWU_TASK_TABLES: [&str; 7] = [
-    "tasks",
-    "slots",
-    "criteria",
-    "bundles",
-    "knowu_tasks",
-    "skipped",
-    "generated",
-];
-
 /// Instantiates KnowU-style templates for the world's KnowU persona.
 pub struct GenerateKnowuTasks;
 
@@ -56,7 +45,6 @@ impl Kind for GenerateKnowuTasks {
     type State = ();
     const NAME: &'static str = "generate_knowu_tasks";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &KNOWU_TASK_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::tasks::TASKS,
         &crate::tables::tasks::SLOTS,
@@ -65,6 +53,10 @@ impl Kind for GenerateKnowuTasks {
         &crate::tables::knowu::KNOWU_TASKS,
         &crate::tables::knowu::SKIPPED,
         &crate::tables::knowu::GENERATED,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        crate::tables::world::READ_SOURCES,
+        crate::tables::world::READ_HISTORY,
     ];
     const SUMMARY: &'static str = "KnowU world (sources, history_events) + templates → tasks, slots, criteria, bundles, knowu_tasks (tasks.csv columns + KnowU facts), skipped (templates the persona lacks a section for), generated (counts per split) (params: templates, scoring)";
 

@@ -5,7 +5,7 @@ use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use crate::tasks::frames::{task_tables, TASK_TABLES};
+use crate::tasks::frames::task_tables;
 use crate::tasks::generate::{instantiate_all, select};
 use crate::tasks::template::{load_dir, load_domains};
 
@@ -45,7 +45,6 @@ impl Kind for GenerateTasks {
     type State = ();
     const NAME: &'static str = "generate_tasks";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &TASK_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::tasks::TASKS,
         &crate::tables::tasks::SLOTS,

@@ -35,7 +35,6 @@ impl Kind for ImportPersona {
     type State = ();
     const NAME: &'static str = "import_persona";
     const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["profile_entries", "history_events", "summary"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::world::PROFILE_ENTRIES,
         &crate::tables::world::HISTORY_EVENTS,

@@ -34,8 +34,6 @@ impl Kind for ImportReview {
     type State = ();
     const NAME: &'static str = "import_review";
     const VERSION: &'static str = "3";
-    const OUTPUTS: &'static [&'static str] =
-        &["tasks", "slots", "criteria", "bundles", "audit", "repeats"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::tasks::TASKS,
         &crate::tables::tasks::SLOTS,

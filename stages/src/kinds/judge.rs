@@ -15,7 +15,7 @@ use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use crate::judging::frames::{judge_tables, JUDGE_TABLES};
+use crate::judging::frames::judge_tables;
 use crate::judging::index::episodes_from_table;
 use crate::judging::llm::LlmJudge;
 use crate::judging::{judge_episode, judge_label, JudgeIndex, JudgeOptions, MatcherName, Mode};
@@ -116,7 +116,6 @@ impl Kind for Judge {
     type State = JudgeState;
     const NAME: &'static str = "judge";
     const VERSION: &'static str = "3";
-    const OUTPUTS: &'static [&'static str] = &JUDGE_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::judging::VERDICTS,
         &crate::tables::judging::SCORES,

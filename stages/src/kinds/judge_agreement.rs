@@ -50,14 +50,6 @@ impl Kind for JudgeAgreement {
     type State = ();
     const NAME: &'static str = "judge_agreement";
     const VERSION: &'static str = "3";
-    const OUTPUTS: &'static [&'static str] = &[
-        "agreement",
-        "labels",
-        "labelled",
-        "disagreements",
-        "judge_errors",
-        "simulator",
-    ];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &t::AGREEMENT,
         &t::LABELS,

@@ -9,8 +9,9 @@
 use crate::knowu::error::KnowuError;
 use crate::knowu::interop::export::*;
 use crate::knowu::interop::run::{self, RunEpisode};
+use crate::tables::episodes as ep;
 use prefflow_engine::keys::hash_path;
-use prefflow_engine::schema::TableDef;
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use std::path::Path;
 
@@ -22,8 +23,31 @@ impl Kind for ExportKnowuRuns {
     type State = ();
     const NAME: &'static str = "export_knowu_runs";
     const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["written"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[&crate::tables::knowu::WRITTEN];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(
+            &ep::EPISODES,
+            &[
+                ep::EPISODE_ID,
+                ep::TASK_ID,
+                "score",
+                "prompt_tokens_agent",
+                "completion_tokens_agent",
+            ],
+        ),
+        InputDef::required(
+            &ep::STEPS,
+            &[
+                ep::EPISODE_ID,
+                ep::STEP,
+                ep::ACTION_TYPE,
+                ep::ARGUMENTS,
+                "observation",
+                "raw",
+                "user_reply",
+            ],
+        ),
+    ];
     const SUMMARY: &'static str = "write inputs episodes + steps as KnowU-Bench results directories in KnowU's action vocabulary (params: dir, prefflow_only_dir?); table `written` lists the task directories";
 
     fn cached_output_is_valid(&self, params: &Self::Params, workdir: &Path) -> bool {

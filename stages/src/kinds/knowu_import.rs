@@ -17,8 +17,9 @@ impl Kind for ImportKnowuRuns {
     type State = ();
     const NAME: &'static str = "import_knowu_runs";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &["episodes", "steps", "reports", "errors"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
+        &crate::tables::episodes::EPISODES,
+        &crate::tables::episodes::STEPS,
         &crate::tables::knowu::REPORTS,
         &crate::tables::knowu::IMPORT_ERRORS,
     ];

@@ -5,8 +5,10 @@
 //! The stage kind only: what it computes lives in [`crate::knowu::interop::leaderboard`].
 
 use crate::knowu::interop::leaderboard::*;
+use crate::tables::episodes as ep;
+use crate::tables::knowu as ku;
 use polars::prelude::*;
-use prefflow_engine::schema::TableDef;
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 
 /// Places our runs on KnowU-Bench's leaderboard; the published tables are in the cache key.
@@ -17,10 +19,13 @@ impl Kind for KnowuLeaderboard {
     type State = ();
     const NAME: &'static str = "knowu_leaderboard";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &["leaderboard", "text"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::knowu::LEADERBOARD,
         &crate::tables::knowu::LEADERBOARD_TEXT,
+    ];
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::required(&ku::OVERALL, &[ep::VARIANT, ku::AGENT, "overall_SR"]),
+        InputDef::required(&ku::SPLITS, &[ep::VARIANT, ku::AGENT, ku::SPLIT]),
     ];
     const SUMMARY: &'static str = "KnowU-Bench leaderboard: the paper's Table 2 (difficulty columns), the site's rows where they differ (noted), our runs with their coverage (partial runs unranked), from knowu_metrics tables overall + splits (params: published?, path?, date?, approach?); table `text` is a Markdown rendering";
 

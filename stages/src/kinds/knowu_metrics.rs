@@ -6,7 +6,8 @@
 
 use crate::knowu::interop::metrics::*;
 use crate::knowu::interop::tasks;
-use prefflow_engine::schema::TableDef;
+use crate::tables::episodes as ep;
+use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use std::path::Path;
 
@@ -18,14 +19,36 @@ impl Kind for KnowuMetrics {
     type State = ();
     const NAME: &'static str = "knowu_metrics";
     const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] =
-        &["episode_metrics", "splits", "policy", "personas", "overall"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::knowu::EPISODE_METRICS,
         &crate::tables::knowu::SPLITS,
         &crate::tables::knowu::POLICY,
         &crate::tables::knowu::PERSONAS,
         &crate::tables::knowu::OVERALL,
+    ];
+    /// Optional: the params may name the tables otherwise (`episodes_input`, …), and
+    /// `knowu_tasks` may come from a file (`tasks:`); when bound by these names, the plan
+    /// checks the columns.
+    const INPUTS: &'static [InputDef] = &[
+        InputDef::optional(
+            &ep::EPISODES,
+            &[
+                ep::EPISODE_ID,
+                ep::TASK_ID,
+                ep::VARIANT,
+                ep::EPOCH,
+                ep::AGENT,
+                ep::STATUS,
+                "steps",
+                "ask_user_calls",
+                "score",
+            ],
+        ),
+        InputDef::optional(&ep::STEPS, &[ep::EPISODE_ID, ep::STEP, ep::ACTION_TYPE]),
+        InputDef::optional(
+            &crate::tables::knowu::KNOWU_TASKS,
+            &["task_name", "class_name", crate::tables::knowu::SPLIT],
+        ),
     ];
     const SUMMARY: &'static str = "KnowU-Bench metrics (SR, AvgScore, AveSteps, AveQueries, IE, Act/Silent/Stop, per persona, Overall) from inputs episodes + steps [+ knowu_tasks] (params: tasks?, personas, allow_missing_profiles?, classes?, episodes_input?, steps_input?, tasks_input?)";
 

@@ -4,6 +4,7 @@
 //! that resource pools, retries and record/replay work together. Rows become template variables.
 
 use polars::prelude::*;
+use prefflow_engine::schema::TableDef;
 use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 use serde_json::Value;
@@ -38,7 +39,7 @@ impl Kind for LlmComplete {
     type State = ();
     const NAME: &'static str = "llm_complete";
     const VERSION: &'static str = "1";
-    const OUTPUTS: &'static [&'static str] = &["completions"];
+    const OUTPUT_DEFS: &'static [&'static TableDef] = &[&crate::tables::episodes::COMPLETIONS];
     const DETERMINISTIC: bool = false;
     const SUMMARY: &'static str =
         "one chat completion per row of the first input (params: llm, prompt, system?, epoch?) → `completions`";

@@ -23,11 +23,11 @@ mod support;
 mod task_stats;
 mod validate_tasks;
 
-pub use aggregate::{Aggregate, AGGREGATE_TABLES};
+pub use aggregate::Aggregate;
 pub use build_knowu_world::BuildKnowuWorld;
-pub use build_world::{BuildWorld, WORLD_TABLES};
+pub use build_world::BuildWorld;
 pub use export_review::ExportReview;
-pub use generate_knowu_tasks::{GenerateKnowuTasks, KNOWU_TASK_TABLES};
+pub use generate_knowu_tasks::GenerateKnowuTasks;
 pub use generate_tasks::GenerateTasks;
 pub use import_persona::ImportPersona;
 pub use import_review::ImportReview;

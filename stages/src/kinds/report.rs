@@ -57,7 +57,6 @@ impl Kind for Report {
     type State = ();
     const NAME: &'static str = "report";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &["report"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[&crate::tables::aggregate::REPORT];
     const INPUTS: &'static [InputDef] = &[
         InputDef::required(

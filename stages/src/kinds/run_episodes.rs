@@ -13,7 +13,7 @@ use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, ParamError, StageContext, StageError, Tables};
 
 use crate::episodes::agents::AgentName;
-use crate::episodes::frames::EPISODE_TABLES;
+use crate::episodes::frames::episode_tables;
 use crate::episodes::hooks::NoHooks;
 pub use crate::episodes::play::EpisodeState;
 use crate::episodes::simulators::SimulatorName;
@@ -30,7 +30,6 @@ impl Kind for RunEpisodes {
     type State = EpisodeState;
     const NAME: &'static str = "run_episodes";
     const VERSION: &'static str = "4";
-    const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::episodes::EPISODES,
         &crate::tables::episodes::STEPS,

@@ -8,7 +8,7 @@ use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 
 use super::run_episodes::RunEpisodes;
 use super::support::{prepare_episodes, run_with};
-use crate::episodes::frames::EPISODE_TABLES;
+use crate::episodes::frames::episode_tables;
 use crate::episodes::play::EpisodeState;
 use crate::episodes::RunEpisodesParams;
 use crate::knowu::sim::episode::KnowuHooks;
@@ -22,7 +22,6 @@ impl Kind for RunKnowuEpisodes {
     type State = EpisodeState;
     const NAME: &'static str = "run_knowu_episodes";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::episodes::EPISODES,
         &crate::tables::episodes::STEPS,

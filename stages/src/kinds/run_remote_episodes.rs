@@ -9,7 +9,7 @@
 //! device or its model is a task, and the waits between attempts are the engine's
 //! [`prefflow_engine::retry::RetryPolicy`] sleeps.
 
-use prefflow_engine::schema::TableDef;
+use prefflow_engine::schema::{InputDef, TableDef};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +20,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::episodes::agents::{LlmAgentConfig, Replay};
-use crate::episodes::frames::{episode_tables, EPISODE_TABLES};
+use crate::episodes::frames::episode_tables;
 use crate::episodes::remote::lease::{self, Lease, Suite};
 use crate::episodes::remote::{
     play_remote, DeviceClient, DeviceError, DevicePatience, Played, RemoteSpec, DEFAULT_DEVICE_ID,
@@ -128,12 +128,17 @@ impl Kind for RunRemoteEpisodes {
     type State = ();
     const NAME: &'static str = "run_remote_episodes";
     const VERSION: &'static str = "2";
-    const OUTPUTS: &'static [&'static str] = &EPISODE_TABLES;
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::episodes::EPISODES,
         &crate::tables::episodes::STEPS,
         &crate::tables::episodes::DIFFS,
     ];
+    /// Its tasks are its first input, whatever its name (often a CSV `read_table` read); when
+    /// that is a `tasks` table, the plan checks it has `task_id`.
+    const INPUTS: &'static [InputDef] = &[InputDef::optional(
+        &crate::tables::tasks::TASKS,
+        &[crate::tables::tasks::TASK_ID],
+    )];
     const DETERMINISTIC: bool = false;
     const SUMMARY: &'static str = "tasks (task_id, goal?, actions?) → episodes, steps, diffs played on env servers (params: devices, agent, actions, suite, epochs, max_steps, device_retries; use per_item: task_id and resources: [devices])";
 

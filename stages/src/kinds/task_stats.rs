@@ -21,7 +21,6 @@ impl Kind for TaskStats {
     type State = ();
     const NAME: &'static str = "task_stats";
     const VERSION: &'static str = "3";
-    const OUTPUTS: &'static [&'static str] = &["tasks", "slots", "criteria", "stats"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::tasks::TASKS,
         &crate::tables::tasks::SLOTS,

@@ -41,8 +41,6 @@ impl Kind for ValidateTasks {
     type State = ValidationState;
     const NAME: &'static str = "validate_tasks";
     const VERSION: &'static str = "3";
-    const OUTPUTS: &'static [&'static str] =
-        &["tasks", "slots", "criteria", "bundles", "rejections"];
     const OUTPUT_DEFS: &'static [&'static TableDef] = &[
         &crate::tables::tasks::TASKS,
         &crate::tables::tasks::SLOTS,

@@ -17,7 +17,7 @@ pub const N: &str = "n";
 /// Table 1.
 pub static TABLE1: TableDef = TableDef {
     name: "table1",
-    doc: "per variant × metric; `aggregate` adds `display` str (`61.5% [53.1, 70.0]`, `n/a`)",
+    doc: "per variant × metric",
     columns: &[
         C::new(VARIANT, Str, "the variant"),
         C::new(METRIC, Str, "`success`, `action`, `personalization`, `inferable`, `ask_only`, `recall`, `precision`, `ask_user_calls`, `steps`"),
@@ -29,7 +29,9 @@ pub static TABLE1: TableDef = TableDef {
         C::nullable("judge", Str, "which judge produced the variant's numbers (`scores.judge`: `rule+scripted (offline)` for the offline judge, `hybrid_text:MODEL+llm:MODEL` for a judge model, …; several, comma-separated, if its scores mix them); null when the scores carry none"),
         C::nullable("agent", Str, "who played the variant (`episodes.agent`: `oracle`, `llm:<provider model id>`, …): with the variant's `model=<name>`, a model column carries both its name and the id the provider was asked for; null without `episodes`"),
         C::nullable("user", Str, "who answered the variant's questions (`episodes.user`: `scripted`, `llm:<model>` for the user simulator's own model, `llm:<model> (the model under test)` when asked for); null when the episodes do not say"),
+        C::new("display", Str, "the value as printed (`61.5% [53.1, 70.0]`, `n/a`)"),
     ],
+    open: false,
 };
 
 /// Paired differences.
@@ -62,6 +64,7 @@ pub static PAIRED: TableDef = TableDef {
             "why the row is not compared (`diff` and its interval null): the variant and the baseline were judged by different judges; null otherwise",
         ),
     ],
+    open: false,
 };
 
 /// pass^k and pass@k.
@@ -80,6 +83,7 @@ pub static PASS_K: TableDef = TableDef {
             "which judge produced the variant's numbers (as in `table1`)",
         ),
     ],
+    open: false,
 };
 
 /// Figure 2: perturbation subsets.
@@ -95,6 +99,7 @@ pub static PERTURBATIONS: TableDef = TableDef {
         C::nullable("delta", F64, "value − overall"),
         C::new(N, U32, "subset tasks"),
     ],
+    open: false,
 };
 
 /// Figure 4: metrics per history exposure.
@@ -111,6 +116,7 @@ pub static HISTORY_CURVE: TableDef = TableDef {
         C::nullable(CI_HIGH, F64, "see `ci_low`"),
         C::new(N, U32, "tasks"),
     ],
+    open: false,
 };
 
 /// Figure 3: failure-label distribution.
@@ -124,6 +130,7 @@ pub static FAILURE_LABELS: TableDef = TableDef {
         C::new("count", U32, "failed criteria with it"),
         C::new("share", F64, "of the failed criteria of variant × mode"),
     ],
+    open: false,
 };
 
 /// Judge agreement (`judge_agreement`).
@@ -148,6 +155,7 @@ pub static AGREEMENT: TableDef = TableDef {
         C::nullable("kappa", F64, "Cohen's κ (null when undefined)"),
         C::new("excluded", U32, "items left out"),
     ],
+    open: false,
 };
 
 /// The human labels `judge_agreement` read.
@@ -166,6 +174,7 @@ pub static LABELS: TableDef = TableDef {
         C::new("file", Str, "the labels file"),
         C::new("line", U32, "its line"),
     ],
+    open: false,
 };
 
 /// The authored labelled episodes `judge_agreement` read.
@@ -186,6 +195,7 @@ pub static LABELLED_EPISODES: TableDef = TableDef {
         C::new("behaviour", Str, "the file's tags, comma-separated"),
         C::new("asks", U32, "its `ask` steps"),
     ],
+    open: false,
 };
 
 /// Disagreements of the two annotation passes.
@@ -208,6 +218,7 @@ pub static DISAGREEMENTS: TableDef = TableDef {
             "the adjudication (null: unresolved, left out)",
         ),
     ],
+    open: false,
 };
 
 /// Where a judge differs from the gold labels of the authored episodes.
@@ -226,6 +237,7 @@ pub static JUDGE_ERRORS: TableDef = TableDef {
         C::new("judged", Str, "the judge's value"),
         C::new("gold", Str, "the gold label"),
     ],
+    open: false,
 };
 
 /// The simulator check over question–answer pairs.
@@ -257,6 +269,7 @@ pub static SIMULATOR_CHECK: TableDef = TableDef {
         C::new("volunteered", Bool, "disclosed a slot nobody asked about"),
         C::new("valid", Bool, "answered, grounded, nothing volunteered"),
     ],
+    open: false,
 };
 
 /// The HTML report (`report`).
@@ -268,6 +281,7 @@ pub static REPORT: TableDef = TableDef {
         C::new("bytes", U64, "its size"),
         C::new("tasks", U32, "tasks in the drill-down"),
     ],
+    open: false,
 };
 
 /// Table 1's companion: what the variant's model calls cost.
@@ -284,4 +298,5 @@ pub static USAGE: TableDef = TableDef {
         C::new("cost", F64, "money at each model's configured `prices`, cached prompt tokens at `cached_prompt_per_mtok` (0 without prices; replayed calls cost what they cost when recorded)"),
         C::nullable("judge", Str, "which judge produced the variant's numbers, as in `table1`"),
     ],
+    open: false,
 };

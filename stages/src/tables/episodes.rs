@@ -22,6 +22,13 @@ pub const ACTION_TYPE: &str = "action_type";
 /// A step's arguments (JSON).
 pub const ARGUMENTS: &str = "arguments";
 
+/// The kinds that play episodes (not `import_knowu_runs`), for columns only they write.
+const RUNNERS: &str = "`run_episodes`, `run_knowu_episodes`, `run_remote_episodes`";
+/// The kind that imports KnowU runs.
+const IMPORT: &str = "`import_knowu_runs`";
+/// The kind that plays episodes on remote devices.
+const REMOTE: &str = "`run_remote_episodes`";
+
 /// One row per episode.
 pub static EPISODES: TableDef = TableDef {
     name: "episodes",
@@ -50,7 +57,19 @@ pub static EPISODES: TableDef = TableDef {
         C::new("cost_user", F64, "cost of the user simulator's calls"),
         C::new("cost_judge", F64, "cost of the judge's calls"),
         C::nullable("error", Str, "failure cause when `status` is `error` (KnowU: such an episode has no result)"),
+        C::new("user", Str, "who answered `ask_user`: `scripted`, `llm:<model>` for the stage's `user_model`, `llm:<model> (the model under test)` when `simulator: agent_model` asked for the agent's model; `device` for remote devices").only(RUNNERS),
+        C::new("volunteered", U32, "simulator replies that disclosed a slot not asked about (0 on remote devices)").only(RUNNERS),
+        C::new("ungrounded", U32, "replies stating something the hidden context does not ground (0 on remote devices)").only(RUNNERS),
+        C::new("seed", U64, "hash of root seed, task, variant, epoch").only(RUNNERS),
+        C::new("exposure", Str, "`all/noisy`, `top_k:10/clean`, … (ends in `/embeddings` when retrieval used an embeddings endpoint; `device` for remote devices)").only(RUNNERS),
+        C::new("shown_events", U32, "history events shown (0 on remote devices)").only(RUNNERS),
+        C::new("device", Str, "the env server URL that played it").only(REMOTE),
+        C::new("device_attempts", U32, "1 + episodes replayed after a device failure").only(REMOTE),
+        C::nullable("eval_reason", Str, "the evaluator's reason; null when the agent failed").only(REMOTE),
+        C::nullable("reason", Str, "KnowU `result.txt`'s reason, when it gives one").only(IMPORT),
+        C::nullable("goal", Str, "the task's goal, as the trajectory records it").only(IMPORT),
     ],
+    open: false,
 };
 
 /// One row per step of an episode.
@@ -68,7 +87,11 @@ pub static STEPS: TableDef = TableDef {
         C::new("disclosed_slots", ListStr, "slots the simulator disclosed in this reply"),
         C::new("shown_events", ListStr, "history event ids shown to the agent before this step (`run_episodes` lists a `top_k:N` exposure once, on step 1; `all` and `none` are given by `episodes.exposure` and the count in `episodes.shown_events`, not repeated as thousands of ids per episode)"),
         C::nullable("raw", Str, "the model's raw output (KnowU `prediction`)"),
+        C::new("phase", Str, "`clarify` for pre-execution questions, `act` (remote devices: `act` only)").only(RUNNERS),
+        C::nullable("ask_user_response", Str, "KnowU's `ask_user_response` of the trajectory entry (the reply to the entry before it)").only(IMPORT),
+        C::new("observation_status", Str, "`ok` \\| `error` \\| `done`").only(RUNNERS),
     ],
+    open: false,
 };
 
 /// One row per episode with its final state diff.
@@ -79,26 +102,21 @@ pub static DIFFS: TableDef = TableDef {
         C::new(EPISODE_ID, Str, "the episode"),
         C::nullable("diff", Str, "JSON `WorldDiff` of the final state against the initial state; `null` for remote devices"),
     ],
+    open: false,
 };
 
-/// What the producers add to the tables above.
-pub const NOTES: &str = "`run_episodes` adds to `episodes`: `user` str (who answered `ask_user`: `scripted`,
-`llm:<model>` for the stage's `user_model`, `llm:<model> (the model under test)` when
-`simulator: agent_model` asked for the agent's model), `volunteered` u32 (simulator replies that disclosed a slot not asked about),
-`ungrounded` u32 (replies stating something the hidden context does not ground), `seed` u64
-(hash of root seed, task, variant, epoch), `exposure` str (`all/noisy`, `top_k:10/clean`, …),
-`shown_events` u32 (history events shown; `exposure` ends in `/embeddings` when retrieval used an embeddings endpoint).
+/// `llm_complete`'s result: the input's columns plus the reply's.
+pub static COMPLETIONS: TableDef = TableDef::open(
+    "completions",
+    "one row per row of `llm_complete`'s first input: its columns, then `reply` str?, `prompt_tokens` u64, `completion_tokens` u64, `from_cache` bool, `cost` f64",
+);
 
-`run_remote_episodes` (docs/remote-device.md) writes the same columns as `run_episodes`
-(`exposure` and `user` are `device`, `shown_events` 0, `volunteered`/`ungrounded` 0: the user simulator runs
-on the device) with `score` from the device's `/task/eval`, and adds `device` str (the env server
-URL that played it), `device_attempts` u32 (1 + episodes replayed after a device failure),
-`eval_reason` str? (the evaluator's reason; null when the agent failed). Its `steps` have
-`phase` `act` only, and its `diffs` rows hold `null`.
+/// What the producers write beyond the columns above.
+pub const NOTES: &str =
+    "`run_remote_episodes` (docs/remote-device.md) takes `score` from the device's `/task/eval`;
+its `diffs` rows hold `null`: the user simulator runs on the device.
 
-`run_episodes` adds to `steps`: `phase` str (`clarify` for pre-execution questions, `act`),
-`observation_status` str (`ok` \\| `error` \\| `done`). With the `llm` agent, `raw` is the reply's
-text (gui mode) or its `tool_calls` as JSON (tools mode); an output that is not an action is an
-`unknown` step with the output in `raw`. `arguments` decodes back to the exact phone
-action (`episodes::codec::decode`), so judges replay an episode in the phone with the recorded
-`user_reply`s.";
+With the `llm` agent, `steps.raw` is the reply's text (gui mode) or its `tool_calls` as JSON
+(tools mode); an output that is not an action is an `unknown` step with the output in `raw`.
+`arguments` decodes back to the exact phone action (`episodes::codec::decode`), so judges
+replay an episode in the phone with the recorded `user_reply`s.";

@@ -39,6 +39,7 @@ pub static VERDICTS: TableDef = TableDef {
             "which judge produced it (as `scores.judge`)",
         ),
     ],
+    open: false,
 };
 
 /// One row per judged episode.
@@ -107,6 +108,7 @@ pub static SCORES: TableDef = TableDef {
             "which judge produced these numbers: `rule+scripted`, `hybrid_text:MODEL+llm:MODEL`, … (docs/judging.md)",
         ),
     ],
+    open: false,
 };
 
 /// One row per information request of the interaction judge.
@@ -137,6 +139,7 @@ pub static REQUESTS: TableDef = TableDef {
         C::new("matcher", Str, "`scripted`, `llm`, `scripted_fallback`"),
         C::new("judge", Str, "which judge produced it (as `scores.judge`)"),
     ],
+    open: false,
 };
 
 /// One row per episode of the interaction judge.
@@ -170,4 +173,5 @@ pub static INTERACTION: TableDef = TableDef {
         ),
         C::new("judge", Str, "which judge produced it (as `scores.judge`)"),
     ],
+    open: false,
 };

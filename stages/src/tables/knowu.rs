@@ -44,6 +44,7 @@ pub static KNOWU_TASKS: TableDef = TableDef {
         C::nullable("preference", Str, "general / personalized: the preference value as the profile holds it (JSON), checked against `judged`"),
         C::nullable("judged", Str, "the field the preference is checked in: `inserted:app.table.field` (or `updated:…`; `exact-…` when it must equal the value)"),
     ],
+    open: false,
 };
 
 /// Templates a persona's profile cannot instantiate.
@@ -60,6 +61,7 @@ pub static SKIPPED: TableDef = TableDef {
             "the profile section and the phrases looked for",
         ),
     ],
+    open: false,
 };
 
 /// What generation produced per persona and split.
@@ -73,6 +75,7 @@ pub static GENERATED: TableDef = TableDef {
         C::new("knowu_classes", U32, "of which KnowU-Bench classes"),
         C::new("skipped", U32, "templates skipped"),
     ],
+    open: false,
 };
 
 /// The evaluation reports of an imported results directory.
@@ -122,39 +125,36 @@ pub static REPORTS: TableDef = TableDef {
             "the report KnowU's split and persona scripts read",
         ),
     ],
+    open: false,
 };
 
-/// Files of an imported results directory that could not be read.
-pub static IMPORT_ERRORS: TableDef = TableDef {
-    name: "errors",
-    doc: "per unreadable file of an imported run; its episode has status `error`",
-    columns: &[
-        C::nullable(
-            "task_id",
-            Str,
-            "the task directory, when the file belongs to one",
-        ),
-        C::new("file", Str, "the file"),
-        C::new("message", Str, "what is wrong with it"),
-    ],
-};
+crate::table! {
+    /// One file of an imported results directory that could not be read.
+    pub struct ImportError as IMPORT_ERRORS ("errors", "per unreadable file of an imported run; its episode has status `error`") {
+        /// the task directory, when the file belongs to one
+        pub task_id: Option<String>,
+        /// the file
+        pub file: String,
+        /// what is wrong with it
+        pub message: String,
+    }
+}
 
-/// The task directories an export wrote.
-pub static WRITTEN: TableDef = TableDef {
-    name: "written",
-    doc: "per task directory `export_knowu_runs` wrote",
-    columns: &[
-        C::new("task_id", Str, "the task"),
-        C::new("path", Str, "the directory written"),
-        C::new(
-            "knowu_class",
-            Bool,
-            "a KnowU-Bench class (false: prefflow-only)",
-        ),
-        C::new("steps", U32, "trajectory steps written"),
-        C::new("has_result", Bool, "a result file was written"),
-    ],
-};
+crate::table! {
+    /// One task directory `export_knowu_runs` wrote.
+    pub struct Written as WRITTEN ("written", "per task directory `export_knowu_runs` wrote") {
+        /// the task
+        pub task_id: String,
+        /// the directory written
+        pub path: String,
+        /// a KnowU-Bench class (false: prefflow-only)
+        pub knowu_class: bool,
+        /// trajectory steps written
+        pub steps: u32,
+        /// a result file was written
+        pub has_result: bool,
+    }
+}
 
 /// The per-episode facts every KnowU mean is built from.
 pub static EPISODE_METRICS: TableDef = TableDef {
@@ -167,16 +167,20 @@ pub static EPISODE_METRICS: TableDef = TableDef {
         C::new(AGENT, Str, "the run's agent"),
         C::new("epoch", U32, "repeat index"),
         C::new("class_name", Str, "the task class"),
-        C::new(SPLIT, Str, "the split"),
-        C::new(DIFFICULTY, Str, "`easy` or `hard`"),
-        C::new(PERSONA, Str, "the persona"),
+        C::nullable(
+            SPLIT,
+            Str,
+            "the split (null for a task class KnowU does not list: warned by name)",
+        ),
+        C::nullable(DIFFICULTY, Str, "`easy` or `hard` (null likewise)"),
+        C::nullable(PERSONA, Str, "the persona (null likewise)"),
         C::new("status", Str, "the episode's status"),
         C::new(
             "has_result",
             Bool,
             "the episode has a result (else it counts as no-result)",
         ),
-        C::new("score", F64, "the episode's score"),
+        C::nullable("score", F64, "the episode's score (null without a result)"),
         C::new(
             "success",
             Bool,
@@ -228,6 +232,7 @@ pub static EPISODE_METRICS: TableDef = TableDef {
             "the episode's class is one the stage's `classes` cover",
         ),
     ],
+    open: false,
 };
 
 /// SR, AvgScore and the other means per split and difficulty.
@@ -253,6 +258,7 @@ pub static SPLITS: TableDef = TableDef {
         C::nullable("AveQueries", F64, "mean questions"),
         C::nullable("IE", F64, "interaction efficiency"),
     ],
+    open: false,
 };
 
 /// Proactive Act / Silent / Stop.
@@ -282,6 +288,7 @@ pub static POLICY: TableDef = TableDef {
             "episodes whose persona has no profile",
         ),
     ],
+    open: false,
 };
 
 /// Mean score per persona.
@@ -303,6 +310,7 @@ pub static PERSONAS: TableDef = TableDef {
             "episodes whose persona has no profile",
         ),
     ],
+    open: false,
 };
 
 /// Overall SR and the counts behind it.
@@ -337,9 +345,14 @@ pub static OVERALL: TableDef = TableDef {
             U32,
             "episodes of classes the stage does not cover",
         ),
-        C::new("overall_SR", F64, "successes / episodes with a result"),
+        C::nullable(
+            "overall_SR",
+            F64,
+            "successes / episodes with a result (null when none has one)",
+        ),
         C::new("scope", Str, "the stage's `classes`"),
     ],
+    open: false,
 };
 
 /// KnowU-Bench's leaderboard with our runs among the published ones.
@@ -373,6 +386,7 @@ pub static LEADERBOARD: TableDef = TableDef {
         ),
         C::new("note", Str, "derivations, differences from the paper, partial coverage"),
     ],
+    open: false,
 };
 
 /// The leaderboard as Markdown, one line per row.
@@ -380,4 +394,5 @@ pub static LEADERBOARD_TEXT: TableDef = TableDef {
     name: "text",
     doc: "per line of the leaderboard's Markdown rendering",
     columns: &[C::new("line", Str, "one line")],
+    open: false,
 };

@@ -8,6 +8,7 @@ pub mod aggregate;
 pub mod episodes;
 pub mod judging;
 pub mod knowu;
+pub mod row;
 pub mod tasks;
 pub mod world;
 
@@ -37,6 +38,7 @@ pub static SECTIONS: &[Section] = &[
             &world::APP_RECORDS,
             &world::SOURCES,
             &world::SUMMARY,
+            &world::AUDIT,
         ],
         outro: WORLD_AUDIT,
     },
@@ -79,7 +81,12 @@ pub static SECTIONS: &[Section] = &[
     Section {
         title: "Episodes (issue 5; also written by `import_knowu_runs`)",
         intro: "",
-        tables: &[&episodes::EPISODES, &episodes::STEPS, &episodes::DIFFS],
+        tables: &[
+            &episodes::EPISODES,
+            &episodes::STEPS,
+            &episodes::DIFFS,
+            &episodes::COMPLETIONS,
+        ],
         outro: episodes::NOTES,
     },
     Section {
@@ -116,8 +123,8 @@ pub static SECTIONS: &[Section] = &[
     },
 ];
 
-/// `build_world`'s `audit` table (named like the review rounds' `audit`, so described here).
-const WORLD_AUDIT: &str = "`build_world` also writes `audit`: `section` str, `key` str, `value` f64, `detail` str: `total` (events, distinct_texts, distinct_ratio, stamped_signal_share, distinct_cores, core_ratio, stamped_core_share: core texts drop companions, day and time phrases, asides, \"this time\" and \"again\"), `separability` (balanced_accuracy, signal_recall, noise_recall of a multinomial naive Bayes over text words, trained on a seeded half of the events; logistic_balanced_accuracy of a class-balanced logistic regression on word uni- and bigrams, 5-fold cross-validated; rule_balanced_accuracy of the best single n-gram rule, raw or shaped, anywhere or at the start or end, chosen on the same half, its feature in `detail`), `separability_gram` (the 12 word uni- and bigrams the logistic regression trained on every event weighs most towards noise, then towards signal: key the gram, value its weight, positive towards noise), `contradictions` (total and per rule: shift, avoid, before_exists, one_off_repeated, completed_before_date, purchase_absent, repeated_purchase), `entry_events` / `entry_counter` / `entry_agreement` per inferable entry, one `contradiction` row per finding with the event and why (`prefflow show world.audit`; see `stages/src/world/audit.rs`).";
+/// The sections of `build_world`'s `audit` table.
+const WORLD_AUDIT: &str = "`build_world` also writes `audit`, whose sections are: `total` (events, distinct_texts, distinct_ratio, stamped_signal_share, distinct_cores, core_ratio, stamped_core_share: core texts drop companions, day and time phrases, asides, \"this time\" and \"again\"), `separability` (balanced_accuracy, signal_recall, noise_recall of a multinomial naive Bayes over text words, trained on a seeded half of the events; logistic_balanced_accuracy of a class-balanced logistic regression on word uni- and bigrams, 5-fold cross-validated; rule_balanced_accuracy of the best single n-gram rule, raw or shaped, anywhere or at the start or end, chosen on the same half, its feature in `detail`), `separability_gram` (the 12 word uni- and bigrams the logistic regression trained on every event weighs most towards noise, then towards signal: key the gram, value its weight, positive towards noise), `contradictions` (total and per rule: shift, avoid, before_exists, one_off_repeated, completed_before_date, purchase_absent, repeated_purchase), `entry_events` / `entry_counter` / `entry_agreement` per inferable entry, one `contradiction` row per finding with the event and why (`prefflow show world.audit`; see `stages/src/world/audit.rs`).";
 
 /// What the KnowU tables share with the others.
 const KNOWU_INTRO: &str = "`build_knowu_world` writes the World tables; its `sources` has one more row kind, `knowu_profile` (the KnowU profile YAML). `generate_knowu_tasks` writes the Tasks tables (plain tasks: a task's KnowU facts are in `knowu_tasks`, keyed by `task_name` = `task_id`) and `knowu_tasks`, `skipped`, `generated`. `import_knowu_runs` writes the Episodes tables (`episodes`, `steps`) plus `reports` and `errors`; `export_knowu_runs` writes `written`; `knowu_metrics` writes `episode_metrics`, `splits`, `policy`, `personas`, `overall`; `knowu_leaderboard` writes `leaderboard` and `text`.";
@@ -130,9 +137,9 @@ pub fn all() -> impl Iterator<Item = &'static TableDef> {
     SECTIONS.iter().flat_map(|s| s.tables.iter().copied())
 }
 
-/// The definition of the table called `name`.
-pub fn get(name: &str) -> Option<&'static TableDef> {
-    all().find(|t| t.name == name)
+/// Whether `def` is one of the documented definitions.
+pub fn documented(def: &TableDef) -> bool {
+    all().any(|t| std::ptr::eq(t, def))
 }
 
 /// `docs/tables.md`, generated from [`SECTIONS`].
@@ -142,9 +149,12 @@ pub fn markdown() -> String {
          <!-- Generated from stages/src/tables/ by `prefflow tables`; do not edit by hand \
          (`cargo test` fails when this file is stale). -->\n\n\
          Stages talk only through tables. These are the columns every producer writes and every \
-         consumer may rely on; a stage may add columns, never rename or drop these. Kinds declare \
-         which of these tables they read and write, and `prefflow plan` / `run` check every \
-         `inputs` reference against the declarations before anything runs. Types are polars \
+         consumer may rely on, except those marked *only*, which only the producers named write \
+         and no consumer may require. Kinds declare which of these tables they read and write; \
+         `prefflow plan` / `run` check every `inputs` reference against the declarations before \
+         anything runs, and every result against its declaration before it is committed (a \
+         column not declared here, a missing or mistyped one, or nulls in a non-null one fail \
+         the stage). Types are polars \
          dtypes; nullable columns are marked `?`; lists are `list[str]`; JSON blobs are `str` \
          holding JSON.\n",
     );
@@ -164,14 +174,18 @@ pub fn markdown() -> String {
 }
 
 fn table_markdown(t: &TableDef) -> String {
+    if t.open {
+        return format!("\n### `{}`\n\n{}.\n", t.name, t.doc);
+    }
     let mut out = format!(
         "\n### `{}`\n\n{}.\n\n| column | type | meaning |\n|---|---|---|\n",
         t.name, t.doc
     );
     for c in t.columns {
         let null = if c.nullable { "?" } else { "" };
+        let only = c.only.map(|p| format!(" (only {p})")).unwrap_or_default();
         out.push_str(&format!(
-            "| `{}` | {}{null} | {} |\n",
+            "| `{}` | {}{null} | {}{only} |\n",
             c.name,
             c.dtype.name(),
             c.doc
@@ -206,16 +220,23 @@ mod tests {
                     kind.name(),
                     def.name
                 );
-                assert!(get(def.name).is_some(), "`{}` is not in SECTIONS", def.name);
+                assert!(documented(def), "`{}` is not in SECTIONS", def.name);
             }
             for input in kind.inputs() {
                 for column in input.columns {
                     let def = input
                         .def
                         .expect("a kind that names columns names the table");
+                    let declared = def.column(column);
                     assert!(
-                        def.column(column).is_some(),
+                        declared.is_some(),
                         "kind `{}` reads `{}.{column}`, which its definition lacks",
+                        kind.name(),
+                        def.name
+                    );
+                    assert!(
+                        declared.is_some_and(|c| c.only.is_none()),
+                        "kind `{}` requires `{}.{column}`, which only some producers write",
                         kind.name(),
                         def.name
                     );
@@ -225,10 +246,14 @@ mod tests {
     }
 
     #[test]
-    fn table_names_are_unique_and_columns_unique_within_a_table() {
-        let mut names = std::collections::HashSet::new();
+    fn table_names_are_unique_within_a_section_and_columns_within_a_table() {
+        for section in SECTIONS {
+            let mut names = std::collections::HashSet::new();
+            for t in section.tables {
+                assert!(names.insert(t.name), "table `{}` is defined twice", t.name);
+            }
+        }
         for t in all() {
-            assert!(names.insert(t.name), "table `{}` is defined twice", t.name);
             let mut cols = std::collections::HashSet::new();
             for c in t.columns {
                 assert!(
@@ -238,6 +263,77 @@ mod tests {
                     c.name
                 );
             }
+        }
+    }
+
+    /// Declared column names written as string literals outside `tables/`, per file: the
+    /// hand-written column lists and readers that row structs ([`row`]) replace.
+    fn column_literals() -> std::collections::BTreeMap<String, usize> {
+        let names: std::collections::BTreeSet<&str> = all()
+            .flat_map(|t| t.columns.iter().map(|c| c.name))
+            .collect();
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut counts = std::collections::BTreeMap::new();
+        let mut dirs = vec![root.clone()];
+        while let Some(dir) = dirs.pop() {
+            for entry in std::fs::read_dir(&dir).expect("stages/src").flatten() {
+                let path = entry.path();
+                if path == root.join("tables") {
+                    continue;
+                }
+                if path.is_dir() {
+                    dirs.push(path);
+                    continue;
+                }
+                if path.extension().is_none_or(|e| e != "rs") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let n = text
+                    .split('"')
+                    .skip(1)
+                    .step_by(2)
+                    .filter(|lit| names.contains(lit))
+                    .count();
+                if n > 0 {
+                    let rel = path.strip_prefix(&root).unwrap_or(&path);
+                    counts.insert(rel.display().to_string(), n);
+                }
+            }
+        }
+        counts
+    }
+
+    /// The target is no declared column name as a string literal outside `tables/`; until every
+    /// table is a row struct, `column_literals.txt` lists what is left, per file, and may only
+    /// shrink: a file may not gain literals, a file not listed may have none. Regenerate it
+    /// after converting a table with `PREFFLOW_WRITE_LITERALS=1 cargo test -p prefflow-stages
+    /// column_literals`.
+    #[test]
+    fn column_literals_outside_tables_only_shrink() {
+        let allowed_path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/tables/column_literals.txt"
+        );
+        let now = column_literals();
+        if std::env::var_os("PREFFLOW_WRITE_LITERALS").is_some() {
+            let text: String = now.iter().map(|(f, n)| format!("{f} {n}\n")).collect();
+            std::fs::write(allowed_path, text).expect("write column_literals.txt");
+        }
+        let allowed: std::collections::BTreeMap<String, usize> =
+            std::fs::read_to_string(allowed_path)
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|l| l.rsplit_once(' '))
+                .map(|(f, n)| (f.to_string(), n.parse().unwrap_or(0)))
+                .collect();
+        for (file, n) in &now {
+            let limit = allowed.get(file).copied().unwrap_or(0);
+            assert!(
+                *n <= limit,
+                "stages/src/{file} spells declared column names as string literals {n} times \
+                 (allowed {limit}): use the table's row struct or its column constant"
+            );
         }
     }
 }

@@ -61,6 +61,7 @@ pub static TASKS: TableDef = TableDef {
         ),
         C::new("defaults_solution", Str, "JSON list of phone actions"),
     ],
+    open: false,
 };
 
 /// One row per slot of a task.
@@ -87,6 +88,7 @@ pub static SLOTS: TableDef = TableDef {
             "one sentence saying what the slot is; enum values as words",
         ),
     ],
+    open: false,
 };
 
 /// One row per criterion of a task.
@@ -106,6 +108,7 @@ pub static CRITERIA: TableDef = TableDef {
             "checks text the user dictated: a judge model may accept a paraphrase under `hybrid`",
         ),
     ],
+    open: false,
 };
 
 /// One row per task with its whole bundle.
@@ -116,6 +119,7 @@ pub static BUNDLES: TableDef = TableDef {
         C::new(TASK_ID, Str, "the task"),
         C::new(BUNDLE, Str, "JSON: `task`, `slots`, `criteria`"),
     ],
+    open: false,
 };
 
 /// The review rounds' changes.
@@ -133,6 +137,7 @@ pub static AUDIT: TableDef = TableDef {
         C::new("sheet", Str, "the sheet file"),
         C::new("row", U32, "its row"),
     ],
+    open: false,
 };
 
 /// Instructions given twice in a reviewed set.
@@ -143,6 +148,7 @@ pub static REPEATS: TableDef = TableDef {
         C::new(TASK_ID, Str, "the later task"),
         C::new("same_as", Str, "the earlier task with the same instruction"),
     ],
+    open: false,
 };
 
 /// Tasks validation rejected.
@@ -155,6 +161,7 @@ pub static REJECTIONS: TableDef = TableDef {
         C::nullable("subject", Str, "criterion or slot"),
         C::new("reason", Str, "what failed"),
     ],
+    open: false,
 };
 
 /// Task-set statistics.
@@ -167,6 +174,7 @@ pub static STATS: TableDef = TableDef {
         C::new("value", F64, "the value"),
         C::nullable("paper", F64, "the paper's value, where it reports one"),
     ],
+    open: false,
 };
 
 /// The review sheet `export_review` writes (also as CSV for reviewers).
@@ -201,4 +209,5 @@ pub static SHEET: TableDef = TableDef {
         C::new("reviewer", Str, "who reviewed"),
         C::new("note", Str, "why"),
     ],
+    open: false,
 };

@@ -28,7 +28,7 @@ pub const NAME: &str = "name";
 /// The persona's hidden profile.
 pub static PROFILE_ENTRIES: TableDef = TableDef {
     name: "profile_entries",
-    doc: "one row per entry of the persona's hidden profile; `import_persona` adds `persona` str",
+    doc: "one row per entry of the persona's hidden profile",
     columns: &[
         C::new(ID, Str, "entry id"),
         C::new(DIMENSION, Str, "what the entry is about"),
@@ -53,14 +53,15 @@ pub static PROFILE_ENTRIES: TableDef = TableDef {
         ),
         C::nullable("shift_changed", Str, "when it changed (ISO date)"),
         C::new("evidence", ListStr, "supporting history event ids"),
+        C::new("persona", Str, "the persona imported").only("`import_persona`"),
     ],
+    open: false,
 };
 
 /// The persona's visible history.
 pub static HISTORY_EVENTS: TableDef = TableDef {
     name: "history_events",
-    doc:
-        "one row per history event the persona's phone logged; `import_persona` adds `persona` str",
+    doc: "one row per history event the persona's phone logged",
     columns: &[
         C::new(EVENT_ID, Str, "event id"),
         C::new(TIME, Str, "ISO datetime (sorts lexicographically)"),
@@ -75,7 +76,14 @@ pub static HISTORY_EVENTS: TableDef = TableDef {
         C::new(LABEL, Str, "`signal` \\| `noise`"),
         C::new("category", Str, "the event's category"),
         C::new(SUPPORTS, ListStr, "profile entry ids it evidences"),
+        C::new(
+            "counters",
+            ListStr,
+            "profile entry ids it is designed counter-evidence for",
+        ),
+        C::new("persona", Str, "the persona imported").only("`import_persona`"),
     ],
+    open: false,
 };
 
 /// The app catalog.
@@ -91,6 +99,7 @@ pub static APPS: TableDef = TableDef {
         C::new("operations", U32, "operations"),
         C::new("records", U32, "seed records"),
     ],
+    open: false,
 };
 
 /// The apps' seed records.
@@ -103,6 +112,7 @@ pub static APP_RECORDS: TableDef = TableDef {
         C::new("record_id", Str, "record id"),
         C::new("fields_json", Str, "the record's fields (JSON object)"),
     ],
+    open: false,
 };
 
 /// What the world was built from.
@@ -114,6 +124,7 @@ pub static SOURCES: TableDef = TableDef {
         C::new(NAME, Str, "the app or persona"),
         C::new(TEXT, Str, "the YAML it was built from"),
     ],
+    open: false,
 };
 
 /// Counts describing a world.
@@ -125,6 +136,24 @@ pub static SUMMARY: TableDef = TableDef {
         C::new("key", Str, "which one"),
         C::new("count", U64, "how many"),
     ],
+    open: false,
+};
+
+/// `build_world`'s audit of its history (named like the review rounds' `audit`).
+pub static AUDIT: TableDef = TableDef {
+    name: "audit",
+    doc: "one row per measurement of `build_world`'s history audit (the sections are listed below)",
+    columns: &[
+        C::new("section", Str, "which check (see below)"),
+        C::new("key", Str, "the metric, entry id, rule or gram"),
+        C::new("value", F64, "the measurement"),
+        C::new(
+            "detail",
+            Str,
+            "a readable note (the offending event for a contradiction)",
+        ),
+    ],
+    open: false,
 };
 
 /// How every world-reading kind reads `sources` (the loader needs kind, name and text), so the

@@ -8,9 +8,6 @@ use super::error::TaskError;
 use super::model::TaskBundle;
 use crate::world::types::display;
 
-/// The four tables of a task set, in this order.
-pub const TASK_TABLES: [&str; 4] = ["tasks", "slots", "criteria", "bundles"];
-
 fn json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
@@ -160,7 +157,7 @@ pub fn bundles_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
     ])
 }
 
-/// All four tables, named as in [`TASK_TABLES`].
+/// All four tables (`tasks`, `slots`, `criteria`, `bundles`).
 pub fn task_tables(bundles: &[TaskBundle]) -> Result<Vec<(&'static str, DataFrame)>, TaskError> {
     Ok(vec![
         ("tasks", tasks_table(bundles)?),

@@ -25,6 +25,7 @@ use super::result_file;
 use super::run::{self, RunEpisode};
 use super::traj;
 use crate::knowu::error::KnowuError;
+use crate::tables::knowu::Written;
 
 /// Parameters of `export_knowu_runs`.
 #[derive(Debug, Deserialize)]
@@ -169,14 +170,19 @@ pub(crate) fn check_task_ids(run: &[RunEpisode]) -> Result<(), KnowuError> {
     Ok(())
 }
 
+/// The `written` table: one row per task directory of `run` (directory, episode).
 pub(crate) fn written_frame(run: &[(&str, &RunEpisode)]) -> PolarsResult<DataFrame> {
-    df!(
-        "task_id" => run.iter().map(|(_, e)| e.task_id.clone()).collect::<Vec<_>>(),
-        "path" => run.iter().map(|(d, e)| format!("{d}/{}", e.task_id)).collect::<Vec<_>>(),
-        "knowu_class" => run.iter().map(|(_, e)| !is_prefflow_only(&e.task_id)).collect::<Vec<_>>(),
-        "steps" => run.iter().map(|(_, e)| e.traj.steps.len() as u32).collect::<Vec<_>>(),
-        "has_result" => run.iter().map(|(_, e)| e.error.is_none() && e.result.score.is_some()).collect::<Vec<_>>(),
-    )
+    let rows: Vec<Written> = run
+        .iter()
+        .map(|(d, e)| Written {
+            task_id: e.task_id.clone(),
+            path: format!("{d}/{}", e.task_id),
+            knowu_class: !is_prefflow_only(&e.task_id),
+            steps: e.traj.steps.len() as u32,
+            has_result: e.error.is_none() && e.result.score.is_some(),
+        })
+        .collect();
+    Written::to_frame(&rows)
 }
 
 /// `<dir>.prefflow-hash`, beside the directory so it is not part of the hashed content.

@@ -24,6 +24,7 @@ use super::result_file::{self, EpisodeResult};
 use super::run::RunEpisode;
 use super::traj::{self, Trajectory};
 use crate::knowu::error::KnowuError;
+use crate::tables::knowu::ImportError;
 
 /// Directory names containing this are old copies KnowU-Bench keeps; never imported.
 const BACKUP_MARK: &str = "_backup_";
@@ -203,11 +204,15 @@ pub(crate) fn warn_on_report_mismatch(stage: &str, root: &str, dir: &RunDir) {
 
 /// The `errors` table: one row per unreadable file.
 pub fn errors_frame(errors: &[ReadError]) -> PolarsResult<DataFrame> {
-    df!(
-        "task_id" => errors.iter().map(|e| e.task_id.clone()).collect::<Vec<_>>(),
-        "file" => errors.iter().map(|e| e.file.clone()).collect::<Vec<_>>(),
-        "message" => errors.iter().map(|e| e.message.clone()).collect::<Vec<_>>(),
-    )
+    let rows: Vec<ImportError> = errors
+        .iter()
+        .map(|e| ImportError {
+            task_id: e.task_id.clone(),
+            file: e.file.clone(),
+            message: e.message.clone(),
+        })
+        .collect();
+    ImportError::to_frame(&rows)
 }
 
 /// The `reports` table: one row per evaluation report, with how many of its per-task scores
