@@ -13,7 +13,6 @@ use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, ParamError, StageContext, StageError, Tables};
 
 use crate::episodes::agents::AgentName;
-use crate::episodes::frames::episode_tables;
 use crate::episodes::hooks::NoHooks;
 pub use crate::episodes::play::EpisodeState;
 use crate::episodes::simulators::SimulatorName;

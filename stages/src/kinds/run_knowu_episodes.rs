@@ -8,7 +8,6 @@ use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 
 use super::run_episodes::RunEpisodes;
 use super::support::{prepare_episodes, run_with};
-use crate::episodes::frames::episode_tables;
 use crate::episodes::play::EpisodeState;
 use crate::episodes::RunEpisodesParams;
 use crate::knowu::sim::episode::KnowuHooks;
