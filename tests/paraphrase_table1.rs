@@ -301,9 +301,10 @@ fn the_perfect_model_asking_in_three_natural_phrasings_scores_like_the_oracle() 
     // it." for a meeting topic and a takeaway, "Would Monday work, or another day?" for a night,
     // "Who else will be there?"). Since ask-only criteria that say the value is hers require
     // that she was asked (`asked:`, docs/judging.md), a missed question also costs ask-only
-    // points. This bound keeps it from falling; it is not the target.
+    // points (and, for the task it belongs to, the success point). This bound keeps it from
+    // falling; it is not the target.
     for (metric, value) in &model {
-        let bound = if ["recall", "precision", "ask_only"].contains(&metric.as_str()) {
+        let bound = if ["recall", "precision", "ask_only", "success"].contains(&metric.as_str()) {
             0.97
         } else {
             0.99
