@@ -314,7 +314,8 @@ macro_rules! row {
             );
         )*
 
-        #[allow(non_upper_case_globals)]
+        // A view need not use every generated item (a reader never writes).
+        #[allow(non_upper_case_globals, dead_code)]
         impl $row {
             $(
                 #[doc = concat!("The `", stringify!($field), "` column's name (for polars expressions).")]
