@@ -5,8 +5,9 @@ use std::path::PathBuf;
 use prefflow_engine::inspect::{self, PlanStatus};
 use prefflow_engine::Error;
 
+mod estimates;
+
 use super::Session;
-use crate::format;
 use crate::pipeline::Select;
 
 /// The arguments of `prefflow plan`.
@@ -29,7 +30,7 @@ pub(crate) fn run(args: &Args, session: &Session) -> anyhow::Result<u8> {
         &args.select.only,
     )?;
     print_plan(&lines);
-    let problems = format::print_estimates(&lines);
+    let problems = estimates::print_estimates(&lines);
     if problems > 0 {
         return Err(Error::Usage(format!(
             "{problems} stage(s) would send requests over their model's max_context (above); apply the fix named there"
