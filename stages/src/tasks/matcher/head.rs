@@ -244,6 +244,16 @@ fn wording_target(text: &str) -> Option<String> {
     (!target.is_empty() && target.split_whitespace().count() <= 4).then(|| target.to_string())
 }
 
+/// Whether a piece, its lead or the statements before it speak of an alternative or of
+/// something unavailable.
+fn speaks_of_a_gap(lead: &str, context: &str, f: &Form) -> bool {
+    let lex = crate::tasks::language::lexicon();
+    f.alternative
+        || f.alternative_in_context
+        || lex.says_unavailable(lead)
+        || lex.says_unavailable(context)
+}
+
 /// Kinds of value a text names or asks for, besides yes/no and choice.
 fn value_kinds(text: &str) -> Vec<Kind> {
     let f = form(text, "", "");
@@ -317,13 +327,9 @@ impl TaskMatcher {
         context: &str,
         f: &Form,
     ) -> bool {
-        let lex = crate::tasks::language::lexicon();
         p.alternative
             && f.closed
-            && !f.alternative
-            && !f.alternative_in_context
-            && !lex.says_unavailable(lead)
-            && !lex.says_unavailable(context)
+            && !speaks_of_a_gap(lead, context, f)
             && !self.names_value(p, text)
     }
 
@@ -387,11 +393,7 @@ impl TaskMatcher {
         let lex = crate::tasks::language::lexicon();
         // "Lotus Thai has nothing at 7:30 … Should I grab one of those, or leave it?": a
         // choice after something unavailable is about the alternative.
-        let gone = f.alternative
-            || f.alternative_in_context
-            || lex.says_unavailable(lead)
-            || lex.says_unavailable(context);
-        if gone && p.alternative {
+        if speaks_of_a_gap(lead, context, f) && p.alternative {
             return false;
         }
         let Some(alts) = alternatives(text, lead) else {
