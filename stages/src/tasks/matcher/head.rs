@@ -139,6 +139,121 @@ fn alternatives(text: &str, lead: &str) -> Option<Vec<String>> {
     (parts.len() >= 2).then_some(parts)
 }
 
+/// Words after "which" that name no thing: nouns of a kind of value (the question's form
+/// decides), the task's own object ("one"), and verbs ("which suits you?").
+const KIND_NOUNS: [&str; 36] = [
+    "time",
+    "times",
+    "day",
+    "days",
+    "date",
+    "dates",
+    "one",
+    "ones",
+    "option",
+    "options",
+    "kind",
+    "type",
+    "sort",
+    "way",
+    "night",
+    "nights",
+    "evening",
+    "morning",
+    "afternoon",
+    "slot",
+    "of",
+    "number",
+    "works",
+    "work",
+    "suits",
+    "suit",
+    "matters",
+    "matter",
+    "sounds",
+    "fits",
+    "feels",
+    "looks",
+    "appeals",
+    "seems",
+    "stands",
+    "makes",
+];
+
+/// The noun phrase after "which" or "what kind/type/sort of" ("Which *seating
+/// section* would you like?"), when it names something besides a kind of value; or the field a
+/// question names in parentheses after its question words ("How many (*tip percent*)…", "What
+/// time (*due time*)…"), then `true`.
+fn head_noun(text: &str) -> Option<(String, bool)> {
+    let lex = crate::tasks::language::lexicon();
+    let lower = format!(" {} ", text.to_lowercase());
+    for wh in [
+        " how many (",
+        " what time (",
+        " which date (",
+        " which day (",
+    ] {
+        if let Some(i) = lower.find(wh) {
+            let inner = &lower[i + wh.len()..];
+            let field = inner.split(')').next().unwrap_or_default().trim();
+            let all_kind = field.split_whitespace().all(|w| KIND_NOUNS.contains(&w));
+            return (!field.is_empty() && !all_kind).then(|| (field.to_string(), true));
+        }
+    }
+    let lower = lower.replace(['(', ')'], " ");
+    // "How many X" is read by the count's noun (`profile::counts_it`), which lets people stand
+    // for portions or tickets.
+    let at = [
+        " which ",
+        " what kind of ",
+        " what type of ",
+        " what sort of ",
+    ]
+    .iter()
+    .filter_map(|w| lower.find(w).map(|i| i + w.len()))
+    .min()?;
+    let run: Vec<&str> = lower[at..]
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+        .filter(|w| !w.is_empty())
+        .take_while(|w| !lex.is_stop(w) && crate::tasks::values::number_word(w).is_none())
+        .take(3)
+        .collect();
+    if run.is_empty() || run.iter().any(|w| KIND_NOUNS.contains(w)) {
+        return None;
+    }
+    Some((run.join(" "), false))
+}
+
+/// What a wording question names as the thing to word: "What should *the cc* say?" → `cc`.
+fn wording_target(text: &str) -> Option<String> {
+    let lower = text.to_lowercase();
+    let after = [
+        "should the ",
+        "should my ",
+        "should your ",
+        "should her ",
+        "should his ",
+    ]
+    .iter()
+    .find_map(|w| lower.find(w).map(|i| &lower[i + w.len()..]))?;
+    let end = [" say", " read"]
+        .iter()
+        .filter_map(|w| after.find(w))
+        .min()?;
+    let target = after[..end].trim();
+    (!target.is_empty() && target.split_whitespace().count() <= 4).then(|| target.to_string())
+}
+
+/// Whether a piece, its lead or the statements before it speak of an alternative or of
+/// something unavailable.
+fn speaks_of_a_gap(lead: &str, context: &str, f: &Form) -> bool {
+    let lex = crate::tasks::language::lexicon();
+    f.alternative
+        || f.alternative_in_context
+        || lex.says_unavailable(lead)
+        || lex.says_unavailable(context)
+}
+
 /// Kinds of value a text names or asks for, besides yes/no and choice.
 fn value_kinds(text: &str) -> Vec<Kind> {
     let f = form(text, "", "");
@@ -165,6 +280,39 @@ impl TaskMatcher {
             || self.foreign_inclusion(p, text, f)
             || p.source == Source::AskOnly && self.settled_elsewhere(p, text, f)
             || self.not_about_an_alternative(p, text, lead, context, f)
+            || self.foreign_head_noun(p, text)
+    }
+
+    /// "Which *store* should I choose?", "Which *delivery*…?", "How many (*tip percent*)…?": the
+    /// noun a "which" / "what kind of" / "how many" question names is what it asks for. A slot
+    /// none of whose words, synonyms or options that noun shares is ruled out — unless the noun
+    /// only names a kind of value ("which day", "which one", "what time").
+    fn foreign_head_noun(&self, p: &SlotProfile, text: &str) -> bool {
+        let Some((noun, explicit)) = head_noun(text) else {
+            return false;
+        };
+        let stems: Vec<String> = crate::tasks::language::content_stems(&noun);
+        if stems.is_empty() {
+            return false;
+        }
+        let own = |s: &String| {
+            p.own_stems.contains(s)
+                || p.distinctive.contains(s)
+                || p.values.iter().any(|v| v.contains(s))
+        };
+        if explicit {
+            // A field named in parentheses ("What time (due time)…") is the slot's only when
+            // every word of it is the slot's own.
+            return !stems.iter().all(own);
+        }
+        // Synonyms count only for what a count slot counts and for its options' other names
+        // (a subject's synonym groups are too wide: "passengers" and "bags" both "travel").
+        let concepts = crate::tasks::language::text_concepts(&noun);
+        let shares = stems.iter().any(own)
+            || concepts
+                .iter()
+                .any(|c| p.counted.contains(c) || p.option_groups.contains(c));
+        !shares
     }
 
     /// "Should I keep the seat you picked?", "Should I also look at a later flight?": a closed
@@ -179,13 +327,9 @@ impl TaskMatcher {
         context: &str,
         f: &Form,
     ) -> bool {
-        let lex = crate::tasks::language::lexicon();
         p.alternative
             && f.closed
-            && !f.alternative
-            && !f.alternative_in_context
-            && !lex.says_unavailable(lead)
-            && !lex.says_unavailable(context)
+            && !speaks_of_a_gap(lead, context, f)
             && !self.names_value(p, text)
     }
 
@@ -249,11 +393,7 @@ impl TaskMatcher {
         let lex = crate::tasks::language::lexicon();
         // "Lotus Thai has nothing at 7:30 … Should I grab one of those, or leave it?": a
         // choice after something unavailable is about the alternative.
-        let gone = f.alternative
-            || f.alternative_in_context
-            || lex.says_unavailable(lead)
-            || lex.says_unavailable(context);
-        if gone && p.alternative {
+        if speaks_of_a_gap(lead, context, f) && p.alternative {
             return false;
         }
         let Some(alts) = alternatives(text, lead) else {
@@ -323,6 +463,18 @@ impl TaskMatcher {
                 .kinds
                 .iter()
                 .any(|k| TYPED.contains(k) || matches!(k, Kind::When | Kind::Person | Kind::Place));
+        // "What should the *cc* say?", "What should the *location* read?": the thing whose
+        // wording is asked is named between "the" and "say" — whatever kind the words ask.
+        if let Some(target) = wording_target(text) {
+            let concepts = crate::tasks::language::text_concepts(&target);
+            let own = crate::tasks::language::content_stems(&target)
+                .iter()
+                .any(|s| p.own_stems.contains(s))
+                || concepts.iter().any(|c| p.terms.contains(c));
+            if !own {
+                return true;
+            }
+        }
         if !wording {
             return false;
         }

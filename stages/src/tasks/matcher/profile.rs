@@ -172,8 +172,8 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
         out.push((Kind::Text, 0.6));
     }
     // Free text when what it names is a message ("The *caption* for the photo", "What she wants
-    // the post to *say*"), not when a message only stands beside it ("The folder her research
-    // notes go in", "Which list the reminder goes on").
+    // the post to *say*"), not when a message only stands beside it ("research notes folder",
+    // "Which list the reminder goes on").
     let chooses = starts(&[
         "which",
         "where",
@@ -183,10 +183,15 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
         "whether",
         "who",
     ]);
+    // The head noun is the last word of the head ("research notes *folder*").
     let named = if a.starts_with("what") {
         a.clone()
     } else {
-        about_head_words(&a)
+        let head = about_head_words(&a);
+        head.split_whitespace()
+            .last()
+            .unwrap_or_default()
+            .to_string()
     };
     const TEXT: [&str; 11] = [
         "say",
