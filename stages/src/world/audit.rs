@@ -17,7 +17,7 @@ use super::persona::text::mentions_lowered;
 use super::persona::{Persona, Source};
 use super::rules::{
     act_on, act_window, attributes, choice_tables, is_avoid, occasion, one_off_key, owned,
-    purchasable, record_date, Act,
+    purchasable, purposes, record_date, record_towns, towns_named, Act,
 };
 use super::types::{value_matches, FieldKind, TableId};
 use super::World;
@@ -38,18 +38,24 @@ pub enum Rule {
     /// The same app records a one-off occasion, or a one-off act (rating one place, starting a
     /// list), more than once.
     OneOffRepeated,
-    /// An event says she flew or saw a dated record before its date (or bought it on or after
-    /// its date).
+    /// An event says she flew or saw a dated record on another day than its own (before it, or
+    /// more than [`super::rules::COMPLETED_DAYS`] after), or bought it on or after its date.
     CompletedBeforeDate,
     /// An event says she bought or booked a dated record the app data holds no order of.
     PurchaseAbsent,
     /// More than one event says she bought or booked the same dated record.
     RepeatedPurchase,
+    /// An event names two towns away from home, in its words or through a record it names (a
+    /// flight's destination, a hotel's city): "Landed in PDX … to visit Aisha in Seattle".
+    PlaceConflict,
+    /// An event says why twice ([`super::rules::purposes`]): "Saved a cabin in Tahoe for a
+    /// maybe-someday trip for Dev's conference talk".
+    PurposeTwice,
 }
 
 impl Rule {
     /// Every rule, in table order.
-    pub const ALL: [Rule; 7] = [
+    pub const ALL: [Rule; 9] = [
         Rule::Shift,
         Rule::Avoid,
         Rule::BeforeExists,
@@ -57,6 +63,8 @@ impl Rule {
         Rule::CompletedBeforeDate,
         Rule::PurchaseAbsent,
         Rule::RepeatedPurchase,
+        Rule::PlaceConflict,
+        Rule::PurposeTwice,
     ];
 
     /// The table spelling.
@@ -69,6 +77,8 @@ impl Rule {
             Rule::CompletedBeforeDate => "completed_before_date",
             Rule::PurchaseAbsent => "purchase_absent",
             Rule::RepeatedPurchase => "repeated_purchase",
+            Rule::PlaceConflict => "place_conflict",
+            Rule::PurposeTwice => "purpose_twice",
         }
     }
 }
@@ -408,6 +418,55 @@ fn contradictions(
     out.extend(before_exists(cat, history, &lowered));
     out.extend(dated_purchases(cat, history));
     out.extend(one_offs_repeated(cat, history, &lowered, decorations));
+    out.extend(places_and_purposes(cat, &persona.towns, history, &lowered));
+    out
+}
+
+/// Events that say two things an appended circumstance may not: two towns (in words, or through
+/// a record they name that is in or goes to a town) and two purposes.
+fn places_and_purposes(
+    cat: &Catalog,
+    towns: &[Vec<String>],
+    history: &[HistoryEvent],
+    lowered: &[String],
+) -> Vec<Contradiction> {
+    let placed: Vec<(String, Vec<usize>)> = cat
+        .apps
+        .iter()
+        .flat_map(|a| &a.tables)
+        .flat_map(|t| {
+            t.records
+                .iter()
+                .map(move |r| (t.label(r).to_lowercase(), r))
+        })
+        .filter(|(l, _)| l.chars().filter(|c| c.is_alphanumeric()).count() >= 4)
+        .map(|(l, r)| (l, record_towns(r, towns)))
+        .filter(|(_, t)| !t.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for (e, text) in history.iter().zip(lowered) {
+        let mut here = towns_named(&e.text, towns);
+        for (_, t) in placed.iter().filter(|(l, _)| mentions_lowered(text, l)) {
+            here.extend(t);
+        }
+        here.sort_unstable();
+        here.dedup();
+        if here.len() > 1 {
+            let names: Vec<&str> = here.iter().map(|&i| towns[i][0].as_str()).collect();
+            out.push(Contradiction {
+                rule: Rule::PlaceConflict,
+                event_id: e.event_id.clone(),
+                detail: format!("\"{}\" is about {}", e.text, names.join(" and ")),
+            });
+        }
+        if purposes(&e.text) > 1 {
+            out.push(Contradiction {
+                rule: Rule::PurposeTwice,
+                event_id: e.event_id.clone(),
+                detail: format!("\"{}\" says why twice", e.text),
+            });
+        }
+    }
     out
 }
 
@@ -509,8 +568,8 @@ fn one_offs_repeated(
 
 /// What events say she did with dated records one buys (flights, shows), against their dates
 /// and her orders in the app data ([`act_on`]): a completion before the record's date or a
-/// purchase on or after it, a purchase the app holds no order of, and the same record bought
-/// twice.
+/// purchase on or after it, a completion days after it, a purchase the app holds no order of,
+/// and the same record bought twice.
 fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction> {
     let mut dated: Vec<(Named<'_>, Date, TableId)> = Vec::new();
     for id in purchasable(cat) {
@@ -536,7 +595,7 @@ fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction
                 detail: format!("{}: \"{}\" {what}", e.time.date, e.text),
             };
             let early = act == Act::Completed && e.time.date < lo;
-            let late = act == Act::Purchase && e.time.date > hi;
+            let late = matches!(act, Act::Purchase | Act::Completed) && e.time.date > hi;
             if early || late {
                 out.push(say(
                     Rule::CompletedBeforeDate,

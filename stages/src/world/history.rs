@@ -23,7 +23,7 @@ use super::persona::{
 };
 use super::rules::{
     act_on, act_window, attributes, is_avoid, listing_window, occasion, one_off_key, owned,
-    purchasable, record_date, Act,
+    purchasable, purposes, record_date, record_towns, towns_named, Act,
 };
 use super::template::{Seg, Template};
 use super::types::{value_matches, TableId};
@@ -370,6 +370,8 @@ struct Ctx<'a> {
     /// Circumstances per app ([`Persona`]'s `contexts`).
     contexts: &'a indexmap::IndexMap<String, Vec<Template<Var>>>,
     constructions: &'a [Construction],
+    /// Towns away from home ([`Persona`]'s `towns`): an event is about one at most.
+    towns: &'a [Vec<String>],
     guards: Guards,
     rules: Constraints,
 }
@@ -388,6 +390,7 @@ impl<'a> Ctx<'a> {
             companions: persona.vocab_names.iter().position(|n| n == "with"),
             contexts: &persona.contexts,
             constructions: &persona.constructions,
+            towns: &persona.towns,
             guards: guards(persona),
             rules: Constraints::new(cat, persona),
         }
@@ -1058,7 +1061,7 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
             .collect();
         let wrap = frame(ctx, ask, rng);
         let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
-        let situated = situate(ctx, ask, phrasing, rng);
+        let situated = situate(ctx, ask, phrasing, wrap, &chosen, rng);
         let one_with = situated.as_ref().is_some_and(|(_, with)| *with);
         let phrasing = situated.as_ref().map_or(phrasing, |(t, _)| t);
         let text_at = |when: DateTime| {
@@ -1126,6 +1129,12 @@ fn draw(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result<Op
         }
         // One "with" once: a record or value may say "with" too ("call with Mom").
         if one_with && text.split(' ').filter(|w| *w == "with").count() > 1 {
+            continue;
+        }
+        // One town and one purpose: no "Landed in PDX … to visit Aisha in Seattle", no "… for a
+        // maybe-someday trip for Dev's conference talk" (the audit's `place_conflict` and
+        // `purpose_twice` rules).
+        if towns_of(ctx, &text, &shown(phrasing, &chosen)).len() > 1 || purposes(&text) > 1 {
             continue;
         }
         // One person once: "Marco booked … after Marco's party" reads as two people.
@@ -1238,6 +1247,8 @@ fn situate(
     ctx: &Ctx<'_>,
     ask: &Ask<'_>,
     phrasing: &Template<Var>,
+    wrap: Option<&Template<Var>>,
+    chosen: &[&Record],
     rng: &mut Xoshiro256PlusPlus,
 ) -> Option<(Template<Var>, bool)> {
     let list = ctx.contexts.get(&ask.t.app)?;
@@ -1263,9 +1274,28 @@ fn situate(
         phrasing.segs.last(),
         Some(Seg::Var(Var::Vocab(i), _)) if Some(*i) == ctx.companions
     );
+    // Typed like companions: a circumstance that says why goes only to an event that does not
+    // already ("… for a maybe-someday trip" takes no " for Dev's conference talk"), and one
+    // that names a town only to an event about that town or none ("Landed in PDX" takes no "
+    // to visit Aisha in Seattle").
+    let told = format!(
+        "{} {}",
+        literal(phrasing),
+        wrap.map(literal).unwrap_or_default()
+    );
+    let says_why = purposes(&told) > 0;
+    let about = towns_of(ctx, &told, &shown(phrasing, chosen));
     let fits: Vec<&Template<Var>> = list
         .iter()
         .filter(|c| !(says_with(c) && (companion || says_with(phrasing))))
+        .filter(|c| {
+            let said = literal(c);
+            !(says_why && purposes(&said) > 0)
+                && (about.is_empty()
+                    || towns_named(&said, ctx.towns)
+                        .iter()
+                        .all(|t| about.contains(t)))
+        })
         .collect();
     if fits.is_empty() {
         return None;
@@ -1279,6 +1309,44 @@ fn situate(
     };
     segs.splice(at..at, c.segs.iter().cloned());
     Some((Template { segs }, with))
+}
+
+/// The words a template says whatever it is filled with (each placeholder as `X`).
+fn literal(t: &Template<Var>) -> String {
+    t.segs
+        .iter()
+        .map(|s| match s {
+            Seg::Text(x) => x.as_str(),
+            _ => "X",
+        })
+        .collect()
+}
+
+/// The bound records a phrasing shows (by label, field or id): the records its event is about.
+/// A record bound only to filter another (a booking behind its flight) is not shown.
+fn shown<'r>(phrasing: &Template<Var>, chosen: &[&'r Record]) -> Vec<&'r Record> {
+    let mut out: Vec<&Record> = Vec::new();
+    for s in &phrasing.segs {
+        if let Seg::Var(Var::Label(i) | Var::Field(i, _) | Var::Id(i), _) = s {
+            if let Some(r) = chosen.get(*i) {
+                if !out.iter().any(|o| std::ptr::eq(*o, *r)) {
+                    out.push(r);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The towns an event is about: those its words name and those its records are in or go to.
+fn towns_of(ctx: &Ctx<'_>, text: &str, records: &[&Record]) -> Vec<usize> {
+    let mut out = towns_named(text, ctx.towns);
+    for r in records {
+        out.extend(record_towns(r, ctx.towns));
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// An event's phrasing rendered inside a construction's form: `{event}` is the phrasing without

@@ -126,6 +126,11 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
         vocab_names: raw.vocab.keys().cloned().collect(),
         contexts,
         constructions,
+        towns: raw
+            .towns
+            .iter()
+            .map(|(town, names)| std::iter::once(town).chain(names).cloned().collect())
+            .collect(),
     })
 }
 
