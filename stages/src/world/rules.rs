@@ -394,105 +394,32 @@ pub fn one_off_key(core: &str, text: &str, labels: &[String]) -> Option<String> 
 
 /// Verbs whose infinitive after "to" says why she did something ("to save money", "to visit
 /// Aisha in Seattle", "to celebrate …"), as opposed to where something went ("moved to a window").
-pub const PURPOSE_VERBS: &[&str] = &[
-    "visit",
-    "see",
-    "celebrate",
-    "try",
-    "save",
-    "avoid",
-    "meet",
-    "catch",
-    "pick",
-    "drop",
-    "protect",
-    "keep",
-    "make",
-    "plan",
-    "check",
-    "compare",
-    "cut",
-    "focus",
-    "loosen",
-    "shake",
-    "skip",
-    "replace",
-    "organise",
-    "organize",
-    "thank",
-    "cheer",
-    "welcome",
-    "surprise",
-    "treat",
-    "share",
-    "help",
-    "cover",
-    "stock",
-    "restock",
-    "prep",
-    "prepare",
-    "host",
-    "mark",
-    "impress",
-    "warm",
-    "settle",
-    "fix",
-    "return",
-];
+pub const PURPOSE_VERBS: &str =
+    "visit see celebrate try save avoid meet catch pick drop protect keep make plan check \
+     compare cut focus loosen shake skip replace organise organize thank cheer welcome \
+     surprise treat share help cover stock restock prep prepare host mark impress warm \
+     settle fix return";
 
 /// Nouns of an occasion or a meal that "for" makes a purpose when they follow within four words
 /// ("for a work trip", "for Dev's conference talk", "for Sunday brunch").
-pub const PURPOSE_NOUNS: &[&str] = &[
-    "brunch",
-    "lunch",
-    "dinner",
-    "breakfast",
-    "drinks",
-    "trip",
-    "trips",
-    "weekend",
-    "getaway",
-    "vacation",
-    "visit",
-    "conference",
-    "talk",
-    "party",
-    "potluck",
-    "celebration",
-    "birthday",
-    "anniversary",
-    "workshop",
-    "holiday",
-    "holidays",
-    "wedding",
-    "reunion",
-    "catch-up",
-    "farewell",
-    "send-off",
-    "offsite",
-    "picnic",
-    "hike",
-    "hikes",
-    "event",
-];
+pub const PURPOSE_NOUNS: &str =
+    "brunch lunch dinner breakfast drinks trip trips weekend getaway vacation visit \
+     conference talk party potluck celebration birthday anniversary workshop holiday \
+     holidays wedding reunion catch-up farewell send-off offsite picnic hike hikes event";
 
 /// Two-word occasions that "for" makes a purpose ("for a night out").
 const PURPOSE_PAIRS: &[&str] = &["night out", "date night", "movie night", "game night"];
 
 /// Words after which an infinitive is what was asked or set, not why ("asked Priya to check on
 /// the cat", "a reminder to take loratadine").
-const REPORTED: &[&str] = &[
-    "asked", "reminder", "remind", "reminded", "told", "alarm", "note", "options",
-];
+const REPORTED: &str = "asked reminder remind reminded told alarm note options";
 
 /// Words that make "for …" someone or something the act serves ("for the cat", "for a refund",
 /// "for Dev's …"), unless a duration follows ([`DURATIONS`]: "for a few minutes").
-const FOR_DETERMINERS: &[&str] = &["a", "an", "the", "her", "his", "their", "my", "our"];
+const FOR_DETERMINERS: &str = "a an the her his their my our";
 
 /// Words after "for a/the" that make it a duration, not a purpose.
-const DURATIONS: &[&str] = &[
-    "few", "while", "bit", "moment", "minute", "minutes", "hour", "hours", "second", "couple",
-];
+const DURATIONS: &str = "few while bit moment minute minutes hour hours second couple";
 
 /// How many times `text` says why she did it: an infinitive of purpose ([`PURPOSE_VERBS`]),
 /// "for" an occasion ([`PURPOSE_NOUNS`], "for visiting …") or someone or something the act
@@ -509,17 +436,17 @@ pub fn purposes(text: &str) -> usize {
     while i < words.len() {
         let reported = words[i.saturating_sub(3)..i]
             .iter()
-            .any(|p| REPORTED.contains(&p.as_str()));
+            .any(|p| has(REPORTED, p));
         let hit = match at(i) {
-            "to" => PURPOSE_VERBS.contains(&at(i + 1)) && !reported,
+            "to" => has(PURPOSE_VERBS, at(i + 1)) && !reported,
             "for" => {
                 let span: Vec<&str> = (i + 1..i + 6).map(at).take_while(|w| is_word(w)).collect();
                 let served = span.len() >= 2
-                    && (FOR_DETERMINERS.contains(&span[0]) || span[0].ends_with("'s"))
-                    && !DURATIONS.contains(&span[1]);
+                    && (has(FOR_DETERMINERS, span[0]) || span[0].ends_with("'s"))
+                    && !has(DURATIONS, span[1]);
                 served
                     || span.first() == Some(&"visiting")
-                    || span.iter().take(4).any(|w| PURPOSE_NOUNS.contains(w))
+                    || span.iter().take(4).any(|w| has(PURPOSE_NOUNS, w))
                     || span
                         .windows(2)
                         .take(4)
@@ -537,6 +464,11 @@ pub fn purposes(text: &str) -> usize {
         }
     }
     n
+}
+
+/// Whether `word` is one of the space-separated `words`.
+fn has(words: &str, word: &str) -> bool {
+    words.split_whitespace().any(|w| w == word)
 }
 
 /// Lower-cased words (letters, digits, apostrophes, hyphens) and single punctuation marks.
