@@ -1,5 +1,5 @@
 //! The consistency rules a history must keep with the profile and the app data, in one home:
-//! history synthesis draws within them (`history.rs`) and the world audit checks them
+//! history synthesis draws within them (`history/`) and the world audit checks them
 //! (`audit.rs`), so the two can never disagree about what a contradiction is.
 
 use super::app::{Catalog, Effect, Record};
