@@ -348,6 +348,8 @@ fn the_audit_table_measures_the_history_it_is_built_with() {
         "completed_before_date",
         "purchase_absent",
         "repeated_purchase",
+        "place_conflict",
+        "purpose_twice",
     ]
     .iter()
     .map(|r| audit_value(&a, "contradictions", r))

@@ -26,8 +26,9 @@ use super::model::{CriterionKind, Slot, Source, TaskBundle};
 use super::predicate::{Change, Predicate, Test, ValueRef};
 use super::rejection::{reject, Check, Rejection};
 use super::world_index::WorldIndex;
+use crate::world::app::Catalog;
 use crate::world::clock::{Date, MONTHS, WEEKDAYS};
-use crate::world::phone::Phone;
+use crate::world::phone::{Phone, StateView};
 use crate::world::types::{display, FieldKind};
 
 /// A slot's source in one task of the reviewed set (the `slots` table), for
@@ -554,53 +555,13 @@ pub fn derivable(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Ve
             .flat_map(|k| words(k))
             .filter(|w| w.len() >= 3)
             .collect();
-        let number = s.value.is_number();
-        let hit = cat.apps.iter().find_map(|app| {
-            app.tables.iter().find_map(|t| {
-                let records = state.records_json(&app.id, &t.name)?;
-                records.into_iter().find_map(|r| {
-                    let obj = r.as_object()?;
-                    let texts: Vec<String> = obj
-                        .values()
-                        .filter_map(Value::as_str)
-                        .map(str::to_string)
-                        .collect();
-                    let about = texts
-                        .iter()
-                        .any(|x| subject.iter().any(|n| phrase_in(x, n)));
-                    // A day the record is *for* (a booking's date), not when it was edited.
-                    let dated_past = t.fields.iter().any(|f| {
-                        matches!(f.kind, FieldKind::Date)
-                            && obj
-                                .get(&f.name)
-                                .and_then(Value::as_str)
-                                .and_then(|d| Date::parse(d.get(..10).unwrap_or(d)))
-                                .is_some_and(|d| d < today)
-                    });
-                    let title = t.title.map(|i| t.fields[i].name.as_str());
-                    let holds = obj.iter().any(|(k, v)| {
-                        if k == "id" || Some(k.as_str()) == title {
-                            return false;
-                        }
-                        if number {
-                            return (Some(k) == arg.as_ref() && display(v) == value)
-                                || v.as_str().is_some_and(|x| {
-                                    nouns.iter().any(|n| phrase_in(x, &format!("{value} {n}")))
-                                });
-                        }
-                        display(v) == value || v.as_str().is_some_and(|x| phrase_in(x, &value))
-                    });
-                    (about && !dated_past && holds).then(|| {
-                        format!(
-                            "{}.{} {}",
-                            app.id,
-                            t.name,
-                            obj.get("id").map(display).unwrap_or_default()
-                        )
-                    })
-                })
-            })
-        });
+        let want = Wanted {
+            value: &value,
+            number: s.value.is_number(),
+            arg: arg.as_deref(),
+            nouns: &nouns,
+        };
+        let hit = held_in_app_data(cat, &state, &subject, today, &want);
         if let Some(place) = hit {
             out.push(reject(
                 Check::Derivable,
@@ -613,6 +574,75 @@ pub fn derivable(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) -> Ve
         }
     }
     out
+}
+
+/// What an ask-only value looks like in app data: the value, whether it is a bare number
+/// (which counts only in the argument's own field or next to what it counts), and the nouns it
+/// counts.
+struct Wanted<'a> {
+    value: &'a str,
+    number: bool,
+    arg: Option<&'a str>,
+    nouns: &'a [String],
+}
+
+/// The first record (as `app.table id`) of the app data that is about the task's subject, not
+/// dated in the past, and holds the wanted value.
+fn held_in_app_data(
+    cat: &Catalog,
+    state: &StateView<'_>,
+    subject: &[String],
+    today: Date,
+    want: &Wanted<'_>,
+) -> Option<String> {
+    cat.apps.iter().find_map(|app| {
+        app.tables.iter().find_map(|t| {
+            let records = state.records_json(&app.id, &t.name)?;
+            records.into_iter().find_map(|r| {
+                let obj = r.as_object()?;
+                let texts: Vec<String> = obj
+                    .values()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect();
+                let about = texts
+                    .iter()
+                    .any(|x| subject.iter().any(|n| phrase_in(x, n)));
+                // A day the record is *for* (a booking's date), not when it was edited.
+                let dated_past = t.fields.iter().any(|f| {
+                    matches!(f.kind, FieldKind::Date)
+                        && obj
+                            .get(&f.name)
+                            .and_then(Value::as_str)
+                            .and_then(|d| Date::parse(d.get(..10).unwrap_or(d)))
+                            .is_some_and(|d| d < today)
+                });
+                let title = t.title.map(|i| t.fields[i].name.as_str());
+                let holds = obj.iter().any(|(k, v)| {
+                    if k == "id" || Some(k.as_str()) == title {
+                        return false;
+                    }
+                    if want.number {
+                        return (Some(k.as_str()) == want.arg && display(v) == want.value)
+                            || v.as_str().is_some_and(|x| {
+                                want.nouns
+                                    .iter()
+                                    .any(|n| phrase_in(x, &format!("{} {n}", want.value)))
+                            });
+                    }
+                    display(v) == want.value || v.as_str().is_some_and(|x| phrase_in(x, want.value))
+                });
+                (about && !dated_past && holds).then(|| {
+                    format!(
+                        "{}.{} {}",
+                        app.id,
+                        t.name,
+                        obj.get("id").map(display).unwrap_or_default()
+                    )
+                })
+            })
+        })
+    })
 }
 
 /// The user's identities: her name, first name and the values of profile entries about her
@@ -988,44 +1018,16 @@ pub fn visible_choice(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) 
         }
         let value = display(&s.value);
         // Her latest record of the table the operation writes.
-        if let Some((table, f)) = inserted_field(cat, tool, arg) {
-            let t = cat.table(table);
-            let name = &t.fields[f].name;
-            let records = state
-                .records_json(&cat.apps[table.app as usize].id, &t.name)
-                .unwrap_or_default();
-            let day = |r: &Value| {
-                crate::world::rules::record_date(
-                    cat,
-                    table,
-                    &crate::world::app::Record {
-                        id: String::new(),
-                        values: t
-                            .fields
-                            .iter()
-                            .map(|fd| r.get(&fd.name).cloned().unwrap_or(Value::Null))
-                            .collect(),
-                    },
-                )
-            };
-            let latest = records
-                .iter()
-                .enumerate()
-                .max_by_key(|(i, r)| (day(r), *i))
-                .map(|(_, r)| r);
-            if let Some(r) = latest.filter(|r| r.get(name).is_some_and(|v| display(v) == value)) {
-                out.push(reject(
-                    Check::VisibleChoice,
-                    Some(&s.slot_id),
-                    format!(
-                        "ask-only slot `{}` = {value} is the {name} of her latest {} record ({}): an agent copying it is scored right without asking",
-                        s.slot_id,
-                        cat.table_name(table),
-                        r.get("id").map(display).unwrap_or_default()
-                    ),
-                ));
-                continue;
-            }
+        if let Some((table, name, id)) = latest_with(cat, &state, tool, arg, &value) {
+            out.push(reject(
+                Check::VisibleChoice,
+                Some(&s.slot_id),
+                format!(
+                    "ask-only slot `{}` = {value} is the {name} of her latest {table} record ({id}): an agent copying it is scored right without asking",
+                    s.slot_id
+                ),
+            ));
+            continue;
         }
         // The value's words (an option as words, a record by its title) in her history.
         let spoken = match kind {
@@ -1064,6 +1066,52 @@ pub fn visible_choice(ix: &WorldIndex<'_>, b: &TaskBundle, initial: &Phone<'_>) 
         }
     }
     out
+}
+
+/// The table, field and record id of her latest record of the table `tool` writes `arg` into,
+/// when that record's field holds `value` (dated records by date, else the last one).
+fn latest_with(
+    cat: &Catalog,
+    state: &StateView<'_>,
+    tool: &str,
+    arg: &str,
+    value: &str,
+) -> Option<(String, String, String)> {
+    let (table, f) = inserted_field(cat, tool, arg)?;
+    let t = cat.table(table);
+    let name = &t.fields[f].name;
+    let records = state
+        .records_json(&cat.apps[table.app as usize].id, &t.name)
+        .unwrap_or_default();
+    let day = |r: &Value| {
+        crate::world::rules::record_date(
+            cat,
+            table,
+            &crate::world::app::Record {
+                id: String::new(),
+                values: t
+                    .fields
+                    .iter()
+                    .map(|fd| r.get(&fd.name).cloned().unwrap_or(Value::Null))
+                    .collect(),
+            },
+        )
+    };
+    let latest = records
+        .iter()
+        .enumerate()
+        .max_by_key(|(i, r)| (day(r), *i))
+        .map(|(_, r)| r)?;
+    latest
+        .get(name)
+        .is_some_and(|v| display(v) == value)
+        .then(|| {
+            (
+                cat.table_name(table),
+                name.clone(),
+                latest.get("id").map(display).unwrap_or_default(),
+            )
+        })
 }
 
 /// Ask-only dates a careful agent reads off what she owns or what her history names: a booking,

@@ -40,12 +40,6 @@ pub fn compute(
 ) -> Result<Vec<Stat>, TaskError> {
     let n = tasks.height();
     let per = |x: usize| if n == 0 { 0.0 } else { x as f64 / n as f64 };
-    let stat = |section, key: &str, value, paper| Stat {
-        section,
-        key: key.to_string(),
-        value,
-        paper,
-    };
     let (action, inferable, ask_only) = criterion_counts(slots, criteria)?;
     let apps = apps_per_task(tasks)?;
     let covered: BTreeSet<&String> = apps.iter().flatten().collect();
@@ -86,6 +80,23 @@ pub fn compute(
             None,
         ),
     ];
+    out.extend(perturbation_stats(tasks, n)?);
+    for (k, c) in counts(strs(tasks, "tasks", "task_type")?) {
+        out.push(stat("task_type", &k, c as f64, None));
+    }
+    let mut per_app: BTreeMap<&String, usize> = BTreeMap::new();
+    for a in apps.iter().flatten() {
+        *per_app.entry(a).or_default() += 1;
+    }
+    for (app, c) in per_app {
+        out.push(stat("tasks_per_app", app, c as f64, None));
+    }
+    Ok(out)
+}
+
+/// Tasks per perturbation, and the templates behind each.
+fn perturbation_stats(tasks: &DataFrame, n: usize) -> Result<Vec<Stat>, TaskError> {
+    let mut out = Vec::new();
     let perturbation = counts(strs(tasks, "tasks", "perturbation")?);
     for p in Perturbation::ALL {
         let c = perturbation.get(p.as_str()).copied().unwrap_or(0);
@@ -107,17 +118,17 @@ pub fn compute(
             None,
         ));
     }
-    for (k, c) in counts(strs(tasks, "tasks", "task_type")?) {
-        out.push(stat("task_type", &k, c as f64, None));
-    }
-    let mut per_app: BTreeMap<&String, usize> = BTreeMap::new();
-    for a in apps.iter().flatten() {
-        *per_app.entry(a).or_default() += 1;
-    }
-    for (app, c) in per_app {
-        out.push(stat("tasks_per_app", app, c as f64, None));
-    }
     Ok(out)
+}
+
+/// One stat row.
+fn stat(section: &'static str, key: &str, value: f64, paper: Option<f64>) -> Stat {
+    Stat {
+        section,
+        key: key.to_string(),
+        value,
+        paper,
+    }
 }
 
 /// Action criteria, and personalization criteria by their slot's source.

@@ -11,18 +11,19 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::app::{Catalog, Record};
-use super::clock::{Date, WEEKDAYS};
+use super::clock::Date;
 use super::history::{HistoryEvent, Label};
 use super::persona::text::mentions_lowered;
-use super::persona::{Persona, Source};
+use super::persona::{Persona, ProfileEntry, Source};
 use super::rules::{
     act_on, act_window, attributes, choice_tables, is_avoid, occasion, one_off_key, owned,
-    purchasable, record_date, Act,
+    purchasable, purposes, record_date, record_towns, towns_named, Act,
 };
 use super::types::{value_matches, FieldKind, TableId};
 use super::World;
 use crate::text::tokens;
 
+pub use super::core_text::{core_text, decorations, DECORATION_LISTS};
 pub use super::rules::{LISTING_DAYS, ONE_OFF_MARKERS};
 
 /// Which rule found a contradiction.
@@ -38,18 +39,24 @@ pub enum Rule {
     /// The same app records a one-off occasion, or a one-off act (rating one place, starting a
     /// list), more than once.
     OneOffRepeated,
-    /// An event says she flew or saw a dated record before its date (or bought it on or after
-    /// its date).
+    /// An event says she flew or saw a dated record on another day than its own (before it, or
+    /// more than [`super::rules::COMPLETED_DAYS`] after), or bought it on or after its date.
     CompletedBeforeDate,
     /// An event says she bought or booked a dated record the app data holds no order of.
     PurchaseAbsent,
     /// More than one event says she bought or booked the same dated record.
     RepeatedPurchase,
+    /// An event names two towns away from home, in its words or through a record it names (a
+    /// flight's destination, a hotel's city): "Landed in PDX … to visit Aisha in Seattle".
+    PlaceConflict,
+    /// An event says why twice ([`super::rules::purposes`]): "Saved a cabin in Tahoe for a
+    /// maybe-someday trip for Dev's conference talk".
+    PurposeTwice,
 }
 
 impl Rule {
     /// Every rule, in table order.
-    pub const ALL: [Rule; 7] = [
+    pub const ALL: [Rule; 9] = [
         Rule::Shift,
         Rule::Avoid,
         Rule::BeforeExists,
@@ -57,6 +64,8 @@ impl Rule {
         Rule::CompletedBeforeDate,
         Rule::PurchaseAbsent,
         Rule::RepeatedPurchase,
+        Rule::PlaceConflict,
+        Rule::PurposeTwice,
     ];
 
     /// The table spelling.
@@ -69,6 +78,8 @@ impl Rule {
             Rule::CompletedBeforeDate => "completed_before_date",
             Rule::PurchaseAbsent => "purchase_absent",
             Rule::RepeatedPurchase => "repeated_purchase",
+            Rule::PlaceConflict => "place_conflict",
+            Rule::PurposeTwice => "purpose_twice",
         }
     }
 }
@@ -297,117 +308,196 @@ fn contradictions(
         .filter(|p| p.source == Source::Inferable)
     {
         for (table, field) in attributes(cat, p) {
-            if let Some(s) = &p.shift {
-                let old = named_records(cat, table, |r| {
-                    r.values
-                        .get(field)
-                        .is_some_and(|v| value_matches(v, &s.from))
-                        && !r
-                            .values
-                            .get(field)
-                            .is_some_and(|v| value_matches(v, &p.value))
-                });
-                for (e, text) in history.iter().zip(&lowered) {
-                    if e.label != Label::Signal || e.time.date < s.changed {
-                        continue;
-                    }
-                    if let Some(n) = old.iter().find(|n| mentions_lowered(text, &n.label)) {
-                        out.push(Contradiction {
-                            rule: Rule::Shift,
-                            event_id: e.event_id.clone(),
-                            detail: format!(
-                                "{} after `{}` changed to {} on {}: \"{}\" names {} ({})",
-                                e.time.date,
-                                p.id,
-                                super::types::display(&p.value),
-                                s.changed,
-                                e.text,
-                                n.record.id,
-                                super::types::display(&s.from)
-                            ),
-                        });
-                    }
-                }
-            }
-            if let Some(s) = &p.shift {
-                let old: Vec<&str> = named_records(cat, table, |r| {
-                    r.values
-                        .get(field)
-                        .is_some_and(|v| value_matches(v, &s.from))
-                        && !r
-                            .values
-                            .get(field)
-                            .is_some_and(|v| value_matches(v, &p.value))
-                })
-                .iter()
-                .map(|n| n.record.id.as_str())
-                .collect();
-                for (name, r, when, target) in referring_records(cat, table) {
-                    if when.is_some_and(|d| d >= s.changed) && old.contains(&target) {
-                        out.push(Contradiction {
-                            rule: Rule::Shift,
-                            event_id: format!("app:{name}/{}", r.id),
-                            detail: format!(
-                                "app data: {name} `{}` on {} refers to {target} ({}) after `{}` changed to {} on {}",
-                                r.id,
-                                when.map(|d| d.to_string()).unwrap_or_default(),
-                                super::types::display(&s.from),
-                                p.id,
-                                super::types::display(&p.value),
-                                s.changed
-                            ),
-                        });
-                    }
-                }
-            }
+            out.extend(shift_findings(cat, p, table, field, history, &lowered));
             if is_avoid(p) {
-                let avoided = named_records(cat, table, |r| {
-                    r.values
-                        .get(field)
-                        .is_some_and(|v| value_matches(v, &p.value))
-                });
-                for (name, r, _, target) in referring_records(cat, table) {
-                    if avoided.iter().any(|n| n.record.id == target) {
-                        out.push(Contradiction {
-                            rule: Rule::Avoid,
-                            event_id: format!("app:{name}/{}", r.id),
-                            detail: format!(
-                                "app data: {name} `{}` refers to {target}, a {} the user avoids (`{}`)",
-                                r.id,
-                                super::types::display(&p.value),
-                                p.id
-                            ),
-                        });
-                    }
-                }
-                for (e, text) in history.iter().zip(&lowered) {
-                    // The avoid-list's own evidence and designed exceptions name it on purpose.
-                    if e.label != Label::Signal
-                        || e.supports.contains(&p.id)
-                        || e.counters.contains(&p.id)
-                    {
-                        continue;
-                    }
-                    if let Some(n) = avoided.iter().find(|n| mentions_lowered(text, &n.label)) {
-                        out.push(Contradiction {
-                            rule: Rule::Avoid,
-                            event_id: e.event_id.clone(),
-                            detail: format!(
-                                "\"{}\" names {}, a {} the user avoids (`{}`)",
-                                e.text,
-                                n.record.id,
-                                super::types::display(&p.value),
-                                p.id
-                            ),
-                        });
-                    }
-                }
+                out.extend(avoid_findings(cat, p, table, field, history, &lowered));
             }
         }
     }
     out.extend(before_exists(cat, history, &lowered));
     out.extend(dated_purchases(cat, history));
     out.extend(one_offs_repeated(cat, history, &lowered, decorations));
+    out.extend(places_and_purposes(cat, &persona.towns, history, &lowered));
+    out
+}
+
+/// A shifted entry's earlier value named after its change date: by her events, or by her choices
+/// in the app data.
+fn shift_findings(
+    cat: &Catalog,
+    p: &ProfileEntry,
+    table: TableId,
+    field: usize,
+    history: &[HistoryEvent],
+    lowered: &[String],
+) -> Vec<Contradiction> {
+    let mut out = Vec::new();
+    if let Some(s) = &p.shift {
+        let old = shifted_from(cat, p, s, table, field);
+        for (e, text) in history.iter().zip(lowered) {
+            if e.label != Label::Signal || e.time.date < s.changed {
+                continue;
+            }
+            if let Some(n) = old.iter().find(|n| mentions_lowered(text, &n.label)) {
+                out.push(Contradiction {
+                    rule: Rule::Shift,
+                    event_id: e.event_id.clone(),
+                    detail: format!(
+                        "{} after `{}` changed to {} on {}: \"{}\" names {} ({})",
+                        e.time.date,
+                        p.id,
+                        super::types::display(&p.value),
+                        s.changed,
+                        e.text,
+                        n.record.id,
+                        super::types::display(&s.from)
+                    ),
+                });
+            }
+        }
+    }
+    if let Some(s) = &p.shift {
+        let old: Vec<&str> = shifted_from(cat, p, s, table, field)
+            .iter()
+            .map(|n| n.record.id.as_str())
+            .collect();
+        for (name, r, when, target) in referring_records(cat, table) {
+            if when.is_some_and(|d| d >= s.changed) && old.contains(&target) {
+                out.push(Contradiction {
+                    rule: Rule::Shift,
+                    event_id: format!("app:{name}/{}", r.id),
+                    detail: format!(
+                        "app data: {name} `{}` on {} refers to {target} ({}) after `{}` changed to {} on {}",
+                        r.id,
+                        when.map(|d| d.to_string()).unwrap_or_default(),
+                        super::types::display(&s.from),
+                        p.id,
+                        super::types::display(&p.value),
+                        s.changed
+                    ),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The records of `table` whose `field` holds a shift's earlier value and not the current one.
+fn shifted_from<'c>(
+    cat: &'c Catalog,
+    p: &ProfileEntry,
+    s: &super::persona::Shift,
+    table: TableId,
+    field: usize,
+) -> Vec<Named<'c>> {
+    named_records(cat, table, |r| {
+        r.values
+            .get(field)
+            .is_some_and(|v| value_matches(v, &s.from))
+            && !r
+                .values
+                .get(field)
+                .is_some_and(|v| value_matches(v, &p.value))
+    })
+}
+
+/// A value she avoids named by a choice: in the app data, or by her events other than the
+/// avoid-list's own evidence and designed exceptions.
+fn avoid_findings(
+    cat: &Catalog,
+    p: &ProfileEntry,
+    table: TableId,
+    field: usize,
+    history: &[HistoryEvent],
+    lowered: &[String],
+) -> Vec<Contradiction> {
+    let mut out = Vec::new();
+    let avoided = named_records(cat, table, |r| {
+        r.values
+            .get(field)
+            .is_some_and(|v| value_matches(v, &p.value))
+    });
+    for (name, r, _, target) in referring_records(cat, table) {
+        if avoided.iter().any(|n| n.record.id == target) {
+            out.push(Contradiction {
+                rule: Rule::Avoid,
+                event_id: format!("app:{name}/{}", r.id),
+                detail: format!(
+                    "app data: {name} `{}` refers to {target}, a {} the user avoids (`{}`)",
+                    r.id,
+                    super::types::display(&p.value),
+                    p.id
+                ),
+            });
+        }
+    }
+    for (e, text) in history.iter().zip(lowered) {
+        // The avoid-list's own evidence and designed exceptions name it on purpose.
+        if e.label != Label::Signal || e.supports.contains(&p.id) || e.counters.contains(&p.id) {
+            continue;
+        }
+        if let Some(n) = avoided.iter().find(|n| mentions_lowered(text, &n.label)) {
+            out.push(Contradiction {
+                rule: Rule::Avoid,
+                event_id: e.event_id.clone(),
+                detail: format!(
+                    "\"{}\" names {}, a {} the user avoids (`{}`)",
+                    e.text,
+                    n.record.id,
+                    super::types::display(&p.value),
+                    p.id
+                ),
+            });
+        }
+    }
+    out
+}
+
+/// Events that say two things an appended circumstance may not: two towns (in words, or through
+/// a record they name that is in or goes to a town) and two purposes.
+fn places_and_purposes(
+    cat: &Catalog,
+    towns: &[Vec<String>],
+    history: &[HistoryEvent],
+    lowered: &[String],
+) -> Vec<Contradiction> {
+    let placed: Vec<(String, Vec<usize>)> = cat
+        .apps
+        .iter()
+        .flat_map(|a| &a.tables)
+        .flat_map(|t| {
+            t.records
+                .iter()
+                .map(move |r| (t.label(r).to_lowercase(), r))
+        })
+        .filter(|(l, _)| l.chars().filter(|c| c.is_alphanumeric()).count() >= 4)
+        .map(|(l, r)| (l, record_towns(r, towns)))
+        .filter(|(_, t)| !t.is_empty())
+        .collect();
+    let mut out = Vec::new();
+    for (e, text) in history.iter().zip(lowered) {
+        let mut here = towns_named(&e.text, towns);
+        for (_, t) in placed.iter().filter(|(l, _)| mentions_lowered(text, l)) {
+            here.extend(t);
+        }
+        here.sort_unstable();
+        here.dedup();
+        if here.len() > 1 {
+            let names: Vec<&str> = here.iter().map(|&i| towns[i][0].as_str()).collect();
+            out.push(Contradiction {
+                rule: Rule::PlaceConflict,
+                event_id: e.event_id.clone(),
+                detail: format!("\"{}\" is about {}", e.text, names.join(" and ")),
+            });
+        }
+        if purposes(&e.text) > 1 {
+            out.push(Contradiction {
+                rule: Rule::PurposeTwice,
+                event_id: e.event_id.clone(),
+                detail: format!("\"{}\" says why twice", e.text),
+            });
+        }
+    }
     out
 }
 
@@ -509,8 +599,8 @@ fn one_offs_repeated(
 
 /// What events say she did with dated records one buys (flights, shows), against their dates
 /// and her orders in the app data ([`act_on`]): a completion before the record's date or a
-/// purchase on or after it, a purchase the app holds no order of, and the same record bought
-/// twice.
+/// purchase on or after it, a completion days after it, a purchase the app holds no order of,
+/// and the same record bought twice.
 fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction> {
     let mut dated: Vec<(Named<'_>, Date, TableId)> = Vec::new();
     for id in purchasable(cat) {
@@ -536,7 +626,7 @@ fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction
                 detail: format!("{}: \"{}\" {what}", e.time.date, e.text),
             };
             let early = act == Act::Completed && e.time.date < lo;
-            let late = act == Act::Purchase && e.time.date > hi;
+            let late = matches!(act, Act::Purchase | Act::Completed) && e.time.date > hi;
             if early || late {
                 out.push(say(
                     Rule::CompletedBeforeDate,
@@ -744,138 +834,6 @@ fn rule_separability(history: &[HistoryEvent], seed: u64) -> Option<RuleSeparabi
             1.0 - train_ba
         },
     })
-}
-
-/// Vocabulary lists whose phrases decorate an event without changing what happened (when it
-/// happened, who came along, asides): [`core_text`] strips them.
-pub const DECORATION_LISTS: [&str; 3] = ["when", "with", "aside"];
-
-/// Words that retell an event rather than change it ("this time", "again").
-const RETELLING: [&str; 6] = [
-    "this time too",
-    "this time",
-    "once again",
-    "for once",
-    "again",
-    "too",
-];
-
-const DAYPARTS: [&str; 4] = ["morning", "afternoon", "evening", "night"];
-
-/// What varies between tellings of one event, lower-cased and longest first: every phrase of
-/// the persona's [`DECORATION_LISTS`], rendered for each weekday and part of the day.
-pub fn decorations(cat: &Catalog, persona: &Persona) -> Vec<String> {
-    use super::clock::{DateTime, Time};
-    use super::persona::{render, Fill};
-    let mut out: Vec<String> = Vec::new();
-    let lists: Vec<usize> = persona
-        .vocab_names
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| DECORATION_LISTS.contains(&n.as_str()))
-        .map(|(i, _)| i)
-        .collect();
-    let monday = Date::parse("2025-03-03").unwrap_or(persona.start);
-    for day in 0..7 {
-        for hour in [9u32, 14, 19, 23] {
-            let when = DateTime {
-                date: monday.add_days(day),
-                time: Time::from_seconds(hour * 3600),
-            };
-            for &l in &lists {
-                for phrase in &persona.vocab[l] {
-                    let fill = Fill {
-                        chosen: &[],
-                        value: &serde_json::Value::Null,
-                        mention: "",
-                        when,
-                        vocab: &persona.vocab,
-                        picks: &[],
-                        event: "",
-                        tail: "",
-                    };
-                    let text = render(cat, phrase, &[], &fill).to_lowercase();
-                    let text = text.trim_matches(|c: char| c == ',' || c.is_whitespace());
-                    if text.chars().any(char::is_alphanumeric) && !out.iter().any(|o| o == text) {
-                        out.push(text.to_string());
-                    }
-                }
-            }
-        }
-    }
-    out.sort_by_key(|p| std::cmp::Reverse(p.len()));
-    out
-}
-
-/// An event's core: what happened, without the phrases that vary between tellings — the
-/// persona's decorations (`decorations`), companions (" with Priya", " with Aisha and Marco"),
-/// weekdays and parts of the day, "this time", "again" — lower-cased, words only. Two events
-/// with one core tell the same thing.
-pub fn core_text(text: &str, decorations: &[String]) -> String {
-    // Companions: " with " followed by capitalised names joined by "and".
-    let mut kept = String::with_capacity(text.len());
-    let words: Vec<&str> = text.split(' ').collect();
-    let mut i = 0;
-    while i < words.len() {
-        let capital = |w: &str| w.chars().next().is_some_and(char::is_uppercase);
-        if words[i] == "with" && words.get(i + 1).is_some_and(|w| capital(w)) {
-            i += 2;
-            while words.get(i) == Some(&"and") && words.get(i + 1).is_some_and(|w| capital(w)) {
-                i += 2;
-            }
-            continue;
-        }
-        if !kept.is_empty() {
-            kept.push(' ');
-        }
-        kept.push_str(words[i]);
-        i += 1;
-    }
-    let mut lower = format!(" {} ", kept.to_lowercase());
-    for d in decorations {
-        lower = remove_whole(&lower, d);
-    }
-    for r in RETELLING {
-        lower = remove_whole(&lower, r);
-    }
-    let cleaned: String = lower
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || c == '%' || c == '$' {
-                c
-            } else {
-                ' '
-            }
-        })
-        .collect();
-    cleaned
-        .split_whitespace()
-        .filter(|w| !WEEKDAYS.contains(w) && !DAYPARTS.contains(w))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// `text` without the whole-word occurrences of `phrase`.
-fn remove_whole(text: &str, phrase: &str) -> String {
-    if phrase.is_empty() || !text.contains(phrase) {
-        return text.to_string();
-    }
-    let edge = |c: Option<char>| c.is_none_or(|c| !c.is_alphanumeric());
-    let mut out = String::with_capacity(text.len());
-    let mut from = 0;
-    for (i, m) in text.match_indices(phrase) {
-        if i < from {
-            continue;
-        }
-        let whole = edge(text[..i].chars().next_back()) && edge(text[i + m.len()..].chars().next());
-        if whole {
-            out.push_str(&text[from..i]);
-            out.push(' ');
-            from = i + m.len();
-        }
-    }
-    out.push_str(&text[from..]);
-    out
 }
 
 /// Distinct core texts, and the share of signal events whose core occurs at least five times.
@@ -1088,13 +1046,50 @@ pub struct AuditRow {
 
 /// The audit as rows of (section, key, value, detail), the `audit` table's layout.
 pub fn rows(a: &WorldAudit) -> Vec<AuditRow> {
-    let row = |section, key: &str, value: f64, detail: String| AuditRow {
-        section,
-        key: key.to_string(),
-        value,
-        detail,
-    };
-    let mut out = vec![
+    let mut out = total_rows(a);
+    out.extend(separability_rows(a));
+    let mut by_rule: BTreeMap<Rule, usize> = Rule::ALL.iter().map(|r| (*r, 0)).collect();
+    for c in &a.contradictions {
+        *by_rule.entry(c.rule).or_default() += 1;
+    }
+    out.push(row(
+        "contradictions",
+        "total",
+        a.contradictions.len() as f64,
+        "target 0".into(),
+    ));
+    for (r, n) in by_rule {
+        out.push(row("contradictions", r.as_str(), n as f64, String::new()));
+    }
+    for e in &a.entries {
+        out.push(row(
+            "entry_events",
+            &e.entry,
+            e.supporting as f64,
+            String::new(),
+        ));
+        out.push(row(
+            "entry_counter",
+            &e.entry,
+            e.counter as f64,
+            String::new(),
+        ));
+        out.push(row("entry_agreement", &e.entry, e.agreement, String::new()));
+    }
+    for c in &a.contradictions {
+        out.push(row(
+            "contradiction",
+            c.rule.as_str(),
+            1.0,
+            format!("{}: {}", c.event_id, c.detail),
+        ));
+    }
+    out
+}
+
+/// The `total` rows: how many events, how varied their texts and cores.
+fn total_rows(a: &WorldAudit) -> Vec<AuditRow> {
+    vec![
         row("total", "events", a.events as f64, String::new()),
         row(
             "total",
@@ -1132,7 +1127,12 @@ pub fn rows(a: &WorldAudit) -> Vec<AuditRow> {
             a.stamped_core_share,
             "signal events whose core text occurs ≥ 5 times".into(),
         ),
-    ];
+    ]
+}
+
+/// The `separability` and `separability_gram` rows: how well words tell signal from noise.
+fn separability_rows(a: &WorldAudit) -> Vec<AuditRow> {
+    let mut out = Vec::new();
     match &a.separability {
         Some(s) => out.extend([
             row(
@@ -1201,43 +1201,17 @@ pub fn rows(a: &WorldAudit) -> Vec<AuditRow> {
             ),
         ));
     }
-    let mut by_rule: BTreeMap<Rule, usize> = Rule::ALL.iter().map(|r| (*r, 0)).collect();
-    for c in &a.contradictions {
-        *by_rule.entry(c.rule).or_default() += 1;
-    }
-    out.push(row(
-        "contradictions",
-        "total",
-        a.contradictions.len() as f64,
-        "target 0".into(),
-    ));
-    for (r, n) in by_rule {
-        out.push(row("contradictions", r.as_str(), n as f64, String::new()));
-    }
-    for e in &a.entries {
-        out.push(row(
-            "entry_events",
-            &e.entry,
-            e.supporting as f64,
-            String::new(),
-        ));
-        out.push(row(
-            "entry_counter",
-            &e.entry,
-            e.counter as f64,
-            String::new(),
-        ));
-        out.push(row("entry_agreement", &e.entry, e.agreement, String::new()));
-    }
-    for c in &a.contradictions {
-        out.push(row(
-            "contradiction",
-            c.rule.as_str(),
-            1.0,
-            format!("{}: {}", c.event_id, c.detail),
-        ));
-    }
     out
+}
+
+/// One audit row.
+fn row(section: &'static str, key: &str, value: f64, detail: String) -> AuditRow {
+    AuditRow {
+        section,
+        key: key.to_string(),
+        value,
+        detail,
+    }
 }
 
 #[cfg(test)]

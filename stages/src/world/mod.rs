@@ -5,6 +5,7 @@ pub mod app;
 mod assemble;
 pub mod audit;
 pub mod clock;
+pub mod core_text;
 pub mod error;
 pub mod from_tables;
 mod hash;

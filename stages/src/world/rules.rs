@@ -1,5 +1,5 @@
 //! The consistency rules a history must keep with the profile and the app data, in one home:
-//! history synthesis draws within them (`history.rs`) and the world audit checks them
+//! history synthesis draws within them (`history/`) and the world audit checks them
 //! (`audit.rs`), so the two can never disagree about what a contradiction is.
 
 use super::app::{Catalog, Effect, Record};
@@ -158,8 +158,10 @@ pub const NOT_DONE: &[&str] = &[
     "meant to",
 ];
 
-/// A completed act is told within this many days after the record's date.
-pub const COMPLETED_DAYS: i64 = 21;
+/// A completed act (flown, seen) is told on the record's day or at most this many days after (a
+/// red-eye lands the next morning): an event's time is when it happened, so "Flew AS 1205" a
+/// week after AS 1205 departed is a second flight the phone never had.
+pub const COMPLETED_DAYS: i64 = 1;
 
 /// What `text` says the user did with the record whose lower-cased label is `label`: the last
 /// purchase or completion verb in the clause before the label's first mention, if the clause's
@@ -223,10 +225,13 @@ pub fn verb_like(word: &str) -> bool {
 }
 
 /// Phrases that say the act happens late in the day, whatever words surround them.
-const LATE: [&str; 6] = [
+const LATE: [&str; 9] = [
     "after a long day",
+    "after a busy day",
     "at the end of the day",
     "after work",
+    "on the way home from work",
+    "while cooking dinner",
     "after getting home late",
     "after a late dinner",
     "after a late meeting",
@@ -385,4 +390,135 @@ pub fn one_off_key(core: &str, text: &str, labels: &[String]) -> Option<String> 
             words[..end].join(" ")
         }
     })
+}
+
+/// Verbs whose infinitive after "to" says why she did something ("to save money", "to visit
+/// Aisha in Seattle", "to celebrate …"), as opposed to where something went ("moved to a window").
+pub const PURPOSE_VERBS: &str =
+    "visit see celebrate try save avoid meet catch pick drop protect keep make plan check \
+     compare cut focus loosen shake skip replace organise organize thank cheer welcome \
+     surprise treat share help cover stock restock prep prepare host mark impress warm \
+     settle fix return";
+
+/// Nouns of an occasion or a meal that "for" makes a purpose when they follow within four words
+/// ("for a work trip", "for Dev's conference talk", "for Sunday brunch").
+pub const PURPOSE_NOUNS: &str =
+    "brunch lunch dinner breakfast drinks trip trips weekend getaway vacation visit \
+     conference talk party potluck celebration birthday anniversary workshop holiday \
+     holidays wedding reunion catch-up farewell send-off offsite picnic hike hikes event";
+
+/// Two-word occasions that "for" makes a purpose ("for a night out").
+const PURPOSE_PAIRS: &[&str] = &["night out", "date night", "movie night", "game night"];
+
+/// Words after which an infinitive is what was asked or set, not why ("asked Priya to check on
+/// the cat", "a reminder to take loratadine").
+const REPORTED: &str = "asked reminder remind reminded told alarm note options";
+
+/// Words that make "for …" someone or something the act serves ("for the cat", "for a refund",
+/// "for Dev's …"), unless a duration follows ([`DURATIONS`]: "for a few minutes").
+const FOR_DETERMINERS: &str = "a an the her his their my our";
+
+/// Words after "for a/the" that make it a duration, not a purpose.
+const DURATIONS: &str = "few while bit moment minute minutes hour hours second couple";
+
+/// How many times `text` says why she did it: an infinitive of purpose ([`PURPOSE_VERBS`]),
+/// "for" an occasion ([`PURPOSE_NOUNS`], "for visiting …") or someone or something the act
+/// serves ("for the cat", "for a refund", "for Dev's …"), "so that", "a gift for". Two is a
+/// purpose after a purpose ("Saved a cabin in Tahoe for a maybe-someday trip for Dev's
+/// conference talk"): history synthesis refuses it and the audit's `purpose_twice` rule counts
+/// it.
+pub fn purposes(text: &str) -> usize {
+    let words = word_tokens(text);
+    let at = |i: usize| words.get(i).map_or("", String::as_str);
+    let is_word = |w: &str| w.chars().next().is_some_and(char::is_alphanumeric);
+    let mut n = 0;
+    let mut i = 0;
+    while i < words.len() {
+        let reported = words[i.saturating_sub(3)..i]
+            .iter()
+            .any(|p| has(REPORTED, p));
+        let hit = match at(i) {
+            "to" => has(PURPOSE_VERBS, at(i + 1)) && !reported,
+            "for" => {
+                let span: Vec<&str> = (i + 1..i + 6).map(at).take_while(|w| is_word(w)).collect();
+                let served = span.len() >= 2
+                    && (has(FOR_DETERMINERS, span[0]) || span[0].ends_with("'s"))
+                    && !has(DURATIONS, span[1]);
+                served
+                    || span.first() == Some(&"visiting")
+                    || span.iter().take(4).any(|w| has(PURPOSE_NOUNS, w))
+                    || span
+                        .windows(2)
+                        .take(4)
+                        .any(|p| PURPOSE_PAIRS.contains(&format!("{} {}", p[0], p[1]).as_str()))
+            }
+            "so" => at(i + 1) == "that",
+            "gift" => at(i + 1) == "for",
+            _ => false,
+        };
+        if hit {
+            n += 1;
+            i += 2;
+        } else {
+            i += 1;
+        }
+    }
+    n
+}
+
+/// Whether `word` is one of the space-separated `words`.
+fn has(words: &str, word: &str) -> bool {
+    words.split_whitespace().any(|w| w == word)
+}
+
+/// Lower-cased words (letters, digits, apostrophes, hyphens) and single punctuation marks.
+fn word_tokens(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut word = String::new();
+    for c in text.chars() {
+        if c.is_alphanumeric() || c == '\'' || c == '-' {
+            word.extend(c.to_lowercase());
+            continue;
+        }
+        if !word.is_empty() {
+            out.push(std::mem::take(&mut word));
+        }
+        if !c.is_whitespace() {
+            out.push(c.to_string());
+        }
+    }
+    if !word.is_empty() {
+        out.push(word);
+    }
+    out
+}
+
+/// The towns away from home a text names ([`super::persona::Persona`]'s `towns`: each a list of
+/// its names, "Portland", "PDX"), as indices, case-sensitive and whole-word; a town named after
+/// "via" is a stop on the way, not a place the event is about ("via Denver").
+pub fn towns_named(text: &str, towns: &[Vec<String>]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for (i, names) in towns.iter().enumerate() {
+        let named = names
+            .iter()
+            .any(|n| whole_matches(text, n).any(|at| !text[..at].trim_end().ends_with(" via")));
+        if named {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// The towns a record is in or goes to: its text and enum values that are a town's name (a
+/// flight's destination `PDX`, a hotel's city `Portland`).
+pub fn record_towns(r: &Record, towns: &[Vec<String>]) -> Vec<usize> {
+    let mut out = Vec::new();
+    for v in r.values.iter().filter_map(|v| v.as_str()) {
+        if let Some(i) = towns.iter().position(|names| names.iter().any(|n| n == v)) {
+            if !out.contains(&i) {
+                out.push(i);
+            }
+        }
+    }
+    out
 }

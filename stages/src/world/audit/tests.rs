@@ -389,6 +389,23 @@ fn purchases_completions_and_one_offs_are_checked_against_the_phone() {
             Label::Noise,
             &[],
         ),
+        // A flight is flown on its day (or lands the next morning), not a week later.
+        event(
+            "ev_10",
+            "2025-04-19T08:00",
+            "skyway",
+            "Landed in PDX on AS 1205",
+            s,
+            &[],
+        ),
+        event(
+            "ev_11",
+            "2025-05-23T15:00",
+            "skyway",
+            "Flew out of SFO on AS 1346",
+            s,
+            &[],
+        ),
         // One rating per place, however it is worded around.
         event(
             "ev_8",
@@ -415,7 +432,11 @@ fn purchases_completions_and_one_offs_are_checked_against_the_phone() {
             .map(|(_, id)| id.clone())
             .collect()
     };
-    assert_eq!(only(Rule::CompletedBeforeDate), ["ev_3"], "{found:?}");
+    assert_eq!(
+        only(Rule::CompletedBeforeDate),
+        ["ev_3", "ev_11"],
+        "{found:?}"
+    );
     assert_eq!(only(Rule::PurchaseAbsent), ["ev_4"], "{found:?}");
     assert_eq!(only(Rule::RepeatedPurchase), ["ev_5"], "{found:?}");
     assert_eq!(only(Rule::OneOffRepeated), ["ev_9"], "{found:?}");
@@ -551,4 +572,120 @@ fn what_a_text_says_of_the_time_of_day_agrees_with_its_hour() {
     assert!(fits_clock("Played the Sunday Morning playlist", 20));
     assert!(fits_clock("Gave up her Tuesday morning block", 15));
     assert!(fits_clock("Set a reminder before a busy morning", 21));
+}
+
+#[test]
+fn a_circumstance_may_not_name_another_town_or_a_second_purpose() {
+    let s = Label::Signal;
+    let w = world_with(vec![
+        // AS 1205 goes to PDX: a Seattle circumstance contradicts it, in words or through the
+        // flight it names.
+        event(
+            "ev_1",
+            "2025-04-18T09:00",
+            "skyway",
+            "Landed in PDX on Alaska Airlines AS 1205 to visit Aisha in Seattle",
+            s,
+            &[],
+        ),
+        event(
+            "ev_2",
+            "2025-04-18T10:00",
+            "skyway",
+            "Flew AS 1205 in a window seat to visit Aisha in Seattle",
+            s,
+            &[],
+        ),
+        // One town, said twice (code and name), a stop on the way, and a hotel in the town
+        // the flight goes to: coherent.
+        event(
+            "ev_3",
+            "2025-04-18T11:00",
+            "skyway",
+            "Landed in PDX on AS 1205 for a long weekend in Portland",
+            s,
+            &[],
+        ),
+        event(
+            "ev_4",
+            "2025-08-07T09:00",
+            "skyway",
+            "Flew UA 1533 to AUS via Denver",
+            s,
+            &[],
+        ),
+        event(
+            "ev_5",
+            "2025-04-10T20:00",
+            "staywell",
+            "Saved Hotel Juniper ahead of AS 1205",
+            s,
+            &[],
+        ),
+        // A purpose after a purpose.
+        event(
+            "ev_6",
+            "2025-05-10T20:00",
+            "staywell",
+            "Saved a cabin in Tahoe for a maybe-someday trip for Dev's conference talk",
+            Label::Noise,
+            &[],
+        ),
+        event(
+            "ev_7",
+            "2025-05-11T20:00",
+            "zipride",
+            "Switched from Standard to a Shared ride to save money to meet Tom at the office",
+            s,
+            &[],
+        ),
+        // One purpose, and words that only look like one: what was asked, where it went.
+        event(
+            "ev_8",
+            "2025-05-12T20:00",
+            "messages",
+            "Asked Priya to check on the cat for one night to keep things easy",
+            s,
+            &[],
+        ),
+        event(
+            "ev_9",
+            "2025-05-13T20:00",
+            "skyway",
+            "Moved to a window seat on AS 1205 for a family visit",
+            s,
+            &[],
+        ),
+        // Whom or what the act serves is a purpose too; a duration is not.
+        event(
+            "ev_10",
+            "2025-05-14T20:00",
+            "freshcart",
+            "Ordered Tiki Cat Puka Puka Chicken for the cat for a potluck",
+            s,
+            &[],
+        ),
+        event(
+            "ev_11",
+            "2025-05-15T20:00",
+            "podwave",
+            "Paused the episode for a few minutes to check the traffic",
+            s,
+            &[],
+        ),
+    ]);
+    let found = rules(&audit(&w, 7));
+    let only = |rule: Rule| -> Vec<String> {
+        found
+            .iter()
+            .filter(|(r, _)| *r == rule)
+            .map(|(_, id)| id.clone())
+            .collect()
+    };
+    assert_eq!(only(Rule::PlaceConflict), ["ev_1", "ev_2"], "{found:?}");
+    assert_eq!(
+        only(Rule::PurposeTwice),
+        ["ev_6", "ev_7", "ev_10"],
+        "{found:?}"
+    );
 }

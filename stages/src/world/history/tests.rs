@@ -434,3 +434,74 @@ fn no_one_else_pays_or_refills_in_her_wallet_or_health_app() {
         .collect();
     assert!(misplaced.is_empty(), "{misplaced:?}");
 }
+
+#[test]
+fn a_circumstance_names_no_other_town_and_no_second_purpose() {
+    // "Landed in PDX on Alaska Airlines AS 1205 to visit Aisha in Seattle" (a flight to Portland
+    // with a Seattle circumstance); "Saved a cabin in Tahoe for a maybe-someday trip for Dev's
+    // conference talk" (a purpose after a purpose).
+    let w = default_world();
+    let towns = &w.persona.towns;
+    assert!(towns.len() >= 5, "{towns:?}");
+    let placed: Vec<(String, Vec<usize>)> = w
+        .catalog
+        .apps
+        .iter()
+        .flat_map(|a| &a.tables)
+        .flat_map(|t| t.records.iter().map(move |r| (t.label(r), r)))
+        .map(|(l, r)| (l, crate::world::rules::record_towns(r, towns)))
+        .filter(|(l, t)| !t.is_empty() && l.chars().filter(|c| c.is_alphanumeric()).count() >= 4)
+        .collect();
+    let (mut two_towns, mut two_purposes) = (Vec::new(), Vec::new());
+    for e in &w.history {
+        let mut here = crate::world::rules::towns_named(&e.text, towns);
+        for (_, t) in placed.iter().filter(|(l, _)| mentions(&e.text, l)) {
+            here.extend(t);
+        }
+        here.sort_unstable();
+        here.dedup();
+        if here.len() > 1 {
+            two_towns.push(e.text.as_str());
+        }
+        if crate::world::rules::purposes(&e.text) > 1 {
+            two_purposes.push(e.text.as_str());
+        }
+    }
+    assert!(
+        two_towns.is_empty(),
+        "{} texts: {two_towns:?}",
+        two_towns.len()
+    );
+    assert!(
+        two_purposes.is_empty(),
+        "{} texts: {two_purposes:?}",
+        two_purposes.len()
+    );
+}
+
+#[test]
+fn a_flight_is_flown_on_its_day_and_the_words_keep_to_the_clock() {
+    // "Flew out of SFO on AS 1205" a week after AS 1205 departed; "Sam stopped at Rainbow
+    // Grocery on the way home from work on Tuesday morning"; "Liked Priya's post after a busy
+    // day" at 11:41.
+    let w = default_world();
+    let a = crate::world::audit::audit(w, 7);
+    let off_day: Vec<&str> = a
+        .contradictions
+        .iter()
+        .filter(|c| c.rule == crate::world::audit::Rule::CompletedBeforeDate)
+        .map(|c| c.detail.as_str())
+        .collect();
+    assert!(off_day.is_empty(), "{off_day:?}");
+    let late = [
+        "on the way home from work",
+        "after a busy day",
+        "while cooking dinner",
+    ];
+    for e in &w.history {
+        let hour = e.time.time.seconds() / 3600;
+        if late.iter().any(|p| e.text.contains(p)) {
+            assert!(!(5..17).contains(&hour), "{} at {hour}:00", e.text);
+        }
+    }
+}

@@ -65,6 +65,10 @@ pub struct Persona {
     /// Ways to wrap an event as someone else's, mere browsing or a one-off (noise twins), or as
     /// plainly hers (signal), in file order; evidence templates name the ones that fit them.
     pub(crate) constructions: Vec<Construction>,
+    /// Towns away from home, each as its names (the town first, then airport codes and short
+    /// forms): a circumstance may not name a town other than the one its event is about
+    /// (`rules::towns_named`).
+    pub(crate) towns: Vec<Vec<String>>,
 }
 
 /// A surface construction shared by noise and signal, so that no phrase tells the two apart: a

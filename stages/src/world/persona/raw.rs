@@ -38,6 +38,10 @@ pub(crate) struct RawPersona {
     /// list under `twins`.
     #[serde(default)]
     pub constructions: IndexMap<String, Spanned<RawConstruction>>,
+    /// Towns away from home that texts and records name, each with its other names (airport
+    /// codes, short forms): an event names at most one.
+    #[serde(default)]
+    pub towns: IndexMap<String, Vec<String>>,
 }
 
 /// One construction: forms wrapping an event (`{event}`) for noise twins and for her own events.
