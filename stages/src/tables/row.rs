@@ -144,6 +144,28 @@ impl<T: Scalar> Cell for Option<T> {
     }
 }
 
+/// Whether a reader accepts a column of type `actual` for a field declared `declared`: the
+/// declared type itself, or a number that converts to it without loss checked per value (tables
+/// built by hand — JSON lines, CSV, another tool's Parquet — hold integers as `i64` and
+/// fractions as `f64` whatever width the contract names; writers are held to the exact type
+/// when the engine commits).
+pub fn readable_as(declared: Dtype, actual: &DataType) -> bool {
+    let integer = matches!(declared, Dtype::I32 | Dtype::I64 | Dtype::U32 | Dtype::U64);
+    declared.matches(actual)
+        || (integer && actual.is_integer())
+        || (declared == Dtype::F64 && actual.is_primitive_numeric())
+}
+
+/// `col` converted to `declared` when [`readable_as`] allows it: a strict cast, so a value
+/// that does not fit (a negative count, an overflow) is an error, never a silent null.
+fn as_declared(col: &Column, declared: Dtype) -> PolarsResult<Column> {
+    let target = declared.polars();
+    if col.dtype() == &target || !readable_as(declared, col.dtype()) {
+        return Ok(col.clone());
+    }
+    col.strict_cast(&target)
+}
+
 /// Implements [`Scalar`] for `$t`, read through polars' `$chunked` accessor.
 macro_rules! scalar {
     ($t:ty, $dtype:ident, $chunked:ident, $owned:expr) => {
@@ -156,6 +178,7 @@ macro_rules! scalar {
                 Column::new(name.into(), values)
             }
             fn values(col: &Column) -> PolarsResult<Vec<Option<Self>>> {
+                let col = as_declared(col, Dtype::$dtype)?;
                 Ok(col.$chunked()?.iter().map(|v| v.map($owned)).collect())
             }
         }
@@ -256,7 +279,7 @@ pub fn check_field<T: Cell>(
     match df.column(column) {
         Err(_) if producer_only(def, column) => T::absent(0, def.name, column).map(|_| ()),
         Err(_) => Err(missing(def.name, column)),
-        Ok(c) if T::DTYPE.matches(c.dtype()) => Ok(()),
+        Ok(c) if readable_as(T::DTYPE, c.dtype()) => Ok(()),
         Ok(c) => Err(RowError {
             table: def.name,
             column,
@@ -432,7 +455,7 @@ mod tests {
     }
 
     #[test]
-    fn the_reader_refuses_a_missing_column_a_null_and_another_type() {
+    fn the_reader_refuses_a_missing_column_a_null_and_another_type_but_widens_numbers() {
         let df = Written::to_frame(&rows()).unwrap();
         let err = Written::from_frame(&df.drop("steps").unwrap()).unwrap_err();
         assert_eq!(err.to_string(), "table `written`, column `steps`: missing");
@@ -445,6 +468,15 @@ mod tests {
             err.to_string(),
             "table `written`, column `path`: null in row 1, but the column is declared non-null"
         );
+        let mut wide = df.clone();
+        wide.with_column(Column::new("steps".into(), [3i64, 0]))
+            .unwrap();
+        Written::check(&wide).unwrap();
+        assert_eq!(Written::from_frame(&wide).unwrap(), rows());
+        wide.with_column(Column::new("steps".into(), [3i64, -1]))
+            .unwrap();
+        let err = Written::from_frame(&wide).unwrap_err();
+        assert!(err.to_string().contains("column `steps`"), "{err}");
         let mut typed = df;
         typed
             .with_column(Column::new("steps".into(), ["3", "0"]))
