@@ -6,6 +6,8 @@
 
 use polars::prelude::*;
 
+use crate::tables::aggregate::UsageRow as U;
+
 /// The roles, in table order, with the frame each is read from and its column suffix.
 const ROLES: [(&str, Source); 3] = [
     ("agent", Source::Episodes),
@@ -34,22 +36,21 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
         })
         .collect();
     if parts.is_empty() {
-        return df!(
-            "variant" => Vec::<String>::new(),
-            "role" => Vec::<String>::new(),
-            "episodes" => Vec::<u32>::new(),
-            "prompt_tokens" => Vec::<u64>::new(),
-            "completion_tokens" => Vec::<u64>::new(),
-            "cached_prompt_tokens" => Vec::<u64>::new(),
-            "cost" => Vec::<f64>::new(),
-        );
+        return empty();
     }
     concat(parts, UnionArgs::default())?
         .sort(
-            ["variant"],
+            [U::variant],
             SortMultipleOptions::default().with_maintain_order(true),
         )
         .collect()
+}
+
+/// The table with no rows: the columns `usage` computes (`judge` is added by `aggregate`).
+fn empty() -> PolarsResult<DataFrame> {
+    let columns = U::COLUMNS.iter().filter(|c| **c != U::judge);
+    let schema = U::to_frame(&[])?;
+    schema.select(columns.copied())
 }
 
 /// One role's sums per variant from `frame`; None when `frame` lacks the role's columns.
@@ -75,27 +76,27 @@ fn role_sums(frame: &DataFrame, role: &str) -> Option<LazyFrame> {
         frame
             .clone()
             .lazy()
-            .with_column(cached.cast(DataType::UInt64).alias("cached_prompt_tokens"))
-            .group_by_stable([col("variant")])
+            .with_column(cached.cast(DataType::UInt64).alias(U::cached_prompt_tokens))
+            .group_by_stable([col(U::variant)])
             .agg([
-                len().cast(DataType::UInt32).alias("episodes"),
-                sum(&needed[0], DataType::UInt64, "prompt_tokens"),
-                sum(&needed[1], DataType::UInt64, "completion_tokens"),
-                col("cached_prompt_tokens")
+                len().cast(DataType::UInt32).alias(U::episodes),
+                sum(&needed[0], DataType::UInt64, U::prompt_tokens),
+                sum(&needed[1], DataType::UInt64, U::completion_tokens),
+                col(U::cached_prompt_tokens)
                     .sum()
                     .cast(DataType::UInt64)
-                    .alias("cached_prompt_tokens"),
-                sum(&needed[2], DataType::Float64, "cost"),
+                    .alias(U::cached_prompt_tokens),
+                sum(&needed[2], DataType::Float64, U::cost),
             ])
-            .with_column(lit(role).alias("role"))
+            .with_column(lit(role).alias(U::role))
             .select([
-                col("variant"),
-                col("role"),
-                col("episodes"),
-                col("prompt_tokens"),
-                col("completion_tokens"),
-                col("cached_prompt_tokens"),
-                col("cost"),
+                col(U::variant),
+                col(U::role),
+                col(U::episodes),
+                col(U::prompt_tokens),
+                col(U::completion_tokens),
+                col(U::cached_prompt_tokens),
+                col(U::cost),
             ]),
     )
 }

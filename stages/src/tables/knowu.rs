@@ -64,86 +64,67 @@ crate::table! {
     }
 }
 
-/// Templates a persona's profile cannot instantiate.
-pub static SKIPPED: TableDef = TableDef {
-    name: "skipped",
-    doc: "per template × persona that was not generated",
-    columns: &[
-        C::new("template", Str, "the template"),
-        C::new(PERSONA, Str, "the persona"),
-        C::new(SPLIT, Str, "the template's split"),
-        C::new(
-            "missing",
-            Str,
-            "the profile section and the phrases looked for",
-        ),
-    ],
-    open: false,
-};
+crate::table! {
+    /// Templates a persona's profile cannot instantiate.
+    pub struct SkippedRow as SKIPPED ("skipped", "per template × persona that was not generated") {
+        /// the template
+        pub template: String,
+        /// the persona
+        pub persona: String,
+        /// the template's split
+        pub split: String,
+        /// the profile section and the phrases looked for
+        pub missing: String,
+    }
+}
 
-/// What generation produced per persona and split.
-pub static GENERATED: TableDef = TableDef {
-    name: "generated",
-    doc: "per persona × split",
-    columns: &[
-        C::new(PERSONA, Str, "the persona"),
-        C::new(SPLIT, Str, "the split"),
-        C::new("tasks", U32, "tasks generated"),
-        C::new("knowu_classes", U32, "of which KnowU-Bench classes"),
-        C::new("skipped", U32, "templates skipped"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// What generation produced per persona and split.
+    pub struct GeneratedRow as GENERATED ("generated", "per persona × split") {
+        /// the persona
+        pub persona: String,
+        /// the split
+        pub split: String,
+        /// tasks generated
+        pub tasks: u32,
+        /// of which KnowU-Bench classes
+        pub knowu_classes: u32,
+        /// templates skipped
+        pub skipped: u32,
+    }
+}
 
-/// The evaluation reports of an imported results directory.
-pub static REPORTS: TableDef = TableDef {
-    name: "reports",
-    doc: "per `eval_report_*.json` of an imported run, oldest first",
-    columns: &[
-        C::new("label", Str, "the import's label"),
-        C::new("file", Str, "the report's file name"),
-        C::nullable(
-            "total_tasks_assigned",
-            U64,
-            "`summary.total_tasks_assigned`",
-        ),
-        C::nullable(
-            "total_tasks_with_results",
-            U64,
-            "`summary.total_tasks_with_results`",
-        ),
-        C::nullable("successful_tasks", U64, "`summary.successful_tasks`"),
-        C::nullable(
-            "total_tasks_with_no_results",
-            U64,
-            "`summary.total_tasks_with_no_results`",
-        ),
-        C::nullable(
-            "overall_success_rate",
-            F64,
-            "`summary.overall_success_rate`",
-        ),
-        C::nullable(
-            "total_duration_seconds",
-            F64,
-            "`summary.total_duration_seconds`",
-        ),
-        C::nullable("model_name", Str, "`metadata.model_name`"),
-        C::nullable("timestamp", Str, "`metadata.timestamp`"),
-        C::new("tasks_scored", U64, "entries of `tasks_with_results`"),
-        C::new(
-            "score_mismatches",
-            U32,
-            "per-task scores that differ from the task directories'",
-        ),
-        C::new(
-            "latest",
-            Bool,
-            "the report KnowU's split and persona scripts read",
-        ),
-    ],
-    open: false,
-};
+crate::table! {
+    /// The evaluation reports of an imported results directory.
+    pub struct ReportsRow as REPORTS ("reports", "per `eval_report_*.json` of an imported run, oldest first") {
+        /// the import's label
+        pub label: String,
+        /// the report's file name
+        pub file: String,
+        /// `summary.total_tasks_assigned`
+        pub total_tasks_assigned: Option<u64>,
+        /// `summary.total_tasks_with_results`
+        pub total_tasks_with_results: Option<u64>,
+        /// `summary.successful_tasks`
+        pub successful_tasks: Option<u64>,
+        /// `summary.total_tasks_with_no_results`
+        pub total_tasks_with_no_results: Option<u64>,
+        /// `summary.overall_success_rate`
+        pub overall_success_rate: Option<f64>,
+        /// `summary.total_duration_seconds`
+        pub total_duration_seconds: Option<f64>,
+        /// `metadata.model_name`
+        pub model_name: Option<String>,
+        /// `metadata.timestamp`
+        pub timestamp: Option<String>,
+        /// entries of `tasks_with_results`
+        pub tasks_scored: u64,
+        /// per-task scores that differ from the task directories'
+        pub score_mismatches: u32,
+        /// the report KnowU's split and persona scripts read
+        pub latest: bool,
+    }
+}
 
 crate::table! {
     /// One file of an imported results directory that could not be read.
@@ -173,204 +154,175 @@ crate::table! {
     }
 }
 
-/// The per-episode facts every KnowU mean is built from.
-pub static EPISODE_METRICS: TableDef = TableDef {
-    name: "episode_metrics",
-    doc: "per episode (METRICS.md's per-task facts)",
-    columns: &[
-        C::new("episode_id", Str, "the episode"),
-        C::new("task_id", Str, "the task"),
-        C::new(VARIANT, Str, "the run's variant"),
-        C::new(AGENT, Str, "the run's agent"),
-        C::new("epoch", U32, "repeat index"),
-        C::new("class_name", Str, "the task class"),
-        C::nullable(
-            SPLIT,
-            Str,
-            "the split (null for a task class KnowU does not list: warned by name)",
-        ),
-        C::nullable(DIFFICULTY, Str, "`easy` or `hard` (null likewise)"),
-        C::nullable(PERSONA, Str, "the persona (null likewise)"),
-        C::new("status", Str, "the episode's status"),
-        C::new(
-            "has_result",
-            Bool,
-            "the episode has a result (else it counts as no-result)",
-        ),
-        C::nullable("score", F64, "the episode's score (null without a result)"),
-        C::new(
-            "success",
-            Bool,
-            "score at or above KnowU's success threshold",
-        ),
-        C::new("steps", U32, "steps taken"),
-        C::new("queries", U32, "questions asked of the user"),
-        C::nullable(
-            "user_decision",
-            Str,
-            "the user's accept or reject (proactive)",
-        ),
-        C::nullable(
-            "first_reject_step",
-            U32,
-            "step of the user's first rejection",
-        ),
-        C::nullable("last_query_step", U32, "step of the last question"),
-        C::new("any_engagement", Bool, "the agent engaged the user at all"),
-        C::nullable(
-            "last_violation_step",
-            U32,
-            "step of the last action after a rejection",
-        ),
-        C::nullable(
-            "habit_should_act",
-            Bool,
-            "whether the persona's habit says to act (proactive)",
-        ),
-        C::nullable(
-            "profile_found",
-            Bool,
-            "the persona's profile was found (proactive)",
-        ),
-        C::nullable("bucket", Str, "the proactive bucket (`need` / `noneed`, …)"),
-        C::nullable(
-            "policy_success",
-            Bool,
-            "Act / Silent / Stop success (proactive)",
-        ),
-        C::new(
-            "bucket_from_quirk",
-            Bool,
-            "the bucket comes from a known quirk of KnowU's scripts",
-        ),
-        C::new(
-            "in_scope",
-            Bool,
-            "the episode's class is one the stage's `classes` cover",
-        ),
-    ],
-    open: false,
-};
+crate::table! {
+    /// The per-episode facts every KnowU mean is built from.
+    pub struct EpisodeMetricsRow as EPISODE_METRICS ("episode_metrics", "per episode (METRICS.md's per-task facts)") {
+        /// the episode
+        pub episode_id: String,
+        /// the task
+        pub task_id: String,
+        /// the run's variant
+        pub variant: String,
+        /// the run's agent
+        pub agent: String,
+        /// repeat index
+        pub epoch: u32,
+        /// the task class
+        pub class_name: String,
+        /// the split (null for a task class KnowU does not list: warned by name)
+        pub split: Option<String>,
+        /// `easy` or `hard` (null likewise)
+        pub difficulty: Option<String>,
+        /// the persona (null likewise)
+        pub persona: Option<String>,
+        /// the episode's status
+        pub status: String,
+        /// the episode has a result (else it counts as no-result)
+        pub has_result: bool,
+        /// the episode's score (null without a result)
+        pub score: Option<f64>,
+        /// score at or above KnowU's success threshold
+        pub success: bool,
+        /// steps taken
+        pub steps: u32,
+        /// questions asked of the user
+        pub queries: u32,
+        /// the user's accept or reject (proactive)
+        pub user_decision: Option<String>,
+        /// step of the user's first rejection
+        pub first_reject_step: Option<u32>,
+        /// step of the last question
+        pub last_query_step: Option<u32>,
+        /// the agent engaged the user at all
+        pub any_engagement: bool,
+        /// step of the last action after a rejection
+        pub last_violation_step: Option<u32>,
+        /// whether the persona's habit says to act (proactive)
+        pub habit_should_act: Option<bool>,
+        /// the persona's profile was found (proactive)
+        pub profile_found: Option<bool>,
+        /// the proactive bucket (`need` / `noneed`, …)
+        pub bucket: Option<String>,
+        /// Act / Silent / Stop success (proactive)
+        pub policy_success: Option<bool>,
+        /// the bucket comes from a known quirk of KnowU's scripts
+        pub bucket_from_quirk: bool,
+        /// the episode's class is one the stage's `classes` cover
+        pub in_scope: bool,
+    }
+}
 
-/// SR, AvgScore and the other means per split and difficulty.
-pub static SPLITS: TableDef = TableDef {
-    name: "splits",
-    doc: "per run × split × difficulty (`all`, `easy`, `hard`)",
-    columns: &[
-        C::new(VARIANT, Str, "the run's variant"),
-        C::new(AGENT, Str, "the run's agent"),
-        C::new(SPLIT, Str, "the split"),
-        C::new(DIFFICULTY, Str, "`all`, `easy` or `hard`"),
-        C::new(EPISODES, U32, "episodes"),
-        C::new("no_result_episodes", U32, "of which without a result"),
-        C::new(
-            MISSING_PROFILE_EPISODES,
-            U32,
-            "of which whose persona has no profile",
-        ),
-        C::new("successes", U32, "successful episodes"),
-        C::nullable("SR", F64, "success rate"),
-        C::nullable("AvgScore", F64, "mean score"),
-        C::nullable("AveSteps", F64, "mean steps"),
-        C::nullable("AveQueries", F64, "mean questions"),
-        C::nullable("IE", F64, "interaction efficiency"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// SR, AvgScore and the other means per split and difficulty.
+    pub struct SplitsRow as SPLITS ("splits", "per run × split × difficulty (`all`, `easy`, `hard`)") {
+        /// the run's variant
+        pub variant: String,
+        /// the run's agent
+        pub agent: String,
+        /// the split
+        pub split: String,
+        /// `all`, `easy` or `hard`
+        pub difficulty: String,
+        /// episodes
+        pub episodes: u32,
+        /// of which without a result
+        pub no_result_episodes: u32,
+        /// of which whose persona has no profile
+        pub missing_profile_episodes: u32,
+        /// successful episodes
+        pub successes: u32,
+        /// success rate
+        pub SR: Option<f64>,
+        /// mean score
+        pub AvgScore: Option<f64>,
+        /// mean steps
+        pub AveSteps: Option<f64>,
+        /// mean questions
+        pub AveQueries: Option<f64>,
+        /// interaction efficiency
+        pub IE: Option<f64>,
+    }
+}
 
-/// Proactive Act / Silent / Stop.
-pub static POLICY: TableDef = TableDef {
-    name: "policy",
-    doc: "per run × proactive metric × bucket",
-    columns: &[
-        C::new(VARIANT, Str, "the run's variant"),
-        C::new(AGENT, Str, "the run's agent"),
-        C::new("metric", Str, "`act`, `silent` or `stop`"),
-        C::new("bucket", Str, "the bucket"),
-        C::new(EPISODES, U32, "episodes in the bucket"),
-        C::new("successes", U32, "of which successful"),
-        C::nullable(
-            "value",
-            F64,
-            "successes / episodes (none for an empty bucket)",
-        ),
-        C::new(
-            "quirk_episodes",
-            U32,
-            "episodes bucketed by a quirk of KnowU's scripts",
-        ),
-        C::new(
-            MISSING_PROFILE_EPISODES,
-            U32,
-            "episodes whose persona has no profile",
-        ),
-    ],
-    open: false,
-};
+crate::table! {
+    /// Proactive Act / Silent / Stop.
+    pub struct PolicyRow as POLICY ("policy", "per run × proactive metric × bucket") {
+        /// the run's variant
+        pub variant: String,
+        /// the run's agent
+        pub agent: String,
+        /// `act`, `silent` or `stop`
+        pub metric: String,
+        /// the bucket
+        pub bucket: String,
+        /// episodes in the bucket
+        pub episodes: u32,
+        /// of which successful
+        pub successes: u32,
+        /// successes / episodes (none for an empty bucket)
+        pub value: Option<f64>,
+        /// episodes bucketed by a quirk of KnowU's scripts
+        pub quirk_episodes: u32,
+        /// episodes whose persona has no profile
+        pub missing_profile_episodes: u32,
+    }
+}
 
-/// Mean score per persona.
-pub static PERSONAS: TableDef = TableDef {
-    name: "personas",
-    doc: "per run × persona × split (personalized, proactive; no result = 0)",
-    columns: &[
-        C::new(VARIANT, Str, "the run's variant"),
-        C::new(AGENT, Str, "the run's agent"),
-        C::new(PERSONA, Str, "the persona"),
-        C::new(SPLIT, Str, "the split"),
-        C::new(EPISODES, U32, "episodes"),
-        C::new("with_results", U32, "of which with a result"),
-        C::new("no_results", U32, "of which without"),
-        C::new("avg_score", F64, "mean score"),
-        C::new(
-            MISSING_PROFILE_EPISODES,
-            U32,
-            "episodes whose persona has no profile",
-        ),
-    ],
-    open: false,
-};
+crate::table! {
+    /// Mean score per persona.
+    pub struct PersonasRow as PERSONAS ("personas", "per run × persona × split (personalized, proactive; no result = 0)") {
+        /// the run's variant
+        pub variant: String,
+        /// the run's agent
+        pub agent: String,
+        /// the persona
+        pub persona: String,
+        /// the split
+        pub split: String,
+        /// episodes
+        pub episodes: u32,
+        /// of which with a result
+        pub with_results: u32,
+        /// of which without
+        pub no_results: u32,
+        /// mean score
+        pub avg_score: f64,
+        /// episodes whose persona has no profile
+        pub missing_profile_episodes: u32,
+    }
+}
 
-/// Overall SR and the counts behind it.
-pub static OVERALL: TableDef = TableDef {
-    name: "overall",
-    doc: "per run",
-    columns: &[
-        C::new(VARIANT, Str, "the run's variant"),
-        C::new(AGENT, Str, "the run's agent"),
-        C::new(EPISODES, U32, "episodes"),
-        C::new("episodes_with_results", U32, "of which with a result"),
-        C::new("successes", U32, "successful episodes"),
-        C::new("no_result_episodes", U32, "episodes without a result"),
-        C::new(
-            "unmatched_episodes",
-            U32,
-            "episodes no task of tasks.csv matches",
-        ),
-        C::new("error_episodes", U32, "episodes with status `error`"),
-        C::new(
-            "quirk_episodes",
-            U32,
-            "episodes bucketed by a quirk of KnowU's scripts",
-        ),
-        C::new(
-            MISSING_PROFILE_EPISODES,
-            U32,
-            "episodes whose persona has no profile",
-        ),
-        C::new(
-            "out_of_scope_episodes",
-            U32,
-            "episodes of classes the stage does not cover",
-        ),
-        C::nullable(
-            "overall_SR",
-            F64,
-            "successes / episodes with a result (null when none has one)",
-        ),
-        C::new("scope", Str, "the stage's `classes`"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// Overall SR and the counts behind it.
+    pub struct OverallRow as OVERALL ("overall", "per run") {
+        /// the run's variant
+        pub variant: String,
+        /// the run's agent
+        pub agent: String,
+        /// episodes
+        pub episodes: u32,
+        /// of which with a result
+        pub episodes_with_results: u32,
+        /// successful episodes
+        pub successes: u32,
+        /// episodes without a result
+        pub no_result_episodes: u32,
+        /// episodes no task of tasks.csv matches
+        pub unmatched_episodes: u32,
+        /// episodes with status `error`
+        pub error_episodes: u32,
+        /// episodes bucketed by a quirk of KnowU's scripts
+        pub quirk_episodes: u32,
+        /// episodes whose persona has no profile
+        pub missing_profile_episodes: u32,
+        /// episodes of classes the stage does not cover
+        pub out_of_scope_episodes: u32,
+        /// successes / episodes with a result (null when none has one)
+        pub overall_SR: Option<f64>,
+        /// the stage's `classes`
+        pub scope: String,
+    }
+}
 
 /// KnowU-Bench's leaderboard with our runs among the published ones.
 pub static LEADERBOARD: TableDef = TableDef {
@@ -406,10 +358,10 @@ pub static LEADERBOARD: TableDef = TableDef {
     open: false,
 };
 
-/// The leaderboard as Markdown, one line per row.
-pub static LEADERBOARD_TEXT: TableDef = TableDef {
-    name: "text",
-    doc: "per line of the leaderboard's Markdown rendering",
-    columns: &[C::new("line", Str, "one line")],
-    open: false,
-};
+crate::table! {
+    /// The leaderboard as Markdown, one line per row.
+    pub struct LeaderboardTextRow as LEADERBOARD_TEXT ("text", "per line of the leaderboard's Markdown rendering") {
+        /// one line
+        pub line: String,
+    }
+}

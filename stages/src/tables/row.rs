@@ -318,6 +318,8 @@ macro_rules! row {
         }
     ) => {
         $(#[$attr])*
+        // Fields are column names, spelled as the table spells them (KnowU's `SR`, `AvgScore`).
+        #[allow(non_snake_case)]
         #[derive(Debug, Clone, PartialEq)]
         $vis struct $row {
             $( $(#[$fattr])* $fvis $field: $ty, )*
@@ -338,8 +340,11 @@ macro_rules! row {
         )*
 
         // A view need not use every generated item (a reader never writes).
-        #[allow(non_upper_case_globals, dead_code)]
+        #[allow(non_upper_case_globals, non_snake_case, dead_code)]
         impl $row {
+            /// These columns' names, in field order.
+            pub const COLUMNS: &'static [&'static str] = &[$(stringify!($field)),*];
+
             $(
                 #[doc = concat!("The `", stringify!($field), "` column's name (for polars expressions).")]
                 pub const $field: &'static str = stringify!($field);

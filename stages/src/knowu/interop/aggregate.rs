@@ -9,6 +9,9 @@ use polars::prelude::*;
 
 use super::run::ERROR;
 use super::tasks::{DIFFICULTIES, SPLITS};
+use crate::tables::knowu::{
+    EpisodeMetricsRow as M, OverallRow as O, PersonasRow as Pe, PolicyRow as P, SplitsRow as S,
+};
 
 /// The paper's proactive policy metrics and the bucket each is measured on.
 const POLICY: [(&str, &str); 3] = [("Act", "need"), ("Silent", "noneed"), ("Stop", "reject")];
@@ -18,61 +21,61 @@ pub fn runs(per_episode: &DataFrame) -> PolarsResult<DataFrame> {
     per_episode
         .clone()
         .lazy()
-        .select([col("variant"), col("agent")])
+        .select([col(M::variant), col(M::agent)])
         .unique_stable(None, UniqueKeepStrategy::First)
         .with_row_index("run_order", None)
         .collect()
 }
 
 fn has_result() -> Expr {
-    col("has_result")
+    col(M::has_result)
 }
 
 /// Episodes bucketed without their persona's profile (`allow_missing_profiles`).
 fn missing_profile() -> Expr {
-    col("profile_found").eq(lit(false)).fill_null(lit(false))
+    col(M::profile_found).eq(lit(false)).fill_null(lit(false))
 }
 
 /// SR, AvgScore, AveSteps, AveQueries and IE over episodes with a result, with counts.
 fn split_aggs() -> Vec<Expr> {
     let hr = has_result;
-    let queries_or_one = when(col("queries").gt(lit(1u32)))
-        .then(col("queries"))
+    let queries_or_one = when(col(M::queries).gt(lit(1u32)))
+        .then(col(M::queries))
         .otherwise(lit(1u32))
         .cast(DataType::Float64);
     vec![
-        hr().sum().alias("episodes"),
-        hr().not().sum().alias("no_result_episodes"),
+        hr().sum().alias(S::episodes),
+        hr().not().sum().alias(S::no_result_episodes),
         missing_profile()
             .filter(hr())
             .sum()
-            .alias("missing_profile_episodes"),
-        col("success").filter(hr()).sum().alias("successes"),
-        col("success")
+            .alias(S::missing_profile_episodes),
+        col(M::success).filter(hr()).sum().alias(S::successes),
+        col(M::success)
             .filter(hr())
             .cast(DataType::Float64)
             .mean()
-            .alias("SR"),
-        col("score").filter(hr()).mean().alias("AvgScore"),
-        col("steps")
+            .alias(S::SR),
+        col(M::score).filter(hr()).mean().alias(S::AvgScore),
+        col(M::steps)
             .filter(hr())
             .cast(DataType::Float64)
             .mean()
-            .alias("AveSteps"),
-        col("queries")
+            .alias(S::AveSteps),
+        col(M::queries)
             .filter(hr())
             .cast(DataType::Float64)
             .mean()
-            .alias("AveQueries"),
-        (col("score") / queries_or_one)
+            .alias(S::AveQueries),
+        (col(M::score) / queries_or_one)
             .filter(hr())
             .mean()
-            .alias("IE"),
+            .alias(S::IE),
     ]
 }
 
 /// Grouping keys of the `splits` table.
-const SPLIT_KEYS: [&str; 4] = ["variant", "agent", "split", "difficulty"];
+const SPLIT_KEYS: [&str; 4] = [S::variant, S::agent, S::split, S::difficulty];
 
 /// Per split × difficulty (`all`, `easy`, `hard`), for every run, in a fixed row order. AvgScore
 /// is reported for personalized only, IE for personalized and proactive.
@@ -87,7 +90,7 @@ pub fn splits(per_episode: &DataFrame, runs: &DataFrame) -> PolarsResult<DataFra
         .collect();
     let keys = SPLIT_KEYS.map(col);
     let null = || lit(NULL).cast(DataType::Float64);
-    grid(runs, "split", "difficulty", &cells)?
+    grid(runs, S::split, S::difficulty, &cells)?
         .join(
             split_stats(per_episode)?,
             keys.clone(),
@@ -96,18 +99,18 @@ pub fn splits(per_episode: &DataFrame, runs: &DataFrame) -> PolarsResult<DataFra
         )
         .sort(["run_order", "cell_order"], SortMultipleOptions::default())
         .with_columns([
-            col("episodes").fill_null(lit(0u32)),
-            col("no_result_episodes").fill_null(lit(0u32)),
-            col("missing_profile_episodes").fill_null(lit(0u32)),
-            col("successes").fill_null(lit(0u32)),
-            when(col("split").eq(lit("personalized")))
-                .then(col("AvgScore"))
+            col(S::episodes).fill_null(lit(0u32)),
+            col(S::no_result_episodes).fill_null(lit(0u32)),
+            col(S::missing_profile_episodes).fill_null(lit(0u32)),
+            col(S::successes).fill_null(lit(0u32)),
+            when(col(S::split).eq(lit("personalized")))
+                .then(col(S::AvgScore))
                 .otherwise(null())
-                .alias("AvgScore"),
-            when(col("split").eq(lit("general")))
+                .alias(S::AvgScore),
+            when(col(S::split).eq(lit("general")))
                 .then(null())
-                .otherwise(col("IE"))
-                .alias("IE"),
+                .otherwise(col(S::IE))
+                .alias(S::IE),
         ])
         .drop(cols(["run_order", "cell_order"]))
         .collect()
@@ -118,25 +121,25 @@ fn split_stats(per_episode: &DataFrame) -> PolarsResult<LazyFrame> {
     let matched = per_episode
         .clone()
         .lazy()
-        .filter(col("split").is_not_null());
+        .filter(col(M::split).is_not_null());
     let all = matched
         .clone()
-        .group_by([col("variant"), col("agent"), col("split")])
+        .group_by([col(M::variant), col(M::agent), col(M::split)])
         .agg(split_aggs())
-        .with_column(lit("all").alias("difficulty"));
+        .with_column(lit("all").alias(S::difficulty));
     let by_level = matched.group_by(SPLIT_KEYS.map(col)).agg(split_aggs());
     let metrics = [
-        "episodes",
-        "no_result_episodes",
-        "missing_profile_episodes",
-        "successes",
-        "SR",
-        "AvgScore",
+        S::episodes,
+        S::no_result_episodes,
+        S::missing_profile_episodes,
+        S::successes,
+        S::SR,
+        S::AvgScore,
     ];
     let order: Vec<Expr> = SPLIT_KEYS
         .into_iter()
         .chain(metrics)
-        .chain(["AveSteps", "AveQueries", "IE"])
+        .chain([S::AveSteps, S::AveQueries, S::IE])
         .map(col)
         .collect();
     concat(
@@ -150,27 +153,27 @@ pub fn policy(per_episode: &DataFrame, runs: &DataFrame) -> PolarsResult<DataFra
     let stats = per_episode
         .clone()
         .lazy()
-        .filter(has_result().and(col("bucket").is_not_null()))
-        .group_by([col("variant"), col("agent"), col("bucket")])
+        .filter(has_result().and(col(M::bucket).is_not_null()))
+        .group_by([col(M::variant), col(M::agent), col(M::bucket)])
         .agg([
-            len().alias("episodes"),
-            col("policy_success").sum().alias("successes"),
-            col("policy_success")
+            len().alias(P::episodes),
+            col(M::policy_success).sum().alias(P::successes),
+            col(M::policy_success)
                 .cast(DataType::Float64)
                 .mean()
-                .alias("value"),
-            col("bucket_from_quirk").sum().alias("quirk_episodes"),
-            missing_profile().sum().alias("missing_profile_episodes"),
+                .alias(P::value),
+            col(M::bucket_from_quirk).sum().alias(P::quirk_episodes),
+            missing_profile().sum().alias(P::missing_profile_episodes),
         ]);
-    let grid = grid(runs, "metric", "bucket", &POLICY)?;
-    let keys = ["variant", "agent", "bucket"].map(col);
+    let grid = grid(runs, P::metric, P::bucket, &POLICY)?;
+    let keys = [P::variant, P::agent, P::bucket].map(col);
     grid.join(stats, keys.clone(), keys, JoinArgs::new(JoinType::Left))
         .sort(["run_order", "cell_order"], SortMultipleOptions::default())
         .with_columns([
-            col("episodes").fill_null(lit(0u32)),
-            col("successes").fill_null(lit(0u32)),
-            col("quirk_episodes").fill_null(lit(0u32)),
-            col("missing_profile_episodes").fill_null(lit(0u32)),
+            col(P::episodes).fill_null(lit(0u32)),
+            col(P::successes).fill_null(lit(0u32)),
+            col(P::quirk_episodes).fill_null(lit(0u32)),
+            col(P::missing_profile_episodes).fill_null(lit(0u32)),
         ])
         .drop(cols(["run_order", "cell_order"]))
         .collect()
@@ -179,25 +182,30 @@ pub fn policy(per_episode: &DataFrame, runs: &DataFrame) -> PolarsResult<DataFra
 /// Per persona, mean score of personalized and of proactive episodes, a no-result episode
 /// counting as 0.
 pub fn personas(per_episode: &DataFrame) -> PolarsResult<DataFrame> {
-    let in_scope = col("split")
+    let in_scope = col(M::split)
         .eq(lit("personalized"))
-        .or(col("split").eq(lit("proactive")))
-        .and(col("persona").is_not_null());
-    let score_or_zero = when(has_result()).then(col("score")).otherwise(lit(0.0));
+        .or(col(M::split).eq(lit("proactive")))
+        .and(col(M::persona).is_not_null());
+    let score_or_zero = when(has_result()).then(col(M::score)).otherwise(lit(0.0));
     per_episode
         .clone()
         .lazy()
         .filter(in_scope)
-        .group_by([col("variant"), col("agent"), col("persona"), col("split")])
+        .group_by([
+            col(M::variant),
+            col(M::agent),
+            col(M::persona),
+            col(M::split),
+        ])
         .agg([
-            len().alias("episodes"),
-            has_result().sum().alias("with_results"),
-            has_result().not().sum().alias("no_results"),
-            score_or_zero.mean().alias("avg_score"),
-            missing_profile().sum().alias("missing_profile_episodes"),
+            len().alias(Pe::episodes),
+            has_result().sum().alias(Pe::with_results),
+            has_result().not().sum().alias(Pe::no_results),
+            score_or_zero.mean().alias(Pe::avg_score),
+            missing_profile().sum().alias(Pe::missing_profile_episodes),
         ])
         .sort(
-            ["variant", "agent", "persona", "split"],
+            [Pe::variant, Pe::agent, Pe::persona, Pe::split],
             SortMultipleOptions::default(),
         )
         .collect()
@@ -205,40 +213,40 @@ pub fn personas(per_episode: &DataFrame) -> PolarsResult<DataFrame> {
 
 /// Overall SR (successes / episodes with a result, all splits) and the run's bookkeeping counts.
 pub fn overall(per_episode: &DataFrame, scope: &str) -> PolarsResult<DataFrame> {
-    let scoped = col("in_scope");
-    let matched = col("split").is_not_null().and(scoped.clone());
+    let scoped = col(M::in_scope);
+    let matched = col(M::split).is_not_null().and(scoped.clone());
     let count = |e: Expr| e.cast(DataType::UInt32).sum();
     per_episode
         .clone()
         .lazy()
-        .group_by_stable([col("variant"), col("agent")])
+        .group_by_stable([col(M::variant), col(M::agent)])
         .agg([
-            count(scoped.clone()).alias("episodes"),
-            count(matched.clone().and(has_result())).alias("episodes_with_results"),
-            count(matched.clone().and(col("success"))).alias("successes"),
-            count(matched.clone().and(has_result().not())).alias("no_result_episodes"),
-            count(matched.not().and(scoped.clone())).alias("unmatched_episodes"),
-            count(scoped.clone().and(col("status").eq(lit(ERROR)))).alias("error_episodes"),
+            count(scoped.clone()).alias(O::episodes),
+            count(matched.clone().and(has_result())).alias(O::episodes_with_results),
+            count(matched.clone().and(col(M::success))).alias(O::successes),
+            count(matched.clone().and(has_result().not())).alias(O::no_result_episodes),
+            count(matched.not().and(scoped.clone())).alias(O::unmatched_episodes),
+            count(scoped.clone().and(col(M::status).eq(lit(ERROR)))).alias(O::error_episodes),
             count(
                 scoped
                     .clone()
                     .and(has_result())
-                    .and(col("bucket_from_quirk")),
+                    .and(col(M::bucket_from_quirk)),
             )
-            .alias("quirk_episodes"),
-            count(scoped.clone().and(missing_profile())).alias("missing_profile_episodes"),
-            count(scoped.not()).alias("out_of_scope_episodes"),
+            .alias(O::quirk_episodes),
+            count(scoped.clone().and(missing_profile())).alias(O::missing_profile_episodes),
+            count(scoped.not()).alias(O::out_of_scope_episodes),
         ])
         .with_column(
-            when(col("episodes_with_results").gt(lit(0u32)))
+            when(col(O::episodes_with_results).gt(lit(0u32)))
                 .then(
-                    col("successes").cast(DataType::Float64)
-                        / col("episodes_with_results").cast(DataType::Float64),
+                    col(O::successes).cast(DataType::Float64)
+                        / col(O::episodes_with_results).cast(DataType::Float64),
                 )
                 .otherwise(lit(NULL).cast(DataType::Float64))
-                .alias("overall_SR"),
+                .alias(O::overall_SR),
         )
-        .with_column(lit(scope).alias("scope"))
+        .with_column(lit(scope).alias(O::scope))
         .collect()
 }
 

@@ -24,6 +24,34 @@ use super::run::{ERROR, NO_RESULT};
 use super::tasks;
 use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
+use crate::tables::episodes::EPISODES;
+use crate::tables::knowu::{
+    EpisodeMetricsRow as M, EPISODE_METRICS, OVERALL, PERSONAS, POLICY, SPLITS,
+};
+
+crate::row! {
+    /// The `episodes` columns the KnowU metrics start from (`queries` is `ask_user_calls`).
+    pub struct RunEpisode of EPISODES {
+        /// See [`EPISODES`].
+        pub episode_id: String,
+        /// See [`EPISODES`].
+        pub task_id: String,
+        /// See [`EPISODES`].
+        pub variant: String,
+        /// See [`EPISODES`].
+        pub agent: String,
+        /// See [`EPISODES`].
+        pub status: String,
+        /// See [`EPISODES`].
+        pub steps: u32,
+        /// See [`EPISODES`].
+        pub ask_user_calls: u32,
+        /// See [`EPISODES`].
+        pub score: Option<f64>,
+        /// See [`EPISODES`].
+        pub epoch: u32,
+    }
+}
 
 /// Parameters of `knowu_metrics`.
 #[derive(Debug, Deserialize)]
@@ -104,18 +132,18 @@ pub(crate) fn check_profiles(
         .clone()
         .lazy()
         .filter(
-            col("profile_found")
+            col(M::profile_found)
                 .eq(lit(false))
-                .and(col("in_scope"))
-                .and(col("has_result")),
+                .and(col(M::in_scope))
+                .and(col(M::has_result)),
         )
-        .select([col("persona").fill_null(lit("user"))])
+        .select([col(M::persona).fill_null(lit("user"))])
         .collect()?;
     if missing.height() == 0 {
         return Ok(());
     }
     let personas: std::collections::BTreeSet<String> =
-        columns::strings(&missing, "episode_metrics", "persona")?
+        columns::strings(&missing, EPISODE_METRICS.name, M::persona)?
             .into_iter()
             .flatten()
             .collect();
@@ -140,12 +168,12 @@ pub(crate) fn check_profiles(
 
 /// `episode_metrics` with `in_scope`: whether the episode's class is one `classes` covers.
 pub fn with_scope(mut per_episode: DataFrame, classes: Classes) -> Result<DataFrame, KnowuError> {
-    let ids = columns::strings(&per_episode, "episode_metrics", "task_id")?;
+    let ids = columns::strings(&per_episode, EPISODE_METRICS.name, M::task_id)?;
     let in_scope: Vec<bool> = ids
         .iter()
         .map(|t| classes.includes(t.as_deref().unwrap_or_default()))
         .collect();
-    per_episode.with_column(Column::new("in_scope".into(), in_scope))?;
+    per_episode.with_column(Column::new(M::in_scope.into(), in_scope))?;
     Ok(per_episode)
 }
 
@@ -153,12 +181,12 @@ pub fn with_scope(mut per_episode: DataFrame, classes: Classes) -> Result<DataFr
 /// they count in no split: `overall.unmatched_episodes`), named; and runs without a single
 /// scored episode (every mean of theirs is empty).
 pub fn report_gaps(per_episode: &DataFrame, stage: &str) -> Result<(), KnowuError> {
-    let t = "episode_metrics";
-    let ids = columns::strings(per_episode, t, "task_id")?;
-    let splits = columns::optional_strings(per_episode, t, "split")?;
-    let scope = columns::bools(per_episode, t, "in_scope")?;
-    let scored = columns::bools(per_episode, t, "has_result")?;
-    let runs = columns::strings(per_episode, t, "agent")?;
+    let t = EPISODE_METRICS.name;
+    let ids = columns::strings(per_episode, t, M::task_id)?;
+    let splits = columns::optional_strings(per_episode, t, M::split)?;
+    let scope = columns::bools(per_episode, t, M::in_scope)?;
+    let scored = columns::bools(per_episode, t, M::has_result)?;
+    let runs = columns::strings(per_episode, t, M::agent)?;
     let unknown: std::collections::BTreeSet<String> = (0..per_episode.height())
         .filter(|&i| scope[i] == Some(true) && splits[i].is_none())
         .filter_map(|i| ids[i].clone())
@@ -192,16 +220,16 @@ pub fn report_gaps(per_episode: &DataFrame, stage: &str) -> Result<(), KnowuErro
 /// All output tables from the per-episode frame (which carries `in_scope`).
 pub fn metric_tables(per_episode: DataFrame, classes: Classes) -> PolarsResult<Tables> {
     let runs = aggregate::runs(&per_episode)?;
-    let scoped = per_episode.filter(per_episode.column("in_scope")?.bool()?)?;
+    let scoped = per_episode.filter(per_episode.column(M::in_scope)?.bool()?)?;
     Ok(Tables::new([
-        ("splits", aggregate::splits(&scoped, &runs)?),
-        ("policy", aggregate::policy(&scoped, &runs)?),
-        ("personas", aggregate::personas(&scoped)?),
+        (SPLITS.name, aggregate::splits(&scoped, &runs)?),
+        (POLICY.name, aggregate::policy(&scoped, &runs)?),
+        (PERSONAS.name, aggregate::personas(&scoped)?),
         (
-            "overall",
+            OVERALL.name,
             aggregate::overall(&per_episode, classes.as_str())?,
         ),
-        ("episode_metrics", per_episode),
+        (EPISODE_METRICS.name, per_episode),
     ]))
 }
 
@@ -212,32 +240,21 @@ pub fn episode_metrics(
     tasks: &tasks::TaskIndex,
     personas_dir: &Path,
 ) -> Result<DataFrame, KnowuError> {
-    const BASE: [&str; 9] = [
-        "episode_id",
-        "task_id",
-        "variant",
-        "agent",
-        "status",
-        "steps",
-        "ask_user_calls",
-        "score",
-        "epoch",
-    ];
-    columns::require(episodes, "episodes", &BASE)?;
-    let mut base = episodes.select(BASE.iter().copied())?;
+    RunEpisode::check(episodes).map_err(|e| KnowuError::table(EPISODES.name, e.to_string()))?;
+    let mut base = episodes.select(RunEpisode::COLUMNS.iter().copied())?;
     for c in classify::task_columns(episodes, tasks, personas_dir)? {
         base.with_column(c)?;
     }
     let feats = features::episode_features(steps)?;
     base.lazy()
         .with_columns([
-            col("score").cast(DataType::Float64),
-            col("steps").cast(DataType::UInt32),
-            col("ask_user_calls")
+            col(M::score).cast(DataType::Float64),
+            col(M::steps).cast(DataType::UInt32),
+            col(RunEpisode::ask_user_calls)
                 .cast(DataType::UInt32)
-                .alias("queries"),
+                .alias(M::queries),
         ])
-        .left_join(feats, col("episode_id"), col("episode_id"))
+        .left_join(feats, col(M::episode_id), col(M::episode_id))
         .with_columns(outcome_exprs())
         .with_column(bucket_expr())
         .with_columns(policy_exprs())
@@ -248,94 +265,76 @@ pub fn episode_metrics(
 
 /// `has_result` ([`super::run::has_result`]) and strict `success`.
 fn outcome_exprs() -> Vec<Expr> {
-    let status = || col("status").fill_null(lit(""));
-    let has_result = col("score")
+    let status = || col(M::status).fill_null(lit(""));
+    let has_result = col(M::score)
         .is_not_null()
         .and(status().neq(lit(NO_RESULT)))
         .and(status().neq(lit(ERROR)));
     vec![
-        has_result.clone().alias("has_result"),
+        has_result.clone().alias(M::has_result),
         has_result
-            .and(col("score").gt(lit(SUCCESS_THRESHOLD)))
-            .alias("success"),
-        col("any_engagement").fill_null(lit(false)),
+            .and(col(M::score).gt(lit(SUCCESS_THRESHOLD)))
+            .alias(M::success),
+        col(M::any_engagement).fill_null(lit(false)),
     ]
 }
 
 /// KnowU's proactive bucket: reject if the user's last decision is reject, else need / noneed
 /// from the habits; null outside proactive tasks (or when the task has no habit keys).
 fn bucket_expr() -> Expr {
-    let proactive = col("split").eq(lit("proactive"));
+    let proactive = col(M::split).eq(lit("proactive"));
     when(
         proactive
             .clone()
-            .and(col("user_decision").eq(lit("reject"))),
+            .and(col(M::user_decision).eq(lit("reject"))),
     )
     .then(lit("reject"))
-    .when(proactive.clone().and(col("habit_should_act").eq(lit(true))))
+    .when(
+        proactive
+            .clone()
+            .and(col(M::habit_should_act).eq(lit(true))),
+    )
     .then(lit("need"))
-    .when(proactive.and(col("habit_should_act").eq(lit(false))))
+    .when(proactive.and(col(M::habit_should_act).eq(lit(false))))
     .then(lit("noneed"))
     .otherwise(lit(NULL).cast(DataType::String))
-    .alias("bucket")
+    .alias(M::bucket)
 }
 
 /// Policy success per bucket (Act: success; Silent: no engagement; Stop: no operational action
 /// from the first reject step, or from the step after the last query when no reject step is
 /// found), and whether the bucket came from the WeekendSleeper quirk.
 fn policy_exprs() -> Vec<Expr> {
-    let start = coalesce(&[col("first_reject_step"), col("last_query_step") + lit(1u32)]);
-    let stopped = col("last_violation_step")
+    let start = coalesce(&[
+        col(M::first_reject_step),
+        col(M::last_query_step) + lit(1u32),
+    ]);
+    let stopped = col(M::last_violation_step)
         .is_null()
         .or(start.clone().is_null())
-        .or(col("last_violation_step").lt(start));
-    let bucket_is = |b: &str| col("bucket").eq(lit(b));
+        .or(col(M::last_violation_step).lt(start));
+    let bucket_is = |b: &str| col(M::bucket).eq(lit(b));
     let policy = when(bucket_is("need"))
-        .then(col("success"))
+        .then(col(M::success))
         .when(bucket_is("noneed"))
-        .then(col("any_engagement").not())
+        .then(col(M::any_engagement).not())
         .when(bucket_is("reject"))
         .then(stopped)
         .otherwise(lit(NULL).cast(DataType::Boolean));
     vec![
-        policy.alias("policy_success"),
+        policy.alias(M::policy_success),
         bucket_is("need")
             .and(col("need_from_quirk"))
             .fill_null(lit(false))
-            .alias("bucket_from_quirk"),
+            .alias(M::bucket_from_quirk),
     ]
 }
 
-/// Columns of `episode_metrics`, in order.
+/// Columns of `episode_metrics`, in order: all but `in_scope`, which [`with_scope`] adds.
 fn output_columns() -> Vec<Expr> {
-    [
-        "episode_id",
-        "task_id",
-        "variant",
-        "agent",
-        "epoch",
-        "class_name",
-        "split",
-        "difficulty",
-        "persona",
-        "status",
-        "has_result",
-        "score",
-        "success",
-        "steps",
-        "queries",
-        "user_decision",
-        "first_reject_step",
-        "last_query_step",
-        "any_engagement",
-        "last_violation_step",
-        "habit_should_act",
-        "profile_found",
-        "bucket",
-        "policy_success",
-        "bucket_from_quirk",
-    ]
-    .into_iter()
-    .map(col)
-    .collect()
+    M::COLUMNS
+        .iter()
+        .filter(|c| **c != M::in_scope)
+        .map(|c| col(*c))
+        .collect()
 }
