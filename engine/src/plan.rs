@@ -761,7 +761,14 @@ fn stage_order<'a>(
     for name in file.spec.stages.keys() {
         nodes.insert(name.as_str(), graph.add_node(name.as_str()));
     }
-    for (name, c) in checked {
+    // Edges in the file's order: the topological order depends on it, and `checked` (a hash
+    // map) would give a different one in every process.
+    for (name, c) in file
+        .spec
+        .stages
+        .keys()
+        .filter_map(|name| checked.get_key_value(name.as_str()))
+    {
         for (r, _) in &c.refs {
             if let Some(&from) = nodes.get(r.stage.as_str()) {
                 graph.update_edge(from, nodes[name], ());
@@ -1049,4 +1056,41 @@ fn dedup_names(names: impl Iterator<Item = String>) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipeline whose stages all read one table: any order of the fan-out is a valid
+    /// topological order, so only a deterministic walk gives the same one every time.
+    fn fan_out() -> PipelineFile {
+        let mut yaml = String::from(
+            "pipeline: fan\nstages:\n  src:\n    kind: read_table\n    params: { path: rows.csv }\n",
+        );
+        for i in 0..12 {
+            yaml.push_str(&format!("  s{i}:\n    kind: probe\n    inputs: [src]\n"));
+        }
+        PipelineFile::parse(Path::new("fan.yaml"), &yaml).expect("pipeline")
+    }
+
+    /// `dag`, `plan` and `run` list stages and instances in the plan's order: the same file
+    /// must give the same order in every process, not one that depends on hash seeds.
+    #[test]
+    fn the_stage_order_is_the_same_every_time() {
+        let file = fan_out();
+        let registry = Registry::with_generic_kinds();
+        let order = |_| {
+            let plan = Plan::build(&file, &registry, &[]).expect("plan");
+            plan.stages
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>()
+        };
+        let first = order(0);
+        assert_eq!(first.len(), 13);
+        for n in 1..20 {
+            assert_eq!(order(n), first, "build {n} ordered the stages differently");
+        }
+    }
 }
