@@ -23,8 +23,9 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::keys::{hash_bytes, hash_json};
-use crate::kind::Tables;
+pub use crate::store::unix_now;
 use crate::store::Store;
+use crate::tables::Tables;
 use crate::usage::Usage;
 
 /// Bumped when the key or manifest layout changes, invalidating every cached result.
@@ -474,14 +475,6 @@ fn base64_encode(bytes: &[u8]) -> String {
 fn base64_decode(text: &str) -> Option<Vec<u8>> {
     use base64::Engine as _;
     base64::engine::general_purpose::STANDARD.decode(text).ok()
-}
-
-/// Now, as Unix seconds.
-pub fn unix_now() -> f64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs_f64())
-        .unwrap_or(0.0)
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::kind::InputTable;
+use crate::tables::InputTable;
 
 /// A quantity known only as a range (`low == high` when exact).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]

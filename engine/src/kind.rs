@@ -19,7 +19,6 @@ use std::path::{Path, PathBuf};
 use std::pin::Pin;
 use std::sync::Arc;
 
-use indexmap::IndexMap;
 use polars::prelude::DataFrame;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -29,44 +28,7 @@ use crate::error::StageError;
 use crate::schema::{InputDef, OutputError, TableDef};
 use crate::usage::UsageMeter;
 
-/// Named output tables of one stage (or one item of a per-item stage).
-#[derive(Debug, Clone, Default)]
-pub struct Tables(pub IndexMap<String, DataFrame>);
-
-impl Tables {
-    /// Tables from `(name, frame)` pairs.
-    pub fn new(tables: impl IntoIterator<Item = (impl Into<String>, DataFrame)>) -> Self {
-        Self(tables.into_iter().map(|(k, v)| (k.into(), v)).collect())
-    }
-
-    /// A single table, the common case.
-    pub fn single(name: &str, df: DataFrame) -> Self {
-        Self::new([(name, df)])
-    }
-
-    /// The table called `name`.
-    pub fn get(&self, name: &str) -> Option<&DataFrame> {
-        self.0.get(name)
-    }
-}
-
-/// One upstream table handed to a stage.
-#[derive(Debug, Clone)]
-pub struct InputTable {
-    /// The upstream stage.
-    pub stage: String,
-    /// The table's name within that stage.
-    pub table: String,
-    /// The data; for the main input of a per-item stage, only this item's rows.
-    pub df: DataFrame,
-}
-
-impl InputTable {
-    /// `stage.table`, the name users write in `inputs`.
-    pub fn label(&self) -> String {
-        format!("{}.{}", self.stage, self.table)
-    }
-}
+pub use crate::tables::{InputTable, Tables};
 
 /// Everything a stage sees while running: its inputs, where it runs, and its instance's
 /// prepared state. Stages talk to each other only through these tables.
@@ -586,14 +548,6 @@ impl Registry {
     /// An empty registry.
     pub fn new() -> Self {
         Self::default()
-    }
-
-    /// A registry holding the engine's generic kinds (`read_table`, `query`, `write_table`, `probe`,
-    /// `probe_async`).
-    pub fn with_generic_kinds() -> Self {
-        let mut registry = Self::new();
-        crate::kinds::register(&mut registry);
-        registry
     }
 
     /// Names the crate whose kinds the following [`Registry::register`] calls add: a crate that

@@ -42,6 +42,7 @@ pub mod schema;
 pub mod store;
 pub mod subset;
 pub mod sweep;
+pub mod tables;
 pub mod usage;
 pub mod when;
 

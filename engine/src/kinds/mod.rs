@@ -43,3 +43,13 @@ pub fn register(registry: &mut Registry) {
     registry.register(Probe);
     registry.register(ProbeAsync);
 }
+
+impl Registry {
+    /// A registry holding the engine's generic kinds (`read_table`, `query`, `write_table`, `probe`,
+    /// `probe_async`).
+    pub fn with_generic_kinds() -> Self {
+        let mut registry = Self::new();
+        register(&mut registry);
+        registry
+    }
+}

@@ -12,7 +12,16 @@ use std::sync::Mutex;
 
 use object_store::client::{HttpError, HttpErrorKind};
 
-use super::object::Service;
+/// The object-store services a `--store` URL can name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Service {
+    /// Amazon S3 or an S3-compatible server (`s3://`).
+    S3,
+    /// Google Cloud Storage (`gs://`).
+    Gcs,
+    /// Azure Blob Storage (`az://`).
+    Azure,
+}
 
 /// Where a remote store is, for messages: its URL, bucket and endpoint.
 #[derive(Debug, Clone)]

@@ -244,10 +244,17 @@ pub fn proc_start_ticks(pid: u32) -> Option<u64> {
     fields.get(19)?.parse().ok()
 }
 
+/// Now, as Unix seconds.
+pub fn unix_now() -> f64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::artifact::unix_now;
 
     #[test]
     fn temp_file_names_say_who_wrote_them() {

@@ -30,22 +30,11 @@ use object_store::{
 use tokio::sync::Semaphore;
 
 use super::deadline::{self, Deadlines};
+pub use super::diagnose::Service;
 use super::diagnose::{self, FailureLog, Place};
-use super::{check_key, host_name, FsStore, ObjectMeta, Store, Version, TMP_SUFFIX};
-use crate::artifact::unix_now;
+use super::{check_key, host_name, unix_now, FsStore, ObjectMeta, Store, Version, TMP_SUFFIX};
 use crate::error::{Error, Result};
 use crate::keys::hash_bytes;
-
-/// The object-store services a `--store` URL can name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Service {
-    /// Amazon S3 or an S3-compatible server (`s3://`).
-    S3,
-    /// Google Cloud Storage (`gs://`).
-    Gcs,
-    /// Azure Blob Storage (`az://`).
-    Azure,
-}
 
 /// A parsed object-store URL: service, bucket (or container) and key prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]

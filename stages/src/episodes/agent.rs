@@ -129,3 +129,28 @@ pub trait AgentFactory: Send + Sync {
         self.make(task, seed)
     }
 }
+
+/// A borrowed factory is a factory: a stage instance's prepared one (the `authored` agent's
+/// trajectories, read once) serves every item.
+impl<F: AgentFactory + ?Sized> AgentFactory for &F {
+    fn name(&self) -> String {
+        (**self).name()
+    }
+
+    fn make<'a>(&'a self, task: &'a TaskBundle, seed: u64) -> Box<dyn Agent + 'a> {
+        (**self).make(task, seed)
+    }
+
+    fn epochs(&self, task: &TaskBundle, configured: u32) -> u32 {
+        (**self).epochs(task, configured)
+    }
+
+    fn make_epoch<'a>(
+        &'a self,
+        task: &'a TaskBundle,
+        seed: u64,
+        epoch: u32,
+    ) -> Box<dyn Agent + 'a> {
+        (**self).make_epoch(task, seed, epoch)
+    }
+}

@@ -15,20 +15,19 @@
 //! - A request that would not fit the model's `max_context` is a problem with its fix
 //!   (`history: top_k:N`, `max_tools`), which `plan` reports as an error.
 
-use std::path::Path;
-
 use prefflow_engine::estimate::{Estimate, EstimateRow, Range};
 use prefflow_engine::store::Store;
 use prefflow_engine::StageError;
 
 use super::agent::AgentFactory;
-use super::agents::{AgentConfig, LlmFactory, Oracle};
+use super::agents::{LlmFactory, Oracle};
 use super::exposure::{self, Exposure};
 use super::params::RunEpisodesParams;
-use super::prompts::{self, Prompts};
+use super::prompts::Prompts;
 use super::retrieval::IndexCache;
 use super::runner::Briefing;
-use super::seed::{episode_id, episode_seed, episode_variant};
+use super::seed::{episode_id, episode_seed};
+use super::setup::EpisodeSetup;
 use super::simulators::system_prompt;
 use super::{run_episode, EpisodeRow, EpisodeSpec, PhoneEnv, ScriptedUser};
 use crate::llm::tokens::{self, message_tokens, prompt_tokens, text_tokens, PER_MESSAGE};
@@ -44,8 +43,8 @@ const USER_REPLY_TOKENS: u64 = 25;
 
 /// Everything an episode stage's estimate reads.
 pub struct EpisodeStage<'a> {
-    /// The stage's params, with the chosen `models` entry applied.
-    pub params: &'a RunEpisodesParams,
+    /// The stage's params, parsed (the chosen `models` entry applied, templates compiled).
+    pub setup: &'a EpisodeSetup,
     /// The world the episodes play in.
     pub world: &'a World,
     /// The tasks that would run (cached ones left out).
@@ -56,8 +55,6 @@ pub struct EpisodeStage<'a> {
     pub variant: &'a str,
     /// The record/replay store, to tell which episodes are recorded.
     pub cache: &'a dyn Store,
-    /// What prompt directories are resolved against.
-    pub workdir: &'a Path,
     /// The stage name, for messages.
     pub stage: &'a str,
 }
@@ -119,34 +116,32 @@ fn conversation(first: u64, growth: f64, n: f64) -> f64 {
 /// The estimate of an episode stage (agent `llm` and/or simulator `llm`); `None` when no model
 /// plays a part.
 pub fn estimate(stage: &EpisodeStage<'_>) -> Result<Option<Estimate>, StageError> {
-    let params = stage.params;
-    let agent = match params.agent_config() {
-        AgentConfig::Llm(llm) => Some(LlmFactory::for_plan(&llm, stage.cache, stage.workdir)?),
-        _ => None,
-    };
-    let user = params.user_config();
+    let setup = stage.setup;
+    let agent = setup
+        .agent
+        .llm()
+        .map(|llm| LlmFactory::for_plan(llm, stage.cache));
+    let user = setup.user.model();
     if agent.is_none() && user.is_none() {
         return Ok(None);
     }
-    let user_prompts = user
-        .map(|_| Prompts::load(stage.workdir, &params.prompts, &prompts::USER_TEMPLATES))
-        .transpose()?;
+    let user_prompts = setup.user.prompts();
     let indexes = IndexCache::default();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .build()
         .map_err(|e| StageError::Failed(format!("cannot start a runtime: {e}")))?;
-    let variant = episode_variant(params, stage.variant);
+    let variant = &setup.variant;
     let mut figures = Vec::with_capacity(stage.bundles.len());
     let memo = std::sync::Mutex::default();
     for bundle in stage.bundles {
-        let setup = TaskSetup {
+        let task = TaskSetup {
             stage,
             bundle,
             indexes: &indexes,
-            variant: &variant,
+            variant,
             stage_memo: &memo,
         };
-        figures.push(runtime.block_on(setup.figures(agent.as_ref(), user_prompts.as_ref()))?);
+        figures.push(runtime.block_on(task.figures(agent.as_ref(), user_prompts))?);
     }
     Ok(Some(summarize(
         stage,
@@ -172,7 +167,11 @@ impl TaskSetup<'_> {
         agent: Option<&LlmFactory<'_>>,
         user_prompts: Option<&Prompts>,
     ) -> Result<TaskFigures, StageError> {
-        let (params, world, task) = (self.stage.params, self.stage.world, &self.bundle.task);
+        let (params, world, task) = (
+            &self.stage.setup.params,
+            self.stage.world,
+            &self.bundle.task,
+        );
         let config = EpisodeConfig {
             space: params.space,
             clock: None,
@@ -244,8 +243,8 @@ impl TaskSetup<'_> {
                 ..EpisodeRow::default()
             },
             instruction: self.bundle.task.instruction.clone(),
-            space: self.stage.params.space,
-            max_steps: self.stage.params.max_steps.max(1),
+            space: self.stage.setup.params.space,
+            max_steps: self.stage.setup.params.max_steps.max(1),
             clarify: false,
             indexes: Default::default(),
         };
@@ -301,7 +300,7 @@ impl TaskSetup<'_> {
         steps: &[(u64, u64)],
         fig: &mut TaskFigures,
     ) -> Result<(), StageError> {
-        let params = self.stage.params;
+        let params = &self.stage.setup.params;
         let task = &self.bundle.task;
         let seed = episode_seed(params.seed, &task.task_id, self.variant, 0);
         let brief = briefing.brief(&task.instruction, params.space, shown, 0, self.indexes);
@@ -370,7 +369,7 @@ fn summarize(
     user: Option<&LlmConfig>,
     figures: &[TaskFigures],
 ) -> Estimate {
-    let params = stage.params;
+    let params = &stage.setup.params;
     let epochs = f64::from(params.epochs);
     let episodes = (stage.bundles.len() as u64) * u64::from(params.epochs);
     let sum = |f: fn(&TaskFigures) -> Calls| {
@@ -448,7 +447,7 @@ fn model_label(params: &RunEpisodesParams, config: &LlmConfig, role: &str) -> St
 }
 
 fn notes(stage: &EpisodeStage<'_>, figures: &[TaskFigures]) -> Vec<String> {
-    let params = stage.params;
+    let params = &stage.setup.params;
     let mut out = vec![format!(
         "prompt tokens: {} ({}) on each task's rendered first request — system prompt, task message, offered tools and the exposed history ({}) — growing per turn by the reference solution's calls and answers; requests from the reference's length to max_steps {}; cost: only the episodes not recorded yet (recorded ones replay free), its low end with the stable prefix (system prompt, history, tools) of every request but the first at `cached_prompt_per_mtok` when set",
         tokens::METHOD,

@@ -10,8 +10,8 @@
 //! - [`subset`]: which tasks a run plays (`--tasks`, `--sample`, `--limit`).
 //! - [`toolset`]: which phone tools a capped episode offers (every task stays solvable).
 //! - [`env`]: where actions land (the simulated phone, or a remote device).
-//! - [`params`]: an episode stage's parameters; [`ModelAccess`]: where its model calls are
-//!   recorded.
+//! - [`params`]: an episode stage's parameters; [`setup`]: them parsed once per stage
+//!   instance; [`ModelAccess`]: where its model calls are recorded.
 //! - [`estimate`]: what an episode stage's model calls would cost (`plan`).
 //! - [`runner`]: the episode loop; [`frames`]: its rows as tables; [`hooks`]: what a
 //!   benchmark-specific stage kind adds to it.
@@ -34,6 +34,7 @@ pub mod remote;
 pub mod retrieval;
 pub mod runner;
 pub mod seed;
+pub mod setup;
 pub mod simulator;
 pub mod simulators;
 pub mod subset;
@@ -49,7 +50,6 @@ mod space_tests;
 pub use agent::{Agent, AgentError, AgentFactory, Brief, Turn};
 pub use env::{Environment, PhoneEnv};
 pub use exposure::{Exposure, LogKind};
-pub use params::RunEpisodesParams;
 pub use record::{EpisodeRow, EpisodeRun, StepRow};
 pub use runner::{run_episode, EpisodeSpec};
 pub use simulator::{ScriptedUser, Simulator, UserReply};
@@ -82,10 +82,15 @@ impl ModelAccess<'_> {
 
     /// `e`, an input error naming the stage (other errors as they are).
     pub fn named(&self, e: impl Into<prefflow_engine::StageError>) -> prefflow_engine::StageError {
-        use prefflow_engine::StageError;
-        match e.into() {
-            StageError::Input(m) => StageError::Input(format!("stage `{}`: {m}", self.stage)),
-            other => other,
-        }
+        named(self.stage, e.into())
+    }
+}
+
+/// `e`, an input error naming `stage` (other errors as they are).
+pub fn named(stage: &str, e: prefflow_engine::StageError) -> prefflow_engine::StageError {
+    use prefflow_engine::StageError;
+    match e {
+        StageError::Input(m) => StageError::Input(format!("stage `{stage}`: {m}")),
+        other => other,
     }
 }

@@ -1,11 +1,15 @@
 //! The parameters of an episode stage (`run_episodes`, `run_knowu_episodes`): which agent,
 //! which history, which user simulator and model. They live beside the episode code, which
 //! turns them into the typed configurations agents and simulators are built from
-//! ([`RunEpisodesParams::agent_config`], [`RunEpisodesParams::user`]); builders never see them.
+//! ([`RunEpisodesParams::agent_config`], [`RunEpisodesParams::user`]) once per stage instance
+//! ([`super::setup::EpisodeSetup`]); builders never see them.
 
+use std::path::Path;
+
+use prefflow_engine::StageError;
 use serde::Deserialize;
 
-use super::agents::{AgentConfig, AgentName, LlmAgentConfig};
+use super::agents::{AgentConfig, AgentName, Authored, LlmAgentConfig};
 use super::exposure::{Exposure, LogKind};
 use super::simulators::{SimulatorName, User};
 use crate::llm::LlmConfig;
@@ -100,22 +104,28 @@ fn trajectories_dir() -> String {
 }
 
 impl RunEpisodesParams {
-    /// What builds this stage's agent.
-    pub fn agent_config(&self) -> AgentConfig<'_> {
-        match self.agent {
+    /// What builds this stage's agent, parsed once (in `prepare`, and by `plan`): the `llm`
+    /// agent's model and compiled templates (`prompts` relative to `workdir`), the `authored`
+    /// agent's trajectories read. An input error says what is missing.
+    pub fn agent_config(&self, workdir: &Path) -> Result<AgentConfig, StageError> {
+        Ok(match self.agent {
             AgentName::Oracle => AgentConfig::Oracle,
             AgentName::Defaults => AgentConfig::Defaults,
             AgentName::AskAll => AgentConfig::AskAll,
             AgentName::Heuristic => AgentConfig::Heuristic,
-            AgentName::Llm => AgentConfig::Llm(LlmAgentConfig {
-                llm: self.llm.as_ref(),
-                prompts: &self.prompts,
-                max_tools: self.max_tools,
-            }),
-            AgentName::Authored => AgentConfig::Authored {
-                trajectories: &self.trajectories,
-            },
-        }
+            AgentName::Llm => AgentConfig::Llm(Box::new(LlmAgentConfig::load(
+                self.llm.as_ref(),
+                workdir,
+                &self.prompts,
+                self.max_tools,
+            )?)),
+            AgentName::Authored => {
+                let dir = workdir.join(&self.trajectories);
+                let authored =
+                    Authored::load(&dir, &self.trajectories).map_err(StageError::Input)?;
+                AgentConfig::Authored(authored)
+            }
+        })
     }
 
     /// The model of the `llm` agent (`None` for the other agents).
@@ -181,22 +191,7 @@ impl RunEpisodesParams {
             return Ok(self.clone());
         };
         let name = self.model.clone().unwrap_or_default();
-        let mut merged = match &self.llm {
-            Some(defaults) => serde_json::to_value(defaults).map_err(|e| e.to_string())?,
-            None => serde_json::json!({}),
-        };
-        let (Some(base), Some(over)) = (merged.as_object_mut(), entry.as_object()) else {
-            return Err(format!("`models` entry `{name}` must be a mapping"));
-        };
-        if over.contains_key("base_url") || over.contains_key("base_url_env") {
-            base.remove("base_url");
-            base.remove("base_url_env");
-        }
-        for (k, v) in over.iter().filter(|(k, _)| k.as_str() != "name") {
-            base.insert(k.clone(), v.clone());
-        }
-        let llm: LlmConfig =
-            serde_json::from_value(merged).map_err(|e| format!("`models` entry `{name}`: {e}"))?;
+        let llm = LlmConfig::with_entry(self.llm.as_ref(), entry, &name)?;
         Ok(RunEpisodesParams {
             llm: Some(llm),
             ..self.clone()

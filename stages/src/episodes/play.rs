@@ -1,7 +1,8 @@
 //! One episode stage item composed in the domain: every task × epoch of the item played with
 //! the stage's agent, user and history exposure, on the world and indexes its instance shares.
 //! The episode kinds (`run_episodes`, `run_knowu_episodes`) only read their inputs, build an
-//! [`EpisodeState`] in `prepare` and call [`play_item`] per item.
+//! [`EpisodeState`] in `prepare` (the parsed [`EpisodeSetup`], the world, the indexes) and call
+//! [`play_item`] per item.
 
 use std::sync::Arc;
 
@@ -14,17 +15,20 @@ use super::hooks::EpisodeHooks;
 use super::params::RunEpisodesParams;
 use super::retrieval::IndexCache;
 use super::runner::join_all;
-use super::seed::{episode_id, episode_seed, episode_variant};
-use super::simulators::{self, User};
+use super::seed::{episode_id, episode_seed};
+use super::setup::EpisodeSetup;
 use super::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, ModelAccess, PhoneEnv};
 use crate::tasks::TaskBundle;
 use crate::world::history::HistoryEvent;
 use crate::world::phone::EpisodeConfig;
 use crate::world::World;
 
-/// What the episodes of one episode stage instance share, built once in `prepare`: the world
-/// (rebuilt from its tables) and the retrieval indexes over its history.
+/// What the episodes of one episode stage instance share, built once in `prepare`: the
+/// stage's parsed setup, the world (rebuilt from its tables) and the retrieval indexes over its
+/// history.
 pub struct EpisodeState {
+    /// The stage's parameters, parsed.
+    pub setup: EpisodeSetup,
     /// The world every episode of the instance plays in.
     pub world: Arc<World>,
     /// BM25 indexes of the event lists the instance's episodes search.
@@ -37,11 +41,13 @@ impl EpisodeState {
     /// `top_k:N` exposure ranks and the `heuristic` agent searches under `all` — so the first
     /// items do not build it on the runtime (a task whose overrides add history events still
     /// gets its own, built when first needed).
-    pub fn new(params: &RunEpisodesParams, world: Arc<World>) -> Self {
+    pub fn new(setup: EpisodeSetup, world: Arc<World>) -> Self {
         let state = EpisodeState {
+            setup,
             world,
             indexes: Arc::default(),
         };
+        let params = &state.setup.params;
         let ranked = matches!(params.history, Exposure::TopK(_)) && params.embeddings.is_none();
         let searched =
             params.agent == super::agents::AgentName::Heuristic && params.history == Exposure::All;
@@ -57,41 +63,30 @@ impl EpisodeState {
 
 /// Plays `bundles` (tasks × epochs) with the stage's agent and user, with a stage kind's
 /// additions to each episode (see [`EpisodeHooks`]). The item's episodes are in flight
-/// together, at most as many as the agent's endpoint lets be on the wire ([`in_flight`]);
-/// results keep task-then-epoch order, each episode's own error in its place.
+/// together, at most as many as the agent's endpoint lets be on the wire
+/// ([`EpisodeSetup::in_flight`]); results keep task-then-epoch order, each episode's own error
+/// in its place.
 pub async fn play_item(
-    params: &RunEpisodesParams,
     access: ModelAccess<'_>,
     state: &EpisodeState,
     bundles: &[TaskBundle],
     hooks: &dyn EpisodeHooks,
 ) -> Result<Vec<Result<EpisodeRun, StageError>>, StageError> {
-    let factory = params.agent_config().build(access)?;
-    check_episode_count(bundles.len(), params.epochs)?;
+    let setup = &state.setup;
+    let factory = setup.agent.build(access)?;
+    check_episode_count(bundles.len(), setup.params.epochs)?;
     let mut episodes = Vec::new();
     for bundle in bundles {
-        for epoch in 0..factory.epochs(bundle, params.epochs) {
+        for epoch in 0..factory.epochs(bundle, setup.params.epochs) {
             let episode = Episode {
                 bundle,
                 epoch,
                 factory: factory.as_ref(),
             };
-            episodes.push(play(params, access, state, episode, hooks));
+            episodes.push(play(access, state, episode, hooks));
         }
     }
-    Ok(join_all(episodes, in_flight(params)).await)
-}
-
-/// How many of one item's episodes are played at once: as many as the model endpoint lets be
-/// on the wire (the agent's, else the simulator's `concurrency`) — more would only wait for its
-/// slots while holding their phones — and one at a time without a model (such episodes never
-/// wait, so they run to the end one after another anyway).
-fn in_flight(params: &RunEpisodesParams) -> usize {
-    let user = params.user_config();
-    params
-        .agent_llm()
-        .or(user)
-        .map_or(1, |l| l.concurrency.max(1))
+    Ok(join_all(episodes, setup.in_flight()).await)
 }
 
 /// Refuses a call that would play more than [`crate::limits::EPISODES`] episodes (tasks ×
@@ -117,7 +112,6 @@ struct Episode<'b> {
 
 /// Plays one episode of `bundle`.
 async fn play(
-    params: &RunEpisodesParams,
     access: ModelAccess<'_>,
     state: &EpisodeState,
     Episode {
@@ -127,10 +121,9 @@ async fn play(
     }: Episode<'_>,
     hooks: &dyn EpisodeHooks,
 ) -> Result<EpisodeRun, StageError> {
-    let (world, indexes) = (&*state.world, &state.indexes);
-    let task = &bundle.task;
-    let variant = episode_variant(params, access.variant);
-    let seed = episode_seed(params.seed, &task.task_id, &variant, epoch);
+    let (setup, world, indexes) = (&state.setup, &*state.world, &state.indexes);
+    let (params, task) = (&setup.params, &bundle.task);
+    let seed = episode_seed(params.seed, &task.task_id, &setup.variant, epoch);
     let config = EpisodeConfig {
         space: params.space,
         clock: hooks.clock(bundle),
@@ -139,56 +132,14 @@ async fn play(
     let mut env = phone_env(world, config, &task.task_id)?;
     let extra: Vec<HistoryEvent> = env.phone.extra_history().to_vec();
     let history = exposure::episode_history(world, &extra);
-    let shown = match &params.embeddings {
-        Some(cfg) => {
-            let embedder = Embedder::new(cfg, access.cache, access.offline)?.metered(access.usage);
-            embeddings::select(
-                &embedder,
-                &history,
-                params.history,
-                params.log,
-                &task.instruction,
-                indexes,
-            )
-            .await?
-        }
-        None => exposure::select(
-            &history,
-            params.history,
-            params.log,
-            &task.instruction,
-            indexes,
-        ),
-    };
-    let retrieval = if params.embeddings.is_some() {
-        "/embeddings"
-    } else {
-        ""
-    };
+    let shown = shown_events(params, access, &history, &task.instruction, indexes).await?;
     let mut agent = factory.make_epoch(bundle, seed, epoch);
     let mut user = match hooks.scripted_user(bundle) {
-        Some(user) if params.user() == Ok(User::Scripted) => user,
-        _ => {
-            let who = params
-                .user()
-                .map_err(|m| access.named(StageError::Input(m)))?;
-            simulators::make(who, &params.prompts, access, world, bundle, seed, epoch)?
-        }
-    };
-    let row = EpisodeRow {
-        episode_id: episode_id(&task.task_id, &variant, epoch),
-        task_id: task.task_id.clone(),
-        variant,
-        epoch,
-        persona: Some(task.persona.clone()),
-        agent: factory.name(),
-        user: params.user().map(User::label).unwrap_or_default(),
-        seed,
-        exposure: format!("{}/{}{retrieval}", params.history, log_name(params.log)),
-        ..EpisodeRow::default()
+        Some(user) if setup.user.model().is_none() => user,
+        _ => setup.user.simulator(access, world, bundle, seed, epoch)?,
     };
     let spec = EpisodeSpec {
-        row,
+        row: episode_row(setup, bundle, epoch, seed, factory.name()),
         instruction: task.instruction.clone(),
         space: params.space,
         max_steps: params.max_steps,
@@ -211,8 +162,67 @@ async fn play(
     run.episode.cost_user = run
         .episode
         .user_usage
-        .cost(params.user_config().and_then(|l| l.prices));
+        .cost(setup.user.model().and_then(|l| l.prices));
     Ok(run)
+}
+
+/// The history events an episode is shown: ranked by the embeddings endpoint when the stage
+/// names one, else as [`exposure::select`] picks them.
+async fn shown_events<'h>(
+    params: &RunEpisodesParams,
+    access: ModelAccess<'_>,
+    history: &[&'h HistoryEvent],
+    instruction: &str,
+    indexes: &IndexCache,
+) -> Result<Vec<&'h HistoryEvent>, StageError> {
+    let Some(cfg) = &params.embeddings else {
+        return Ok(exposure::select(
+            history,
+            params.history,
+            params.log,
+            instruction,
+            indexes,
+        ));
+    };
+    let embedder = Embedder::new(cfg, access.cache, access.offline)?.metered(access.usage);
+    embeddings::select(
+        &embedder,
+        history,
+        params.history,
+        params.log,
+        instruction,
+        indexes,
+    )
+    .await
+    .map_err(StageError::from)
+}
+
+/// The `episodes` row an episode starts with: its identity, who plays and what it is shown.
+fn episode_row(
+    setup: &EpisodeSetup,
+    bundle: &TaskBundle,
+    epoch: u32,
+    seed: u64,
+    agent: String,
+) -> EpisodeRow {
+    let (params, task) = (&setup.params, &bundle.task);
+    let retrieval = if params.embeddings.is_some() {
+        "/embeddings"
+    } else {
+        ""
+    };
+    EpisodeRow {
+        episode_id: episode_id(&task.task_id, &setup.variant, epoch),
+        task_id: task.task_id.clone(),
+        variant: setup.variant.clone(),
+        epoch,
+        persona: Some(task.persona.clone()),
+        agent,
+        user: setup.user.label().to_string(),
+        seed,
+        exposure: format!("{}/{}{retrieval}", params.history, log_name(params.log)),
+        ..EpisodeRow::default()
+    }
 }
 
 /// The phone one episode of task `task_id` plays on; an input error when the task's overrides

@@ -15,6 +15,7 @@ use prefflow_engine::{Execution, Kind, ParamError, StageContext, StageError, Tab
 use crate::episodes::agents::AgentName;
 use crate::episodes::hooks::NoHooks;
 pub use crate::episodes::play::EpisodeState;
+use crate::episodes::setup::EpisodeSetup;
 use crate::episodes::simulators::SimulatorName;
 use crate::tasks::frames::bundles_from_table;
 
@@ -96,7 +97,6 @@ impl Kind for RunEpisodes {
         params: &Self::Params,
         ctx: &StageContext<'_>,
     ) -> Result<EpisodeState, StageError> {
-        warn_about_the_user(params, ctx.stage);
         prepare_episodes(params, ctx)
     }
 
@@ -113,10 +113,10 @@ impl Kind for RunEpisodes {
 
     fn run_async<'a>(
         &'a self,
-        params: &'a Self::Params,
+        _params: &'a Self::Params,
         ctx: &'a StageContext<'a, EpisodeState>,
     ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
-        run_with(params, ctx, &NoHooks)
+        run_with(ctx, &NoHooks)
     }
 }
 
@@ -131,9 +131,6 @@ pub fn estimate_episodes(
     if !uses_models {
         return Ok(None);
     }
-    let params = &params
-        .with_chosen_model()
-        .map_err(|m| StageError::Input(format!("stage `{}`: {m}", ctx.stage)))?;
     let needs = |what: &str| {
         StageError::Input(format!(
             "needs the {what} in the store first: run the pipeline with `--only` on the stage that makes it (no model calls), then `plan` again"
@@ -154,31 +151,16 @@ pub fn estimate_episodes(
         let run: std::collections::HashSet<&str> = items.iter().map(String::as_str).collect();
         bundles.retain(|b| run.contains(b.task.task_id.as_str()));
     }
+    let setup = EpisodeSetup::new(params, ctx.stage, ctx.variant, ctx.workdir)?;
     crate::episodes::estimate::estimate(&crate::episodes::estimate::EpisodeStage {
-        params,
+        setup: &setup,
         world: &world,
         bundles: &bundles,
         cached: ctx.cached_items,
         variant: ctx.variant,
         cache: ctx.cache,
-        workdir: ctx.workdir,
         stage: ctx.stage,
     })
-}
-
-/// Warns, once per stage instance that runs, when the model under test answers its own
-/// questions ([`crate::episodes::simulators::User::warning`]).
-fn warn_about_the_user(params: &RunEpisodesParams, stage: &str) {
-    let Ok(params) = params.with_chosen_model() else {
-        return;
-    };
-    if let Some(w) = params
-        .user()
-        .ok()
-        .and_then(|u| u.warning(params.agent_llm()))
-    {
-        tracing::warn!("stage `{stage}`: {w}");
-    }
 }
 
 #[cfg(test)]
@@ -288,8 +270,7 @@ mod tests {
         let state = RunEpisodes.prepare(&ranked, &ctx).unwrap();
         assert_eq!(kept(&state), "IndexCache(1 indexes)");
         let prepared = ctx.with_state(&state);
-        let tables =
-            crate::tasks::testkit::block_on(run_with(&ranked, &prepared, &NoHooks)).unwrap();
+        let tables = crate::tasks::testkit::block_on(run_with(&prepared, &NoHooks)).unwrap();
         assert_eq!(tables.get("episodes").unwrap().height(), 2);
         assert_eq!(
             kept(&state),

@@ -8,8 +8,8 @@ use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 
 use super::run_episodes::RunEpisodes;
 use super::support::{prepare_episodes, run_with};
+use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::play::EpisodeState;
-use crate::episodes::RunEpisodesParams;
 use crate::knowu::sim::episode::KnowuHooks;
 use crate::knowu::sim::table;
 
@@ -60,18 +60,15 @@ impl Kind for RunKnowuEpisodes {
 
     fn run_async<'a>(
         &'a self,
-        params: &'a Self::Params,
+        _params: &'a Self::Params,
         ctx: &'a StageContext<'a, EpisodeState>,
     ) -> impl std::future::Future<Output = Result<Tables, StageError>> + Send + 'a {
-        run(params, ctx)
+        run(ctx)
     }
 }
 
 /// The item's KnowU episodes: `run_episodes` with the KnowU hooks of its tasks.
-async fn run(
-    params: &RunEpisodesParams,
-    ctx: &StageContext<'_, EpisodeState>,
-) -> Result<Tables, StageError> {
+async fn run(ctx: &StageContext<'_, EpisodeState>) -> Result<Tables, StageError> {
     let tasks = ctx.input("knowu_tasks").map_err(|_| {
         StageError::Input(format!(
             "stage `{}`: needs a `knowu_tasks` input (the table of the `generate_knowu_tasks` stage that made its bundles)",
@@ -79,5 +76,5 @@ async fn run(
         ))
     })?;
     let hooks = KnowuHooks::new(table::read(tasks)?);
-    run_with(params, ctx, &hooks).await
+    run_with(ctx, &hooks).await
 }

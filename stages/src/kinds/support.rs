@@ -11,8 +11,10 @@ use prefflow_engine::{InputTable, StageContext, StageError, Tables};
 
 use crate::episodes::frames::episode_tables;
 use crate::episodes::hooks::EpisodeHooks;
+use crate::episodes::params::RunEpisodesParams;
 use crate::episodes::play::{play_item, EpisodeState};
-use crate::episodes::{EpisodeRun, ModelAccess, RunEpisodesParams};
+use crate::episodes::setup::EpisodeSetup;
+use crate::episodes::{EpisodeRun, ModelAccess};
 use crate::tasks::error::TaskError;
 use crate::tasks::frames::bundles_from_table;
 use crate::world::error::WorldError;
@@ -95,30 +97,31 @@ pub(crate) fn model_access<'a>(ctx: &'a StageContext<'_>) -> ModelAccess<'a> {
     }
 }
 
-/// Builds an episode kind's [`EpisodeState`] from its whole inputs, with the retrieval index
-/// its episodes search ([`EpisodeState::new`]).
+/// Builds an episode kind's [`EpisodeState`] from its params and whole inputs: the params
+/// parsed once ([`EpisodeSetup`]; a warning when the model under test answers its own
+/// questions), the world, and the retrieval index its episodes search ([`EpisodeState::new`]).
 pub fn prepare_episodes(
     params: &RunEpisodesParams,
     ctx: &StageContext<'_>,
 ) -> Result<EpisodeState, StageError> {
-    Ok(EpisodeState::new(params, super::support::world_input(ctx)?))
+    let setup = EpisodeSetup::new(params, ctx.stage, ctx.variant, ctx.workdir)?;
+    if let Some(w) = &setup.warning {
+        tracing::warn!("stage `{}`: {w}", ctx.stage);
+    }
+    Ok(EpisodeState::new(setup, world_input(ctx)?))
 }
 
-/// `run_episodes` with a stage kind's additions to each episode (see [`EpisodeHooks`]): the
-/// item's bundles played in the domain ([`play_item`]), each episode refused when a fault
-/// ended it, the tables written.
+/// An episode kind's item, with a stage kind's additions to each episode (see
+/// [`EpisodeHooks`]): the item's bundles played in the domain ([`play_item`]) on the prepared
+/// state, each episode refused when a fault ended it, the tables written.
 pub async fn run_with(
-    params: &RunEpisodesParams,
     ctx: &StageContext<'_, EpisodeState>,
     hooks: &dyn EpisodeHooks,
 ) -> Result<Tables, StageError> {
     let state = ctx.state;
     let ctx = &ctx.with_state(&());
-    let params = &params
-        .with_chosen_model()
-        .map_err(|m| StageError::Input(format!("stage `{}`: {m}", ctx.stage)))?;
     let bundles = bundles_from_table(bundles_input(ctx)?)?;
-    let played = play_item(params, model_access(ctx), state, &bundles, hooks).await?;
+    let played = play_item(model_access(ctx), state, &bundles, hooks).await?;
     let mut runs = Vec::with_capacity(played.len());
     for run in played {
         let run = run?;

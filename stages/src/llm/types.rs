@@ -116,6 +116,31 @@ impl LlmConfig {
         Ok(())
     }
 
+    /// `entry` (a `models` entry, a mapping named `name` in messages) over `defaults` (the
+    /// stage's `llm` block): an entry's endpoint replaces the defaults' endpoint whole, its other
+    /// fields replace theirs one by one, and `name` is left out. The error names the entry.
+    pub fn with_entry(
+        defaults: Option<&LlmConfig>,
+        entry: &Value,
+        name: &str,
+    ) -> Result<LlmConfig, String> {
+        let mut merged = match defaults {
+            Some(defaults) => serde_json::to_value(defaults).map_err(|e| e.to_string())?,
+            None => serde_json::json!({}),
+        };
+        let (Some(base), Some(over)) = (merged.as_object_mut(), entry.as_object()) else {
+            return Err(format!("`models` entry `{name}` must be a mapping"));
+        };
+        if over.contains_key("base_url") || over.contains_key("base_url_env") {
+            base.remove("base_url");
+            base.remove("base_url_env");
+        }
+        for (k, v) in over.iter().filter(|(k, _)| k.as_str() != "name") {
+            base.insert(k.clone(), v.clone());
+        }
+        serde_json::from_value(merged).map_err(|e| format!("`models` entry `{name}`: {e}"))
+    }
+
     /// This configuration for one episode: the configured sampling seed, else the episode's
     /// own, kept to 31 bits because servers differ in the integer width they accept.
     pub fn for_episode(&self, seed: u64) -> LlmConfig {

@@ -31,7 +31,7 @@ pub struct LlmFactory<'a> {
     max_tools: Option<usize>,
     cache: &'a dyn Store,
     offline: bool,
-    prompts: Prompts,
+    prompts: Arc<Prompts>,
     /// Where the agent's calls are counted (role `agent`).
     usage: Option<&'a prefflow_engine::usage::UsageMeter>,
     /// The last [`Stable`] prompt part rendered (shared by the episodes showing its history).
@@ -40,47 +40,56 @@ pub struct LlmFactory<'a> {
     flow: String,
 }
 
-/// What the `llm` agent is built from: a stage's `llm`, `prompts` and `max_tools`.
-#[derive(Debug, Clone, Copy)]
-pub struct LlmAgentConfig<'p> {
-    /// The model (`None` when the stage has no `llm` block: an input error when built).
-    pub llm: Option<&'p LlmConfig>,
-    /// The directory of prompt templates.
-    pub prompts: &'p str,
+/// What the `llm` agent is built from: a stage's model, its templates compiled once, and
+/// `max_tools`.
+#[derive(Debug, Clone)]
+pub struct LlmAgentConfig {
+    /// The model.
+    pub llm: LlmConfig,
+    /// The agent's templates ([`prompts::AGENT_TEMPLATES`]), compiled.
+    pub prompts: Arc<Prompts>,
     /// Offer at most this many phone tools (see [`LlmFactory`]).
     pub max_tools: Option<usize>,
 }
 
-impl LlmAgentConfig<'_> {
-    /// The model, or the input error saying what to add.
-    fn model(&self) -> Result<LlmConfig, StageError> {
-        self.llm.cloned().ok_or_else(|| {
+impl LlmAgentConfig {
+    /// The configuration from a stage's `llm` block and `prompts` directory (relative to
+    /// `workdir`): an input error when the block is missing or a template is missing or does
+    /// not parse, so every episode is spared failing alike.
+    pub fn load(
+        llm: Option<&LlmConfig>,
+        workdir: &std::path::Path,
+        prompts_dir: &str,
+        max_tools: Option<usize>,
+    ) -> Result<Self, StageError> {
+        let llm = llm.cloned().ok_or_else(|| {
             StageError::Input(
                 "agent `llm` needs `llm: { model, base_url or base_url_env }` in params".into(),
             )
+        })?;
+        let prompts = Prompts::load(workdir, prompts_dir, &prompts::AGENT_TEMPLATES)?;
+        Ok(Self {
+            llm,
+            prompts: Arc::new(prompts),
+            max_tools,
         })
     }
 
-    /// The factory of a stage's episodes (see [`LlmFactory::new`]).
+    /// The factory of an item's episodes (see [`LlmFactory::new`]).
     pub fn build<'a>(&self, access: ModelAccess<'a>) -> Result<LlmFactory<'a>, StageError> {
         LlmFactory::new(self, access)
     }
 }
 
 impl<'a> LlmFactory<'a> {
-    /// Checks everything that would otherwise fail every episode alike — the `llm` block, the
-    /// endpoint, the key variable, the templates — and fails the stage with the fix instead.
-    pub fn new(agent: &LlmAgentConfig<'_>, access: ModelAccess<'a>) -> Result<Self, StageError> {
-        let config = agent.model().map_err(|e| access.named(e))?;
-        let mut factory = Self::from_parts(
-            config,
-            access.cache,
-            access.offline,
-            access.workdir,
-            agent.prompts,
-        )
-        .map_err(|e| access.named(e))?;
-        factory.max_tools = agent.max_tools;
+    /// Checks the endpoint and the key variable, which would otherwise fail every episode
+    /// alike, and fails the item with the fix instead.
+    pub fn new(agent: &LlmAgentConfig, access: ModelAccess<'a>) -> Result<Self, StageError> {
+        agent
+            .llm
+            .check_endpoint(access.offline)
+            .map_err(|e| access.named(e))?;
+        let mut factory = Self::unchecked(agent, access.cache, access.offline);
         factory.usage = access.usage;
         factory.flow = access.flow();
         Ok(factory)
@@ -95,40 +104,28 @@ impl<'a> LlmFactory<'a> {
         prompts_dir: &str,
     ) -> Result<Self, StageError> {
         config.check_endpoint(offline)?;
-        Self::unchecked(config, cache, offline, workdir, prompts_dir)
+        let agent = LlmAgentConfig::load(Some(&config), workdir, prompts_dir, None)?;
+        Ok(Self::unchecked(&agent, cache, offline))
     }
 
-    fn unchecked(
-        config: LlmConfig,
-        cache: &'a dyn Store,
-        offline: bool,
-        workdir: &std::path::Path,
-        prompts_dir: &str,
-    ) -> Result<Self, StageError> {
-        let prompts = Prompts::load(workdir, prompts_dir, &prompts::AGENT_TEMPLATES)?;
-        Ok(Self {
-            config,
-            max_tools: None,
+    fn unchecked(agent: &LlmAgentConfig, cache: &'a dyn Store, offline: bool) -> Self {
+        Self {
+            config: agent.llm.clone(),
+            max_tools: agent.max_tools,
             cache,
             offline,
-            prompts,
+            prompts: agent.prompts.clone(),
             usage: None,
             stable: std::sync::Mutex::new(None),
             flow: String::new(),
-        })
+        }
     }
 
     /// The factory as `plan` uses it to build the requests an episode opens with: the same
     /// prompts and tool offer as a run, without the endpoint check (nothing is sent, and a
     /// missing key is the run's error, not the estimate's).
-    pub fn for_plan(
-        agent: &LlmAgentConfig<'_>,
-        cache: &'a dyn Store,
-        workdir: &std::path::Path,
-    ) -> Result<Self, StageError> {
-        let mut factory = Self::unchecked(agent.model()?, cache, true, workdir, agent.prompts)?;
-        factory.max_tools = agent.max_tools;
-        Ok(factory)
+    pub fn for_plan(agent: &LlmAgentConfig, cache: &'a dyn Store) -> Self {
+        Self::unchecked(agent, cache, true)
     }
 }
 

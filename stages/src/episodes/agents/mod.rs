@@ -58,10 +58,10 @@ impl AgentName {
     }
 }
 
-/// What builds a stage's agent: which agent, with the settings of those that have some
-/// (parsed from the stage's params once, `RunEpisodesParams::agent_config`).
-#[derive(Debug, Clone, Copy)]
-pub enum AgentConfig<'p> {
+/// What builds a stage's agents: which agent, with the settings of those that have some, parsed
+/// once per stage instance (`RunEpisodesParams::agent_config`, in `prepare`) and built into a
+/// factory per item ([`AgentConfig::build`], which binds the item's model access).
+pub enum AgentConfig {
     /// See [`AgentName::Oracle`].
     Oracle,
     /// See [`AgentName::Defaults`].
@@ -70,33 +70,33 @@ pub enum AgentConfig<'p> {
     AskAll,
     /// See [`AgentName::Heuristic`].
     Heuristic,
-    /// A chat-completions model.
-    Llm(LlmAgentConfig<'p>),
-    /// Authored trajectories from this directory (relative to the stage's workdir).
-    Authored {
-        /// The directory, as the stage wrote it.
-        trajectories: &'p str,
-    },
+    /// A chat-completions model, with its compiled templates.
+    Llm(Box<LlmAgentConfig>),
+    /// The authored trajectories, read.
+    Authored(Authored),
 }
 
-impl AgentConfig<'_> {
+impl AgentConfig {
     /// The factory of the stage's agents; an input error names the stage.
     pub fn build<'a>(
-        &self,
+        &'a self,
         access: ModelAccess<'a>,
     ) -> Result<Box<dyn AgentFactory + 'a>, StageError> {
+        Ok(match self {
+            AgentConfig::Oracle => Box::new(Oracle),
+            AgentConfig::Defaults => Box::new(Defaults),
+            AgentConfig::Llm(llm) => Box::new(llm.build(access)?),
+            AgentConfig::AskAll => Box::new(AskAll),
+            AgentConfig::Heuristic => Box::new(Heuristic),
+            AgentConfig::Authored(authored) => Box::new(authored),
+        })
+    }
+
+    /// The `llm` agent's configuration (`None` for the other agents).
+    pub fn llm(&self) -> Option<&LlmAgentConfig> {
         match self {
-            AgentConfig::Oracle => Ok(Box::new(Oracle)),
-            AgentConfig::Defaults => Ok(Box::new(Defaults)),
-            AgentConfig::Llm(llm) => Ok(Box::new(llm.build(access)?)),
-            AgentConfig::AskAll => Ok(Box::new(AskAll)),
-            AgentConfig::Heuristic => Ok(Box::new(Heuristic)),
-            AgentConfig::Authored { trajectories } => {
-                let dir = access.workdir.join(trajectories);
-                Authored::load(&dir, trajectories)
-                    .map(|a| Box::new(a) as Box<dyn AgentFactory>)
-                    .map_err(|m| access.named(StageError::Input(m)))
-            }
+            AgentConfig::Llm(llm) => Some(llm),
+            _ => None,
         }
     }
 }

@@ -7,6 +7,8 @@
 //! - [`env`]: [`RemoteEnv`] (the `Environment`) and [`DeviceUser`] (ask_user answered on-device).
 //! - [`episode`]: one task start to finish, retried from a fresh init when the device fails.
 //! - [`lease`]: which device URL a running item holds (one episode per device at a time).
+//! - [`params`]: `run_remote_episodes`' parameters; [`tasks`]: the tasks an item plays;
+//!   [`item`]: the params parsed once per instance and an item played on a leased device.
 //! - `fake`: an in-process fake device following the documented API, for tests (feature
 //!   `testkit`).
 
@@ -17,8 +19,11 @@ pub mod episode;
 pub mod error;
 #[cfg(any(test, feature = "testkit"))]
 pub mod fake;
+pub mod item;
 pub mod lease;
+pub mod params;
 pub mod screen;
+pub mod tasks;
 
 pub use client::{DeviceClient, DevicePatience, Evaluation, DEFAULT_DEVICE_ID};
 pub use env::{DeviceUser, RemoteEnv};

@@ -4,6 +4,8 @@
 //! audited against the task's slots ([`audit`]), so a simulator that leaks or invents shows up
 //! per episode in the `volunteered` / `ungrounded` columns.
 
+use std::sync::Arc;
+
 use serde_json::{json, Value};
 
 use crate::episodes::agent::{AgentError, AgentFuture};
@@ -18,7 +20,7 @@ use crate::world::World;
 /// The model-backed user of one episode.
 pub struct LlmUser<'a> {
     client: LlmClient<'a>,
-    prompts: Prompts,
+    prompts: Arc<Prompts>,
     slots: &'a [Slot],
     messages: Vec<ChatMessage>,
     epoch: u32,
@@ -26,14 +28,16 @@ pub struct LlmUser<'a> {
 
 impl<'a> LlmUser<'a> {
     /// A user for `bundle`'s task, speaking as `persona`; its system prompt is rendered now, so
-    /// a template fault is reported before the episode starts.
+    /// a template fault is reported before the episode starts. `prompts` are the stage's
+    /// compiled user templates, shared by its episodes.
     pub fn new(
         client: LlmClient<'a>,
-        prompts: Prompts,
+        prompts: impl Into<Arc<Prompts>>,
         world: &World,
         bundle: &'a TaskBundle,
         epoch: u32,
     ) -> Result<Self, AgentError> {
+        let prompts = prompts.into();
         let system = system_prompt(&prompts, world, bundle)?;
         Ok(Self {
             client,

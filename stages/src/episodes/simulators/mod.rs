@@ -6,6 +6,9 @@
 mod llm;
 pub mod relevance;
 
+use std::path::Path;
+use std::sync::Arc;
+
 use prefflow_engine::StageError;
 use serde::{Deserialize, Serialize};
 
@@ -110,29 +113,68 @@ impl<'a> User<'a> {
     }
 }
 
-/// The simulator for one episode (`epoch` keeps repeats distinct recorded requests): the
-/// scripted user, or `user`'s model with the templates of `prompts_dir`.
-pub fn make<'a>(
-    user: User<'_>,
-    prompts_dir: &str,
-    access: ModelAccess<'a>,
-    world: &'a World,
-    bundle: &'a TaskBundle,
-    seed: u64,
-    epoch: u32,
-) -> Result<Box<dyn Simulator + 'a>, StageError> {
-    let Some(config) = user.config() else {
-        return Ok(Box::new(ScriptedUser::for_task(bundle, &world.catalog)));
-    };
-    config
-        .check_endpoint(access.offline)
-        .map_err(|e| access.named(e))?;
-    let prompts = Prompts::load(access.workdir, prompts_dir, &prompts::USER_TEMPLATES)
-        .map_err(|e| access.named(e))?;
-    let client = LlmClient::new(config.for_episode(seed), access.cache, access.offline)?
-        .metered(access.usage, "user")
-        .flow(&access.flow());
-    let user = LlmUser::new(client, prompts, world, bundle, epoch)
-        .map_err(|e| access.named(StageError::Input(e.to_string())))?;
-    Ok(Box::new(user))
+/// Who answers `ask_user` in a stage's episodes, parsed once per stage instance (in
+/// `prepare`): the scripted user, or a model with the user templates compiled.
+pub struct UserConfig {
+    /// The `user` column ([`User::label`]).
+    label: String,
+    /// The model that plays the user and its templates (`None`: the scripted user).
+    model: Option<(LlmConfig, Arc<Prompts>)>,
+}
+
+impl UserConfig {
+    /// `user` with the templates of `prompts_dir` (relative to `workdir`) when a model plays it;
+    /// an input error names a template that is missing or does not parse.
+    pub fn load(user: User<'_>, workdir: &Path, prompts_dir: &str) -> Result<Self, StageError> {
+        let model = match user.config() {
+            None => None,
+            Some(config) => {
+                let prompts = Prompts::load(workdir, prompts_dir, &prompts::USER_TEMPLATES)?;
+                Some((config.clone(), Arc::new(prompts)))
+            }
+        };
+        Ok(Self {
+            label: user.label(),
+            model,
+        })
+    }
+
+    /// The `user` column of the stage's episodes.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The model that plays the user (`None` for the scripted user).
+    pub fn model(&self) -> Option<&LlmConfig> {
+        self.model.as_ref().map(|(config, _)| config)
+    }
+
+    /// The user model's compiled templates (`None` for the scripted user).
+    pub fn prompts(&self) -> Option<&Prompts> {
+        self.model.as_ref().map(|(_, prompts)| &**prompts)
+    }
+
+    /// The simulator for one episode (`epoch` keeps repeats distinct recorded requests): the
+    /// scripted user, or the model with the compiled templates.
+    pub fn simulator<'a>(
+        &self,
+        access: ModelAccess<'a>,
+        world: &'a World,
+        bundle: &'a TaskBundle,
+        seed: u64,
+        epoch: u32,
+    ) -> Result<Box<dyn Simulator + 'a>, StageError> {
+        let Some((config, prompts)) = &self.model else {
+            return Ok(Box::new(ScriptedUser::for_task(bundle, &world.catalog)));
+        };
+        config
+            .check_endpoint(access.offline)
+            .map_err(|e| access.named(e))?;
+        let client = LlmClient::new(config.for_episode(seed), access.cache, access.offline)?
+            .metered(access.usage, "user")
+            .flow(&access.flow());
+        let user = LlmUser::new(client, prompts.clone(), world, bundle, epoch)
+            .map_err(|e| access.named(StageError::Input(e.to_string())))?;
+        Ok(Box::new(user))
+    }
 }
