@@ -4,6 +4,7 @@
 
 mod bad_input;
 mod cluster;
+mod code_shape;
 mod common;
 mod engine_cache;
 mod engine_errors;

@@ -148,69 +148,11 @@ impl Plan {
             return Err(Error::Config(sorted(errors)));
         }
 
-        let dim_order: Vec<String> = order
-            .iter()
-            .flat_map(|s| checked[s].sweep.dims.clone())
-            .collect();
-        let mut instances: Vec<Arc<Instance>> = Vec::new();
-        let mut by_stage: HashMap<&str, Vec<usize>> = HashMap::new();
-        for stage in &order {
-            let c = &checked[stage];
-            for (variant, upstream_ids, kept) in combinations(c, &by_stage, &instances, &dim_order)
-            {
-                let resolved = resolve_params(
-                    path,
-                    c,
-                    &variant,
-                    &pipeline_params,
-                    stage_overrides.get(*stage),
-                );
-                let params = match resolved {
-                    Ok(p) => p,
-                    Err(e) => {
-                        errors.push(e);
-                        continue;
-                    }
-                };
-                let cached_only = cached_only(c, kept, &upstream_ids, &instances);
-                let id = instances.len();
-                instances.push(Arc::new(Instance {
-                    id,
-                    stage: stage.to_string(),
-                    variant,
-                    kind: c.kind.clone(),
-                    params,
-                    bindings: bindings(c, &upstream_ids, &instances),
-                    per_item: c.spec.per_item.as_ref().map(|p| p.value.clone()),
-                    concurrency: c
-                        .spec
-                        .concurrency
-                        .as_ref()
-                        .map(|c| c.value.max(1) as usize)
-                        .unwrap_or_else(|| default_concurrency(c.kind.execution())),
-                    retries: c.spec.retries.unwrap_or(0),
-                    backoff_ms: c.spec.retry_backoff_ms.unwrap_or(200),
-                    pools: c.spec.resources.iter().map(|r| r.value.clone()).collect(),
-                    when: c.spec.when.as_ref().map(|w| w.value.clone()),
-                    cached_only,
-                    subset: None,
-                }));
-                by_stage.entry(stage).or_default().push(id);
-            }
-        }
+        let params = (&pipeline_params, &stage_overrides);
+        let instances = expand_instances(path, &checked, &order, params, &mut errors);
         if !errors.is_empty() {
             return Err(Error::Config(sorted(dedup(errors))));
         }
-        let stages = order
-            .iter()
-            .map(|s| StagePlan {
-                name: s.to_string(),
-                kind: checked[s].kind.name().to_string(),
-                upstream: dedup_names(checked[s].refs.iter().map(|(r, _)| r.stage.clone())),
-                sweep_dims: checked[s].sweep.dims.clone(),
-                per_item: checked[s].spec.per_item.as_ref().map(|p| p.value.clone()),
-            })
-            .collect();
         Ok(Plan {
             name: spec.pipeline.value.clone(),
             file: file.path.clone(),
@@ -219,7 +161,7 @@ impl Plan {
                 .iter()
                 .map(|(k, v)| (k.clone(), v.value))
                 .collect(),
-            stages,
+            stages: stage_plans(&checked, &order),
             instances,
         })
     }
@@ -277,6 +219,93 @@ impl Plan {
         }
         Ok(wanted)
     }
+}
+
+/// Every instance of the stages in `order`: one per combination of the stage's sweep points
+/// and its upstream instances, with its params resolved (errors collected in `errors`).
+fn expand_instances(
+    path: &Path,
+    checked: &HashMap<&str, Checked<'_>>,
+    order: &[&str],
+    (pipeline_params, stage_overrides): (&IndexMap<String, Value>, &StageOverrides),
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Arc<Instance>> {
+    let dim_order: Vec<String> = order
+        .iter()
+        .flat_map(|s| checked[s].sweep.dims.clone())
+        .collect();
+    let mut instances: Vec<Arc<Instance>> = Vec::new();
+    let mut by_stage: HashMap<&str, Vec<usize>> = HashMap::new();
+    for stage in order {
+        let c = &checked[stage];
+        for (variant, upstream_ids, kept) in combinations(c, &by_stage, &instances, &dim_order) {
+            let resolved = resolve_params(
+                path,
+                c,
+                &variant,
+                pipeline_params,
+                stage_overrides.get(*stage),
+            );
+            let params = match resolved {
+                Ok(p) => p,
+                Err(e) => {
+                    errors.push(e);
+                    continue;
+                }
+            };
+            let id = instances.len();
+            let inst = Instance {
+                id,
+                stage: stage.to_string(),
+                cached_only: cached_only(c, kept, &upstream_ids, &instances),
+                bindings: bindings(c, &upstream_ids, &instances),
+                ..instance_of(c, variant, params)
+            };
+            instances.push(Arc::new(inst));
+            by_stage.entry(stage).or_default().push(id);
+        }
+    }
+    instances
+}
+
+/// An instance of stage `c` (its id, stage name, bindings and pin filled in by the caller):
+/// what its spec says about items, concurrency, retries, pools and `when:`.
+fn instance_of(c: &Checked<'_>, variant: Variant, params: Value) -> Instance {
+    Instance {
+        id: 0,
+        stage: String::new(),
+        variant,
+        kind: c.kind.clone(),
+        params,
+        bindings: Vec::new(),
+        per_item: c.spec.per_item.as_ref().map(|p| p.value.clone()),
+        concurrency: c
+            .spec
+            .concurrency
+            .as_ref()
+            .map(|c| c.value.max(1) as usize)
+            .unwrap_or_else(|| default_concurrency(c.kind.execution())),
+        retries: c.spec.retries.unwrap_or(0),
+        backoff_ms: c.spec.retry_backoff_ms.unwrap_or(200),
+        pools: c.spec.resources.iter().map(|r| r.value.clone()).collect(),
+        when: c.spec.when.as_ref().map(|w| w.value.clone()),
+        cached_only: None,
+        subset: None,
+    }
+}
+
+/// The stages in `order` as `dag` draws them.
+fn stage_plans(checked: &HashMap<&str, Checked<'_>>, order: &[&str]) -> Vec<StagePlan> {
+    order
+        .iter()
+        .map(|s| StagePlan {
+            name: s.to_string(),
+            kind: checked[s].kind.name().to_string(),
+            upstream: dedup_names(checked[s].refs.iter().map(|(r, _)| r.stage.clone())),
+            sweep_dims: checked[s].sweep.dims.clone(),
+            per_item: checked[s].spec.per_item.as_ref().map(|p| p.value.clone()),
+        })
+        .collect()
 }
 
 /// Items in flight per instance when the stage sets no `concurrency`: one per core for
@@ -431,26 +460,10 @@ fn check_stages<'a>(
     for (name, stage) in &spec.stages {
         let stage_spec = &stage.value;
         let Some(kind) = registry.get(&stage_spec.kind.value) else {
-            errors.push(ConfigError::new(
-                at(path, &stage_spec.kind),
-                format!("stage `{name}`: unknown kind `{}`", stage_spec.kind.value),
-                Some(format!(
-                    "known kinds: {}{}",
-                    registry.names().join(", "),
-                    suggest(&stage_spec.kind.value, registry.names().into_iter())
-                )),
-            ));
+            errors.push(unknown_kind(path, name, stage_spec, registry));
             continue;
         };
-        if let Some(when) = &stage_spec.when {
-            if let Some((message, hint)) = when.value.problem() {
-                errors.push(ConfigError::new(
-                    at(path, when),
-                    format!("stage `{name}`: {message}"),
-                    Some(hint),
-                ));
-            }
-        }
+        check_when(path, name, stage_spec, errors);
         let refs = check_inputs(path, name, stage_spec, spec, &outputs_of, errors);
         check_per_item(path, name, stage_spec, &refs, errors);
         let declared = Declared {
@@ -462,21 +475,7 @@ fn check_stages<'a>(
             spec,
         };
         declared.check(&refs, errors);
-        for pool in &stage_spec.resources {
-            if !spec.resources.contains_key(&pool.value) {
-                errors.push(ConfigError::new(
-                    at(path, pool),
-                    format!(
-                        "stage `{name}` uses resource pool `{}`, which is not declared",
-                        pool.value
-                    ),
-                    Some(format!(
-                        "declare it at the top level: resources: {{ {}: 4 }}",
-                        pool.value
-                    )),
-                ));
-            }
-        }
+        check_pools(path, name, stage_spec, spec, errors);
         let sweep = match &stage_spec.sweep {
             Some(s) => Sweep::parse(path, s).unwrap_or_else(|e| {
                 errors.push(e);
@@ -496,6 +495,57 @@ fn check_stages<'a>(
         );
     }
     checked
+}
+
+/// A stage's kind that no registered kind is: the known ones, and the closest.
+fn unknown_kind(path: &Path, name: &str, stage: &StageSpec, registry: &Registry) -> ConfigError {
+    ConfigError::new(
+        at(path, &stage.kind),
+        format!("stage `{name}`: unknown kind `{}`", stage.kind.value),
+        Some(format!(
+            "known kinds: {}{}",
+            registry.names().join(", "),
+            suggest(&stage.kind.value, registry.names().into_iter())
+        )),
+    )
+}
+
+/// A stage's `when:` must be a condition.
+fn check_when(path: &Path, name: &str, stage: &StageSpec, errors: &mut Vec<ConfigError>) {
+    if let Some(when) = &stage.when {
+        if let Some((message, hint)) = when.value.problem() {
+            errors.push(ConfigError::new(
+                at(path, when),
+                format!("stage `{name}`: {message}"),
+                Some(hint),
+            ));
+        }
+    }
+}
+
+/// Every resource pool a stage uses is declared at the top level.
+fn check_pools(
+    path: &Path,
+    name: &str,
+    stage: &StageSpec,
+    spec: &crate::config::PipelineSpec,
+    errors: &mut Vec<ConfigError>,
+) {
+    for pool in &stage.resources {
+        if !spec.resources.contains_key(&pool.value) {
+            errors.push(ConfigError::new(
+                at(path, pool),
+                format!(
+                    "stage `{name}` uses resource pool `{}`, which is not declared",
+                    pool.value
+                ),
+                Some(format!(
+                    "declare it at the top level: resources: {{ {}: 4 }}",
+                    pool.value
+                )),
+            ));
+        }
+    }
 }
 
 fn check_inputs(
@@ -711,7 +761,14 @@ fn stage_order<'a>(
     for name in file.spec.stages.keys() {
         nodes.insert(name.as_str(), graph.add_node(name.as_str()));
     }
-    for (name, c) in checked {
+    // Edges in the file's order: the topological order depends on it, and `checked` (a hash
+    // map) would give a different one in every process.
+    for (name, c) in file
+        .spec
+        .stages
+        .keys()
+        .filter_map(|name| checked.get_key_value(name.as_str()))
+    {
         for (r, _) in &c.refs {
             if let Some(&from) = nodes.get(r.stage.as_str()) {
                 graph.update_edge(from, nodes[name], ());
@@ -999,4 +1056,41 @@ fn dedup_names(names: impl Iterator<Item = String>) -> Vec<String> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipeline whose stages all read one table: any order of the fan-out is a valid
+    /// topological order, so only a deterministic walk gives the same one every time.
+    fn fan_out() -> PipelineFile {
+        let mut yaml = String::from(
+            "pipeline: fan\nstages:\n  src:\n    kind: read_table\n    params: { path: rows.csv }\n",
+        );
+        for i in 0..12 {
+            yaml.push_str(&format!("  s{i}:\n    kind: probe\n    inputs: [src]\n"));
+        }
+        PipelineFile::parse(Path::new("fan.yaml"), &yaml).expect("pipeline")
+    }
+
+    /// `dag`, `plan` and `run` list stages and instances in the plan's order: the same file
+    /// must give the same order in every process, not one that depends on hash seeds.
+    #[test]
+    fn the_stage_order_is_the_same_every_time() {
+        let file = fan_out();
+        let registry = Registry::with_generic_kinds();
+        let order = |_| {
+            let plan = Plan::build(&file, &registry, &[]).expect("plan");
+            plan.stages
+                .iter()
+                .map(|s| s.name.clone())
+                .collect::<Vec<_>>()
+        };
+        let first = order(0);
+        assert_eq!(first.len(), 13);
+        for n in 1..20 {
+            assert_eq!(order(n), first, "build {n} ordered the stages differently");
+        }
+    }
 }

@@ -74,81 +74,11 @@ impl Sweep {
         file: &Path,
         spec: &Spanned<IndexMap<String, Value>>,
     ) -> Result<Sweep, ConfigError> {
-        let map = &spec.value;
-        let structured = map.contains_key("grid")
-            && map
-                .keys()
-                .all(|k| matches!(k.as_str(), "grid" | "include" | "exclude"));
         let fail =
             |msg: String, hint: &str| ConfigError::new(at(file, spec), msg, Some(hint.into()));
-        let (grid, include, exclude) = if structured {
-            let grid = match map.get("grid") {
-                Some(Value::Object(g)) => g.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                _ => {
-                    return Err(fail(
-                        "`sweep.grid` must be a mapping of parameter → list of values".into(),
-                        "e.g. grid: { top_k: [10, 50] }",
-                    ))
-                }
-            };
-            (
-                grid,
-                list_of_maps(map.get("include")),
-                list_of_maps(map.get("exclude")),
-            )
-        } else {
-            let grid: Vec<(String, Value)> =
-                map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            (grid, Ok(vec![]), Ok(vec![]))
-        };
-        let include = include.map_err(|m| {
-            fail(
-                format!("`sweep.include` {m}"),
-                "write include: [{ dim: value, ... }]",
-            )
-        })?;
-        let exclude = exclude.map_err(|m| {
-            fail(
-                format!("`sweep.exclude` {m}"),
-                "write exclude: [{ dim: value }]",
-            )
-        })?;
+        let (grid, include, exclude) = sections(&spec.value, &fail)?;
         let dims: Vec<String> = grid.iter().map(|(k, _)| k.clone()).collect();
-        let mut points = vec![Variant::default()];
-        for (dim, values) in &grid {
-            let Value::Array(values) = values else {
-                return Err(fail(
-                    format!("sweep dimension `{dim}` must be a list of values"),
-                    "e.g. sweep: { agent: [oracle, defaults] }",
-                ));
-            };
-            if values.is_empty() {
-                return Err(fail(
-                    format!("sweep dimension `{dim}` has no values"),
-                    "give at least one value",
-                ));
-            }
-            if let Some(twice) = repeated(values) {
-                return Err(fail(
-                    format!(
-                        "sweep dimension `{dim}` lists `{}` twice: both variants would be named `{dim}={}` and run the same items",
-                        compact(twice),
-                        compact(twice)
-                    ),
-                    "list each value once",
-                ));
-            }
-            points = points
-                .iter()
-                .flat_map(|p| {
-                    values.iter().map(move |v| {
-                        let mut next = p.clone();
-                        next.0.push((dim.clone(), v.clone()));
-                        next
-                    })
-                })
-                .collect();
-        }
+        let mut points = grid_points(&grid, &fail)?;
         for ex in &exclude {
             check_filter(&dims, &points, ex).map_err(|(m, h)| {
                 fail(
@@ -161,38 +91,14 @@ impl Sweep {
             })?;
         }
         points.retain(|p| !exclude.iter().any(|ex| matches(p, ex)));
-        for extra in include {
-            let missing: Vec<&String> = dims.iter().filter(|d| !extra.contains_key(*d)).collect();
-            let unknown: Vec<&String> = extra.keys().filter(|k| !dims.contains(k)).collect();
-            if !missing.is_empty() || !unknown.is_empty() {
-                return Err(fail(
-                    format!(
-                        "`sweep.include` entry must set exactly the grid dimensions [{}]",
-                        dims.join(", ")
-                    ),
-                    "add the missing dimensions or a grid entry for the new one",
-                ));
-            }
-            let point = Variant(dims.iter().map(|d| (d.clone(), extra[d].clone())).collect());
-            if !points.contains(&point) {
-                points.push(point);
-            }
-        }
+        add_included(&dims, include, &mut points, &fail)?;
         if points.is_empty() {
             return Err(fail(
                 "the sweep excludes every point".into(),
                 "loosen `exclude`",
             ));
         }
-        for point in &points {
-            let name = point.name();
-            if let Err(why) = check_name(NameRule::Variant, &name) {
-                return Err(fail(
-                    format!("variant name `{name}` {why}"),
-                    crate::store::names::hint(NameRule::Variant),
-                ));
-            }
-        }
+        check_variant_names(&points, &fail)?;
         Ok(Sweep {
             dims,
             points,
@@ -201,7 +107,138 @@ impl Sweep {
     }
 }
 
-fn list_of_maps(value: Option<&Value>) -> Result<Vec<serde_json::Map<String, Value>>, String> {
+/// A located sweep error from its message and hint.
+type Fail<'a> = &'a dyn Fn(String, &str) -> ConfigError;
+
+/// A sweep filter entry (`include` / `exclude`): dimension → value.
+type Filter = serde_json::Map<String, Value>;
+
+/// A sweep's grid (dimension → values, in order).
+type Grid = Vec<(String, Value)>;
+
+/// The sweep's grid (dimension → values, in order), `include` and `exclude` lists: from
+/// `{grid, include, exclude}`, or the whole mapping as the grid.
+fn sections(
+    map: &IndexMap<String, Value>,
+    fail: Fail<'_>,
+) -> Result<(Grid, Vec<Filter>, Vec<Filter>), ConfigError> {
+    let structured = map.contains_key("grid")
+        && map
+            .keys()
+            .all(|k| matches!(k.as_str(), "grid" | "include" | "exclude"));
+    if !structured {
+        let grid = map.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+        return Ok((grid, vec![], vec![]));
+    }
+    let grid = match map.get("grid") {
+        Some(Value::Object(g)) => g.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        _ => {
+            return Err(fail(
+                "`sweep.grid` must be a mapping of parameter → list of values".into(),
+                "e.g. grid: { top_k: [10, 50] }",
+            ))
+        }
+    };
+    let include = list_of_maps(map.get("include")).map_err(|m| {
+        fail(
+            format!("`sweep.include` {m}"),
+            "write include: [{ dim: value, ... }]",
+        )
+    })?;
+    let exclude = list_of_maps(map.get("exclude")).map_err(|m| {
+        fail(
+            format!("`sweep.exclude` {m}"),
+            "write exclude: [{ dim: value }]",
+        )
+    })?;
+    Ok((grid, include, exclude))
+}
+
+/// Every point of the grid (the product of its dimensions' values, in order); each dimension
+/// a non-empty list without repeats.
+fn grid_points(grid: &[(String, Value)], fail: Fail<'_>) -> Result<Vec<Variant>, ConfigError> {
+    let mut points = vec![Variant::default()];
+    for (dim, values) in grid {
+        let Value::Array(values) = values else {
+            return Err(fail(
+                format!("sweep dimension `{dim}` must be a list of values"),
+                "e.g. sweep: { agent: [oracle, defaults] }",
+            ));
+        };
+        if values.is_empty() {
+            return Err(fail(
+                format!("sweep dimension `{dim}` has no values"),
+                "give at least one value",
+            ));
+        }
+        if let Some(twice) = repeated(values) {
+            return Err(fail(
+                format!(
+                    "sweep dimension `{dim}` lists `{}` twice: both variants would be named `{dim}={}` and run the same items",
+                    compact(twice),
+                    compact(twice)
+                ),
+                "list each value once",
+            ));
+        }
+        points = points
+            .iter()
+            .flat_map(|p| {
+                values.iter().map(move |v| {
+                    let mut next = p.clone();
+                    next.0.push((dim.clone(), v.clone()));
+                    next
+                })
+            })
+            .collect();
+    }
+    Ok(points)
+}
+
+/// Adds each `include` entry (which must set exactly the grid's dimensions) not already a
+/// point.
+fn add_included(
+    dims: &[String],
+    include: Vec<Filter>,
+    points: &mut Vec<Variant>,
+    fail: Fail<'_>,
+) -> Result<(), ConfigError> {
+    for extra in include {
+        let missing: Vec<&String> = dims.iter().filter(|d| !extra.contains_key(*d)).collect();
+        let unknown: Vec<&String> = extra.keys().filter(|k| !dims.contains(k)).collect();
+        if !missing.is_empty() || !unknown.is_empty() {
+            return Err(fail(
+                format!(
+                    "`sweep.include` entry must set exactly the grid dimensions [{}]",
+                    dims.join(", ")
+                ),
+                "add the missing dimensions or a grid entry for the new one",
+            ));
+        }
+        let point = Variant(dims.iter().map(|d| (d.clone(), extra[d].clone())).collect());
+        if !points.contains(&point) {
+            points.push(point);
+        }
+    }
+    Ok(())
+}
+
+/// Every point's variant name is one the store can hold.
+fn check_variant_names(points: &[Variant], fail: Fail<'_>) -> Result<(), ConfigError> {
+    for point in points {
+        let name = point.name();
+        if let Err(why) = check_name(NameRule::Variant, &name) {
+            return Err(fail(
+                format!("variant name `{name}` {why}"),
+                crate::store::names::hint(NameRule::Variant),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The entries of an `include` / `exclude` list.
+fn list_of_maps(value: Option<&Value>) -> Result<Vec<Filter>, String> {
     match value {
         None => Ok(vec![]),
         Some(Value::Array(items)) => items

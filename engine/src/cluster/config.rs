@@ -239,7 +239,7 @@ pub fn resolve(flag: Option<ExecutorKind>, sources: &[SpecSource<'_>]) -> Result
     })
 }
 
-/// Applies one source's fields to `s`, collecting located errors.
+/// Applies one source's fields to `s`, collecting located errors (in the fields' order).
 fn apply(
     src: &SpecSource<'_>,
     kind: &mut ExecutorKind,
@@ -247,13 +247,50 @@ fn apply(
     errors: &mut Vec<ConfigError>,
 ) {
     let spec = src.spec;
-    let file = src.file;
     if let Some(k) = &spec.kind {
         *kind = k.value;
     }
-    let mut err = |spanned_at: Location, message: String, fix: &str| {
-        errors.push(ConfigError::new(spanned_at, message, Some(fix.to_string())));
+    let mut problems = Problems {
+        file: src.file,
+        errors,
     };
+    apply_names(spec, s, &mut problems);
+    apply_time_and_mem(spec, s, &mut problems);
+    apply_counts(spec, s, &mut problems);
+    apply_lists(spec, s, &mut problems);
+    apply_worker(spec, s, &mut problems);
+    if let Some(d) = &spec.log_dir {
+        s.log_dir = PathBuf::from(&d.value);
+    }
+    if let Some(p) = &spec.poll_ms {
+        if p.value == 0 {
+            problems.push(
+                at(problems.file, p),
+                "`poll_ms: 0` would ask Slurm without pause".into(),
+                "give e.g. 1000 (one look per second)",
+            );
+        } else {
+            s.poll = Duration::from_millis(p.value);
+        }
+    }
+}
+
+/// The located errors of one executor source.
+struct Problems<'a> {
+    file: &'a Path,
+    errors: &'a mut Vec<ConfigError>,
+}
+
+impl Problems<'_> {
+    /// One error at `location`, with its fix.
+    fn push(&mut self, location: Location, message: String, fix: &str) {
+        self.errors
+            .push(ConfigError::new(location, message, Some(fix.to_string())));
+    }
+}
+
+/// `partition`, `account`, `qos`: one Slurm name each.
+fn apply_names(spec: &ExecutorSpec, s: &mut SlurmSettings, problems: &mut Problems<'_>) {
     for (field, value, slot) in [
         ("partition", &spec.partition, &mut s.partition),
         ("account", &spec.account, &mut s.account),
@@ -261,8 +298,8 @@ fn apply(
     ] {
         if let Some(v) = value {
             if v.value.trim().is_empty() || v.value.chars().any(char::is_whitespace) {
-                err(
-                    at(file, v),
+                problems.push(
+                    at(problems.file, v),
                     format!("`{field}: {:?}` is not a Slurm name", v.value),
                     "write one name without spaces, or leave the field out for the cluster's default",
                 );
@@ -271,12 +308,16 @@ fn apply(
             }
         }
     }
+}
+
+/// `time` (a Slurm time limit) and `mem` (a Slurm memory size).
+fn apply_time_and_mem(spec: &ExecutorSpec, s: &mut SlurmSettings, problems: &mut Problems<'_>) {
     if let Some(t) = &spec.time {
         if slurm_time_ok(&t.value) {
             s.time = Some(t.value.clone());
         } else {
-            err(
-                at(file, t),
+            problems.push(
+                at(problems.file, t),
                 format!("`time: {:?}` is not a Slurm time limit", t.value),
                 "write MM, HH:MM:SS or D-HH:MM:SS, e.g. `time: \"02:00:00\"` for two hours",
             );
@@ -286,13 +327,18 @@ fn apply(
         if mem_ok(&m.value) {
             s.mem = Some(m.value.clone());
         } else {
-            err(
-                at(file, m),
+            problems.push(
+                at(problems.file, m),
                 format!("`mem: {:?}` is not a Slurm memory size", m.value),
                 "write a number with an optional unit K, M, G or T, e.g. `mem: 4G`",
             );
         }
     }
+}
+
+/// `cpus_per_task`, `max_array_size`, `items_per_task`, `parallel`: at least 1 each, and an
+/// array no larger than Slurm's index limit.
+fn apply_counts(spec: &ExecutorSpec, s: &mut SlurmSettings, problems: &mut Problems<'_>) {
     for (field, value, slot, fix) in [
         (
             "cpus_per_task",
@@ -321,8 +367,8 @@ fn apply(
     ] {
         let Some(v) = value else { continue };
         if v.value == 0 {
-            err(
-                at(file, v),
+            problems.push(
+                at(problems.file, v),
                 format!("`{field}: 0` would never run a task"),
                 fix,
             );
@@ -335,8 +381,8 @@ fn apply(
         }
     }
     if let Some(v) = spec.max_array_size.as_ref().filter(|v| v.value > 1001) {
-        err(
-            at(file, v),
+        problems.push(
+            at(problems.file, v),
             format!(
                 "`max_array_size: {}` is over Slurm's array index limit",
                 v.value
@@ -344,14 +390,18 @@ fn apply(
             "give at most 1001 (Slurm's default MaxArraySize); more items share tasks",
         );
     }
+}
+
+/// `sbatch_args` and `export`: a source that gives a list replaces the earlier one.
+fn apply_lists(spec: &ExecutorSpec, s: &mut SlurmSettings, problems: &mut Problems<'_>) {
     if !spec.sbatch_args.is_empty() {
         s.sbatch_args.clear();
     }
     for a in &spec.sbatch_args {
         match sbatch_arg_problem(&a.value) {
             None => s.sbatch_args.push(a.value.clone()),
-            Some((why, fix)) => err(
-                at(file, a),
+            Some((why, fix)) => problems.push(
+                at(problems.file, a),
                 format!("sbatch_args `{}`: {why}", a.value),
                 fix,
             ),
@@ -364,43 +414,34 @@ fn apply(
         if env_name_ok(&v.value) {
             s.export.push(v.value.clone());
         } else {
-            err(
-                at(file, v),
+            problems.push(
+                at(problems.file, v),
                 format!("export `{}` is not an environment variable name", v.value),
                 "list names only (e.g. `export: [PREFFLOW_LLM_BASE_URL, OPENAI_API_KEY]`); values come from the submitting shell and are never written down",
             );
         }
     }
-    if let Some(w) = &spec.worker {
-        use std::os::unix::fs::PermissionsExt;
-        let path = PathBuf::from(&w.value);
-        match std::fs::metadata(&path) {
-            Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => s.worker = Some(path),
-            Ok(_) => err(
-                at(file, w),
-                format!("`worker: {}` is not an executable file", w.value),
-                "point it at a prefflow binary built from this commit (`chmod +x` it), at a path every node can run",
-            ),
-            Err(e) => err(
-                at(file, w),
-                format!("`worker: {}` cannot be run from here: {e}", w.value),
-                "the tasks run this path on the nodes: give the prefflow binary's path on the shared filesystem, built from this commit (docs/cluster.md, \"What has to be where\"), or leave `worker:` out to use this executable",
-            ),
-        }
-    }
-    if let Some(d) = &spec.log_dir {
-        s.log_dir = PathBuf::from(&d.value);
-    }
-    if let Some(p) = &spec.poll_ms {
-        if p.value == 0 {
-            err(
-                at(file, p),
-                "`poll_ms: 0` would ask Slurm without pause".into(),
-                "give e.g. 1000 (one look per second)",
-            );
-        } else {
-            s.poll = Duration::from_millis(p.value);
-        }
+}
+
+/// `worker`: an executable file, the prefflow binary the tasks run.
+fn apply_worker(spec: &ExecutorSpec, s: &mut SlurmSettings, problems: &mut Problems<'_>) {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(w) = &spec.worker else {
+        return;
+    };
+    let path = PathBuf::from(&w.value);
+    match std::fs::metadata(&path) {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => s.worker = Some(path),
+        Ok(_) => problems.push(
+            at(problems.file, w),
+            format!("`worker: {}` is not an executable file", w.value),
+            "point it at a prefflow binary built from this commit (`chmod +x` it), at a path every node can run",
+        ),
+        Err(e) => problems.push(
+            at(problems.file, w),
+            format!("`worker: {}` cannot be run from here: {e}", w.value),
+            "the tasks run this path on the nodes: give the prefflow binary's path on the shared filesystem, built from this commit (docs/cluster.md, \"What has to be where\"), or leave `worker:` out to use this executable",
+        ),
     }
 }
 

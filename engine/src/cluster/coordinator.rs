@@ -392,79 +392,23 @@ impl SlurmExecutor {
         }
     }
 
+    /// Follows the job of `req` until every shard has committed its items or given up: each
+    /// round looks where the tasks are, collects what is committed, decides what each
+    /// unfinished shard needs, and submits those that need a task as one array.
     fn supervise(&self, req: &Request) -> Result<ItemsRan, String> {
         let store = req.env.store.as_ref();
-        let inst = &req.inst;
-        let label = inst.label();
-        let missing = &req.missing;
-        let (spec, mut subs, adopted) = self.job_for(req, missing)?;
-        let by_key: HashMap<&str, usize> = req
-            .keys
-            .iter()
-            .enumerate()
-            .map(|(i, k)| (k.as_str(), i))
-            .collect();
-        let mut shards: BTreeMap<u32, ShardTrack> = BTreeMap::new();
-        let still: BTreeSet<usize> = missing.iter().copied().collect();
-        for s in 0..spec.shards {
-            let pending: Vec<usize> = spec
-                .shard_items(s)
-                .into_iter()
-                .filter_map(|k| by_key.get(k).copied())
-                .filter(|p| still.contains(p))
-                .collect();
-            if pending.is_empty() {
-                continue;
-            }
-            let last = adopted
-                .then(|| subs.list.iter().rev().find(|x| x.shards.contains(&s)))
-                .flatten()
-                .map(|x| (x.slurm_job.clone(), Instant::now()));
-            // An adopted task is an earlier coordinator's attempt, not one of this run's.
-            shards.insert(
-                s,
-                ShardTrack {
-                    attempts: 0,
-                    pending,
-                    last,
-                    failed: None,
-                },
-            );
-        }
+        let label = req.inst.label();
+        let (spec, mut subs, adopted) = self.job_for(req, &req.missing)?;
+        let mut shards = track_shards(req, &spec, &subs, adopted);
         if adopted {
-            let jobs: BTreeSet<&str> = shards
-                .values()
-                .filter_map(|t| t.last.as_ref().map(|(j, _)| j.as_str()))
-                .collect();
-            if !jobs.is_empty() {
-                tracing::info!(
-                    "{label}: adopting slurm job(s) {} from an earlier coordinator",
-                    jobs.into_iter().collect::<Vec<_>>().join(", ")
-                );
-            }
+            say_adopted(&label, &shards);
         }
         let mut fresh: HashMap<usize, (Manifest, Tables)> = HashMap::new();
         let mut poll_errors = 0u32;
         loop {
             // 1. Where the tasks are.
-            let jobs: BTreeSet<String> = shards
-                .values()
-                .filter(|t| t.failed.is_none() && !t.pending.is_empty())
-                .filter_map(|t| t.last.as_ref().map(|(j, _)| j.clone()))
-                .collect();
-            let mut states: HashMap<String, BTreeMap<u32, TaskState>> = HashMap::new();
-            let mut looked = true;
-            for j in &jobs {
-                match self.client.states(j) {
-                    Ok(s) => {
-                        states.insert(j.clone(), s);
-                    }
-                    Err(e) => {
-                        looked = false;
-                        tracing::warn!("{label}: cannot look at slurm job {j}: {e}");
-                    }
-                }
-            }
+            let (jobs, states) = self.task_states(&label, &shards);
+            let looked = states.len() == jobs.len();
             poll_errors = if looked { 0 } else { poll_errors + 1 };
             if poll_errors >= MAX_POLL_ERRORS {
                 return Err(format!(
@@ -484,87 +428,18 @@ impl SlurmExecutor {
                 if t.pending.is_empty() || t.failed.is_some() || !looked {
                     continue;
                 }
-                let Some((j, submitted)) = t.last.clone() else {
-                    to_submit.push(s);
-                    continue;
-                };
-                let state = states.get(&j).and_then(|m| m.get(&s)).cloned();
-                let ended = match state {
-                    Some(TaskState::Waiting(_)) | Some(TaskState::Running(_)) => continue,
-                    None if submitted.elapsed() < VISIBLE_WITHIN => continue,
-                    None => "gone (no record in squeue or scontrol)".to_string(),
-                    Some(TaskState::Completed) => "COMPLETED".to_string(),
-                    Some(TaskState::Ended(name)) => name,
-                };
-                // The task is over: ask for its unmarked items one by one, once (a worker
-                // killed between commit and mark, or items another run committed).
-                collect(req, store, t, &mut fresh, |_| true);
-                if t.pending.is_empty() {
-                    continue;
-                }
-                let task = format!("{j}_{s}");
-                let report = job::load::<ShardReport>(store, &job::report_key(&spec.job, s))
-                    .ok()
-                    .flatten()
-                    .filter(|r| r.slurm.as_deref() == Some(task.as_str()));
-                let log = self.log_dir().join(format!("{j}_{s}.log"));
-                if report.is_none() {
-                    if let Some(why) = self.worker_did_not_start(&j, s, &task, &log) {
-                        return Ok(self.stop_stage(req, &shards, fresh, why));
-                    }
-                }
-                let failures = verdict(req, &spec, s, t, &task, &ended, report.as_ref(), &log);
-                match t.attempts > inst.retries || !retryable(report.as_ref()) {
-                    true => t.failed = Some(failures),
-                    false => {
-                        tracing::warn!(
-                            "{label}: slurm task {task} ended {ended} with {} item(s) missing; re-submitting (attempt {} of {})",
-                            t.pending.len(),
-                            t.attempts + 1,
-                            inst.retries + 1
-                        );
-                        to_submit.push(s);
-                    }
+                match self.shard_step(req, &spec, (s, t), &states, &mut fresh) {
+                    Step::Leave => {}
+                    Step::Submit => to_submit.push(s),
+                    Step::Stop(why) => return Ok(self.stop_stage(req, &shards, fresh, why)),
                 }
             }
             // 4. Submit what needs it, as one array.
             if !to_submit.is_empty() {
-                match self.submit(store, &spec, &label, &to_submit, &mut subs) {
-                    Ok(id) => {
-                        for s in &to_submit {
-                            if let Some(t) = shards.get_mut(s) {
-                                t.attempts += 1;
-                                t.last = Some((id.clone(), Instant::now()));
-                            }
-                        }
-                    }
-                    Err(SubmitError::Refused(message)) => {
-                        return Ok(self.stop_stage(req, &shards, fresh, message));
-                    }
-                    Err(SubmitError::Halted) => {
-                        return Ok(self.stop_stage(req, &shards, fresh, String::new()));
-                    }
-                    Err(SubmitError::Failed(message)) => {
-                        // One row for the submission, not one per item it would have run.
-                        let items: usize = to_submit
-                            .iter()
-                            .filter_map(|s| shards.get(s))
-                            .map(|t| t.pending.len())
-                            .sum();
-                        let said = format!(
-                            "{items} item(s) not submitted ({} task(s)): {message}",
-                            to_submit.len()
-                        );
-                        for (n, s) in to_submit.iter().enumerate() {
-                            if let Some(t) = shards.get_mut(s) {
-                                let error = StageError::Failed(said.clone());
-                                t.failed = Some(match n {
-                                    0 => vec![ItemFailure::local(None, t.attempts.max(1), error)],
-                                    _ => Vec::new(),
-                                });
-                            }
-                        }
-                    }
+                let submitted =
+                    self.submit_shards(req, (&spec, &mut subs), &to_submit, &mut shards);
+                if let Err(why) = submitted {
+                    return Ok(self.stop_stage(req, &shards, fresh, why));
                 }
             }
             forget_finished(&shards, &states);
@@ -582,6 +457,118 @@ impl SlurmExecutor {
             .flat_map(|t| t.failed.unwrap_or_default())
             .collect();
         Ok(ItemsRan { fresh, failures })
+    }
+
+    /// The Slurm jobs of the shards still running, and the task states of those Slurm
+    /// answered for (a job missing from the states could not be looked at).
+    fn task_states(
+        &self,
+        label: &str,
+        shards: &BTreeMap<u32, ShardTrack>,
+    ) -> (BTreeSet<String>, TaskStates) {
+        let jobs: BTreeSet<String> = shards
+            .values()
+            .filter(|t| t.failed.is_none() && !t.pending.is_empty())
+            .filter_map(|t| t.last.as_ref().map(|(j, _)| j.clone()))
+            .collect();
+        let mut states: TaskStates = HashMap::new();
+        for j in &jobs {
+            match self.client.states(j) {
+                Ok(s) => {
+                    states.insert(j.clone(), s);
+                }
+                Err(e) => tracing::warn!("{label}: cannot look at slurm job {j}: {e}"),
+            }
+        }
+        (jobs, states)
+    }
+
+    /// What unfinished shard `s` needs: a first task, nothing while its task is waiting or
+    /// running, and once its task is over without committing every item, another attempt,
+    /// giving up (its failures kept in `t.failed`), or stopping the stage when its worker
+    /// could not start.
+    fn shard_step(
+        &self,
+        req: &Request,
+        spec: &JobSpec,
+        (s, t): (u32, &mut ShardTrack),
+        states: &TaskStates,
+        fresh: &mut HashMap<usize, (Manifest, Tables)>,
+    ) -> Step {
+        let Some((j, submitted)) = t.last.clone() else {
+            return Step::Submit;
+        };
+        let state = states.get(&j).and_then(|m| m.get(&s)).cloned();
+        let ended = match state {
+            Some(TaskState::Waiting(_)) | Some(TaskState::Running(_)) => return Step::Leave,
+            None if submitted.elapsed() < VISIBLE_WITHIN => return Step::Leave,
+            None => "gone (no record in squeue or scontrol)".to_string(),
+            Some(TaskState::Completed) => "COMPLETED".to_string(),
+            Some(TaskState::Ended(name)) => name,
+        };
+        // The task is over: ask for its unmarked items one by one, once (a worker killed
+        // between commit and mark, or items another run committed).
+        let store = req.env.store.as_ref();
+        collect(req, store, t, fresh, |_| true);
+        if t.pending.is_empty() {
+            return Step::Leave;
+        }
+        let task = format!("{j}_{s}");
+        let report = job::load::<ShardReport>(store, &job::report_key(&spec.job, s))
+            .ok()
+            .flatten()
+            .filter(|r| r.slurm.as_deref() == Some(task.as_str()));
+        let log = self.log_dir().join(format!("{j}_{s}.log"));
+        if report.is_none() {
+            if let Some(why) = self.worker_did_not_start(&j, s, &task, &log) {
+                return Step::Stop(why);
+            }
+        }
+        let failures = verdict(req, spec, s, t, &task, &ended, report.as_ref(), &log);
+        let inst = &req.inst;
+        if t.attempts > inst.retries || !retryable(report.as_ref()) {
+            t.failed = Some(failures);
+            return Step::Leave;
+        }
+        tracing::warn!(
+            "{}: slurm task {task} ended {ended} with {} item(s) missing; re-submitting (attempt {} of {})",
+            inst.label(),
+            t.pending.len(),
+            t.attempts + 1,
+            inst.retries + 1
+        );
+        Step::Submit
+    }
+
+    /// Submits the shards `to_submit` as one array and notes the attempt on each. A
+    /// submission that failed fails those shards (one row for it, not one per item it would
+    /// have run); `Err(why)` when the stage must stop (Slurm refused the settings, or the run
+    /// halted: `why` empty).
+    fn submit_shards(
+        &self,
+        req: &Request,
+        (spec, subs): (&JobSpec, &mut Submissions),
+        to_submit: &[u32],
+        shards: &mut BTreeMap<u32, ShardTrack>,
+    ) -> Result<(), String> {
+        let store = req.env.store.as_ref();
+        match self.submit(store, spec, &req.inst.label(), to_submit, subs) {
+            Ok(id) => {
+                for s in to_submit {
+                    if let Some(t) = shards.get_mut(s) {
+                        t.attempts += 1;
+                        t.last = Some((id.clone(), Instant::now()));
+                    }
+                }
+                Ok(())
+            }
+            Err(SubmitError::Refused(message)) => Err(message),
+            Err(SubmitError::Halted) => Err(String::new()),
+            Err(SubmitError::Failed(message)) => {
+                fail_unsubmitted(shards, to_submit, &message);
+                Ok(())
+            }
+        }
     }
 
     /// Ends the stage on a configuration mistake (`why`, said once): the run starts nothing
@@ -721,6 +708,102 @@ impl SlurmExecutor {
     }
 }
 
+/// Task states by Slurm job id, then array index.
+type TaskStates = HashMap<String, BTreeMap<u32, TaskState>>;
+
+/// What an unfinished shard needs this round.
+enum Step {
+    /// Nothing: its task is waiting or running, it has just committed everything, or it was
+    /// given up.
+    Leave,
+    /// A task: its first, or another attempt.
+    Submit,
+    /// The stage stops (a configuration mistake, said once).
+    Stop(String),
+}
+
+/// The shards of `spec` with items still missing in `req`, each with those items; for an
+/// adopted job, each shard's latest task is the earlier coordinator's (not counted as one of
+/// this run's attempts).
+fn track_shards(
+    req: &Request,
+    spec: &JobSpec,
+    subs: &Submissions,
+    adopted: bool,
+) -> BTreeMap<u32, ShardTrack> {
+    let by_key: HashMap<&str, usize> = req
+        .keys
+        .iter()
+        .enumerate()
+        .map(|(i, k)| (k.as_str(), i))
+        .collect();
+    let still: BTreeSet<usize> = req.missing.iter().copied().collect();
+    let mut shards = BTreeMap::new();
+    for s in 0..spec.shards {
+        let pending: Vec<usize> = spec
+            .shard_items(s)
+            .into_iter()
+            .filter_map(|k| by_key.get(k).copied())
+            .filter(|p| still.contains(p))
+            .collect();
+        if pending.is_empty() {
+            continue;
+        }
+        let last = adopted
+            .then(|| subs.list.iter().rev().find(|x| x.shards.contains(&s)))
+            .flatten()
+            .map(|x| (x.slurm_job.clone(), Instant::now()));
+        // An adopted task is an earlier coordinator's attempt, not one of this run's.
+        shards.insert(
+            s,
+            ShardTrack {
+                attempts: 0,
+                pending,
+                last,
+                failed: None,
+            },
+        );
+    }
+    shards
+}
+
+/// Says which Slurm jobs of an earlier coordinator this one adopts.
+fn say_adopted(label: &str, shards: &BTreeMap<u32, ShardTrack>) {
+    let jobs: BTreeSet<&str> = shards
+        .values()
+        .filter_map(|t| t.last.as_ref().map(|(j, _)| j.as_str()))
+        .collect();
+    if !jobs.is_empty() {
+        tracing::info!(
+            "{label}: adopting slurm job(s) {} from an earlier coordinator",
+            jobs.into_iter().collect::<Vec<_>>().join(", ")
+        );
+    }
+}
+
+/// Gives up the shards `to_submit` after their submission failed with `message`: one failure
+/// row for the submission (on the first shard), not one per item it would have run.
+fn fail_unsubmitted(shards: &mut BTreeMap<u32, ShardTrack>, to_submit: &[u32], message: &str) {
+    let items: usize = to_submit
+        .iter()
+        .filter_map(|s| shards.get(s))
+        .map(|t| t.pending.len())
+        .sum();
+    let said = format!(
+        "{items} item(s) not submitted ({} task(s)): {message}",
+        to_submit.len()
+    );
+    for (n, s) in to_submit.iter().enumerate() {
+        if let Some(t) = shards.get_mut(s) {
+            let error = StageError::Failed(said.clone());
+            t.failed = Some(match n {
+                0 => vec![ItemFailure::local(None, t.attempts.max(1), error)],
+                _ => Vec::new(),
+            });
+        }
+    }
+}
+
 /// The item keys the job's workers marked committed (empty when the listing fails: the
 /// items are then found when their tasks end).
 fn marked_items(store: &dyn Store, job: &str) -> HashSet<String> {
@@ -847,10 +930,7 @@ fn verdict(
 }
 
 /// Drops from [`LIVE`] the arrays whose every known task is final.
-fn forget_finished(
-    shards: &BTreeMap<u32, ShardTrack>,
-    states: &HashMap<String, BTreeMap<u32, TaskState>>,
-) {
+fn forget_finished(shards: &BTreeMap<u32, ShardTrack>, states: &TaskStates) {
     let still: BTreeSet<&str> = shards
         .values()
         .filter(|t| !t.pending.is_empty() && t.failed.is_none())

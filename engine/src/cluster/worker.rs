@@ -194,44 +194,27 @@ fn input_failure(report: &mut ShardReport, message: String) -> WorkExit {
     WorkExit::BadInput
 }
 
+/// Computes this worker's shard of the job: loads the job and its instance, holds a lease
+/// on the items, loads the inputs, then commits the whole stage or the shard's missing items.
 async fn run_shard(
     req: &WorkRequest<'_>,
     report: &mut ShardReport,
     held: &mut Option<Arc<Lease>>,
 ) -> WorkExit {
-    let store = req.store.clone();
-    let spec: JobSpec = match job::load(store.as_ref(), &job::spec_key(req.job)) {
-        Ok(Some(spec)) => spec,
-        Ok(None) => {
-            return setup_failure(
-                report,
-                format!(
-                    "no job `{}` in the store (looked for {}); is --store the coordinator's store?",
-                    req.job,
-                    job::spec_key(req.job)
-                ),
-            )
-        }
-        Err(e) => return setup_failure(report, format!("cannot read job `{}`: {e}", req.job)),
-    };
-    if spec.shards != req.shard.count {
-        return setup_failure(
-            report,
-            format!(
-                "--shard {}/{}: job `{}` has {} shards; pass --shard INDEX/{}",
-                req.shard.index, req.shard.count, req.job, spec.shards, spec.shards
-            ),
-        );
+    match shard_work(req, report, held).await {
+        Ok(exit) | Err(exit) => exit,
     }
-    let plan = match build_plan(&spec, req.registry) {
-        Ok(plan) => plan,
-        Err(e) if e.is_user_error() => return input_failure(report, e.to_string()),
-        Err(e) => return setup_failure(report, e.to_string()),
-    };
-    let inst = match find_instance(&plan, &spec, &req.workdir) {
-        Ok(inst) => inst,
-        Err(message) => return setup_failure(report, message),
-    };
+}
+
+/// [`run_shard`], with every setup failure (already in `report`) as `Err`.
+async fn shard_work(
+    req: &WorkRequest<'_>,
+    report: &mut ShardReport,
+    held: &mut Option<Arc<Lease>>,
+) -> Result<WorkExit, WorkExit> {
+    let store = req.store.clone();
+    let spec = load_spec(req, report)?;
+    let (plan, inst) = job_instance(req, &spec, report)?;
     let lease = match hold_lease(&store, &plan.name, &inst, &spec, req.shard.index) {
         Ok(lease) => held.insert(lease).clone(),
         Err(f) => {
@@ -241,7 +224,7 @@ async fn run_shard(
                 _ => WorkExit::Setup,
             };
             report.failures.push(f);
-            return exit;
+            return Err(exit);
         }
     };
     let env = ExecEnv::new(
@@ -251,29 +234,114 @@ async fn run_shard(
         plan.name.clone(),
     );
     env.attach_lease(lease);
+    let inputs = job_inputs(&store, &spec, report).await?;
+    if spec.whole_stage {
+        return Ok(run_whole_stage(&env, &inst, &spec, inputs, report).await);
+    }
+    let todo = shard_items(req, (&inst, &spec), &inputs, report)?;
+    if todo.items.is_empty() {
+        return Ok(WorkExit::Done);
+    }
+    Ok(compute_items(&env, (&inst, &spec), inputs, &todo, report).await)
+}
+
+/// The job the coordinator wrote to the store, when it has the shard count `--shard` says.
+fn load_spec(req: &WorkRequest<'_>, report: &mut ShardReport) -> Result<JobSpec, WorkExit> {
+    let spec: JobSpec = match job::load(req.store.as_ref(), &job::spec_key(req.job)) {
+        Ok(Some(spec)) => spec,
+        Ok(None) => {
+            return Err(setup_failure(
+                report,
+                format!(
+                    "no job `{}` in the store (looked for {}); is --store the coordinator's store?",
+                    req.job,
+                    job::spec_key(req.job)
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(setup_failure(
+                report,
+                format!("cannot read job `{}`: {e}", req.job),
+            ))
+        }
+    };
+    if spec.shards != req.shard.count {
+        return Err(setup_failure(
+            report,
+            format!(
+                "--shard {}/{}: job `{}` has {} shards; pass --shard INDEX/{}",
+                req.shard.index, req.shard.count, req.job, spec.shards, spec.shards
+            ),
+        ));
+    }
+    Ok(spec)
+}
+
+/// The job's pipeline planned as the coordinator planned it, and the job's instance in it.
+fn job_instance(
+    req: &WorkRequest<'_>,
+    spec: &JobSpec,
+    report: &mut ShardReport,
+) -> Result<(Plan, Arc<Instance>), WorkExit> {
+    let plan = match build_plan(spec, req.registry) {
+        Ok(plan) => plan,
+        Err(e) if e.is_user_error() => return Err(input_failure(report, e.to_string())),
+        Err(e) => return Err(setup_failure(report, e.to_string())),
+    };
+    match find_instance(&plan, spec, &req.workdir) {
+        Ok(inst) => Ok((plan, inst)),
+        Err(message) => Err(setup_failure(report, message)),
+    }
+}
+
+/// The job's input tables, loaded from the store on a blocking thread.
+async fn job_inputs(
+    store: &Arc<dyn Store>,
+    spec: &JobSpec,
+    report: &mut ShardReport,
+) -> Result<Arc<Vec<InputTable>>, WorkExit> {
     let blobs: Vec<InputBlob> = spec.inputs.iter().map(InputBlob::from).collect();
     let loaded = {
         let store = store.clone();
         tokio::task::spawn_blocking(move || load_inputs(store.as_ref(), blobs)).await
     };
-    let inputs = match loaded {
-        Ok(Ok(inputs)) => Arc::new(inputs),
-        Ok(Err(e)) => return setup_failure(report, format!("cannot load the job's inputs: {e}")),
-        Err(e) => return setup_failure(report, format!("internal error: {e}")),
-    };
-    if spec.whole_stage {
-        return run_whole_stage(&env, &inst, &spec, inputs, report).await;
+    match loaded {
+        Ok(Ok(inputs)) => Ok(Arc::new(inputs)),
+        Ok(Err(e)) => Err(setup_failure(
+            report,
+            format!("cannot load the job's inputs: {e}"),
+        )),
+        Err(e) => Err(setup_failure(report, format!("internal error: {e}"))),
     }
+}
+
+/// The shard's items still to compute (those already committed are counted in the report).
+fn shard_items(
+    req: &WorkRequest<'_>,
+    (inst, spec): (&Arc<Instance>, &JobSpec),
+    inputs: &[InputTable],
+    report: &mut ShardReport,
+) -> Result<ItemDecisions, WorkExit> {
     let Some(main) = inputs.first() else {
-        return setup_failure(report, "the job has no input tables".into());
+        return Err(setup_failure(report, "the job has no input tables".into()));
     };
-    let decided = decide_items(store.as_ref(), &inst, &spec.parts, &main.label(), &main.df);
+    let decided = decide_items(
+        req.store.as_ref(),
+        inst,
+        &spec.parts,
+        &main.label(),
+        &main.df,
+    );
     let all = match decided {
         Ok(d) => d,
         Err(crate::decision::ItemsError::Store(e)) => {
-            return setup_failure(report, format!("cannot decide the items: {e}"))
+            return Err(setup_failure(
+                report,
+                format!("cannot decide the items: {e}"),
+            ))
         }
-        Err(e) => return input_failure(report, e.to_string()),
+        Err(e) => return Err(input_failure(report, e.to_string())),
     };
     let wanted: HashSet<&str> = spec.shard_items(req.shard.index).into_iter().collect();
     let mine: Vec<_> = all
@@ -293,11 +361,20 @@ async fn run_shard(
         todo.items.len(),
         report.already
     );
-    if todo.items.is_empty() {
-        return WorkExit::Done;
-    }
-    let meter = env.meter(&inst);
-    let prepared = match prepare(&env, &inst, &spec.job, &inputs, &meter).await {
+    Ok(todo)
+}
+
+/// Prepares the kind and computes `todo`, marking each committed item for the coordinator;
+/// the failures go into the report (and the log).
+async fn compute_items(
+    env: &Arc<ExecEnv>,
+    (inst, spec): (&Arc<Instance>, &JobSpec),
+    inputs: Arc<Vec<InputTable>>,
+    todo: &ItemDecisions,
+    report: &mut ShardReport,
+) -> WorkExit {
+    let meter = env.meter(inst);
+    let prepared = match prepare(env, inst, &spec.job, &inputs, &meter).await {
         Ok(p) => p,
         Err((attempts, e)) => {
             report.failures.push(ItemFailure {
@@ -310,18 +387,18 @@ async fn run_shard(
             return exit_for(&report.failures);
         }
     };
-    let pools = worker_pools(&inst, &spec.pools);
+    let pools = worker_pools(inst, &spec.pools);
     let ran = run_items_locally(
-        &env,
-        &inst,
-        &todo,
+        env,
+        inst,
+        todo,
         prepared,
         inputs.clone(),
         pools,
-        mark_committed(store.clone(), &spec.job),
+        mark_committed(env.store.clone(), &spec.job),
     )
     .await;
-    env.say_retries(&inst);
+    env.say_retries(inst);
     report.committed = ran.fresh.len();
     for f in ran.failures {
         let item = f.position.map(|p| &todo.items[p]);

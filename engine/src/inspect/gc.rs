@@ -61,10 +61,46 @@ pub fn gc(store: Arc<dyn Store>, opts: &GcOptions) -> Result<GcReport> {
         Some(Lease::acquire(store.clone(), Holder::Gc, "")?)
     };
     let own_id = own.as_ref().map(|l| l.id()).unwrap_or_default();
+    let store = store.as_ref();
+    let leases = wait_for_live_leases(store, &own_id, opts)?;
+    let mut report = GcReport::default();
+    let mut keep = reachable(store)?;
+    let cutoff = protect_leases(store, &leases, &own_id, opts, &mut keep, &mut report)?;
+    let now = unix_now();
+    let mut sweeper = Sweeper {
+        store,
+        dry_run: opts.dry_run,
+        report,
+    };
+    sweeper.artifacts(&keep, cutoff, now)?;
+    sweeper.temporary_files(now)?;
+    let unfinished = sweep_cluster_jobs(store, opts, now, |meta, garbage| {
+        sweeper.sweep(meta, garbage)
+    })?;
+    let mut report = sweeper.report;
+    if unfinished > 0 {
+        report.protected.push(format!(
+            "{unfinished} unfinished cluster job(s) under {} (a restarted coordinator adopts \
+             them; `gc --drop-dead-leases` removes them)",
+            cluster_jobs::PREFIX
+        ));
+    }
+    if let Some(own) = own {
+        own.release()?;
+    }
+    Ok(report)
+}
+
+/// The store's leases once no other one is live: refuses with [`Error::Busy`] while one is,
+/// or waits for them up to `opts.wait`. A dry run does not wait.
+fn wait_for_live_leases(
+    store: &dyn Store,
+    own_id: &str,
+    opts: &GcOptions,
+) -> Result<Vec<(LeaseRecord, Vec<Protected>)>> {
     let deadline = opts.wait.map(|w| Instant::now() + w);
     let mut announced = false;
-    let store = store.as_ref();
-    let leases = loop {
+    loop {
         let leases = list_leases(store)?;
         let now = unix_now();
         let live: Vec<&LeaseRecord> = leases
@@ -73,7 +109,7 @@ pub fn gc(store: Arc<dyn Store>, opts: &GcOptions) -> Result<GcReport> {
             .filter(|l| l.id != own_id && l.liveness(now) == Liveness::Live)
             .collect();
         if live.is_empty() || opts.dry_run {
-            break leases;
+            return Ok(leases);
         }
         let waiting = deadline.is_some_and(|d| Instant::now() < d);
         if !waiting {
@@ -93,69 +129,72 @@ pub fn gc(store: Arc<dyn Store>, opts: &GcOptions) -> Result<GcReport> {
             announced = true;
         }
         std::thread::sleep(Duration::from_millis(500));
-    };
-    let mut report = GcReport::default();
-    let mut keep = reachable(store)?;
-    let cutoff = protect_leases(store, &leases, &own_id, opts, &mut keep, &mut report)?;
-    let now = unix_now();
-    // Lease times are on this machine's clock, modification times on the store's.
-    let offset = store.clock_offset().unwrap_or(0.0);
-    let store_cutoff = cutoff.map(|c| c + offset);
-    let dry_run = opts.dry_run;
-    let sweep = |meta: ObjectMeta, garbage: bool, report: &mut GcReport| -> Result<()> {
+    }
+}
+
+/// Removes garbage (or, in a dry run, only lists it) and counts what it keeps.
+struct Sweeper<'a> {
+    store: &'a dyn Store,
+    dry_run: bool,
+    report: GcReport,
+}
+
+impl Sweeper<'_> {
+    /// Removes `meta` when it is `garbage`, else counts it kept.
+    fn sweep(&mut self, meta: ObjectMeta, garbage: bool) -> Result<()> {
         if !garbage {
-            report.kept += 1;
+            self.report.kept += 1;
             return Ok(());
         }
-        report.bytes += meta.size;
-        if !dry_run {
-            store.delete(&meta.key)?;
+        self.report.bytes += meta.size;
+        if !self.dry_run {
+            self.store.delete(&meta.key)?;
         }
-        report.removed.push(meta.key);
+        self.report.removed.push(meta.key);
         Ok(())
-    };
-    let mut recent = 0usize;
-    for prefix in ARTIFACTS {
-        for meta in store.list_meta(prefix)? {
-            let garbage = if meta.key.ends_with(TMP_SUFFIX) {
-                tmp_is_stale(&meta, now)
-            } else if store_cutoff.is_some_and(|c| meta.modified >= c) {
-                recent += 1;
-                false
-            } else {
-                !keep.contains(&meta.key)
-            };
-            sweep(meta, garbage, &mut report)?;
-        }
     }
-    if let Some(c) = cutoff {
-        report.protected.push(format!(
-            "{recent} object(s) written since the oldest live lease started ({:.0}s ago)",
-            now - c
-        ));
-    }
-    for prefix in TEMP_ONLY {
-        for meta in store.list_meta(prefix)? {
-            if meta.key.ends_with(TMP_SUFFIX) {
-                let garbage = tmp_is_stale(&meta, now);
-                sweep(meta, garbage, &mut report)?;
+
+    /// The artifacts no record reaches (`keep`), except those written since `cutoff` (on this
+    /// machine's clock: the oldest live lease's start), and stale temporary files among them.
+    fn artifacts(&mut self, keep: &HashSet<String>, cutoff: Option<f64>, now: f64) -> Result<()> {
+        // Lease times are on this machine's clock, modification times on the store's.
+        let offset = self.store.clock_offset().unwrap_or(0.0);
+        let store_cutoff = cutoff.map(|c| c + offset);
+        let mut recent = 0usize;
+        for prefix in ARTIFACTS {
+            for meta in self.store.list_meta(prefix)? {
+                let garbage = if meta.key.ends_with(TMP_SUFFIX) {
+                    tmp_is_stale(&meta, now)
+                } else if store_cutoff.is_some_and(|c| meta.modified >= c) {
+                    recent += 1;
+                    false
+                } else {
+                    !keep.contains(&meta.key)
+                };
+                self.sweep(meta, garbage)?;
             }
         }
+        if let Some(c) = cutoff {
+            self.report.protected.push(format!(
+                "{recent} object(s) written since the oldest live lease started ({:.0}s ago)",
+                now - c
+            ));
+        }
+        Ok(())
     }
-    let unfinished = sweep_cluster_jobs(store, opts, now, |meta, garbage| {
-        sweep(meta, garbage, &mut report)
-    })?;
-    if unfinished > 0 {
-        report.protected.push(format!(
-            "{unfinished} unfinished cluster job(s) under {} (a restarted coordinator adopts \
-             them; `gc --drop-dead-leases` removes them)",
-            cluster_jobs::PREFIX
-        ));
+
+    /// Stale temporary files under the prefixes never judged by reachability.
+    fn temporary_files(&mut self, now: f64) -> Result<()> {
+        for prefix in TEMP_ONLY {
+            for meta in self.store.list_meta(prefix)? {
+                if meta.key.ends_with(TMP_SUFFIX) {
+                    let garbage = tmp_is_stale(&meta, now);
+                    self.sweep(meta, garbage)?;
+                }
+            }
+        }
+        Ok(())
     }
-    if let Some(own) = own {
-        own.release()?;
-    }
-    Ok(report)
 }
 
 /// Sweeps the cluster executor's hand-off objects (`cluster/jobs/<job>/…`: spec, submissions,

@@ -82,96 +82,25 @@ pub fn dry_run(
     only: &[String],
 ) -> Result<Vec<PlanLine>> {
     let selected = plan.select(only)?;
-    let previous = load_latest(store, &plan.name)?;
-    let mut known: Vec<Option<Arc<InstanceRecord>>> = vec![None; plan.instances.len()];
-    let mut estimates: Vec<Option<Estimate>> = vec![None; plan.instances.len()];
+    let mut walk = DryRun {
+        store,
+        workdir,
+        previous: load_latest(store, &plan.name)?,
+        known: vec![None; plan.instances.len()],
+        estimates: vec![None; plan.instances.len()],
+    };
     let mut lines = Vec::new();
     for inst in &plan.instances {
-        let upstream_known: Vec<Option<&InstanceRecord>> = inst
-            .bindings
-            .iter()
-            .map(|b| known[b.instance].as_deref())
-            .collect();
-        let mut items_to_run: Option<Vec<String>> = None;
-        let status = if !selected[inst.id] {
-            PlanStatus::NotSelected
-        } else if let Some(reason) = disabled(inst, &upstream_known) {
-            let off = InstanceRecord::empty(
-                &inst.stage,
-                inst.variant.name(),
-                inst.kind.name(),
-                Status::Disabled,
-            );
-            known[inst.id] = Some(Arc::new(off));
-            PlanStatus::Disabled { reason }
-        } else if let Some(b) = inst.bindings.iter().find(|b| known[b.instance].is_none()) {
-            PlanStatus::AfterUpstream {
-                upstream: plan.instances[b.instance].label(),
-            }
-        } else {
-            let upstream: Vec<Arc<InstanceRecord>> = inst
-                .bindings
-                .iter()
-                .filter_map(|b| known[b.instance].clone())
-                .collect();
-            let decision = decide(store, workdir, inst, &upstream, previous.as_ref())?;
-            let (variant, kind) = (inst.variant.name(), inst.kind.name());
-            match &decision.verdict {
-                Verdict::Hit(m) => {
-                    known[inst.id] = Some(Arc::new(InstanceRecord::from_manifest(
-                        &inst.stage,
-                        variant,
-                        kind,
-                        Status::Cached,
-                        m,
-                    )));
-                    PlanStatus::Hit {
-                        changes: decision.reasons,
-                    }
-                }
-                Verdict::Disabled(reason) => {
-                    let off = InstanceRecord::empty(&inst.stage, variant, kind, Status::Disabled);
-                    known[inst.id] = Some(Arc::new(off));
-                    PlanStatus::Disabled {
-                        reason: reason.clone(),
-                    }
-                }
-                Verdict::Miss => {
-                    let items = item_plan(store, inst, &decision, &upstream)?;
-                    let items = items.map(|(counts, to_run)| {
-                        items_to_run = Some(to_run);
-                        counts
-                    });
-                    PlanStatus::Miss {
-                        items,
-                        reasons: decision.reasons,
-                    }
-                }
-            }
+        let (status, items_to_run) = match selected[inst.id] {
+            false => (PlanStatus::NotSelected, None),
+            true => walk.status(plan, inst)?,
         };
         let runs = matches!(
             status,
             PlanStatus::Miss { .. } | PlanStatus::AfterUpstream { .. }
         );
-        let estimate = (runs && inst.kind.estimates()).then(|| {
-            let mut ids: Vec<usize> = inst.bindings.iter().map(|b| b.instance).collect();
-            ids.sort_unstable();
-            ids.dedup();
-            let upstream: Vec<Estimate> =
-                ids.iter().filter_map(|&i| estimates[i].clone()).collect();
-            estimate(
-                store,
-                workdir,
-                inst,
-                &known,
-                items_to_run.as_deref(),
-                &status,
-                &upstream,
-            )
-        });
-        if let Some(Ok(e)) = &estimate {
-            estimates[inst.id] = Some(e.clone());
-        }
+        let estimate = (runs && inst.kind.estimates())
+            .then(|| walk.estimate(inst, items_to_run.as_deref(), &status));
         lines.push(PlanLine {
             label: inst.label(),
             stage: inst.stage.clone(),
@@ -181,6 +110,121 @@ pub fn dry_run(
         });
     }
     Ok(lines)
+}
+
+/// The dry run's walk over the instances in dependency order: what it knows of each
+/// instance's result (as `run` would record it) and of its estimate, once decided.
+struct DryRun<'a> {
+    store: &'a dyn Store,
+    workdir: &'a Path,
+    previous: Option<crate::record::RunRecord>,
+    known: Vec<Option<Arc<InstanceRecord>>>,
+    estimates: Vec<Option<Estimate>>,
+}
+
+impl DryRun<'_> {
+    /// The verdict on a selected instance, and for a per-item miss the items that would run:
+    /// disabled by a `when:`, unknown until an upstream instance runs, or the cache decision.
+    fn status(
+        &mut self,
+        plan: &Plan,
+        inst: &Instance,
+    ) -> Result<(PlanStatus, Option<Vec<String>>)> {
+        let upstream_known: Vec<Option<&InstanceRecord>> = inst
+            .bindings
+            .iter()
+            .map(|b| self.known[b.instance].as_deref())
+            .collect();
+        if let Some(reason) = disabled(inst, &upstream_known) {
+            let off = InstanceRecord::empty(
+                &inst.stage,
+                inst.variant.name(),
+                inst.kind.name(),
+                Status::Disabled,
+            );
+            self.known[inst.id] = Some(Arc::new(off));
+            return Ok((PlanStatus::Disabled { reason }, None));
+        }
+        if let Some(b) = inst
+            .bindings
+            .iter()
+            .find(|b| self.known[b.instance].is_none())
+        {
+            let upstream = plan.instances[b.instance].label();
+            return Ok((PlanStatus::AfterUpstream { upstream }, None));
+        }
+        self.decided(inst)
+    }
+
+    /// The cache decision on an instance whose upstream results are all known.
+    fn decided(&mut self, inst: &Instance) -> Result<(PlanStatus, Option<Vec<String>>)> {
+        let upstream: Vec<Arc<InstanceRecord>> = inst
+            .bindings
+            .iter()
+            .filter_map(|b| self.known[b.instance].clone())
+            .collect();
+        let decision = decide(
+            self.store,
+            self.workdir,
+            inst,
+            &upstream,
+            self.previous.as_ref(),
+        )?;
+        let (variant, kind) = (inst.variant.name(), inst.kind.name());
+        match &decision.verdict {
+            Verdict::Hit(m) => {
+                let record =
+                    InstanceRecord::from_manifest(&inst.stage, variant, kind, Status::Cached, m);
+                self.known[inst.id] = Some(Arc::new(record));
+                let changes = decision.reasons;
+                Ok((PlanStatus::Hit { changes }, None))
+            }
+            Verdict::Disabled(reason) => {
+                let off = InstanceRecord::empty(&inst.stage, variant, kind, Status::Disabled);
+                self.known[inst.id] = Some(Arc::new(off));
+                let reason = reason.clone();
+                Ok((PlanStatus::Disabled { reason }, None))
+            }
+            Verdict::Miss => {
+                let (items, to_run) = match item_plan(self.store, inst, &decision, &upstream)? {
+                    Some((counts, to_run)) => (Some(counts), Some(to_run)),
+                    None => (None, None),
+                };
+                let reasons = decision.reasons;
+                Ok((PlanStatus::Miss { items, reasons }, to_run))
+            }
+        }
+    }
+
+    /// The kind's estimate of an instance that runs, from the estimates of the upstream
+    /// instances that run first; kept for the instances downstream.
+    fn estimate(
+        &mut self,
+        inst: &Instance,
+        items_to_run: Option<&[String]>,
+        status: &PlanStatus,
+    ) -> std::result::Result<Estimate, String> {
+        let mut ids: Vec<usize> = inst.bindings.iter().map(|b| b.instance).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        let upstream: Vec<Estimate> = ids
+            .iter()
+            .filter_map(|&i| self.estimates[i].clone())
+            .collect();
+        let estimate = estimate(
+            self.store,
+            self.workdir,
+            inst,
+            &self.known,
+            items_to_run,
+            status,
+            &upstream,
+        );
+        if let Ok(e) = &estimate {
+            self.estimates[inst.id] = Some(e.clone());
+        }
+        estimate
+    }
 }
 
 /// The kind's estimate of `inst`, from the inputs whose upstream results are known, the items

@@ -1,0 +1,446 @@
+//! The shape of the workspace's code and docs: no production function longer than 80 lines
+//! unless `tests/fixtures/long_functions.txt` lists it (a ratchet: a listed function may only
+//! shrink), and every path `docs/ARCHITECTURE.md` names exists.
+//!
+//! Production sources are `src/`, `engine/src/`, `stages/src/` and the build scripts
+//! (`engine/build.rs`, `engine/fingerprint.rs`, `stages/build.rs`). Test code is left out: files
+//! named `tests.rs` or `*_tests.rs`, modules declared under `#[cfg(test)]` (inline, or their
+//! files, e.g. `testkit.rs`), and any item under `#[cfg(test)]`. A function's length is its
+//! lines from the `fn` line to its closing brace, counted on the text with comments, strings
+//! and character literals blanked out, so braces inside them do not count.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Lines a production function may have without being listed.
+const MAX_LINES: usize = 80;
+
+/// The allow-list: `path name lines`, one per line.
+const ALLOWED: &str = "tests/fixtures/long_functions.txt";
+
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `text` with comments, string literals (raw ones too) and character literals replaced by
+/// spaces, newlines kept, so lines still count and braces in them are not code.
+fn blank_non_code(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = b.to_vec();
+    let blank = |out: &mut Vec<u8>, from: usize, to: usize| {
+        for c in &mut out[from..to.min(b.len())] {
+            if *c != b'\n' {
+                *c = b' ';
+            }
+        }
+    };
+    let mut i = 0;
+    while i < b.len() {
+        let ident_before = i > 0 && (b[i - 1].is_ascii_alphanumeric() || b[i - 1] == b'_');
+        if b[i..].starts_with(b"//") {
+            let end = b[i..]
+                .iter()
+                .position(|&c| c == b'\n')
+                .map_or(b.len(), |n| i + n);
+            blank(&mut out, i, end);
+            i = end;
+        } else if b[i..].starts_with(b"/*") {
+            let (mut depth, mut j) = (0usize, i);
+            while j < b.len() {
+                if b[j..].starts_with(b"/*") {
+                    depth += 1;
+                    j += 2;
+                } else if b[j..].starts_with(b"*/") {
+                    depth -= 1;
+                    j += 2;
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    j += 1;
+                }
+            }
+            blank(&mut out, i, j);
+            i = j;
+        } else if let Some(hashes) = (!ident_before).then(|| raw_string_start(&b[i..])).flatten() {
+            let open = i + hashes.1;
+            let close: Vec<u8> = std::iter::once(b'"')
+                .chain(std::iter::repeat_n(b'#', hashes.0))
+                .collect();
+            let end = b[open..]
+                .windows(close.len())
+                .position(|w| w == close.as_slice())
+                .map_or(b.len(), |n| open + n + close.len());
+            blank(&mut out, i, end);
+            i = end;
+        } else if b[i] == b'"' {
+            let mut j = i + 1;
+            while j < b.len() && b[j] != b'"' {
+                j += if b[j] == b'\\' { 2 } else { 1 };
+            }
+            blank(&mut out, i, j + 1);
+            i = j + 1;
+        } else if b[i] == b'\'' {
+            // A character literal ('x', '\n', '\u{..}', '{'), not a lifetime ('a).
+            let len = char_literal_len(&b[i..]);
+            blank(&mut out, i, i + len);
+            i += len.max(1);
+        } else {
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// At `r"`, `r#"`, `br"`…: (number of `#`, bytes up to and including the opening quote).
+fn raw_string_start(b: &[u8]) -> Option<(usize, usize)> {
+    let start = match b {
+        [b'b', b'r', ..] => 2,
+        [b'r', ..] => 1,
+        _ => return None,
+    };
+    let hashes = b[start..].iter().take_while(|&&c| c == b'#').count();
+    (b.get(start + hashes) == Some(&b'"')).then_some((hashes, start + hashes + 1))
+}
+
+/// The length of the character literal at the start of `b`, or 0 (a lifetime or label).
+fn char_literal_len(b: &[u8]) -> usize {
+    match b {
+        [b'\'', b'\\', b'u', b'{', ..] => b.iter().position(|&c| c == b'}').map_or(0, |n| n + 2),
+        [b'\'', b'\\', _, b'\'', ..] => 4,
+        [b'\'', b'\\', b'x', _, _, b'\'', ..] => 6,
+        [b'\'', c, b'\'', ..] if *c != b'\\' => 3,
+        [b'\'', ..] => {
+            // A multi-byte UTF-8 character.
+            let s = std::str::from_utf8(&b[1..b.len().min(6)]).unwrap_or_default();
+            match s.chars().next() {
+                Some(ch) if ch.len_utf8() > 1 && b.get(1 + ch.len_utf8()) == Some(&b'\'') => {
+                    ch.len_utf8() + 2
+                }
+                _ => 0,
+            }
+        }
+        _ => 0,
+    }
+}
+
+/// The function name declared on `line` (`pub(crate) async fn name…`), if any.
+fn fn_name(line: &str) -> Option<&str> {
+    let mut rest = line.trim_start();
+    loop {
+        let before = rest;
+        for prefix in [
+            "pub(crate) ",
+            "pub(super) ",
+            "pub ",
+            "const ",
+            "async ",
+            "unsafe ",
+        ] {
+            rest = rest.strip_prefix(prefix).unwrap_or(rest).trim_start();
+        }
+        if let Some(r) = rest.strip_prefix("pub(in ") {
+            rest = r.split_once(')').map_or(r, |(_, r)| r).trim_start();
+        }
+        if rest.starts_with("extern \"") {
+            rest = rest.split_once("\" ").map_or(rest, |(_, r)| r).trim_start();
+        }
+        if rest == before {
+            break;
+        }
+    }
+    let name = rest.strip_prefix("fn ")?;
+    let end = name
+        .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .unwrap_or(name.len());
+    (end > 0).then(|| &name[..end])
+}
+
+/// The line (index) where the item starting at `from` ends: its matching closing brace, or
+/// the `;` that ends it before any brace opens.
+fn item_end(lines: &[&str], from: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut opened = false;
+    for (n, line) in lines.iter().enumerate().skip(from) {
+        for c in line.chars() {
+            match c {
+                ';' if !opened => return Some(n),
+                '{' => {
+                    depth += 1;
+                    opened = true;
+                }
+                '}' if opened => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Some(n);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    None
+}
+
+/// The functions of one source file longer than [`MAX_LINES`] (name, lines), leaving out items
+/// under `#[cfg(test)]`; and the files of the modules it declares under `#[cfg(test)]`.
+fn long_functions(path: &Path, text: &str) -> (Vec<(String, usize)>, Vec<PathBuf>) {
+    let code = blank_non_code(text);
+    let lines: Vec<&str> = code.lines().collect();
+    let (mut long, mut test_files) = (Vec::new(), Vec::new());
+    let mut n = 0;
+    while n < lines.len() {
+        let line = lines[n].trim();
+        if let Some(after) = line.strip_prefix("#[cfg(test)]") {
+            // Skip the attributes that follow, then the whole item.
+            let mut item = if after.trim().is_empty() { n + 1 } else { n };
+            while item > n && item < lines.len() && lines[item].trim().starts_with("#[") {
+                item += 1;
+            }
+            let decl = match item == n {
+                true => after,
+                false => lines.get(item).copied().unwrap_or(""),
+            };
+            if let Some(module) = declared_module(decl) {
+                test_files.extend(module_files(path, module));
+            }
+            n = item_end(&lines, item).map_or(lines.len(), |end| end + 1);
+            continue;
+        }
+        if let Some(name) = fn_name(lines[n]) {
+            if let Some(end) = item_end(&lines, n) {
+                let len = end - n + 1;
+                if len > MAX_LINES {
+                    long.push((name.to_string(), len));
+                }
+            }
+        }
+        n += 1;
+    }
+    (long, test_files)
+}
+
+/// `mod name;` (a module in its own file): its name.
+fn declared_module(line: &str) -> Option<&str> {
+    let line = line.trim();
+    let line = line
+        .strip_prefix("pub(crate) ")
+        .or_else(|| line.strip_prefix("pub "))
+        .unwrap_or(line);
+    line.strip_prefix("mod ")?.strip_suffix(';')
+}
+
+/// Where module `name`, declared in `parent`, lives: `name.rs` or `name/` beside a `mod.rs`,
+/// `lib.rs` or `main.rs`, else in the folder named after `parent`.
+fn module_files(parent: &Path, name: &str) -> Vec<PathBuf> {
+    let dir = match parent.file_name().and_then(|f| f.to_str()) {
+        Some("mod.rs" | "lib.rs" | "main.rs") => parent.parent().map(Path::to_path_buf),
+        _ => parent
+            .parent()
+            .map(|d| d.join(parent.file_stem().unwrap_or_default())),
+    }
+    .unwrap_or_default();
+    vec![dir.join(format!("{name}.rs")), dir.join(name)]
+}
+
+/// Every production function over [`MAX_LINES`] in the workspace: `(path name)` → lines (the
+/// longest, when a file has several functions of one name).
+fn workspace_long_functions() -> BTreeMap<String, usize> {
+    let mut files = Vec::new();
+    for dir in ["src", "engine/src", "stages/src"] {
+        rust_files(&root().join(dir), &mut files);
+    }
+    for file in [
+        "engine/build.rs",
+        "engine/fingerprint.rs",
+        "stages/build.rs",
+    ] {
+        files.push(root().join(file));
+    }
+    let mut found = Vec::new();
+    let mut test_only: BTreeSet<PathBuf> = BTreeSet::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        let (long, tests) = long_functions(path, &text);
+        test_only.extend(tests);
+        found.push((path.clone(), long));
+    }
+    let mut out = BTreeMap::new();
+    for (path, long) in found {
+        let name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+        let is_test = name == "tests.rs"
+            || name.ends_with("_tests.rs")
+            || test_only.iter().any(|t| path.starts_with(t));
+        if is_test {
+            continue;
+        }
+        let rel = path
+            .strip_prefix(root())
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        for (f, lines) in long {
+            let entry = out.entry(format!("{rel} {f}")).or_insert(0);
+            *entry = (*entry).max(lines);
+        }
+    }
+    out
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The target is no production function over 80 lines; until then `long_functions.txt` lists
+/// each longer one with its length, and a listed function may only shrink: a function may not
+/// grow past its listed length, and one not listed may not pass 80 lines. After splitting
+/// functions, regenerate the list with
+/// `PREFFLOW_WRITE_LONG_FUNCTIONS=1 cargo test --test integration code_shape`.
+#[test]
+fn no_production_function_grows_past_80_lines_or_its_listed_length() {
+    let now = workspace_long_functions();
+    let allowed_path = root().join(ALLOWED);
+    if std::env::var_os("PREFFLOW_WRITE_LONG_FUNCTIONS").is_some() {
+        let text: String = now.iter().map(|(f, n)| format!("{f} {n}\n")).collect();
+        std::fs::write(&allowed_path, text).expect("write long_functions.txt");
+    }
+    let allowed: BTreeMap<String, usize> = std::fs::read_to_string(&allowed_path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.rsplit_once(' '))
+        .map(|(f, n)| (f.to_string(), n.parse().unwrap_or(0)))
+        .collect();
+    let over: Vec<String> = now
+        .iter()
+        .filter_map(|(f, &n)| {
+            let limit = allowed.get(f).copied().unwrap_or(MAX_LINES);
+            (n > limit).then(|| format!("{f}: {n} lines (allowed {limit})"))
+        })
+        .collect();
+    assert!(
+        over.is_empty(),
+        "functions too long — split them into their phases (short functions whose names say \
+         what they do):\n{}",
+        over.join("\n")
+    );
+}
+
+/// The scanner counts what it should: a function's lines to its closing brace, braces in
+/// strings, characters and comments ignored, `#[cfg(test)]` items and their files left out.
+#[test]
+fn the_function_length_scanner_skips_literals_comments_and_test_code() {
+    let body = "    let _ = \"}\";\n".repeat(MAX_LINES);
+    let text = format!(
+        "/// {{\npub(crate) async fn long() {{\n    let _ = '}}';\n    // }}\n{body}}}\n\
+         fn short() {{ let _ = r#\"{{\"#; }}\n\
+         #[cfg(test)]\nmod tests {{\n    fn hidden() {{\n{body}    }}\n}}\n\
+         #[cfg(test)]\nmod fixtures_tests;\n\
+         fn after<'a>(x: &'a str) -> &'a str {{\n{body}    x\n}}\n"
+    );
+    let (long, test_files) = long_functions(Path::new("a/lib.rs"), &text);
+    assert_eq!(
+        long,
+        vec![
+            ("long".to_string(), MAX_LINES + 4),
+            ("after".to_string(), MAX_LINES + 3)
+        ]
+    );
+    assert!(test_files.contains(&PathBuf::from("a/fixtures_tests.rs")));
+}
+
+/// Every path `docs/ARCHITECTURE.md` names in backticks or links exists: full paths
+/// (`stages/src/…`, with `{a,b}` groups expanded), and bare file names in a row that named a
+/// folder before them (`engine/src/store/` (`fs.rs`, …)), looked up in that folder.
+#[test]
+fn every_path_architecture_names_exists() {
+    let doc = root().join("docs/ARCHITECTURE.md");
+    let text = std::fs::read_to_string(&doc).expect("docs/ARCHITECTURE.md");
+    let mut missing = Vec::new();
+    let mut checked = 0;
+    for (n, line) in text.lines().enumerate() {
+        let mut folder: Option<String> = None;
+        for token in line.split('`').skip(1).step_by(2) {
+            for path in expand_braces(token) {
+                let Some(full) = named_path(&path, folder.as_deref()) else {
+                    continue;
+                };
+                checked += 1;
+                if !root().join(&full).exists() {
+                    missing.push(format!("docs/ARCHITECTURE.md:{}: `{full}`", n + 1));
+                }
+                if full.ends_with('/') {
+                    folder = Some(full);
+                }
+            }
+        }
+        for link in line.split("](").skip(1) {
+            let target = link.split([')', '#']).next().unwrap_or("");
+            if target.is_empty() || target.contains("://") {
+                continue;
+            }
+            checked += 1;
+            if !root().join("docs").join(target).exists() {
+                missing.push(format!("docs/ARCHITECTURE.md:{}: link {target}", n + 1));
+            }
+        }
+    }
+    assert!(
+        checked > 100,
+        "only {checked} paths found: the parser lost them"
+    );
+    assert!(
+        missing.is_empty(),
+        "paths named in docs/ARCHITECTURE.md that do not exist:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// `a/{b,c}.rs` → `a/b.rs`, `a/c.rs` (one group).
+fn expand_braces(token: &str) -> Vec<String> {
+    let (Some(open), Some(close)) = (token.find('{'), token.find('}')) else {
+        return vec![token.to_string()];
+    };
+    if close < open || token.contains(' ') {
+        return vec![token.to_string()];
+    }
+    token[open + 1..close]
+        .split(',')
+        .map(|part| format!("{}{part}{}", &token[..open], &token[close + 1..]))
+        .collect()
+}
+
+/// The repository path a backticked token names: a path under one of the repository's
+/// folders, or a bare `name.rs` inside the row's last named folder; `None` for code, commands
+/// and anything else.
+fn named_path(token: &str, folder: Option<&str>) -> Option<String> {
+    const ROOTS: [&str; 7] = [
+        "engine/",
+        "stages/",
+        "src/",
+        "datasets/",
+        "docs/",
+        "pipelines/",
+        "tests/",
+    ];
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/_.-".contains(c);
+    if token.is_empty() || !token.chars().all(plain) {
+        return None;
+    }
+    if ROOTS.iter().any(|r| token.starts_with(r)) {
+        return Some(token.to_string());
+    }
+    let folder = folder?;
+    let file = token.ends_with(".rs") && !token.contains('/');
+    file.then(|| format!("{folder}{token}"))
+}
