@@ -23,16 +23,21 @@ pub struct Figure {
 pub fn engine(dir: &Path, items: usize) -> anyhow::Result<Vec<Figure>> {
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let exe = std::env::current_exe().context("locating the prefflow binary")?;
-    let mut figures = Vec::new();
+    let mut figures = chain_runs(&exe, dir, items)?;
+    figures.push(commit_rate(&exe, dir, 10 * items)?);
+    figures.push(plan_time(&exe, dir, 10 * items)?);
+    Ok(figures)
+}
 
-    // 10 stages × `items` items: cold run, then a no-op re-run.
+/// 10 stages × `items` items: cold run, then a no-op re-run.
+fn chain_runs(exe: &Path, dir: &Path, items: usize) -> anyhow::Result<Vec<Figure>> {
     let chain = dir.join("chain");
     reset(&chain)?;
     write_rows(&chain.join("rows.csv"), items)?;
     std::fs::write(chain.join("chain.yaml"), chain_pipeline(9))?;
-    let cold = timed_run(&exe, &chain, "chain.yaml")?;
+    let cold = timed_run(exe, &chain, "chain.yaml")?;
     let per_item_items = 9 * items;
-    figures.push(Figure {
+    let cold = Figure {
         name: format!("cold run, 10 stages × {items} items ({per_item_items} item commits)"),
         value: format!(
             "{:.2} s ({:.0} items/s)",
@@ -40,9 +45,9 @@ pub fn engine(dir: &Path, items: usize) -> anyhow::Result<Vec<Figure>> {
             per_item_items as f64 / cold.seconds
         ),
         target: "—".into(),
-    });
-    let noop = timed_run(&exe, &chain, "chain.yaml")?;
-    figures.push(Figure {
+    };
+    let noop = timed_run(exe, &chain, "chain.yaml")?;
+    let noop = Figure {
         name: format!("no-op re-run, 10 stages × {items} items"),
         value: format!(
             "{:.0} ms wall, {:.0} MB peak RSS",
@@ -50,17 +55,19 @@ pub fn engine(dir: &Path, items: usize) -> anyhow::Result<Vec<Figure>> {
             noop.peak_rss_mb
         ),
         target: "≤ 300 ms, ≤ 200 MB".into(),
-    });
+    };
+    Ok(vec![cold, noop])
+}
 
-    // Trivial item commit rate: one per-item stage over 10 × `items` rows.
+/// Trivial item commit rate: one per-item stage over `n` rows.
+fn commit_rate(exe: &Path, dir: &Path, n: usize) -> anyhow::Result<Figure> {
     let commit = dir.join("commit");
     reset(&commit)?;
-    let n = 10 * items;
     write_rows(&commit.join("rows.csv"), n)?;
     std::fs::write(commit.join("commit.yaml"), chain_pipeline(1))?;
-    let run = timed_run(&exe, &commit, "commit.yaml")?;
+    let run = timed_run(exe, &commit, "commit.yaml")?;
     let stage_seconds = stage_seconds(&commit, "chain", "s1")?;
-    figures.push(Figure {
+    Ok(Figure {
         name: format!("commit trivial items ({n} items, one stage)"),
         value: format!(
             "{:.0} items/s (stage {:.2} s, whole run {:.2} s)",
@@ -69,38 +76,36 @@ pub fn engine(dir: &Path, items: usize) -> anyhow::Result<Vec<Figure>> {
             run.seconds
         ),
         target: "≥ 5,000 items/s".into(),
-    });
+    })
+}
 
-    // Planning a 10×`items`-item stage whose input is known but whose items are not cached.
+/// Planning an `n`-item stage whose input is known but whose items are not cached.
+fn plan_time(exe: &Path, dir: &Path, n: usize) -> anyhow::Result<Figure> {
     let plan = dir.join("plan");
     reset(&plan)?;
     write_rows(&plan.join("rows.csv"), n)?;
     std::fs::write(plan.join("plan.yaml"), chain_pipeline(1))?;
-    child(
-        &exe,
-        &plan,
-        &[
-            "run",
-            "plan.yaml",
-            "--only",
-            "s0",
-            "--progress",
-            "none",
-            "-q",
-        ],
-    )?;
+    let input_only = [
+        "run",
+        "plan.yaml",
+        "--only",
+        "s0",
+        "--progress",
+        "none",
+        "-q",
+    ];
+    child(exe, &plan, &input_only)?;
     let started = Instant::now();
-    let out = child(&exe, &plan, &["plan", "plan.yaml"])?;
+    let out = child(exe, &plan, &["plan", "plan.yaml"])?;
     let seconds = started.elapsed().as_secs_f64();
     if !out.contains(&format!("{n} of {n} items to run")) {
         bail!("plan did not report {n} items to run:\n{out}");
     }
-    figures.push(Figure {
+    Ok(Figure {
         name: format!("plan a {n}-item stage"),
         value: format!("{:.0} ms", seconds * 1000.0),
         target: "< 1 s".into(),
-    });
-    Ok(figures)
+    })
 }
 
 /// Empties (or creates) a scratch directory.
@@ -112,6 +117,7 @@ pub fn reset(dir: &Path) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A CSV of `n` rows `item000000,value`.
 fn write_rows(path: &Path, n: usize) -> anyhow::Result<()> {
     let mut csv = String::from("id,value\n");
     for i in 0..n {

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use anyhow::Context;
 
-use crate::bench::{child, reset, sampled_run, stage_seconds_sum, timed_run, Figure};
+use crate::bench::{child, reset, sampled_run, stage_seconds_sum, timed_run, Figure, Sampled};
 
 /// The episodes stage appended to the task-set pipeline.
 pub fn episodes_stage(sweep: &str, epochs: u32) -> String {
@@ -110,42 +110,70 @@ pub fn llm_episodes(
         ),
     )
     .context("binding a loopback server")?;
-    let (pool, tasks, epochs, steps) = (load.pool, load.tasks, load.epochs, load.steps);
-    let work = dir.join(format!("llm-episodes-{pool}-{latency_ms}"));
+    let work = dir.join(format!("llm-episodes-{}-{latency_ms}", load.pool));
     reset(&work)?;
     std::os::unix::fs::symlink(&datasets, work.join("datasets")).context("linking datasets/")?;
-    let stages = format!(
-        "  subset:\n    kind: query\n    inputs: [validated.bundles]\n    params: {{ sql: \"SELECT * FROM validated_bundles ORDER BY task_id LIMIT {tasks}\" }}\n  calls:\n    kind: run_episodes\n    inputs: [subset, world.sources, world.history_events]\n    per_item: task_id\n    concurrency: {pool}\n    resources: [llm]\n    params:\n      agent: llm\n      space: gui\n      history: none\n      epochs: {epochs}\n      max_steps: {steps}\n      llm: {{ base_url: \"{}\", model: bench, max_retries: 0, concurrency: {pool} }}\n",
-        server.url
-    );
-    let yaml = taskset.replacen(
-        "stages:\n",
-        &format!("resources: {{ llm: {pool} }}\nstages:\n"),
-        1,
-    );
-    std::fs::write(work.join("llm.yaml"), format!("{yaml}{stages}"))?;
-    child(
-        &exe,
-        &work,
-        &[
-            "run",
-            "llm.yaml",
-            "--only",
-            "subset",
-            "--progress",
-            "none",
-            "-q",
-        ],
+    std::fs::write(
+        work.join("llm.yaml"),
+        llm_pipeline(&taskset, load, &server.url),
     )?;
+    let subset_only = [
+        "run",
+        "llm.yaml",
+        "--only",
+        "subset",
+        "--progress",
+        "none",
+        "-q",
+    ];
+    child(&exe, &work, &subset_only)?;
     let sampled = sampled_run(&exe, &work, "llm.yaml")?;
     let seconds = stage_seconds_sum(&work, "taskset", "calls")?;
-    let calls = tasks * epochs * steps;
+    let calls = load.tasks * load.epochs * load.steps;
     let seen = server.requests();
     anyhow::ensure!(
         seen.len() == calls,
         "the server saw {} requests, expected {calls}",
         seen.len()
     );
+    let measured = Measured {
+        seen: &seen,
+        seconds,
+        sampled: &sampled,
+    };
+    Ok(vec![llm_episodes_figure(load, latency_ms, &measured)])
+}
+
+/// The task-set pipeline with a `subset` of `load.tasks` tasks and a `calls` stage playing them
+/// with the `llm` agent against `base_url`, through a pool of `load.pool`.
+fn llm_pipeline(taskset: &str, load: &EpisodeLoad, base_url: &str) -> String {
+    let (pool, tasks, epochs, steps) = (load.pool, load.tasks, load.epochs, load.steps);
+    let stages = format!(
+        "  subset:\n    kind: query\n    inputs: [validated.bundles]\n    params: {{ sql: \"SELECT * FROM validated_bundles ORDER BY task_id LIMIT {tasks}\" }}\n  calls:\n    kind: run_episodes\n    inputs: [subset, world.sources, world.history_events]\n    per_item: task_id\n    concurrency: {pool}\n    resources: [llm]\n    params:\n      agent: llm\n      space: gui\n      history: none\n      epochs: {epochs}\n      max_steps: {steps}\n      llm: {{ base_url: \"{}\", model: bench, max_retries: 0, concurrency: {pool} }}\n",
+        base_url
+    );
+    let yaml = taskset.replacen(
+        "stages:\n",
+        &format!("resources: {{ llm: {pool} }}\nstages:\n"),
+        1,
+    );
+    format!("{yaml}{stages}")
+}
+
+/// What one `llm_episodes` run measured: the requests as the server saw them, the `calls`
+/// stage's seconds, and the run's sampled peaks.
+struct Measured<'a> {
+    seen: &'a [prefflow_stages::llm::mock::Seen],
+    seconds: f64,
+    sampled: &'a Sampled,
+}
+
+/// The figure of one `llm_episodes` run: sustained and whole-stage request rates against the
+/// ideal, the agent's turn between reply and request, peak memory and threads.
+fn llm_episodes_figure(load: &EpisodeLoad, latency_ms: u64, m: &Measured) -> Figure {
+    let (pool, tasks, epochs, steps) = (load.pool, load.tasks, load.epochs, load.steps);
+    let (seen, seconds) = (m.seen, m.seconds);
+    let calls = tasks * epochs * steps;
     let ideal = pool as f64 * 1000.0 / latency_ms as f64;
     let rate = calls as f64 / seconds;
     // Sustained: from the first request to the last reply, as the server saw them (the stage's
@@ -157,8 +185,8 @@ pub fn llm_episodes(
         _ => seconds,
     };
     let sustained = calls as f64 / span;
-    let (gap_p50, gap_p90) = step_gaps_ms(&seen, latency_ms);
-    Ok(vec![Figure {
+    let (gap_p50, gap_p90) = step_gaps_ms(seen, latency_ms);
+    Figure {
         name: format!(
             "{calls} model calls as llm-agent episodes ({tasks} tasks × {epochs} epochs × {steps} steps), pool {pool}, {latency_ms} ms latency"
         ),
@@ -166,11 +194,11 @@ pub fn llm_episodes(
             "sustained {sustained:.0} requests/s = {:.1}% of the ideal {ideal:.0}/s (first request to last reply {span:.2} s); whole stage {rate:.0}/s = {:.1}% ({seconds:.2} s); agent's turn between a reply and its next request: median {gap_p50:.2} ms, p90 {gap_p90:.2} ms; peak RSS {:.0} MB, peak {} OS threads",
             100.0 * sustained / ideal,
             100.0 * rate / ideal,
-            sampled.peak_rss_mb,
-            sampled.peak_threads
+            m.sampled.peak_rss_mb,
+            m.sampled.peak_threads
         ),
         target: format!("≥ 95% of {ideal:.0} requests/s; < 64 threads"),
-    }])
+    }
 }
 
 /// The time an episode spends between a reply and its next request (its own step, the client,

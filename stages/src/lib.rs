@@ -6,7 +6,6 @@
 
 #![deny(missing_docs)]
 
-mod columns;
 pub mod episodes;
 pub mod files;
 pub mod judging;

@@ -17,7 +17,7 @@ use tokio::task::JoinSet;
 use super::commit::{commit_instance, Provenance};
 use super::prepare::prepare;
 use super::unit::{run_unit, Unit, UnitResult, Work, NOT_STARTED, STOPPED};
-use super::{ExecEnv, InputBlob, Outcome, RemoteItems, Runner};
+use super::{ExecEnv, InputBlob, ItemExecutor, Outcome, RemoteItems, Runner};
 use crate::artifact::{
     blobs_present, item_path, load_manifest, load_tables, unix_now, ItemCounts, Manifest,
     TableEntry,
@@ -30,7 +30,7 @@ use crate::progress::Task;
 use crate::record::{ErrorRow, Status};
 use crate::store::lease::{self, list_leases, Holder, Lease, Liveness};
 use crate::store::Store;
-use crate::usage::Usage;
+use crate::usage::{Usage, UsageMeter};
 
 /// What the missing items of an instance came to, by item position in its [`ItemDecisions`].
 #[derive(Default)]
@@ -350,6 +350,45 @@ pub fn assemble(
     Ok(Tables(out))
 }
 
+/// Where an instance's item rounds stand: the cluster executor that takes its items (if any),
+/// its progress task, the usage meter of its prepare, the prepared kind (once some item needed
+/// it), the item decisions (a committed item becomes a hit) and the items this run computed.
+struct Rounds {
+    remote: Option<Arc<dyn ItemExecutor>>,
+    task: Arc<Task>,
+    meter: Arc<UsageMeter>,
+    prepared: Option<Arc<dyn PreparedKind>>,
+    // Shared with the blocking tasks that wait for other runs' items and assemble, not
+    // copied: with thousands of items, copying their manifests cost more than assembling.
+    items: Arc<ItemDecisions>,
+    fresh: Arc<Fresh>,
+    first_round: bool,
+}
+
+/// Why an instance's item rounds stopped short of a commit.
+enum Halt {
+    /// The executor started none of the work (the run was halted first).
+    NotStarted,
+    /// Some items failed (the others stay committed).
+    ItemsFailed(ItemsRan),
+    /// The instance failed as a whole after this many attempts.
+    Failed(u32, StageError),
+}
+
+impl Rounds {
+    /// Whether some item still has no committed result.
+    fn missing(&self) -> bool {
+        self.items.items.iter().any(|i| i.hit.is_none())
+    }
+
+    /// Ends the progress task with `text` (once every clone of it is gone).
+    fn finish(self, text: &str) {
+        if let Ok(t) = Arc::try_unwrap(self.task) {
+            t.finish(text);
+        }
+    }
+}
+
 impl Runner {
     /// Decides the items of `inst`, prepares it when some are missing, runs those, then
     /// assembles and commits the instance. Returns its manifest and what this run spent on it.
@@ -363,181 +402,273 @@ impl Runner {
         started: Instant,
     ) -> Result<(Manifest, Usage), Outcome> {
         let remote = self.executor.clone().filter(|x| x.takes(&inst));
-        let items = match self.decide_items(&inst, &decision, &inputs).await {
-            Ok(items) => items,
-            Err(e) => return Err(self.fail(&inst, None, 1, &e)),
-        };
-        if let Err(e) = self.protect(&inst, &decision.key, items.keys()).await {
-            return Err(self.fail(&inst, None, 1, &e));
-        }
+        let items = self.protected_items(&inst, &decision, &inputs).await?;
         let (total, cached) = (items.items.len(), items.cached());
-        let task = Arc::new(
-            self.progress
-                .start(&inst.label(), total as u64, cached as u64),
-        );
-        let finish = |task: Arc<Task>, text: &str| {
-            if let Ok(t) = Arc::try_unwrap(task) {
-                t.finish(text);
-            }
+        let mut rounds = Rounds {
+            remote,
+            task: Arc::new(
+                self.progress
+                    .start(&inst.label(), total as u64, cached as u64),
+            ),
+            meter: self.env.meter(&inst),
+            prepared: None,
+            items: Arc::new(items),
+            fresh: Arc::new(Fresh::default()),
+            first_round: true,
         };
-        let meter = self.env.meter(&inst);
-        let mut prepared: Option<Arc<dyn PreparedKind>> = None;
-        // Shared with the blocking tasks that wait for other runs' items and assemble, not
-        // copied: with thousands of items, copying their manifests cost more than assembling.
-        let mut items = Arc::new(items);
-        let mut fresh = Arc::new(Fresh::default());
-        let mut first_round = true;
-        // Round 1 runs the missing items (waiting for those an older live run computes); a
-        // further round the ones found damaged, or that the other run did not commit.
+        let ran = self
+            .run_rounds(&inst, &decision, (&inputs, &blobs), started, &mut rounds)
+            .await;
+        match ran {
+            Ok((m, spent)) => {
+                let c = m.items.clone().unwrap_or_default();
+                rounds.finish(&format!(
+                    "executed ({}; {} items run, {} cached)",
+                    rows_summary(&m),
+                    c.executed,
+                    c.cached
+                ));
+                Ok((m, spent))
+            }
+            Err(halt) => Err(self.halted(&inst, rounds, halt)),
+        }
+    }
+
+    /// The item decisions of `inst`, protected from `gc` by this run's lease.
+    async fn protected_items(
+        &self,
+        inst: &Arc<Instance>,
+        decision: &Decision,
+        inputs: &[InputTable],
+    ) -> Result<ItemDecisions, Outcome> {
+        let items = match self.decide_items(inst, decision, inputs).await {
+            Ok(items) => items,
+            Err(e) => return Err(self.fail(inst, None, 1, &e)),
+        };
+        if let Err(e) = self.protect(inst, &decision.key, items.keys()).await {
+            return Err(self.fail(inst, None, 1, &e));
+        }
+        Ok(items)
+    }
+
+    /// Round 1 runs the missing items (waiting for those an older live run computes); a
+    /// further round the ones found damaged, or that the other run did not commit. When none
+    /// is missing, the instance is assembled and committed.
+    async fn run_rounds(
+        self: &Arc<Self>,
+        inst: &Arc<Instance>,
+        decision: &Decision,
+        (inputs, blobs): (&Arc<Vec<InputTable>>, &[InputBlob]),
+        started: Instant,
+        rounds: &mut Rounds,
+    ) -> Result<(Manifest, Usage), Halt> {
         for _round in 0..4 {
-            if let Some(executor) = remote
-                .clone()
-                .filter(|_| items.items.iter().any(|i| i.hit.is_none()))
-            {
-                // A cluster executor computes and commits the missing items elsewhere.
-                let progress = task.clone();
-                let req = RemoteItems {
-                    env: self.env.clone(),
-                    inst: inst.clone(),
-                    decision: decision.clone(),
-                    items: ItemDecisions::clone(&items),
-                    inputs: blobs.clone(),
-                    pools: self.pool_sizes(&inst),
-                    on_committed: Arc::new(move || progress.inc()),
-                };
-                let ran = tokio::task::spawn_blocking(move || executor.run_items(req))
-                    .await
-                    .unwrap_or_else(|e| ItemsRan {
-                        fresh: HashMap::new(),
-                        failures: vec![ItemFailure::local(
-                            None,
-                            1,
-                            StageError::Failed(format!("internal error: {e}")),
-                        )],
-                    });
-                if ran.nothing_started() {
-                    finish(task, "not started");
-                    let mut rec = self.record(&inst, Status::Skipped);
-                    rec.message = Some(format!(
-                        "not started: {}",
-                        self.env.halted().unwrap_or_default()
-                    ));
-                    return Err((rec, vec![]));
-                }
-                if !ran.failures.is_empty() {
-                    let task = Arc::try_unwrap(task).ok();
-                    return Err(self.items_failed(&inst, &items, ran, task));
-                }
-                fresh_items(&mut items, &mut fresh, ran.fresh);
-                if items.items.iter().any(|i| i.hit.is_none()) {
-                    continue;
-                }
-            } else if items.items.iter().any(|i| i.hit.is_none()) {
-                let kind = match &prepared {
-                    Some(p) => p.clone(),
-                    None => match prepare(&self.env, &inst, &decision.key, &inputs, &meter).await {
-                        Ok(p) => prepared.insert(p).clone(),
-                        Err((attempts, e)) => {
-                            finish(task, "failed");
-                            return Err(self.fail(&inst, None, attempts, &e));
-                        }
-                    },
-                };
-                let progress = task.clone();
-                let pools = self.pools_of(&inst);
-                let on_done: Arc<dyn Fn() + Send + Sync> = Arc::new(move || progress.inc());
-                let others = match (first_round, self.env.lease()) {
-                    (true, Some(own)) => items_of_older_runs(self.env.store.as_ref(), own, &items)
-                        .unwrap_or_default(),
-                    _ => HashMap::new(),
-                };
-                first_round = false;
-                let skip: HashSet<usize> = others.keys().copied().collect();
-                let waiter = {
-                    let (env, items, done) = (self.env.clone(), items.clone(), on_done.clone());
-                    tokio::task::spawn_blocking(move || {
-                        wait_for_items(env.store.as_ref(), &items, others, &*done)
-                    })
-                };
-                let ran = run_items_except(
-                    &self.env,
-                    &inst,
-                    &items,
-                    &skip,
-                    kind,
-                    inputs.clone(),
-                    pools,
-                    Arc::new(move |_: Option<&str>| on_done()),
-                )
-                .await;
-                let shared = match waiter.await {
-                    Ok(Ok(shared)) => shared,
-                    Ok(Err(e)) => {
-                        tracing::warn!("{}: waiting for other runs' items: {e}", inst.label());
-                        HashMap::new()
+            if rounds.missing() {
+                match rounds.remote.clone() {
+                    // A cluster executor computes and commits the missing items elsewhere.
+                    Some(executor) => {
+                        let req = self.remote_request(inst, decision, blobs, rounds);
+                        self.remote_round(executor, req, rounds).await?
                     }
-                    Err(_) => HashMap::new(),
-                };
-                // Items other runs committed count as cached; those they did not are
-                // computed in the next round.
-                let decisions = Arc::make_mut(&mut items);
-                for (i, m) in shared {
-                    decisions.items[i].hit = Some(m);
+                    None => self.local_round(inst, decision, inputs, rounds).await?,
                 }
-                if !ran.failures.is_empty() {
-                    let task = Arc::try_unwrap(task).ok();
-                    return Err(self.items_failed(&inst, &items, ran, task));
-                }
-                fresh_items(&mut items, &mut fresh, ran.fresh);
-                if items.items.iter().any(|i| i.hit.is_none()) {
+                if rounds.missing() {
                     continue;
                 }
             }
-            let mut spent = meter.snapshot();
-            spent.merge(&fresh.usage);
-            let assembled = self
-                .clone()
-                .assemble_and_commit(
-                    inst.clone(),
-                    decision.clone(),
-                    items.clone(),
-                    fresh.clone(),
-                    spent.clone(),
-                    started,
-                )
-                .await;
-            match assembled {
-                Ok(m) => {
-                    let c = m.items.clone().unwrap_or_default();
-                    finish(
-                        task,
-                        &format!(
-                            "executed ({}; {} items run, {} cached)",
-                            rows_summary(&m),
-                            c.executed,
-                            c.cached
-                        ),
-                    );
-                    return Ok((m, spent));
-                }
-                Err(AssembleError::Damaged(damaged)) => {
-                    let decisions = Arc::make_mut(&mut items);
-                    for i in damaged {
-                        decisions.items[i].hit = None;
-                    }
-                }
-                Err(AssembleError::Failed(e)) => {
-                    finish(task, "failed");
-                    return Err(self.fail(&inst, None, 1, &e));
-                }
+            if let Some(done) = self.assemble_round(inst, decision, started, rounds).await? {
+                return Ok(done);
             }
         }
-        finish(task, "failed");
-        let e = StageError::Failed(
-            "cached items kept turning out damaged while being read; run `prefflow verify` on the store"
-                .into(),
-        );
-        Err(self.fail(&inst, None, 1, &e))
+        Err(Halt::Failed(
+            1,
+            StageError::Failed(
+                "cached items kept turning out damaged while being read; run `prefflow verify` on the store"
+                    .into(),
+            ),
+        ))
+    }
+
+    /// What a cluster executor needs to compute the missing items of `inst`.
+    fn remote_request(
+        &self,
+        inst: &Arc<Instance>,
+        decision: &Decision,
+        blobs: &[InputBlob],
+        rounds: &Rounds,
+    ) -> RemoteItems {
+        let progress = rounds.task.clone();
+        RemoteItems {
+            env: self.env.clone(),
+            inst: inst.clone(),
+            decision: decision.clone(),
+            items: ItemDecisions::clone(&rounds.items),
+            inputs: blobs.to_vec(),
+            pools: self.pool_sizes(inst),
+            on_committed: Arc::new(move || progress.inc()),
+        }
+    }
+
+    /// One round on a cluster executor: it computes and commits the missing items elsewhere.
+    async fn remote_round(
+        &self,
+        executor: Arc<dyn ItemExecutor>,
+        req: RemoteItems,
+        rounds: &mut Rounds,
+    ) -> Result<(), Halt> {
+        let ran = tokio::task::spawn_blocking(move || executor.run_items(req))
+            .await
+            .unwrap_or_else(|e| ItemsRan {
+                fresh: HashMap::new(),
+                failures: vec![ItemFailure::local(
+                    None,
+                    1,
+                    StageError::Failed(format!("internal error: {e}")),
+                )],
+            });
+        if ran.nothing_started() {
+            return Err(Halt::NotStarted);
+        }
+        if !ran.failures.is_empty() {
+            return Err(Halt::ItemsFailed(ran));
+        }
+        fresh_items(&mut rounds.items, &mut rounds.fresh, ran.fresh);
+        Ok(())
+    }
+
+    /// One round in this process: prepares the kind (once), runs the missing items except
+    /// those an older live run computes (first round only), and takes the ones it committed
+    /// meanwhile as cached.
+    async fn local_round(
+        &self,
+        inst: &Arc<Instance>,
+        decision: &Decision,
+        inputs: &Arc<Vec<InputTable>>,
+        rounds: &mut Rounds,
+    ) -> Result<(), Halt> {
+        let kind = self.prepared(inst, decision, inputs, rounds).await?;
+        let progress = rounds.task.clone();
+        let on_done: Arc<dyn Fn() + Send + Sync> = Arc::new(move || progress.inc());
+        let others = match (rounds.first_round, self.env.lease()) {
+            (true, Some(own)) => {
+                items_of_older_runs(self.env.store.as_ref(), own, &rounds.items).unwrap_or_default()
+            }
+            _ => HashMap::new(),
+        };
+        rounds.first_round = false;
+        let skip: HashSet<usize> = others.keys().copied().collect();
+        let waiter = {
+            let (env, items, done) = (self.env.clone(), rounds.items.clone(), on_done.clone());
+            tokio::task::spawn_blocking(move || {
+                wait_for_items(env.store.as_ref(), &items, others, &*done)
+            })
+        };
+        let ran = run_items_except(
+            &self.env,
+            inst,
+            &rounds.items,
+            &skip,
+            kind,
+            inputs.clone(),
+            self.pools_of(inst),
+            Arc::new(move |_: Option<&str>| on_done()),
+        )
+        .await;
+        let shared = match waiter.await {
+            Ok(Ok(shared)) => shared,
+            Ok(Err(e)) => {
+                tracing::warn!("{}: waiting for other runs' items: {e}", inst.label());
+                HashMap::new()
+            }
+            Err(_) => HashMap::new(),
+        };
+        // Items other runs committed count as cached; those they did not are computed in the
+        // next round.
+        let decisions = Arc::make_mut(&mut rounds.items);
+        for (i, m) in shared {
+            decisions.items[i].hit = Some(m);
+        }
+        if !ran.failures.is_empty() {
+            return Err(Halt::ItemsFailed(ran));
+        }
+        fresh_items(&mut rounds.items, &mut rounds.fresh, ran.fresh);
+        Ok(())
+    }
+
+    /// The kind prepared for `inst`'s items: prepared on first need, then reused.
+    async fn prepared(
+        &self,
+        inst: &Arc<Instance>,
+        decision: &Decision,
+        inputs: &Arc<Vec<InputTable>>,
+        rounds: &mut Rounds,
+    ) -> Result<Arc<dyn PreparedKind>, Halt> {
+        if let Some(p) = &rounds.prepared {
+            return Ok(p.clone());
+        }
+        match prepare(&self.env, inst, &decision.key, inputs, &rounds.meter).await {
+            Ok(p) => Ok(rounds.prepared.insert(p).clone()),
+            Err((attempts, e)) => Err(Halt::Failed(attempts, e)),
+        }
+    }
+
+    /// Assembles and commits the instance with what it spent; `None` when cached items turned
+    /// out damaged (they are marked missing, to be computed in the next round).
+    async fn assemble_round(
+        self: &Arc<Self>,
+        inst: &Arc<Instance>,
+        decision: &Decision,
+        started: Instant,
+        rounds: &mut Rounds,
+    ) -> Result<Option<(Manifest, Usage)>, Halt> {
+        let mut spent = rounds.meter.snapshot();
+        spent.merge(&rounds.fresh.usage);
+        let assembled = self
+            .clone()
+            .assemble_and_commit(
+                inst.clone(),
+                decision.clone(),
+                rounds.items.clone(),
+                rounds.fresh.clone(),
+                spent.clone(),
+                started,
+            )
+            .await;
+        match assembled {
+            Ok(m) => Ok(Some((m, spent))),
+            Err(AssembleError::Damaged(damaged)) => {
+                let decisions = Arc::make_mut(&mut rounds.items);
+                for i in damaged {
+                    decisions.items[i].hit = None;
+                }
+                Ok(None)
+            }
+            Err(AssembleError::Failed(e)) => Err(Halt::Failed(1, e)),
+        }
+    }
+
+    /// The record of an instance whose rounds stopped: skipped when nothing started, the
+    /// failed items' record, or a failure of the whole instance.
+    fn halted(&self, inst: &Instance, rounds: Rounds, halt: Halt) -> Outcome {
+        match halt {
+            Halt::NotStarted => {
+                rounds.finish("not started");
+                let mut rec = self.record(inst, Status::Skipped);
+                rec.message = Some(format!(
+                    "not started: {}",
+                    self.env.halted().unwrap_or_default()
+                ));
+                (rec, vec![])
+            }
+            Halt::ItemsFailed(ran) => {
+                let task = Arc::try_unwrap(rounds.task).ok();
+                self.items_failed(inst, &rounds.items, ran, task)
+            }
+            Halt::Failed(attempts, e) => {
+                rounds.finish("failed");
+                self.fail(inst, None, attempts, &e)
+            }
+        }
     }
 
     /// The item decisions of `inst`, taken on a blocking thread (they read the store).

@@ -133,10 +133,46 @@ struct Runner {
 /// What an instance run yields: its record and its error rows.
 type Outcome = (InstanceRecord, Vec<ErrorRow>);
 
+/// What a missed instance runs on.
+enum Inputs {
+    /// A cluster job computes it from these input blobs (its worker loads them itself).
+    Remote(Arc<dyn ItemExecutor>, Vec<InputBlob>),
+    /// This process, with the inputs loaded (and their blobs, for a cluster's item jobs).
+    Loaded(Arc<Vec<InputTable>>, Vec<InputBlob>),
+}
+
+/// Takes the run's lease, runs the selected instances, and writes the run record (with its
+/// errors table) before letting the lease go.
 async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) -> Result<RunReport> {
     let started = Instant::now();
     let started_at = unix_now();
     let selected = plan.select(&opts.only)?;
+    let lease = acquire_lease(&plan, &store)?;
+    let mut reserve = Reserve::take(store.clone(), &lease.id());
+    let runner = Runner::new(&plan, store, opts)?;
+    runner.env.attach_lease(lease.clone());
+    let ticker = runner.progress.spawn_ticker(opts.log_every);
+    let (outcomes, errors) = runner.clone().run_instances(&selected).await?;
+    if let Some(t) = ticker {
+        t.abort();
+    }
+    let record = RunRecord {
+        pipeline: plan.name.clone(),
+        file: plan.file.to_string_lossy().into_owned(),
+        run_id: lease.id(),
+        started_at,
+        seconds: started.elapsed().as_secs_f64(),
+        instances: outcomes,
+        ..RunRecord::default()
+    };
+    // The reserve goes first: on a full disk its space is what the record is written into.
+    reserve.give_back();
+    let record = runner.save_record(record, errors, &lease)?;
+    Ok(RunReport { record })
+}
+
+/// The run's lease on the store, once no `gc` is collecting it (a full disk is said as such).
+fn acquire_lease(plan: &Plan, store: &Arc<dyn Store>) -> Result<Arc<Lease>> {
     let lease = Lease::acquire(store.clone(), Holder::Run, &plan.name).map_err(|e| {
         match e.is_storage_full() {
             true => Error::RunFailed(env::store_failure_message(store.as_ref(), &e)),
@@ -151,70 +187,71 @@ async fn run_async(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) ->
             gc.describe(unix_now())
         )));
     }
-    let mut reserve = Reserve::take(store.clone(), &lease.id());
-    let previous = crate::record::load_latest(store.as_ref(), &plan.name)?;
-    let runner = Arc::new(Runner {
-        pools: plan
-            .resources
-            .iter()
-            .map(|(k, &n)| (k.clone(), Arc::new(Semaphore::new(n.max(1) as usize))))
-            .collect(),
-        env: ExecEnv::new(store, opts.workdir.clone(), opts.offline, plan.name.clone()),
-        plan: plan.clone(),
-        progress: Progress::new(opts.progress).with_status(opts.status.clone()),
-        previous,
-        executor: opts.executor.clone(),
-    });
-    runner.env.attach_lease(lease.clone());
-    let ticker = runner.progress.spawn_ticker(opts.log_every);
-    let (outcomes, errors) = runner.clone().run_instances(&selected).await?;
-    if let Some(t) = ticker {
-        t.abort();
+    Ok(lease)
+}
+
+impl Runner {
+    /// What the run's instances share: resource pools, the execution environment, progress,
+    /// the pipeline's previous run record and the item executor.
+    fn new(plan: &Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) -> Result<Arc<Self>> {
+        let previous = crate::record::load_latest(store.as_ref(), &plan.name)?;
+        Ok(Arc::new(Runner {
+            pools: plan
+                .resources
+                .iter()
+                .map(|(k, &n)| (k.clone(), Arc::new(Semaphore::new(n.max(1) as usize))))
+                .collect(),
+            env: ExecEnv::new(store, opts.workdir.clone(), opts.offline, plan.name.clone()),
+            plan: plan.clone(),
+            progress: Progress::new(opts.progress).with_status(opts.status.clone()),
+            previous,
+            executor: opts.executor.clone(),
+        }))
     }
-    let mut record = RunRecord {
-        pipeline: plan.name.clone(),
-        file: plan.file.to_string_lossy().into_owned(),
-        run_id: lease.id(),
-        started_at,
-        seconds: started.elapsed().as_secs_f64(),
-        instances: outcomes,
-        ..RunRecord::default()
-    };
-    let items_failed = errors.iter().filter(|e| e.item.is_some()).count();
-    let store = runner.env.store.as_ref();
-    // The reserve goes first: on a full disk its space is what the record is written into.
-    reserve.give_back();
-    // After a failed write the errors table may not fit: the record (which lists the errors
-    // too) is what matters, so a failure here is logged and the record still written.
-    // After the store failed, what follows fails the same way: said once, by the error.
-    let failed_store = runner.env.store_failed();
-    record.errors_blob = errors_blob(store, &errors).unwrap_or_else(|e| {
-        match failed_store {
-            true => tracing::debug!("could not write the errors table: {e}"),
-            false => tracing::warn!("could not write the errors table: {e}"),
+
+    /// Writes the errors table and the run record (with `errors` and the summary), then
+    /// releases the lease; a record that cannot be saved fails the run.
+    fn save_record(
+        &self,
+        mut record: RunRecord,
+        errors: Vec<ErrorRow>,
+        lease: &Lease,
+    ) -> Result<RunRecord> {
+        let items_failed = errors.iter().filter(|e| e.item.is_some()).count();
+        let store = self.env.store.as_ref();
+        // After a failed write the errors table may not fit: the record (which lists the
+        // errors too) is what matters, so a failure here is logged and the record still
+        // written. After the store failed, what follows fails the same way: said once, by the
+        // error.
+        let failed_store = self.env.store_failed();
+        record.errors_blob = errors_blob(store, &errors).unwrap_or_else(|e| {
+            match failed_store {
+                true => tracing::debug!("could not write the errors table: {e}"),
+                false => tracing::warn!("could not write the errors table: {e}"),
+            }
+            None
+        });
+        record.errors = errors;
+        record.summarize(items_failed);
+        let saved = save_run(store, &record).map_err(|e| match self.env.store_failure() {
+            // The store failed during the run already: that failure is the news.
+            Some(first) => Error::RunFailed(format!(
+                "{first}; the run's record could not be written either"
+            )),
+            None => Error::RunFailed(format!(
+                "the run finished but its record could not be saved: {}",
+                env::store_failure_message(store, &e)
+            )),
+        });
+        if let Err(e) = lease.release() {
+            match failed_store {
+                true => tracing::debug!("could not release the run's lease {}: {e}", lease.id()),
+                false => tracing::warn!("could not release the run's lease {}: {e}", lease.id()),
+            }
         }
-        None
-    });
-    record.errors = errors;
-    record.summarize(items_failed);
-    let saved = save_run(store, &record).map_err(|e| match runner.env.store_failure() {
-        // The store failed during the run already: that failure is the news.
-        Some(first) => Error::RunFailed(format!(
-            "{first}; the run's record could not be written either"
-        )),
-        None => Error::RunFailed(format!(
-            "the run finished but its record could not be saved: {}",
-            env::store_failure_message(store, &e)
-        )),
-    });
-    if let Err(e) = lease.release() {
-        match failed_store {
-            true => tracing::debug!("could not release the run's lease {}: {e}", lease.id()),
-            false => tracing::warn!("could not release the run's lease {}: {e}", lease.id()),
-        }
+        saved?;
+        Ok(record)
     }
-    saved?;
-    Ok(RunReport { record })
 }
 
 /// Space set aside on a local store at the start of a run, so that when the disk fills up
@@ -394,20 +431,8 @@ impl Runner {
         upstream: Vec<Arc<InstanceRecord>>,
     ) -> Outcome {
         let inst = &self.plan.instances[id].clone();
-        if !selected {
-            return (self.record(inst, Status::NotSelected), vec![]);
-        }
-        let failed =
-            |u: &&Arc<InstanceRecord>| !u.status.succeeded() && u.status != Status::Disabled;
-        if let Some(bad) = upstream.iter().find(failed) {
-            let mut rec = self.record(inst, Status::Skipped);
-            rec.message = Some(format!("upstream `{}` did not succeed", bad.label()));
-            return (rec, vec![]);
-        }
-        if let Some(why) = self.env.halted() {
-            let mut rec = self.record(inst, Status::Skipped);
-            rec.message = Some(format!("not started: {why}"));
-            return (rec, vec![]);
+        if let Some(outcome) = self.not_started(inst, selected, &upstream) {
+            return outcome;
         }
         let started = Instant::now();
         let decision = match self.decide(id, &upstream).await {
@@ -417,54 +442,28 @@ impl Runner {
                 return self.fail(inst, None, 1, &StageError::Failed(why));
             }
         };
-        match &decision.verdict {
-            Verdict::Hit(manifest) => {
-                self.progress.line(&format!("{}: cached", inst.label()));
-                return (
-                    self.finished(inst, Status::Cached, manifest, started),
-                    vec![],
-                );
-            }
-            Verdict::Disabled(why) => {
-                self.progress
-                    .line(&format!("{}: disabled ({why})", inst.label()));
-                let mut rec = self.record(inst, Status::Disabled);
-                rec.message = Some(why.clone());
-                return (rec, vec![]);
-            }
-            Verdict::Miss => {}
+        if let Some(outcome) = self.served(inst, &decision, started) {
+            return outcome;
         }
-        if inst.per_item.is_none() {
-            if let Err(e) = self.protect(inst, &decision.key, Vec::new()).await {
-                return self.fail(inst, None, 1, &e);
-            }
-        }
-        let blobs = match input_blobs(inst, &upstream) {
-            Ok(blobs) => blobs,
-            Err(e) => return self.fail(inst, None, 1, &StageError::Failed(e.to_string())),
+        let source = match self.inputs(inst, &decision, &upstream).await {
+            Ok(source) => source,
+            Err(outcome) => return outcome,
         };
-        let remote_whole =
-            (self.executor.clone()).filter(|x| inst.per_item.is_none() && x.takes_whole(inst));
-        let result = if let Some(executor) = remote_whole {
+        let result = match source {
             // A cluster job computes and commits it; its worker loads the inputs itself.
-            let run = self
-                .clone()
-                .run_whole_remote(executor, inst.clone(), decision, blobs);
-            run.await
-        } else {
-            let inputs = match self.load_inputs(blobs.clone()).await {
-                Ok(inputs) => Arc::new(inputs),
-                Err(e) => {
-                    let why = self.env.note_if_store_failure(&e);
-                    return self.fail(inst, None, 1, &StageError::Failed(why));
-                }
-            };
-            if inst.per_item.is_some() {
+            Inputs::Remote(executor, blobs) => {
+                let run = self
+                    .clone()
+                    .run_whole_remote(executor, inst.clone(), decision, blobs);
+                run.await
+            }
+            Inputs::Loaded(inputs, blobs) if inst.per_item.is_some() => {
                 let run = self
                     .clone()
                     .run_items(inst.clone(), decision, (inputs, blobs), started);
                 run.await
-            } else {
+            }
+            Inputs::Loaded(inputs, _) => {
                 self.clone().run_whole(inst.clone(), decision, inputs).await
             }
         };
@@ -476,6 +475,83 @@ impl Runner {
                 (rec, vec![])
             }
             Err(outcome) => outcome,
+        }
+    }
+
+    /// The record of an instance that does not start: not selected, an upstream that did not
+    /// succeed, or a run already halted. `None` when it may start.
+    fn not_started(
+        &self,
+        inst: &Instance,
+        selected: bool,
+        upstream: &[Arc<InstanceRecord>],
+    ) -> Option<Outcome> {
+        if !selected {
+            return Some((self.record(inst, Status::NotSelected), vec![]));
+        }
+        let failed =
+            |u: &&Arc<InstanceRecord>| !u.status.succeeded() && u.status != Status::Disabled;
+        if let Some(bad) = upstream.iter().find(failed) {
+            let mut rec = self.record(inst, Status::Skipped);
+            rec.message = Some(format!("upstream `{}` did not succeed", bad.label()));
+            return Some((rec, vec![]));
+        }
+        let why = self.env.halted()?;
+        let mut rec = self.record(inst, Status::Skipped);
+        rec.message = Some(format!("not started: {why}"));
+        Some((rec, vec![]))
+    }
+
+    /// The record of an instance the decision settles without running it: cached or
+    /// disabled. `None` on a miss.
+    fn served(&self, inst: &Instance, decision: &Decision, started: Instant) -> Option<Outcome> {
+        match &decision.verdict {
+            Verdict::Hit(manifest) => {
+                self.progress.line(&format!("{}: cached", inst.label()));
+                Some((
+                    self.finished(inst, Status::Cached, manifest, started),
+                    vec![],
+                ))
+            }
+            Verdict::Disabled(why) => {
+                self.progress
+                    .line(&format!("{}: disabled ({why})", inst.label()));
+                let mut rec = self.record(inst, Status::Disabled);
+                rec.message = Some(why.clone());
+                Some((rec, vec![]))
+            }
+            Verdict::Miss => None,
+        }
+    }
+
+    /// What a missed instance runs on: a whole-table instance's key protected from `gc`, its
+    /// input blobs, and either the cluster executor that takes it or its inputs loaded here.
+    async fn inputs(
+        &self,
+        inst: &Arc<Instance>,
+        decision: &Decision,
+        upstream: &[Arc<InstanceRecord>],
+    ) -> std::result::Result<Inputs, Outcome> {
+        if inst.per_item.is_none() {
+            if let Err(e) = self.protect(inst, &decision.key, Vec::new()).await {
+                return Err(self.fail(inst, None, 1, &e));
+            }
+        }
+        let blobs = match input_blobs(inst, upstream) {
+            Ok(blobs) => blobs,
+            Err(e) => return Err(self.fail(inst, None, 1, &StageError::Failed(e.to_string()))),
+        };
+        let remote_whole =
+            (self.executor.clone()).filter(|x| inst.per_item.is_none() && x.takes_whole(inst));
+        if let Some(executor) = remote_whole {
+            return Ok(Inputs::Remote(executor, blobs));
+        }
+        match self.load_inputs(blobs.clone()).await {
+            Ok(inputs) => Ok(Inputs::Loaded(Arc::new(inputs), blobs)),
+            Err(e) => {
+                let why = self.env.note_if_store_failure(&e);
+                Err(self.fail(inst, None, 1, &StageError::Failed(why)))
+            }
         }
     }
 

@@ -1,88 +1,76 @@
-//! Episode rows as the `episodes`, `steps` and `diffs` tables (docs/tables.md).
+//! Episode rows as the `episodes`, `steps` and `diffs` tables (docs/tables.md), through the
+//! runners' row structs (`tables::episodes`).
 
 use polars::prelude::*;
 
 use super::record::{EpisodeRow, EpisodeRun, StepRow};
-use crate::columns::{col, frame, list_col};
+use crate::tables::episodes::{Diff, PlayedEpisode, PlayedStep, DIFFS, EPISODES, STEPS};
 
-/// The `episodes` table.
-pub fn episodes_frame(rows: &[EpisodeRow]) -> PolarsResult<DataFrame> {
-    frame(vec![
-        col("episode_id", rows, |r| r.episode_id.clone()),
-        col("task_id", rows, |r| r.task_id.clone()),
-        col("variant", rows, |r| r.variant.clone()),
-        col("epoch", rows, |r| r.epoch),
-        col("persona", rows, |r| r.persona.clone()),
-        col("agent", rows, |r| r.agent.clone()),
-        col("user", rows, |r| r.user.clone()),
-        col("status", rows, |r| r.status.clone()),
-        col("steps", rows, |r| r.steps),
-        col("ask_user_calls", rows, |r| r.ask_user_calls),
-        col("final_answer", rows, |r| r.final_answer.clone()),
-        col("score", rows, |r| r.score),
-        col("prompt_tokens_agent", rows, |r| r.agent_usage.prompt_tokens),
-        col("completion_tokens_agent", rows, |r| {
-            r.agent_usage.completion_tokens
-        }),
-        col("prompt_tokens_user", rows, |r| r.user_usage.prompt_tokens),
-        col("completion_tokens_user", rows, |r| {
-            r.user_usage.completion_tokens
-        }),
-        col("prompt_tokens_judge", rows, |_| 0u64),
-        col("completion_tokens_judge", rows, |_| 0u64),
-        col("cached_tokens_agent", rows, |r| {
-            r.agent_usage.cached_prompt_tokens
-        }),
-        col("cached_tokens_user", rows, |r| {
-            r.user_usage.cached_prompt_tokens
-        }),
-        col("cost_agent", rows, |r| r.cost_agent),
-        col("cost_user", rows, |r| r.cost_user),
-        col("cost_judge", rows, |_| 0f64),
-        col("volunteered", rows, |r| r.volunteered),
-        col("ungrounded", rows, |r| r.ungrounded),
-        col("seed", rows, |r| r.seed),
-        col("exposure", rows, |r| r.exposure.clone()),
-        col("shown_events", rows, |r| r.shown_events),
-        col("error", rows, |r| r.error.clone()),
-    ])
+fn episode(r: &EpisodeRow) -> PlayedEpisode {
+    PlayedEpisode {
+        episode_id: r.episode_id.clone(),
+        task_id: r.task_id.clone(),
+        variant: r.variant.clone(),
+        epoch: r.epoch,
+        persona: r.persona.clone(),
+        agent: r.agent.clone(),
+        user: r.user.clone(),
+        status: r.status.clone(),
+        steps: r.steps,
+        ask_user_calls: r.ask_user_calls,
+        final_answer: r.final_answer.clone(),
+        score: r.score,
+        prompt_tokens_agent: r.agent_usage.prompt_tokens,
+        completion_tokens_agent: r.agent_usage.completion_tokens,
+        prompt_tokens_user: r.user_usage.prompt_tokens,
+        completion_tokens_user: r.user_usage.completion_tokens,
+        prompt_tokens_judge: 0,
+        completion_tokens_judge: 0,
+        cached_tokens_agent: r.agent_usage.cached_prompt_tokens,
+        cached_tokens_user: r.user_usage.cached_prompt_tokens,
+        cost_agent: r.cost_agent,
+        cost_user: r.cost_user,
+        cost_judge: 0.0,
+        volunteered: r.volunteered,
+        ungrounded: r.ungrounded,
+        seed: r.seed,
+        exposure: r.exposure.clone(),
+        shown_events: r.shown_events,
+        error: r.error.clone(),
+    }
 }
 
-/// The `steps` table.
-pub fn steps_frame(rows: &[StepRow]) -> PolarsResult<DataFrame> {
-    frame(vec![
-        col("episode_id", rows, |r| r.episode_id.clone()),
-        col("step", rows, |r| r.step),
-        col("phase", rows, |r| r.phase.to_string()),
-        col("actor", rows, |r| r.actor.to_string()),
-        col("action_type", rows, |r| r.action_type.clone()),
-        col("arguments", rows, |r| r.arguments.clone()),
-        col("observation", rows, |r| r.observation.clone()),
-        col("observation_status", rows, |r| {
-            r.observation_status.to_string()
-        }),
-        col("user_reply", rows, |r| r.user_reply.clone()),
-        list_col("disclosed_slots", rows, |r| &r.disclosed_slots),
-        list_col("shown_events", rows, |r| &r.shown_events),
-        col("raw", rows, |r| r.raw.clone()),
-    ])
-}
-
-/// The `diffs` table: episode_id, diff (JSON of the final state's changes).
-pub fn diffs_frame(runs: &[EpisodeRun]) -> PolarsResult<DataFrame> {
-    frame(vec![
-        col("episode_id", runs, |r| r.episode.episode_id.clone()),
-        col("diff", runs, |r| r.diff.clone()),
-    ])
+fn step(r: &StepRow) -> PlayedStep {
+    PlayedStep {
+        episode_id: r.episode_id.clone(),
+        step: r.step,
+        phase: r.phase.to_string(),
+        actor: r.actor.to_string(),
+        action_type: r.action_type.clone(),
+        arguments: r.arguments.clone(),
+        observation: r.observation.clone(),
+        observation_status: r.observation_status.to_string(),
+        user_reply: r.user_reply.clone(),
+        disclosed_slots: r.disclosed_slots.clone(),
+        shown_events: r.shown_events.clone(),
+        raw: r.raw.clone(),
+    }
 }
 
 /// All three tables for a batch of runs.
 pub fn episode_tables(runs: &[EpisodeRun]) -> PolarsResult<Vec<(&'static str, DataFrame)>> {
-    let episodes: Vec<EpisodeRow> = runs.iter().map(|r| r.episode.clone()).collect();
-    let steps: Vec<StepRow> = runs.iter().flat_map(|r| r.steps.iter().cloned()).collect();
+    let episodes: Vec<PlayedEpisode> = runs.iter().map(|r| episode(&r.episode)).collect();
+    let steps: Vec<PlayedStep> = runs.iter().flat_map(|r| r.steps.iter().map(step)).collect();
+    let diffs: Vec<Diff> = runs
+        .iter()
+        .map(|r| Diff {
+            episode_id: r.episode.episode_id.clone(),
+            diff: r.diff.clone(),
+        })
+        .collect();
     Ok(vec![
-        ("episodes", episodes_frame(&episodes)?),
-        ("steps", steps_frame(&steps)?),
-        ("diffs", diffs_frame(runs)?),
+        (EPISODES.name, PlayedEpisode::to_frame(&episodes)?),
+        (STEPS.name, PlayedStep::to_frame(&steps)?),
+        (DIFFS.name, Diff::to_frame(&diffs)?),
     ])
 }

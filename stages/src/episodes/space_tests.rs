@@ -15,7 +15,7 @@ use super::{
 };
 use crate::llm::mock::{completion, tool_call_completion, Behavior, ScriptedServer};
 use crate::llm::LlmConfig;
-use crate::tasks::eval::{operation, resolve_json};
+use crate::tasks::eval::resolve_json;
 use crate::tasks::testkit::{block_on, candidates, world};
 use crate::tasks::validate::validate;
 use crate::tasks::world_index::WorldIndex;
@@ -100,7 +100,7 @@ fn element(screen: &str, prefix: &str) -> u32 {
 /// each passed field, submit. Played on `phone` as it goes (the element numbers depend on the
 /// screens), and returned.
 fn gui_actions(phone: &mut PhoneEnv<'_>, tool: &str, args: &Map<String, Value>) -> Vec<Action> {
-    let op = operation(&world().catalog, tool).expect("operation");
+    let op = world().catalog.operation(tool).expect("operation");
     let (app, _) = tool.split_once('.').expect("app.op");
     let mut played = Vec::new();
     let mut play = |phone: &mut PhoneEnv<'_>, a: Action| {

@@ -86,7 +86,7 @@ pub fn bindings(bundle: &TaskBundle) -> HashMap<String, (String, String)> {
 /// The options of a slot's field when they form a small closed set.
 pub fn closed_options(cat: &Catalog, binding: Option<&(String, String)>) -> Option<Vec<String>> {
     let (tool, arg) = binding?;
-    let op = crate::tasks::eval::operation(cat, tool)?;
+    let op = cat.operation(tool)?;
     let field = &op.fields[op.field_idx(arg)?];
     match &field.kind {
         FieldKind::Enum(options) if options.len() <= CLOSED_SET_MAX => Some(options.clone()),

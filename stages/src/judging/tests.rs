@@ -750,3 +750,35 @@ fn the_llm_matcher_splits_requests_and_falls_back_when_unreadable() {
     assert_eq!(j.requests[0].matcher, "scripted_fallback");
     assert_eq!(j.requests[0].slot_id.as_deref(), Some("party_size"));
 }
+
+#[test]
+fn the_judge_refuses_episodes_missing_a_required_column_or_holding_a_null_in_one() {
+    use crate::tables::episodes as cols;
+    let b = task("dinespot_dinner");
+    let tables = episode_tables(&[play(&b, &Oracle)]).unwrap();
+    let episodes = &tables[0].1;
+    let err = episodes_from_table(&episodes.drop(cols::AGENT).unwrap()).unwrap_err();
+    assert!(err.to_string().contains("column `agent`: missing"), "{err}");
+    let mut nulls = episodes.clone();
+    nulls
+        .with_column(polars::prelude::Column::new(
+            cols::STATUS.into(),
+            [None::<&str>],
+        ))
+        .unwrap();
+    let err = episodes_from_table(&nulls).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("column `status`: null in row 0, but the column is declared non-null"),
+        "{err}"
+    );
+    let err = JudgeIndex::build(
+        &tables[1].1.drop(cols::ARGUMENTS).unwrap(),
+        &bundles_table(&[b]).unwrap(),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("column `arguments`: missing"),
+        "{err}"
+    );
+}

@@ -10,7 +10,8 @@ use polars::prelude::*;
 use prefflow_engine::StageError;
 
 use super::kappa::{agreement, Agreement};
-use super::pertask::require;
+use super::pertask::input_error;
+use crate::tables::judging::{REQUESTS, VERDICTS};
 
 /// What a human label is about.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -164,51 +165,54 @@ pub fn labels_frame(labels: &[HumanLabel]) -> PolarsResult<DataFrame> {
 /// (episode, criterion) → verdict per mode (`pass` → true; unscored left out).
 type JudgeVerdicts = HashMap<(String, String), BTreeMap<String, bool>>;
 
-/// The scored verdicts of the labelled episodes (a join first, so 500,000 verdict rows never
+crate::row! {
+    /// A verdict of one mode, as judge agreement reads `verdicts`.
+    struct ModeVerdict of VERDICTS {
+        episode_id: String,
+        criterion_id: String,
+        mode: String,
+        verdict: String,
+    }
+}
+
+crate::row! {
+    /// A request's matched slot, as judge agreement reads `requests`.
+    struct AskedSlot of REQUESTS {
+        episode_id: String,
+        slot_id: Option<String>,
+    }
+}
+
+/// The rows of `df` whose `id` column is one of `episodes` (a join, so 500,000 rows never
 /// reach a Rust loop).
+fn of_episodes(df: &DataFrame, id: &str, episodes: &[String]) -> PolarsResult<LazyFrame> {
+    let wanted = DataFrame::new(episodes.len(), vec![Column::new(id.into(), episodes)])?;
+    Ok(df.clone().lazy().join(
+        wanted.lazy(),
+        [col(id)],
+        [col(id)],
+        JoinArgs::new(JoinType::Inner),
+    ))
+}
+
+/// The scored verdicts of the labelled episodes.
 fn judge_verdicts(verdicts: &DataFrame, episodes: &[String]) -> Result<JudgeVerdicts, StageError> {
-    require(
-        verdicts,
-        "verdicts",
-        &["episode_id", "criterion_id", "mode", "verdict"],
-    )?;
-    let wanted = df!("episode_id" => episodes)?;
-    let df = verdicts
-        .clone()
-        .lazy()
-        .join(
-            wanted.lazy(),
-            [col("episode_id")],
-            [col("episode_id")],
-            JoinArgs::new(JoinType::Inner),
-        )
-        .filter(col("verdict").neq(lit("unscored")))
+    type V = ModeVerdict;
+    V::check(verdicts).map_err(input_error)?;
+    let df = of_episodes(verdicts, V::episode_id, episodes)?
+        .filter(col(V::verdict).neq(lit("unscored")))
         .select([
-            col("episode_id"),
-            col("criterion_id"),
-            col("mode"),
-            col("verdict"),
+            col(V::episode_id),
+            col(V::criterion_id),
+            col(V::mode),
+            col(V::verdict),
         ])
         .collect()?;
-    let strs = |c: &str| -> PolarsResult<Vec<String>> {
-        Ok(df
-            .column(c)?
-            .str()?
-            .iter()
-            .map(|v| v.unwrap_or_default().to_string())
-            .collect())
-    };
-    let (ep, cr, mode, verdict) = (
-        strs("episode_id")?,
-        strs("criterion_id")?,
-        strs("mode")?,
-        strs("verdict")?,
-    );
     let mut out = JudgeVerdicts::new();
-    for i in 0..df.height() {
-        out.entry((ep[i].clone(), cr[i].clone()))
+    for v in V::from_frame(&df).map_err(input_error)? {
+        out.entry((v.episode_id, v.criterion_id))
             .or_default()
-            .insert(mode[i].clone(), verdict[i] == "pass");
+            .insert(v.mode, v.verdict == "pass");
     }
     Ok(out)
 }
@@ -218,26 +222,16 @@ fn asked_slots(
     requests: &DataFrame,
     episodes: &[String],
 ) -> Result<BTreeSet<(String, String)>, StageError> {
-    require(requests, "requests", &["episode_id", "slot_id"])?;
-    let wanted = df!("episode_id" => episodes)?;
-    let df = requests
-        .clone()
-        .lazy()
-        .join(
-            wanted.lazy(),
-            [col("episode_id")],
-            [col("episode_id")],
-            JoinArgs::new(JoinType::Inner),
-        )
-        .filter(col("slot_id").is_not_null())
-        .select([col("episode_id"), col("slot_id")])
+    type R = AskedSlot;
+    R::check(requests).map_err(input_error)?;
+    let df = of_episodes(requests, R::episode_id, episodes)?
+        .filter(col(R::slot_id).is_not_null())
+        .select([col(R::episode_id), col(R::slot_id)])
         .collect()?;
-    let ep = df.column("episode_id")?.str()?.clone();
-    let slot = df.column("slot_id")?.str()?.clone();
-    Ok(ep
-        .iter()
-        .zip(slot.iter())
-        .filter_map(|(e, s)| Some((e?.to_string(), s?.to_string())))
+    Ok(R::from_frame(&df)
+        .map_err(input_error)?
+        .into_iter()
+        .filter_map(|r| Some((r.episode_id, r.slot_id?)))
         .collect())
 }
 
@@ -285,76 +279,90 @@ pub fn judge_agreement(
             Subject::Slot(_) => None,
         })
         .collect();
-    let modes: BTreeSet<&str> = judged
-        .values()
-        .flat_map(|m| m.keys().map(String::as_str))
-        .collect();
-    let of = |l: &HumanLabel, c: &str, mode: &str| -> Option<bool> {
-        judged
-            .get(&(l.episode_id.clone(), c.to_string()))?
-            .get(mode)
-            .copied()
-    };
-    let human = |l: &HumanLabel, _: &str| Some(l.positive);
-    let mut raters: Vec<(String, Rater<'_>)> = vec![("human".into(), Box::new(human))];
-    for m in &modes {
-        let m = m.to_string();
-        raters.push((
-            m.clone(),
-            Box::new(move |l: &HumanLabel, c: &str| of(l, c, &m)),
-        ));
-    }
-    let mut rows = Vec::new();
+    let raters = raters(&judged);
     // Pairs: each judge mode against humans, then judge modes against each other.
     let pairs: Vec<(usize, usize)> = (1..raters.len())
         .map(|j| (j, 0))
         .chain((1..raters.len()).flat_map(|a| (a + 1..raters.len()).map(move |b| (a, b))))
         .collect();
-    for (a, b) in pairs {
-        let (name_a, ra) = &raters[a];
-        let (name_b, rb) = &raters[b];
-        let pair = format!("{name_a}~{name_b}");
-        // Criterion level.
-        let both: Vec<(bool, bool)> = criteria
-            .iter()
-            .filter_map(|(l, c)| Some((ra(l, c)?, rb(l, c)?)))
-            .collect();
-        rows.push(row("criterion", &pair, &both, criteria.len()));
-        // Task-success level: every labelled criterion of the episode passes.
-        let mut by_episode: BTreeMap<&str, Vec<(&HumanLabel, &str)>> = BTreeMap::new();
-        for (l, c) in &criteria {
-            by_episode.entry(&l.episode_id).or_default().push((l, c));
-        }
-        let success: Vec<(bool, bool)> = by_episode
-            .values()
-            .filter_map(|items| {
-                let all = |r: &dyn Fn(&HumanLabel, &str) -> Option<bool>| {
-                    // Like `scores.success`: undefined when any criterion is unscored.
-                    items.iter().try_fold(true, |acc, (l, c)| {
-                        let passed = r(l, c)?;
-                        Some(acc && passed)
-                    })
-                };
-                Some((all(ra.as_ref())?, all(rb.as_ref())?))
-            })
-            .collect();
-        rows.push(row("success", &pair, &success, by_episode.len()));
-    }
+    let mut rows: Vec<AgreementRow> = pairs
+        .into_iter()
+        .flat_map(|(a, b)| pair_rows(&raters[a], &raters[b], &criteria))
+        .collect();
     if let Some(requests) = requests {
-        let asked = asked_slots(requests, &episodes)?;
-        let slots: Vec<(bool, bool)> = labels
-            .iter()
-            .filter_map(|l| match &l.subject {
-                Subject::Slot(s) => Some((
-                    asked.contains(&(l.episode_id.clone(), s.clone())),
-                    l.positive,
-                )),
-                Subject::Criterion(_) => None,
-            })
-            .collect();
-        rows.push(row("slot", "interaction~human", &slots, slots.len()));
+        rows.push(slot_row(labels, &asked_slots(requests, &episodes)?));
     }
     Ok(rows)
+}
+
+/// Humans, then each judge mode that gave a scored verdict.
+fn raters(judged: &JudgeVerdicts) -> Vec<(String, Rater<'_>)> {
+    let modes: BTreeSet<&str> = judged
+        .values()
+        .flat_map(|m| m.keys().map(String::as_str))
+        .collect();
+    let human = |l: &HumanLabel, _: &str| Some(l.positive);
+    let mut raters: Vec<(String, Rater<'_>)> = vec![("human".into(), Box::new(human))];
+    for m in modes {
+        let of = move |l: &HumanLabel, c: &str| -> Option<bool> {
+            judged
+                .get(&(l.episode_id.clone(), c.to_string()))?
+                .get(m)
+                .copied()
+        };
+        raters.push((m.to_string(), Box::new(of)));
+    }
+    raters
+}
+
+/// The criterion-level and task-success-level rows of one pair of raters.
+fn pair_rows(
+    (name_a, ra): &(String, Rater<'_>),
+    (name_b, rb): &(String, Rater<'_>),
+    criteria: &[(&HumanLabel, &str)],
+) -> [AgreementRow; 2] {
+    let pair = format!("{name_a}~{name_b}");
+    let both: Vec<(bool, bool)> = criteria
+        .iter()
+        .filter_map(|(l, c)| Some((ra(l, c)?, rb(l, c)?)))
+        .collect();
+    // Task-success level: every labelled criterion of the episode passes.
+    let mut by_episode: BTreeMap<&str, Vec<(&HumanLabel, &str)>> = BTreeMap::new();
+    for (l, c) in criteria {
+        by_episode.entry(&l.episode_id).or_default().push((l, c));
+    }
+    let success: Vec<(bool, bool)> = by_episode
+        .values()
+        .filter_map(|items| {
+            let all = |r: &dyn Fn(&HumanLabel, &str) -> Option<bool>| {
+                // Like `scores.success`: undefined when any criterion is unscored.
+                items.iter().try_fold(true, |acc, (l, c)| {
+                    let passed = r(l, c)?;
+                    Some(acc && passed)
+                })
+            };
+            Some((all(ra.as_ref())?, all(rb.as_ref())?))
+        })
+        .collect();
+    [
+        row("criterion", &pair, &both, criteria.len()),
+        row("success", &pair, &success, by_episode.len()),
+    ]
+}
+
+/// The slot-level row: the interaction judge against the humans' asked / not-asked labels.
+fn slot_row(labels: &[HumanLabel], asked: &BTreeSet<(String, String)>) -> AgreementRow {
+    let slots: Vec<(bool, bool)> = labels
+        .iter()
+        .filter_map(|l| match &l.subject {
+            Subject::Slot(s) => Some((
+                asked.contains(&(l.episode_id.clone(), s.clone())),
+                l.positive,
+            )),
+            Subject::Criterion(_) => None,
+        })
+        .collect();
+    row("slot", "interaction~human", &slots, slots.len())
 }
 
 fn row(level: &'static str, pair: &str, both: &[(bool, bool)], labelled: usize) -> AgreementRow {

@@ -157,10 +157,9 @@ pub fn judgements(
     let mut pieces: BTreeMap<&str, Vec<Piece>> = BTreeMap::new();
     let mut labelled: BTreeSet<&str> = BTreeSet::new();
     for r in rows {
-        let bad = |m: String| StageError::Input(format!("{}: {m}", r.at));
         let Some(bundle) = tasks.get(&r.episode) else {
             if !asks.contains_key(&r.episode) {
-                return Err(bad(format!(
+                return Err(bad(r, format!(
                     "episode `{}` is not an authored episode (datasets/judge-labels/episodes/<task_id>/<name>.yaml)",
                     r.episode
                 )));
@@ -168,62 +167,11 @@ pub fn judgements(
             continue; // stale or unknown task: reported by the episodes table
         };
         labelled.insert(&r.episode);
-        match r.level.as_str() {
-            "criterion" => {
-                if !bundle.criteria.iter().any(|c| c.criterion_id == r.subject) {
-                    return Err(bad(format!(
-                        "task `{}` has no criterion `{}`",
-                        bundle.task.task_id, r.subject
-                    )));
-                }
-                let v = pass_fail(&r.label).map_err(bad)?;
-                insert(
-                    &mut out,
-                    (r.episode.clone(), Level::Criterion, r.subject.clone()),
-                    v,
-                    r,
-                )?;
-            }
-            "success" => {
-                let v = pass_fail(&r.label).map_err(bad)?;
-                insert(
-                    &mut out,
-                    (r.episode.clone(), Level::Success, String::new()),
-                    v,
-                    r,
-                )?;
-            }
-            "piece" => {
-                let at = piece_at(&r.subject).ok_or_else(|| {
-                    bad(format!(
-                        "piece subject `{}`: write ASK.PIECE, e.g. `1.2`",
-                        r.subject
-                    ))
-                })?;
-                let n_asks = asks.get(&r.episode).copied().unwrap_or(0);
-                if at.0 == 0 || at.0 > n_asks {
-                    return Err(bad(format!(
-                        "piece `{}`: the episode has {n_asks} ask step(s)",
-                        r.subject
-                    )));
-                }
-                let label = r.label.to_lowercase();
-                if label != "none" && bundle.slot(&r.label).is_none() {
-                    return Err(bad(format!(
-                        "piece label `{}`: task `{}` has no such slot; write a slot id or `none`",
-                        r.label, bundle.task.task_id
-                    )));
-                }
-                pieces
-                    .entry(&r.episode)
-                    .or_default()
-                    .push((at, r.label.clone()));
-            }
-            other => {
-                return Err(bad(format!(
-                    "level `{other}`; write `criterion`, `success` or `piece`"
-                )))
-            }
+        if r.level == "piece" {
+            let p = piece(r, bundle, asks)?;
+            pieces.entry(&r.episode).or_default().push(p);
+        } else {
+            verdict(r, bundle, &mut out)?;
         }
     }
     for episode in labelled {
@@ -235,6 +183,74 @@ pub fn judgements(
         }
     }
     Ok(out)
+}
+
+/// A label row's complaint, at its file and line.
+fn bad(r: &LabelRow, m: String) -> StageError {
+    StageError::Input(format!("{}: {m}", r.at))
+}
+
+/// A `criterion` or `success` label, checked and added to `out`.
+fn verdict(r: &LabelRow, bundle: &TaskBundle, out: &mut Judgements) -> Result<(), StageError> {
+    let key = match r.level.as_str() {
+        "criterion" => {
+            if !bundle.criteria.iter().any(|c| c.criterion_id == r.subject) {
+                return Err(bad(
+                    r,
+                    format!(
+                        "task `{}` has no criterion `{}`",
+                        bundle.task.task_id, r.subject
+                    ),
+                ));
+            }
+            (r.episode.clone(), Level::Criterion, r.subject.clone())
+        }
+        "success" => (r.episode.clone(), Level::Success, String::new()),
+        other => {
+            return Err(bad(
+                r,
+                format!("level `{other}`; write `criterion`, `success` or `piece`"),
+            ))
+        }
+    };
+    let v = pass_fail(&r.label).map_err(|m| bad(r, m))?;
+    insert(out, key, v, r)
+}
+
+/// A `piece` label (`ASK.PIECE` → a slot id or `none`), checked against the episode's asks
+/// and the task's slots.
+fn piece(
+    r: &LabelRow,
+    bundle: &TaskBundle,
+    asks: &HashMap<String, usize>,
+) -> Result<Piece, StageError> {
+    let at = piece_at(&r.subject).ok_or_else(|| {
+        bad(
+            r,
+            format!("piece subject `{}`: write ASK.PIECE, e.g. `1.2`", r.subject),
+        )
+    })?;
+    let n_asks = asks.get(&r.episode).copied().unwrap_or(0);
+    if at.0 == 0 || at.0 > n_asks {
+        return Err(bad(
+            r,
+            format!(
+                "piece `{}`: the episode has {n_asks} ask step(s)",
+                r.subject
+            ),
+        ));
+    }
+    let label = r.label.to_lowercase();
+    if label != "none" && bundle.slot(&r.label).is_none() {
+        return Err(bad(
+            r,
+            format!(
+                "piece label `{}`: task `{}` has no such slot; write a slot id or `none`",
+                r.label, bundle.task.task_id
+            ),
+        ));
+    }
+    Ok((at, r.label.clone()))
 }
 
 fn insert(out: &mut Judgements, key: Key, v: &str, r: &LabelRow) -> Result<(), StageError> {

@@ -12,9 +12,11 @@ use prefflow_engine::StageError;
 use super::judge_agreement::AgreementRow;
 use super::judge_labels::{Judgements, Key, Level};
 use super::kappa::agreement;
-use super::pertask::require;
+use super::pertask::input_error;
 use crate::episodes::labelled::{fingerprint, AuthoredEpisode, ByTask, Freshness};
 use crate::episodes::simulator::is_dont_know;
+use crate::judging::StepRec;
+use crate::tables::judging::{INTERACTION, REQUESTS, SCORES, VERDICTS};
 use crate::tasks::matcher::phrase_in;
 use crate::tasks::user::spoken;
 use crate::tasks::{Source, TaskBundle};
@@ -80,24 +82,45 @@ impl<'a> AuthoredSet<'a> {
     }
 }
 
-fn strings(df: &DataFrame, c: &str) -> PolarsResult<Vec<String>> {
-    Ok(df
-        .column(c)?
-        .cast(&DataType::String)?
-        .str()?
-        .iter()
-        .map(|v| v.unwrap_or_default().to_string())
-        .collect())
+crate::row! {
+    /// A judged episode's success, as judge validation reads `scores`.
+    struct ScoredRun of SCORES {
+        episode_id: String,
+        task_id: String,
+        epoch: u32,
+        success: Option<bool>,
+        judge: String,
+    }
 }
 
-fn opt_strings(df: &DataFrame, c: &str) -> PolarsResult<Vec<Option<String>>> {
-    Ok(df
-        .column(c)?
-        .cast(&DataType::String)?
-        .str()?
-        .iter()
-        .map(|v| v.map(str::to_string))
-        .collect())
+crate::row! {
+    /// A criterion verdict, as judge validation reads `verdicts`.
+    struct CriterionVerdict of VERDICTS {
+        episode_id: String,
+        criterion_id: String,
+        verdict: String,
+        judge: String,
+    }
+}
+
+crate::row! {
+    /// A request's matched slot, as judge validation reads `requests`.
+    struct MatchedRequest of REQUESTS {
+        episode_id: String,
+        slot_id: Option<String>,
+        slot_source: Option<String>,
+        judge: String,
+    }
+}
+
+crate::row! {
+    /// An episode's request counts, as judge validation reads `interaction`.
+    struct RequestCounts of INTERACTION {
+        episode_id: String,
+        requests: u32,
+        matched_requests: u32,
+        judge: String,
+    }
 }
 
 /// The tables one or more judge stages wrote for the authored episodes.
@@ -112,135 +135,126 @@ pub struct Judged<'d> {
     pub interaction: &'d DataFrame,
 }
 
+/// The authored episode a judged episode id plays, and its task, when its labels are fresh.
+struct Fresh<'s, 'a> {
+    authored: HashMap<String, String>,
+    set: &'s AuthoredSet<'a>,
+}
+
+impl<'s, 'a> Fresh<'s, 'a> {
+    /// Maps each scored episode id to the authored episode of its `(task_id, epoch)`.
+    fn new(scores: &[ScoredRun], set: &'s AuthoredSet<'a>) -> Self {
+        let authored = scores
+            .iter()
+            .filter_map(|r| {
+                let a = set.by_run.get(&(r.task_id.clone(), r.epoch))?;
+                Some((r.episode_id.clone(), a.clone()))
+            })
+            .collect();
+        Self { authored, set }
+    }
+
+    fn get(&self, id: &str) -> Option<(&'s String, &'s &'a TaskBundle)> {
+        let a = self.authored.get(id)?;
+        self.set.tasks.get_key_value(a)
+    }
+}
+
+fn pass_fail(ok: bool) -> String {
+    if ok { "pass" } else { "fail" }.into()
+}
+
 /// Each judge's judgements of the authored episodes, by its `judge` label.
 pub fn judge_side(
     judged: &Judged<'_>,
     set: &AuthoredSet<'_>,
 ) -> Result<BTreeMap<String, Judgements>, StageError> {
-    require(
-        judged.scores,
-        "scores",
-        &["episode_id", "task_id", "epoch", "success", "judge"],
-    )?;
-    require(
-        judged.verdicts,
-        "verdicts",
-        &["episode_id", "criterion_id", "verdict", "judge"],
-    )?;
-    require(
-        judged.requests,
-        "requests",
-        &["episode_id", "slot_id", "slot_source", "judge"],
-    )?;
-    require(
-        judged.interaction,
-        "interaction",
-        &["episode_id", "requests", "matched_requests", "judge"],
-    )?;
-    // episode_id → authored id, from the scores rows.
-    let s = judged.scores;
-    let (ids, tasks) = (strings(s, "episode_id")?, strings(s, "task_id")?);
-    let epochs: Vec<u32> = s
-        .column("epoch")?
-        .cast(&DataType::UInt32)?
-        .u32()?
-        .iter()
-        .map(|v| v.unwrap_or(0))
-        .collect();
-    let mut authored: HashMap<String, String> = HashMap::new();
-    for i in 0..ids.len() {
-        if let Some(a) = set.by_run.get(&(tasks[i].clone(), epochs[i])) {
-            authored.insert(ids[i].clone(), a.clone());
-        }
-    }
-    let fresh = |id: &str| -> Option<(&String, &&TaskBundle)> {
-        let a = authored.get(id)?;
-        set.tasks.get_key_value(a)
-    };
+    let scores = ScoredRun::from_frame(judged.scores).map_err(input_error)?;
+    let verdicts = CriterionVerdict::from_frame(judged.verdicts).map_err(input_error)?;
+    let requests = MatchedRequest::from_frame(judged.requests).map_err(input_error)?;
+    let counts = RequestCounts::from_frame(judged.interaction).map_err(input_error)?;
+    let fresh = Fresh::new(&scores, set);
     let mut out: BTreeMap<String, Judgements> = BTreeMap::new();
-    // Success.
-    let (judges, success) = (strings(s, "judge")?, s.column("success")?.bool()?.clone());
-    for (i, id) in ids.iter().enumerate() {
-        let (Some((a, _)), Some(ok)) = (fresh(id), success.get(i)) else {
+    success_judgements(&scores, &fresh, &mut out);
+    criterion_judgements(&verdicts, &fresh, &mut out);
+    recall_judgements(&requests, &counts, &fresh, &mut out);
+    Ok(out)
+}
+
+/// Task success, per judge and fresh episode.
+fn success_judgements(
+    scores: &[ScoredRun],
+    fresh: &Fresh<'_, '_>,
+    out: &mut BTreeMap<String, Judgements>,
+) {
+    for r in scores {
+        let (Some((a, _)), Some(ok)) = (fresh.get(&r.episode_id), r.success) else {
             continue;
         };
-        let v = if ok { "pass" } else { "fail" };
-        out.entry(judges[i].clone())
+        out.entry(r.judge.clone())
             .or_default()
-            .insert((a.clone(), Level::Success, String::new()), v.into());
+            .insert((a.clone(), Level::Success, String::new()), pass_fail(ok));
     }
-    // Criteria: pass when every verdict the judge gave passes; unscored leaves it out.
-    let v = judged.verdicts;
-    let (vid, crit, verdict, vj) = (
-        strings(v, "episode_id")?,
-        strings(v, "criterion_id")?,
-        strings(v, "verdict")?,
-        strings(v, "judge")?,
-    );
+}
+
+/// Criteria: pass when every verdict the judge gave passes; unscored leaves it out.
+fn criterion_judgements(
+    verdicts: &[CriterionVerdict],
+    fresh: &Fresh<'_, '_>,
+    out: &mut BTreeMap<String, Judgements>,
+) {
     let mut crits: BTreeMap<(String, String, String), Option<bool>> = BTreeMap::new();
-    for i in 0..vid.len() {
-        let Some((a, _)) = fresh(&vid[i]) else {
+    for v in verdicts {
+        let Some((a, _)) = fresh.get(&v.episode_id) else {
             continue;
         };
         let e = crits
-            .entry((vj[i].clone(), a.clone(), crit[i].clone()))
+            .entry((v.judge.clone(), a.clone(), v.criterion_id.clone()))
             .or_insert(Some(true));
-        *e = match (verdict[i].as_str(), *e) {
+        *e = match (v.verdict.as_str(), *e) {
             ("unscored", _) | (_, None) => None,
             (x, Some(all)) => Some(all && x == "pass"),
         };
     }
     for ((j, a, c), ok) in crits {
         if let Some(ok) = ok {
-            let v = if ok { "pass" } else { "fail" };
             out.entry(j)
                 .or_default()
-                .insert((a, Level::Criterion, c), v.into());
+                .insert((a, Level::Criterion, c), pass_fail(ok));
         }
     }
-    // Recall: an ask-only slot is asked when some request is matched to it.
-    let r = judged.requests;
-    let (rid, slot, source, rj) = (
-        strings(r, "episode_id")?,
-        opt_strings(r, "slot_id")?,
-        opt_strings(r, "slot_source")?,
-        strings(r, "judge")?,
-    );
+}
+
+/// Recall (an ask-only slot is asked when some request is matched to it) and extra requests,
+/// per judge and fresh episode.
+fn recall_judgements(
+    requests: &[MatchedRequest],
+    counts: &[RequestCounts],
+    fresh: &Fresh<'_, '_>,
+    out: &mut BTreeMap<String, Judgements>,
+) {
     let mut asked: BTreeSet<(String, String, String)> = BTreeSet::new();
-    for i in 0..rid.len() {
-        let (Some((a, _)), Some(sl)) = (fresh(&rid[i]), &slot[i]) else {
+    for r in requests {
+        let (Some((a, _)), Some(sl)) = (fresh.get(&r.episode_id), &r.slot_id) else {
             continue;
         };
-        if source[i].as_deref() == Some(Source::AskOnly.as_str()) {
-            asked.insert((rj[i].clone(), a.clone(), sl.clone()));
+        if r.slot_source.as_deref() == Some(Source::AskOnly.as_str()) {
+            asked.insert((r.judge.clone(), a.clone(), sl.clone()));
         }
     }
-    let it = judged.interaction;
-    let (iid, ij) = (strings(it, "episode_id")?, strings(it, "judge")?);
-    let n = it
-        .column("requests")?
-        .cast(&DataType::UInt32)?
-        .u32()?
-        .clone();
-    let m = it
-        .column("matched_requests")?
-        .cast(&DataType::UInt32)?
-        .u32()?
-        .clone();
-    for i in 0..iid.len() {
-        let Some((a, bundle)) = fresh(&iid[i]) else {
+    for c in counts {
+        let Some((a, bundle)) = fresh.get(&c.episode_id) else {
             continue;
         };
-        let judgements = out.entry(ij[i].clone()).or_default();
+        let judgements = out.entry(c.judge.clone()).or_default();
         for s in bundle.slots.iter().filter(|s| s.source == Source::AskOnly) {
-            let hit = asked.contains(&(ij[i].clone(), a.clone(), s.slot_id.clone()));
+            let hit = asked.contains(&(c.judge.clone(), a.clone(), s.slot_id.clone()));
             let v = if hit { "asked" } else { "not_asked" };
             judgements.insert((a.clone(), Level::Recall, s.slot_id.clone()), v.into());
         }
-        let extra = n.get(i).unwrap_or(0).saturating_sub(m.get(i).unwrap_or(0));
+        let extra = c.requests.saturating_sub(c.matched_requests);
         judgements.insert((a.clone(), Level::Extra, String::new()), extra.to_string());
     }
-    Ok(out)
 }
 
 /// Agreement rows of `rater` against `reference` at every level (pair `name`).
@@ -326,36 +340,18 @@ pub fn simulator_check(
     set: &AuthoredSet<'_>,
     gold_asks: &BTreeMap<(String, usize), BTreeSet<String>>,
 ) -> Result<Vec<QaCheck>, StageError> {
-    require(
-        steps,
-        "steps",
-        &[
-            "episode_id",
-            "step",
-            "action_type",
-            "arguments",
-            "user_reply",
-        ],
-    )?;
-    let ids = strings(steps, "episode_id")?;
-    let kinds = strings(steps, "action_type")?;
-    let args = strings(steps, "arguments")?;
-    let replies = opt_strings(steps, "user_reply")?;
-    let step_no: Vec<u32> = steps
-        .column("step")?
-        .cast(&DataType::UInt32)?
-        .u32()?
-        .iter()
-        .map(|v| v.unwrap_or(0))
+    let mut asks: Vec<StepRec> = StepRec::from_frame(steps)
+        .map_err(input_error)?
+        .into_iter()
+        .filter(|s| s.action_type == "ask_user")
         .collect();
-    let mut order: Vec<usize> = (0..ids.len()).filter(|&i| kinds[i] == "ask_user").collect();
-    order.sort_by(|&a, &b| (&ids[a], step_no[a]).cmp(&(&ids[b], step_no[b])));
+    asks.sort_by(|a, b| (&a.episode_id, a.step).cmp(&(&b.episode_id, b.step)));
     let mut counter: HashMap<&str, u32> = HashMap::new();
     let mut out = Vec::new();
-    for i in order {
-        let n = counter.entry(&ids[i]).or_default();
+    for s in &asks {
+        let n = counter.entry(&s.episode_id).or_default();
         *n += 1;
-        let mut parts = ids[i].rsplitn(2, '#');
+        let mut parts = s.episode_id.rsplitn(2, '#');
         let (epoch, rest) = (
             parts.next().unwrap_or_default(),
             parts.next().unwrap_or_default(),
@@ -375,11 +371,11 @@ pub fn simulator_check(
         ) else {
             continue;
         };
-        let question = serde_json::from_str::<serde_json::Value>(&args[i])
+        let question = serde_json::from_str::<serde_json::Value>(&s.arguments)
             .ok()
             .and_then(|v| v.get("text").and_then(|t| t.as_str()).map(str::to_string))
             .unwrap_or_default();
-        let reply = replies[i].clone().unwrap_or_default();
+        let reply = s.user_reply.clone().unwrap_or_default();
         out.push(check_pair(
             variant, episode, *n, question, reply, asked, bundle,
         ));

@@ -7,6 +7,9 @@ use polars::prelude::*;
 use prefflow_engine::StageError;
 
 use super::bootstrap::{cluster_index, Bootstrap, Estimate, Ratio};
+use crate::tables::episodes::PlayedEpisode;
+use crate::tables::judging::{Interaction, Score, INTERACTION, SCORES};
+use crate::tables::row::RowError;
 
 /// The metrics of Table 1, in the order the table lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,15 +51,15 @@ impl Metric {
     /// The name in the `metric` column.
     pub fn name(self) -> &'static str {
         match self {
-            Metric::Success => "success",
-            Metric::Action => "action",
-            Metric::Personalization => "personalization",
-            Metric::Inferable => "inferable",
-            Metric::AskOnly => "ask_only",
-            Metric::Recall => "recall",
-            Metric::Precision => "precision",
-            Metric::AskUserCalls => "ask_user_calls",
-            Metric::Steps => "steps",
+            Metric::Success => Score::success,
+            Metric::Action => Score::action,
+            Metric::Personalization => Score::personalization,
+            Metric::Inferable => Score::inferable,
+            Metric::AskOnly => Score::ask_only,
+            Metric::Recall => Interaction::recall,
+            Metric::Precision => Interaction::precision,
+            Metric::AskUserCalls => Score::ask_user_calls,
+            Metric::Steps => Score::steps,
         }
     }
 
@@ -104,30 +107,57 @@ pub struct PerTask {
     pub variants: Vec<(String, Vec<TaskRow>)>,
 }
 
-/// Columns `scores` must have for aggregation.
-const SCORE_COLUMNS: [&str; 11] = [
-    "episode_id",
-    "task_id",
-    "variant",
-    "success",
-    "action",
-    "personalization",
-    "inferable",
-    "ask_only",
-    "steps",
-    "ask_user_calls",
-    "perturbation",
-];
+crate::row! {
+    /// The `scores` columns aggregation reads (`template` too when present).
+    pub struct ScoreFacts of SCORES {
+        /// See [`SCORES`].
+        pub episode_id: String,
+        /// See [`SCORES`].
+        pub task_id: String,
+        /// See [`SCORES`].
+        pub variant: String,
+        /// See [`SCORES`].
+        pub success: Option<bool>,
+        /// See [`SCORES`].
+        pub action: Option<f64>,
+        /// See [`SCORES`].
+        pub personalization: Option<f64>,
+        /// See [`SCORES`].
+        pub inferable: Option<f64>,
+        /// See [`SCORES`].
+        pub ask_only: Option<f64>,
+        /// See [`SCORES`].
+        pub steps: u32,
+        /// See [`SCORES`].
+        pub ask_user_calls: u32,
+        /// See [`SCORES`].
+        pub perturbation: String,
+    }
+}
 
-/// Columns `interaction` must have.
-const INTERACTION_COLUMNS: [&str; 6] = [
-    "task_id",
-    "variant",
-    "requests",
-    "matched_requests",
-    "ask_only_slots",
-    "matched_ask_only",
-];
+crate::row! {
+    /// The `interaction` columns aggregation reads.
+    pub struct InteractionCounts of INTERACTION {
+        /// See [`INTERACTION`].
+        pub task_id: String,
+        /// See [`INTERACTION`].
+        pub variant: String,
+        /// See [`INTERACTION`].
+        pub requests: u32,
+        /// See [`INTERACTION`].
+        pub matched_requests: u32,
+        /// See [`INTERACTION`].
+        pub ask_only_slots: u32,
+        /// See [`INTERACTION`].
+        pub matched_ask_only: u32,
+    }
+}
+
+/// An input table that lacks a column its reader needs (or holds it typed otherwise), as the
+/// stage's input error naming the table, the column and the contract.
+pub fn input_error(e: RowError) -> StageError {
+    StageError::Input(format!("input {e}; produce it as docs/tables.md describes"))
+}
 
 /// Fails with the missing column and the table's contract when `df` lacks one of `columns`.
 pub fn require(df: &DataFrame, table: &str, columns: &[&str]) -> Result<(), StageError> {
@@ -141,6 +171,11 @@ pub fn require(df: &DataFrame, table: &str, columns: &[&str]) -> Result<(), Stag
     }
 }
 
+/// The score facts aggregation reads.
+type S = ScoreFacts;
+/// The interaction counts it sums.
+type I = InteractionCounts;
+
 /// Reduces `scores` (one row per episode), `interaction` (one row per episode, optional) and
 /// `episodes` (for the exposure, optional) to [`PerTask`].
 pub fn per_task(
@@ -148,56 +183,18 @@ pub fn per_task(
     interaction: Option<&DataFrame>,
     episodes: Option<&DataFrame>,
 ) -> Result<PerTask, StageError> {
-    require(scores, "scores", &SCORE_COLUMNS)?;
-    let mut lf = scores.clone().lazy();
-    lf = match episodes {
-        Some(ep) if ep.schema().contains("exposure") => lf.join(
-            ep.clone()
-                .lazy()
-                .select([col("episode_id"), col("exposure").cast(DataType::String)]),
-            [col("episode_id")],
-            [col("episode_id")],
-            JoinArgs::new(JoinType::Left),
-        ),
-        _ => lf.with_column(lit(NULL).cast(DataType::String).alias("exposure")),
-    };
-    if !scores.schema().contains("template") {
-        lf = lf.with_column(col("task_id").alias("template"));
-    }
-    let keys = [col("variant"), col("task_id")];
-    let mean = |c: &str| col(c).cast(DataType::Float64).mean();
-    let mut tasks = lf.group_by(keys.clone()).agg([
-        col("perturbation").cast(DataType::String).first(),
-        col("template").cast(DataType::String).first(),
-        col("exposure").drop_nulls().first(),
-        col("success")
-            .cast(DataType::Float64)
-            .mean()
-            .alias("success"),
-        col("success")
-            .count()
-            .cast(DataType::UInt32)
-            .alias("epochs"),
-        col("success")
-            .cast(DataType::UInt32)
-            .sum()
-            .alias("successes"),
-        mean("action"),
-        mean("personalization"),
-        mean("inferable"),
-        mean("ask_only"),
-        mean("ask_user_calls"),
-        mean("steps"),
-    ]);
+    S::check(scores).map_err(input_error)?;
+    let mut tasks = task_means(scores, episodes);
+    let keys = [col(S::variant), col(S::task_id)];
     let counts = [
-        "matched_ask_only",
-        "ask_only_slots",
-        "matched_requests",
-        "requests",
+        I::matched_ask_only,
+        I::ask_only_slots,
+        I::matched_requests,
+        I::requests,
     ];
     tasks = match interaction {
         Some(inter) => {
-            require(inter, "interaction", &INTERACTION_COLUMNS)?;
+            I::check(inter).map_err(input_error)?;
             let sums = counts.map(|c| col(c).cast(DataType::Float64).sum());
             let by_task = inter.clone().lazy().group_by(keys.clone()).agg(sums);
             tasks.join(by_task, keys.clone(), keys, JoinArgs::new(JoinType::Left))
@@ -205,10 +202,57 @@ pub fn per_task(
         None => tasks.with_columns(counts.map(|c| lit(NULL).cast(DataType::Float64).alias(c))),
     };
     let df = tasks
-        .sort(["variant", "task_id"], SortMultipleOptions::default())
+        .sort([S::variant, S::task_id], SortMultipleOptions::default())
         .collect()?;
     rows(&df).map_err(StageError::from)
 }
+
+/// Epochs averaged per variant × task, with the exposure of `episodes` (when given).
+fn task_means(scores: &DataFrame, episodes: Option<&DataFrame>) -> LazyFrame {
+    let (id, exposure) = (PlayedEpisode::episode_id, PlayedEpisode::exposure);
+    let mut lf = scores.clone().lazy();
+    lf = match episodes {
+        Some(ep) if ep.schema().contains(exposure) => lf.join(
+            ep.clone()
+                .lazy()
+                .select([col(id), col(exposure).cast(DataType::String)]),
+            [col(S::episode_id)],
+            [col(id)],
+            JoinArgs::new(JoinType::Left),
+        ),
+        _ => lf.with_column(lit(NULL).cast(DataType::String).alias(exposure)),
+    };
+    if !scores.schema().contains(Score::template) {
+        lf = lf.with_column(col(S::task_id).alias(Score::template));
+    }
+    let keys = [col(S::variant), col(S::task_id)];
+    let mean = |c: &str| col(c).cast(DataType::Float64).mean();
+    lf.group_by(keys).agg([
+        col(S::perturbation).cast(DataType::String).first(),
+        col(Score::template).cast(DataType::String).first(),
+        col(exposure).drop_nulls().first(),
+        col(S::success)
+            .cast(DataType::Float64)
+            .mean()
+            .alias(S::success),
+        col(S::success).count().cast(DataType::UInt32).alias(EPOCHS),
+        col(S::success)
+            .cast(DataType::UInt32)
+            .sum()
+            .alias(SUCCESSES),
+        mean(S::action),
+        mean(S::personalization),
+        mean(S::inferable),
+        mean(S::ask_only),
+        mean(S::ask_user_calls),
+        mean(S::steps),
+    ])
+}
+
+/// The per-task frame's count of scored epochs.
+const EPOCHS: &str = "epochs";
+/// The per-task frame's count of successful epochs.
+const SUCCESSES: &str = "successes";
 
 fn f64s(df: &DataFrame, name: &str) -> PolarsResult<Vec<Option<f64>>> {
     Ok(df.column(name)?.f64()?.iter().collect())
@@ -230,29 +274,23 @@ fn u32s(df: &DataFrame, name: &str) -> PolarsResult<Vec<u32>> {
 
 /// Task rows from the per-task frame (sorted by variant, task).
 fn rows(df: &DataFrame) -> PolarsResult<PerTask> {
-    let variant = strs(df, "variant")?;
-    let task = strs(df, "task_id")?;
-    let pert = strs(df, "perturbation")?;
-    let template = strs(df, "template")?;
-    let expo = strs(df, "exposure")?;
-    let (epochs, successes) = (u32s(df, "epochs")?, u32s(df, "successes")?);
-    let macros = [
-        "success",
-        "action",
-        "personalization",
-        "inferable",
-        "ask_only",
-    ]
-    .map(|c| f64s(df, c));
-    let [succ, action, pers, inf, ask] = macros;
-    let (succ, action, pers, inf, ask) = (succ?, action?, pers?, inf?, ask?);
-    let (calls, steps) = (f64s(df, "ask_user_calls")?, f64s(df, "steps")?);
-    let (m_ask, ask_slots) = (f64s(df, "matched_ask_only")?, f64s(df, "ask_only_slots")?);
-    let (m_req, reqs) = (f64s(df, "matched_requests")?, f64s(df, "requests")?);
-    let micro = |num: Option<f64>, den: Option<f64>| match (num, den) {
-        (Some(num), Some(den)) if den > 0.0 => Some(Ratio { num, den }),
-        _ => None,
-    };
+    let variant = strs(df, S::variant)?;
+    let task = strs(df, S::task_id)?;
+    let pert = strs(df, S::perturbation)?;
+    let template = strs(df, Score::template)?;
+    let expo = strs(df, PlayedEpisode::exposure)?;
+    let (epochs, successes) = (u32s(df, EPOCHS)?, u32s(df, SUCCESSES)?);
+    let metrics = METRICS.map(|m| match m {
+        Metric::Recall => micro(df, I::matched_ask_only, I::ask_only_slots),
+        Metric::Precision => micro(df, I::matched_requests, I::requests),
+        m => Ok(f64s(df, m.name())?
+            .into_iter()
+            .map(|v| v.map(Ratio::mean))
+            .collect()),
+    });
+    let metrics = metrics
+        .into_iter()
+        .collect::<PolarsResult<Vec<Vec<Option<Ratio>>>>>()?;
     let mut out = PerTask::default();
     for i in 0..df.height() {
         let row = TaskRow {
@@ -265,17 +303,7 @@ fn rows(df: &DataFrame) -> PolarsResult<PerTask> {
             exposure: expo[i].clone().unwrap_or_else(|| "unknown".into()),
             epochs: epochs[i],
             successes: successes[i],
-            metrics: [
-                succ[i].map(Ratio::mean),
-                action[i].map(Ratio::mean),
-                pers[i].map(Ratio::mean),
-                inf[i].map(Ratio::mean),
-                ask[i].map(Ratio::mean),
-                micro(m_ask[i], ask_slots[i]),
-                micro(m_req[i], reqs[i]),
-                calls[i].map(Ratio::mean),
-                steps[i].map(Ratio::mean),
-            ],
+            metrics: std::array::from_fn(|m| metrics[m][i]),
         };
         let v = variant[i].clone().unwrap_or_default();
         match out.variants.last_mut() {
@@ -284,6 +312,19 @@ fn rows(df: &DataFrame) -> PolarsResult<PerTask> {
         }
     }
     Ok(out)
+}
+
+/// A micro ratio per task: the summed `num` over the summed `den` (None when `den` is 0).
+fn micro(df: &DataFrame, num: &str, den: &str) -> PolarsResult<Vec<Option<Ratio>>> {
+    let (num, den) = (f64s(df, num)?, f64s(df, den)?);
+    Ok(num
+        .into_iter()
+        .zip(den)
+        .map(|(num, den)| match (num, den) {
+            (Some(num), Some(den)) if den > 0.0 => Some(Ratio { num, den }),
+            _ => None,
+        })
+        .collect())
 }
 
 /// The estimate of `metric` over `rows` (tasks where it is defined), resampling templates.

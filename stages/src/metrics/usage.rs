@@ -23,68 +23,16 @@ enum Source {
 /// cost (sums over the
 /// variant's episodes). Without an `episodes` table only the judge rows are known.
 pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
-    let mut parts = Vec::new();
-    for (role, source) in ROLES {
-        let frame = match source {
-            Source::Episodes => match episodes {
-                Some(e) => e,
-                None => continue,
-            },
-            Source::Scores => scores,
-        };
-        let needed = [
-            format!("prompt_tokens_{role}"),
-            format!("completion_tokens_{role}"),
-            format!("cost_{role}"),
-        ];
-        if !needed.iter().all(|c| frame.schema().contains(c)) {
-            continue;
-        }
-        // Prompt tokens the provider served from its cache (`cached_tokens_<role>`, written
-        // by `run_episodes`; 0 where a table has none).
-        let cached = format!("cached_tokens_{role}");
-        let cached = if frame.schema().contains(&cached) {
-            col(cached.as_str())
-        } else {
-            lit(0u64)
-        };
-        parts.push(
-            frame
-                .clone()
-                .lazy()
-                .with_column(cached.cast(DataType::UInt64).alias("cached_prompt_tokens"))
-                .group_by_stable([col("variant")])
-                .agg([
-                    len().cast(DataType::UInt32).alias("episodes"),
-                    col(needed[0].as_str())
-                        .cast(DataType::UInt64)
-                        .sum()
-                        .alias("prompt_tokens"),
-                    col(needed[1].as_str())
-                        .cast(DataType::UInt64)
-                        .sum()
-                        .alias("completion_tokens"),
-                    col("cached_prompt_tokens")
-                        .sum()
-                        .cast(DataType::UInt64)
-                        .alias("cached_prompt_tokens"),
-                    col(needed[2].as_str())
-                        .cast(DataType::Float64)
-                        .sum()
-                        .alias("cost"),
-                ])
-                .with_column(lit(role).alias("role"))
-                .select([
-                    col("variant"),
-                    col("role"),
-                    col("episodes"),
-                    col("prompt_tokens"),
-                    col("completion_tokens"),
-                    col("cached_prompt_tokens"),
-                    col("cost"),
-                ]),
-        );
-    }
+    let parts: Vec<LazyFrame> = ROLES
+        .iter()
+        .filter_map(|&(role, source)| {
+            let frame = match source {
+                Source::Episodes => episodes?,
+                Source::Scores => scores,
+            };
+            role_sums(frame, role)
+        })
+        .collect();
     if parts.is_empty() {
         return df!(
             "variant" => Vec::<String>::new(),
@@ -102,6 +50,54 @@ pub fn usage(scores: &DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<D
             SortMultipleOptions::default().with_maintain_order(true),
         )
         .collect()
+}
+
+/// One role's sums per variant from `frame`; None when `frame` lacks the role's columns.
+fn role_sums(frame: &DataFrame, role: &str) -> Option<LazyFrame> {
+    let needed = [
+        format!("prompt_tokens_{role}"),
+        format!("completion_tokens_{role}"),
+        format!("cost_{role}"),
+    ];
+    if !needed.iter().all(|c| frame.schema().contains(c)) {
+        return None;
+    }
+    // Prompt tokens the provider served from its cache (`cached_tokens_<role>`, written
+    // by `run_episodes`; 0 where a table has none).
+    let cached = format!("cached_tokens_{role}");
+    let cached = if frame.schema().contains(&cached) {
+        col(cached.as_str())
+    } else {
+        lit(0u64)
+    };
+    let sum = |c: &str, dtype: DataType, alias: &str| col(c).cast(dtype).sum().alias(alias);
+    Some(
+        frame
+            .clone()
+            .lazy()
+            .with_column(cached.cast(DataType::UInt64).alias("cached_prompt_tokens"))
+            .group_by_stable([col("variant")])
+            .agg([
+                len().cast(DataType::UInt32).alias("episodes"),
+                sum(&needed[0], DataType::UInt64, "prompt_tokens"),
+                sum(&needed[1], DataType::UInt64, "completion_tokens"),
+                col("cached_prompt_tokens")
+                    .sum()
+                    .cast(DataType::UInt64)
+                    .alias("cached_prompt_tokens"),
+                sum(&needed[2], DataType::Float64, "cost"),
+            ])
+            .with_column(lit(role).alias("role"))
+            .select([
+                col("variant"),
+                col("role"),
+                col("episodes"),
+                col("prompt_tokens"),
+                col("completion_tokens"),
+                col("cached_prompt_tokens"),
+                col("cost"),
+            ]),
+    )
 }
 
 #[cfg(test)]

@@ -120,3 +120,120 @@ With the `llm` agent, `steps.raw` is the reply's text (gui mode) or its `tool_ca
 (tools mode); an output that is not an action is an `unknown` step with the output in `raw`.
 `arguments` decodes back to the exact phone action (`episodes::codec::decode`), so judges
 replay an episode in the phone with the recorded `user_reply`s.";
+
+crate::row! {
+    /// An `episodes` row as the episode runners write it (`run_episodes`, `run_knowu_episodes`,
+    /// `run_remote_episodes`, which adds [`DeviceColumns`]), columns in this order.
+    pub struct PlayedEpisode of EPISODES {
+        /// See [`EPISODES`].
+        pub episode_id: String,
+        /// See [`EPISODES`].
+        pub task_id: String,
+        /// See [`EPISODES`].
+        pub variant: String,
+        /// See [`EPISODES`].
+        pub epoch: u32,
+        /// See [`EPISODES`].
+        pub persona: Option<String>,
+        /// See [`EPISODES`].
+        pub agent: String,
+        /// See [`EPISODES`].
+        pub user: String,
+        /// See [`EPISODES`].
+        pub status: String,
+        /// See [`EPISODES`].
+        pub steps: u32,
+        /// See [`EPISODES`].
+        pub ask_user_calls: u32,
+        /// See [`EPISODES`].
+        pub final_answer: Option<String>,
+        /// See [`EPISODES`].
+        pub score: Option<f64>,
+        /// See [`EPISODES`].
+        pub prompt_tokens_agent: u64,
+        /// See [`EPISODES`].
+        pub completion_tokens_agent: u64,
+        /// See [`EPISODES`].
+        pub prompt_tokens_user: u64,
+        /// See [`EPISODES`].
+        pub completion_tokens_user: u64,
+        /// See [`EPISODES`].
+        pub prompt_tokens_judge: u64,
+        /// See [`EPISODES`].
+        pub completion_tokens_judge: u64,
+        /// See [`EPISODES`].
+        pub cached_tokens_agent: u64,
+        /// See [`EPISODES`].
+        pub cached_tokens_user: u64,
+        /// See [`EPISODES`].
+        pub cost_agent: f64,
+        /// See [`EPISODES`].
+        pub cost_user: f64,
+        /// See [`EPISODES`].
+        pub cost_judge: f64,
+        /// See [`EPISODES`].
+        pub volunteered: u32,
+        /// See [`EPISODES`].
+        pub ungrounded: u32,
+        /// See [`EPISODES`].
+        pub seed: u64,
+        /// See [`EPISODES`].
+        pub exposure: String,
+        /// See [`EPISODES`].
+        pub shown_events: u32,
+        /// See [`EPISODES`].
+        pub error: Option<String>,
+    }
+}
+
+crate::row! {
+    /// The columns `run_remote_episodes` appends to [`PlayedEpisode`]'s.
+    pub struct DeviceColumns of EPISODES {
+        /// See [`EPISODES`].
+        pub device: String,
+        /// See [`EPISODES`].
+        pub device_attempts: u32,
+        /// See [`EPISODES`].
+        pub eval_reason: Option<String>,
+    }
+}
+
+crate::row! {
+    /// A `steps` row as the episode runners write it, columns in this order.
+    pub struct PlayedStep of STEPS {
+        /// See [`STEPS`].
+        pub episode_id: String,
+        /// See [`STEPS`].
+        pub step: u32,
+        /// See [`STEPS`].
+        pub phase: String,
+        /// See [`STEPS`].
+        pub actor: String,
+        /// See [`STEPS`].
+        pub action_type: String,
+        /// See [`STEPS`].
+        pub arguments: String,
+        /// See [`STEPS`].
+        pub observation: Option<String>,
+        /// See [`STEPS`].
+        pub observation_status: String,
+        /// See [`STEPS`].
+        pub user_reply: Option<String>,
+        /// See [`STEPS`].
+        pub disclosed_slots: Vec<String>,
+        /// See [`STEPS`].
+        pub shown_events: Vec<String>,
+        /// See [`STEPS`].
+        pub raw: Option<String>,
+    }
+}
+
+crate::row! {
+    /// A `diffs` row as the episode runners write it.
+    pub struct Diff of DIFFS {
+        /// See [`DIFFS`].
+        pub episode_id: String,
+        /// See [`DIFFS`].
+        pub diff: String,
+    }
+}

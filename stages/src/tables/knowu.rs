@@ -18,34 +18,51 @@ pub const EPISODES: &str = "episodes";
 /// Episodes of a row whose persona has no profile.
 pub const MISSING_PROFILE_EPISODES: &str = "missing_profile_episodes";
 
-/// tasks.csv, one row per generated task.
-pub static KNOWU_TASKS: TableDef = TableDef {
-    name: "knowu_tasks",
-    doc: "per generated task (KnowU's tasks.csv columns, then prefflow's); `task_name` = the Tasks tables' `task_id`",
-    columns: &[
-        C::new("task_name", Str, "the task (= `task_id`)"),
-        C::new("class_name", Str, "the KnowU task class (`Prefflow…` for prefflow-only classes)"),
-        C::new(SPLIT, Str, "`general`, `personalized` or `proactive`"),
-        C::new(DIFFICULTY, Str, "`easy` or `hard`"),
-        C::new("profile", Str, "the persona's profile name"),
-        C::new("tags", Str, "tasks.csv's tags"),
-        C::new("apps", Str, "tasks.csv's apps"),
-        C::new("habit_keys", Str, "profile keys the task reads, `;`-joined"),
-        C::new("goal", Str, "the instruction"),
-        C::new("expect", Str, "`act`, `silent` or `stop` (proactive); empty otherwise"),
-        C::nullable("lambda", F64, "the hybrid score's λ (personalized)"),
-        C::nullable("decision", Str, "the user's `accept` or `reject` (proactive)"),
-        C::new("reason", Str, "why the task expects what it does"),
-        C::nullable("clock", Str, "the proactive situation's clock"),
-        C::nullable("notification", Str, "the proactive situation's notification"),
-        C::new("in_knowu", Bool, "a KnowU-Bench class (false: prefflow-only)"),
-        C::nullable("habit", Str, "the persona's habit key that decided `expect`"),
-        C::nullable("habit_match", Str, "how the habit was found: `key` or `meaning`"),
-        C::nullable("preference", Str, "general / personalized: the preference value as the profile holds it (JSON), checked against `judged`"),
-        C::nullable("judged", Str, "the field the preference is checked in: `inserted:app.table.field` (or `updated:…`; `exact-…` when it must equal the value)"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One generated KnowU task: tasks.csv's columns, then prefflow's.
+    pub struct KnowuTaskRow as KNOWU_TASKS ("knowu_tasks", "per generated task (KnowU's tasks.csv columns, then prefflow's); `task_name` = the Tasks tables' `task_id`") {
+        /// the task (= `task_id`)
+        pub task_name: String,
+        /// the KnowU task class (`Prefflow…` for prefflow-only classes)
+        pub class_name: String,
+        /// `general`, `personalized` or `proactive`
+        pub split: String,
+        /// `easy` or `hard`
+        pub difficulty: String,
+        /// the persona's profile name
+        pub profile: String,
+        /// tasks.csv's tags
+        pub tags: String,
+        /// tasks.csv's apps
+        pub apps: String,
+        /// profile keys the task reads, `;`-joined
+        pub habit_keys: String,
+        /// the instruction
+        pub goal: String,
+        /// `act`, `silent` or `stop` (proactive); empty otherwise
+        pub expect: String,
+        /// the hybrid score's λ (personalized)
+        pub lambda: Option<f64>,
+        /// the user's `accept` or `reject` (proactive)
+        pub decision: Option<String>,
+        /// why the task expects what it does
+        pub reason: String,
+        /// the proactive situation's clock
+        pub clock: Option<String>,
+        /// the proactive situation's notification
+        pub notification: Option<String>,
+        /// a KnowU-Bench class (false: prefflow-only)
+        pub in_knowu: bool,
+        /// the persona's habit key that decided `expect`
+        pub habit: Option<String>,
+        /// how the habit was found: `key` or `meaning`
+        pub habit_match: Option<String>,
+        /// general / personalized: the preference value as the profile holds it (JSON), checked against `judged`
+        pub preference: Option<String>,
+        /// the field the preference is checked in: `inserted:app.table.field` (or `updated:…`; `exact-…` when it must equal the value)
+        pub judged: Option<String>,
+    }
+}
 
 /// Templates a persona's profile cannot instantiate.
 pub static SKIPPED: TableDef = TableDef {

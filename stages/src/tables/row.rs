@@ -1,15 +1,21 @@
-//! Row structs that own their table's schema: one [`table!`](crate::table) declaration gives a
+//! Row structs that own their table's schema. A [`table!`](crate::table) declaration gives a
 //! table its [`TableDef`](prefflow_engine::schema::TableDef) (what kinds declare and the docs
 //! print), the writer (`Row::to_frame`) and the reader (`Row::from_frame`), so a column is
 //! named once, in `tables/`, and the writer, the reader and the contract cannot drift apart.
+//! A table several kinds write with different columns (`episodes`, `steps`: producer-only
+//! columns, [`ColumnDef::only`](prefflow_engine::schema::ColumnDef::only)) keeps its hand-written
+//! `TableDef`, and each producer's or consumer's view of it is a [`row!`](crate::row) struct
+//! over some of its columns: the compiler checks every field against the definition (name,
+//! type), so a view cannot name a column the table does not declare.
 //!
 //! A field's Rust type decides its column's type and nullability ([`Cell`]): `String` is a
-//! non-null `str`, `Option<String>` a nullable one, and so on. The reader is strict where the
-//! contract is: a missing column, a column of another type, or a null in a non-null column is
-//! a [`RowError`] naming the table, the column and the row.
+//! non-null `str`, `Option<String>` a nullable one, `Vec<String>` a `list[str]`, and so on.
+//! The reader is strict where the contract is: a missing column, a column of another type, or
+//! a null in a non-null column is a [`RowError`] naming the table, the column and the row. A
+//! nullable column only some producers write reads as nulls where it is absent.
 
 use polars::prelude::*;
-use prefflow_engine::schema::Dtype;
+use prefflow_engine::schema::{Dtype, TableDef};
 
 /// A reader's complaint: the table does not hold what its definition promises.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -37,22 +43,50 @@ pub trait Cell: Sized + Clone {
         table: &'static str,
         column: &'static str,
     ) -> Result<Vec<Self>, RowError>;
+    /// The values of a column `df` lacks, which its definition says only some producers write:
+    /// nulls for a nullable column, else the column is missing.
+    fn absent(
+        height: usize,
+        table: &'static str,
+        column: &'static str,
+    ) -> Result<Vec<Self>, RowError> {
+        let _ = height;
+        Err(missing(table, column))
+    }
 }
 
-fn get<'a>(
-    df: &'a DataFrame,
-    table: &'static str,
-    column: &'static str,
-) -> Result<&'a Column, RowError> {
-    df.column(column).map_err(|_| RowError {
+/// A scalar column type: written as is (non-null) or as options (nullable), read as options.
+/// [`Cell`] is implemented once for every `T: Scalar` and once for every `Option<T>`.
+pub trait Scalar: Sized + Clone {
+    /// The column's type.
+    const DTYPE: Dtype;
+    /// A non-null column of `values`.
+    fn column(name: &str, values: Vec<Self>) -> Column;
+    /// A nullable column of `values`.
+    fn nullable_column(name: &str, values: Vec<Option<Self>>) -> Column;
+    /// The values of `col`, nulls as `None` (an error when it has another type).
+    fn values(col: &Column) -> PolarsResult<Vec<Option<Self>>>;
+}
+
+fn missing(table: &'static str, column: &'static str) -> RowError {
+    RowError {
         table,
         column,
         problem: "missing".into(),
-    })
+    }
 }
 
-fn typed<T>(r: PolarsResult<T>, table: &'static str, column: &'static str) -> Result<T, RowError> {
-    r.map_err(|e| RowError {
+/// The values of a nullable column of `T`.
+fn read_nullable<T: Scalar>(
+    df: &DataFrame,
+    table: &'static str,
+    column: &'static str,
+) -> Result<Vec<Option<T>>, RowError> {
+    let col = df.column(column).map_err(|_| missing(table, column))?;
+    if col.dtype() == &DataType::Null {
+        return Ok(vec![None; col.len()]);
+    }
+    T::values(col).map_err(|e| RowError {
         table,
         column,
         problem: format!("another type than declared ({e})"),
@@ -77,57 +111,274 @@ fn non_null<T>(
         .collect()
 }
 
-/// Implements [`Cell`] for a scalar `$t` (non-null) and `Option<$t>` (nullable), read through
-/// polars' `$chunked` accessor.
-macro_rules! scalar_cell {
-    ($t:ty, $dtype:ident, $chunked:ident, $owned:expr) => {
-        impl Cell for $t {
-            const DTYPE: Dtype = Dtype::$dtype;
-            const NULLABLE: bool = false;
-            fn column(name: &str, values: Vec<Self>) -> Column {
-                Column::new(name.into(), values)
-            }
-            fn read(
-                df: &DataFrame,
-                table: &'static str,
-                column: &'static str,
-            ) -> Result<Vec<Self>, RowError> {
-                non_null(<Option<$t>>::read(df, table, column)?, table, column)
-            }
-        }
+impl<T: Scalar> Cell for T {
+    const DTYPE: Dtype = T::DTYPE;
+    const NULLABLE: bool = false;
+    fn column(name: &str, values: Vec<Self>) -> Column {
+        T::column(name, values)
+    }
+    fn read(
+        df: &DataFrame,
+        table: &'static str,
+        column: &'static str,
+    ) -> Result<Vec<Self>, RowError> {
+        non_null(read_nullable::<T>(df, table, column)?, table, column)
+    }
+}
 
-        impl Cell for Option<$t> {
+impl<T: Scalar> Cell for Option<T> {
+    const DTYPE: Dtype = T::DTYPE;
+    const NULLABLE: bool = true;
+    fn column(name: &str, values: Vec<Self>) -> Column {
+        T::nullable_column(name, values)
+    }
+    fn read(
+        df: &DataFrame,
+        table: &'static str,
+        column: &'static str,
+    ) -> Result<Vec<Self>, RowError> {
+        read_nullable::<T>(df, table, column)
+    }
+    fn absent(height: usize, _: &'static str, _: &'static str) -> Result<Vec<Self>, RowError> {
+        Ok(vec![None; height])
+    }
+}
+
+/// Whether a reader accepts a column of type `actual` for a field declared `declared`: the
+/// declared type itself, or a number that converts to it without loss checked per value (tables
+/// built by hand — JSON lines, CSV, another tool's Parquet — hold integers as `i64` and
+/// fractions as `f64` whatever width the contract names; writers are held to the exact type
+/// when the engine commits).
+pub fn readable_as(declared: Dtype, actual: &DataType) -> bool {
+    let integer = matches!(declared, Dtype::I32 | Dtype::I64 | Dtype::U32 | Dtype::U64);
+    declared.matches(actual)
+        || (integer && actual.is_integer())
+        || (declared == Dtype::F64 && actual.is_primitive_numeric())
+}
+
+/// `col` converted to `declared` when [`readable_as`] allows it: a strict cast, so a value
+/// that does not fit (a negative count, an overflow) is an error, never a silent null.
+fn as_declared(col: &Column, declared: Dtype) -> PolarsResult<Column> {
+    let target = declared.polars();
+    if col.dtype() == &target || !readable_as(declared, col.dtype()) {
+        return Ok(col.clone());
+    }
+    col.strict_cast(&target)
+}
+
+/// Implements [`Scalar`] for `$t`, read through polars' `$chunked` accessor.
+macro_rules! scalar {
+    ($t:ty, $dtype:ident, $chunked:ident, $owned:expr) => {
+        impl Scalar for $t {
             const DTYPE: Dtype = Dtype::$dtype;
-            const NULLABLE: bool = true;
             fn column(name: &str, values: Vec<Self>) -> Column {
                 Column::new(name.into(), values)
             }
-            fn read(
-                df: &DataFrame,
-                table: &'static str,
-                column: &'static str,
-            ) -> Result<Vec<Self>, RowError> {
-                let col = get(df, table, column)?;
-                if col.dtype() == &DataType::Null {
-                    return Ok(vec![None; col.len()]);
-                }
-                let chunked = typed(col.$chunked(), table, column)?;
-                Ok(chunked.iter().map(|v| v.map($owned)).collect())
+            fn nullable_column(name: &str, values: Vec<Option<Self>>) -> Column {
+                Column::new(name.into(), values)
+            }
+            fn values(col: &Column) -> PolarsResult<Vec<Option<Self>>> {
+                let col = as_declared(col, Dtype::$dtype)?;
+                Ok(col.$chunked()?.iter().map(|v| v.map($owned)).collect())
             }
         }
     };
 }
 
-scalar_cell!(String, Str, str, |s: &str| s.to_string());
-scalar_cell!(bool, Bool, bool, |b| b);
-scalar_cell!(u32, U32, u32, |v| v);
-scalar_cell!(u64, U64, u64, |v| v);
-scalar_cell!(i64, I64, i64, |v| v);
-scalar_cell!(f64, F64, f64, |v| v);
+scalar!(String, Str, str, |s: &str| s.to_string());
+scalar!(bool, Bool, bool, |b| b);
+scalar!(u32, U32, u32, |v| v);
+scalar!(u64, U64, u64, |v| v);
+scalar!(i64, I64, i64, |v| v);
+scalar!(f64, F64, f64, |v| v);
+
+/// A `list[str]` column: one list per row, typed even when there are no rows.
+impl Cell for Vec<String> {
+    const DTYPE: Dtype = Dtype::ListStr;
+    const NULLABLE: bool = false;
+    fn column(name: &str, values: Vec<Self>) -> Column {
+        if values.is_empty() {
+            return Column::new_empty(name.into(), &Dtype::ListStr.polars());
+        }
+        let series: Vec<Series> = values
+            .iter()
+            .map(|v| Series::new("".into(), v.as_slice()))
+            .collect();
+        Column::new(name.into(), series)
+    }
+    fn read(
+        df: &DataFrame,
+        table: &'static str,
+        column: &'static str,
+    ) -> Result<Vec<Self>, RowError> {
+        let col = df.column(column).map_err(|_| missing(table, column))?;
+        let typed = |e: PolarsError| RowError {
+            table,
+            column,
+            problem: format!("another type than declared ({e})"),
+        };
+        let lists = col.list().map_err(typed)?;
+        let values = lists
+            .amortized_iter()
+            .map(|list| match list {
+                None => Ok(None),
+                Some(s) => Ok(Some(
+                    s.as_ref()
+                        .str()?
+                        .iter()
+                        .flatten()
+                        .map(str::to_string)
+                        .collect(),
+                )),
+            })
+            .collect::<PolarsResult<Vec<Option<Vec<String>>>>>()
+            .map_err(typed)?;
+        non_null(values, table, column)
+    }
+}
+
+/// Whether `def` declares a column `name` of type `dtype`: the compile-time check of every
+/// [`row!`](crate::row) field. Nullability may differ: a reader may view a non-null column only
+/// some producers write as `Option<_>` (nulls where absent), a writer may fill a nullable column
+/// with a non-null field; a null where none is allowed fails at run time either way (the reader
+/// here, the engine's commit check for a writer).
+pub const fn declares(def: &TableDef, name: &str, dtype: Dtype) -> bool {
+    let mut i = 0;
+    while i < def.columns.len() {
+        let c = &def.columns[i];
+        if c.name.len() == name.len() && bytes_eq(c.name.as_bytes(), name.as_bytes()) {
+            return c.dtype as u8 == dtype as u8;
+        }
+        i += 1;
+    }
+    false
+}
+
+const fn bytes_eq(a: &[u8], b: &[u8]) -> bool {
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// Whether `def` says only some producers write `column` (a reader may find it absent).
+pub fn producer_only(def: &TableDef, column: &str) -> bool {
+    def.column(column).is_some_and(|c| c.only.is_some())
+}
+
+/// Checks one field's column for [`row!`](crate::row)'s `check`.
+pub fn check_field<T: Cell>(
+    df: &DataFrame,
+    def: &'static TableDef,
+    column: &'static str,
+) -> Result<(), RowError> {
+    match df.column(column) {
+        Err(_) if producer_only(def, column) => T::absent(0, def.name, column).map(|_| ()),
+        Err(_) => Err(missing(def.name, column)),
+        Ok(c) if readable_as(T::DTYPE, c.dtype()) => Ok(()),
+        Ok(c) => Err(RowError {
+            table: def.name,
+            column,
+            problem: format!("type {} where {} is declared", c.dtype(), T::DTYPE.name()),
+        }),
+    }
+}
+
+/// Reads one field's column for [`row!`](crate::row)'s `from_frame`.
+pub fn read_field<T: Cell>(
+    df: &DataFrame,
+    def: &'static TableDef,
+    column: &'static str,
+) -> Result<Vec<T>, RowError> {
+    if df.column(column).is_err() && producer_only(def, column) {
+        return T::absent(df.height(), def.name, column);
+    }
+    T::read(df, def.name, column)
+}
+
+/// A row struct over some columns of the declared table `$def`, in field order: the struct,
+/// `to_frame(&[Row])` (those columns, in that order), `from_frame(&DataFrame)` (reads those
+/// columns, ignores others), `check(&DataFrame)` (has them, typed as declared, without
+/// reading them) and one associated constant per field holding its column's name
+/// (`Row::field`), for code that works on the columns with polars expressions (group-bys,
+/// joins) instead of reading rows. Every field must be a column `$def` declares with the
+/// field's type, or the crate does not compile ([`declares`]). Writers of a table with
+/// producer-only columns and readers that need a few columns use this; a table with one
+/// producer is declared whole with [`table!`](crate::table).
+#[macro_export]
+macro_rules! row {
+    (
+        $(#[$attr:meta])*
+        $vis:vis struct $row:ident of $def:path {
+            $( $(#[$fattr:meta])* $fvis:vis $field:ident : $ty:ty, )*
+        }
+    ) => {
+        $(#[$attr])*
+        #[derive(Debug, Clone, PartialEq)]
+        $vis struct $row {
+            $( $(#[$fattr])* $fvis $field: $ty, )*
+        }
+
+        $(
+            const _: () = assert!(
+                $crate::tables::row::declares(
+                    &$def,
+                    stringify!($field),
+                    <$ty as $crate::tables::row::Cell>::DTYPE,
+                ),
+                concat!(
+                    "`", stringify!($row), "::", stringify!($field),
+                    "` is not a column of `", stringify!($def), "` of this type"
+                ),
+            );
+        )*
+
+        // A view need not use every generated item (a reader never writes).
+        #[allow(non_upper_case_globals, dead_code)]
+        impl $row {
+            $(
+                #[doc = concat!("The `", stringify!($field), "` column's name (for polars expressions).")]
+                pub const $field: &'static str = stringify!($field);
+            )*
+
+            /// Whether `df` has these columns with their declared types (a nullable column
+            /// only some producers write may be absent), without reading them: an error
+            /// naming the table and the first column at fault.
+            pub fn check(df: &polars::prelude::DataFrame) -> Result<(), $crate::tables::row::RowError> {
+                $( $crate::tables::row::check_field::<$ty>(df, &$def, stringify!($field))?; )*
+                Ok(())
+            }
+
+            /// The rows as a table, these columns in field order.
+            pub fn to_frame(rows: &[Self]) -> polars::prelude::PolarsResult<polars::prelude::DataFrame> {
+                let columns = vec![$(
+                    <$ty as $crate::tables::row::Cell>::column(
+                        stringify!($field),
+                        rows.iter().map(|r| r.$field.clone()).collect(),
+                    ),
+                )*];
+                polars::prelude::DataFrame::new(rows.len(), columns)
+            }
+
+            /// The rows of `df`; a missing or mistyped column, or a null where the column is
+            /// declared non-null, is an error naming the table, column and row.
+            pub fn from_frame(df: &polars::prelude::DataFrame) -> Result<Vec<Self>, $crate::tables::row::RowError> {
+                $( let mut $field = $crate::tables::row::read_field::<$ty>(df, &$def, stringify!($field))?.into_iter(); )*
+                Ok((0..df.height())
+                    .filter_map(|_| Some(Self { $( $field: $field.next()?, )* }))
+                    .collect())
+            }
+        }
+    };
+}
 
 /// Declares a table by its row struct: the struct, its `TableDef` (`$def`), and
-/// `to_frame(&[Row])` / `from_frame(&DataFrame)`. Each field's doc comment is its column's
-/// meaning in `docs/tables.md`; the field order is the column order.
+/// `to_frame(&[Row])` / `from_frame(&DataFrame)` (as [`row!`](crate::row)). Each field's doc
+/// comment is its column's meaning in `docs/tables.md`; the field order is the column order.
 #[macro_export]
 macro_rules! table {
     (
@@ -136,12 +387,6 @@ macro_rules! table {
             $( #[doc = $cdoc:literal] $fvis:vis $field:ident : $ty:ty, )*
         }
     ) => {
-        $(#[doc = $doc])*
-        #[derive(Debug, Clone, PartialEq)]
-        $vis struct $row {
-            $( #[doc = $cdoc] $fvis $field: $ty, )*
-        }
-
         #[doc = concat!("The `", $name, "` table: ", $table_doc, ".")]
         $vis static $def: prefflow_engine::schema::TableDef = prefflow_engine::schema::TableDef {
             name: $name,
@@ -158,24 +403,10 @@ macro_rules! table {
             open: false,
         };
 
-        impl $row {
-            /// The rows as the table, columns in declaration order.
-            pub fn to_frame(rows: &[Self]) -> polars::prelude::PolarsResult<polars::prelude::DataFrame> {
-                polars::prelude::DataFrame::new_infer_height(vec![$(
-                    <$ty as $crate::tables::row::Cell>::column(
-                        stringify!($field),
-                        rows.iter().map(|r| r.$field.clone()).collect(),
-                    ),
-                )*])
-            }
-
-            /// The rows of `df`; a missing or mistyped column, or a null where the column is
-            /// declared non-null, is an error naming the table, column and row.
-            pub fn from_frame(df: &polars::prelude::DataFrame) -> Result<Vec<Self>, $crate::tables::row::RowError> {
-                $( let mut $field = <$ty as $crate::tables::row::Cell>::read(df, $name, stringify!($field))?.into_iter(); )*
-                Ok((0..df.height())
-                    .filter_map(|_| Some(Self { $( $field: $field.next()?, )* }))
-                    .collect())
+        $crate::row! {
+            $(#[doc = $doc])*
+            $vis struct $row of $def {
+                $( #[doc = $cdoc] $fvis $field: $ty, )*
             }
         }
     };
@@ -219,7 +450,7 @@ mod tests {
     }
 
     #[test]
-    fn the_reader_refuses_a_missing_column_a_null_and_another_type() {
+    fn the_reader_refuses_a_missing_column_a_null_and_another_type_but_widens_numbers() {
         let df = Written::to_frame(&rows()).unwrap();
         let err = Written::from_frame(&df.drop("steps").unwrap()).unwrap_err();
         assert_eq!(err.to_string(), "table `written`, column `steps`: missing");
@@ -232,6 +463,15 @@ mod tests {
             err.to_string(),
             "table `written`, column `path`: null in row 1, but the column is declared non-null"
         );
+        let mut wide = df.clone();
+        wide.with_column(Column::new("steps".into(), [3i64, 0]))
+            .unwrap();
+        Written::check(&wide).unwrap();
+        assert_eq!(Written::from_frame(&wide).unwrap(), rows());
+        wide.with_column(Column::new("steps".into(), [3i64, -1]))
+            .unwrap();
+        let err = Written::from_frame(&wide).unwrap_err();
+        assert!(err.to_string().contains("column `steps`"), "{err}");
         let mut typed = df;
         typed
             .with_column(Column::new("steps".into(), ["3", "0"]))

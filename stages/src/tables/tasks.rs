@@ -20,107 +20,97 @@ pub const SOURCE: &str = "source";
 /// A criterion's kind (`action` | `personalization`).
 pub const KIND: &str = "kind";
 
-/// One row per task.
-pub static TASKS: TableDef = TableDef {
-    name: "tasks",
-    doc: "one row per task",
-    columns: &[
-        C::new(TASK_ID, Str, "task id"),
-        C::new("persona", Str, "whose task it is"),
-        C::new(TEMPLATE, Str, "the template it was instantiated from"),
-        C::new("instruction", Str, "the underspecified instruction"),
-        C::new("apps", ListStr, "apps it touches"),
-        C::new("category", Str, "the task's category"),
-        C::new("task_type", Str, "`operation` \\| `qa`"),
-        C::new(
-            PERTURBATION,
-            Str,
-            "`none` \\| `instruction_override` \\| `preference_shift` \\| `unavailable_option`",
-        ),
-        C::new("cross_app", Bool, "whether it spans apps"),
-        C::new(
-            "domain",
-            Str,
-            "its domain group (`travel`, `food`, …; empty when the templates declare none)",
-        ),
-        C::new(
-            "offered_apps",
-            ListStr,
-            "the apps whose tools a capped episode offers: its domain's, whatever the solution (empty: all)",
-        ),
-        C::new("overrides", Str, "JSON: `app_data`, `history`, `profile`"),
-        C::new(
-            "hidden_context",
-            Str,
-            "JSON: `ask_only` by slot, `facts`, `unavailable`",
-        ),
-        C::new(
-            "reference_solution",
-            Str,
-            "JSON list of phone actions; arguments may be `{\"$slot\": id}` / `{\"$fmt\": text}`",
-        ),
-        C::new("defaults_solution", Str, "JSON list of phone actions"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One task.
+    pub struct TaskRow as TASKS ("tasks", "one row per task") {
+        /// task id
+        pub task_id: String,
+        /// whose task it is
+        pub persona: String,
+        /// the template it was instantiated from
+        pub template: String,
+        /// the underspecified instruction
+        pub instruction: String,
+        /// apps it touches
+        pub apps: Vec<String>,
+        /// the task's category
+        pub category: String,
+        /// `operation` \| `qa`
+        pub task_type: String,
+        /// `none` \| `instruction_override` \| `preference_shift` \| `unavailable_option`
+        pub perturbation: String,
+        /// whether it spans apps
+        pub cross_app: bool,
+        /// its domain group (`travel`, `food`, …; empty when the templates declare none)
+        pub domain: String,
+        /// the apps whose tools a capped episode offers: its domain's, whatever the solution (empty: all)
+        pub offered_apps: Vec<String>,
+        /// JSON: `app_data`, `history`, `profile`
+        pub overrides: String,
+        /// JSON: `ask_only` by slot, `facts`, `unavailable`
+        pub hidden_context: String,
+        /// JSON list of phone actions; arguments may be `{"$slot": id}` / `{"$fmt": text}`
+        pub reference_solution: String,
+        /// JSON list of phone actions
+        pub defaults_solution: String,
+    }
+}
 
-/// One row per slot of a task.
-pub static SLOTS: TableDef = TableDef {
-    name: "slots",
-    doc: "one row per slot (a user-dependent detail the instruction omits)",
-    columns: &[
-        C::new(TASK_ID, Str, "the task"),
-        C::new(SLOT_ID, Str, "slot id"),
-        C::new(SOURCE, Str, "`inferable` \\| `ask_only`"),
-        C::new("evidence", ListStr, "history event ids"),
-        C::new("value", Str, "the value, for display"),
-        C::new("value_json", Str, "the value as JSON"),
-        C::new(
-            "keywords",
-            ListStr,
-            "words that name the slot in a question",
-        ),
-        C::nullable("app_default", Str, "the app's default for it"),
-        C::nullable("profile_entry", Str, "profile entry or situational fact id"),
-        C::new(
-            "about",
-            Str,
-            "one sentence saying what the slot is; enum values as words",
-        ),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One slot of a task.
+    pub struct SlotRow as SLOTS ("slots", "one row per slot (a user-dependent detail the instruction omits)") {
+        /// the task
+        pub task_id: String,
+        /// slot id
+        pub slot_id: String,
+        /// `inferable` \| `ask_only`
+        pub source: String,
+        /// history event ids
+        pub evidence: Vec<String>,
+        /// the value, for display
+        pub value: String,
+        /// the value as JSON
+        pub value_json: String,
+        /// words that name the slot in a question
+        pub keywords: Vec<String>,
+        /// the app's default for it
+        pub app_default: Option<String>,
+        /// profile entry or situational fact id
+        pub profile_entry: Option<String>,
+        /// one sentence saying what the slot is; enum values as words
+        pub about: String,
+    }
+}
 
-/// One row per criterion of a task.
-pub static CRITERIA: TableDef = TableDef {
-    name: "criteria",
-    doc: "one row per criterion",
-    columns: &[
-        C::new(TASK_ID, Str, "the task"),
-        C::new(CRITERION_ID, Str, "criterion id"),
-        C::new(KIND, Str, "`action` \\| `personalization`"),
-        C::nullable(SLOT_ID, Str, "the slot (personalization only)"),
-        C::new("predicate", Str, "JSON, the predicate language"),
-        C::new("rubric", Str, "what a judge checks"),
-        C::new(
-            "free_text",
-            Bool,
-            "checks text the user dictated: a judge model may accept a paraphrase under `hybrid`",
-        ),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One criterion of a task.
+    pub struct CriterionRow as CRITERIA ("criteria", "one row per criterion") {
+        /// the task
+        pub task_id: String,
+        /// criterion id
+        pub criterion_id: String,
+        /// `action` \| `personalization`
+        pub kind: String,
+        /// the slot (personalization only)
+        pub slot_id: Option<String>,
+        /// JSON, the predicate language
+        pub predicate: String,
+        /// what a judge checks
+        pub rubric: String,
+        /// checks text the user dictated: a judge model may accept a paraphrase under `hybrid`
+        pub free_text: bool,
+    }
+}
 
-/// One row per task with its whole bundle.
-pub static BUNDLES: TableDef = TableDef {
-    name: "bundles",
-    doc: "one row per task with the whole bundle; what per-item stages read",
-    columns: &[
-        C::new(TASK_ID, Str, "the task"),
-        C::new(BUNDLE, Str, "JSON: `task`, `slots`, `criteria`"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One task with its whole bundle.
+    pub struct BundleRow as BUNDLES ("bundles", "one row per task with the whole bundle; what per-item stages read") {
+        /// the task
+        pub task_id: String,
+        /// JSON: `task`, `slots`, `criteria`
+        pub bundle: String,
+    }
+}
 
 /// The review rounds' changes.
 pub static AUDIT: TableDef = TableDef {

@@ -41,7 +41,8 @@ fn check_one(p: &Predicate, cat: &Catalog) -> Result<(), String> {
             conditions.iter().try_for_each(|c| check_path(cat, t, c))
         }
         Predicate::Called { tool, args } => {
-            let op = super::eval::operation(cat, tool)
+            let op = cat
+                .operation(tool)
                 .ok_or_else(|| format!("unknown operation `{tool}`"))?;
             args.iter().try_for_each(|c| {
                 let first = &c.path[0];

@@ -110,7 +110,7 @@ impl<'a, 'w> Episode<'a, 'w> {
     }
 
     fn called(&self, tool: &str, args: &[Condition]) -> bool {
-        let Some(op) = operation(self.cat(), tool) else {
+        let Some(op) = self.cat().operation(tool) else {
             return false;
         };
         self.phone
@@ -279,12 +279,6 @@ pub fn resolve_json(v: &Value, slots: &[Slot]) -> Result<Value, String> {
             .map(Value::Array),
         _ => Ok(v.clone()),
     }
-}
-
-/// The operation behind `app.operation`.
-pub fn operation<'c>(cat: &'c Catalog, tool: &str) -> Option<&'c Operation> {
-    let (app, op) = tool.split_once('.')?;
-    cat.app(app)?.operation(op)
 }
 
 fn ref_target(cat: &Catalog, schema: Schema<'_>, field: &str) -> Option<TableId> {

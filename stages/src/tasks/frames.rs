@@ -5,181 +5,119 @@
 use polars::prelude::*;
 
 use super::error::TaskError;
-use super::model::TaskBundle;
+use super::model::{Criterion, Slot, TaskBundle};
+use crate::tables::tasks::{
+    BundleRow, CriterionRow, SlotRow, TaskRow, BUNDLES, CRITERIA, SLOTS, TASKS,
+};
 use crate::world::types::display;
 
 fn json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
-fn text(name: &str, values: Vec<String>) -> Column {
-    Column::new(name.into(), values)
-}
-
-fn opt_text(name: &str, values: Vec<Option<String>>) -> Column {
-    Column::new(name.into(), values)
-}
-
-fn list(name: &str, values: Vec<Vec<String>>) -> Column {
-    if values.is_empty() {
-        let dtype = DataType::List(Box::new(DataType::String));
-        return Column::new_empty(name.into(), &dtype);
+fn task_row(b: &TaskBundle) -> TaskRow {
+    let t = &b.task;
+    TaskRow {
+        task_id: t.task_id.clone(),
+        persona: t.persona.clone(),
+        template: t.template.clone(),
+        instruction: t.instruction.clone(),
+        apps: t.apps.clone(),
+        category: t.category.clone(),
+        task_type: t.task_type.as_str().into(),
+        perturbation: t.perturbation.as_str().into(),
+        cross_app: t.cross_app,
+        domain: t.domain.clone(),
+        offered_apps: t.offered_apps.clone(),
+        overrides: json(&t.overrides),
+        hidden_context: json(&t.hidden_context),
+        reference_solution: json(&t.reference_solution),
+        defaults_solution: json(&t.defaults_solution),
     }
-    let series: Vec<Series> = values
-        .into_iter()
-        .map(|v| Series::new("".into(), v))
-        .collect();
-    Column::new(name.into(), series)
 }
 
-fn frame(columns: Vec<Column>) -> Result<DataFrame, TaskError> {
-    let height = columns.first().map(|c| c.len()).unwrap_or(0);
-    DataFrame::new(height, columns).map_err(TaskError::from)
+fn slot_row(task_id: &str, s: &Slot) -> SlotRow {
+    SlotRow {
+        task_id: task_id.to_string(),
+        slot_id: s.slot_id.clone(),
+        source: s.source.as_str().into(),
+        evidence: s.evidence.clone(),
+        value: display(&s.value),
+        value_json: json(&s.value),
+        keywords: s.keywords.clone(),
+        app_default: s.app_default.as_ref().map(display),
+        profile_entry: s.profile_entry.clone(),
+        about: s.about.clone(),
+    }
+}
+
+fn criterion_row(task_id: &str, c: &Criterion) -> CriterionRow {
+    CriterionRow {
+        task_id: task_id.to_string(),
+        criterion_id: c.criterion_id.clone(),
+        kind: c.kind.as_str().into(),
+        slot_id: c.slot_id.clone(),
+        predicate: json(&c.predicate),
+        rubric: c.rubric.clone(),
+        free_text: c.free_text,
+    }
 }
 
 /// The `tasks` table.
 pub fn tasks_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
-    let t = |f: &dyn Fn(&TaskBundle) -> String| bundles.iter().map(f).collect::<Vec<_>>();
-    frame(vec![
-        text("task_id", t(&|b| b.task.task_id.clone())),
-        text("persona", t(&|b| b.task.persona.clone())),
-        text("template", t(&|b| b.task.template.clone())),
-        text("instruction", t(&|b| b.task.instruction.clone())),
-        list(
-            "apps",
-            bundles.iter().map(|b| b.task.apps.clone()).collect(),
-        ),
-        text("category", t(&|b| b.task.category.clone())),
-        text("task_type", t(&|b| b.task.task_type.as_str().into())),
-        text("perturbation", t(&|b| b.task.perturbation.as_str().into())),
-        Column::new(
-            "cross_app".into(),
-            bundles
-                .iter()
-                .map(|b| b.task.cross_app)
-                .collect::<Vec<bool>>(),
-        ),
-        text("domain", t(&|b| b.task.domain.clone())),
-        list(
-            "offered_apps",
-            bundles
-                .iter()
-                .map(|b| b.task.offered_apps.clone())
-                .collect(),
-        ),
-        text("overrides", t(&|b| json(&b.task.overrides))),
-        text("hidden_context", t(&|b| json(&b.task.hidden_context))),
-        text(
-            "reference_solution",
-            t(&|b| json(&b.task.reference_solution)),
-        ),
-        text("defaults_solution", t(&|b| json(&b.task.defaults_solution))),
-    ])
+    let rows: Vec<TaskRow> = bundles.iter().map(task_row).collect();
+    Ok(TaskRow::to_frame(&rows)?)
 }
 
 /// The `slots` table.
 pub fn slots_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
-    let rows: Vec<_> = bundles
+    let rows: Vec<SlotRow> = bundles
         .iter()
-        .flat_map(|b| b.slots.iter().map(move |s| (&b.task.task_id, s)))
+        .flat_map(|b| b.slots.iter().map(|s| slot_row(&b.task.task_id, s)))
         .collect();
-    let t = |f: &dyn Fn(&crate::tasks::Slot) -> String| {
-        rows.iter().map(|(_, s)| f(s)).collect::<Vec<_>>()
-    };
-    frame(vec![
-        text(
-            "task_id",
-            rows.iter().map(|(id, _)| id.to_string()).collect(),
-        ),
-        text("slot_id", t(&|s| s.slot_id.clone())),
-        text("source", t(&|s| s.source.as_str().into())),
-        list(
-            "evidence",
-            rows.iter().map(|(_, s)| s.evidence.clone()).collect(),
-        ),
-        text("value", t(&|s| display(&s.value))),
-        text("value_json", t(&|s| json(&s.value))),
-        list(
-            "keywords",
-            rows.iter().map(|(_, s)| s.keywords.clone()).collect(),
-        ),
-        opt_text(
-            "app_default",
-            rows.iter()
-                .map(|(_, s)| s.app_default.as_ref().map(display))
-                .collect(),
-        ),
-        opt_text(
-            "profile_entry",
-            rows.iter().map(|(_, s)| s.profile_entry.clone()).collect(),
-        ),
-        text("about", t(&|s| s.about.clone())),
-    ])
+    Ok(SlotRow::to_frame(&rows)?)
 }
 
 /// The `criteria` table.
 pub fn criteria_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
-    let rows: Vec<_> = bundles
+    let rows: Vec<CriterionRow> = bundles
         .iter()
-        .flat_map(|b| b.criteria.iter().map(move |c| (&b.task.task_id, c)))
+        .flat_map(|b| b.criteria.iter().map(|c| criterion_row(&b.task.task_id, c)))
         .collect();
-    let t = |f: &dyn Fn(&crate::tasks::Criterion) -> String| {
-        rows.iter().map(|(_, c)| f(c)).collect::<Vec<_>>()
-    };
-    frame(vec![
-        text(
-            "task_id",
-            rows.iter().map(|(id, _)| id.to_string()).collect(),
-        ),
-        text("criterion_id", t(&|c| c.criterion_id.clone())),
-        text("kind", t(&|c| c.kind.as_str().into())),
-        opt_text(
-            "slot_id",
-            rows.iter().map(|(_, c)| c.slot_id.clone()).collect(),
-        ),
-        text("predicate", t(&|c| json(&c.predicate))),
-        text("rubric", t(&|c| c.rubric.clone())),
-        Column::new(
-            "free_text".into(),
-            rows.iter().map(|(_, c)| c.free_text).collect::<Vec<_>>(),
-        ),
-    ])
+    Ok(CriterionRow::to_frame(&rows)?)
 }
 
 /// The `bundles` table.
 pub fn bundles_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
-    frame(vec![
-        text(
-            "task_id",
-            bundles.iter().map(|b| b.task.task_id.clone()).collect(),
-        ),
-        text("bundle", bundles.iter().map(json).collect()),
-    ])
+    let rows: Vec<BundleRow> = bundles
+        .iter()
+        .map(|b| BundleRow {
+            task_id: b.task.task_id.clone(),
+            bundle: json(b),
+        })
+        .collect();
+    Ok(BundleRow::to_frame(&rows)?)
 }
 
 /// All four tables (`tasks`, `slots`, `criteria`, `bundles`).
 pub fn task_tables(bundles: &[TaskBundle]) -> Result<Vec<(&'static str, DataFrame)>, TaskError> {
     Ok(vec![
-        ("tasks", tasks_table(bundles)?),
-        ("slots", slots_table(bundles)?),
-        ("criteria", criteria_table(bundles)?),
-        ("bundles", bundles_table(bundles)?),
+        (TASKS.name, tasks_table(bundles)?),
+        (SLOTS.name, slots_table(bundles)?),
+        (CRITERIA.name, criteria_table(bundles)?),
+        (BUNDLES.name, bundles_table(bundles)?),
     ])
 }
 
 /// Decodes a `bundles` table (as produced by [`bundles_table`]).
 pub fn bundles_from_table(df: &DataFrame) -> Result<Vec<TaskBundle>, TaskError> {
-    let col = df
-        .column("bundle")
-        .and_then(|c| c.str())
-        .map_err(|e| TaskError::table("bundles", e.to_string()))?;
-    col.iter()
+    let rows =
+        BundleRow::from_frame(df).map_err(|e| TaskError::table(BUNDLES.name, e.to_string()))?;
+    rows.iter()
         .enumerate()
-        .map(|(i, cell)| {
-            let cell =
-                cell.ok_or_else(|| TaskError::table("bundles", format!("row {i}: empty bundle")))?;
-            serde_json::from_str::<TaskBundle>(cell)
-                .map_err(|e| TaskError::table("bundles", format!("row {i}: {e}")))
+        .map(|(i, row)| {
+            serde_json::from_str::<TaskBundle>(&row.bundle)
+                .map_err(|e| TaskError::table(BUNDLES.name, format!("row {i}: {e}")))
         })
         .collect()
 }

@@ -7,7 +7,6 @@ use serde_saphyr::Spanned;
 
 use super::check::check_predicate;
 use super::error::TaskError;
-use super::eval::operation;
 use super::matcher::generic_keyword;
 use super::model::{
     Criterion, CriterionKind, HiddenContext, Perturbation, Slot, Source, Task, TaskBundle,
@@ -348,7 +347,11 @@ fn field_default(ctx: &Ctx<'_, '_>, path: &str) -> Result<Option<Value>, String>
     let (tool, field) = path
         .rsplit_once('.')
         .ok_or_else(|| format!("`default: {path}` is not `app.operation.field`"))?;
-    let op = operation(&ctx.ix.world.catalog, tool)
+    let op = ctx
+        .ix
+        .world
+        .catalog
+        .operation(tool)
         .ok_or_else(|| format!("unknown operation `{tool}`"))?;
     let def = op
         .field_idx(field)
@@ -471,7 +474,7 @@ fn call_step(
         return Err(format!("unknown slot `{bad}`"));
     }
     let reference = json!({ "action": "call", "tool": tool, "args": args });
-    let Some(op) = operation(&ctx.ix.world.catalog, tool) else {
+    let Some(op) = ctx.ix.world.catalog.operation(tool) else {
         read_tool(ctx, tool)?;
         return Ok((reference.clone(), reference));
     };

@@ -514,7 +514,7 @@ fn bound_kind<'c>(
     slot: &str,
 ) -> Option<&'c FieldKind> {
     let (tool, arg) = b.slot_bindings().remove(slot)?;
-    let op = super::eval::operation(cat, &tool)?;
+    let op = cat.operation(&tool)?;
     op.field_idx(&arg).map(|i| &op.fields[i].kind)
 }
 
@@ -952,7 +952,7 @@ fn inserted_field(
 ) -> Option<(crate::world::types::TableId, usize)> {
     use crate::world::app::{Effect, Expr, Root};
     let (app, _) = tool.split_once('.')?;
-    let op = super::eval::operation(cat, tool)?;
+    let op = cat.operation(tool)?;
     let ai = op.field_idx(arg)?;
     op.effects.iter().find_map(|e| match e {
         Effect::Insert { table, values } if cat.apps[table.app as usize].id == app => {
@@ -1248,7 +1248,7 @@ pub fn duplicate_instruction(b: &TaskBundle, set: &SetView) -> Vec<Rejection> {
 fn written_table(cat: &crate::world::Catalog, tool: &str) -> Option<crate::world::types::TableId> {
     use crate::world::app::Effect;
     let (app, _) = tool.split_once('.')?;
-    let op = super::eval::operation(cat, tool)?;
+    let op = cat.operation(tool)?;
     op.effects.iter().find_map(|e| match e {
         Effect::Insert { table, .. } | Effect::Update { table, .. }
             if cat.apps[table.app as usize].id == app =>

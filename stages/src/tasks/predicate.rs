@@ -268,6 +268,12 @@ fn parse_at(v: &Value, path: &str) -> Result<Predicate, PredicateError> {
         PredicateError::new(path, format!("expected an object with one of {OPERATORS}"))
     })?;
     let op = operator(obj, path)?;
+    only_allowed_keys(obj, op, path)?;
+    operand(obj, op, path)
+}
+
+/// Rejects keys an operator does not take besides itself (`where`, `args`, `field`).
+fn only_allowed_keys(obj: &Map<String, Value>, op: &str, path: &str) -> Result<(), PredicateError> {
     let allowed: &[&str] = match op {
         "inserted" | "updated" | "deleted" | "exists" => &["where"],
         "called" => &["args"],
@@ -288,6 +294,11 @@ fn parse_at(v: &Value, path: &str) -> Result<Predicate, PredicateError> {
             format!("unknown key `{extra}`; {hint}"),
         ));
     }
+    Ok(())
+}
+
+/// The predicate of operator `op` from its operand (and its sibling keys).
+fn operand(obj: &Map<String, Value>, op: &str, path: &str) -> Result<Predicate, PredicateError> {
     let arg = &obj[op];
     let sub = format!("{path}.{op}");
     Ok(match op {

@@ -6,7 +6,7 @@
 
 use serde_json::Value;
 
-use super::eval::{operation, resolve_json, Episode};
+use super::eval::{resolve_json, Episode};
 use super::lints::{self, SetView};
 use super::model::{CriterionKind, Slot, Source, TaskBundle};
 use super::rejection::reject;
@@ -175,7 +175,7 @@ fn defaults_shape(ix: &WorldIndex<'_>, b: &TaskBundle) -> Option<Rejection> {
             }
             Some("call") => {
                 let tool = step.get("tool").and_then(Value::as_str).unwrap_or_default();
-                let Some(op) = operation(&ix.world.catalog, tool) else {
+                let Some(op) = ix.world.catalog.operation(tool) else {
                     continue;
                 };
                 let args = step.get("args").and_then(Value::as_object);

@@ -55,6 +55,11 @@ pub struct Form {
     /// A closed question (no wh-word: "Is it a work dinner?", "Standard or XL?", "Four lattes
     /// like last time?"): what it asks about is the value it proposes, not the nouns around it.
     pub closed: bool,
+    /// It names a definite value (a clock time, a day, a number, a part of the day), not only
+    /// "earlier" or "later", and neither keeps what is there ("keep the appointment on the 21st
+    /// as it is") nor tells of the past ("the draft you saved on Tuesday", "you were out sick on
+    /// Monday"): a closed question naming one proposes it ("Would 4:15 suit you?").
+    pub concrete: bool,
 }
 
 /// Whether `text` holds one of the phrases as whole words (a phrase's own leading or trailing
@@ -93,406 +98,418 @@ const PARTS_OF_DAY: [&str; 14] = [
     "tonight",
 ];
 
+/// Phrases asking how long.
+const DURATION: &[&str] = &[
+    "how long",
+    "how many minutes",
+    "how many hours",
+    "how many nights",
+    "how many days",
+    "duration",
+    "for how long",
+    "how much time",
+    "until when",
+    "what length",
+    "the length",
+    "check-out",
+    "check out",
+    "checking out",
+    "checkout",
+];
+
+/// Phrases asking how many.
+const COUNT: &[&str] = &[
+    "how many",
+    "how much",
+    "number of",
+    "party of",
+    "headcount",
+    "head count",
+    "just you",
+    "just for you",
+    "just the two",
+    "just us",
+    "only you",
+    "how big",
+    "quantity",
+    "qty",
+    "# of",
+    "for you and",
+    "just you and",
+    "how many of you",
+    "how many people",
+    "for a group",
+    "more than one",
+    "just the one",
+    "just one",
+    "what number",
+    "which number",
+    "the number",
+    "amount",
+];
+
+/// Phrases asking for a clock time.
+const TIME: &[&str] = &[
+    "what time",
+    "which time",
+    "what hour",
+    "how early",
+    "how late",
+    "o'clock",
+    "what times",
+    "which times",
+    "time slot",
+    "start time",
+    "end time",
+    "when in the day",
+    "what part of the day",
+    "the time",
+];
+
+/// Phrases asking for a day or days.
+const DATE: &[&str] = &[
+    "which day",
+    "what day",
+    "what date",
+    "which date",
+    "which dates",
+    "what dates",
+    "which days",
+    "what days",
+    "on what day",
+    "the dates",
+    "your dates",
+    "date",
+    "day 1",
+    "first day",
+    "arrival day",
+    "which night",
+    "what night",
+    "which evening",
+    "what evening",
+];
+
+/// Phrases asking when (a time or a day).
+const WHEN: &[&str] = &[
+    "when",
+    "when's",
+    "from when",
+    "until when",
+    "by when",
+    "what time or day",
+];
+
+/// Phrases asking for wording (a message, a caption, what to tell).
+const TEXT: &[&str] = &[
+    "what should it say",
+    "what should i say",
+    "what do you want to say",
+    "what would you like to say",
+    "what should i write",
+    "what to say",
+    "what to write",
+    "wording",
+    "what should the message",
+    "what should the note",
+    "what should the caption",
+    "want it to say",
+    "like it to say",
+    "should it say",
+    "what message",
+    "what note",
+    "what should i tell",
+    "should i tell",
+    "tell her",
+    "tell him",
+    "tell them",
+    "want me to tell",
+    "like me to tell",
+    "to tell them",
+    "to tell her",
+    "to tell him",
+    "what do you want to tell",
+    "say in",
+    "write in",
+    "what caption",
+    "the caption",
+    "the message",
+    "the note",
+    "include in",
+    "mention in",
+    "put in the",
+    "highlight",
+    "what should i put",
+    "how should i phrase",
+    "what would you like me to say",
+    "what do i say",
+    "to say",
+    "to read",
+    "say?",
+    "one-liner",
+    "to put in",
+    "what to put",
+];
+
+/// Phrases asking what something is about or for.
+const TOPIC: &[&str] = &[
+    "about?",
+    "about ?",
+    "topic",
+    "subject",
+    "agenda",
+    "what's it for",
+    "what is it for",
+    "what's the meeting for",
+    "purpose",
+    "what should i call",
+    "what should the title",
+    "the title",
+    "headline",
+    "name it",
+    "call it",
+    "what's it about",
+    "what is it about",
+    "regarding",
+    "focus on",
+    "cover",
+    "main point",
+    "takeaway",
+];
+
+/// Phrases asking who.
+const PERSON: &[&str] = &["who", "whom", "anyone else", "who else", "whose"];
+
+/// Phrases offering or asking for a choice.
+const CHOICE: &[&str] = &[
+    "which",
+    "what kind",
+    "what type",
+    "what sort",
+    "prefer",
+    " or ",
+    "options",
+    "choose",
+    "pick",
+    "where",
+    "what color",
+    "what colour",
+    "what size",
+];
+
+/// Spans of an hour, mentioned.
+const HOUR_SPANS: &[&str] = &[
+    "an hour",
+    "half an hour",
+    "a half hour",
+    "an hour and a half",
+];
+
+/// Phrases asking where.
+const PLACE: &[&str] = &[
+    "where",
+    "the place",
+    "which place",
+    "what place",
+    "the spot",
+    "the address",
+    "location",
+];
+
+/// First words of a yes/no question.
+const YES_NO_FIRST: &[&str] = &[
+    "is", "are", "would", "should", "do", "does", "can", "could", "will", "shall", "ok", "okay",
+    "did", "was", "were", "have", "has", "any",
+];
+
+/// Phrases asking for a yes or no.
+const YES_NO: &[&str] = &[
+    "ok?",
+    "okay?",
+    "alright?",
+    "fine?",
+    "work for you",
+    "works for you",
+    "sound good",
+    "be ok",
+    "be okay",
+    "be fine",
+    "acceptable",
+    "go ahead",
+];
+
+/// Question words (a question with none is closed).
+const WH: &[&str] = &[
+    "what", "what's", "which", "who", "who's", "whom", "whose", "when", "when's", "where",
+    "where's", "why", "how", "how's",
+];
+
+/// Words of a question about an alternative.
+const ALTERNATIVE: &[&str] = &[
+    "another",
+    "other",
+    "instead",
+    "alternative",
+    "else",
+    "different",
+    "substitute",
+    "switch",
+    "swap",
+    "fallback",
+    "backup",
+    "second choice",
+    "rather",
+];
+
+/// Phrases saying something is unavailable.
+const GONE: &[&str] = &[
+    "unavailable",
+    "not available",
+    "isn't available",
+    "aren't available",
+    "no longer",
+    "sold out",
+    "full",
+    "gone",
+    "taken",
+    "booked up",
+    "fully booked",
+    "out of stock",
+    "can't",
+    "cannot",
+    "no table",
+    "isn't offered",
+    "not offered",
+    "none left",
+    "no more",
+];
+
+/// Kinds the question words of `t` (lower-cased, padded) ask for, given the noun a count is
+/// of.
+fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
+    let lex = crate::tasks::language::lexicon();
+    let mut kinds = Vec::new();
+    let duration = has(t, DURATION) || counted.is_some_and(|n| lex.is_time_unit(n));
+    if duration {
+        push(&mut kinds, Kind::Duration);
+    }
+    if !duration && has(t, COUNT) {
+        push(&mut kinds, Kind::Count);
+    }
+    if has(t, TIME) {
+        push(&mut kinds, Kind::Time);
+    }
+    if has(t, DATE) {
+        push(&mut kinds, Kind::Date);
+        push(&mut kinds, Kind::Dates);
+    }
+    if has(t, WHEN) {
+        push(&mut kinds, Kind::When);
+    }
+    if has(t, TEXT) {
+        push(&mut kinds, Kind::Text);
+    }
+    let bare = t.trim_end().trim_end_matches(['?', '.', '!']).trim_end();
+    if has(t, TOPIC) || bare.ends_with(" about") {
+        push(&mut kinds, Kind::Topic);
+    }
+    let specific = kinds.iter().any(|k| {
+        matches!(
+            k,
+            Kind::Count | Kind::Duration | Kind::Time | Kind::Date | Kind::Dates
+        )
+    });
+    // "What stood out most?", "What's the gist?", "Any words to go with it?": a question about
+    // content asks for free text or a topic, whatever noun it names.
+    if !specific && lex.names_content(text) {
+        push(&mut kinds, Kind::Text);
+        push(&mut kinds, Kind::Topic);
+    }
+    // "Let me know what the dinner's for": a purpose.
+    if !specific && bare.ends_with(" for") && has(t, &["what", "what's"]) {
+        push(&mut kinds, Kind::Topic);
+    }
+    if has(t, PERSON) {
+        push(&mut kinds, Kind::Person);
+    }
+    if has(t, CHOICE) {
+        push(&mut kinds, Kind::Choice);
+    }
+    kinds
+}
+
+/// Kinds of the values `with_lead` mentions (a time, a day, a duration, else a count), and the
+/// noun a mentioned count is of.
+fn mentioned_kinds(with_lead: &str) -> (Vec<Kind>, Option<String>, bool) {
+    let lex = crate::tasks::language::lexicon();
+    let wl = format!(" {} ", with_lead.to_lowercase().replace('’', "'"));
+    let mut mentioned = Vec::new();
+    let vague = [
+        "earlier",
+        "later",
+        "later on",
+        "in the day",
+        "later in the day",
+        "early in the day",
+    ];
+    let mut concrete = !values::times(with_lead).is_empty()
+        || says_clock(&wl)
+        || PARTS_OF_DAY
+            .iter()
+            .any(|p| !vague.contains(p) && has(&wl, &[p]));
+    if !values::times(with_lead).is_empty() || has(&wl, &PARTS_OF_DAY) || says_clock(&wl) {
+        mentioned.push(Kind::Time);
+    }
+    if has(&wl, &crate::world::clock::WEEKDAYS)
+        || has(&wl, &OTHER_DAYS)
+        || !values::dates(with_lead, 2025).is_empty()
+        || has_ordinal(&wl)
+    {
+        mentioned.push(Kind::Date);
+        concrete = true;
+    }
+    if has(&wl, HOUR_SPANS) {
+        mentioned.push(Kind::Duration);
+    }
+    let mut counted = None;
+    if mentioned.is_empty() {
+        match count_mention(with_lead) {
+            Some(Some(noun)) if lex.is_time_unit(&noun) => mentioned.push(Kind::Duration),
+            Some(noun) => {
+                mentioned.push(Kind::Count);
+                counted = noun;
+            }
+            None => {}
+        }
+        concrete = !mentioned.is_empty();
+    }
+    (mentioned, counted, concrete)
+}
+
 /// The form of a piece (`lead`: the words of its sentence before it; `context`: the
 /// statements before it, read for alternatives only).
 pub fn form(text: &str, lead: &str, context: &str) -> Form {
     let t = format!(" {} ", text.to_lowercase().replace('’', "'"));
     let ctx = context.to_lowercase().replace('’', "'");
-    let mut kinds = Vec::new();
-    let duration = has(
-        &t,
-        &[
-            "how long",
-            "how many minutes",
-            "how many hours",
-            "how many nights",
-            "how many days",
-            "duration",
-            "for how long",
-            "how much time",
-            "until when",
-            "what length",
-            "the length",
-            "check-out",
-            "check out",
-            "checking out",
-            "checkout",
-        ],
-    );
-    let counted = counted_noun(&t);
-    let lex = crate::tasks::language::lexicon();
-    let duration = duration || counted.as_deref().is_some_and(|n| lex.is_time_unit(n));
-    if duration {
-        push(&mut kinds, Kind::Duration);
-    }
-    if !duration
-        && has(
-            &t,
-            &[
-                "how many",
-                "how much",
-                "number of",
-                "party of",
-                "headcount",
-                "head count",
-                "just you",
-                "just for you",
-                "just the two",
-                "just us",
-                "only you",
-                "how big",
-                "quantity",
-                "qty",
-                "# of",
-                "for you and",
-                "just you and",
-                "how many of you",
-                "how many people",
-                "for a group",
-                "more than one",
-                "just the one",
-                "just one",
-                "what number",
-                "which number",
-                "the number",
-            ],
-        )
-    {
-        push(&mut kinds, Kind::Count);
-    }
-    if has(
-        &t,
-        &[
-            "what time",
-            "which time",
-            "what hour",
-            "how early",
-            "how late",
-            "o'clock",
-            "what times",
-            "which times",
-            "time slot",
-            "start time",
-            "end time",
-            "when in the day",
-            "what part of the day",
-            "the time",
-        ],
-    ) {
-        push(&mut kinds, Kind::Time);
-    }
-    if has(
-        &t,
-        &[
-            "which day",
-            "what day",
-            "what date",
-            "which date",
-            "which dates",
-            "what dates",
-            "which days",
-            "what days",
-            "on what day",
-            "the dates",
-            "your dates",
-            "date",
-            "day 1",
-            "first day",
-            "arrival day",
-            "which night",
-            "what night",
-            "which evening",
-            "what evening",
-        ],
-    ) {
-        push(&mut kinds, Kind::Date);
-        push(&mut kinds, Kind::Dates);
-    }
-    if has(
-        &t,
-        &[
-            "when",
-            "when's",
-            "from when",
-            "until when",
-            "by when",
-            "what time or day",
-        ],
-    ) {
-        push(&mut kinds, Kind::When);
-    }
-    if has(
-        &t,
-        &[
-            "what should it say",
-            "what should i say",
-            "what do you want to say",
-            "what would you like to say",
-            "what should i write",
-            "what to say",
-            "what to write",
-            "wording",
-            "what should the message",
-            "what should the note",
-            "what should the caption",
-            "want it to say",
-            "like it to say",
-            "should it say",
-            "what message",
-            "what note",
-            "what should i tell",
-            "should i tell",
-            "tell her",
-            "tell him",
-            "tell them",
-            "want me to tell",
-            "like me to tell",
-            "to tell them",
-            "to tell her",
-            "to tell him",
-            "what do you want to tell",
-            "say in",
-            "write in",
-            "what caption",
-            "the caption",
-            "the message",
-            "the note",
-            "include in",
-            "mention in",
-            "put in the",
-            "highlight",
-            "what should i put",
-            "how should i phrase",
-            "what would you like me to say",
-            "what do i say",
-            "to say",
-            "to read",
-            "say?",
-            "one-liner",
-            "to put in",
-            "what to put",
-        ],
-    ) {
-        push(&mut kinds, Kind::Text);
-    }
-    if has(
-        &t,
-        &[
-            "about?",
-            "about ?",
-            "topic",
-            "subject",
-            "agenda",
-            "what's it for",
-            "what is it for",
-            "what's the meeting for",
-            "purpose",
-            "what should i call",
-            "what should the title",
-            "the title",
-            "headline",
-            "name it",
-            "call it",
-            "what's it about",
-            "what is it about",
-            "regarding",
-            "focus on",
-            "cover",
-            "main point",
-            "takeaway",
-        ],
-    ) || t
-        .trim_end()
-        .trim_end_matches(['?', '.', '!'])
-        .trim_end()
-        .ends_with(" about")
-    {
-        push(&mut kinds, Kind::Topic);
-    }
-    let specific = |k: &Vec<Kind>| {
-        k.iter().any(|k| {
-            matches!(
-                k,
-                Kind::Count | Kind::Duration | Kind::Time | Kind::Date | Kind::Dates
-            )
-        })
-    };
-    // "What stood out most?", "What's the gist?", "Any words to go with it?": a question about
-    // content asks for free text or a topic, whatever noun it names.
-    if !specific(&kinds) && lex.names_content(text) {
-        push(&mut kinds, Kind::Text);
-        push(&mut kinds, Kind::Topic);
-    }
-    // "Let me know what the dinner's for": a purpose.
-    if !specific(&kinds)
-        && t.trim_end()
-            .trim_end_matches(['?', '.', '!'])
-            .trim_end()
-            .ends_with(" for")
-        && has(&t, &["what", "what's"])
-    {
-        push(&mut kinds, Kind::Topic);
-    }
-    if has(&t, &["who", "whom", "anyone else", "who else", "whose"]) {
-        push(&mut kinds, Kind::Person);
-    }
-    if has(
-        &t,
-        &[
-            "which",
-            "what kind",
-            "what type",
-            "what sort",
-            "prefer",
-            " or ",
-            "options",
-            "choose",
-            "pick",
-            "where",
-            "what color",
-            "what colour",
-            "what size",
-        ],
-    ) {
-        push(&mut kinds, Kind::Choice);
-    }
-    let mut mentioned = Vec::new();
+    let asked_noun = counted_noun(&t);
+    let mut kinds = asked_kinds(&t, text, asked_noun.as_deref());
     let with_lead = format!("{lead} {text}");
     let wl = format!(" {} ", with_lead.to_lowercase().replace('’', "'"));
-    if !values::times(&with_lead).is_empty() || has(&wl, &PARTS_OF_DAY) {
-        mentioned.push(Kind::Time);
-    }
-    if has(&wl, &crate::world::clock::WEEKDAYS)
-        || has(&wl, &OTHER_DAYS)
-        || !values::dates(&with_lead, 2025).is_empty()
-        || has_ordinal(&wl)
-    {
-        mentioned.push(Kind::Date);
-    }
-    let mut counted = counted;
-    if has(
-        &wl,
-        &[
-            "an hour",
-            "half an hour",
-            "a half hour",
-            "an hour and a half",
-        ],
-    ) {
-        mentioned.push(Kind::Duration);
-    }
-    if mentioned.is_empty() {
-        match count_mention(&with_lead) {
-            Some(Some(noun)) if lex.is_time_unit(&noun) => mentioned.push(Kind::Duration),
-            Some(noun) => {
-                mentioned.push(Kind::Count);
-                counted = counted.or(noun);
-            }
-            None => {}
-        }
-    }
-    if has(
-        &t,
-        &[
-            "where",
-            "the place",
-            "which place",
-            "what place",
-            "the spot",
-            "the address",
-            "location",
-        ],
-    ) {
+    let (mentioned, mentioned_noun, concrete) = mentioned_kinds(&with_lead);
+    let concrete = concrete && !keeps_or_tells_the_past(&t);
+    let counted = asked_noun.or(mentioned_noun);
+    if has(&t, PLACE) {
         push(&mut kinds, Kind::Place);
     }
     let first = t.split_whitespace().next().unwrap_or("");
-    if matches!(
-        first,
-        "is" | "are"
-            | "would"
-            | "should"
-            | "do"
-            | "does"
-            | "can"
-            | "could"
-            | "will"
-            | "shall"
-            | "ok"
-            | "okay"
-            | "did"
-            | "was"
-            | "were"
-            | "have"
-            | "has"
-            | "any"
-    ) || has(
-        &t,
-        &[
-            "ok?",
-            "okay?",
-            "alright?",
-            "fine?",
-            "work for you",
-            "works for you",
-            "sound good",
-            "be ok",
-            "be okay",
-            "be fine",
-            "acceptable",
-            "go ahead",
-        ],
-    ) {
+    if YES_NO_FIRST.contains(&first) || has(&t, YES_NO) {
         push(&mut kinds, Kind::YesNo);
     }
-    let wh = has(
-        &t,
-        &[
-            "what", "what's", "which", "who", "who's", "whom", "whose", "when", "when's", "where",
-            "where's", "why", "how", "how's",
-        ],
-    );
-    let closed = !wh && text.trim_end().ends_with('?');
+    let closed = !has(&t, WH) && text.trim_end().ends_with('?');
     if closed || matches!(first, "want" | "need" | "maybe" | "perhaps") {
         push(&mut kinds, Kind::YesNo);
     }
-    let alt = [
-        "another",
-        "other",
-        "instead",
-        "alternative",
-        "else",
-        "different",
-        "substitute",
-        "switch",
-        "swap",
-        "fallback",
-        "backup",
-        "second choice",
-        "rather",
-    ];
-    let gone = [
-        "unavailable",
-        "not available",
-        "isn't available",
-        "aren't available",
-        "no longer",
-        "sold out",
-        "full",
-        "gone",
-        "taken",
-        "booked up",
-        "fully booked",
-        "out of stock",
-        "can't",
-        "cannot",
-        "no table",
-        "isn't offered",
-        "not offered",
-        "none left",
-        "no more",
-    ];
-    let alternative = has(&t, &alt) || has(&t, &gone) || has(&wl, &gone);
-    let alternative_in_context = !alternative && has(&ctx, &gone);
+    let alternative = has(&t, ALTERNATIVE) || has(&t, GONE) || has(&wl, GONE);
+    let alternative_in_context = !alternative && has(&ctx, GONE);
     Form {
         kinds,
         mentioned,
@@ -500,6 +517,7 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         alternative_in_context,
         counted,
         closed,
+        concrete,
     }
 }
 
@@ -539,25 +557,54 @@ fn count_mention(text: &str) -> Option<Option<String>> {
         .split(|c: char| c.is_whitespace() || c == '—' || c == '–')
         .filter(|w| !w.is_empty())
         .collect();
-    let lex = crate::tasks::language::lexicon();
-    let core = |w: &str| {
-        w.trim_matches(|c: char| !c.is_alphanumeric())
-            .to_lowercase()
-    };
-    // "Boxes 114 and 120", "Flight 330": a number after a capitalised noun names something.
-    let names = words.iter().enumerate().any(|(i, w)| {
-        i > 0
-            && values::number_word(&core(w)).is_some()
-            && words[i - 1].chars().next().is_some_and(char::is_uppercase)
-            && !lex.is_stop(&core(words[i - 1]))
-    });
-    if names {
+    if numbers_name_things(&words) {
         return None;
     }
+    let lex = crate::tasks::language::lexicon();
+    let words = units_apart(&words);
     let mut found = None;
     let mut span_end = 0;
-    // "a 90-minute block": the number and its unit.
-    let words: Vec<&str> = words
+    for (i, w) in words.iter().enumerate() {
+        let core = core_of(w);
+        if values::number_word(&core).is_none() || core.contains(':') || i < span_end {
+            continue;
+        }
+        let next = words.get(i + 1).map(|n| core_of(n));
+        let after = words.get(i + 2).map(|n| core_of(n));
+        if next.as_deref() == Some("to") && after.is_some_and(|a| values::number_word(&a).is_some())
+        {
+            // "10 to 12": a span (of hours), not a count.
+            span_end = i + 3;
+            continue;
+        }
+        let ends = w.ends_with(['?', '.', ',', '!']);
+        let noun = next.filter(|n| !ends && !n.is_empty() && !lex.is_stop(n));
+        if core == "one" && noun.is_none() && one_is_a_pronoun(&words, i) {
+            continue;
+        }
+        match noun {
+            None => return Some(None),
+            Some(n) if found.is_none() => found = Some(Some(n)),
+            Some(_) => {}
+        }
+    }
+    found
+}
+
+/// "Boxes 114 and 120", "Flight 330": a number after a capitalised noun names something.
+fn numbers_name_things(words: &[&str]) -> bool {
+    let lex = crate::tasks::language::lexicon();
+    words.iter().enumerate().any(|(i, w)| {
+        i > 0
+            && values::number_word(&core_of(w)).is_some()
+            && words[i - 1].chars().next().is_some_and(char::is_uppercase)
+            && !lex.is_stop(&core_of(words[i - 1]))
+    })
+}
+
+/// "a 90-minute block": the number and its unit as two words.
+fn units_apart<'a>(words: &[&'a str]) -> Vec<&'a str> {
+    words
         .iter()
         .flat_map(|w| match w.split_once('-') {
             Some((n, unit))
@@ -569,53 +616,71 @@ fn count_mention(text: &str) -> Option<Option<String>> {
             }
             _ => vec![*w],
         })
-        .collect();
-    for (i, w) in words.iter().enumerate() {
-        let core = w
-            .trim_matches(|c: char| !c.is_alphanumeric())
-            .to_lowercase();
-        if values::number_word(&core).is_none() || core.contains(':') || i < span_end {
-            continue;
-        }
-        let next = words.get(i + 1).map(|n| {
-            n.trim_matches(|c: char| !c.is_alphanumeric())
-                .to_lowercase()
-        });
-        let after = words.get(i + 2).map(|n| core_of(n));
-        if next.as_deref() == Some("to") && after.is_some_and(|a| values::number_word(&a).is_some())
-        {
-            // "10 to 12": a span (of hours), not a count.
-            span_end = i + 3;
-            continue;
-        }
-        let ends = w.ends_with(['?', '.', ',', '!']);
-        let noun = next.filter(|n| !ends && !n.is_empty() && !lex.is_stop(n));
-        if core == "one" && i + 1 < words.len() && noun.is_none() {
-            // "the one you used", "which one is": a pronoun.
-            continue;
-        }
-        let before = i.checked_sub(1).map(|j| core_of(words[j]));
-        if core == "one"
-            && noun.is_none()
-            && before.as_deref().is_some_and(|b| {
-                matches!(
-                    b,
-                    "a" | "an" | "this" | "that" | "which" | "another" | "other" | "each"
-                ) || !lex.is_stop(b)
-                    && values::number_word(b).is_none()
-                    && !matches!(b, "only" | "single")
-            })
-        {
-            // "a monthly one", "your personal one": a pronoun, not a count.
-            continue;
-        }
-        match noun {
-            None => return Some(None),
-            Some(n) if found.is_none() => found = Some(Some(n)),
-            Some(_) => {}
-        }
+        .collect()
+}
+
+/// Whether "one" at `i`, before no noun, stands for a thing: "the one you used", "which one
+/// is", "a monthly one", "your personal one" — not "just one?", "only one".
+fn one_is_a_pronoun(words: &[&str], i: usize) -> bool {
+    if i + 1 < words.len() {
+        return true;
     }
-    found
+    let lex = crate::tasks::language::lexicon();
+    let before = i.checked_sub(1).map(|j| core_of(words[j]));
+    before.as_deref().is_some_and(|b| {
+        matches!(
+            b,
+            "a" | "an" | "this" | "that" | "which" | "another" | "other" | "each"
+        ) || !lex.is_stop(b) && values::number_word(b).is_none() && !matches!(b, "only" | "single")
+    })
+}
+
+/// Whether a piece keeps what is there ("keep", "stick with", "as it is") or speaks of the past
+/// ("were", "did", "you saved"): a value it names is no proposal.
+fn keeps_or_tells_the_past(t: &str) -> bool {
+    const KEEPS: [&str; 6] = [
+        "keep",
+        "stick with",
+        "as it is",
+        "as is",
+        "leave it",
+        "leave the",
+    ];
+    const PAST: [&str; 5] = ["were", "was", "did", "had", "went"];
+    const PERSONS: [&str; 6] = ["you", "i", "we", "they", "he", "she"];
+    let words: Vec<&str> = t.split_whitespace().collect();
+    let past_verb = words.windows(2).any(|w| {
+        PERSONS.contains(&w[0]) && w[1].len() > 3 && w[1].ends_with("ed") && w[1] != "need"
+    });
+    has(t, &KEEPS) || has(t, &PAST) || past_verb
+}
+
+/// Clock times said in words: "noon", "half past seven", "a quarter to six", "at 10",
+/// "around 7" (an hour after a preposition of time, not before a unit: "by 2 weeks" is none).
+fn says_clock(wl: &str) -> bool {
+    const SAID: [&str; 7] = [
+        "noon",
+        "midday",
+        "midnight",
+        "half past",
+        "quarter past",
+        "quarter to",
+        "quarter after",
+    ];
+    if has(wl, &SAID) {
+        return true;
+    }
+    let lex = crate::tasks::language::lexicon();
+    let words: Vec<String> = wl.split_whitespace().map(core_of).collect();
+    words.windows(2).enumerate().any(|(i, w)| {
+        let hour = values::number_word(&w[1]).is_some_and(|n| (1..=12).contains(&n));
+        let next = words.get(i + 2).map(String::as_str);
+        // "by 2 weeks", "around 5 people", "at 3 of them": no clock time.
+        let noun_after = next.is_some_and(|n| {
+            lex.is_time_unit(n) || matches!(n, "people" | "persons" | "guests" | "of" | "percent")
+        });
+        hour && matches!(w[0].as_str(), "at" | "around" | "by" | "till" | "until") && !noun_after
+    })
 }
 
 /// A word without its punctuation, lower-cased.

@@ -164,6 +164,29 @@ impl TaskMatcher {
             || self.foreign_wording(p, text, f)
             || self.foreign_inclusion(p, text, f)
             || p.source == Source::AskOnly && self.settled_elsewhere(p, text, f)
+            || self.not_about_an_alternative(p, text, lead, context, f)
+    }
+
+    /// "Should I keep the seat you picked?", "Should I also look at a later flight?": a closed
+    /// question beside a fallback slot `p` that says nothing of an alternative (no "instead",
+    /// "other", nothing unavailable, before or in it) and names no value of `p` is not about
+    /// what to do if the first choice is gone.
+    fn not_about_an_alternative(
+        &self,
+        p: &SlotProfile,
+        text: &str,
+        lead: &str,
+        context: &str,
+        f: &Form,
+    ) -> bool {
+        let lex = crate::tasks::language::lexicon();
+        p.alternative
+            && f.closed
+            && !f.alternative
+            && !f.alternative_in_context
+            && !lex.says_unavailable(lead)
+            && !lex.says_unavailable(context)
+            && !self.names_value(p, text)
     }
 
     /// Whether `text` names a value of slot `p`: an option (or its other names), a value of a

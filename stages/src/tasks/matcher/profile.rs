@@ -171,7 +171,24 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
         out.push((Kind::Topic, 1.0));
         out.push((Kind::Text, 0.6));
     }
-    if [
+    // Free text when what it names is a message ("The *caption* for the photo", "What she wants
+    // the post to *say*"), not when a message only stands beside it ("The folder her research
+    // notes go in", "Which list the reminder goes on").
+    let chooses = starts(&[
+        "which",
+        "where",
+        "when",
+        "how many",
+        "what time",
+        "whether",
+        "who",
+    ]);
+    let named = if a.starts_with("what") {
+        a.clone()
+    } else {
+        about_head_words(&a)
+    };
+    const TEXT: [&str; 11] = [
         "say",
         "message",
         "caption",
@@ -183,10 +200,8 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
         "point",
         "title",
         "flavour",
-    ]
-    .iter()
-    .any(|w| a.contains(w))
-    {
+    ];
+    if !chooses && TEXT.iter().any(|w| named.contains(w)) {
         out.push((Kind::Text, 1.0));
         out.push((Kind::Topic, 0.6));
     }
@@ -247,84 +262,16 @@ fn distinctive_words(options: &[Vec<String>]) -> HashSet<String> {
 impl SlotProfile {
     /// A slot's profile, with its field when known.
     pub fn new(slot: &Slot, field: Option<&FieldInfo>) -> Self {
-        let mut kinds = value_kinds(&slot.value);
-        merge(&mut kinds, about_kinds(&slot.about));
         let substitute = slot.value.as_str().is_some_and(|s| {
             s.to_lowercase().starts_with("no other") || s.to_lowercase().starts_with("no ")
         });
-        if substitute {
-            kinds.retain(|(k, _)| *k == Kind::YesNo || *k == Kind::Choice);
-            merge(&mut kinds, vec![(Kind::YesNo, 1.0), (Kind::Choice, 0.7)]);
-        }
+        let mut kinds = slot_kinds(slot, field, substitute);
         let mut text = format!("{} {}", slot.about, slot.keywords.join(" "));
-        let mut vals = Vec::new();
-        let mut unavailable = Vec::new();
-        let mut unavailable_times = Vec::new();
         if let Some(f) = field {
-            if !substitute {
-                merge(&mut kinds, field_kinds(f));
-            }
             text.push(' ');
             text.push_str(&f.name.replace('_', " "));
-            unavailable.extend(f.unavailable.iter().map(|o| spoken_stems(o)));
-            vals.extend(f.options.iter().map(|o| spoken_stems(o)));
-            if slot.source == Source::AskOnly {
-                // A fallback's options are the alternatives: the unavailable one is not one.
-                vals.retain(|v| !unavailable.contains(v));
-            }
-            unavailable_times.extend(f.unavailable.iter().flat_map(|u| values::times(u)));
         }
-        if vals.is_empty() {
-            // A field without listed options: the values of the kind of thing its slot is about.
-            let about_and_field =
-                format!("{} {}", slot.about, field.map_or("", |f| f.name.as_str()));
-            vals.extend(
-                crate::tasks::language::class_values(&about_and_field)
-                    .iter()
-                    .map(|v| spoken_stems(v)),
-            );
-            if slot.source == Source::AskOnly {
-                vals.retain(|v| !unavailable.contains(v));
-            }
-        }
-        if let Some(v) = slot.value.as_str().filter(|v| PARTS_OF_DAY.contains(v)) {
-            // "morning or evening": the other parts of the day are its options.
-            vals.extend(
-                PARTS_OF_DAY
-                    .iter()
-                    .filter(|p| **p != v)
-                    .map(|p| spoken_stems(p)),
-            );
-        }
-        // An inferable slot's own value, when it is a name ("Sunset Crew", "Errands"): a
-        // question proposing it confirms that slot, whatever else it names. (Ask-only values
-        // are never used: knowing the answer must not credit a question.)
-        let own_value = slot
-            .value
-            .as_str()
-            .filter(|v| {
-                slot.source == Source::Inferable
-                    && v.split_whitespace().count() <= 4
-                    && values::parse(v).is_none()
-                    && !v.contains(',')
-            })
-            .map(spoken_stems)
-            .unwrap_or_default();
-        let option_groups: HashSet<String> = field
-            .map(|f| f.options.as_slice())
-            .unwrap_or_default()
-            .iter()
-            .filter(|o| !unavailable.contains(&spoken_stems(o)))
-            .flat_map(|o| crate::tasks::language::phrase_groups(&o.replace('_', " ")))
-            .collect();
-        vals.retain(|v| !v.is_empty());
-        unavailable.retain(|v| !v.is_empty());
-        let distinctive = distinctive_words(&vals);
-        let about_alone = slot.about.split(" (").next().unwrap_or_default();
-        let place_words = format!("{about_alone} {}", field.map_or("", |f| f.table.as_str()));
-        if crate::tasks::language::names_a_place(&place_words) {
-            merge(&mut kinds, vec![(Kind::Place, 1.0)]);
-        }
+        let options = Options::of(slot, field);
         let about_lower = slot.about.to_lowercase();
         // A fallback or stop slot (not the preference that became unavailable).
         let alternative = slot.source == Source::AskOnly
@@ -337,58 +284,42 @@ impl SlotProfile {
             // "Is Bi-Rite OK instead?": a yes or no to a proposed alternative.
             merge(&mut kinds, vec![(Kind::YesNo, 0.8)]);
         }
-        // A free-text value is the message its operation writes ("notes.create_note": the
-        // note), so that message is its own too.
-        let free_text = kinds
-            .iter()
-            .any(|(k, w)| matches!(k, Kind::Text | Kind::Topic) && *w >= 0.8);
-        let own_words = match field.filter(|_| free_text) {
-            Some(f) => format!("{text} {}", f.operation.replace(['.', '_'], " ")),
-            None => text.clone(),
-        };
-        let own_stems: HashSet<String> = crate::tasks::language::tokens(&own_words)
-            .into_iter()
-            .filter(|t| !t.stop)
-            .map(|t| t.stem)
-            .collect();
+        let own_stems = own_stems(&text, &kinds, field);
         let counted = about_lower
             .strip_prefix("how many ")
             .and_then(|rest| rest.split_whitespace().next())
             .filter(|w| !crate::tasks::language::lexicon().is_stop(w))
             .map(crate::tasks::language::text_concepts)
             .unwrap_or_default();
-        let names = proper_names(&slot.about);
-        let head = about_head(&slot.about);
+        // The unavailable value names the slot only in a question about an alternative
+        // ([`TaskMatcher::named`]), not as its subject.
+        let gone: HashSet<&String> = options.unavailable.iter().flatten().collect();
+        let mut terms: HashSet<String> = word_concepts(&text).into_iter().flatten().collect();
+        terms.retain(|s| !gone.contains(s));
         Self {
-            head,
+            head: about_head(&slot.about),
             own_stems,
             counted,
-            names,
+            names: proper_names(&slot.about),
             slot_id: slot.slot_id.clone(),
             source: slot.source,
             kinds,
-            terms: {
-                // The unavailable value names the slot only in a question about an
-                // alternative ([`TaskMatcher::named`]), not as its subject.
-                let gone: HashSet<&String> = unavailable.iter().flatten().collect();
-                let mut terms: HashSet<String> =
-                    word_concepts(&text).into_iter().flatten().collect();
-                terms.retain(|s| !gone.contains(s));
-                terms
-            },
-            values: vals,
-            distinctive,
-            own_value,
-            option_groups,
-            unavailable,
-            unavailable_times,
+            terms,
+            distinctive: distinctive_words(&options.values),
+            own_value: own_value(slot),
+            option_groups: options.groups,
+            values: options.values,
+            unavailable: options.unavailable,
+            unavailable_times: options.unavailable_times,
             alternative,
         }
     }
 
     fn kind_fit(&self, f: &Form) -> f64 {
         let held = |k: &Kind| self.kinds.iter().find(|(x, _)| x == k).map(|(_, w)| *w);
+        // "Should I tell him you'll have it by Friday?": a closed question proposing a value.
         if f.kinds.is_empty()
+            || f.closed && f.concrete
             || f.kinds
                 .iter()
                 .all(|k| matches!(k, Kind::YesNo | Kind::Choice))
@@ -657,10 +588,9 @@ impl TaskMatcher {
                 || f.alternative && self.profiles[i].alternative && alternatives == 1
                 || fits[i].total - fits[i].own >= 1.0 && self.only_one_of_its_kind(i, &f.kinds)
                 || confirms && self.only_one_of_its_kind(i, &f.mentioned)
-                // "Is it the whole team, about eight of you?": a count proposed.
-                || f.closed
-                    && f.mentioned == [Kind::Count]
-                    && self.only_one_of_its_kind(i, &f.mentioned)
+                // "Is it the whole team, about eight of you?", "Would 4:15 suit you?",
+                // "Friday again?": a value proposed, of a kind one slot alone holds.
+                || f.closed && f.concrete && self.only_one_of_its_kind(i, &f.mentioned)
         };
         if fits[top].total < THRESHOLD || !evidence(top) {
             return None;
@@ -754,18 +684,147 @@ impl TaskMatcher {
     }
 }
 
-/// Stems of the content words of an `about` sentence before its first preposition or clause.
-fn about_head(about: &str) -> HashSet<String> {
-    const ENDS: [&str; 24] = [
-        "for", "of", "from", "with", "to", "about", "at", "on", "in", "if", "that", "she", "he",
-        "her", "his", "they", "when", "where", "during", "before", "after", "is", "are", "should",
-    ];
-    crate::tasks::language::tokens(about)
+/// The kinds of value a slot holds: from its value, its `about` sentence, its field, and
+/// whether its `about` or table names a place. A substitute ("no other brand") is a yes or no
+/// or a choice, whatever its field holds.
+fn slot_kinds(slot: &Slot, field: Option<&FieldInfo>, substitute: bool) -> Vec<(Kind, f64)> {
+    let mut kinds = value_kinds(&slot.value);
+    merge(&mut kinds, about_kinds(&slot.about));
+    if substitute {
+        kinds.retain(|(k, _)| *k == Kind::YesNo || *k == Kind::Choice);
+        merge(&mut kinds, vec![(Kind::YesNo, 1.0), (Kind::Choice, 0.7)]);
+    }
+    if let Some(f) = field.filter(|_| !substitute) {
+        merge(&mut kinds, field_kinds(f));
+    }
+    let about_alone = slot.about.split(" (").next().unwrap_or_default();
+    let place_words = format!("{about_alone} {}", field.map_or("", |f| f.table.as_str()));
+    if crate::tasks::language::names_a_place(&place_words) {
+        merge(&mut kinds, vec![(Kind::Place, 1.0)]);
+    }
+    kinds
+}
+
+/// A slot's named values: its field's options (or the values of the kind of thing it is
+/// about), the values the task made unavailable, and the synonym groups of whole options.
+struct Options {
+    values: Vec<Vec<String>>,
+    unavailable: Vec<Vec<String>>,
+    unavailable_times: Vec<u32>,
+    groups: HashSet<String>,
+}
+
+impl Options {
+    fn of(slot: &Slot, field: Option<&FieldInfo>) -> Self {
+        let mut vals = Vec::new();
+        let mut unavailable = Vec::new();
+        let mut unavailable_times = Vec::new();
+        if let Some(f) = field {
+            unavailable.extend(f.unavailable.iter().map(|o| spoken_stems(o)));
+            vals.extend(f.options.iter().map(|o| spoken_stems(o)));
+            if slot.source == Source::AskOnly {
+                // A fallback's options are the alternatives: the unavailable one is not one.
+                vals.retain(|v| !unavailable.contains(v));
+            }
+            unavailable_times.extend(f.unavailable.iter().flat_map(|u| values::times(u)));
+        }
+        if vals.is_empty() {
+            // A field without listed options: the values of the kind of thing its slot is about.
+            let about_and_field =
+                format!("{} {}", slot.about, field.map_or("", |f| f.name.as_str()));
+            vals.extend(
+                crate::tasks::language::class_values(&about_and_field)
+                    .iter()
+                    .map(|v| spoken_stems(v)),
+            );
+            if slot.source == Source::AskOnly {
+                vals.retain(|v| !unavailable.contains(v));
+            }
+        }
+        if let Some(v) = slot.value.as_str().filter(|v| PARTS_OF_DAY.contains(v)) {
+            // "morning or evening": the other parts of the day are its options.
+            vals.extend(
+                PARTS_OF_DAY
+                    .iter()
+                    .filter(|p| **p != v)
+                    .map(|p| spoken_stems(p)),
+            );
+        }
+        let groups: HashSet<String> = field
+            .map(|f| f.options.as_slice())
+            .unwrap_or_default()
+            .iter()
+            .filter(|o| !unavailable.contains(&spoken_stems(o)))
+            .flat_map(|o| crate::tasks::language::phrase_groups(&o.replace('_', " ")))
+            .collect();
+        vals.retain(|v| !v.is_empty());
+        unavailable.retain(|v| !v.is_empty());
+        Self {
+            values: vals,
+            unavailable,
+            unavailable_times,
+            groups,
+        }
+    }
+}
+
+/// An inferable slot's own value, when it is a name ("Sunset Crew", "Errands"): a question
+/// proposing it confirms that slot, whatever else it names. (Ask-only values are never used:
+/// knowing the answer must not credit a question.)
+fn own_value(slot: &Slot) -> Vec<String> {
+    slot.value
+        .as_str()
+        .filter(|v| {
+            slot.source == Source::Inferable
+                && v.split_whitespace().count() <= 4
+                && values::parse(v).is_none()
+                && !v.contains(',')
+        })
+        .map(spoken_stems)
+        .unwrap_or_default()
+}
+
+/// The stems of a slot's own words, without synonyms; a free-text value is the message its
+/// operation writes ("notes.create_note": the note), so that message is its own too.
+fn own_stems(text: &str, kinds: &[(Kind, f64)], field: Option<&FieldInfo>) -> HashSet<String> {
+    let free_text = kinds
+        .iter()
+        .any(|(k, w)| matches!(k, Kind::Text | Kind::Topic) && *w >= 0.8);
+    let own_words = match field.filter(|_| free_text) {
+        Some(f) => format!("{text} {}", f.operation.replace(['.', '_'], " ")),
+        None => text.to_string(),
+    };
+    crate::tasks::language::tokens(&own_words)
         .into_iter()
-        .take_while(|t| !ENDS.contains(&t.word.as_str()))
         .filter(|t| !t.stop)
         .map(|t| t.stem)
         .collect()
+}
+
+/// Words that end the head of an `about` sentence (a preposition or a clause begins).
+const HEAD_ENDS: [&str; 24] = [
+    "for", "of", "from", "with", "to", "about", "at", "on", "in", "if", "that", "she", "he", "her",
+    "his", "they", "when", "where", "during", "before", "after", "is", "are", "should",
+];
+
+/// Stems of the content words of an `about` sentence before its first preposition or clause.
+fn about_head(about: &str) -> HashSet<String> {
+    crate::tasks::language::tokens(about)
+        .into_iter()
+        .take_while(|t| !HEAD_ENDS.contains(&t.word.as_str()))
+        .filter(|t| !t.stop)
+        .map(|t| t.stem)
+        .collect()
+}
+
+/// The words of an `about` sentence before its first preposition or clause, lower-cased.
+fn about_head_words(about: &str) -> String {
+    about
+        .to_lowercase()
+        .split_whitespace()
+        .take_while(|w| !HEAD_ENDS.contains(w))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// Stems of the capitalised words of an `about` sentence after its first word ("Lena's",
@@ -891,7 +950,7 @@ pub fn fields(bundle: &TaskBundle, catalog: &Catalog) -> HashMap<String, FieldIn
             operation: tool.clone(),
             ..FieldInfo::default()
         };
-        if let Some(op) = crate::tasks::eval::operation(catalog, &tool) {
+        if let Some(op) = catalog.operation(&tool) {
             if let Some(f) = op.field_idx(&arg).map(|i| &op.fields[i]) {
                 info.description = f.description.clone();
                 info.kind = Some(f.kind.clone());

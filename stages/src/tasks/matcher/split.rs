@@ -53,10 +53,14 @@ pub fn sentences(message: &str) -> Vec<String> {
         current.push(c);
         let next = chars.get(i + 1).copied();
         let at_space = next.is_none_or(|n| n.is_whitespace() || n == '"' || n == '”');
+        // "Should I add 'Happy birthday, Lena!' as the note?": a quotation's own "!" ends nothing.
+        let in_quote = || quoted(&current, current.len() - c.len_utf8());
         let boundary = match c {
             '\n' => true,
-            '?' | '!' => at_space,
-            '.' | '…' => at_space && !abbreviation_ends_here(&current, &chars[i + 1..]),
+            '?' | '!' => at_space && !in_quote(),
+            '.' | '…' => {
+                at_space && !abbreviation_ends_here(&current, &chars[i + 1..]) && !in_quote()
+            }
             _ => false,
         };
         if boundary {
@@ -117,7 +121,7 @@ const OPENERS: [&str; 37] = [
 ];
 
 /// Phrases that make a sentence a request although it ends without "?".
-const REQUESTS: [&str; 26] = [
+const REQUESTS: [&str; 27] = [
     "send me",
     "drop me",
     "let me know",
@@ -130,7 +134,8 @@ const REQUESTS: [&str; 26] = [
     "please pick",
     "please send",
     "please let me",
-    "confirm ",
+    "can you confirm",
+    "could you confirm",
     "i need to know",
     "i'd need",
     "i need the",
@@ -153,7 +158,16 @@ const IMPERATIVES: [&str; 10] = [
 
 /// Whether a sentence asks something.
 pub fn asks(sentence: &str) -> bool {
-    let s = sentence.trim();
+    // What a sentence quotes ("The invite says 'tell me if this works'.") asks nothing of her.
+    let unquoted: String = sentence
+        .char_indices()
+        .filter(|(i, _)| !quoted(sentence, *i))
+        .map(|(_, c)| c)
+        .collect();
+    let s = unquoted
+        .trim()
+        .trim_end_matches(['"', '”', '\'', '’'])
+        .trim_end();
     if s.ends_with('?') {
         return true;
     }
@@ -196,9 +210,12 @@ fn quoted(s: &str, at: usize) -> bool {
             break;
         }
         match c {
+            // `25"`: inches, not a quotation.
+            '"' if prev.is_ascii_digit() => {}
             '"' | '“' | '”' => inside = !inside,
             '\'' | '‘' | '’' if !inside && prev.is_whitespace() => inside = true,
-            '\'' | '‘' | '’' if inside && !prev.is_alphanumeric() => {}
+            // "'Lena!' as": a closing quote may follow punctuation, not a space.
+            '\'' | '‘' | '’' if inside && prev.is_whitespace() => {}
             '\'' | '’' if inside => {
                 let next = s[i + c.len_utf8()..].chars().next().unwrap_or(' ');
                 if !next.is_alphanumeric() {
@@ -235,7 +252,29 @@ fn opens_question(fragment: &str) -> bool {
 /// of its own; a fragment before such a cut that asks nothing ("Great, how many?", "If 19:30
 /// is gone, which time?") is the lead of the next piece.
 fn clauses(sentence: &str) -> Vec<(String, String, bool)> {
-    // (start, hard) of each fragment.
+    let fragments = merge_bare_which(fragments(sentence, &cuts(sentence)));
+    let mut out: Vec<(String, String, bool)> = Vec::new();
+    let mut lead = String::new();
+    let n = fragments.len();
+    for (k, (f, hard_before, hard_after)) in fragments.into_iter().enumerate() {
+        let last = k + 1 == n;
+        if opens_question(&f) || hard_before || hard_after || (last && out.is_empty()) {
+            let soft = !hard_before && !out.is_empty() && lead.is_empty();
+            out.push((f, std::mem::take(&mut lead), soft));
+        } else if last {
+            // A trailing fragment that asks nothing belongs to the question before it.
+            if let Some(prev) = out.last_mut() {
+                prev.0 = format!("{} {}", prev.0, f);
+            }
+        } else {
+            lead = format!("{lead} {f}").trim().to_string();
+        }
+    }
+    out
+}
+
+/// Where a sentence may be cut: (start of a fragment, whether a hard cut — ", and" — opens it).
+fn cuts(sentence: &str) -> Vec<(usize, bool)> {
     let mut cuts: Vec<(usize, bool)> = vec![(0, false)];
     let mut skip_until = 0;
     for (i, _) in sentence.char_indices() {
@@ -275,7 +314,12 @@ fn clauses(sentence: &str) -> Vec<(String, String, bool)> {
             cuts.push((i + sep_len, false));
         }
     }
-    let mut fragments: Vec<(String, bool, bool)> = Vec::new(); // text, hard before, hard after
+    cuts
+}
+
+/// The fragments between cuts: (text, hard cut before, hard cut after).
+fn fragments(sentence: &str, cuts: &[(usize, bool)]) -> Vec<(String, bool, bool)> {
+    let mut fragments = Vec::new();
     for (k, &(start, hard)) in cuts.iter().enumerate() {
         let end = cuts.get(k + 1).map_or(sentence.len(), |c| c.0);
         let text = clean(&sentence[start..end]);
@@ -284,54 +328,32 @@ fn clauses(sentence: &str) -> Vec<(String, String, bool)> {
             fragments.push((text, hard, hard_after));
         }
     }
-    // A bare "which?" after ", and" continues the decision before it ("Is another time
-    // okay, and which?"): one piece.
+    fragments
+}
+
+/// A bare "which?" after ", and" continues the decision before it ("Is another time okay, and
+/// which?"): one piece.
+fn merge_bare_which(fragments: Vec<(String, bool, bool)>) -> Vec<(String, bool, bool)> {
+    const BARE: [&str; 6] = [
+        "which",
+        "what",
+        "which one",
+        "which ones",
+        "when",
+        "what then",
+    ];
     let mut merged: Vec<(String, bool, bool)> = Vec::new();
     for f in fragments {
-        let bare = [
-            "which",
-            "what",
-            "which one",
-            "which ones",
-            "when",
-            "what then",
-        ]
-        .contains(
-            &f.0.trim_end_matches(['?', '.', '!'])
-                .to_lowercase()
-                .as_str(),
-        );
+        let word = f.0.trim_end_matches(['?', '.', '!']).to_lowercase();
         match merged.last_mut() {
-            Some(prev)
-                if bare
-                    && f.1
-                    && f.0.trim_end_matches(['?', '.', '!']).to_lowercase() != "when" =>
-            {
+            Some(prev) if BARE.contains(&word.as_str()) && f.1 && word != "when" => {
                 prev.0 = format!("{}, and {}", prev.0, f.0);
                 prev.2 = f.2;
             }
             _ => merged.push(f),
         }
     }
-    let fragments = merged;
-    let mut out: Vec<(String, String, bool)> = Vec::new();
-    let mut lead = String::new();
-    let n = fragments.len();
-    for (k, (f, hard_before, hard_after)) in fragments.into_iter().enumerate() {
-        let last = k + 1 == n;
-        if opens_question(&f) || hard_before || hard_after || (last && out.is_empty()) {
-            let soft = !hard_before && !out.is_empty() && lead.is_empty();
-            out.push((f, std::mem::take(&mut lead), soft));
-        } else if last {
-            // A trailing fragment that asks nothing belongs to the question before it.
-            if let Some(prev) = out.last_mut() {
-                prev.0 = format!("{} {}", prev.0, f);
-            }
-        } else {
-            lead = format!("{lead} {f}").trim().to_string();
-        }
-    }
-    out
+    merged
 }
 
 fn clean(f: &str) -> String {

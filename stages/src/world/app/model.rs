@@ -198,6 +198,12 @@ impl Catalog {
         })
     }
 
+    /// Looks an operation up by its tool name, `app.operation`.
+    pub fn operation(&self, tool: &str) -> Option<&Operation> {
+        let (app, op) = tool.split_once('.')?;
+        self.app(app)?.operation(op)
+    }
+
     /// The table behind an id. Ids only come from this catalog, so indexing cannot fail.
     pub fn table(&self, id: TableId) -> &Table {
         &self.apps[id.app as usize].tables[id.table as usize]
