@@ -163,129 +163,209 @@ pub fn drilldown(
     variants: &[String],
     max_tasks: usize,
 ) -> PolarsResult<Vec<EpisodeView>> {
-    let ep = inputs.episodes;
-    let col = |c: &str| text_column(ep, c);
-    let (id, task, variant, epoch, status) = (
-        col("episode_id")?,
-        col("task_id")?,
-        col("variant")?,
-        col("epoch")?,
-        col("status")?,
-    );
-    let mut kept: BTreeSet<String> = task.iter().flatten().cloned().collect();
-    if kept.len() > max_tasks {
-        kept = kept.into_iter().take(max_tasks).collect();
+    let sources = Sources::read(inputs, variants)?;
+    let order = sources.order(max_tasks);
+    Ok(order
+        .into_iter()
+        .enumerate()
+        .map(|(n, i)| sources.view(n, i))
+        .collect())
+}
+
+/// The `episodes` columns an episode's row and page show, as text.
+struct EpisodeColumns {
+    id: Vec<Option<String>>,
+    task: Vec<Option<String>>,
+    variant: Vec<Option<String>>,
+    epoch: Vec<Option<String>>,
+    status: Vec<Option<String>>,
+    answer: Vec<Option<String>>,
+    error: Vec<Option<String>>,
+    taken: Vec<Option<String>>,
+    asks: Vec<Option<String>>,
+    /// Agent and user tokens (prompt, completion) and costs, for [`usage_line`].
+    tokens: [Vec<Option<String>>; 6],
+}
+
+impl EpisodeColumns {
+    fn read(ep: &DataFrame) -> PolarsResult<Self> {
+        let col = |c: &str| text_column(ep, c);
+        let (id, task, variant, epoch, status) = (
+            col("episode_id")?,
+            col("task_id")?,
+            col("variant")?,
+            col("epoch")?,
+            col("status")?,
+        );
+        let [answer, error, taken, asks] =
+            ["final_answer", "error", "steps", "ask_user_calls"].map(col);
+        let [pa, ca, pu, cu, cost_a, cost_u] = [
+            "prompt_tokens_agent",
+            "completion_tokens_agent",
+            "prompt_tokens_user",
+            "completion_tokens_user",
+            "cost_agent",
+            "cost_user",
+        ]
+        .map(col);
+        Ok(Self {
+            id,
+            task,
+            variant,
+            epoch,
+            status,
+            answer: answer?,
+            error: error?,
+            taken: taken?,
+            asks: asks?,
+            tokens: [pa?, ca?, pu?, cu?, cost_a?, cost_u?],
+        })
     }
-    let rank = |v: &str| variants.iter().position(|x| x == v).unwrap_or(usize::MAX);
-    let mut order: Vec<usize> = (0..ep.height())
-        .filter(|&i| task[i].as_ref().is_some_and(|t| kept.contains(t)))
-        .collect();
-    let text = |c: &Vec<Option<String>>, i: usize| c[i].clone().unwrap_or_default();
-    order.sort_by(|&a, &b| {
-        (text(&task, a), rank(&text(&variant, a)), text(&variant, a))
-            .cmp(&(text(&task, b), rank(&text(&variant, b)), text(&variant, b)))
-            .then_with(|| {
-                let e = |i: usize| text(&epoch, i).parse::<u64>().unwrap_or(0);
+}
+
+/// Row `i` of column `c` (empty when null).
+fn text(c: &[Option<String>], i: usize) -> String {
+    c[i].clone().unwrap_or_default()
+}
+
+/// Everything the episode views are made of: the episodes' columns and the other tables'
+/// rows by episode (or task).
+struct Sources<'v> {
+    ep: EpisodeColumns,
+    steps: ByEpisode,
+    verdicts: ByEpisode,
+    scores: ByEpisode,
+    /// Instruction and perturbation by task id.
+    info: HashMap<String, (String, String)>,
+    variants: &'v [String],
+}
+
+impl<'v> Sources<'v> {
+    fn read(inputs: &DrillInputs<'_>, variants: &'v [String]) -> PolarsResult<Self> {
+        let steps = ByEpisode::new(
+            inputs.steps,
+            &[
+                "step",
+                "phase",
+                "action_type",
+                "arguments",
+                "observation",
+                "observation_status",
+                "user_reply",
+                "raw",
+            ],
+        );
+        let verdicts = ByEpisode::new(
+            inputs.verdicts,
+            &[
+                "criterion_id",
+                "kind",
+                "mode",
+                "verdict",
+                "reason",
+                "failure_label",
+            ],
+        );
+        Ok(Self {
+            ep: EpisodeColumns::read(inputs.episodes)?,
+            steps: steps?,
+            verdicts: verdicts?,
+            scores: ByEpisode::new(inputs.scores, &["success", "perturbation"])?,
+            info: task_info(inputs.tasks)?,
+            variants,
+        })
+    }
+
+    /// The variant's position in `variants` (unknown ones last).
+    fn rank(&self, v: &str) -> usize {
+        self.variants
+            .iter()
+            .position(|x| x == v)
+            .unwrap_or(usize::MAX)
+    }
+
+    /// The rows shown, in page order: the first `max_tasks` tasks by id; by task, variant
+    /// rank and name, then epoch.
+    fn order(&self, max_tasks: usize) -> Vec<usize> {
+        let ep = &self.ep;
+        let mut kept: BTreeSet<String> = ep.task.iter().flatten().cloned().collect();
+        if kept.len() > max_tasks {
+            kept = kept.into_iter().take(max_tasks).collect();
+        }
+        let mut order: Vec<usize> = (0..ep.task.len())
+            .filter(|&i| ep.task[i].as_ref().is_some_and(|t| kept.contains(t)))
+            .collect();
+        let key = |i: usize| {
+            let v = text(&ep.variant, i);
+            (text(&ep.task, i), self.rank(&v), v)
+        };
+        order.sort_by(|&a, &b| {
+            key(a).cmp(&key(b)).then_with(|| {
+                let e = |i: usize| text(&ep.epoch, i).parse::<u64>().unwrap_or(0);
                 e(a).cmp(&e(b))
             })
-    });
-    let steps = ByEpisode::new(
-        inputs.steps,
-        &[
-            "step",
-            "phase",
-            "action_type",
-            "arguments",
-            "observation",
-            "observation_status",
-            "user_reply",
-            "raw",
-        ],
-    )?;
-    let verdicts = ByEpisode::new(
-        inputs.verdicts,
-        &[
-            "criterion_id",
-            "kind",
-            "mode",
-            "verdict",
-            "reason",
-            "failure_label",
-        ],
-    )?;
-    let scores = ByEpisode::new(inputs.scores, &["success", "perturbation"])?;
-    let info = task_info(inputs.tasks)?;
-    let extra = [
-        "final_answer",
-        "error",
-        "steps",
-        "ask_user_calls",
-        "prompt_tokens_agent",
-        "completion_tokens_agent",
-        "prompt_tokens_user",
-        "completion_tokens_user",
-        "cost_agent",
-        "cost_user",
-    ]
-    .map(col);
-    let [answer, error, taken, asks, pa, ca, pu, cu, cost_a, cost_u] = extra;
-    let (answer, error, taken, asks) = (answer?, error?, taken?, asks?);
-    let tokens = [pa?, ca?, pu?, cu?, cost_a?, cost_u?];
-    let mut out = Vec::with_capacity(order.len());
-    for (n, i) in order.into_iter().enumerate() {
-        let eid = text(&id, i);
-        let tid = text(&task, i);
-        let v = text(&variant, i);
-        let (instruction, perturbation) = info.get(&tid).cloned().unwrap_or_default();
-        let scored = scores.of(&eid).first().copied();
+        });
+        order
+    }
+
+    /// Row `i`'s view, the `n`-th on the page.
+    fn view(&self, n: usize, i: usize) -> EpisodeView {
+        let ep = &self.ep;
+        let (eid, tid, v) = (text(&ep.id, i), text(&ep.task, i), text(&ep.variant, i));
+        let (instruction, perturbation) = self.info.get(&tid).cloned().unwrap_or_default();
+        let scored = self.scores.of(&eid).first().copied();
         let perturbation = match (perturbation.is_empty(), scored) {
-            (true, Some(r)) => scores.get(1, r),
+            (true, Some(r)) => self.scores.get(1, r),
             _ => perturbation,
         };
-        let outcome = match scored.map(|r| scores.get(0, r)).as_deref() {
+        let outcome = match scored.map(|r| self.scores.get(0, r)).as_deref() {
             Some("true") => "pass",
             Some("false") => "fail",
             _ => "na",
         };
-        let verdict_views: Vec<VerdictView> = verdicts
-            .of(&eid)
-            .iter()
-            .map(|&r| verdict_view(&verdicts, r))
-            .collect();
-        let labels: BTreeSet<String> = verdict_views
+        let verdicts = self.verdict_views(&eid);
+        let labels: BTreeSet<String> = verdicts
             .iter()
             .filter(|v| v.verdict == "fail" && !v.failure_label.is_empty())
             .map(|v| v.failure_label.clone())
             .collect();
-        let mut step_rows: Vec<usize> = steps.of(&eid).to_vec();
-        step_rows.sort_by_key(|&r| steps.get(0, r).parse::<u64>().unwrap_or(0));
-        out.push(EpisodeView {
+        EpisodeView {
             anchor: format!("e{n}"),
+            steps: self.step_views(&eid),
             episode_id: eid,
             task_id: tid,
             instruction,
             perturbation,
             si: 0,
-            vi: rank(&v).min(variants.len()),
-            color: color_of(variants, &v),
+            vi: self.rank(&v).min(self.variants.len()),
+            color: color_of(self.variants, &v),
             variant: v,
-            epoch: text(&epoch, i),
-            status: text(&status, i),
+            epoch: text(&ep.epoch, i),
+            status: text(&ep.status, i),
             outcome,
             labels: labels.into_iter().collect(),
-            steps_taken: text(&taken, i),
-            asks: text(&asks, i),
-            final_answer: text(&answer, i),
-            error: text(&error, i),
-            usage: usage_line(&tokens, i),
-            steps: step_rows
-                .into_iter()
-                .map(|r| step_view(&steps, r))
-                .collect(),
-            verdicts: verdict_views,
-        });
+            steps_taken: text(&ep.taken, i),
+            asks: text(&ep.asks, i),
+            final_answer: text(&ep.answer, i),
+            error: text(&ep.error, i),
+            usage: usage_line(&ep.tokens, i),
+            verdicts,
+        }
     }
-    Ok(out)
+
+    fn verdict_views(&self, eid: &str) -> Vec<VerdictView> {
+        let rows = self.verdicts.of(eid).iter();
+        rows.map(|&r| verdict_view(&self.verdicts, r)).collect()
+    }
+
+    /// The episode's steps, by step number.
+    fn step_views(&self, eid: &str) -> Vec<StepView> {
+        let mut rows: Vec<usize> = self.steps.of(eid).to_vec();
+        rows.sort_by_key(|&r| self.steps.get(0, r).parse::<u64>().unwrap_or(0));
+        rows.into_iter()
+            .map(|r| step_view(&self.steps, r))
+            .collect()
+    }
 }
 
 /// `agent 1,234 + 56 tokens, user 300 + 20 tokens, $0.0012`, or empty when no model ran.

@@ -173,35 +173,7 @@ pub fn history_curve(curve: &DataFrame, metric: &str, variants: &[String]) -> Po
     let k = floats(curve, "top_k")?;
     let value = floats(curve, "value")?;
     let rows: Vec<usize> = (0..curve.height()).filter(|&i| m[i] == metric).collect();
-    // x positions: distinct k ascending, then exposures without k (`all`) by name.
-    let mut ks: Vec<u64> = rows
-        .iter()
-        .filter_map(|&i| k[i].map(|v| v as u64))
-        .collect();
-    ks.sort_unstable();
-    ks.dedup();
-    let mut others: Vec<String> = rows
-        .iter()
-        .filter(|&&i| k[i].is_none())
-        .map(|&i| {
-            exposure[i]
-                .split('/')
-                .next()
-                .unwrap_or_default()
-                .to_string()
-        })
-        .collect();
-    others.sort();
-    others.dedup();
-    let x_of = |i: usize| -> usize {
-        match k[i] {
-            Some(v) => ks.iter().position(|x| *x == v as u64).unwrap_or(0),
-            None => {
-                let head = exposure[i].split('/').next().unwrap_or_default();
-                ks.len() + others.iter().position(|o| o == head).unwrap_or(0)
-            }
-        }
-    };
+    let axis = ExposureAxis::new(&rows, &k, &exposure);
     let mut series: BTreeMap<String, (String, Vec<(usize, f64)>)> = BTreeMap::new();
     for &i in &rows {
         if let Some(v) = value[i] {
@@ -210,7 +182,7 @@ pub fn history_curve(curve: &DataFrame, metric: &str, variants: &[String]) -> Po
                 .entry(series_name(&variant[i]))
                 .or_insert_with(|| (first_color(), Vec::new()))
                 .1
-                .push((x_of(i), v));
+                .push((axis.x(k[i], &exposure[i]), v));
         }
     }
     let series: Vec<Series> = series
@@ -219,17 +191,6 @@ pub fn history_curve(curve: &DataFrame, metric: &str, variants: &[String]) -> Po
             pts.sort_by_key(|p| p.0);
             (name, color, pts)
         })
-        .collect();
-    let labels: Vec<String> = ks
-        .iter()
-        .map(|k| {
-            if *k == 0 {
-                "none".to_string()
-            } else {
-                format!("top {k}")
-            }
-        })
-        .chain(others)
         .collect();
     Ok(Figure {
         legend: series
@@ -242,8 +203,63 @@ pub fn history_curve(curve: &DataFrame, metric: &str, variants: &[String]) -> Po
         svg: lines(
             &format!("fig4-{metric}"),
             &format!("Figure 4: {metric} against history exposure"),
-            &labels,
+            &axis.labels(),
             &series,
         ),
     })
+}
+
+/// Figure 4's x positions: the distinct `top_k` values ascending, then the exposures without
+/// one (`all`) by name.
+struct ExposureAxis {
+    ks: Vec<u64>,
+    others: Vec<String>,
+}
+
+impl ExposureAxis {
+    /// The positions of `rows`, from their `k` and `exposure` values.
+    fn new(rows: &[usize], k: &[Option<f64>], exposure: &[String]) -> Self {
+        let mut ks: Vec<u64> = rows
+            .iter()
+            .filter_map(|&i| k[i].map(|v| v as u64))
+            .collect();
+        ks.sort_unstable();
+        ks.dedup();
+        let mut others: Vec<String> = rows
+            .iter()
+            .filter(|&&i| k[i].is_none())
+            .map(|&i| head(&exposure[i]).to_string())
+            .collect();
+        others.sort();
+        others.dedup();
+        Self { ks, others }
+    }
+
+    /// The position of a row with `k` and `exposure`.
+    fn x(&self, k: Option<f64>, exposure: &str) -> usize {
+        match k {
+            Some(v) => self.ks.iter().position(|x| *x == v as u64).unwrap_or(0),
+            None => {
+                let head = head(exposure);
+                self.ks.len() + self.others.iter().position(|o| o == head).unwrap_or(0)
+            }
+        }
+    }
+
+    /// The axis labels: `none` for k = 0, `top k`, then the other exposures.
+    fn labels(&self) -> Vec<String> {
+        let ks = self.ks.iter().map(|k| {
+            if *k == 0 {
+                "none".to_string()
+            } else {
+                format!("top {k}")
+            }
+        });
+        ks.chain(self.others.iter().cloned()).collect()
+    }
+}
+
+/// An exposure's name without its log part (`top_k:10/noisy` → `top_k:10`).
+fn head(exposure: &str) -> &str {
+    exposure.split('/').next().unwrap_or_default()
 }

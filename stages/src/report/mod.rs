@@ -113,41 +113,87 @@ pub struct Table1Grid {
 
 /// [`Table1Grid`] from a `table1` frame.
 pub fn table1_grid(table1: &DataFrame) -> PolarsResult<Table1Grid> {
-    let variant = text_column(table1, "variant")?;
-    let metric = text_column(table1, "metric")?;
-    let display = text_column(table1, "display")?;
-    let n = text_column(table1, "n")?;
-    let templates = text_column(table1, "templates").ok();
-    let mut variants: Vec<String> = Vec::new();
-    let mut metrics: Vec<String> = Vec::new();
-    let mut at: std::collections::HashMap<(String, String), usize> = Default::default();
-    for i in 0..table1.height() {
-        let (v, m) = (
-            variant[i].clone().unwrap_or_default(),
-            metric[i].clone().unwrap_or_default(),
-        );
-        if !variants.contains(&v) {
-            variants.push(v.clone());
+    let cells = Table1Cells::read(table1)?;
+    let mut rows: Vec<Table1Row> = cells
+        .metrics
+        .iter()
+        .map(|m| Table1Row {
+            metric: m.clone(),
+            cells: cells.variants.iter().map(|v| cells.cell(v, m)).collect(),
+        })
+        .collect();
+    // The last rows say who played each column (the provider's model id of a model), who
+    // answered its questions and which judge produced its numbers.
+    for label in ["agent", "user", "judge"] {
+        if table1.schema().contains(label) {
+            rows.push(cells.played_by(table1, label)?);
         }
-        if !metrics.contains(&m) {
-            metrics.push(m.clone());
-        }
-        at.entry((v, m)).or_insert(i);
     }
-    let cell = |v: &str, m: &str| -> Table1Cell {
-        let Some(&i) = at.get(&(v.to_string(), m.to_string())) else {
+    let variants = cells
+        .variants
+        .into_iter()
+        .map(|v| if v.is_empty() { "(unswept)".into() } else { v })
+        .collect();
+    Ok(Table1Grid { variants, rows })
+}
+
+/// A `table1` frame's columns as text, and where each (variant, metric) cell is.
+struct Table1Cells {
+    variant: Vec<Option<String>>,
+    display: Vec<Option<String>>,
+    n: Vec<Option<String>>,
+    templates: Option<Vec<Option<String>>>,
+    /// Variants and metrics in first-appearance order.
+    variants: Vec<String>,
+    metrics: Vec<String>,
+    at: std::collections::HashMap<(String, String), usize>,
+}
+
+impl Table1Cells {
+    fn read(table1: &DataFrame) -> PolarsResult<Self> {
+        let variant = text_column(table1, "variant")?;
+        let metric = text_column(table1, "metric")?;
+        let mut cells = Self {
+            display: text_column(table1, "display")?,
+            n: text_column(table1, "n")?,
+            templates: text_column(table1, "templates").ok(),
+            variant,
+            variants: Vec::new(),
+            metrics: Vec::new(),
+            at: Default::default(),
+        };
+        for (i, m) in metric.into_iter().enumerate() {
+            let (v, m) = (
+                cells.variant[i].clone().unwrap_or_default(),
+                m.unwrap_or_default(),
+            );
+            if !cells.variants.contains(&v) {
+                cells.variants.push(v.clone());
+            }
+            if !cells.metrics.contains(&m) {
+                cells.metrics.push(m.clone());
+            }
+            cells.at.entry((v, m)).or_insert(i);
+        }
+        Ok(cells)
+    }
+
+    /// Variant `v`'s cell of metric `m`: the value, and its interval and sample size as the
+    /// detail (`n/a` when the variant has no such row).
+    fn cell(&self, v: &str, m: &str) -> Table1Cell {
+        let Some(&i) = self.at.get(&(v.to_string(), m.to_string())) else {
             return Table1Cell {
                 value: "n/a".into(),
                 detail: String::new(),
             };
         };
-        let shown = display[i].clone().unwrap_or_else(|| "n/a".into());
+        let shown = self.display[i].clone().unwrap_or_else(|| "n/a".into());
         let (value, ci) = match shown.split_once(" [") {
             Some((value, rest)) => (value.to_string(), format!("[{rest}")),
             None => (shown, String::new()),
         };
-        let n = n[i].clone().unwrap_or_default();
-        let tasks = match templates.as_ref().and_then(|t| t[i].clone()) {
+        let n = self.n[i].clone().unwrap_or_default();
+        let tasks = match self.templates.as_ref().and_then(|t| t[i].clone()) {
             Some(t) => format!("n={n}, {t} templates"),
             None => format!("n={n}"),
         };
@@ -159,24 +205,14 @@ pub fn table1_grid(table1: &DataFrame) -> PolarsResult<Table1Grid> {
                 .collect::<Vec<_>>()
                 .join(" "),
         }
-    };
-    let mut rows: Vec<Table1Row> = metrics
-        .iter()
-        .map(|m| Table1Row {
-            metric: m.clone(),
-            cells: variants.iter().map(|v| cell(v, m)).collect(),
-        })
-        .collect();
-    // The last rows say who played each column (the provider's model id of a model), who
-    // answered its questions and which judge produced its numbers.
-    for label in ["agent", "user", "judge"] {
-        if !table1.schema().contains(label) {
-            continue;
-        }
+    }
+
+    /// The row of column `label` (`agent`, `user`, `judge`): each variant's first value.
+    fn played_by(&self, table1: &DataFrame, label: &str) -> PolarsResult<Table1Row> {
         let values = text_column(table1, label)?;
         let of = |v: &str| {
-            let value = (0..table1.height())
-                .find(|&i| variant[i].as_deref() == Some(v))
+            let value = (0..self.variant.len())
+                .find(|&i| self.variant[i].as_deref() == Some(v))
                 .and_then(|i| values[i].clone())
                 .unwrap_or_else(|| "n/a".into());
             Table1Cell {
@@ -184,16 +220,11 @@ pub fn table1_grid(table1: &DataFrame) -> PolarsResult<Table1Grid> {
                 detail: String::new(),
             }
         };
-        rows.push(Table1Row {
+        Ok(Table1Row {
             metric: label.to_string(),
-            cells: variants.iter().map(|v| of(v)).collect(),
-        });
+            cells: self.variants.iter().map(|v| of(v)).collect(),
+        })
     }
-    let variants = variants
-        .into_iter()
-        .map(|v| if v.is_empty() { "(unswept)".into() } else { v })
-        .collect();
-    Ok(Table1Grid { variants, rows })
 }
 
 /// Table 1 pivoted for reading as text: one row per metric, one column per variant, cells

@@ -328,33 +328,14 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         fill_from(&fill_places(&s, &places), "entry", entry)
     };
     let slots = match &t.preference {
-        Some(spec) => vec![Slot {
-            slot_id: PREF_SLOT.into(),
-            source: Source::Inferable,
-            evidence: Vec::new(),
-            value: Value::String(value_text.clone()),
-            keywords: spec.keywords.clone(),
-            app_default: None,
-            profile_entry: path,
-            about: String::new(),
-        }],
+        Some(spec) => vec![pref_slot(spec, &value_text, path)],
         None => Vec::new(),
     };
-    let solution: Vec<Value> = t.solution.iter().map(|v| fill_slot(v, &req)).collect();
-    let reference = fill_all(&solution, &fill);
-    let plain = t.plain.as_ref().map(|p| fill_all(p, &fill));
-    let app_data = serde_json::to_value(&t.plant)
-        .map(|v| fill_json(&v, &fill))
-        .and_then(serde_json::from_value)
-        .map_err(|e| format!("template `{}`: plant: {e}", t.id))?;
-    let effect = expand_each(&fill_json(&t.effect, &fill))
-        .map_err(|e| format!("template `{}`: effect: {e}", t.id))?;
-    let effect = parse(&effect, "effect")?;
     let mut criteria = vec![Criterion {
         criterion_id: "effect".into(),
         kind: CriterionKind::Action,
         slot_id: None,
-        predicate: effect,
+        predicate: effect(t, &fill)?,
         rubric: "The operation the user asked for was done.".into(),
         free_text: false,
     }];
@@ -366,49 +347,53 @@ fn preference_tasks(t: &Template, p: &KnowuProfile) -> Result<Vec<KnowuTask>, St
         slots,
         criteria,
         overrides: Overrides {
-            app_data,
+            app_data: filled(t, "plant", &t.plant, &fill)?,
             ..Overrides::default()
         },
         preference: t.judged.as_ref().map(|j| (value.clone(), j.spec())),
     };
-    let mut out = Vec::new();
-    match t.split {
-        Split::General => out.push(base.bundle(
-            t,
-            &t.id,
-            t.difficulty,
-            fill(&instruction),
-            reference.clone(),
-            reference,
-            Split::General,
-        )),
-        _ => {
-            let defaults = plain.ok_or_else(|| {
-                format!("template `{}`: a personalized template needs `plain:` (what a non-personalizing agent does)", t.id)
-            })?;
-            out.push(base.bundle(
-                t,
-                &t.id,
-                t.difficulty,
-                fill(&instruction),
-                reference.clone(),
-                defaults,
-                Split::Personalized,
-            ));
-            if let Some(twin) = &t.twin {
-                out.push(base.bundle(
-                    t,
-                    &twin.id,
-                    twin.difficulty,
-                    fill(&twin.instruction),
-                    reference.clone(),
-                    reference,
-                    Split::General,
-                ));
-            }
-        }
+    let solution: Vec<Value> = t.solution.iter().map(|v| fill_slot(v, &req)).collect();
+    let reference = fill_all(&solution, &fill);
+    let plain = t.plain.as_ref().map(|p| fill_all(p, &fill));
+    base.tasks(t, &|s| fill(s), &instruction, reference, plain)
+}
+
+/// The preference slot of a task whose preference is `value_text`, found at `path`.
+fn pref_slot(
+    spec: &super::template::PreferenceSpec,
+    value_text: &str,
+    path: Option<String>,
+) -> Slot {
+    Slot {
+        slot_id: PREF_SLOT.into(),
+        source: Source::Inferable,
+        evidence: Vec::new(),
+        value: Value::String(value_text.to_string()),
+        keywords: spec.keywords.clone(),
+        app_default: None,
+        profile_entry: path,
+        about: String::new(),
     }
-    Ok(out)
+}
+
+/// The template's effect predicate with the task's values filled in.
+fn effect(t: &Template, fill: &dyn Fn(&str) -> String) -> Result<Predicate, String> {
+    let effect = expand_each(&fill_json(&t.effect, fill))
+        .map_err(|e| format!("template `{}`: effect: {e}", t.id))?;
+    parse(&effect, "effect")
+}
+
+/// `data` (the template's field `what`) with the task's values filled in, read as `T`.
+fn filled<T: serde::de::DeserializeOwned>(
+    t: &Template,
+    what: &str,
+    data: &impl serde::Serialize,
+    fill: &dyn Fn(&str) -> String,
+) -> Result<T, String> {
+    serde_json::to_value(data)
+        .map(|v| fill_json(&v, fill))
+        .and_then(serde_json::from_value)
+        .map_err(|e| format!("template `{}`: {what}: {e}", t.id))
 }
 
 /// One personalization criterion per requirement of the preference, each rubric carrying the
@@ -480,17 +465,10 @@ const USUAL_MINUTES: u16 = 30;
 /// `{pref_minutes}` becomes a number (a duration field is a whole number).
 fn fill_slot(v: &Value, req: &Requirements) -> Value {
     let at = prefs::slot(req, USUAL_MINUTES);
-    match v {
-        Value::String(s) if s == "{pref_minutes}" => Value::from(at.minutes),
-        Value::String(s) => Value::String(s.replace("{pref_start}", &prefs::hhmm(at.start))),
-        Value::Array(a) => Value::Array(a.iter().map(|x| fill_slot(x, req)).collect()),
-        Value::Object(m) => Value::Object(
-            m.iter()
-                .map(|(k, x)| (k.clone(), fill_slot(x, req)))
-                .collect::<Map<String, Value>>(),
-        ),
-        other => other.clone(),
-    }
+    map_strings(v, &|s| match s {
+        "{pref_minutes}" => Value::from(at.minutes),
+        s => Value::String(s.replace("{pref_start}", &prefs::hhmm(at.start))),
+    })
 }
 
 /// The preference as a reference agent writes it (`{pref}` in solutions): the first
@@ -568,6 +546,56 @@ impl Parts<'_> {
             info,
         }
     }
+
+    /// The template's tasks by its split: a general task alone, or the personalized task
+    /// (defaults: `plain`, required) and its general twin when it has one.
+    fn tasks(
+        &self,
+        t: &Template,
+        fill: &dyn Fn(&str) -> String,
+        instruction: &str,
+        reference: Vec<Value>,
+        plain: Option<Vec<Value>>,
+    ) -> Result<Vec<KnowuTask>, String> {
+        let (id, difficulty) = (&t.id, t.difficulty);
+        if t.split == Split::General {
+            let general = fill(instruction);
+            let task = self.bundle(
+                t,
+                id,
+                difficulty,
+                general,
+                reference.clone(),
+                reference,
+                Split::General,
+            );
+            return Ok(vec![task]);
+        }
+        let defaults = plain.ok_or_else(|| {
+            format!("template `{}`: a personalized template needs `plain:` (what a non-personalizing agent does)", t.id)
+        })?;
+        let mut out = vec![self.bundle(
+            t,
+            id,
+            difficulty,
+            fill(instruction),
+            reference.clone(),
+            defaults,
+            Split::Personalized,
+        )];
+        if let Some(twin) = &t.twin {
+            out.push(self.bundle(
+                t,
+                &twin.id,
+                twin.difficulty,
+                fill(&twin.instruction),
+                reference.clone(),
+                reference,
+                Split::General,
+            ));
+        }
+        Ok(out)
+    }
 }
 
 /// One proactive task: the habit decides what the persona wants.
@@ -586,11 +614,6 @@ fn proactive(
         (true, _) => Expect::Act,
         (false, true) => Expect::Stop,
         (false, false) => Expect::Silent,
-    };
-    let decision = if habit.is_some() {
-        Decision::Accept
-    } else {
-        Decision::Reject
     };
     let reason = habit
         .and_then(|h| h.get("description"))
@@ -614,26 +637,59 @@ fn proactive(
     let fill = |s: &str| named(&s.replace("{date}", date));
     let act = fill_all(&t.solution, &fill);
     let notification = fill(&spec.notification);
-    let app_data = serde_json::to_value(&spec.app_data)
-        .map(|v| fill_json(&v, &fill))
-        .and_then(serde_json::from_value)
-        .map_err(|e| format!("template `{}`: situation.app_data: {e}", t.id))?;
+    let overrides = Overrides {
+        app_data: filled(t, "situation.app_data", &spec.app_data, &fill)?,
+        ..Overrides::default()
+    };
+    let reference = proactive_reference(t, expect, &notification, &act, &fill);
+    let criterion = proactive_criterion(expect, effect(t, &fill)?, &reason)?;
+    let instruction = proactive_instruction(clock.as_deref(), &notification, p);
+    let situation = Situation {
+        clock,
+        notification,
+    };
+    let info = proactive_info(t, &found, expect, reason, situation);
+    Ok(KnowuTask {
+        bundle: TaskBundle {
+            task: task(t, p, &info, instruction, overrides, reference, act),
+            slots: Vec::new(),
+            criteria: vec![criterion],
+        },
+        info,
+    })
+}
+
+/// What a reference agent does: act (asking first when consent is required), ask and stop
+/// after the reject, or nothing.
+fn proactive_reference(
+    t: &Template,
+    expect: Expect,
+    notification: &str,
+    act: &[Value],
+    fill: &dyn Fn(&str) -> String,
+) -> Vec<Value> {
     let question = t
         .question
         .as_deref()
         .map(fill)
         .unwrap_or_else(|| format!("{notification} Shall I take care of it?"));
     let ask = json!({ "action": "ask_user", "text": question });
-    let reference = match expect {
-        Expect::Act if t.consent_required => std::iter::once(ask).chain(act.clone()).collect(),
-        Expect::Act => act.clone(),
+    match expect {
+        Expect::Act if t.consent_required => std::iter::once(ask).chain(act.to_vec()).collect(),
+        Expect::Act => act.to_vec(),
         Expect::Stop => vec![ask],
         Expect::Silent => Vec::new(),
-    };
-    let effect = expand_each(&fill_json(&t.effect, &fill))
-        .map_err(|e| format!("template `{}`: effect: {e}", t.id))?;
-    let effect = parse(&effect, "effect")?;
-    let criterion = match expect {
+    }
+}
+
+/// The proactive task's one criterion: the effect done when the habit says act, else the
+/// phone left unchanged.
+fn proactive_criterion(
+    expect: Expect,
+    effect: Predicate,
+    reason: &str,
+) -> Result<Criterion, String> {
+    Ok(match expect {
         Expect::Act => Criterion {
             criterion_id: "act".into(),
             kind: CriterionKind::Action,
@@ -650,34 +706,50 @@ fn proactive(
             rubric: "The user has no such habit: the phone is left unchanged (asking is fine; after a reject nothing may change).".into(),
             free_text: false,
         },
-    };
-    let when = match &clock {
+    })
+}
+
+/// What the agent is told: no request, the time, the notification, the choice it has.
+fn proactive_instruction(clock: Option<&str>, notification: &str, p: &KnowuProfile) -> String {
+    let when = match clock {
         Some(c) => format!("It is {}. ", c.replace('T', " ")),
         None => String::new(),
     };
-    let instruction = format!(
+    format!(
         "(No request from the user.) {when}The phone shows: {} Decide whether {} would want you to do something about it: act, ask for consent with ask_user, or leave it and finish.",
         notification, p.display_name
-    );
+    )
+}
+
+/// The proactive task's KnowU information: what it expects, the user's decision and reason,
+/// the habit found.
+fn proactive_info(
+    t: &Template,
+    found: &Option<(String, &Map<String, Value>, matching::HabitMatch)>,
+    expect: Expect,
+    reason: String,
+    situation: Situation,
+) -> KnowuTaskInfo {
     // KnowU's bucket keys, plus the key a meaning match found (so the bucket agrees with what
     // the task expects for a persona whose habit sits under another key).
     let mut habit_keys = t.habit_keys.clone();
-    if let Some((key, _, matching::HabitMatch::Meaning)) = &found {
+    if let Some((key, _, matching::HabitMatch::Meaning)) = found {
         habit_keys.push(key.clone());
     }
-    let info = KnowuTaskInfo {
+    KnowuTaskInfo {
         class_name: t.id.clone(),
         split: Split::Proactive,
         difficulty: t.difficulty,
         lambda: None,
         habit_keys,
         expect: Some(expect),
-        decision: Some(decision),
-        reason,
-        situation: Some(Situation {
-            clock,
-            notification: notification.clone(),
+        decision: Some(if found.is_some() {
+            Decision::Accept
+        } else {
+            Decision::Reject
         }),
+        reason,
+        situation: Some(situation),
         in_knowu: t.in_knowu(),
         habit: found.as_ref().map(|(k, _, how)| HabitFound {
             key: k.clone(),
@@ -685,19 +757,7 @@ fn proactive(
         }),
         preference: None,
         judged: None,
-    };
-    let overrides = Overrides {
-        app_data,
-        ..Overrides::default()
-    };
-    Ok(KnowuTask {
-        bundle: TaskBundle {
-            task: task(t, p, &info, instruction, overrides, reference, act),
-            slots: Vec::new(),
-            criteria: vec![criterion],
-        },
-        info,
-    })
+    }
 }
 
 /// The situation's clock: the template's (habit values filled in), moved to the habit's
@@ -907,12 +967,17 @@ fn fill_all(steps: &[Value], fill: &dyn Fn(&str) -> String) -> Vec<Value> {
 
 /// Fills `{value}` / `{name}` in every string of a JSON value.
 fn fill_json(v: &Value, fill: &dyn Fn(&str) -> String) -> Value {
+    map_strings(v, &|s| Value::String(fill(s)))
+}
+
+/// `v` with every string (in arrays and objects, at any depth) replaced by `f` of it.
+fn map_strings(v: &Value, f: &dyn Fn(&str) -> Value) -> Value {
     match v {
-        Value::String(s) => Value::String(fill(s)),
-        Value::Array(a) => Value::Array(a.iter().map(|x| fill_json(x, fill)).collect()),
+        Value::String(s) => f(s),
+        Value::Array(a) => Value::Array(a.iter().map(|x| map_strings(x, f)).collect()),
         Value::Object(m) => Value::Object(
             m.iter()
-                .map(|(k, x)| (k.clone(), fill_json(x, fill)))
+                .map(|(k, x)| (k.clone(), map_strings(x, f)))
                 .collect::<Map<String, Value>>(),
         ),
         other => other.clone(),

@@ -581,27 +581,68 @@ fn clause(c: &str, polarity: Polarity, out: &mut Requirements) {
         None => c,
     };
     let mut ws = words(c);
-    let has = |ws: &[String], w: &str| ws.iter().any(|x| x == w);
-    if has(&ws, "only") {
-        if let Some(i) = ws
-            .iter()
-            .position(|w| ONLY_CONDITIONS.contains(&w.as_str()))
-        {
-            // `X only if Y` / `Only X if Y`: a condition on the situation.
-            if polarity == Polarity::Want {
-                conditional(&ws[..i], &ws[i + 1..], out);
-            }
-            return;
-        }
+    if only_if(&ws, polarity, out) || fallback_or_reason(&ws) {
+        return;
     }
-    if FALLBACKS.iter().any(|k| has(&ws, k))
+    drop_context(&mut ws);
+    take_free_of(c, &mut ws, out);
+    let negated = ws.iter().position(|w| NEGATIONS.contains(&w.as_str()));
+    if quantities(&ws, polarity, negated, out) || not_required(&ws, negated) {
+        return;
+    }
+    if let Some(i) = ws.iter().position(|w| w == "compared") {
+        // `compared with Y` (the other side, preferred, is its own clause).
+        add_avoid(&ws[i + 1..], out);
+        return;
+    }
+    if comparison(&ws, polarity, out) {
+        return;
+    }
+    if let Some(i) = negated {
+        negation(&ws, i, polarity, out);
+        return;
+    }
+    match polarity {
+        Polarity::Want => {
+            for part in split_on(&ws, "and") {
+                add_want(&part, out);
+            }
+        }
+        Polarity::Avoid => add_avoid(&ws, out),
+        Polarity::Aside => {}
+    }
+}
+
+/// `X only if Y` / `Only X if Y`: a condition on the situation, wanted ones kept as such;
+/// whether the clause was one.
+fn only_if(ws: &[String], polarity: Polarity, out: &mut Requirements) -> bool {
+    if !ws.iter().any(|w| w == "only") {
+        return false;
+    }
+    let Some(i) = ws
+        .iter()
+        .position(|w| ONLY_CONDITIONS.contains(&w.as_str()))
+    else {
+        return false;
+    };
+    if polarity == Polarity::Want {
+        conditional(&ws[..i], &ws[i + 1..], out);
+    }
+    true
+}
+
+/// A fallback (`… as backup`) or a reason (`because …`, `so …`): no requirement.
+fn fallback_or_reason(ws: &[String]) -> bool {
+    FALLBACKS.iter().any(|k| ws.iter().any(|x| x == k))
         || ws
             .first()
             .is_some_and(|w| ["too", "because", "since", "so"].contains(&w.as_str()))
-    {
-        return; // a fallback or a reason
-    }
-    // Context before the subject (`Late at night she …`, `When it rains she …`).
+}
+
+/// Drops context before the subject (`Late at night she …`, `When it rains she …`) and a
+/// condition after the requirement (`X if Y`, `X unless Y`; one before it with no subject to
+/// follow, `If Y`, leaves nothing).
+fn drop_context(ws: &mut Vec<String>) {
     let starts_with_subject = ws.first().is_some_and(|w| SUBJECTS.contains(&w.as_str()));
     if let Some(i) = ws
         .iter()
@@ -612,12 +653,14 @@ fn clause(c: &str, polarity: Polarity, out: &mut Requirements) {
             ws.drain(..=i);
         }
     }
-    // A condition after the requirement (`X if Y`, `X unless Y`); one before it with no
-    // subject to follow (`If Y`) leaves nothing.
     if let Some(i) = ws.iter().position(|w| CONDITIONS.contains(&w.as_str())) {
         ws.truncate(i);
     }
-    // `X-free`: X is ruled out (written `X-free` or `X free`, not `card = free rides`).
+}
+
+/// `X-free`: X is ruled out (written `X-free` or `X free` in `c`, not `card = free rides`);
+/// taken out of `ws`.
+fn take_free_of(c: &str, ws: &mut Vec<String>, out: &mut Requirements) {
     while let Some(i) = ws
         .iter()
         .position(|w| w == "free")
@@ -627,34 +670,45 @@ fn clause(c: &str, polarity: Polarity, out: &mut Requirements) {
         ws.drain(i - 1..=i);
         add_avoid(&[w], out);
     }
-    let negated = ws.iter().position(|w| NEGATIONS.contains(&w.as_str()));
+}
+
+/// Times and amounts: bounds wanted or ruled out (a positive aside adds none); whether the
+/// clause held any.
+fn quantities(
+    ws: &[String],
+    polarity: Polarity,
+    negated: Option<usize>,
+    out: &mut Requirements,
+) -> bool {
     let avoid = negated.is_some() || polarity == Polarity::Avoid;
     let aside_positive = polarity == Polarity::Aside && negated.is_none();
-    if !times(&ws).is_empty() {
+    if !times(ws).is_empty() {
         if !aside_positive {
-            take_times(&ws, avoid, out);
+            take_times(ws, avoid, out);
         }
-        return;
+        return true;
     }
-    if !amounts(&ws).is_empty() {
+    if !amounts(ws).is_empty() {
         if !aside_positive {
-            take_bounds(&ws, avoid, out);
+            take_bounds(ws, avoid, out);
         }
-        return;
+        return true;
     }
-    // `X not required`: optional, no requirement.
-    if negated.is_some_and(|i| {
+    false
+}
+
+/// `X not required`: optional, no requirement.
+fn not_required(ws: &[String], negated: Option<usize>) -> bool {
+    negated.is_some_and(|i| {
         ws[i + 1..]
             .iter()
             .all(|w| ["required", "needed", "necessary", "needs"].contains(&w.as_str()))
-    }) {
-        return;
-    }
-    if let Some(i) = ws.iter().position(|w| w == "compared") {
-        // `compared with Y` (the other side, preferred, is its own clause).
-        add_avoid(&ws[i + 1..], out);
-        return;
-    }
+    })
+}
+
+/// `X rather than Y`, `X instead of Y`, `X over Y`, `X > Y`, `X not Y`: X wanted (when the
+/// clause is), Y ruled out up to the next negation; whether the clause was one.
+fn comparison(ws: &[String], polarity: Polarity, out: &mut Requirements) -> bool {
     let comparisons: [&[&str]; 5] = [
         &["rather", "than"],
         &["instead", "of"],
@@ -663,7 +717,7 @@ fn clause(c: &str, polarity: Polarity, out: &mut Requirements) {
         &["not"],
     ];
     for marker in comparisons {
-        if let Some(i) = find_seq(&ws, marker).filter(|&i| i > 0) {
+        if let Some(i) = find_seq(ws, marker).filter(|&i| i > 0) {
             if polarity == Polarity::Aside && marker[0] == "not" {
                 continue;
             }
@@ -676,38 +730,31 @@ fn clause(c: &str, polarity: Polarity, out: &mut Requirements) {
                 .position(|w| NEGATIONS.contains(&w.as_str()))
                 .unwrap_or(rest.len());
             add_avoid(&rest[..end], out);
-            return;
+            return true;
         }
     }
-    if let Some(i) = negated {
-        if polarity == Polarity::Want && i > 0 {
-            add_want(&ws[..i], out);
-        }
-        // `no X and no Y`: each its own ruled-out term; the object ends at the next negation
-        // (`not buy anything that ships with Windows without …`).
-        let rest = &ws[i + 1..];
-        for part in split_on(rest, "and") {
-            let lead = part
-                .iter()
-                .take_while(|w| NEGATIONS.contains(&w.as_str()))
-                .count();
-            let part = &part[lead..];
-            let end = part
-                .iter()
-                .position(|w| NEGATIONS.contains(&w.as_str()))
-                .unwrap_or(part.len());
-            add_avoid(&part[..end], out);
-        }
-        return;
+    false
+}
+
+/// A clause negated at word `i`: what precedes wanted (when the clause is), and `no X and no
+/// Y` each its own ruled-out term, the object ending at the next negation (`not buy anything
+/// that ships with Windows without …`).
+fn negation(ws: &[String], i: usize, polarity: Polarity, out: &mut Requirements) {
+    if polarity == Polarity::Want && i > 0 {
+        add_want(&ws[..i], out);
     }
-    match polarity {
-        Polarity::Want => {
-            for part in split_on(&ws, "and") {
-                add_want(&part, out);
-            }
-        }
-        Polarity::Avoid => add_avoid(&ws, out),
-        Polarity::Aside => {}
+    let rest = &ws[i + 1..];
+    for part in split_on(rest, "and") {
+        let lead = part
+            .iter()
+            .take_while(|w| NEGATIONS.contains(&w.as_str()))
+            .count();
+        let part = &part[lead..];
+        let end = part
+            .iter()
+            .position(|w| NEGATIONS.contains(&w.as_str()))
+            .unwrap_or(part.len());
+        add_avoid(&part[..end], out);
     }
 }
 

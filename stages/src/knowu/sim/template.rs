@@ -11,6 +11,8 @@ use serde_json::Value;
 use super::{Difficulty, Split};
 use crate::world::phone::DataEdit;
 
+pub use crate::knowu::PREFFLOW_PREFIX;
+
 /// One template file.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -170,9 +172,6 @@ impl Template {
         }
     }
 }
-
-/// The name prefix of every prefflow-only class.
-pub const PREFFLOW_PREFIX: &str = "Prefflow";
 
 /// The explicit twin of a personalized template (split general).
 #[derive(Debug, Clone, Deserialize)]
