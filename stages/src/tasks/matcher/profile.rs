@@ -171,9 +171,15 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
         out.push((Kind::Topic, 1.0));
         out.push((Kind::Text, 0.6));
     }
-    // Free text when what it names is a message ("The *caption* for the photo", "What she wants
-    // the post to *say*"), not when a message only stands beside it ("research notes folder",
-    // "Which list the reminder goes on").
+    out.extend(free_text_kinds(&a));
+    out
+}
+
+/// Free text when what a lower-cased `about` names is a message ("The *caption* for the photo",
+/// "What she wants the post to *say*"), not when a message only stands beside it ("research
+/// notes folder", "Which list the reminder goes on").
+fn free_text_kinds(a: &str) -> Vec<(Kind, f64)> {
+    let starts = |p: &[&str]| p.iter().any(|x| a.starts_with(x));
     let chooses = starts(&[
         "which",
         "where",
@@ -185,9 +191,9 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
     ]);
     // The head noun is the last word of the head ("research notes *folder*").
     let named = if a.starts_with("what") {
-        a.clone()
+        a.to_string()
     } else {
-        let head = about_head_words(&a);
+        let head = about_head_words(a);
         head.split_whitespace()
             .last()
             .unwrap_or_default()
@@ -207,10 +213,10 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
         "flavour",
     ];
     if !chooses && TEXT.iter().any(|w| named.contains(w)) {
-        out.push((Kind::Text, 1.0));
-        out.push((Kind::Topic, 0.6));
+        vec![(Kind::Text, 1.0), (Kind::Topic, 0.6)]
+    } else {
+        vec![]
     }
-    out
 }
 
 fn field_kinds(f: &FieldInfo) -> Vec<(Kind, f64)> {
