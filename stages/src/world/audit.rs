@@ -331,52 +331,48 @@ fn shift_findings(
     history: &[HistoryEvent],
     lowered: &[String],
 ) -> Vec<Contradiction> {
+    let Some(s) = &p.shift else {
+        return Vec::new();
+    };
+    let old = shifted_from(cat, p, s, table, field);
     let mut out = Vec::new();
-    if let Some(s) = &p.shift {
-        let old = shifted_from(cat, p, s, table, field);
-        for (e, text) in history.iter().zip(lowered) {
-            if e.label != Label::Signal || e.time.date < s.changed {
-                continue;
-            }
-            if let Some(n) = old.iter().find(|n| mentions_lowered(text, &n.label)) {
-                out.push(Contradiction {
-                    rule: Rule::Shift,
-                    event_id: e.event_id.clone(),
-                    detail: format!(
-                        "{} after `{}` changed to {} on {}: \"{}\" names {} ({})",
-                        e.time.date,
-                        p.id,
-                        super::types::display(&p.value),
-                        s.changed,
-                        e.text,
-                        n.record.id,
-                        super::types::display(&s.from)
-                    ),
-                });
-            }
+    for (e, text) in history.iter().zip(lowered) {
+        if e.label != Label::Signal || e.time.date < s.changed {
+            continue;
+        }
+        if let Some(n) = old.iter().find(|n| mentions_lowered(text, &n.label)) {
+            out.push(Contradiction {
+                rule: Rule::Shift,
+                event_id: e.event_id.clone(),
+                detail: format!(
+                    "{} after `{}` changed to {} on {}: \"{}\" names {} ({})",
+                    e.time.date,
+                    p.id,
+                    super::types::display(&p.value),
+                    s.changed,
+                    e.text,
+                    n.record.id,
+                    super::types::display(&s.from)
+                ),
+            });
         }
     }
-    if let Some(s) = &p.shift {
-        let old: Vec<&str> = shifted_from(cat, p, s, table, field)
-            .iter()
-            .map(|n| n.record.id.as_str())
-            .collect();
-        for (name, r, when, target) in referring_records(cat, table) {
-            if when.is_some_and(|d| d >= s.changed) && old.contains(&target) {
-                out.push(Contradiction {
-                    rule: Rule::Shift,
-                    event_id: format!("app:{name}/{}", r.id),
-                    detail: format!(
-                        "app data: {name} `{}` on {} refers to {target} ({}) after `{}` changed to {} on {}",
-                        r.id,
-                        when.map(|d| d.to_string()).unwrap_or_default(),
-                        super::types::display(&s.from),
-                        p.id,
-                        super::types::display(&p.value),
-                        s.changed
-                    ),
-                });
-            }
+    let old_ids: Vec<&str> = old.iter().map(|n| n.record.id.as_str()).collect();
+    for (name, r, when, target) in referring_records(cat, table) {
+        if when.is_some_and(|d| d >= s.changed) && old_ids.contains(&target) {
+            out.push(Contradiction {
+                rule: Rule::Shift,
+                event_id: format!("app:{name}/{}", r.id),
+                detail: format!(
+                    "app data: {name} `{}` on {} refers to {target} ({}) after `{}` changed to {} on {}",
+                    r.id,
+                    when.map(|d| d.to_string()).unwrap_or_default(),
+                    super::types::display(&s.from),
+                    p.id,
+                    super::types::display(&p.value),
+                    s.changed
+                ),
+            });
         }
     }
     out
