@@ -508,7 +508,12 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
     if closed || matches!(first, "want" | "need" | "maybe" | "perhaps") {
         push(&mut kinds, Kind::YesNo);
     }
-    let alternative = has(&t, ALTERNATIVE) || has(&t, GONE) || has(&wl, GONE);
+    if asks_the_time_of_a_settled_day(&t, &format!("{context} {lead}"), &kinds) {
+        // "You said Wednesday. When that day?": the day is settled, the time is asked.
+        kinds.retain(|k| *k != Kind::When);
+        push(&mut kinds, Kind::Time);
+    }
+    let alternative = has(&open_end_out(&t), ALTERNATIVE) || has(&t, GONE) || has(&wl, GONE);
     let alternative_in_context = !alternative && has(&ctx, GONE);
     Form {
         kinds,
@@ -519,6 +524,78 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         closed,
         concrete,
     }
+}
+
+/// Whether a "when" question (`t`, lower-cased and padded) asks the time of a day already
+/// settled: it says "that day" ("When that day?"), or it is a bare "When?" / "When exactly?"
+/// after statements naming exactly one day.
+fn asks_the_time_of_a_settled_day(t: &str, before: &str, kinds: &[Kind]) -> bool {
+    if !kinds.contains(&Kind::When)
+        || kinds
+            .iter()
+            .any(|k| matches!(k, Kind::Date | Kind::Dates | Kind::Time))
+    {
+        return false;
+    }
+    const THAT_DAY: [&str; 6] = [
+        "that day",
+        "on the day",
+        "that night",
+        "that evening",
+        "that morning",
+        "that afternoon",
+    ];
+    if has(t, &THAT_DAY) {
+        return true;
+    }
+    let b = format!(" {} ", before.to_lowercase().replace('’', "'"));
+    let days = crate::world::clock::WEEKDAYS
+        .iter()
+        .chain(OTHER_DAYS.iter())
+        .filter(|d| has(&b, &[**d]))
+        .count()
+        + b.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| has_ordinal(w))
+            .count();
+    let days = if days == 0 {
+        values::dates(before, 2025).len()
+    } else {
+        days
+    };
+    t.split_whitespace().count() <= 3 && days == 1
+}
+
+/// A piece (lower-cased, padded) without the words that say "else" without an alternative:
+/// the open end of a choice ("Monday, or another day?", "A, B, or something else?") and more
+/// of the same ("Who else is coming?", "anyone else"). Something unavailable still makes the
+/// question one about an alternative ([`GONE`]).
+fn open_end_out(t: &str) -> String {
+    const MORE: [&str; 5] = [
+        " who else ",
+        " anyone else ",
+        " anybody else ",
+        " someone else ",
+        " anything else ",
+    ];
+    let mut out = t.to_string();
+    for m in MORE {
+        out = out.replace(m, " ");
+    }
+    for end in [
+        " or another ",
+        " or something else",
+        " or some other ",
+        " or a different ",
+        " or other ",
+        " or anything else",
+        " or somewhere else",
+    ] {
+        if let Some(i) = out.find(end) {
+            out.truncate(i);
+            out.push(' ');
+        }
+    }
+    out
 }
 
 fn push(kinds: &mut Vec<Kind>, k: Kind) {
@@ -570,6 +647,10 @@ fn count_mention(text: &str) -> Option<Option<String>> {
             continue;
         }
         let next = words.get(i + 1).map(|n| core_of(n));
+        if core == "both" && next.as_deref() != Some("of") {
+            // "Green and Comfort are both open": no count proposed.
+            continue;
+        }
         let after = words.get(i + 2).map(|n| core_of(n));
         if next.as_deref() == Some("to") && after.is_some_and(|a| values::number_word(&a).is_some())
         {

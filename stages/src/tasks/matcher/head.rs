@@ -120,6 +120,15 @@ fn typed(p: &SlotProfile) -> bool {
 /// "which one?", of the fragment before it that lists them).
 fn alternatives(text: &str, lead: &str) -> Option<Vec<String>> {
     let lower = text.to_lowercase();
+    if let Some(listed) = lower.split_once("options: ").map(|(_, l)| l) {
+        // "Which occasion…? Options: none, birthday, anniversary.": a listed choice.
+        let parts: Vec<String> = listed
+            .split(", ")
+            .map(|p| p.trim().trim_end_matches(['?', '.', '!']).to_string())
+            .filter(|p| !p.is_empty())
+            .collect();
+        return (parts.len() >= 2).then_some(parts);
+    }
     let source = if lower.contains(" or ") {
         lower
     } else if lower.split_whitespace().count() <= 4
@@ -224,6 +233,76 @@ fn head_noun(text: &str) -> Option<(String, bool)> {
     Some((run.join(" "), false))
 }
 
+/// "Should I *also check* Whole Foods?", "Want me to *compare* prices at Safeway?": a proposal to
+/// look something up as well, not to take it in place of what was chosen.
+fn looks_up(text: &str) -> bool {
+    const LOOK: [&str; 10] = [
+        " also ",
+        " check ",
+        " look at ",
+        " look up ",
+        " look into ",
+        " compare ",
+        " search ",
+        " see if ",
+        " see what ",
+        " browse ",
+    ];
+    let lower = format!(" {} ", text.to_lowercase().replace('’', "'"));
+    LOOK.iter().any(|w| lower.contains(w))
+}
+
+/// The field a question names as what it asks for: the noun after "which" / "what kind of", a
+/// field in parentheses ("What time (*start*)…"), or what to switch ("Should I turn on *gift
+/// wrap* for…"), as stems.
+fn named_field(text: &str) -> Option<Vec<String>> {
+    if let Some((noun, _)) = head_noun(text) {
+        return Some(crate::tasks::language::content_stems(&noun));
+    }
+    let lower = text.to_lowercase();
+    let at = ["turn on ", "turn off ", "switch on ", "switch off "]
+        .iter()
+        .find_map(|w| lower.find(w).map(|i| i + w.len()))?;
+    let rest = &lower[at..];
+    let end = [" for ", "?", ",", " on ", " in "]
+        .iter()
+        .filter_map(|w| rest.find(w))
+        .min()
+        .unwrap_or(rest.len());
+    let stems = crate::tasks::language::content_stems(&rest[..end]);
+    (!stems.is_empty()).then_some(stems)
+}
+
+/// "Which *seating* should I choose…" beside a party-size slot, "Should I turn on *breakfast*…"
+/// beside a room-preference slot: a question naming another field of the slot's own operation as
+/// what it asks for is about that field, not `p`'s.
+fn foreign_field(p: &SlotProfile, text: &str) -> bool {
+    // "Which *from account*…", "What time (*start*)…": a sibling named whole after the
+    // question word.
+    let lower = format!(" {} ", text.to_lowercase());
+    if !p.field_said.is_empty() && super::phrase_in(&lower, &p.field_said) {
+        // "Which room preference…" names the slot's own field, not its sibling "room".
+        return false;
+    }
+    let said = p.sibling_names.iter().any(|n| {
+        [" which ", " turn on ", " turn off "]
+            .iter()
+            .any(|w| lower.contains(&format!("{w}{n} ")))
+            || lower.contains(&format!("({n})"))
+    });
+    if said {
+        return true;
+    }
+    let Some(named) = named_field(text) else {
+        return false;
+    };
+    fn set(v: &[String]) -> std::collections::HashSet<&String> {
+        v.iter().collect()
+    }
+    let named_set = set(&named);
+    named_set != set(&p.field_stems) && p.sibling_fields.iter().any(|s| set(s) == named_set)
+}
+
 /// What a wording question names as the thing to word: "What should *the cc* say?" → `cc`.
 fn wording_target(text: &str) -> Option<String> {
     let lower = text.to_lowercase();
@@ -281,6 +360,26 @@ impl TaskMatcher {
             || p.source == Source::AskOnly && self.settled_elsewhere(p, text, f)
             || self.not_about_an_alternative(p, text, lead, context, f)
             || self.foreign_head_noun(p, text)
+            || foreign_field(p, text)
+            || p.source == Source::AskOnly && self.names_only_whose(p, text, f)
+    }
+
+    /// "Is Lena's address on file still right?" beside "The gift message for Lena's present": a
+    /// closed question whose only words of ask-only slot `p` are the names in its `about`
+    /// sentence (whose present, not what message), that asks for no wording, topic or typed
+    /// value and names no value of `p`, is about a detail of that person or thing — never `p`.
+    fn names_only_whose(&self, p: &SlotProfile, text: &str, f: &Form) -> bool {
+        let asks_a_value = f.kinds.iter().any(|k| {
+            TYPED.contains(k) || matches!(k, Kind::When | Kind::Text | Kind::Topic | Kind::Person)
+        });
+        let quotes = text.contains(['"', '“', '”']) || text.contains(" '") || text.contains(" ‘");
+        if !f.closed || asks_a_value || quotes || p.names.is_empty() {
+            return false;
+        }
+        let names_one = crate::tasks::language::tokens(text)
+            .iter()
+            .any(|t| p.names.contains(&t.stem));
+        names_one && self.bare_subject(p, text) <= 0.0 && !self.names_value(p, text)
     }
 
     /// "Which *store* should I choose?", "Which *delivery*…?", "How many (*tip percent*)…?": the
@@ -296,7 +395,7 @@ impl TaskMatcher {
             return false;
         }
         let own = |s: &String| {
-            p.own_stems.contains(s)
+            p.own_stems.contains(s) && !p.modifiers.contains(s)
                 || p.distinctive.contains(s)
                 || p.values.iter().any(|v| v.contains(s))
         };
@@ -309,9 +408,9 @@ impl TaskMatcher {
         // (a subject's synonym groups are too wide: "passengers" and "bags" both "travel").
         let concepts = crate::tasks::language::text_concepts(&noun);
         let shares = stems.iter().any(own)
-            || concepts
-                .iter()
-                .any(|c| p.counted.contains(c) || p.option_groups.contains(c));
+            || concepts.iter().any(|c| {
+                p.counted.contains(c) || p.option_groups.contains(c) || p.field_groups.contains(c)
+            });
         !shares
     }
 
@@ -327,10 +426,13 @@ impl TaskMatcher {
         context: &str,
         f: &Form,
     ) -> bool {
+        // "Should I also check what 8:30 looks like?": a yes/no proposal to look, whatever
+        // question word it holds.
+        let proposal = f.closed || looks_up(text) && f.kinds.contains(&Kind::YesNo);
         p.alternative
-            && f.closed
+            && proposal
             && !speaks_of_a_gap(lead, context, f)
-            && !self.names_value(p, text)
+            && (!self.names_value(p, text) || looks_up(text))
     }
 
     /// Whether `text` names a value of slot `p`: an option (or its other names), a value of a

@@ -174,7 +174,8 @@ impl TaskMatcher {
             }
             let best = self
                 .best(&raw.text, &raw.lead, &raw.context)
-                .or_else(|| self.follow_up(&raw, last));
+                .or_else(|| self.follow_up(&raw, last))
+                .or_else(|| self.choice_from_context(&raw));
             let appositive = raw.soft && best.is_some() && best == last;
             if best.is_some() {
                 last = best;
@@ -213,6 +214,22 @@ impl TaskMatcher {
             .iter()
             .any(|p| lower.contains(p));
         (asks_to_be_told || self.kind_agrees(i, &raw.text, &raw.lead, &raw.context)).then_some(i)
+    }
+
+    /// "Thursday's class is full; Evening Vinyasa and Slow Flow have space. Which suits you?": a
+    /// short choice that names nothing takes what it chooses among from the statements before
+    /// it, read as its lead.
+    fn choice_from_context(&self, raw: &split::RawPiece) -> Option<usize> {
+        let short = raw.text.split_whitespace().count() <= 4;
+        let f = forms::form(&raw.text, "", "");
+        let choice = f.kinds.contains(&forms::Kind::Choice)
+            && f.kinds
+                .iter()
+                .all(|k| matches!(k, forms::Kind::Choice | forms::Kind::YesNo));
+        if !short || !choice || !raw.lead.is_empty() || raw.context.is_empty() {
+            return None;
+        }
+        self.best(&raw.text, &raw.context, "")
     }
 
     /// "How many passengers and bags?": a question whose short parts joined by "and" each

@@ -41,6 +41,9 @@ pub struct FieldInfo {
     /// The operation it is an argument of (`notes.create_note`): the message or record the
     /// value goes into.
     pub operation: String,
+    /// The names of the operation's other fields (`seating`, `occasion` beside `party_size`): a
+    /// question naming one of them as what it asks for is about that field, not this one.
+    pub siblings: Vec<String>,
 }
 
 /// One slot as the matcher sees it.
@@ -86,6 +89,21 @@ pub struct SlotProfile {
     /// Stems of the names in its `about` sentence ("Lena", "Dana", "Portland"): they say whose
     /// or which thing the slot concerns, not what value it asks for.
     pub names: HashSet<String>,
+    /// Stems of its field's name (`room_preference` → room, prefer).
+    pub field_stems: Vec<String>,
+    /// Synonym groups of its field's name ("cabin" → the group of "class", "fare"): another
+    /// name of the field names what it asks for ("which class of service").
+    pub field_groups: HashSet<String>,
+    /// Stems of the names of the other fields of its operation ([`FieldInfo::siblings`]).
+    pub sibling_fields: Vec<Vec<String>>,
+    /// Those names as said ("from account").
+    pub sibling_names: Vec<String>,
+    /// Its own field's name as said ("room preference").
+    pub field_said: String,
+    /// An inferable slot's words that only qualify what it is about ("Maya's *special
+    /// occasion* restaurant"): a question naming one of them as what it asks for ("Which
+    /// occasion…?") asks for something else.
+    pub modifiers: HashSet<String>,
 }
 
 const PARTS_OF_DAY: [&str; 5] = ["morning", "afternoon", "evening", "night", "noon"];
@@ -168,8 +186,9 @@ fn about_kinds(about: &str) -> Vec<(Kind, f64)> {
         out.push((Kind::Choice, 1.0));
     }
     if a.contains("topic") || a.contains(" is about") || starts(&["the topic"]) {
+        // A topic is written as a title: "what to put in it" asks for it too.
         out.push((Kind::Topic, 1.0));
-        out.push((Kind::Text, 0.6));
+        out.push((Kind::Text, 0.8));
     }
     out.extend(free_text_kinds(&a));
     out
@@ -307,7 +326,58 @@ impl SlotProfile {
         let gone: HashSet<&String> = options.unavailable.iter().flatten().collect();
         let mut terms: HashSet<String> = word_concepts(&text).into_iter().flatten().collect();
         terms.retain(|s| !gone.contains(s));
+        let field_stems = field.map_or_else(Vec::new, |f| spoken_stems(&f.name));
+        let sibling_fields = field.map_or_else(Vec::new, |f| {
+            f.siblings
+                .iter()
+                .map(|n| spoken_stems(n))
+                .filter(|v| !v.is_empty() && *v != field_stems)
+                .collect()
+        });
+        // Only a field of named options: a message field's groups ("text": card, note, post) are
+        // too wide to name it.
+        let has_options = field
+            .is_some_and(|f| matches!(f.kind, Some(FieldKind::Enum(_)) | Some(FieldKind::Ref(_))));
+        let field_groups = if has_options {
+            concepts(&field_stems)
+                .into_iter()
+                .filter(|c| c.starts_with('#'))
+                .collect()
+        } else {
+            HashSet::new()
+        };
+        let sibling_names = field.map_or_else(Vec::new, |f| {
+            f.siblings
+                .iter()
+                .filter(|n| **n != f.name)
+                .map(|n| n.replace('_', " ").to_lowercase())
+                .collect()
+        });
+        // The slot's id names what it is ("pickup" of "Maya's ride pickup spot").
+        let id_stems = spoken_stems(&slot.slot_id);
+        let modifiers = if slot.source == Source::Inferable {
+            let head: Vec<String> = about_head_words(slot.about.split(" (").next().unwrap_or(""))
+                .split_whitespace()
+                .flat_map(content_stems)
+                .collect();
+            head.split_last()
+                .map(|(_, rest)| {
+                    rest.iter()
+                        .filter(|s| !field_stems.contains(s) && !id_stems.contains(s))
+                        .cloned()
+                        .collect()
+                })
+                .unwrap_or_default()
+        } else {
+            HashSet::new()
+        };
         Self {
+            modifiers,
+            field_said: field.map_or_else(String::new, |f| f.name.replace('_', " ").to_lowercase()),
+            sibling_names,
+            field_groups,
+            field_stems,
+            sibling_fields,
             head: about_head(&slot.about),
             own_stems,
             counted,
@@ -498,6 +568,36 @@ impl TaskMatcher {
             .any(|x| p.terms.contains(x) || x.starts_with('#') && generic.contains(x))
     }
 
+    /// "How many *bowls* you'd like me to order", "how many *jugs* of milk", "how many
+    /// *evenings* in Seattle": a count's noun the lexicon does not know is a unit of the value
+    /// of slot `i` when `i` is the task's only count, no other slot of the task is about that
+    /// noun (nor offers it), and the piece otherwise names `i`'s subject (`own`).
+    fn counts_in_units(&self, i: usize, counted: Option<&str>, text: &str, lead_fit: f64) -> bool {
+        let Some(noun) = counted else {
+            return false;
+        };
+        // The subject besides the count's own words ("how many" names every count).
+        let lower = format!(" {} ", text.to_lowercase());
+        let besides = [
+            " how many ",
+            " how much ",
+            " number of ",
+            " many ",
+            " much ",
+        ]
+        .iter()
+        .fold(lower, |t, w| t.replace(w, " "));
+        let own = self.subject(&self.profiles[i], &word_concepts(&besides)) + lead_fit;
+        let c = crate::tasks::language::text_concepts(noun);
+        let stems = content_stems(noun);
+        let elsewhere = self.profiles.iter().enumerate().any(|(j, q)| {
+            j != i
+                && (c.iter().any(|x| q.terms.contains(x))
+                    || q.values.iter().flatten().any(|v| stems.contains(v)))
+        });
+        own > 0.0 && !elsewhere && self.only_one_of_its_kind(i, &[Kind::Count])
+    }
+
     /// How well a piece (with the lead of its sentence and the statements before it) fits
     /// each slot, in slot order.
     pub fn fits(&self, text: &str, lead: &str, context: &str) -> Vec<Fit> {
@@ -515,18 +615,29 @@ impl TaskMatcher {
             word_concepts(context),
         );
         let (own_s, lead_s, ctx_s) = (stems(text), stems(lead), stems(context));
+        // "Green and Comfort are open — which suits you?": what the lead lists before a bare
+        // choice is offered.
+        let lead_form = Form {
+            closed: f.closed || bare_choice(&f),
+            ..f.clone()
+        };
         self.profiles
             .iter()
-            .map(|p| {
+            .enumerate()
+            .map(|(i, p)| {
                 let own = self.subject(p, &own_c) + Self::named(p, text, &own_s, &f);
-                let lead_fit = 0.7 * (self.subject(p, &lead_c) + Self::named(p, lead, &lead_s, &f));
+                let lead_fit =
+                    0.7 * (self.subject(p, &lead_c) + Self::named(p, lead, &lead_s, &lead_form));
                 let ctx = 0.5 * (self.subject(p, &ctx_c) + Self::named(p, context, &ctx_s, &f));
                 let counting = f.kinds.contains(&Kind::Count)
                     || f.mentioned.contains(&Kind::Count)
                         && f.kinds
                             .iter()
                             .all(|k| matches!(k, Kind::YesNo | Kind::Choice));
-                let kind = if !counting || Self::counts_it(p, f.counted.as_deref()) {
+                let kind = if !counting
+                    || Self::counts_it(p, f.counted.as_deref())
+                    || self.counts_in_units(i, f.counted.as_deref(), text, lead_fit)
+                {
                     p.kind_fit(&f)
                 } else {
                     // "How many stops?" is no count of passengers.
@@ -602,6 +713,9 @@ impl TaskMatcher {
                 // "Is it the whole team, about eight of you?", "Would 4:15 suit you?",
                 // "Friday again?": a value proposed, of a kind one slot alone holds.
                 || f.closed && f.concrete && self.only_one_of_its_kind(i, &f.mentioned)
+                // "Dr. Okafor has the 6th, the 14th and the 20th. Which suits you?": a bare
+                // choice among values its lead lists, of a kind one slot alone holds.
+                || !lead.is_empty() && bare_choice(&f) && self.only_one_of_its_kind(i, &f.mentioned)
         };
         if fits[top].total < THRESHOLD || !evidence(top) {
             return None;
@@ -874,6 +988,14 @@ fn idioms_out(text: &str) -> String {
     out
 }
 
+/// A choice that names no kind of value of its own ("Which suits you?", "Any preference?").
+fn bare_choice(f: &Form) -> bool {
+    f.kinds.contains(&Kind::Choice)
+        && f.kinds
+            .iter()
+            .all(|k| matches!(k, Kind::Choice | Kind::YesNo))
+}
+
 /// Whether a question is about the value it names ("Is 8:00 a.m. OK?", "Should I book for
 /// 4?", "Morning or after work?"): at most two words besides values, days and parts of the day.
 fn confirms_a_value(text: &str, lead: &str) -> bool {
@@ -962,6 +1084,12 @@ pub fn fields(bundle: &TaskBundle, catalog: &Catalog) -> HashMap<String, FieldIn
             ..FieldInfo::default()
         };
         if let Some(op) = catalog.operation(&tool) {
+            info.siblings = op
+                .fields
+                .iter()
+                .filter(|f| f.name != arg)
+                .map(|f| f.name.clone())
+                .collect();
             if let Some(f) = op.field_idx(&arg).map(|i| &op.fields[i]) {
                 info.description = f.description.clone();
                 info.kind = Some(f.kind.clone());

@@ -147,6 +147,134 @@ fn subject_nouns_do_not_cross_slots() {
     assert_eq!(one("dinespot_dinner-03", "Is it raining?"), None);
 }
 
+#[test]
+fn a_count_in_units_of_the_value_reaches_the_task_s_only_count() {
+    // A unit the lexicon does not know, with the slot's subject: the only count of the task.
+    assert_eq!(
+        one(
+            "dashbite_noodles-02",
+            "Let me know how many bowls of noodles to get."
+        )
+        .as_deref(),
+        Some("quantity")
+    );
+    // Without the slot's subject, or beside another count (bags), no unit is assumed.
+    assert_eq!(one("dashbite_dinner-01", "How many courses?"), None);
+    assert_eq!(
+        one("skyway_trip-01", "How many stops are you okay with?"),
+        None
+    );
+}
+
+#[test]
+fn the_open_end_of_a_choice_is_no_alternative() {
+    assert_eq!(
+        one(
+            "lena_birthday_reply-01",
+            "Would Monday work, or another day?"
+        )
+        .as_deref(),
+        Some("night")
+    );
+    assert_eq!(
+        one("calendar_dinner_sam-02", "Who else will be there?").as_deref(),
+        Some("guests")
+    );
+    assert_eq!(
+        one(
+            "zipride_shared_gone-02",
+            "Shared is unavailable today. Green, XL, or something else?"
+        )
+        .as_deref(),
+        Some("fallback_ride")
+    );
+}
+
+#[test]
+fn a_short_question_takes_its_subject_from_the_statements_before_it() {
+    // The day is settled: "when" asks the time.
+    assert_eq!(
+        one(
+            "one_on_one_prep-02",
+            "The one-on-one with Tom is on Thursday. When that day?"
+        )
+        .as_deref(),
+        Some("start")
+    );
+    // A bare choice among the values listed before it.
+    assert_eq!(
+        one(
+            "health_checkup-01",
+            "Dr. Garcia can see you on the 10th or the 13th. Which suits you?"
+        )
+        .as_deref(),
+        Some("day")
+    );
+    assert_eq!(
+        one(
+            "freshcart_store_gone-02",
+            "Rainbow isn't delivering. Whole Foods and Safeway both deliver today. Which works?"
+        )
+        .as_deref(),
+        Some("fallback_store")
+    );
+}
+
+#[test]
+fn a_detail_of_a_named_person_and_a_look_up_reach_no_ask_only_slot() {
+    // Lena is the inferable recipient; the gift message is not asked.
+    assert_ne!(
+        one(
+            "shopnest_gift_sister-02",
+            "Is Lena's address on file still right?"
+        )
+        .as_deref(),
+        Some("message")
+    );
+    assert_eq!(
+        one(
+            "freshcart_store_gone-01",
+            "Should I also check Whole Foods?"
+        ),
+        None
+    );
+    assert_eq!(
+        one(
+            "freshcart_store_gone-01",
+            "Rainbow isn't delivering today. Should I check Whole Foods instead?"
+        )
+        .as_deref(),
+        Some("fallback_store")
+    );
+}
+
+#[test]
+fn a_question_naming_another_field_of_the_operation_is_not_the_slot_s() {
+    // "seating" and "occasion" are other fields of the reservation; "room" of the booking.
+    assert_eq!(
+        one(
+            "dinespot_sister_birthday-01",
+            "Which seating should I choose for \"Reserve a table\"? Options: indoor, patio, bar, counter."
+        ),
+        None
+    );
+    assert_eq!(
+        one(
+            "staywell_city-01",
+            "Should I turn on breakfast for \"Book a room\"?"
+        ),
+        None
+    );
+    assert_eq!(
+        one(
+            "staywell_city-01",
+            "Which room preference should I choose for \"Book a room\"?"
+        )
+        .as_deref(),
+        Some("room")
+    );
+}
+
 /// One row of the natural questions (tests/fixtures/questions/, written by someone who had not
 /// seen this matcher; their README documents the columns).
 struct Question {
@@ -314,7 +442,18 @@ fn debug_fits() {
             raw.context,
             forms::form(&raw.text, &raw.lead, &raw.context)
         );
+        let (lead, ctx) = if std::env::var("AS_LEAD").is_ok() {
+            (raw.context.clone(), String::new())
+        } else {
+            (raw.lead.clone(), raw.context.clone())
+        };
+        let raw = split::RawPiece {
+            lead,
+            context: ctx,
+            ..raw
+        };
         let form = forms::form(&raw.text, &raw.lead, &raw.context);
+        eprintln!("best {:?}", m.best(&raw.text, &raw.lead, &raw.context));
         for (i, (p, f)) in m
             .profiles
             .iter()
@@ -420,6 +559,29 @@ fn gap_questions_are_credited_and_never_sent_to_another_slot() {
     );
 }
 
+/// Questions written for the seven classes issue 24's held-out set still failed on
+/// (`tests/fixtures/questions/classes.csv`, style per class): indirect requests naming a unit of
+/// the value ("how many bowls", "class of service"), open choices ("A, B, or something else?"),
+/// a proposed time or day beside a neighbouring time/day/range slot, a short question after a
+/// context sentence ("… Which suits you?", "When that day?"), questions about an inferable
+/// detail, statements quoting a draft, and "should I also check …" beside a fallback slot.
+/// Written before the rules that pass them.
+#[test]
+fn class_questions_are_credited_and_never_sent_to_another_slot() {
+    let f = measure("classes.csv");
+    let share = report("classes.csv", &f);
+    // Before the rules for these classes: 51/61 credited (83.6%), 12 pieces to another slot,
+    // 77/97 messages with other pieces counted exactly; after: 61/61, none, 97/97.
+    assert!(share >= 0.95, "credited {:.1}%", 100.0 * share);
+    assert_eq!(f.wrong, 0, "matched to another slot");
+    let exact = f.other_exact as f64 / f.messages.max(1) as f64;
+    assert!(
+        exact >= 0.95,
+        "other pieces counted exactly in {:.1}%",
+        100.0 * exact
+    );
+}
+
 /// The built-in agents (`ask_all`, `heuristic`) ask about an open field of a planned operation
 /// with a question naming the field, its description and options
 /// (`episodes::agents::plan::question`: "Which store should I choose for \"Place order\"?
@@ -441,10 +603,21 @@ fn built_in_agents_field_questions_reach_only_their_field_s_slot() {
             // The slot bound to that argument, or a slot bound to none (its value fixed in
             // the reference) named like the field.
             let field_words = crate::tasks::language::content_stems(&p.name.replace('_', " "));
+            // Slots whose value the reference solution puts into that very field (a lunch's
+            // time is also its calendar event's start).
+            let mut referenced = Vec::new();
+            for step in &b.task.reference_solution {
+                if step.get("tool").and_then(serde_json::Value::as_str) == Some(op.tool.as_str()) {
+                    if let Some(v) = step.get("args").and_then(|a| a.get(&p.name)) {
+                        crate::tasks::predicate::slot_refs_in(v, &mut referenced);
+                    }
+                }
+            }
             let own: Vec<&str> = b
                 .slots
                 .iter()
                 .filter(|s| match fields.get(&s.slot_id) {
+                    _ if referenced.contains(&s.slot_id) => true,
                     Some(f) => f.operation == op.tool && f.name == p.name,
                     None => {
                         let named = format!("{} {}", s.slot_id, s.keywords.join(" "));
@@ -455,7 +628,16 @@ fn built_in_agents_field_questions_reach_only_their_field_s_slot() {
                 .map(|s| s.slot_id.as_str())
                 .collect();
             asked += 1;
-            for piece in m.pieces(&q) {
+            let pieces = m.pieces(&q);
+            if std::env::var("MATCHER_FAILURES").is_ok()
+                && !own.is_empty()
+                && !pieces
+                    .iter()
+                    .any(|p| p.slot_id.as_deref().is_some_and(|id| own.contains(&id)))
+            {
+                eprintln!("MISSED {} {q:?} (own {own:?})", b.task.task_id);
+            }
+            for piece in pieces {
                 match piece.slot_id {
                     Some(id) if own.contains(&id.as_str()) => credited += 1,
                     Some(id) => {
@@ -475,11 +657,13 @@ fn built_in_agents_field_questions_reach_only_their_field_s_slot() {
     }
     assert!(asked > 100, "{asked} questions");
     // Before the head-noun and wording-target rules (`super::head`): 266 of 966 credited to
-    // another field's slot; after: 22 (a question naming another field of the same operation —
-    // "Which room…" beside a room-preference slot, "Should I turn on gift wrap…" beside a
-    // count — not yet ruled out). A ratchet, not the target (0).
+    // another field's slot; after: 22 (20 once a slot whose value the reference puts into the
+    // field counts as its own: a lunch's time is its event's start); none since a question
+    // naming another field of the slot's operation ("Which seating…", "Should I turn on
+    // breakfast…", "Which from account…") or an inferable slot's modifier ("Which occasion…"
+    // beside "Maya's special occasion restaurant") is ruled out. 369 credited to their own.
     assert!(
-        wrong.len() <= 22,
+        wrong.is_empty(),
         "{} credited to another field's slot",
         wrong.len()
     );
