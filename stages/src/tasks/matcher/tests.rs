@@ -668,3 +668,30 @@ fn built_in_agents_field_questions_reach_only_their_field_s_slot() {
         wrong.len()
     );
 }
+
+/// Prints, for every built-in agents' field question over the released tasks, the ask-only
+/// slots it is credited to (for comparing two versions of the matcher on `ask_all`'s questions).
+#[test]
+#[ignore]
+fn dump_built_in_credits() {
+    use crate::episodes::agents::plan::{question, Plan};
+    let world = crate::tasks::testkit::world();
+    let tools = crate::world::phone::tool_specs(&world.catalog);
+    for b in candidates() {
+        let m = TaskMatcher::for_task(b, &world.catalog);
+        let plan = Plan::new(&b.task.defaults_solution, &tools);
+        for (_, op, p) in plan.open_fields() {
+            let q = question(op, p);
+            let got: Vec<String> = m
+                .pieces(&q)
+                .into_iter()
+                .filter_map(|p| p.slot_id)
+                .filter(|id| {
+                    b.slot(id)
+                        .is_some_and(|s| s.source == crate::tasks::Source::AskOnly)
+                })
+                .collect();
+            eprintln!("CREDIT\t{}\t{q:?}\t{}", b.task.task_id, got.join(";"));
+        }
+    }
+}
