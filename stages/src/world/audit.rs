@@ -52,11 +52,17 @@ pub enum Rule {
     /// An event says why twice ([`super::rules::purposes`]): "Saved a cabin in Tahoe for a
     /// maybe-someday trip for Dev's conference talk".
     PurposeTwice,
+    /// A work act (at or on the way to the office, a meeting, work expenses) on a weekend or a
+    /// holiday ([`days::calendar_findings`]): "Rode the N Judah to work … on Sunday".
+    WorkOnDayOff,
+    /// A text says the event happened on another weekday than its date: "… on Sunday" on a
+    /// Tuesday.
+    WeekdayMismatch,
 }
 
 impl Rule {
     /// Every rule, in table order.
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 11] = [
         Rule::Shift,
         Rule::Avoid,
         Rule::BeforeExists,
@@ -66,6 +72,8 @@ impl Rule {
         Rule::RepeatedPurchase,
         Rule::PlaceConflict,
         Rule::PurposeTwice,
+        Rule::WorkOnDayOff,
+        Rule::WeekdayMismatch,
     ];
 
     /// The table spelling.
@@ -80,6 +88,8 @@ impl Rule {
             Rule::RepeatedPurchase => "repeated_purchase",
             Rule::PlaceConflict => "place_conflict",
             Rule::PurposeTwice => "purpose_twice",
+            Rule::WorkOnDayOff => "work_on_day_off",
+            Rule::WeekdayMismatch => "weekday_mismatch",
         }
     }
 }
@@ -318,6 +328,7 @@ fn contradictions(
     out.extend(dated_purchases(cat, history));
     out.extend(one_offs_repeated(cat, history, &lowered, decorations));
     out.extend(places_and_purposes(cat, &persona.towns, history, &lowered));
+    out.extend(days::calendar_findings(persona, history));
     out
 }
 
@@ -1209,6 +1220,8 @@ fn row(section: &'static str, key: &str, value: f64, detail: String) -> AuditRow
         detail,
     }
 }
+
+pub mod days;
 
 #[cfg(test)]
 mod tests;

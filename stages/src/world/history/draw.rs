@@ -130,6 +130,8 @@ struct Telling<'a> {
     phrasing: std::borrow::Cow<'a, Template<Var>>,
     one_with: bool,
     time: DateTime,
+    /// The days the template and the circumstance allow.
+    days: Days,
 }
 
 impl Telling<'_> {
@@ -182,9 +184,10 @@ fn attempt(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result
         return Ok(Attempt::Spent);
     }
     if tl.time.date < days.0 || tl.time.date > days.1 {
-        tl.time.date = days
-            .0
-            .add_days(rng.random_range(0..=days.0.days_until(days.1)));
+        let Some(day) = random_day(rng, days, tl.days, ctx.holidays) else {
+            return Ok(Attempt::Retry);
+        };
+        tl.time.date = day;
         (text, location) = tl.render(ctx, t, tl.time);
     }
     if !fits(ctx, ask, &tl, &text) {
@@ -228,7 +231,9 @@ fn tell<'a>(
     let own = matches!(ask.role, Role::Support | Role::Counter);
     let carry_own = ask.role == Role::Decoy && ask.twin && rng.random_bool(TWIN_OWN_SHARE);
     let (value, mention) = carried(ask, carry_own, rng)?;
-    let time = random_time(rng, ask.window.0, ask.window.1, t.hours);
+    let Some(time) = random_time(rng, ask.window, t.hours, t.days, ctx.holidays) else {
+        return Ok(None);
+    };
     let day = time.date;
     let admit = |b: &Binding, r: &Record| {
         (!own || ctx.rules.fits_profile(b, r, day))
@@ -246,10 +251,11 @@ fn tell<'a>(
         .collect();
     let wrap = frame(ctx, ask, rng);
     let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
-    let situated = situate(ctx, ask, phrasing, wrap, &chosen, rng);
-    let one_with = situated.as_ref().is_some_and(|(_, with)| *with);
+    let situated = situate(ctx, ask, phrasing, wrap, &chosen, time.date, rng);
+    let one_with = situated.as_ref().is_some_and(|s| s.with);
+    let days = t.days.and(situated.as_ref().map_or(Days::ANY, |s| s.days));
     let phrasing = match situated {
-        Some((s, _)) => std::borrow::Cow::Owned(s),
+        Some(s) => std::borrow::Cow::Owned(s.phrasing),
         None => std::borrow::Cow::Borrowed(phrasing),
     };
     Ok(Some(Telling {
@@ -262,6 +268,7 @@ fn tell<'a>(
         phrasing,
         one_with,
         time,
+        days,
     }))
 }
 
@@ -289,6 +296,10 @@ fn carried<'e>(
 fn fits(ctx: &Ctx<'_>, ask: &Ask<'_>, tl: &Telling<'_>, text: &str) -> bool {
     let own = matches!(ask.role, Role::Support | Role::Counter);
     let day = tl.time.date;
+    // Work on a workday, "a run on Sunday morning" on a Sunday.
+    if !tl.days.allows(day, ctx.holidays) {
+        return false;
+    }
     if own
         && !ask
             .t
