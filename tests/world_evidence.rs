@@ -348,6 +348,7 @@ fn the_audit_table_measures_the_history_it_is_built_with() {
         "completed_before_date",
         "purchase_absent",
         "repeated_purchase",
+        "repeated_completion",
         "place_conflict",
         "purpose_twice",
         "work_on_day_off",

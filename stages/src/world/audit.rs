@@ -46,6 +46,9 @@ pub enum Rule {
     PurchaseAbsent,
     /// More than one event says she bought or booked the same dated record.
     RepeatedPurchase,
+    /// More than one event says she flew the same flight or saw the same show: one act told
+    /// from several entries' evidence ("Flew out of SFO on AS 1346" three times on its day).
+    RepeatedCompletion,
     /// An event names two towns away from home, in its words or through a record it names (a
     /// flight's destination, a hotel's city): "Landed in PDX … to visit Aisha in Seattle".
     PlaceConflict,
@@ -62,7 +65,7 @@ pub enum Rule {
 
 impl Rule {
     /// Every rule, in table order.
-    pub const ALL: [Rule; 11] = [
+    pub const ALL: [Rule; 12] = [
         Rule::Shift,
         Rule::Avoid,
         Rule::BeforeExists,
@@ -70,6 +73,7 @@ impl Rule {
         Rule::CompletedBeforeDate,
         Rule::PurchaseAbsent,
         Rule::RepeatedPurchase,
+        Rule::RepeatedCompletion,
         Rule::PlaceConflict,
         Rule::PurposeTwice,
         Rule::WorkOnDayOff,
@@ -86,6 +90,7 @@ impl Rule {
             Rule::CompletedBeforeDate => "completed_before_date",
             Rule::PurchaseAbsent => "purchase_absent",
             Rule::RepeatedPurchase => "repeated_purchase",
+            Rule::RepeatedCompletion => "repeated_completion",
             Rule::PlaceConflict => "place_conflict",
             Rule::PurposeTwice => "purpose_twice",
             Rule::WorkOnDayOff => "work_on_day_off",
@@ -618,6 +623,7 @@ fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction
         }
     }
     let mut bought: HashMap<(TableId, &str), &str> = HashMap::new();
+    let mut done: HashMap<(TableId, &str), &str> = HashMap::new();
     let mut out = Vec::new();
     for e in history {
         let lower = e.text.to_lowercase();
@@ -647,6 +653,17 @@ fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction
                         n.record.id
                     ),
                 ));
+            }
+            if act == Act::Completed {
+                match done.get(&(*table, n.record.id.as_str())) {
+                    Some(first) => out.push(say(
+                        Rule::RepeatedCompletion,
+                        format!("tells {} used again (first in {first})", n.record.id),
+                    )),
+                    None => {
+                        done.insert((*table, n.record.id.as_str()), e.event_id.as_str());
+                    }
+                }
             }
             if act == Act::Purchase {
                 if !owned(cat, *table, &n.record.id) {

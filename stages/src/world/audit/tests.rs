@@ -439,6 +439,8 @@ fn purchases_completions_and_one_offs_are_checked_against_the_phone() {
     );
     assert_eq!(only(Rule::PurchaseAbsent), ["ev_4"], "{found:?}");
     assert_eq!(only(Rule::RepeatedPurchase), ["ev_5"], "{found:?}");
+    // Landing the next morning is on time, but it tells ev_2's flight a second time.
+    assert_eq!(only(Rule::RepeatedCompletion), ["ev_10"], "{found:?}");
     assert_eq!(only(Rule::OneOffRepeated), ["ev_9"], "{found:?}");
 }
 

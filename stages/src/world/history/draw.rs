@@ -173,6 +173,18 @@ fn attempt(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result
         .filter(|a| a.act == Act::Purchase)
         .map(|a| (a.table, a.id))
         .collect();
+    // A flight is flown once, a show seen once: one telling of the day, not one per entry it
+    // evidences.
+    let completions: Vec<(TableId, &str)> = acts
+        .iter()
+        .filter(|a| a.act == Act::Completed)
+        .map(|a| (a.table, a.id))
+        .collect();
+    let done_before = completions.iter().any(|(table, id)| {
+        ctx.completed
+            .borrow()
+            .contains(&(*table, (*id).to_string()))
+    });
     let bought_before = purchases.iter().any(|(table, id)| {
         !owned(ctx.cat, *table, id)
             || ctx
@@ -180,7 +192,7 @@ fn attempt(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result
                 .borrow()
                 .contains(&(*table, (*id).to_string()))
     });
-    if days.0 > days.1 || bought_before {
+    if days.0 > days.1 || bought_before || done_before {
         return Ok(Attempt::Spent);
     }
     if tl.time.date < days.0 || tl.time.date > days.1 {
@@ -203,6 +215,9 @@ fn attempt(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result
     }
     for (table, id) in purchases {
         ctx.purchased.borrow_mut().insert((table, id.to_string()));
+    }
+    for (table, id) in completions {
+        ctx.completed.borrow_mut().insert((table, id.to_string()));
     }
     let id = ask.entry.map(|e| e.id.clone());
     Ok(Attempt::Drawn(Draft {

@@ -189,6 +189,8 @@ struct Ctx<'a> {
     one_offs: RefCell<HashSet<(String, String)>>,
     /// Dated records (flights, shows) an event already said she bought.
     purchased: RefCell<HashSet<(TableId, String)>>,
+    /// Dated records (flights, shows) an event already said she flew or saw: told once.
+    completed: RefCell<HashSet<(TableId, String)>>,
     /// The persona's decorations, for core texts (`core_text::decorations`).
     decorations: Vec<String>,
     /// The people noise twins are told about (the capitalised words of the `someone` list): a
@@ -216,6 +218,7 @@ impl<'a> Ctx<'a> {
             occasions: RefCell::new(HashSet::new()),
             one_offs: RefCell::new(HashSet::new()),
             purchased: RefCell::new(HashSet::new()),
+            completed: RefCell::new(HashSet::new()),
             decorations: super::core_text::decorations(cat, persona),
             people: people(persona),
             vocab: &persona.vocab,
