@@ -348,8 +348,11 @@ fn the_audit_table_measures_the_history_it_is_built_with() {
         "completed_before_date",
         "purchase_absent",
         "repeated_purchase",
+        "repeated_completion",
         "place_conflict",
         "purpose_twice",
+        "work_on_day_off",
+        "weekday_mismatch",
     ]
     .iter()
     .map(|r| audit_value(&a, "contradictions", r))
@@ -428,10 +431,11 @@ fn assert_audit_targets(ws: &Workspace, seed: u64) {
 }
 
 #[test]
-fn the_audit_targets_hold_for_the_default_seed_and_two_others() {
+fn the_audit_targets_hold_for_the_default_seed_and_three_others() {
     let ws = world_workspace();
     assert_audit_targets(&ws, 7);
-    for seed in [8u64, 9] {
+    // 31: the seed the lead's reading found work on weekends in (issue 25).
+    for seed in [8u64, 9, 31] {
         ws.run_ok("pipelines/world.yaml", &["--set", &format!("seed={seed}")]);
         assert_audit_targets(&ws, seed);
     }

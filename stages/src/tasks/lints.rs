@@ -905,8 +905,47 @@ pub fn natural_guess(instruction: &str) -> Option<(i64, String)> {
         return Some((n, format!("\"… and me\" makes {n}")));
     }
     let ws = words(instruction);
-    let w = ws.iter().find(|w| PLURAL_WORDS.contains(&w.as_str()))?;
-    Some((2, format!("\"{w}\" suggests two")))
+    let plural = ws.iter().find(|w| PLURAL_WORDS.contains(&w.as_str()));
+    // One more person joining: "his brother is joining us" makes three, "Priya's coming over"
+    // two (her and the user).
+    let guest = one_guest(&raw);
+    match (plural, guest) {
+        (Some(w), Some(g)) => Some((3, format!("\"{w}\" and \"{g}\" make three"))),
+        (Some(w), None) => Some((2, format!("\"{w}\" suggests two"))),
+        (None, Some(g)) => Some((2, format!("the user and \"{g}\" make two"))),
+        (None, None) => None,
+    }
+}
+
+/// The one person a request says is joining ("his brother is joining", "Priya's coming
+/// over"): a name or "his/her/my <someone>" before "is/'s joining" or "is/'s coming over". A
+/// plural guest ("his friends are joining") is no count to guess.
+fn one_guest(raw: &[&str]) -> Option<String> {
+    for (i, w) in raw.iter().enumerate() {
+        let joins = w.eq_ignore_ascii_case("joining")
+            || (w.eq_ignore_ascii_case("coming")
+                && raw
+                    .get(i + 1)
+                    .is_some_and(|n| n.eq_ignore_ascii_case("over")));
+        if !joins || i == 0 {
+            continue;
+        }
+        let (subject, verb_is) = match raw[i - 1] {
+            v if v.eq_ignore_ascii_case("is") => (i.checked_sub(2).map(|j| raw[j]), true),
+            v => (v.strip_suffix("'s"), false),
+        };
+        let Some(subject) = subject else { continue };
+        let named = subject.chars().next().is_some_and(char::is_uppercase);
+        let owned =
+            i >= 3 && verb_is && ["his", "her", "my"].contains(&raw[i - 3].to_lowercase().as_str());
+        let owned_short = !verb_is
+            && i >= 2
+            && ["his", "her", "my"].contains(&raw[i - 2].to_lowercase().as_str());
+        if (named || owned || owned_short) && !subject.ends_with('s') {
+            return Some(format!("{subject} {}", raw[i]));
+        }
+    }
+    None
 }
 
 /// Whether a count slot counts people or each person's things (tickets, seats, portions).

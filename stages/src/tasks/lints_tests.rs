@@ -291,6 +291,23 @@ fn an_ask_only_count_the_pronouns_give_away_is_rejected() {
         Check::GuessableCount,
         Some("quantity")
     ));
+    // One more person joining the two of "us" makes three; a guest and the user make two.
+    let brother =
+        portions("Order dinner delivered tonight and tell Sam; his brother is joining us.");
+    let r = reason(&brother, Check::GuessableCount);
+    assert!(r.contains("make three"), "{r}");
+    assert!(!has(
+        &portions(
+            "Order dinner delivered tonight and tell Sam; his brother's family is joining us."
+        ),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
+    assert!(!has(
+        &portions("Order dinner delivered tonight, Priya's coming over."),
+        Check::GuessableCount,
+        Some("quantity")
+    ));
     // "the … tee" is one tee.
     let tee = fixture(&TICKETS.replace('%', "Get me the Improv Thursdays ticket."));
     assert!(

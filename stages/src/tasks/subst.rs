@@ -61,13 +61,30 @@ fn var<'v>(vars: &'v Vars, name: &str) -> Result<&'v Value, String> {
     })
 }
 
-/// Fills `{var}` and `{slot.id}` in a text with values (for instructions, rubrics, facts).
+/// Fills `{var}` and `{slot.id}` in a text with values (for instructions, rubrics, facts). A
+/// variable's value may itself name variables (`ask_text: "Order the {item} …"`): they are
+/// filled too, one level deep, so no instruction shows a raw `{item}`.
 pub fn fill_text(text: &str, vars: &Vars, slots: &[Slot]) -> Result<String, String> {
+    fill_depth(text, vars, slots, 1)
+}
+
+fn fill_depth(text: &str, vars: &Vars, slots: &[Slot], depth: u8) -> Result<String, String> {
     let mut out = String::with_capacity(text.len());
     for p in pieces(text)? {
         match p {
             Piece::Text(t) => out.push_str(t),
-            Piece::Var(name) => out.push_str(&display(var(vars, name)?)),
+            Piece::Var(name) => {
+                let value = display(var(vars, name)?);
+                if value.contains('{') && depth > 0 {
+                    out.push_str(&fill_depth(&value, vars, slots, depth - 1)?);
+                } else if value.contains('{') {
+                    return Err(format!(
+                        "variable `{{{name}}}` = \"{value}\" names variables more than one level deep"
+                    ));
+                } else {
+                    out.push_str(&value);
+                }
+            }
             Piece::Slot(id) => {
                 let slot = slots
                     .iter()
@@ -146,6 +163,21 @@ mod tests {
             fill_json(&v, &vars()).unwrap(),
             json!({ "a": 4, "b": "on Friday", "c": { "$slot": "seat" }, "d": [{ "$fmt": "for 4, {slot.seat}" }] })
         );
+    }
+
+    #[test]
+    fn a_variable_naming_variables_is_filled_in_turn() {
+        // `instruction: "{ask_text}"` with `ask_text: "Order the {item} …"` showed a raw `{item}`.
+        let mut v = vars();
+        v.insert("ask_text".into(), json!("Book for {party} on {day}."));
+        assert_eq!(
+            fill_text("{ask_text}", &v, &[]).unwrap(),
+            "Book for 4 on Friday."
+        );
+        v.insert("deeper".into(), json!("Say {ask_text}"));
+        assert!(fill_text("{deeper}", &v, &[])
+            .unwrap_err()
+            .contains("more than one level deep"));
     }
 
     #[test]

@@ -46,17 +46,26 @@ pub enum Rule {
     PurchaseAbsent,
     /// More than one event says she bought or booked the same dated record.
     RepeatedPurchase,
+    /// More than one event says she flew the same flight or saw the same show: one act told
+    /// from several entries' evidence ("Flew out of SFO on AS 1346" three times on its day).
+    RepeatedCompletion,
     /// An event names two towns away from home, in its words or through a record it names (a
     /// flight's destination, a hotel's city): "Landed in PDX … to visit Aisha in Seattle".
     PlaceConflict,
     /// An event says why twice ([`super::rules::purposes`]): "Saved a cabin in Tahoe for a
     /// maybe-someday trip for Dev's conference talk".
     PurposeTwice,
+    /// A work act (at or on the way to the office, a meeting, work expenses) on a weekend or a
+    /// holiday ([`days::calendar_findings`]): "Rode the N Judah to work … on Sunday".
+    WorkOnDayOff,
+    /// A text says the event happened on another weekday than its date: "… on Sunday" on a
+    /// Tuesday.
+    WeekdayMismatch,
 }
 
 impl Rule {
     /// Every rule, in table order.
-    pub const ALL: [Rule; 9] = [
+    pub const ALL: [Rule; 12] = [
         Rule::Shift,
         Rule::Avoid,
         Rule::BeforeExists,
@@ -64,8 +73,11 @@ impl Rule {
         Rule::CompletedBeforeDate,
         Rule::PurchaseAbsent,
         Rule::RepeatedPurchase,
+        Rule::RepeatedCompletion,
         Rule::PlaceConflict,
         Rule::PurposeTwice,
+        Rule::WorkOnDayOff,
+        Rule::WeekdayMismatch,
     ];
 
     /// The table spelling.
@@ -78,8 +90,11 @@ impl Rule {
             Rule::CompletedBeforeDate => "completed_before_date",
             Rule::PurchaseAbsent => "purchase_absent",
             Rule::RepeatedPurchase => "repeated_purchase",
+            Rule::RepeatedCompletion => "repeated_completion",
             Rule::PlaceConflict => "place_conflict",
             Rule::PurposeTwice => "purpose_twice",
+            Rule::WorkOnDayOff => "work_on_day_off",
+            Rule::WeekdayMismatch => "weekday_mismatch",
         }
     }
 }
@@ -318,6 +333,7 @@ fn contradictions(
     out.extend(dated_purchases(cat, history));
     out.extend(one_offs_repeated(cat, history, &lowered, decorations));
     out.extend(places_and_purposes(cat, &persona.towns, history, &lowered));
+    out.extend(days::calendar_findings(persona, history));
     out
 }
 
@@ -607,6 +623,7 @@ fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction
         }
     }
     let mut bought: HashMap<(TableId, &str), &str> = HashMap::new();
+    let mut done: HashMap<(TableId, &str), &str> = HashMap::new();
     let mut out = Vec::new();
     for e in history {
         let lower = e.text.to_lowercase();
@@ -636,6 +653,17 @@ fn dated_purchases(cat: &Catalog, history: &[HistoryEvent]) -> Vec<Contradiction
                         n.record.id
                     ),
                 ));
+            }
+            if act == Act::Completed {
+                match done.get(&(*table, n.record.id.as_str())) {
+                    Some(first) => out.push(say(
+                        Rule::RepeatedCompletion,
+                        format!("tells {} used again (first in {first})", n.record.id),
+                    )),
+                    None => {
+                        done.insert((*table, n.record.id.as_str()), e.event_id.as_str());
+                    }
+                }
             }
             if act == Act::Purchase {
                 if !owned(cat, *table, &n.record.id) {
@@ -1209,6 +1237,8 @@ fn row(section: &'static str, key: &str, value: f64, detail: String) -> AuditRow
         detail,
     }
 }
+
+pub mod days;
 
 #[cfg(test)]
 mod tests;

@@ -257,7 +257,9 @@ pub fn fits_clock(text: &str, hour: u32) -> bool {
             .any(|w| parts.contains(&w[1]) && MOMENT.contains(&w[0]))
     };
     let (morning, afternoon) = (told(&["morning"]), told(&["afternoon"]));
-    let evening = told(&["evening", "night"]) || LATE.iter().any(|p| find_whole(&lc, p).is_some());
+    let evening = told(&["evening", "night"])
+        || words.contains(&"tonight")
+        || LATE.iter().any(|p| find_whole(&lc, p).is_some());
     [morning, afternoon, evening].iter().filter(|b| **b).count() <= 1
         && (!morning || hour < 12)
         && (!afternoon || (12..18).contains(&hour))

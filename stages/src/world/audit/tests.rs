@@ -439,6 +439,8 @@ fn purchases_completions_and_one_offs_are_checked_against_the_phone() {
     );
     assert_eq!(only(Rule::PurchaseAbsent), ["ev_4"], "{found:?}");
     assert_eq!(only(Rule::RepeatedPurchase), ["ev_5"], "{found:?}");
+    // Landing the next morning is on time, but it tells ev_2's flight a second time.
+    assert_eq!(only(Rule::RepeatedCompletion), ["ev_10"], "{found:?}");
     assert_eq!(only(Rule::OneOffRepeated), ["ev_9"], "{found:?}");
 }
 
@@ -686,6 +688,135 @@ fn a_circumstance_may_not_name_another_town_or_a_second_purpose() {
     assert_eq!(
         only(Rule::PurposeTwice),
         ["ev_6", "ev_7", "ev_10"],
+        "{found:?}"
+    );
+}
+
+#[test]
+fn work_on_a_day_off_and_a_weekday_that_is_not_the_events_own_are_found() {
+    // 2025-07-04 is a Friday and a holiday, 07-05 a Saturday, 07-06 a Sunday, 07-08 a Tuesday.
+    let s = Label::Signal;
+    let at_work = |mut e: HistoryEvent| {
+        e.location = default_world().persona.places["work"].clone();
+        e
+    };
+    let w = world_with(vec![
+        event(
+            "ev_1",
+            "2025-07-06T08:00",
+            "metromap",
+            "Rode the N Judah to work",
+            s,
+            &[],
+        ),
+        event(
+            "ev_2",
+            "2025-07-08T08:00",
+            "metromap",
+            "Rode the N Judah to work",
+            s,
+            &[],
+        ),
+        event(
+            "ev_3",
+            "2025-07-04T08:00",
+            "zipride",
+            "Took a ZipRide from home to the office",
+            s,
+            &[],
+        ),
+        at_work(event(
+            "ev_4",
+            "2025-07-05T12:00",
+            "newsly",
+            "Read a headline",
+            s,
+            &[],
+        )),
+        // Not work: shopping for the office, a week at work behind her, an office day planned.
+        event(
+            "ev_5",
+            "2025-07-05T12:00",
+            "shopnest",
+            "Bought a sweater for the office",
+            s,
+            &[],
+        ),
+        event(
+            "ev_6",
+            "2025-07-05T19:00",
+            "dinespot",
+            "Booked Baan Thai after a long week at work",
+            s,
+            &[],
+        ),
+        // A weekday phrase of the event's own day, or of another day it tells of: fine.
+        event(
+            "ev_7",
+            "2025-07-06T09:00",
+            "tunely",
+            "Played the Sunday Morning playlist on Sunday, quickly",
+            s,
+            &[],
+        ),
+        event(
+            "ev_8",
+            "2025-07-08T20:00",
+            "messages",
+            "Told Sam the groceries arrive 10:00-12:00 on Sunday",
+            s,
+            &[],
+        ),
+        event(
+            "ev_9",
+            "2025-07-10T12:00",
+            "calendar",
+            "Added a recurring Focus block on Tuesday mornings",
+            s,
+            &[],
+        ),
+        // Another day than the date: flagged.
+        event(
+            "ev_10",
+            "2025-07-08T12:00",
+            "tunely",
+            "Played a playlist on Sunday from her phone",
+            s,
+            &[],
+        ),
+        event(
+            "ev_11",
+            "2025-07-08T12:00",
+            "health",
+            "Logged a 10 km run (Sunday morning)",
+            s,
+            &[],
+        ),
+        event(
+            "ev_12",
+            "2025-07-08T12:00",
+            "health",
+            "Went for a run on Sunday morning, quickly",
+            s,
+            &[],
+        ),
+    ]);
+    let found = rules(&audit(&w, 7));
+    let only = |rule: Rule| -> Vec<String> {
+        found
+            .iter()
+            .filter(|(r, _)| *r == rule)
+            .map(|(_, id)| id.clone())
+            .collect()
+    };
+    assert_eq!(
+        only(Rule::WorkOnDayOff),
+        ["ev_1", "ev_3", "ev_4"],
+        "{found:?}"
+    );
+    assert_eq!(
+        only(Rule::WeekdayMismatch),
+        ["ev_10", "ev_11", "ev_12"],
         "{found:?}"
     );
 }

@@ -130,6 +130,8 @@ struct Telling<'a> {
     phrasing: std::borrow::Cow<'a, Template<Var>>,
     one_with: bool,
     time: DateTime,
+    /// The days the template and the circumstance allow.
+    days: Days,
 }
 
 impl Telling<'_> {
@@ -171,6 +173,18 @@ fn attempt(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result
         .filter(|a| a.act == Act::Purchase)
         .map(|a| (a.table, a.id))
         .collect();
+    // A flight is flown once, a show seen once: one telling of the day, not one per entry it
+    // evidences.
+    let completions: Vec<(TableId, &str)> = acts
+        .iter()
+        .filter(|a| a.act == Act::Completed)
+        .map(|a| (a.table, a.id))
+        .collect();
+    let done_before = completions.iter().any(|(table, id)| {
+        ctx.completed
+            .borrow()
+            .contains(&(*table, (*id).to_string()))
+    });
     let bought_before = purchases.iter().any(|(table, id)| {
         !owned(ctx.cat, *table, id)
             || ctx
@@ -178,13 +192,14 @@ fn attempt(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result
                 .borrow()
                 .contains(&(*table, (*id).to_string()))
     });
-    if days.0 > days.1 || bought_before {
+    if days.0 > days.1 || bought_before || done_before {
         return Ok(Attempt::Spent);
     }
     if tl.time.date < days.0 || tl.time.date > days.1 {
-        tl.time.date = days
-            .0
-            .add_days(rng.random_range(0..=days.0.days_until(days.1)));
+        let Some(day) = random_day(rng, days, tl.days, ctx.holidays) else {
+            return Ok(Attempt::Retry);
+        };
+        tl.time.date = day;
         (text, location) = tl.render(ctx, t, tl.time);
     }
     if !fits(ctx, ask, &tl, &text) {
@@ -200,6 +215,9 @@ fn attempt(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result
     }
     for (table, id) in purchases {
         ctx.purchased.borrow_mut().insert((table, id.to_string()));
+    }
+    for (table, id) in completions {
+        ctx.completed.borrow_mut().insert((table, id.to_string()));
     }
     let id = ask.entry.map(|e| e.id.clone());
     Ok(Attempt::Drawn(Draft {
@@ -228,7 +246,9 @@ fn tell<'a>(
     let own = matches!(ask.role, Role::Support | Role::Counter);
     let carry_own = ask.role == Role::Decoy && ask.twin && rng.random_bool(TWIN_OWN_SHARE);
     let (value, mention) = carried(ask, carry_own, rng)?;
-    let time = random_time(rng, ask.window.0, ask.window.1, t.hours);
+    let Some(time) = random_time(rng, ask.window, t.hours, t.days, ctx.holidays) else {
+        return Ok(None);
+    };
     let day = time.date;
     let admit = |b: &Binding, r: &Record| {
         (!own || ctx.rules.fits_profile(b, r, day))
@@ -246,10 +266,11 @@ fn tell<'a>(
         .collect();
     let wrap = frame(ctx, ask, rng);
     let phrasing = &t.texts[rng.random_range(0..t.texts.len())];
-    let situated = situate(ctx, ask, phrasing, wrap, &chosen, rng);
-    let one_with = situated.as_ref().is_some_and(|(_, with)| *with);
+    let situated = situate(ctx, ask, phrasing, wrap, &chosen, time.date, rng);
+    let one_with = situated.as_ref().is_some_and(|s| s.with);
+    let days = t.days.and(situated.as_ref().map_or(Days::ANY, |s| s.days));
     let phrasing = match situated {
-        Some((s, _)) => std::borrow::Cow::Owned(s),
+        Some(s) => std::borrow::Cow::Owned(s.phrasing),
         None => std::borrow::Cow::Borrowed(phrasing),
     };
     Ok(Some(Telling {
@@ -262,6 +283,7 @@ fn tell<'a>(
         phrasing,
         one_with,
         time,
+        days,
     }))
 }
 
@@ -289,6 +311,10 @@ fn carried<'e>(
 fn fits(ctx: &Ctx<'_>, ask: &Ask<'_>, tl: &Telling<'_>, text: &str) -> bool {
     let own = matches!(ask.role, Role::Support | Role::Counter);
     let day = tl.time.date;
+    // Work on a workday, "a run on Sunday morning" on a Sunday.
+    if !tl.days.allows(day, ctx.holidays) {
+        return false;
+    }
     if own
         && !ask
             .t

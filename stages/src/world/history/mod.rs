@@ -30,8 +30,8 @@ use super::error::{Result, WorldError};
 use super::persona::text::mentions_lowered;
 use super::persona::Var;
 use super::persona::{
-    choose, leak_phrases, render, render_at, Binding, Construction, EventTemplate, Fill, Period,
-    Persona, ProfileEntry, Source,
+    choose, leak_phrases, render, render_at, Binding, Construction, Context, Days, EventTemplate,
+    Fill, Period, Persona, ProfileEntry, Source,
 };
 use super::rules::{
     act_on, act_window, attributes, is_avoid, listing_window, occasion, one_off_key, owned,
@@ -189,6 +189,8 @@ struct Ctx<'a> {
     one_offs: RefCell<HashSet<(String, String)>>,
     /// Dated records (flights, shows) an event already said she bought.
     purchased: RefCell<HashSet<(TableId, String)>>,
+    /// Dated records (flights, shows) an event already said she flew or saw: told once.
+    completed: RefCell<HashSet<(TableId, String)>>,
     /// The persona's decorations, for core texts (`core_text::decorations`).
     decorations: Vec<String>,
     /// The people noise twins are told about (the capitalised words of the `someone` list): a
@@ -198,7 +200,9 @@ struct Ctx<'a> {
     /// The vocabulary list of companions (`with`), if the persona has one.
     companions: Option<usize>,
     /// Circumstances per app ([`Persona`]'s `contexts`).
-    contexts: &'a indexmap::IndexMap<String, Vec<Template<Var>>>,
+    contexts: &'a indexmap::IndexMap<String, Vec<Context>>,
+    /// Public holidays: no workday falls on one.
+    holidays: &'a [Date],
     constructions: &'a [Construction],
     /// Towns away from home ([`Persona`]'s `towns`): an event is about one at most.
     towns: &'a [Vec<String>],
@@ -214,11 +218,13 @@ impl<'a> Ctx<'a> {
             occasions: RefCell::new(HashSet::new()),
             one_offs: RefCell::new(HashSet::new()),
             purchased: RefCell::new(HashSet::new()),
+            completed: RefCell::new(HashSet::new()),
             decorations: super::core_text::decorations(cat, persona),
             people: people(persona),
             vocab: &persona.vocab,
             companions: persona.vocab_names.iter().position(|n| n == "with"),
             contexts: &persona.contexts,
+            holidays: &persona.holidays,
             constructions: &persona.constructions,
             towns: &persona.towns,
             guards: guards(persona),

@@ -107,20 +107,36 @@ pub(super) fn allocate(
     counts
 }
 
-/// A day in `[from, to]` and a time within the template's hour window.
+/// A day in `[from, to]` that `days` allows (`None` when none does) and a time within the
+/// template's hour window.
 pub(super) fn random_time(
     rng: &mut Xoshiro256PlusPlus,
-    from: Date,
-    to: Date,
+    (from, to): (Date, Date),
     hours: (u32, u32),
-) -> DateTime {
-    let span = from.days_until(to).max(0);
-    let date = from.add_days(rng.random_range(0..=span));
+    days: Days,
+    holidays: &[Date],
+) -> Option<DateTime> {
+    let date = random_day(rng, (from, to), days, holidays)?;
     let secs = rng.random_range(hours.0 * 3600..hours.1 * 3600);
-    DateTime {
+    Some(DateTime {
         date,
         time: Time::from_seconds(secs / 60 * 60),
+    })
+}
+
+/// A day in `[from, to]` that `days` allows, `None` when none does.
+pub(super) fn random_day(
+    rng: &mut Xoshiro256PlusPlus,
+    (from, to): (Date, Date),
+    days: Days,
+    holidays: &[Date],
+) -> Option<Date> {
+    if days == Days::ANY {
+        let span = from.days_until(to).max(0);
+        return Some(from.add_days(rng.random_range(0..=span)));
     }
+    let fit = days.within(from, to, holidays);
+    (!fit.is_empty()).then(|| fit[rng.random_range(0..fit.len())])
 }
 
 /// The day windows of an entry: the whole history, or each side of its shift.

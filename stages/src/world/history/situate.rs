@@ -8,15 +8,18 @@ use super::*;
 /// nothing about whose event it is; `None` when the template opts out, the app has none, or the
 /// text opens with something other than an act ("Reminder: …", "Health recorded …"). A
 /// circumstance that says "with" goes only where nothing else does (no "… with Dev with Sam"):
-/// the flag says it was one, for the caller to check the rendered text.
+/// the flag says it was one, for the caller to check the rendered text. A circumstance of a scene
+/// (" once Jordan approved expenses") joins only an act of that scene, and one told on some days
+/// (" after standup": workdays) only an event on `day`, one of them.
 pub(super) fn situate(
     ctx: &Ctx<'_>,
     ask: &Ask<'_>,
     phrasing: &Template<Var>,
     wrap: Option<&Template<Var>>,
     chosen: &[&Record],
+    day: Date,
     rng: &mut Xoshiro256PlusPlus,
-) -> Option<(Template<Var>, bool)> {
+) -> Option<Situated> {
     let list = ctx.contexts.get(&ask.t.app)?;
     // A circumstance follows an act ("Booked …", "Texted …"), not a label ("Reminder: …").
     let opens_with_verb = match phrasing.segs.first() {
@@ -51,11 +54,13 @@ pub(super) fn situate(
     );
     let says_why = purposes(&told) > 0;
     let about = towns_of(ctx, &told, &shown(phrasing, chosen));
-    let fits: Vec<&Template<Var>> = list
+    let fits: Vec<&Context> = list
         .iter()
-        .filter(|c| !(says_with(c) && (companion || says_with(phrasing))))
+        .filter(|c| c.scene.is_none() || c.scene == ask.t.scene)
+        .filter(|c| c.days.allows(day, ctx.holidays))
+        .filter(|c| !(says_with(&c.text) && (companion || says_with(phrasing))))
         .filter(|c| {
-            let said = literal(c);
+            let said = literal(&c.text);
             !(says_why && purposes(&said) > 0)
                 && (about.is_empty()
                     || towns_named(&said, ctx.towns)
@@ -67,14 +72,28 @@ pub(super) fn situate(
         return None;
     }
     let c = fits[rng.random_range(0..fits.len())];
-    let with = says_with(c);
+    let with = says_with(&c.text);
     let mut segs = phrasing.segs.clone();
     let at = match segs.last() {
         Some(Seg::Var(Var::Vocab(_), _)) => segs.len() - 1,
         _ => segs.len(),
     };
-    segs.splice(at..at, c.segs.iter().cloned());
-    Some((Template { segs }, with))
+    segs.splice(at..at, c.text.segs.iter().cloned());
+    Some(Situated {
+        phrasing: Template { segs },
+        with,
+        days: c.days,
+    })
+}
+
+/// A phrasing with its circumstance.
+pub(super) struct Situated {
+    /// The phrasing, the circumstance inserted.
+    pub phrasing: Template<Var>,
+    /// Whether the circumstance says "with" (the rendered text is checked for a second one).
+    pub with: bool,
+    /// The days the circumstance can be told on.
+    pub days: Days,
 }
 
 /// The words a template says whatever it is filled with (each placeholder as `X`).

@@ -390,7 +390,7 @@ fn a_circumstance_that_brings_someone_along_takes_no_second_with() {
         .contexts
         .values()
         .flatten()
-        .filter_map(|c| match &c.segs[..] {
+        .filter_map(|c| match &c.text.segs[..] {
             [Seg::Text(t)] if t.contains(" with ") => Some(t.clone()),
             _ => None,
         })
@@ -503,5 +503,44 @@ fn a_flight_is_flown_on_its_day_and_the_words_keep_to_the_clock() {
         if late.iter().any(|p| e.text.contains(p)) {
             assert!(!(5..17).contains(&hour), "{} at {hour}:00", e.text);
         }
+    }
+}
+
+#[test]
+fn work_falls_on_workdays_and_a_weekday_phrase_on_its_own_day() {
+    // "Rode the N Judah to work … on Sunday", "… once Jordan approved expenses" on a Venmo split:
+    // places, templates and circumstances declare their days and scene, and synthesis keeps them.
+    use crate::world::audit::days::calendar_findings;
+    let w = default_world();
+    for seed in [7, 31] {
+        let h = synthesize(
+            &w.catalog,
+            &w.persona,
+            &HistoryParams {
+                seed,
+                ..HistoryParams::default()
+            },
+        )
+        .unwrap();
+        let found: Vec<String> = calendar_findings(&w.persona, &h)
+            .into_iter()
+            .map(|c| c.detail)
+            .collect();
+        assert!(found.is_empty(), "seed {seed}: {found:#?}");
+        // A circumstance of a scene joins only acts of that scene.
+        let loose: Vec<&str> = h
+            .iter()
+            .map(|e| e.text.as_str())
+            .filter(|t| t.contains("once Jordan approved expenses") && !t.contains("team lunch"))
+            .collect();
+        assert!(loose.is_empty(), "seed {seed}: {loose:#?}");
+        let on_work_days = h
+            .iter()
+            .filter(|e| e.location == w.persona.places["work"])
+            .count();
+        assert!(
+            on_work_days > 100,
+            "seed {seed}: {on_work_days} events at work"
+        );
     }
 }

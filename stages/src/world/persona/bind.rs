@@ -139,7 +139,8 @@ pub(crate) fn render(
             let list = &f.vocab[*l];
             let pick = f.picks.get(*l).copied().unwrap_or(0);
             if let Some(t) = list.get(pick.min(list.len().saturating_sub(1))) {
-                out.push_str(&render(cat, t, binds, f));
+                // " this {daypart}" at night is said " tonight".
+                out.push_str(&render(cat, t, binds, f).replace("this night", "tonight"));
             }
         }
         Var::Event => out.push_str(f.event),

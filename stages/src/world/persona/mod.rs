@@ -12,7 +12,7 @@ use std::path::Path;
 
 pub(crate) use bind::{choose, render, render_at, Fill};
 pub(crate) use load::leak_phrases;
-pub(crate) use model::{Binding, Construction, EventTemplate, Period, Var, Want};
+pub(crate) use model::{Binding, Construction, Context, Days, EventTemplate, Period, Var, Want};
 pub use model::{OtherValue, Persona, ProfileEntry, Shift, SituationalFact, Source, DIMENSIONS};
 
 use super::app::Catalog;

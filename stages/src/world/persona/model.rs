@@ -61,7 +61,9 @@ pub struct Persona {
     /// The names of the `vocab` lists, in the same order.
     pub(crate) vocab_names: Vec<String>,
     /// Circumstances per app, one added to each of her own events from that app.
-    pub(crate) contexts: IndexMap<String, Vec<Template<Var>>>,
+    pub(crate) contexts: IndexMap<String, Vec<Context>>,
+    /// Public holidays: no workday falls on one.
+    pub(crate) holidays: Vec<Date>,
     /// Ways to wrap an event as someone else's, mere browsing or a one-off (noise twins), or as
     /// plainly hers (signal), in file order; evidence templates name the ones that fit them.
     pub(crate) constructions: Vec<Construction>,
@@ -259,6 +261,67 @@ pub(crate) struct EventTemplate {
     pub twins: Vec<usize>,
     /// Whether the app's contexts ([`Persona::contexts`]) are added to its events.
     pub context: bool,
+    /// The days its events happen on.
+    pub days: Days,
+    /// The scene of its act: circumstances of a scene join only its acts.
+    pub scene: Option<String>,
+}
+
+/// One circumstance of an app's events ([`Persona::contexts`]), typed like a companion: the
+/// days it can be told on and the scene of the acts it fits.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Context {
+    /// The phrase (" after standup").
+    pub text: Template<Var>,
+    /// The days an event it joins falls on.
+    pub days: Days,
+    /// The scene of the acts it fits ([`EventTemplate::scene`]); any act when `None`.
+    pub scene: Option<String>,
+}
+
+/// The days of the week an event may fall on, so work is told on workdays and "a run on Sunday
+/// morning" on a Sunday: bit 0 is Monday … bit 6 Sunday; `workday` also refuses the persona's
+/// holidays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Days {
+    /// Allowed days of the week, bit 0 = Monday.
+    pub mask: u8,
+    /// Whether a public holiday is refused.
+    pub workday: bool,
+}
+
+impl Days {
+    /// Every day.
+    pub const ANY: Days = Days {
+        mask: 0x7f,
+        workday: false,
+    };
+    /// Monday to Friday, not a holiday.
+    pub const WORKDAYS: Days = Days {
+        mask: 0x1f,
+        workday: true,
+    };
+
+    /// The days both allow.
+    pub fn and(self, other: Days) -> Days {
+        Days {
+            mask: self.mask & other.mask,
+            workday: self.workday || other.workday,
+        }
+    }
+
+    /// Whether `day` is one of them.
+    pub fn allows(self, day: Date, holidays: &[Date]) -> bool {
+        self.mask & (1 << day.weekday()) != 0 && !(self.workday && holidays.contains(&day))
+    }
+
+    /// The days of `[from, to]` it allows.
+    pub fn within(self, from: Date, to: Date, holidays: &[Date]) -> Vec<Date> {
+        (0..=from.days_until(to).max(-1))
+            .map(|i| from.add_days(i))
+            .filter(|d| self.allows(*d, holidays))
+            .collect()
+    }
 }
 
 impl Persona {

@@ -33,7 +33,10 @@ pub(crate) struct RawPersona {
     /// added to each of her own events from that app (and to their noise twins), so one habit is
     /// told in many situations.
     #[serde(default)]
-    pub contexts: IndexMap<String, Vec<Spanned<String>>>,
+    pub contexts: IndexMap<String, Vec<Spanned<RawContext>>>,
+    /// Public holidays in the history window (`YYYY-MM-DD`): no workday falls on one.
+    #[serde(default)]
+    pub holidays: Vec<Spanned<String>>,
     /// Named surface constructions (someone else's, browsing, a one-off) that evidence templates
     /// list under `twins`.
     #[serde(default)]
@@ -63,6 +66,51 @@ pub(crate) struct RawConstruction {
 pub(crate) struct RawPlace {
     pub label: String,
     pub hours: Option<Spanned<(u32, u32)>>,
+    /// The days events there happen on (`workdays`, `weekends`, or `[tue, thu]`); any by default.
+    pub days: Option<Spanned<RawDays>>,
+}
+
+/// Days of the week, as a name (`any`, `workdays`, `weekends`) or a list of day abbreviations
+/// (`[sat, sun]`).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawDays {
+    /// `any`, `workdays` (Monday to Friday, not a holiday) or `weekends`.
+    Named(String),
+    /// Day abbreviations: `mon` … `sun`.
+    List(Vec<String>),
+}
+
+/// One circumstance of an app's events: a phrase, or a phrase with the days it can be told on
+/// and the scene of the acts it fits.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub(crate) enum RawContext {
+    /// A phrase that fits any act of the app on any day.
+    Plain(String),
+    /// A typed phrase.
+    Typed(RawTypedContext),
+}
+
+/// A circumstance with its days and scene: " after standup" happens on a workday; " once Jordan
+/// approved expenses" fits only an act of the `expenses` scene.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawTypedContext {
+    pub text: String,
+    pub days: Option<RawDays>,
+    /// The scene of the acts it fits (a template's `scene`); any act when absent.
+    pub scene: Option<String>,
+}
+
+impl RawContext {
+    /// The phrase.
+    pub fn text(&self) -> &str {
+        match self {
+            RawContext::Plain(t) => t,
+            RawContext::Typed(t) => &t.text,
+        }
+    }
 }
 
 /// The history window.
@@ -146,6 +194,11 @@ pub(crate) struct RawTemplate {
     /// for texts a circumstance does not fit).
     #[serde(default)]
     pub context: Option<bool>,
+    /// The days its events happen on (else its place's, else any): a commute on a workday, "a
+    /// 10 km run on Sunday morning" on a Sunday.
+    pub days: Option<Spanned<RawDays>>,
+    /// The scene of its act (`expenses`, …): circumstances of a scene join only its acts.
+    pub scene: Option<String>,
 }
 
 /// An ask-only fact about one situation.

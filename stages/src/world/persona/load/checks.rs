@@ -82,13 +82,17 @@ pub(super) fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
     check_companions(lw, raw);
     for (app, phrases) in &raw.contexts {
         for phrase in phrases {
-            if let Some(m) = all_mentions.iter().find(|m| mentions(&phrase.value, m)) {
+            if let Some(m) = all_mentions
+                .iter()
+                .find(|m| mentions(phrase.value.text(), m))
+            {
                 lw.push(
                     K::NoiseEvidences,
                     lw.at(phrase),
                     format!(
-                        "context \"{}\" of `{app}` mentions profile value \"{m}\"",
-                        phrase.value
+                        "context \"{}\" of `{app}` mentions profile value \"{}\"",
+                        phrase.value.text(),
+                        m
                     ),
                     "contexts go into every event of the app, so they may name no profile value",
                 );

@@ -21,11 +21,12 @@ use serde_saphyr::Spanned;
 
 use super::bind::{admit_all, choose, render, render_at, Fill};
 use super::model::{
-    At, Binding, Construction, EventTemplate, OtherValue, Period, Persona, ProfileEntry, Shift,
-    SituationalFact, Source, Var, Want, DIMENSIONS,
+    At, Binding, Construction, Context, Days, EventTemplate, OtherValue, Period, Persona,
+    ProfileEntry, Shift, SituationalFact, Source, Var, Want, DIMENSIONS,
 };
 use super::raw::{
-    RawBind, RawConstruction, RawEntry, RawPersona, RawPlace, RawShift, RawSituational, RawTemplate,
+    RawBind, RawConstruction, RawContext, RawDays, RawEntry, RawPersona, RawPlace, RawShift,
+    RawSituational, RawTemplate,
 };
 use super::text::mentions;
 use super::text::ONE_OFF_MARKERS;
@@ -102,6 +103,11 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
     check_ids(lw, raw);
     let vocab = lower_vocab(lw, raw);
     let contexts = lower_contexts(lw, raw);
+    let holidays = raw
+        .holidays
+        .iter()
+        .filter_map(|d| lower_date(lw, d))
+        .collect();
     let constructions = lower_constructions(lw, raw);
     let profile: Vec<ProfileEntry> = raw
         .profile
@@ -136,6 +142,7 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
         vocab,
         vocab_names: raw.vocab.keys().cloned().collect(),
         contexts,
+        holidays,
         constructions,
         towns: raw
             .towns

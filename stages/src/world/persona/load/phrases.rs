@@ -103,11 +103,8 @@ pub(super) fn lower_vocab(lw: &mut Lower, raw: &RawPersona) -> Vec<Vec<template:
 }
 
 /// The circumstances per app: known apps, phrases that parse (weekday, daypart and vocabulary
-/// placeholders only).
-pub(super) fn lower_contexts(
-    lw: &mut Lower,
-    raw: &RawPersona,
-) -> IndexMap<String, Vec<template::Template<Var>>> {
+/// placeholders only), their days and scene.
+pub(super) fn lower_contexts(lw: &mut Lower, raw: &RawPersona) -> IndexMap<String, Vec<Context>> {
     let mut out = IndexMap::new();
     for (app, phrases) in &raw.contexts {
         if lw.cat.app(app).is_none() {
@@ -121,11 +118,67 @@ pub(super) fn lower_contexts(
             }
             continue;
         }
-        let lowered: Vec<_> = phrases
+        let lowered: Vec<Context> = phrases
             .iter()
-            .filter_map(|p| lower_text(lw, p, &[]))
+            .filter_map(|p| lower_context(lw, p))
             .collect();
         out.insert(app.clone(), lowered);
     }
     out
+}
+
+/// One circumstance: its phrase, days and scene.
+fn lower_context(lw: &mut Lower, p: &Spanned<RawContext>) -> Option<Context> {
+    let text = Spanned::new(p.value.text().to_string(), p.referenced, p.defined);
+    let (days, scene) = match &p.value {
+        RawContext::Plain(_) => (Days::ANY, None),
+        RawContext::Typed(t) => (
+            match &t.days {
+                Some(d) => lower_days(lw, &Spanned::new(d, p.referenced, p.defined))?,
+                None => Days::ANY,
+            },
+            t.scene.clone(),
+        ),
+    };
+    Some(Context {
+        text: lower_text(lw, &text, &[])?,
+        days,
+        scene,
+    })
+}
+
+/// Days of the week by name (`any`, `workdays`, `weekends`) or as a list of `mon` … `sun` (a
+/// list of weekdays only refuses holidays, as `workdays` does).
+pub(super) fn lower_days(lw: &mut Lower, d: &Spanned<&RawDays>) -> Option<Days> {
+    const NAMES: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
+    let days = match d.value {
+        RawDays::Named(n) => match n.as_str() {
+            "any" => Some(Days::ANY),
+            "workdays" => Some(Days::WORKDAYS),
+            "weekends" => Some(Days {
+                mask: 0x60,
+                workday: false,
+            }),
+            _ => None,
+        },
+        RawDays::List(l) => l
+            .iter()
+            .map(|n| NAMES.iter().position(|x| x == n))
+            .try_fold(0u8, |m, i| i.map(|i| m | (1 << i)))
+            .filter(|m| *m != 0)
+            // Weekdays only are workdays: a holiday is none of them.
+            .map(|mask| Days {
+                mask,
+                workday: mask & 0x60 == 0,
+            }),
+    };
+    if days.is_none() {
+        lw.push(
+            K::BadTemplate,
+            lw.at(d),
+            format!("`days` is not a set of days: {:?}", d.value),
+            "write `days: workdays`, `weekends`, `any`, or a list such as [tue, thu]",
+        );
+    }
+    days
 }

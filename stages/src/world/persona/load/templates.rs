@@ -34,6 +34,14 @@ pub(super) fn lower_template(
         .and_then(|p| p.value.hours.as_ref());
     let hours = lower_hours(lw, r.hours.as_ref().or(place_hours));
     let period = lower_period(lw, r, shifted);
+    let place_days = lw
+        .places
+        .get(&r.at.value)
+        .and_then(|p| p.value.days.as_ref());
+    let days = match r.days.as_ref().or(place_days) {
+        Some(d) => lower_days(lw, &Spanned::new(&d.value, d.referenced, d.defined))?,
+        None => Days::ANY,
+    };
     Some(EventTemplate {
         app: r.app.value.clone(),
         at,
@@ -44,6 +52,8 @@ pub(super) fn lower_template(
         binds,
         twins,
         context: r.context.unwrap_or(true),
+        days,
+        scene: r.scene.clone(),
     })
 }
 
