@@ -8,6 +8,8 @@ pub mod aggregate;
 pub mod episodes;
 pub mod judging;
 pub mod knowu;
+#[cfg(test)]
+mod literals;
 pub mod row;
 pub mod tasks;
 pub mod world;
@@ -266,8 +268,9 @@ mod tests {
         }
     }
 
-    /// Declared column names written as string literals outside `tables/`, per file: the
-    /// hand-written column lists and readers that row structs ([`row`]) replace.
+    /// Declared column names written as string literals *used as columns* outside `tables/`,
+    /// per file ([`literals`] says which uses count): the hand-written column lists and readers
+    /// that row structs ([`row`]) and their column constants replace.
     fn column_literals() -> std::collections::BTreeMap<String, usize> {
         let names: std::collections::BTreeSet<&str> = all()
             .flat_map(|t| t.columns.iter().map(|c| c.name))
@@ -289,12 +292,7 @@ mod tests {
                     continue;
                 }
                 let text = std::fs::read_to_string(&path).unwrap_or_default();
-                let n = text
-                    .split('"')
-                    .skip(1)
-                    .step_by(2)
-                    .filter(|lit| names.contains(lit))
-                    .count();
+                let n = literals::column_uses(&text, &names);
                 if n > 0 {
                     let rel = path.strip_prefix(&root).unwrap_or(&path);
                     counts.insert(rel.display().to_string(), n);
