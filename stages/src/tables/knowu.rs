@@ -365,3 +365,156 @@ crate::table! {
         pub line: String,
     }
 }
+
+crate::row! {
+    /// An `episodes` row as `import_knowu_runs` writes it (one per task directory of a KnowU
+    /// run: no user simulator or judge, so their tokens and costs are 0), columns in this order.
+    pub struct ImportedEpisode of super::episodes::EPISODES {
+        /// See [`super::episodes::EPISODES`].
+        pub episode_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub task_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub variant: String,
+        /// See [`super::episodes::EPISODES`].
+        pub epoch: u32,
+        /// See [`super::episodes::EPISODES`].
+        pub persona: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub agent: String,
+        /// See [`super::episodes::EPISODES`].
+        pub status: String,
+        /// See [`super::episodes::EPISODES`].
+        pub steps: u32,
+        /// See [`super::episodes::EPISODES`].
+        pub ask_user_calls: u32,
+        /// See [`super::episodes::EPISODES`].
+        pub final_answer: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub score: Option<f64>,
+        /// See [`super::episodes::EPISODES`].
+        pub prompt_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub completion_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub prompt_tokens_user: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub completion_tokens_user: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub prompt_tokens_judge: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub completion_tokens_judge: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub cost_agent: f64,
+        /// See [`super::episodes::EPISODES`].
+        pub cost_user: f64,
+        /// See [`super::episodes::EPISODES`].
+        pub cost_judge: f64,
+        /// See [`super::episodes::EPISODES`].
+        pub error: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub reason: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub goal: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub cached_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub cached_tokens_user: u64,
+    }
+}
+
+crate::row! {
+    /// A `steps` row as `import_knowu_runs` writes it (one per trajectory entry), columns in
+    /// this order.
+    pub struct ImportedStep of super::episodes::STEPS {
+        /// See [`super::episodes::STEPS`].
+        pub episode_id: String,
+        /// See [`super::episodes::STEPS`].
+        pub step: u32,
+        /// See [`super::episodes::STEPS`].
+        pub actor: String,
+        /// See [`super::episodes::STEPS`].
+        pub action_type: String,
+        /// See [`super::episodes::STEPS`].
+        pub arguments: String,
+        /// See [`super::episodes::STEPS`].
+        pub observation: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub user_reply: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub disclosed_slots: Vec<String>,
+        /// See [`super::episodes::STEPS`].
+        pub shown_events: Vec<String>,
+        /// See [`super::episodes::STEPS`].
+        pub raw: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub ask_user_response: Option<String>,
+    }
+}
+
+crate::row! {
+    /// The `episodes` columns `export_knowu_runs` reads (from any producer: the KnowU-only
+    /// `reason` and `goal` are null where absent).
+    pub struct ExportedEpisode of super::episodes::EPISODES {
+        /// See [`super::episodes::EPISODES`].
+        pub episode_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub task_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub status: String,
+        /// See [`super::episodes::EPISODES`].
+        pub score: Option<f64>,
+        /// See [`super::episodes::EPISODES`].
+        pub error: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub prompt_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub completion_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub cached_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub reason: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub goal: Option<String>,
+    }
+}
+
+crate::row! {
+    /// The `steps` columns `export_knowu_runs` reads (from any producer: the KnowU-only
+    /// `ask_user_response` is null where absent).
+    pub struct ExportedStep of super::episodes::STEPS {
+        /// See [`super::episodes::STEPS`].
+        pub episode_id: String,
+        /// See [`super::episodes::STEPS`].
+        pub step: u32,
+        /// See [`super::episodes::STEPS`].
+        pub action_type: String,
+        /// See [`super::episodes::STEPS`].
+        pub arguments: String,
+        /// See [`super::episodes::STEPS`].
+        pub observation: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub user_reply: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub raw: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub ask_user_response: Option<String>,
+    }
+}
+
+crate::row! {
+    /// The `steps` columns `knowu_metrics` reads for every step; a reply is read from
+    /// `ask_user_response` instead of `user_reply` when the table has it (KnowU's alignment).
+    pub struct MetricStep of super::episodes::STEPS {
+        /// See [`super::episodes::STEPS`].
+        pub episode_id: String,
+        /// See [`super::episodes::STEPS`].
+        pub step: u32,
+        /// See [`super::episodes::STEPS`].
+        pub action_type: String,
+        /// See [`super::episodes::STEPS`].
+        pub arguments: String,
+        /// See [`super::episodes::STEPS`].
+        pub user_reply: Option<String>,
+    }
+}
