@@ -24,22 +24,12 @@ const ACCESSORS: &[&str] = &[
     "column",
     "col",
     "cols",
-    "alias",
-    "drop",
-    "drop_many",
-    "rename",
-    "select",
-    "group_by",
-    "sort",
-    "unique",
-    "with_name",
-    "get_column_index",
     "Series::new",
     "Column::new",
     "Column::new_scalar",
     "Column::new_empty",
     "StringChunked::from_iter_options",
-    // the crate's hand-written column readers and writers
+    // the crate's hand-written column readers
     "strs",
     "str_col",
     "texts",
@@ -56,9 +46,22 @@ const ACCESSORS: &[&str] = &[
     "require",
     "empty_string_lists",
     "csv_columns",
-    "required_str",
-    "optional_str",
     "cell",
+];
+
+/// Polars methods whose string arguments are column names, counted only as methods
+/// (`.rename(…)`: a free `rename(fields, "a", "b")` renames JSON fields).
+const METHODS: &[&str] = &[
+    "alias",
+    "drop",
+    "drop_many",
+    "rename",
+    "select",
+    "group_by",
+    "sort",
+    "unique",
+    "with_name",
+    "get_column_index",
 ];
 
 /// A string literal: its byte range (quotes included) and its text.
@@ -172,7 +175,8 @@ fn closing(masked: &[u8], open: usize) -> usize {
     masked.len()
 }
 
-/// The name called with the parenthesis at `open` (`df!`, `col`, `Series::new`), if any.
+/// The name called with the parenthesis at `open` (`df!`, `col`, `Series::new`; `.rename` for
+/// a method), if any.
 fn callee(masked: &[u8], open: usize) -> String {
     let before = std::str::from_utf8(&masked[..open])
         .unwrap_or("")
@@ -183,7 +187,11 @@ fn callee(masked: &[u8], open: usize) -> String {
         .trim_end_matches(is_ident)
         .len();
     let name = &before[name_start..];
-    let path = before[..name_start].strip_suffix("::").map(|p| {
+    let prefix = &before[..name_start];
+    if prefix.trim_end().ends_with('.') {
+        return format!(".{name}");
+    }
+    let path = prefix.strip_suffix("::").map(|p| {
         let start = p.trim_end_matches(is_ident).len();
         &p[start..]
     });
@@ -194,6 +202,9 @@ fn callee(masked: &[u8], open: usize) -> String {
 }
 
 fn is_accessor(callee: &str) -> bool {
+    if let Some(method) = callee.strip_prefix('.') {
+        return METHODS.contains(&method) || ACCESSORS.contains(&method);
+    }
     ACCESSORS.contains(&callee)
         || callee
             .rsplit_once("::")
@@ -247,13 +258,15 @@ fn is_column_use(text: &str, masked: &[u8], lit: &Literal, names: &BTreeSet<&str
     is_accessor(&name)
 }
 
-/// How many literals of `text` (a Rust source file) use a name in `names` as a column.
-pub(super) fn column_uses(text: &str, names: &BTreeSet<&str>) -> usize {
+/// The 1-based lines of the literals of `text` (a Rust source file) that use a name in `names`
+/// as a column, one entry per literal.
+pub(super) fn column_uses(text: &str, names: &BTreeSet<&str>) -> Vec<usize> {
     let (lits, masked) = lex(text);
     lits.iter()
         .filter(|l| names.contains(l.text))
         .filter(|l| is_column_use(text, &masked, l, names))
-        .count()
+        .map(|l| 1 + text[..l.start].matches('\n').count())
+        .collect()
 }
 
 #[cfg(test)]
@@ -262,7 +275,7 @@ mod tests {
 
     fn count(src: &str) -> usize {
         let names: BTreeSet<&str> = ["score", "agent", "user", "text"].into();
-        column_uses(src, &names)
+        column_uses(src, &names).len()
     }
 
     #[test]
@@ -285,6 +298,8 @@ mod tests {
         assert_eq!(count(r#"ChatMessage::new("user", body)"#), 0);
         assert_eq!(count(r#"v["text"].as_str(); x.expect("score")"#), 0);
         assert_eq!(count(r#"["user", "other"].contains(&w)"#), 0);
+        assert_eq!(count(r#"rename(&mut fields, "text", "index")"#), 0);
+        assert_eq!(count(r#"df.rename("text", "score".into())"#), 2);
         assert_eq!(
             count("// df.column(\"score\")\nlet c = '\"'; f(\"user\")"),
             0
