@@ -12,6 +12,7 @@ use super::build_world::summary_table;
 use super::support::input_error;
 use crate::knowu::profile::KnowuProfile;
 use crate::knowu::sim::world::{persona_apps, persona_stub, PROFILE_KIND};
+use crate::tables::world::{KIND, NAME, TEXT};
 use crate::world::app::Catalog;
 use crate::world::summary::summarize;
 use crate::world::tables;
@@ -89,7 +90,7 @@ impl Kind for BuildKnowuWorld {
             format!("{}.yaml", persona.id),
         ]);
         text.extend([stub, profile_text]);
-        let sources = df!("kind" => kind, "name" => name, "text" => text)?;
+        let sources = df!(KIND => kind, NAME => name, TEXT => text)?;
         // The stub must load as a persona, or every later stage would fail on it.
         crate::world::from_tables::world_from_tables(
             &sources,

@@ -13,6 +13,8 @@ use crate::knowu::sim::generate::{generate, Generated, Scoring};
 use crate::knowu::sim::table;
 use crate::knowu::sim::template::load_dir;
 use crate::knowu::sim::world::PROFILE_KIND;
+use crate::tables::knowu::{GeneratedRow, SkippedRow};
+use crate::tables::world as world_tables;
 use crate::tasks::frames::task_tables;
 use crate::tasks::TaskBundle;
 
@@ -90,9 +92,9 @@ impl Kind for GenerateKnowuTasks {
 /// The KnowU profile carried in `sources`.
 fn knowu_persona(sources: &DataFrame, stage: &str) -> Result<KnowuProfile, StageError> {
     let (kind, name, text) = (
-        sources.column("kind")?.str()?,
-        sources.column("name")?.str()?,
-        sources.column("text")?.str()?,
+        sources.column(world_tables::KIND)?.str()?,
+        sources.column(world_tables::NAME)?.str()?,
+        sources.column(world_tables::TEXT)?.str()?,
     );
     let row = (0..sources.height()).find(|&i| kind.get(i) == Some(PROFILE_KIND));
     let Some(i) = row else {
@@ -107,21 +109,29 @@ fn knowu_persona(sources: &DataFrame, stage: &str) -> Result<KnowuProfile, Stage
 }
 
 fn generated(rows: &[crate::knowu::sim::generate::SplitCount]) -> Result<DataFrame, StageError> {
-    Ok(df!(
-        "persona" => rows.iter().map(|r| r.persona.clone()).collect::<Vec<_>>(),
-        "split" => rows.iter().map(|r| r.split.as_str()).collect::<Vec<_>>(),
-        "tasks" => rows.iter().map(|r| r.tasks).collect::<Vec<_>>(),
-        "knowu_classes" => rows.iter().map(|r| r.knowu_classes).collect::<Vec<_>>(),
-        "skipped" => rows.iter().map(|r| r.skipped).collect::<Vec<_>>(),
-    )?)
+    let rows: Vec<GeneratedRow> = rows
+        .iter()
+        .map(|r| GeneratedRow {
+            persona: r.persona.clone(),
+            split: r.split.as_str().to_string(),
+            tasks: r.tasks,
+            knowu_classes: r.knowu_classes,
+            skipped: r.skipped,
+        })
+        .collect();
+    Ok(GeneratedRow::to_frame(&rows)?)
 }
 
 fn skipped(out: &Generated) -> Result<DataFrame, StageError> {
-    let s = &out.skipped;
-    Ok(df!(
-        "template" => s.iter().map(|k| k.template.clone()).collect::<Vec<_>>(),
-        "persona" => s.iter().map(|k| k.persona.clone()).collect::<Vec<_>>(),
-        "split" => s.iter().map(|k| k.split.as_str()).collect::<Vec<_>>(),
-        "missing" => s.iter().map(|k| k.missing.clone()).collect::<Vec<_>>(),
-    )?)
+    let rows: Vec<SkippedRow> = out
+        .skipped
+        .iter()
+        .map(|k| SkippedRow {
+            template: k.template.clone(),
+            persona: k.persona.clone(),
+            split: k.split.as_str().to_string(),
+            missing: k.missing.clone(),
+        })
+        .collect();
+    Ok(SkippedRow::to_frame(&rows)?)
 }

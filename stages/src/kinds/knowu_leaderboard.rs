@@ -7,7 +7,6 @@
 use crate::knowu::interop::leaderboard::*;
 use crate::tables::episodes as ep;
 use crate::tables::knowu as ku;
-use polars::prelude::*;
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 
@@ -24,7 +23,10 @@ impl Kind for KnowuLeaderboard {
         &crate::tables::knowu::LEADERBOARD_TEXT,
     ];
     const INPUTS: &'static [InputDef] = &[
-        InputDef::required(&ku::OVERALL, &[ep::VARIANT, ku::AGENT, "overall_SR"]),
+        InputDef::required(
+            &ku::OVERALL,
+            &[ep::VARIANT, ku::AGENT, ku::OverallRow::overall_SR],
+        ),
         InputDef::required(&ku::SPLITS, &[ep::VARIANT, ku::AGENT, ku::SPLIT]),
     ];
     const SUMMARY: &'static str = "KnowU-Bench leaderboard: the paper's Table 2 (difficulty columns), the site's rows where they differ (noted), our runs with their coverage (partial runs unranked), from knowu_metrics tables overall + splits (params: published?, path?, date?, approach?); table `text` is a Markdown rendering";
@@ -50,10 +52,18 @@ impl Kind for KnowuLeaderboard {
         )?);
         let board = leaderboard_frame(rank(rows))?;
         let text = render_markdown(&board)?;
-        let lines = Column::new("line".into(), text.lines().collect::<Vec<_>>());
+        let lines: Vec<ku::LeaderboardTextRow> = text
+            .lines()
+            .map(|line| ku::LeaderboardTextRow {
+                line: line.to_string(),
+            })
+            .collect();
         Ok(Tables::new([
-            ("leaderboard", board),
-            ("text", DataFrame::new_infer_height(vec![lines])?),
+            (ku::LEADERBOARD.name, board),
+            (
+                ku::LEADERBOARD_TEXT.name,
+                ku::LeaderboardTextRow::to_frame(&lines)?,
+            ),
         ]))
     }
 }

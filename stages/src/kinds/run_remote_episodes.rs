@@ -18,6 +18,12 @@ pub use crate::episodes::remote::params::{RemoteAgent, RunRemoteEpisodesParams};
 use crate::episodes::remote::tasks::RemoteTask;
 use crate::knowu::columns::{optional_strings, strings};
 
+/// A remote task list's optional columns (often a CSV `read_table` read, no declared table):
+/// the instruction and the actions a replay agent plays.
+const GOAL: &str = "goal";
+/// See [`GOAL`].
+const ACTIONS: &str = "actions";
+
 /// Plays tasks on remote devices.
 pub struct RunRemoteEpisodes;
 
@@ -87,8 +93,8 @@ fn read_tasks(ctx: &StageContext<'_>) -> Result<Vec<RemoteTask>, StageError> {
     let (table, df) = (input.label(), &input.df);
     RemoteTask::from_columns(
         &table,
-        strings(df, &table, "task_id")?,
-        optional_strings(df, &table, "goal")?,
-        optional_strings(df, &table, "actions")?,
+        strings(df, &table, crate::tables::tasks::TASK_ID)?,
+        optional_strings(df, &table, GOAL)?,
+        optional_strings(df, &table, ACTIONS)?,
     )
 }

@@ -182,6 +182,14 @@ impl KnowuError {
         }
     }
 
+    /// An input table that does not hold what its row struct reads (`tables::row`).
+    pub fn rows(e: crate::tables::row::RowError) -> Self {
+        Self::table(
+            e.table,
+            format!("{e}; see docs/tables.md for the columns each table must carry"),
+        )
+    }
+
     /// A write error for `path`.
     pub fn write(path: &Path, source: std::io::Error) -> Self {
         Self::Write {

@@ -11,6 +11,7 @@ use prefflow_engine::StageError;
 
 use super::kappa::{agreement, Agreement};
 use super::pertask::input_error;
+use crate::tables::aggregate::{AgreementRow as A, LabelsRow as L};
 use crate::tables::judging::{REQUESTS, VERDICTS};
 
 /// What a human label is about.
@@ -72,7 +73,7 @@ fn read_file(file: &Path, name: &str) -> Result<Vec<HumanLabel>, StageError> {
         .and_then(|r| r.finish())
         .map_err(|e| StageError::Input(format!("labels file `{name}`: {e}")))?;
     let has = |c: &str| df.schema().contains(c);
-    if !has("episode_id") || !has("label") || !(has("criterion_id") || has("slot_id")) {
+    if !has(L::episode_id) || !has(L::label) || !(has(L::criterion_id) || has(L::slot_id)) {
         return Err(StageError::Input(format!(
             "labels file `{name}`: the header must have `episode_id`, `criterion_id` and/or `slot_id`, and `label`"
         )));
@@ -88,8 +89,8 @@ fn read_file(file: &Path, name: &str) -> Result<Vec<HumanLabel>, StageError> {
             .map(|v| v.unwrap_or_default().trim().to_string())
             .collect())
     };
-    let (episodes, criteria) = (text("episode_id")?, text("criterion_id")?);
-    let (slots, values) = (text("slot_id")?, text("label")?);
+    let (episodes, criteria) = (text(L::episode_id)?, text(L::criterion_id)?);
+    let (slots, values) = (text(L::slot_id)?, text(L::label)?);
     (0..df.height())
         .map(|i| {
             let at = format!("labels file `{name}` line {}", i + 2);
@@ -144,22 +145,30 @@ fn parse_row(
 
 /// The labels as a table: episode_id, criterion_id?, slot_id?, label, file, line.
 pub fn labels_frame(labels: &[HumanLabel]) -> PolarsResult<DataFrame> {
-    let of = |f: fn(&Subject) -> Option<String>| -> Vec<Option<String>> {
-        labels.iter().map(|l| f(&l.subject)).collect()
-    };
-    df!(
-        "episode_id" => labels.iter().map(|l| l.episode_id.clone()).collect::<Vec<_>>(),
-        "criterion_id" => of(|s| match s { Subject::Criterion(c) => Some(c.clone()), _ => None }),
-        "slot_id" => of(|s| match s { Subject::Slot(c) => Some(c.clone()), _ => None }),
-        "label" => labels.iter().map(|l| match (&l.subject, l.positive) {
-            (Subject::Criterion(_), true) => "pass",
-            (Subject::Criterion(_), false) => "fail",
-            (Subject::Slot(_), true) => "asked",
-            (Subject::Slot(_), false) => "not_asked",
-        }).collect::<Vec<_>>(),
-        "file" => labels.iter().map(|l| l.file.clone()).collect::<Vec<_>>(),
-        "line" => labels.iter().map(|l| l.line).collect::<Vec<_>>(),
-    )
+    let rows: Vec<L> = labels
+        .iter()
+        .map(|l| L {
+            episode_id: l.episode_id.clone(),
+            criterion_id: match &l.subject {
+                Subject::Criterion(c) => Some(c.clone()),
+                Subject::Slot(_) => None,
+            },
+            slot_id: match &l.subject {
+                Subject::Slot(s) => Some(s.clone()),
+                Subject::Criterion(_) => None,
+            },
+            label: match (&l.subject, l.positive) {
+                (Subject::Criterion(_), true) => "pass",
+                (Subject::Criterion(_), false) => "fail",
+                (Subject::Slot(_), true) => "asked",
+                (Subject::Slot(_), false) => "not_asked",
+            }
+            .to_string(),
+            file: l.file.clone(),
+            line: l.line,
+        })
+        .collect();
+    L::to_frame(&rows)
 }
 
 /// (episode, criterion) → verdict per mode (`pass` → true; unscored left out).
@@ -377,14 +386,18 @@ fn row(level: &'static str, pair: &str, both: &[(bool, bool)], labelled: usize) 
 
 /// `agreement`: level, pair, n, agree, p_o, p_e, kappa (null when undefined), excluded.
 pub fn agreement_frame(rows: &[AgreementRow]) -> PolarsResult<DataFrame> {
-    df!(
-        "level" => rows.iter().map(|r| r.level).collect::<Vec<_>>(),
-        "pair" => rows.iter().map(|r| r.pair.clone()).collect::<Vec<_>>(),
-        "n" => rows.iter().map(|r| r.agreement.n).collect::<Vec<_>>(),
-        "agree" => rows.iter().map(|r| r.agreement.agree).collect::<Vec<_>>(),
-        "p_o" => rows.iter().map(|r| r.agreement.p_o).collect::<Vec<_>>(),
-        "p_e" => rows.iter().map(|r| r.agreement.p_e).collect::<Vec<_>>(),
-        "kappa" => rows.iter().map(|r| r.agreement.kappa).collect::<Vec<_>>(),
-        "excluded" => rows.iter().map(|r| r.excluded).collect::<Vec<_>>(),
-    )
+    let rows: Vec<A> = rows
+        .iter()
+        .map(|r| A {
+            level: r.level.to_string(),
+            pair: r.pair.clone(),
+            n: r.agreement.n,
+            agree: r.agreement.agree,
+            p_o: r.agreement.p_o,
+            p_e: r.agreement.p_e,
+            kappa: r.agreement.kappa,
+            excluded: r.excluded,
+        })
+        .collect();
+    A::to_frame(&rows)
 }

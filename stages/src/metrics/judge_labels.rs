@@ -11,6 +11,7 @@ use std::path::Path;
 use polars::prelude::*;
 use prefflow_engine::StageError;
 
+use crate::tables::aggregate::DisagreementsRow;
 use crate::tasks::{Source, TaskBundle};
 
 /// What a judgement is about.
@@ -400,14 +401,18 @@ pub fn gold(
 
 /// `disagreements`: episode, level, subject, pass1, pass2, resolved (null: unresolved).
 pub fn disagreements_frame(rows: &[Disagreement]) -> PolarsResult<DataFrame> {
-    df!(
-        "episode" => rows.iter().map(|d| d.key.0.clone()).collect::<Vec<_>>(),
-        "level" => rows.iter().map(|d| d.key.1.as_str()).collect::<Vec<_>>(),
-        "subject" => rows.iter().map(|d| d.key.2.clone()).collect::<Vec<_>>(),
-        "pass1" => rows.iter().map(|d| d.pass1.clone()).collect::<Vec<_>>(),
-        "pass2" => rows.iter().map(|d| d.pass2.clone()).collect::<Vec<_>>(),
-        "resolved" => rows.iter().map(|d| d.resolved.clone()).collect::<Vec<_>>(),
-    )
+    let rows: Vec<DisagreementsRow> = rows
+        .iter()
+        .map(|d| DisagreementsRow {
+            episode: d.key.0.clone(),
+            level: d.key.1.as_str().to_string(),
+            subject: d.key.2.clone(),
+            pass1: d.pass1.clone(),
+            pass2: d.pass2.clone(),
+            resolved: d.resolved.clone(),
+        })
+        .collect();
+    DisagreementsRow::to_frame(&rows)
 }
 
 /// The gold pieces of each ask: the slots requested at ask `k` (1-based) where both passes

@@ -16,6 +16,7 @@ use super::pertask::input_error;
 use crate::episodes::labelled::{fingerprint, AuthoredEpisode, ByTask, Freshness};
 use crate::episodes::simulator::is_dont_know;
 use crate::judging::StepRec;
+use crate::tables::aggregate::{JudgeErrorsRow, LabelledEpisodesRow, SimulatorCheckRow};
 use crate::tables::judging::{INTERACTION, REQUESTS, SCORES, VERDICTS};
 use crate::tasks::matcher::phrase_in;
 use crate::tasks::user::spoken;
@@ -68,17 +69,21 @@ impl<'a> AuthoredSet<'a> {
     /// `labelled`: episode, task_id, epoch, status, fingerprint (the task's now), stored,
     /// behaviour, asks.
     pub fn frame(&self, bundles: &HashMap<String, TaskBundle>) -> PolarsResult<DataFrame> {
-        let rows: Vec<_> = self.episodes.values().collect();
-        df!(
-            "episode" => rows.iter().map(|(e, _, _)| e.id.clone()).collect::<Vec<_>>(),
-            "task_id" => rows.iter().map(|(e, _, _)| e.task_id.clone()).collect::<Vec<_>>(),
-            "epoch" => rows.iter().map(|(_, n, _)| *n).collect::<Vec<_>>(),
-            "status" => rows.iter().map(|(_, _, f)| f.as_str()).collect::<Vec<_>>(),
-            "fingerprint" => rows.iter().map(|(e, _, _)| bundles.get(&e.task_id).map(fingerprint)).collect::<Vec<_>>(),
-            "stored" => rows.iter().map(|(e, _, _)| e.fingerprint.clone()).collect::<Vec<_>>(),
-            "behaviour" => rows.iter().map(|(e, _, _)| e.behaviour.join(",")).collect::<Vec<_>>(),
-            "asks" => rows.iter().map(|(e, _, _)| self.asks.get(&e.id).copied().unwrap_or(0) as u32).collect::<Vec<_>>(),
-        )
+        let rows: Vec<LabelledEpisodesRow> = self
+            .episodes
+            .values()
+            .map(|(e, epoch, freshness)| LabelledEpisodesRow {
+                episode: e.id.clone(),
+                task_id: e.task_id.clone(),
+                epoch: *epoch,
+                status: freshness.as_str().to_string(),
+                fingerprint: bundles.get(&e.task_id).map(fingerprint),
+                stored: e.fingerprint.clone(),
+                behaviour: e.behaviour.join(","),
+                asks: self.asks.get(&e.id).copied().unwrap_or(0) as u32,
+            })
+            .collect();
+        LabelledEpisodesRow::to_frame(&rows)
     }
 }
 
@@ -291,14 +296,20 @@ pub fn errors_frame(
             }
         }
     }
-    df!(
-        "judge" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
-        "episode" => rows.iter().map(|r| r.1 .0.clone()).collect::<Vec<_>>(),
-        "level" => rows.iter().map(|r| r.1 .1.as_str()).collect::<Vec<_>>(),
-        "subject" => rows.iter().map(|r| r.1 .2.clone()).collect::<Vec<_>>(),
-        "judged" => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
-        "gold" => rows.iter().map(|r| r.3).collect::<Vec<_>>(),
-    )
+    let rows: Vec<JudgeErrorsRow> = rows
+        .into_iter()
+        .map(
+            |(judge, (episode, level, subject), judged, gold)| JudgeErrorsRow {
+                judge: judge.to_string(),
+                episode: episode.clone(),
+                level: level.as_str().to_string(),
+                subject: subject.clone(),
+                judged: judged.to_string(),
+                gold: gold.to_string(),
+            },
+        )
+        .collect();
+    JudgeErrorsRow::to_frame(&rows)
 }
 
 /// One question–answer pair of the simulator check.
@@ -441,17 +452,21 @@ pub fn simulator_rows(checks: &[QaCheck]) -> Vec<AgreementRow> {
 
 /// `simulator`: one row per checked question–answer pair.
 pub fn simulator_frame(checks: &[QaCheck]) -> PolarsResult<DataFrame> {
-    df!(
-        "simulator" => checks.iter().map(|c| c.simulator.clone()).collect::<Vec<_>>(),
-        "episode" => checks.iter().map(|c| c.episode.clone()).collect::<Vec<_>>(),
-        "ask" => checks.iter().map(|c| c.ask).collect::<Vec<_>>(),
-        "question" => checks.iter().map(|c| c.question.clone()).collect::<Vec<_>>(),
-        "reply" => checks.iter().map(|c| c.reply.clone()).collect::<Vec<_>>(),
-        "asked" => checks.iter().map(|c| c.asked.join(",")).collect::<Vec<_>>(),
-        "disclosed" => checks.iter().map(|c| c.disclosed.join(",")).collect::<Vec<_>>(),
-        "answered" => checks.iter().map(|c| c.answered).collect::<Vec<_>>(),
-        "grounded" => checks.iter().map(|c| c.grounded).collect::<Vec<_>>(),
-        "volunteered" => checks.iter().map(|c| c.volunteered).collect::<Vec<_>>(),
-        "valid" => checks.iter().map(QaCheck::valid).collect::<Vec<_>>(),
-    )
+    let rows: Vec<SimulatorCheckRow> = checks
+        .iter()
+        .map(|c| SimulatorCheckRow {
+            simulator: c.simulator.clone(),
+            episode: c.episode.clone(),
+            ask: c.ask,
+            question: c.question.clone(),
+            reply: c.reply.clone(),
+            asked: c.asked.join(","),
+            disclosed: c.disclosed.join(","),
+            answered: c.answered,
+            grounded: c.grounded,
+            volunteered: c.volunteered,
+            valid: c.valid(),
+        })
+        .collect();
+    SimulatorCheckRow::to_frame(&rows)
 }

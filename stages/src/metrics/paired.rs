@@ -8,6 +8,7 @@ use polars::prelude::*;
 
 use super::bootstrap::{cluster_index, Bootstrap, Ratio};
 use super::pertask::{PerTask, TaskRow, METRICS};
+use crate::tables::aggregate::PairedRow as P;
 
 /// `paired`: variant, baseline, metric, diff (variant − baseline), ci_low, ci_high, n (common
 /// tasks where both define the metric), wins, ties, losses (per task).
@@ -52,16 +53,16 @@ pub fn paired(tasks: &PerTask, baseline: &str, boot: &Bootstrap) -> PolarsResult
     }
     let baselines = vec![baseline.to_string(); t.variant.len()];
     df!(
-        "variant" => t.variant,
-        "baseline" => baselines,
-        "metric" => t.metric,
-        "diff" => t.diff,
-        "ci_low" => t.low,
-        "ci_high" => t.high,
-        "n" => t.n,
-        "wins" => t.wins,
-        "ties" => t.ties,
-        "losses" => t.losses,
+        P::variant => t.variant,
+        P::baseline => baselines,
+        P::metric => t.metric,
+        P::diff => t.diff,
+        P::ci_low => t.low,
+        P::ci_high => t.high,
+        P::n => t.n,
+        P::wins => t.wins,
+        P::ties => t.ties,
+        P::losses => t.losses,
     )
 }
 
@@ -74,14 +75,14 @@ pub fn refuse_across_judges(
     baseline_judge: Option<&str>,
 ) -> PolarsResult<DataFrame> {
     let judges: Vec<Option<String>> = paired
-        .column("judge")?
+        .column(P::judge)?
         .cast(&DataType::String)?
         .str()?
         .iter()
         .map(|j| j.map(str::to_string))
         .collect();
     let baselines: Vec<Option<String>> = paired
-        .column("baseline")?
+        .column(P::baseline)?
         .str()?
         .iter()
         .map(|b| b.map(str::to_string))
@@ -101,7 +102,7 @@ pub fn refuse_across_judges(
         .collect();
     let refused: Vec<bool> = notes.iter().map(Option::is_some).collect();
     let mut out = paired;
-    for name in ["diff", "ci_low", "ci_high"] {
+    for name in [P::diff, P::ci_low, P::ci_high] {
         let kept: Vec<Option<f64>> = out
             .column(name)?
             .f64()?
@@ -111,7 +112,7 @@ pub fn refuse_across_judges(
             .collect();
         out.with_column(Column::new(name.into(), kept))?;
     }
-    out.with_column(Column::new("note".into(), notes))?;
+    out.with_column(Column::new(P::note.into(), notes))?;
     Ok(out)
 }
 

@@ -9,6 +9,8 @@ use prefflow_engine::StageError;
 
 use super::bootstrap::{Bootstrap, Ratio};
 use super::pertask::{require, Metric, PerTask, TaskRow, METRICS};
+use crate::tables::aggregate::{FailureLabelsRow as F, HistoryCurveRow, PerturbationsRow};
+use crate::tables::judging::{Verdict as V, VERDICTS};
 
 /// Metrics the subset tables report: the rates of Table 1 (its leading seven metrics), not the
 /// per-task counts.
@@ -32,30 +34,30 @@ fn ratio(rows: &[&TaskRow], metric: Metric) -> (Option<f64>, u32) {
 /// `perturbations`: variant, perturbation, metric, value (on the subset), overall (all tasks
 /// of the variant), delta (value − overall; null when either is undefined), n (subset tasks).
 pub fn perturbations(tasks: &PerTask) -> PolarsResult<DataFrame> {
-    let (mut variant, mut subset, mut metric) = (vec![], vec![], vec![]);
-    let (mut value, mut overall, mut delta, mut n) = (vec![], vec![], vec![], vec![]);
-    for (v, rows) in &tasks.variants {
-        let all: Vec<&TaskRow> = rows.iter().collect();
+    let mut rows = Vec::new();
+    for (v, of_variant) in &tasks.variants {
+        let all: Vec<&TaskRow> = of_variant.iter().collect();
         let mut by_subset: BTreeMap<&str, Vec<&TaskRow>> = BTreeMap::new();
-        for r in rows {
+        for r in of_variant {
             by_subset.entry(&r.perturbation).or_default().push(r);
         }
         for (p, members) in &by_subset {
             for &m in SUBSET_METRICS {
-                let (val, count) = ratio(members, m);
-                let (ov, _) = ratio(&all, m);
-                variant.push(v.clone());
-                subset.push(p.to_string());
-                metric.push(m.name());
-                value.push(val);
-                overall.push(ov);
-                delta.push(val.zip(ov).map(|(a, b)| a - b));
-                n.push(count);
+                let (value, n) = ratio(members, m);
+                let (overall, _) = ratio(&all, m);
+                rows.push(PerturbationsRow {
+                    variant: v.clone(),
+                    perturbation: p.to_string(),
+                    metric: m.name().to_string(),
+                    value,
+                    overall,
+                    delta: value.zip(overall).map(|(a, b)| a - b),
+                    n,
+                });
             }
         }
     }
-    df!("variant" => variant, "perturbation" => subset, "metric" => metric, "value" => value,
-        "overall" => overall, "delta" => delta, "n" => n)
+    PerturbationsRow::to_frame(&rows)
 }
 
 /// The k of an exposure label: `top_k:10/noisy` → 10, `none/…` → 0, `all/…` and unknown → null.
@@ -70,68 +72,65 @@ pub fn top_k(exposure: &str) -> Option<u32> {
 /// `history_curve`: variant, exposure, top_k (null for `all`), metric, value, ci_low, ci_high
 /// (resampling templates), n — personalization (and its inferable / ask-only split) and success per exposure.
 pub fn history_curve(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
-    let (mut variant, mut exposure, mut k, mut metric) = (vec![], vec![], vec![], vec![]);
-    let (mut value, mut low, mut high, mut n) = (vec![], vec![], vec![], vec![]);
-    for (v, rows) in &tasks.variants {
+    let mut rows = Vec::new();
+    for (v, of_variant) in &tasks.variants {
         let mut by_exposure: BTreeMap<&str, Vec<&TaskRow>> = BTreeMap::new();
-        for r in rows {
+        for r in of_variant {
             by_exposure.entry(&r.exposure).or_default().push(r);
         }
         for (e, members) in &by_exposure {
             for m in CURVE_METRICS {
                 let key = format!("{v}/{e}/{}", m.name());
                 let est = super::pertask::clustered(boot, &key, members.iter().copied(), m);
-                variant.push(v.clone());
-                exposure.push(e.to_string());
-                k.push(top_k(e));
-                metric.push(m.name());
-                value.push(est.value);
-                low.push(est.ci_low);
-                high.push(est.ci_high);
-                n.push(est.n);
+                rows.push(HistoryCurveRow {
+                    variant: v.clone(),
+                    exposure: e.to_string(),
+                    top_k: top_k(e),
+                    metric: m.name().to_string(),
+                    value: est.value,
+                    ci_low: est.ci_low,
+                    ci_high: est.ci_high,
+                    n: est.n,
+                });
             }
         }
     }
-    df!("variant" => variant, "exposure" => exposure, "top_k" => k, "metric" => metric,
-        "value" => value, "ci_low" => low, "ci_high" => high, "n" => n)
+    HistoryCurveRow::to_frame(&rows)
 }
 
 /// `failure_labels`: variant, mode, failure_label (`unlabelled` when the judge gave
 /// none), count, share (of the failed criteria of that variant and judge mode).
 pub fn failure_labels(verdicts: Option<&DataFrame>) -> Result<DataFrame, StageError> {
     let Some(verdicts) = verdicts else {
-        return Ok(df!(
-            "variant" => Vec::<String>::new(), "mode" => Vec::<String>::new(),
-            "failure_label" => Vec::<String>::new(),
-            "count" => Vec::<u32>::new(), "share" => Vec::<f64>::new())?);
+        return Ok(F::to_frame(&[])?);
     };
     require(
         verdicts,
-        "verdicts",
-        &["variant", "mode", "verdict", "failure_label"],
+        VERDICTS.name,
+        &[V::variant, V::mode, V::verdict, V::failure_label],
     )?;
-    let failed_in_group = col("count")
+    let failed_in_group = col(F::count)
         .sum()
-        .over([col("variant"), col("mode")])?
+        .over([col(F::variant), col(F::mode)])?
         .cast(DataType::Float64);
     let out = verdicts
         .clone()
         .lazy()
-        .filter(col("verdict").eq(lit("fail")))
+        .filter(col(V::verdict).eq(lit("fail")))
         .with_column(
-            col("failure_label")
+            col(V::failure_label)
                 .cast(DataType::String)
                 .fill_null(lit("unlabelled")),
         )
-        .group_by([col("variant"), col("mode"), col("failure_label")])
-        .agg([len().cast(DataType::UInt32).alias("count")])
-        .with_column((col("count").cast(DataType::Float64) / failed_in_group).alias("share"))
+        .group_by([col(V::variant), col(V::mode), col(V::failure_label)])
+        .agg([len().cast(DataType::UInt32).alias(F::count)])
+        .with_column((col(F::count).cast(DataType::Float64) / failed_in_group).alias(F::share))
         .sort_by_exprs(
             [
-                col("variant"),
-                col("mode"),
-                col("count"),
-                col("failure_label"),
+                col(F::variant),
+                col(F::mode),
+                col(F::count),
+                col(F::failure_label),
             ],
             SortMultipleOptions::default().with_order_descending_multi([false, false, true, false]),
         )

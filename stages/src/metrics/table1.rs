@@ -9,6 +9,8 @@ use super::paired::{paired, refuse_across_judges};
 use super::passk::pass_k;
 use super::pertask::{clustered, per_task, Metric, PerTask, METRICS};
 use super::subsets::{failure_labels, history_curve, perturbations};
+use crate::tables::aggregate::{PassKRow as K, Table1Row as T};
+use crate::tables::judging::Score;
 
 /// Settings of [`aggregate`].
 #[derive(Debug, Clone, Default)]
@@ -113,14 +115,18 @@ pub fn table1(tasks: &PerTask, boot: &Bootstrap) -> PolarsResult<DataFrame> {
 /// scores written without one), so a model judged by a judge model is never read as
 /// rule-judged.
 pub fn with_judge(table1: DataFrame, scores: &DataFrame) -> PolarsResult<DataFrame> {
-    reader_labels(with_episode_label(table1, Some(scores), "judge")?)
+    reader_labels(with_episode_label(table1, Some(scores), T::judge)?)
 }
 
 /// The judge label of `variant`'s scores as [`with_judge`] writes it; `None` without a
 /// `judge` column or scores of the variant.
 fn judge_of(scores: &DataFrame, variant: &str) -> Option<String> {
-    let variants = scores.column("variant").ok()?.str().ok()?;
-    let judges = scores.column("judge").ok()?.cast(&DataType::String).ok()?;
+    let variants = scores.column(Score::variant).ok()?.str().ok()?;
+    let judges = scores
+        .column(Score::judge)
+        .ok()?
+        .cast(&DataType::String)
+        .ok()?;
     let judges = judges.str().ok()?;
     let labels: std::collections::BTreeSet<&str> = variants
         .iter()
@@ -150,21 +156,21 @@ fn reader_label(labels: &str) -> String {
 /// `df`'s `judge` column through [`reader_label`].
 fn reader_labels(df: DataFrame) -> PolarsResult<DataFrame> {
     let marked: Vec<Option<String>> = df
-        .column("judge")?
+        .column(T::judge)?
         .cast(&DataType::String)?
         .str()?
         .iter()
         .map(|j| j.map(reader_label))
         .collect();
     let mut out = df;
-    out.with_column(Column::new("judge".into(), marked))?;
+    out.with_column(Column::new(T::judge.into(), marked))?;
     Ok(out)
 }
 
 /// Table 1, warned about when its columns were judged by different judges (`paired` refuses
 /// those comparisons).
 fn judge_row(table1: DataFrame) -> PolarsResult<DataFrame> {
-    let judges = table1.column("judge")?.cast(&DataType::String)?;
+    let judges = table1.column(T::judge)?.cast(&DataType::String)?;
     let distinct: std::collections::BTreeSet<&str> = judges.str()?.iter().flatten().collect();
     if distinct.len() > 1 {
         tracing::warn!(
@@ -180,7 +186,7 @@ fn judge_row(table1: DataFrame) -> PolarsResult<DataFrame> {
 /// a model's column carries both the name it goes by in the pipeline (in the variant) and the
 /// model id the provider was asked for. Null without an `episodes` table.
 pub fn with_agent(table1: DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
-    with_episode_label(table1, episodes, "agent")
+    with_episode_label(table1, episodes, T::agent)
 }
 
 /// Table 1 with a `user` column: who answered each variant's questions (`scripted`,
@@ -188,7 +194,7 @@ pub fn with_agent(table1: DataFrame, episodes: Option<&DataFrame>) -> PolarsResu
 /// values joined), so a column answered by a model — or by the model under test itself — is
 /// never read as answered by the scripted user. Null when the episodes do not say.
 pub fn with_user(table1: DataFrame, episodes: Option<&DataFrame>) -> PolarsResult<DataFrame> {
-    with_episode_label(table1, episodes, "user")
+    with_episode_label(table1, episodes, T::user)
 }
 
 /// Table 1 with column `label` taken from the episodes' (or scores') own (distinct values per
@@ -207,17 +213,17 @@ fn with_episode_label(
     let labels = episodes
         .clone()
         .lazy()
-        .select([col("variant"), col(label).cast(DataType::String)])
+        .select([col(T::variant), col(label).cast(DataType::String)])
         .unique_stable(None, UniqueKeepStrategy::First)
-        .sort(["variant", label], SortMultipleOptions::default())
-        .group_by_stable([col("variant")])
+        .sort([T::variant, label], SortMultipleOptions::default())
+        .group_by_stable([col(T::variant)])
         .agg([col(label).str().join(", ", true)]);
     table1
         .lazy()
         .join(
             labels,
-            [col("variant")],
-            [col("variant")],
+            [col(T::variant)],
+            [col(T::variant)],
             JoinArgs::new(JoinType::Left),
         )
         .collect()
@@ -250,14 +256,14 @@ impl EstimateRows {
 
     fn frame(self) -> PolarsResult<DataFrame> {
         df!(
-            "variant" => self.variant,
-            "metric" => self.metric,
-            "value" => self.value,
-            "ci_low" => self.low,
-            "ci_high" => self.high,
-            "n" => self.n,
-            "templates" => self.templates,
-            "display" => self.display,
+            T::variant => self.variant,
+            T::metric => self.metric,
+            T::value => self.value,
+            T::ci_low => self.low,
+            T::ci_high => self.high,
+            T::n => self.n,
+            T::templates => self.templates,
+            T::display => self.display,
         )
     }
 }
@@ -292,5 +298,5 @@ fn pass_k_frame(tasks: &PerTask) -> PolarsResult<DataFrame> {
             n.push(p.n);
         }
     }
-    df!("variant" => variant, "k" => k, "pass_hat_k" => hat, "pass_at_k" => at, "n" => n)
+    df!(K::variant => variant, K::k => k, K::pass_hat_k => hat, K::pass_at_k => at, K::n => n)
 }

@@ -324,36 +324,61 @@ crate::table! {
     }
 }
 
+/// The leaderboard's leading columns, in KnowU's layout: rank, model, approach, then the
+/// overall and per-split success rates.
+pub const LEADERBOARD_LAYOUT: [&str; 7] = [
+    "Rank",
+    "Model & Date",
+    "Approach & Details",
+    "Overall",
+    "General",
+    "Personalized",
+    "Proactive",
+];
+/// The leaderboard's difficulty columns (the paper's Table 2).
+pub const LEADERBOARD_DIFFICULTY: [&str; 8] = [
+    "Gen easy",
+    "Gen hard",
+    "Pers easy SR",
+    "Pers easy Score",
+    "Pers hard SR",
+    "Pers hard Score",
+    "Pro easy",
+    "Pro hard",
+];
+/// Whether a leaderboard row is ranked.
+pub const RANKED: &str = "ranked";
+/// Where a leaderboard row comes from.
+pub const SOURCE: &str = "source";
+/// A leaderboard row's note.
+pub const NOTE: &str = "note";
+
 /// KnowU-Bench's leaderboard with our runs among the published ones.
 pub static LEADERBOARD: TableDef = TableDef {
     name: "leaderboard",
     doc: "per ranked row, in KnowU's column layout (success rates in percent)",
     columns: &[
-        C::nullable("Rank", U32, "1 = best Overall among ranked rows; null for unranked rows (partial runs, the site's differing rows)"),
-        C::new("Model & Date", Str, "the model and the date shown"),
-        C::new("Approach & Details", Str, "the approach (for published rows, where they come from)"),
-        C::nullable("Overall", F64, "overall SR, %"),
-        C::nullable("General", F64, "general SR, % (paper rows: derived from the difficulty columns)"),
-        C::nullable("Personalized", F64, "personalized SR, % (paper rows: derived)"),
-        C::nullable("Proactive", F64, "proactive SR, % (paper rows: derived)"),
-        C::nullable("Gen easy", F64, "general easy SR, %"),
-        C::nullable("Gen hard", F64, "general hard SR, %"),
-        C::nullable("Pers easy SR", F64, "personalized easy SR, %"),
-        C::nullable("Pers easy Score", F64, "personalized easy mean score, 0–1"),
-        C::nullable("Pers hard SR", F64, "personalized hard SR, %"),
-        C::nullable("Pers hard Score", F64, "personalized hard mean score, 0–1"),
-        C::nullable("Pro easy", F64, "proactive easy SR, %"),
-        C::nullable("Pro hard", F64, "proactive hard SR, %"),
+        C::nullable(LEADERBOARD_LAYOUT[0], U32, "1 = best Overall among ranked rows; null for unranked rows (partial runs, the site's differing rows)"),
+        C::new(LEADERBOARD_LAYOUT[1], Str, "the model and the date shown"),
+        C::new(LEADERBOARD_LAYOUT[2], Str, "the approach (for published rows, where they come from)"),
+        C::nullable(LEADERBOARD_LAYOUT[3], F64, "overall SR, %"),
+        C::nullable(LEADERBOARD_LAYOUT[4], F64, "general SR, % (paper rows: derived from the difficulty columns)"),
+        C::nullable(LEADERBOARD_LAYOUT[5], F64, "personalized SR, % (paper rows: derived)"),
+        C::nullable(LEADERBOARD_LAYOUT[6], F64, "proactive SR, % (paper rows: derived)"),
+        C::nullable(LEADERBOARD_DIFFICULTY[0], F64, "general easy SR, %"),
+        C::nullable(LEADERBOARD_DIFFICULTY[1], F64, "general hard SR, %"),
+        C::nullable(LEADERBOARD_DIFFICULTY[2], F64, "personalized easy SR, %"),
+        C::nullable(LEADERBOARD_DIFFICULTY[3], F64, "personalized easy mean score, 0–1"),
+        C::nullable(LEADERBOARD_DIFFICULTY[4], F64, "personalized hard SR, %"),
+        C::nullable(LEADERBOARD_DIFFICULTY[5], F64, "personalized hard mean score, 0–1"),
+        C::nullable(LEADERBOARD_DIFFICULTY[6], F64, "proactive easy SR, %"),
+        C::nullable(LEADERBOARD_DIFFICULTY[7], F64, "proactive hard SR, %"),
         C::nullable("general_tasks", U32, "coverage: general tasks with a result (KnowU: 42)"),
         C::nullable("personalized_tasks", U32, "coverage: personalized tasks with a result (KnowU: 86)"),
         C::nullable("proactive_tasks", U32, "coverage: proactive tasks with a result (KnowU: 64)"),
-        C::new("ranked", Bool, "ranked: a published paper row, or a run covering every KnowU task with scores"),
-        C::new(
-            "source",
-            Str,
-            "`KnowU-Bench paper`, `KnowU-Bench site` or `prefflow` (our runs)",
-        ),
-        C::new("note", Str, "derivations, differences from the paper, partial coverage"),
+        C::new(RANKED, Bool, "ranked: a published paper row, or a run covering every KnowU task with scores"),
+        C::new(SOURCE, Str, "`KnowU-Bench paper`, `KnowU-Bench site` or `prefflow` (our runs)"),
+        C::new(NOTE, Str, "derivations, differences from the paper, partial coverage"),
     ],
     open: false,
 };
@@ -363,5 +388,158 @@ crate::table! {
     pub struct LeaderboardTextRow as LEADERBOARD_TEXT ("text", "per line of the leaderboard's Markdown rendering") {
         /// one line
         pub line: String,
+    }
+}
+
+crate::row! {
+    /// An `episodes` row as `import_knowu_runs` writes it (one per task directory of a KnowU
+    /// run: no user simulator or judge, so their tokens and costs are 0), columns in this order.
+    pub struct ImportedEpisode of super::episodes::EPISODES {
+        /// See [`super::episodes::EPISODES`].
+        pub episode_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub task_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub variant: String,
+        /// See [`super::episodes::EPISODES`].
+        pub epoch: u32,
+        /// See [`super::episodes::EPISODES`].
+        pub persona: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub agent: String,
+        /// See [`super::episodes::EPISODES`].
+        pub status: String,
+        /// See [`super::episodes::EPISODES`].
+        pub steps: u32,
+        /// See [`super::episodes::EPISODES`].
+        pub ask_user_calls: u32,
+        /// See [`super::episodes::EPISODES`].
+        pub final_answer: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub score: Option<f64>,
+        /// See [`super::episodes::EPISODES`].
+        pub prompt_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub completion_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub prompt_tokens_user: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub completion_tokens_user: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub prompt_tokens_judge: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub completion_tokens_judge: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub cost_agent: f64,
+        /// See [`super::episodes::EPISODES`].
+        pub cost_user: f64,
+        /// See [`super::episodes::EPISODES`].
+        pub cost_judge: f64,
+        /// See [`super::episodes::EPISODES`].
+        pub error: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub reason: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub goal: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub cached_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub cached_tokens_user: u64,
+    }
+}
+
+crate::row! {
+    /// A `steps` row as `import_knowu_runs` writes it (one per trajectory entry), columns in
+    /// this order.
+    pub struct ImportedStep of super::episodes::STEPS {
+        /// See [`super::episodes::STEPS`].
+        pub episode_id: String,
+        /// See [`super::episodes::STEPS`].
+        pub step: u32,
+        /// See [`super::episodes::STEPS`].
+        pub actor: String,
+        /// See [`super::episodes::STEPS`].
+        pub action_type: String,
+        /// See [`super::episodes::STEPS`].
+        pub arguments: String,
+        /// See [`super::episodes::STEPS`].
+        pub observation: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub user_reply: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub disclosed_slots: Vec<String>,
+        /// See [`super::episodes::STEPS`].
+        pub shown_events: Vec<String>,
+        /// See [`super::episodes::STEPS`].
+        pub raw: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub ask_user_response: Option<String>,
+    }
+}
+
+crate::row! {
+    /// The `episodes` columns `export_knowu_runs` reads (from any producer: the KnowU-only
+    /// `reason` and `goal` are null where absent).
+    pub struct ExportedEpisode of super::episodes::EPISODES {
+        /// See [`super::episodes::EPISODES`].
+        pub episode_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub task_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub status: String,
+        /// See [`super::episodes::EPISODES`].
+        pub score: Option<f64>,
+        /// See [`super::episodes::EPISODES`].
+        pub error: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub prompt_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub completion_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub cached_tokens_agent: u64,
+        /// See [`super::episodes::EPISODES`].
+        pub reason: Option<String>,
+        /// See [`super::episodes::EPISODES`].
+        pub goal: Option<String>,
+    }
+}
+
+crate::row! {
+    /// The `steps` columns `export_knowu_runs` reads (from any producer: the KnowU-only
+    /// `ask_user_response` is null where absent).
+    pub struct ExportedStep of super::episodes::STEPS {
+        /// See [`super::episodes::STEPS`].
+        pub episode_id: String,
+        /// See [`super::episodes::STEPS`].
+        pub step: u32,
+        /// See [`super::episodes::STEPS`].
+        pub action_type: String,
+        /// See [`super::episodes::STEPS`].
+        pub arguments: String,
+        /// See [`super::episodes::STEPS`].
+        pub observation: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub user_reply: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub raw: Option<String>,
+        /// See [`super::episodes::STEPS`].
+        pub ask_user_response: Option<String>,
+    }
+}
+
+crate::row! {
+    /// The `steps` columns `knowu_metrics` reads for every step; a reply is read from
+    /// `ask_user_response` instead of `user_reply` when the table has it (KnowU's alignment).
+    pub struct MetricStep of super::episodes::STEPS {
+        /// See [`super::episodes::STEPS`].
+        pub episode_id: String,
+        /// See [`super::episodes::STEPS`].
+        pub step: u32,
+        /// See [`super::episodes::STEPS`].
+        pub action_type: String,
+        /// See [`super::episodes::STEPS`].
+        pub arguments: String,
+        /// See [`super::episodes::STEPS`].
+        pub user_reply: Option<String>,
     }
 }

@@ -8,6 +8,8 @@ pub mod aggregate;
 pub mod episodes;
 pub mod judging;
 pub mod knowu;
+#[cfg(test)]
+mod literals;
 pub mod row;
 pub mod tasks;
 pub mod world;
@@ -266,9 +268,10 @@ mod tests {
         }
     }
 
-    /// Declared column names written as string literals outside `tables/`, per file: the
-    /// hand-written column lists and readers that row structs ([`row`]) replace.
-    fn column_literals() -> std::collections::BTreeMap<String, usize> {
+    /// Declared column names written as string literals *used as columns* outside `tables/`,
+    /// per file ([`literals`] says which uses count): the hand-written column lists and readers
+    /// that row structs ([`row`]) and their column constants replace.
+    fn column_literals() -> std::collections::BTreeMap<String, Vec<usize>> {
         let names: std::collections::BTreeSet<&str> = all()
             .flat_map(|t| t.columns.iter().map(|c| c.name))
             .collect();
@@ -289,15 +292,10 @@ mod tests {
                     continue;
                 }
                 let text = std::fs::read_to_string(&path).unwrap_or_default();
-                let n = text
-                    .split('"')
-                    .skip(1)
-                    .step_by(2)
-                    .filter(|lit| names.contains(lit))
-                    .count();
-                if n > 0 {
+                let lines = literals::column_uses(&text, &names);
+                if !lines.is_empty() {
                     let rel = path.strip_prefix(&root).unwrap_or(&path);
-                    counts.insert(rel.display().to_string(), n);
+                    counts.insert(rel.display().to_string(), lines);
                 }
             }
         }
@@ -317,7 +315,10 @@ mod tests {
         );
         let now = column_literals();
         if std::env::var_os("PREFFLOW_WRITE_LITERALS").is_some() {
-            let text: String = now.iter().map(|(f, n)| format!("{f} {n}\n")).collect();
+            let text: String = now
+                .iter()
+                .map(|(f, lines)| format!("{f} {}\n", lines.len()))
+                .collect();
             std::fs::write(allowed_path, text).expect("write column_literals.txt");
         }
         let allowed: std::collections::BTreeMap<String, usize> =
@@ -327,13 +328,22 @@ mod tests {
                 .filter_map(|l| l.rsplit_once(' '))
                 .map(|(f, n)| (f.to_string(), n.parse().unwrap_or(0)))
                 .collect();
-        for (file, n) in &now {
-            let limit = allowed.get(file).copied().unwrap_or(0);
-            assert!(
-                *n <= limit,
-                "stages/src/{file} spells declared column names as string literals {n} times \
-                 (allowed {limit}): use the table's row struct or its column constant"
-            );
-        }
+        let over: Vec<String> = now
+            .iter()
+            .filter(|(file, lines)| lines.len() > allowed.get(*file).copied().unwrap_or(0))
+            .map(|(file, lines)| {
+                let limit = allowed.get(file).copied().unwrap_or(0);
+                format!(
+                    "stages/src/{file}: {} (allowed {limit}) at lines {lines:?}",
+                    lines.len()
+                )
+            })
+            .collect();
+        assert!(
+            over.is_empty(),
+            "declared column names spelled as string literals: use the table's row struct or its \
+             column constant\n{}",
+            over.join("\n")
+        );
     }
 }

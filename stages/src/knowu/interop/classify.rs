@@ -18,6 +18,8 @@ use super::tasks::{TaskIndex, TaskMeta};
 use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
 use crate::knowu::profile::Habits;
+use crate::tables::episodes::{EPISODES, TASK_ID};
+use crate::tables::knowu::{EpisodeMetricsRow as M, PERSONA};
 
 /// Tasks whose habit-key list includes keys the task itself does not honour: (class, the key
 /// the task really checks).
@@ -25,6 +27,10 @@ const QUIRKS: [(&str, &str); 1] = [("WeekendSleeperTask", "weekend_sleeper")];
 
 /// Persona KnowU's script assumes when a task name has none.
 const DEFAULT_PERSONA: &str = "user";
+
+/// The column saying a `need` bucket comes from [`QUIRKS`] (read by the metrics, which turn it
+/// into `episode_metrics.bucket_from_quirk`).
+pub(crate) const NEED_FROM_QUIRK: &str = "need_from_quirk";
 
 /// Facts about one (task, persona) pair.
 #[derive(Debug, Clone, Default)]
@@ -45,8 +51,8 @@ pub fn task_columns(
     tasks: &TaskIndex,
     personas_dir: &Path,
 ) -> Result<Vec<Column>, KnowuError> {
-    let task_ids = columns::strings(episodes, "episodes", "task_id")?;
-    let personas = columns::optional_strings(episodes, "episodes", "persona")?;
+    let task_ids = columns::strings(episodes, EPISODES.name, TASK_ID)?;
+    let personas = columns::optional_strings(episodes, EPISODES.name, PERSONA)?;
     let keys: Vec<(String, Option<String>)> = task_ids
         .into_iter()
         .zip(personas)
@@ -140,20 +146,20 @@ fn to_columns(facts: &[Facts]) -> Vec<Column> {
         Column::new(name.into(), facts.iter().map(f).collect::<Vec<_>>())
     };
     vec![
-        strs("class_name", |f| Some(f.class_name.as_str())),
-        strs("split", |f| f.split.as_deref()),
-        strs("difficulty", |f| f.difficulty.as_deref()),
-        strs("persona", |f| f.persona.as_deref()),
+        strs(M::class_name, |f| Some(f.class_name.as_str())),
+        strs(M::split, |f| f.split.as_deref()),
+        strs(M::difficulty, |f| f.difficulty.as_deref()),
+        strs(M::persona, |f| f.persona.as_deref()),
         Column::new(
-            "habit_should_act".into(),
+            M::habit_should_act.into(),
             facts.iter().map(|f| f.habit_should_act).collect::<Vec<_>>(),
         ),
         Column::new(
-            "need_from_quirk".into(),
+            NEED_FROM_QUIRK.into(),
             facts.iter().map(|f| f.need_from_quirk).collect::<Vec<_>>(),
         ),
         Column::new(
-            "profile_found".into(),
+            M::profile_found.into(),
             facts.iter().map(|f| f.profile_found).collect::<Vec<_>>(),
         ),
     ]

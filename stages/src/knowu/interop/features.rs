@@ -9,52 +9,54 @@
 use polars::prelude::*;
 
 use super::rules::{self, Decision};
-use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
+use crate::tables::episodes::STEPS;
+use crate::tables::knowu::{EpisodeMetricsRow as M, ExportedStep, MetricStep as S};
 
-/// Table name used in errors.
-const STEPS: &str = "steps";
+/// The per-step columns of [`row_features`] (not a table's: reduced per episode at once).
+const IS_QUERY: &str = "is_query";
+const ENGAGING: &str = "engaging";
+const VIOLATING: &str = "violating";
+const DECISION: &str = "decision";
+const REPLY_STEP: &str = "reply_step";
+/// Intermediate per-episode columns of [`episode_features`].
+const LAST_REJECT_STEP: &str = "last_reject_step";
+const LAST_ACCEPT_STEP: &str = "last_accept_step";
 
 /// Per-episode features: `episode_id`, `last_query_step`, `first_reject_step`,
 /// `user_decision` (accept | reject | null), `any_engagement`, `last_violation_step`.
 pub fn episode_features(steps: &DataFrame) -> Result<LazyFrame, KnowuError> {
     let rows = row_features(steps)?;
-    let reject = col("decision").eq(lit("reject"));
-    let accept = col("decision").eq(lit("accept"));
+    let reject = col(DECISION).eq(lit("reject"));
+    let accept = col(DECISION).eq(lit("accept"));
     let per_episode = rows
         .lazy()
-        .group_by([col("episode_id")])
+        .group_by([col(S::episode_id)])
         .agg([
-            col("step")
-                .filter(col("is_query"))
+            col(S::step)
+                .filter(col(IS_QUERY))
                 .max()
-                .alias("last_query_step"),
-            col("reply_step")
+                .alias(M::last_query_step),
+            col(REPLY_STEP)
                 .filter(reject.clone())
                 .min()
-                .alias("first_reject_step"),
-            col("reply_step")
-                .filter(reject)
+                .alias(M::first_reject_step),
+            col(REPLY_STEP).filter(reject).max().alias(LAST_REJECT_STEP),
+            col(REPLY_STEP).filter(accept).max().alias(LAST_ACCEPT_STEP),
+            col(ENGAGING).any(true).alias(M::any_engagement),
+            col(S::step)
+                .filter(col(VIOLATING))
                 .max()
-                .alias("last_reject_step"),
-            col("reply_step")
-                .filter(accept)
-                .max()
-                .alias("last_accept_step"),
-            col("engaging").any(true).alias("any_engagement"),
-            col("step")
-                .filter(col("violating"))
-                .max()
-                .alias("last_violation_step"),
+                .alias(M::last_violation_step),
         ])
-        .with_column(user_decision().alias("user_decision"))
-        .drop(cols(["last_reject_step", "last_accept_step"]));
+        .with_column(user_decision().alias(M::user_decision))
+        .drop(cols([LAST_REJECT_STEP, LAST_ACCEPT_STEP]));
     Ok(per_episode)
 }
 
 /// The decision of the last reply that has one.
 fn user_decision() -> Expr {
-    let (rej, acc) = (col("last_reject_step"), col("last_accept_step"));
+    let (rej, acc) = (col(LAST_REJECT_STEP), col(LAST_ACCEPT_STEP));
     when(
         rej.clone()
             .is_not_null()
@@ -69,30 +71,20 @@ fn user_decision() -> Expr {
 /// One row per step: `episode_id`, `step`, `is_query`, `engaging`, `violating`, `decision`,
 /// `reply_step`.
 fn row_features(steps: &DataFrame) -> Result<DataFrame, KnowuError> {
-    columns::require(
-        steps,
-        STEPS,
-        &["episode_id", "step", "action_type", "arguments"],
-    )?;
-    let step_col = columns::cast(steps, STEPS, "step", &DataType::UInt32)?;
-    let step = step_col
-        .u32()
-        .map_err(|e| KnowuError::table(STEPS, e.to_string()))?;
-    let types_col = columns::cast(steps, STEPS, "action_type", &DataType::String)?;
-    let args_col = columns::cast(steps, STEPS, "arguments", &DataType::String)?;
-    let types = types_col
-        .str()
-        .map_err(|e| KnowuError::table(STEPS, e.to_string()))?;
-    let args = args_col
-        .str()
-        .map_err(|e| KnowuError::table(STEPS, e.to_string()))?;
+    S::check(steps).map_err(KnowuError::rows)?;
+    let step_col = typed(steps, S::step, &DataType::UInt32)?;
+    let step = step_col.u32().map_err(bug)?;
+    let types_col = typed(steps, S::action_type, &DataType::String)?;
+    let args_col = typed(steps, S::arguments, &DataType::String)?;
+    let types = types_col.str().map_err(bug)?;
+    let args = args_col.str().map_err(bug)?;
     let actions = action_flags(types, args);
     let replies = reply_decisions(steps, step)?;
     let df = DataFrame::new(
         steps.height(),
         vec![
-            columns::column(steps, STEPS, "episode_id")?.clone(),
-            step_col.clone().with_name("step".into()),
+            steps.column(S::episode_id).map_err(bug)?.clone(),
+            step_col.clone().with_name(S::step.into()),
             actions.0.into_series().into_column(),
             actions.1.into_series().into_column(),
             actions.2.into_series().into_column(),
@@ -101,6 +93,19 @@ fn row_features(steps: &DataFrame) -> Result<DataFrame, KnowuError> {
         ],
     )?;
     Ok(df)
+}
+
+/// Column `name` of `steps` as `dtype` (a checked column, widened as `check` allows).
+fn typed(steps: &DataFrame, name: &str, dtype: &DataType) -> Result<Column, KnowuError> {
+    steps
+        .column(name)
+        .and_then(|c| c.strict_cast(dtype))
+        .map_err(bug)
+}
+
+/// A polars error on a table `check` accepted.
+fn bug(e: PolarsError) -> KnowuError {
+    KnowuError::table(STEPS.name, e.to_string())
 }
 
 type Flags = (BooleanChunked, BooleanChunked, BooleanChunked);
@@ -123,9 +128,9 @@ fn action_flags(types: &StringChunked, args: &StringChunked) -> Flags {
         violate.push(rules::is_stop_violation(&norm));
     }
     (
-        BooleanChunked::from_slice("is_query".into(), &query),
-        BooleanChunked::from_slice("engaging".into(), &engage),
-        BooleanChunked::from_slice("violating".into(), &violate),
+        BooleanChunked::from_slice(IS_QUERY.into(), &query),
+        BooleanChunked::from_slice(ENGAGING.into(), &engage),
+        BooleanChunked::from_slice(VIOLATING.into(), &violate),
     )
 }
 
@@ -135,15 +140,13 @@ fn reply_decisions(
     step: &UInt32Chunked,
 ) -> Result<(StringChunked, UInt32Chunked), KnowuError> {
     // KnowU's alignment when present; else prefflow's, shifted onto the next step.
-    let (name, shift) = if steps.column("ask_user_response").is_ok() {
-        ("ask_user_response", 0)
+    let (name, shift) = if steps.column(ExportedStep::ask_user_response).is_ok() {
+        (ExportedStep::ask_user_response, 0)
     } else {
-        ("user_reply", 1)
+        (S::user_reply, 1)
     };
-    let reply_col = columns::cast(steps, STEPS, name, &DataType::String)?;
-    let replies = reply_col
-        .str()
-        .map_err(|e| KnowuError::table(STEPS, e.to_string()))?;
+    let reply_col = typed(steps, name, &DataType::String)?;
+    let replies = reply_col.str().map_err(bug)?;
     let mut decision: Vec<Option<&'static str>> = Vec::with_capacity(replies.len());
     let mut at: Vec<Option<u32>> = Vec::with_capacity(replies.len());
     for (reply, s) in replies.iter().zip(step.iter()) {
@@ -152,8 +155,8 @@ fn reply_decisions(
         at.push(d.and(s).map(|s| s + shift));
     }
     Ok((
-        StringChunked::from_iter_options("decision".into(), decision.into_iter()),
-        UInt32Chunked::from_iter_options("reply_step".into(), at.into_iter()),
+        StringChunked::from_iter_options(DECISION.into(), decision.into_iter()),
+        UInt32Chunked::from_iter_options(REPLY_STEP.into(), at.into_iter()),
     ))
 }
 
@@ -164,7 +167,7 @@ mod tests {
     fn collect(steps: &DataFrame) -> DataFrame {
         episode_features(steps)
             .expect("features")
-            .sort(["episode_id"], SortMultipleOptions::default())
+            .sort([S::episode_id], SortMultipleOptions::default())
             .collect()
             .expect("collect")
     }
@@ -182,20 +185,27 @@ mod tests {
     fn prefflow_alignment_counts_a_reply_on_the_next_step() {
         // Without `ask_user_response`, the reply on the asking step (user_reply) belongs to the
         // step after it, as in KnowU's logs.
-        let steps = df!(
-            "episode_id" => ["a", "a", "a", "b", "b"],
-            "step" => [1u32, 2, 3, 1, 2],
-            "action_type" => ["ask_user", "click", "ask_user", "ask_user", "wait"],
-            "arguments" => ["{}", "{}", "{}", "{}", "{}"],
-            "user_reply" => [Some("I reject that"), None, Some("fine, accept"), None, None],
-        )
+        let step = |id: &str, step: u32, action: &str, reply: Option<&str>| S {
+            episode_id: id.into(),
+            step,
+            action_type: action.into(),
+            arguments: "{}".into(),
+            user_reply: reply.map(str::to_string),
+        };
+        let steps = S::to_frame(&[
+            step("a", 1, "ask_user", Some("I reject that")),
+            step("a", 2, "click", None),
+            step("a", 3, "ask_user", Some("fine, accept")),
+            step("b", 1, "ask_user", None),
+            step("b", 2, "wait", None),
+        ])
         .expect("frame");
         let f = collect(&steps);
-        assert_eq!(u32s(&f, "first_reject_step"), [Some(2), None]);
-        assert_eq!(u32s(&f, "last_query_step"), [Some(3), Some(1)]);
-        assert_eq!(u32s(&f, "last_violation_step"), [Some(2), None]);
+        assert_eq!(u32s(&f, M::first_reject_step), [Some(2), None]);
+        assert_eq!(u32s(&f, M::last_query_step), [Some(3), Some(1)]);
+        assert_eq!(u32s(&f, M::last_violation_step), [Some(2), None]);
         let decisions: Vec<Option<&str>> = f
-            .column("user_decision")
+            .column(M::user_decision)
             .expect("c")
             .str()
             .expect("s")
@@ -207,14 +217,7 @@ mod tests {
 
     #[test]
     fn an_empty_steps_table_gives_no_features() {
-        let steps = df!(
-            "episode_id" => Vec::<String>::new(),
-            "step" => Vec::<u32>::new(),
-            "action_type" => Vec::<String>::new(),
-            "arguments" => Vec::<String>::new(),
-            "user_reply" => Vec::<Option<String>>::new(),
-        )
-        .expect("frame");
+        let steps = S::to_frame(&[]).expect("frame");
         assert_eq!(collect(&steps).height(), 0);
     }
 }

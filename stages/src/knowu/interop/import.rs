@@ -24,7 +24,7 @@ use super::result_file::{self, EpisodeResult};
 use super::run::RunEpisode;
 use super::traj::{self, Trajectory};
 use crate::knowu::error::KnowuError;
-use crate::tables::knowu::ImportError;
+use crate::tables::knowu::{ImportError, ReportsRow};
 
 /// Directory names containing this are old copies KnowU-Bench keeps; never imported.
 const BACKUP_MARK: &str = "_backup_";
@@ -49,19 +49,8 @@ pub struct RunDir {
     pub episodes: Vec<RunEpisode>,
     /// One per readable `eval_report_*.json`, sorted by file name.
     pub reports: Vec<EvalReport>,
-    /// Files that could not be read, in directory order.
-    pub errors: Vec<ReadError>,
-}
-
-/// A file of the results directory that could not be read.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ReadError {
-    /// The task directory, or `None` for a file at the root.
-    pub task_id: Option<String>,
-    /// The file's name (`traj.json`, `result.txt`, `eval_report_….json`).
-    pub file: String,
-    /// What is wrong, where, and the fix.
-    pub message: String,
+    /// Files that could not be read, in directory order: the `errors` table's rows.
+    pub errors: Vec<ImportError>,
 }
 
 /// Reads a results directory.
@@ -82,7 +71,7 @@ pub fn read_run_dir(root: &Path) -> Result<RunDir, KnowuError> {
     for path in &report_files {
         match report::read(path) {
             Ok(r) => out.reports.push(r),
-            Err(e) => out.errors.push(ReadError {
+            Err(e) => out.errors.push(ImportError {
                 task_id: None,
                 file: file_name(path),
                 message: e.to_string(),
@@ -115,10 +104,10 @@ fn list_entries(root: &Path) -> Result<Entries, KnowuError> {
 }
 
 /// One task directory's episode, and the files of it that could not be read.
-fn read_episode(name: &str, dir: &Path) -> (RunEpisode, Vec<ReadError>) {
+fn read_episode(name: &str, dir: &Path) -> (RunEpisode, Vec<ImportError>) {
     let mut errors = Vec::new();
     let mut failed = |path: &Path, e: KnowuError| {
-        errors.push(ReadError {
+        errors.push(ImportError {
             task_id: Some(name.to_string()),
             file: file_name(path),
             message: e.to_string(),
@@ -203,16 +192,8 @@ pub(crate) fn warn_on_report_mismatch(stage: &str, root: &str, dir: &RunDir) {
 }
 
 /// The `errors` table: one row per unreadable file.
-pub fn errors_frame(errors: &[ReadError]) -> PolarsResult<DataFrame> {
-    let rows: Vec<ImportError> = errors
-        .iter()
-        .map(|e| ImportError {
-            task_id: e.task_id.clone(),
-            file: e.file.clone(),
-            message: e.message.clone(),
-        })
-        .collect();
-    ImportError::to_frame(&rows)
+pub fn errors_frame(errors: &[ImportError]) -> PolarsResult<DataFrame> {
+    ImportError::to_frame(errors)
 }
 
 /// The `reports` table: one row per evaluation report, with how many of its per-task scores
@@ -228,22 +209,24 @@ pub fn reports_frame(
         .iter()
         .map(|e| (e.task_id.clone(), e.result.score))
         .collect();
-    let u = |f: fn(&EvalReport) -> Option<u64>| reports.iter().map(f).collect::<Vec<_>>();
-    let r = |f: fn(&EvalReport) -> Option<f64>| reports.iter().map(f).collect::<Vec<_>>();
-    let s = |f: fn(&EvalReport) -> Option<String>| reports.iter().map(f).collect::<Vec<_>>();
-    df!(
-        "label" => vec![label; n],
-        "file" => reports.iter().map(|r| r.file.clone()).collect::<Vec<_>>(),
-        "total_tasks_assigned" => u(|r| r.total_tasks_assigned),
-        "total_tasks_with_results" => u(|r| r.total_tasks_with_results),
-        "successful_tasks" => u(|r| r.successful_tasks),
-        "total_tasks_with_no_results" => u(|r| r.total_tasks_with_no_results),
-        "overall_success_rate" => r(|r| r.overall_success_rate),
-        "total_duration_seconds" => r(|r| r.total_duration_seconds),
-        "model_name" => s(|r| r.model_name.clone()),
-        "timestamp" => s(|r| r.timestamp.clone()),
-        "tasks_scored" => reports.iter().map(|r| r.tasks_scored).collect::<Vec<_>>(),
-        "score_mismatches" => reports.iter().map(|r| report::mismatches(r, &scores).len() as u32).collect::<Vec<_>>(),
-        "latest" => (0..n).map(|i| i + 1 == n).collect::<Vec<_>>(),
-    )
+    let rows: Vec<ReportsRow> = reports
+        .iter()
+        .enumerate()
+        .map(|(i, r)| ReportsRow {
+            label: label.to_string(),
+            file: r.file.clone(),
+            total_tasks_assigned: r.total_tasks_assigned,
+            total_tasks_with_results: r.total_tasks_with_results,
+            successful_tasks: r.successful_tasks,
+            total_tasks_with_no_results: r.total_tasks_with_no_results,
+            overall_success_rate: r.overall_success_rate,
+            total_duration_seconds: r.total_duration_seconds,
+            model_name: r.model_name.clone(),
+            timestamp: r.timestamp.clone(),
+            tasks_scored: r.tasks_scored,
+            score_mismatches: report::mismatches(r, &scores).len() as u32,
+            latest: i + 1 == n,
+        })
+        .collect();
+    ReportsRow::to_frame(&rows)
 }

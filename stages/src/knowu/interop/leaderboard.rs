@@ -20,6 +20,9 @@ use serde_json::Value;
 
 use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
+use crate::tables::knowu::{
+    OverallRow as O, SplitsRow as S, NOTE, OVERALL, RANKED, SOURCE, SPLITS as SPLITS_TABLE,
+};
 
 /// KnowU's task counts per split (general, personalized, proactive).
 pub const KNOWU_TASKS: [u32; 3] = [42, 86, 64];
@@ -27,27 +30,10 @@ pub const KNOWU_TASKS: [u32; 3] = [42, 86, 64];
 pub const KNOWU_DIFFICULTY_TASKS: [[u32; 2]; 3] = [[18, 24], [43, 43], [32, 32]];
 const SPLITS: [&str; 3] = ["general", "personalized", "proactive"];
 
-/// KnowU's column layout, then the paper's difficulty columns and the coverage.
-pub const LAYOUT: [&str; 7] = [
-    "Rank",
-    "Model & Date",
-    "Approach & Details",
-    "Overall",
-    "General",
-    "Personalized",
-    "Proactive",
-];
 /// The paper's Table 2 difficulty columns.
-pub const DIFFICULTY: [&str; 8] = [
-    "Gen easy",
-    "Gen hard",
-    "Pers easy SR",
-    "Pers easy Score",
-    "Pers hard SR",
-    "Pers hard Score",
-    "Pro easy",
-    "Pro hard",
-];
+pub use crate::tables::knowu::LEADERBOARD_DIFFICULTY as DIFFICULTY;
+/// KnowU's column layout (then the paper's difficulty columns and the coverage).
+pub use crate::tables::knowu::LEADERBOARD_LAYOUT as LAYOUT;
 
 /// Parameters of `knowu_leaderboard`.
 #[derive(Debug, Deserialize)]
@@ -171,9 +157,9 @@ impl Paper {
             [self.difficulty[6], self.difficulty[7]],
         ];
         let names = [
-            ["Gen easy", "Gen hard"],
+            [DIFFICULTY[0], DIFFICULTY[1]],
             ["Pers easy", "Pers hard"],
-            ["Pro easy", "Pro hard"],
+            [DIFFICULTY[6], DIFFICULTY[7]],
         ];
         let mut out = [0u32; 3];
         let mut odd = Vec::new();
@@ -387,18 +373,18 @@ pub fn our_rows(
     splits: &DataFrame,
     params: &LeaderboardParams,
 ) -> Result<Vec<Row>, KnowuError> {
-    if overall.column("scope").is_ok() {
-        let scopes = columns::strings(overall, "overall", "scope")?;
+    if overall.column(O::scope).is_ok() {
+        let scopes = columns::strings(overall, OVERALL.name, O::scope)?;
         if let Some(other) = scopes.iter().flatten().find(|s| s.as_str() != "knowu") {
             return Err(KnowuError::table(
-                "overall",
+                OVERALL.name,
                 format!("comes from a knowu_metrics stage with `classes: {other}`; the leaderboard compares KnowU-Bench's own classes only, so feed it a knowu_metrics stage with `classes: knowu` (the default)"),
             ));
         }
     }
-    let variants = columns::strings(overall, "overall", "variant")?;
-    let agents = columns::strings(overall, "overall", "agent")?;
-    let sr = columns::f64s(overall, "overall", "overall_SR")?;
+    let variants = columns::strings(overall, OVERALL.name, O::variant)?;
+    let agents = columns::strings(overall, OVERALL.name, O::agent)?;
+    let sr = columns::f64s(overall, OVERALL.name, O::overall_SR)?;
     let split_rows = SplitRows::read(splits)?;
     Ok((0..overall.height())
         .map(|i| {
@@ -489,14 +475,14 @@ struct SplitRows(Vec<SplitRow>);
 
 impl SplitRows {
     fn read(splits: &DataFrame) -> Result<Self, KnowuError> {
-        let t = "splits";
+        let t = SPLITS_TABLE.name;
         let [v, a, s, d] =
-            ["variant", "agent", "split", "difficulty"].map(|c| columns::strings(splits, t, c));
+            [S::variant, S::agent, S::split, S::difficulty].map(|c| columns::strings(splits, t, c));
         let (v, a, s, d) = (v?, a?, s?, d?);
-        let sr = columns::f64s(splits, t, "SR")?;
-        let score = columns::f64s(splits, t, "AvgScore")?;
-        let episodes = columns::f64s(splits, t, "episodes")?;
-        let missing = columns::f64s(splits, t, "no_result_episodes")?;
+        let sr = columns::f64s(splits, t, S::SR)?;
+        let score = columns::f64s(splits, t, S::AvgScore)?;
+        let episodes = columns::f64s(splits, t, S::episodes)?;
+        let missing = columns::f64s(splits, t, S::no_result_episodes)?;
         let text = |x: &Option<String>| x.clone().unwrap_or_default();
         let rows = (0..splits.height())
             .map(|i| SplitRow {
@@ -568,17 +554,17 @@ pub(crate) fn leaderboard_frame(rows: Vec<(Option<u32>, Row)>) -> PolarsResult<D
         columns.push(Column::new(format!("{s}_tasks").into(), tasks(k)));
     }
     columns.push(Column::new(
-        "ranked".into(),
+        RANKED.into(),
         rows.iter().map(|(_, r)| r.ranked).collect::<Vec<_>>(),
     ));
     columns.push(Column::new(
-        "source".into(),
+        SOURCE.into(),
         rows.iter()
             .map(|(_, r)| r.source.clone())
             .collect::<Vec<_>>(),
     ));
     columns.push(Column::new(
-        "note".into(),
+        NOTE.into(),
         rows.iter().map(|(_, r)| r.note.clone()).collect::<Vec<_>>(),
     ));
     DataFrame::new_infer_height(columns)
@@ -612,7 +598,7 @@ pub fn render_markdown(board: &DataFrame) -> PolarsResult<String> {
     let rank = board.column(LAYOUT[0])?.u32()?.clone();
     let text =
         |name: &str| -> PolarsResult<StringChunked> { Ok(board.column(name)?.str()?.clone()) };
-    let (model, approach, note) = (text(LAYOUT[1])?, text(LAYOUT[2])?, text("note")?);
+    let (model, approach, note) = (text(LAYOUT[1])?, text(LAYOUT[2])?, text(NOTE)?);
     let f = |name: &str| -> PolarsResult<Float64Chunked> { Ok(board.column(name)?.f64()?.clone()) };
     let u = |name: &str| -> PolarsResult<UInt32Chunked> { Ok(board.column(name)?.u32()?.clone()) };
     let pct = |c: &Float64Chunked, i: usize| c.get(i).map_or("-".into(), |v| format!("{v:.1}"));

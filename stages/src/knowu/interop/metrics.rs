@@ -324,7 +324,7 @@ fn policy_exprs() -> Vec<Expr> {
     vec![
         policy.alias(M::policy_success),
         bucket_is("need")
-            .and(col("need_from_quirk"))
+            .and(col(classify::NEED_FROM_QUIRK))
             .fill_null(lit(false))
             .alias(M::bucket_from_quirk),
     ]

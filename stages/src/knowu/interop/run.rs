@@ -13,8 +13,8 @@ use polars::prelude::*;
 use super::result_file::EpisodeResult;
 use super::traj::{TokenUsage, TrajStep, Trajectory};
 use super::vocab;
-use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
+use crate::tables::knowu::{ExportedEpisode, ExportedStep, ImportedEpisode, ImportedStep};
 
 /// Status of an episode whose score is unknown.
 pub const NO_RESULT: &str = "no_result";
@@ -72,118 +72,80 @@ pub fn episode_id(task_id: &str, label: &str) -> String {
     format!("{task_id}#{label}#0")
 }
 
+/// The `episodes` row of `e`, of a run labelled `label` (variant and agent are the label).
+fn episode_row(label: &str, e: &RunEpisode) -> ImportedEpisode {
+    let status = match (&e.error, e.result.score) {
+        (Some(_), _) => ERROR,
+        (None, Some(_)) => OK,
+        (None, None) => NO_RESULT,
+    };
+    let asks = e.traj.steps.iter().filter(|s| s.action_type == "ask_user");
+    ImportedEpisode {
+        episode_id: episode_id(&e.task_id, label),
+        task_id: e.task_id.clone(),
+        variant: label.to_string(),
+        epoch: 0,
+        persona: e.persona().map(str::to_string),
+        agent: label.to_string(),
+        status: status.to_string(),
+        steps: e.traj.steps.len() as u32,
+        ask_user_calls: asks.count() as u32,
+        final_answer: e.final_answer(),
+        score: e.result.score,
+        prompt_tokens_agent: e.traj.tokens.prompt,
+        completion_tokens_agent: e.traj.tokens.completion,
+        prompt_tokens_user: 0,
+        completion_tokens_user: 0,
+        prompt_tokens_judge: 0,
+        completion_tokens_judge: 0,
+        cost_agent: 0.0,
+        cost_user: 0.0,
+        cost_judge: 0.0,
+        error: e.error.clone(),
+        reason: e.result.reason.clone(),
+        goal: e.goal(),
+        cached_tokens_agent: e.traj.tokens.cached,
+        cached_tokens_user: 0,
+    }
+}
+
 /// The `episodes` table of a run labelled `label` (variant and agent are the label).
 pub fn episodes_frame(label: &str, run: &[RunEpisode]) -> PolarsResult<DataFrame> {
-    let n = run.len();
-    let strs = |f: &dyn Fn(&RunEpisode) -> Option<String>| -> Vec<Option<String>> {
-        run.iter().map(f).collect()
-    };
-    let counts = |f: &dyn Fn(&RunEpisode) -> u64| -> Vec<u64> { run.iter().map(f).collect() };
-    let status: Vec<&str> = run
-        .iter()
-        .map(|e| match (&e.error, e.result.score) {
-            (Some(_), _) => ERROR,
-            (None, Some(_)) => OK,
-            (None, None) => NO_RESULT,
-        })
-        .collect();
-    let steps: Vec<u32> = run.iter().map(|e| e.traj.steps.len() as u32).collect();
-    let asks: Vec<u32> = run
-        .iter()
-        .map(|e| {
-            e.traj
-                .steps
-                .iter()
-                .filter(|s| s.action_type == "ask_user")
-                .count() as u32
-        })
-        .collect();
-    df!(
-        "episode_id" => run.iter().map(|e| episode_id(&e.task_id, label)).collect::<Vec<_>>(),
-        "task_id" => run.iter().map(|e| e.task_id.clone()).collect::<Vec<_>>(),
-        "variant" => vec![label; n],
-        "epoch" => vec![0u32; n],
-        "persona" => strs(&|e| e.persona().map(str::to_string)),
-        "agent" => vec![label; n],
-        "status" => status,
-        "steps" => steps,
-        "ask_user_calls" => asks,
-        "final_answer" => strs(&|e| e.final_answer()),
-        "score" => run.iter().map(|e| e.result.score).collect::<Vec<_>>(),
-        "prompt_tokens_agent" => counts(&|e| e.traj.tokens.prompt),
-        "completion_tokens_agent" => counts(&|e| e.traj.tokens.completion),
-        "prompt_tokens_user" => vec![0u64; n],
-        "completion_tokens_user" => vec![0u64; n],
-        "prompt_tokens_judge" => vec![0u64; n],
-        "completion_tokens_judge" => vec![0u64; n],
-        "cost_agent" => vec![0.0f64; n],
-        "cost_user" => vec![0.0f64; n],
-        "cost_judge" => vec![0.0f64; n],
-        "error" => run.iter().map(|e| e.error.clone()).collect::<Vec<_>>(),
-        "reason" => strs(&|e| e.result.reason.clone()),
-        "goal" => strs(&|e| e.goal()),
-        "cached_tokens_agent" => counts(&|e| e.traj.tokens.cached),
-        "cached_tokens_user" => vec![0u64; n],
-    )
+    let rows: Vec<ImportedEpisode> = run.iter().map(|e| episode_row(label, e)).collect();
+    ImportedEpisode::to_frame(&rows)
 }
 
 /// The `steps` table of a run labelled `label`: one row per trajectory entry.
 pub fn steps_frame(label: &str, run: &[RunEpisode]) -> PolarsResult<DataFrame> {
-    let mut rows = StepRows::default();
+    let mut rows = Vec::new();
     for e in run {
-        rows.push_episode(&episode_id(&e.task_id, label), &e.traj.steps);
+        let id = episode_id(&e.task_id, label);
+        rows.extend(step_rows(&id, &e.traj.steps));
     }
-    rows.finish()
+    ImportedStep::to_frame(&rows)
 }
 
-/// Column buffers of the `steps` table.
-#[derive(Default)]
-struct StepRows {
-    episode_id: Vec<String>,
-    step: Vec<u32>,
-    action_type: Vec<String>,
-    arguments: Vec<String>,
-    observation: Vec<Option<String>>,
-    user_reply: Vec<Option<String>>,
-    raw: Vec<Option<String>>,
-    ask_user_response: Vec<Option<String>>,
-}
-
-impl StepRows {
-    fn push_episode(&mut self, id: &str, steps: &[TrajStep]) {
-        for (i, s) in steps.iter().enumerate() {
-            // The reply to an ask_user arrives with the next entry.
-            let reply = (s.action_type == "ask_user")
-                .then(|| steps.get(i + 1)?.ask_user_response.clone())
-                .flatten();
-            self.episode_id.push(id.to_string());
-            self.step.push(i as u32 + 1);
-            self.action_type.push(s.action_type.clone());
-            self.arguments.push(s.arguments.clone());
-            self.observation.push(s.tool_call.clone());
-            self.user_reply.push(reply);
-            self.raw.push(s.prediction.clone());
-            self.ask_user_response.push(s.ask_user_response.clone());
+/// The `steps` rows of one episode's trajectory.
+fn step_rows<'a>(id: &'a str, steps: &'a [TrajStep]) -> impl Iterator<Item = ImportedStep> + 'a {
+    steps.iter().enumerate().map(move |(i, s)| {
+        // The reply to an ask_user arrives with the next entry.
+        let reply = (s.action_type == "ask_user")
+            .then(|| steps.get(i + 1)?.ask_user_response.clone())
+            .flatten();
+        ImportedStep {
+            episode_id: id.to_string(),
+            step: i as u32 + 1,
+            actor: "agent".to_string(),
+            action_type: s.action_type.clone(),
+            arguments: s.arguments.clone(),
+            observation: s.tool_call.clone(),
+            user_reply: reply,
+            disclosed_slots: Vec::new(),
+            shown_events: Vec::new(),
+            raw: s.prediction.clone(),
+            ask_user_response: s.ask_user_response.clone(),
         }
-    }
-
-    fn finish(self) -> PolarsResult<DataFrame> {
-        let n = self.step.len();
-        let mut df = df!(
-            "episode_id" => self.episode_id,
-            "step" => self.step,
-            "actor" => vec!["agent"; n],
-            "action_type" => self.action_type,
-            "arguments" => self.arguments,
-            "observation" => self.observation,
-            "user_reply" => self.user_reply,
-            "raw" => self.raw,
-            "ask_user_response" => self.ask_user_response,
-        )?;
-        df.insert_column(7, columns::empty_string_lists("disclosed_slots", n))?;
-        df.insert_column(8, columns::empty_string_lists("shown_events", n))?;
-        Ok(df)
-    }
+    })
 }
 
 /// Rebuilds run episodes from `episodes` and `steps` tables (the exporter's input), in KnowU's
@@ -192,140 +154,84 @@ impl StepRows {
 /// `ask_user` step.
 pub fn from_frames(episodes: &DataFrame, steps: &DataFrame) -> Result<Vec<RunEpisode>, KnowuError> {
     let mut by_episode = group_steps(steps)?;
-    let ids = columns::strings(episodes, "episodes", "episode_id")?;
-    let tasks = columns::strings(episodes, "episodes", "task_id")?;
-    let scores = columns::f64s(episodes, "episodes", "score")?;
-    let reasons = columns::optional_strings(episodes, "episodes", "reason")?;
-    let statuses = columns::optional_strings(episodes, "episodes", "status")?;
-    let errors = columns::optional_strings(episodes, "episodes", "error")?;
-    let goals = columns::optional_strings(episodes, "episodes", "goal")?;
-    let prompt = columns::u64s(episodes, "episodes", "prompt_tokens_agent")?;
-    let completion = columns::u64s(episodes, "episodes", "completion_tokens_agent")?;
-    let cached = if episodes.column("cached_tokens_agent").is_ok() {
-        columns::u64s(episodes, "episodes", "cached_tokens_agent")?
-    } else {
-        vec![None; episodes.height()]
-    };
-    let mut run = Vec::with_capacity(episodes.height());
-    for row in 0..episodes.height() {
-        let id = required(&ids[row], "episode_id", row)?;
-        let task_id = required(&tasks[row], "task_id", row)?;
-        let mut steps = by_episode.remove(id.as_str()).unwrap_or_default();
+    let rows = ExportedEpisode::from_frame(episodes).map_err(KnowuError::rows)?;
+    let mut run = Vec::with_capacity(rows.len());
+    for row in rows {
+        let mut steps = by_episode
+            .remove(row.episode_id.as_str())
+            .unwrap_or_default();
         steps
             .iter_mut()
-            .for_each(|s| s.task_goal = goals[row].clone());
+            .for_each(|s| s.task_goal = row.goal.clone());
         run.push(RunEpisode {
-            task_id,
+            task_id: row.task_id,
             traj: Trajectory {
                 steps,
                 tokens: TokenUsage {
-                    prompt: prompt[row].unwrap_or(0),
-                    completion: completion[row].unwrap_or(0),
-                    cached: cached[row].unwrap_or(0),
+                    prompt: row.prompt_tokens_agent,
+                    completion: row.completion_tokens_agent,
+                    cached: row.cached_tokens_agent,
                 },
             },
             result: EpisodeResult {
-                score: scores[row],
-                reason: reasons[row].clone().filter(|r| !r.trim().is_empty()),
+                score: row.score,
+                reason: row.reason.filter(|r| !r.trim().is_empty()),
             },
-            error: match statuses[row].as_deref() {
-                Some(ERROR) => Some(errors[row].clone().unwrap_or_else(|| ERROR.to_string())),
-                _ => None,
-            },
+            error: (row.status == ERROR).then(|| row.error.unwrap_or_else(|| ERROR.to_string())),
         });
     }
     Ok(run)
 }
 
-fn required(value: &Option<String>, column: &str, row: usize) -> Result<String, KnowuError> {
-    value.clone().ok_or_else(|| {
-        KnowuError::table(
-            "episodes",
-            format!("`{column}` is null in row {row}; every episode needs one"),
-        )
-    })
-}
-
 /// Steps per episode id, ordered by `step`, with KnowU's reply alignment.
 fn group_steps(steps: &DataFrame) -> Result<HashMap<String, Vec<TrajStep>>, KnowuError> {
-    let cols = StepColumns::read(steps)?;
-    let mut rows: HashMap<String, Vec<(u64, usize)>> = HashMap::new();
-    for (row, id) in cols.ids.iter().enumerate() {
-        let id = id.clone().ok_or_else(|| {
-            KnowuError::table("steps", format!("`episode_id` is null in row {row}"))
-        })?;
-        let number = cols.numbers[row].unwrap_or(0);
-        rows.entry(id).or_default().push((number, row));
+    let rows = ExportedStep::from_frame(steps).map_err(KnowuError::rows)?;
+    // Without the column, KnowU's alignment is derived from the asking step's `user_reply`.
+    let aligned = steps.column(ExportedStep::ask_user_response).is_ok();
+    let mut order: HashMap<&str, Vec<(u32, usize)>> = HashMap::new();
+    for (i, row) in rows.iter().enumerate() {
+        order
+            .entry(&row.episode_id)
+            .or_default()
+            .push((row.step, i));
     }
-    Ok(rows
+    Ok(order
         .into_iter()
         .map(|(id, mut order)| {
             order.sort_unstable();
             let traj = (0..order.len())
-                .map(|k| cols.traj_step(order[k].1, k.checked_sub(1).map(|p| order[p].1)))
+                .map(|k| {
+                    let previous = k.checked_sub(1).map(|p| &rows[order[p].1]);
+                    traj_step(&rows[order[k].1], previous, aligned)
+                })
                 .collect();
-            (id, traj)
+            (id.to_string(), traj)
         })
         .collect())
 }
 
-/// The `steps` columns the exporter reads.
-struct StepColumns {
-    ids: Vec<Option<String>>,
-    numbers: Vec<Option<u64>>,
-    types: Vec<Option<String>>,
-    arguments: Vec<Option<String>>,
-    observations: Vec<Option<String>>,
-    raws: Vec<Option<String>>,
-    replies: Vec<Option<String>>,
-    /// `ask_user_response`, when the table carries KnowU's alignment.
-    responses: Option<Vec<Option<String>>>,
-}
-
-impl StepColumns {
-    fn read(steps: &DataFrame) -> Result<Self, KnowuError> {
-        let get = |name: &str| columns::strings(steps, "steps", name);
-        let responses = match steps.column("ask_user_response") {
-            Ok(_) => Some(get("ask_user_response")?),
-            Err(_) => None,
-        };
-        Ok(Self {
-            ids: get("episode_id")?,
-            numbers: columns::u64s(steps, "steps", "step")?,
-            types: get("action_type")?,
-            arguments: get("arguments")?,
-            observations: get("observation")?,
-            raws: get("raw")?,
-            replies: get("user_reply")?,
-            responses,
-        })
-    }
-
-    /// The trajectory entry of `row`; `previous` is the row of the episode's step before it,
-    /// whose `user_reply` becomes this entry's `ask_user_response` when it asked.
-    fn traj_step(&self, row: usize, previous: Option<usize>) -> TrajStep {
-        let ask_user_response = match &self.responses {
-            Some(responses) => responses[row].clone(),
-            None => previous
-                .filter(|&p| self.types[p].as_deref() == Some("ask_user"))
-                .and_then(|p| self.replies[p].clone()),
-        };
-        let fields = self.arguments[row]
-            .as_deref()
-            .and_then(|a| match serde_json::from_str::<serde_json::Value>(a) {
-                Ok(serde_json::Value::Object(m)) => Some(m),
-                _ => None,
-            })
-            .unwrap_or_default();
-        let prefflow_type = self.types[row].clone().unwrap_or_default();
-        let (action_type, fields) = vocab::to_knowu(&prefflow_type, &fields);
-        TrajStep {
-            action_type,
-            arguments: serde_json::Value::Object(fields).to_string(),
-            tool_call: self.observations[row].clone(),
-            prediction: self.raws[row].clone(),
-            ask_user_response,
-            task_goal: None,
-        }
+/// The trajectory entry of `row`; `previous` is the episode's step before it, whose
+/// `user_reply` becomes this entry's `ask_user_response` when it asked (unless the table
+/// carries KnowU's alignment, `aligned`).
+fn traj_step(row: &ExportedStep, previous: Option<&ExportedStep>, aligned: bool) -> TrajStep {
+    let ask_user_response = if aligned {
+        row.ask_user_response.clone()
+    } else {
+        previous
+            .filter(|p| p.action_type == "ask_user")
+            .and_then(|p| p.user_reply.clone())
+    };
+    let fields = match serde_json::from_str::<serde_json::Value>(&row.arguments) {
+        Ok(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    let (action_type, fields) = vocab::to_knowu(&row.action_type, &fields);
+    TrajStep {
+        action_type,
+        arguments: serde_json::Value::Object(fields).to_string(),
+        tool_call: row.observation.clone(),
+        prediction: row.raw.clone(),
+        ask_user_response,
+        task_goal: None,
     }
 }

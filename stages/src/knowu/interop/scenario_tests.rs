@@ -1066,6 +1066,7 @@ fn export_writes_knowu_actions_and_results_only_where_the_metrics_count_them() {
         "error" => [None, Some("agent crashed")],
         "prompt_tokens_agent" => [1u64, 1],
         "completion_tokens_agent" => [1u64, 1],
+        "cached_tokens_agent" => [0u64, 0],
     )
     .expect("episodes");
     let steps = df!(

@@ -7,14 +7,16 @@ use std::path::Path;
 use polars::prelude::*;
 
 use crate::knowu::error::KnowuError;
+// tasks.csv's columns are the `knowu_tasks` table's leading ones.
+use crate::tables::knowu::KnowuTaskRow as K;
 
 /// The columns the metrics need.
 const REQUIRED: [&str; 5] = [
-    "task_name",
-    "class_name",
-    "split",
-    "difficulty",
-    "habit_keys",
+    K::task_name,
+    K::class_name,
+    K::split,
+    K::difficulty,
+    K::habit_keys,
 ];
 /// The paper's three splits.
 pub const SPLITS: [&str; 3] = ["general", "personalized", "proactive"];
@@ -67,8 +69,8 @@ pub fn from_frame(df: &DataFrame, path: &Path) -> Result<TaskIndex, KnowuError> 
             .map(|v| v.unwrap_or("").trim().to_string())
             .collect())
     };
-    let (names, classes) = (col("task_name")?, col("class_name")?);
-    let (splits, levels, keys) = (col("split")?, col("difficulty")?, col("habit_keys")?);
+    let (names, classes) = (col(K::task_name)?, col(K::class_name)?);
+    let (splits, levels, keys) = (col(K::split)?, col(K::difficulty)?, col(K::habit_keys)?);
     let mut index = TaskIndex::default();
     for row in 0..df.height() {
         let meta = TaskMeta {
@@ -94,7 +96,7 @@ pub fn from_frame(df: &DataFrame, path: &Path) -> Result<TaskIndex, KnowuError> 
 pub fn read_names(path: &Path) -> Result<Vec<String>, KnowuError> {
     let df = read_frame(path)?;
     let names = df
-        .column("task_name")
+        .column(K::task_name)
         .and_then(|c| c.str().cloned())
         .map_err(|e| csv_error(path, e.to_string()))?;
     Ok(names.iter().flatten().map(str::to_string).collect())

@@ -55,12 +55,7 @@ pub fn frame(tasks: &[KnowuTask]) -> PolarsResult<DataFrame> {
 
 /// Every task's KnowU facts, by task id, from a `knowu_tasks` table.
 pub fn read(df: &DataFrame) -> Result<HashMap<String, KnowuTaskInfo>, KnowuError> {
-    let rows = KnowuTaskRow::from_frame(df).map_err(|e| {
-        KnowuError::table(
-            KNOWU_TASKS.name,
-            format!("{e}; see docs/tables.md for the columns each table must carry"),
-        )
-    })?;
+    let rows = KnowuTaskRow::from_frame(df).map_err(KnowuError::rows)?;
     rows.into_iter()
         .enumerate()
         .map(|(i, r)| Ok((r.task_name.clone(), info(i, r)?)))
