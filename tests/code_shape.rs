@@ -182,29 +182,48 @@ fn item_end(lines: &[&str], from: usize) -> Option<usize> {
     None
 }
 
+/// The `#[cfg(test)]` items of `lines` (code with literals and comments blanked): the first
+/// and last line of each, and the module's name when the item is `mod name;` in its own file.
+fn test_items<'a>(lines: &[&'a str]) -> Vec<(usize, usize, Option<&'a str>)> {
+    let mut items = Vec::new();
+    let mut n = 0;
+    while n < lines.len() {
+        let Some(after) = lines[n].trim().strip_prefix("#[cfg(test)]") else {
+            n += 1;
+            continue;
+        };
+        // Skip the attributes that follow, then the whole item.
+        let mut item = if after.trim().is_empty() { n + 1 } else { n };
+        while item > n && item < lines.len() && lines[item].trim().starts_with("#[") {
+            item += 1;
+        }
+        let decl = match item == n {
+            true => after,
+            false => lines.get(item).copied().unwrap_or(""),
+        };
+        let end = item_end(lines, item).unwrap_or(lines.len().saturating_sub(1));
+        items.push((n, end, declared_module(decl)));
+        n = end + 1;
+    }
+    items
+}
+
 /// The functions of one source file longer than [`MAX_LINES`] (name, lines), leaving out items
 /// under `#[cfg(test)]`; and the files of the modules it declares under `#[cfg(test)]`.
 fn long_functions(path: &Path, text: &str) -> (Vec<(String, usize)>, Vec<PathBuf>) {
     let code = blank_non_code(text);
     let lines: Vec<&str> = code.lines().collect();
-    let (mut long, mut test_files) = (Vec::new(), Vec::new());
+    let tests = test_items(&lines);
+    let test_files = tests
+        .iter()
+        .filter_map(|t| t.2)
+        .flat_map(|module| module_files(path, module))
+        .collect();
+    let mut long = Vec::new();
     let mut n = 0;
     while n < lines.len() {
-        let line = lines[n].trim();
-        if let Some(after) = line.strip_prefix("#[cfg(test)]") {
-            // Skip the attributes that follow, then the whole item.
-            let mut item = if after.trim().is_empty() { n + 1 } else { n };
-            while item > n && item < lines.len() && lines[item].trim().starts_with("#[") {
-                item += 1;
-            }
-            let decl = match item == n {
-                true => after,
-                false => lines.get(item).copied().unwrap_or(""),
-            };
-            if let Some(module) = declared_module(decl) {
-                test_files.extend(module_files(path, module));
-            }
-            n = item_end(&lines, item).map_or(lines.len(), |end| end + 1);
+        if let Some(&(_, end, _)) = tests.iter().find(|t| t.0 == n) {
+            n = end + 1;
             continue;
         }
         if let Some(name) = fn_name(lines[n]) {
@@ -443,4 +462,251 @@ fn named_path(token: &str, folder: Option<&str>) -> Option<String> {
     let folder = folder?;
     let file = token.ends_with(".rs") && !token.contains('/');
     file.then(|| format!("{folder}{token}"))
+}
+
+/// The crate root, as a layer: `lib.rs` or `main.rs`.
+const CRATE_ROOT: &str = "the crate root";
+
+/// The top-level modules of a crate's `src/`: its folders and its `.rs` files but the root.
+fn top_modules(src: &Path) -> BTreeSet<String> {
+    let Ok(entries) = std::fs::read_dir(src) else {
+        return BTreeSet::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            match e.path().is_dir() {
+                true => Some(name),
+                false => name
+                    .strip_suffix(".rs")
+                    .filter(|m| !matches!(*m, "lib" | "main"))
+                    .map(str::to_string),
+            }
+        })
+        .collect()
+}
+
+/// The module path of the file at `rel` (relative to `src/`): `a/b/mod.rs` → `[a, b]`.
+fn module_path(rel: &Path) -> Vec<String> {
+    let mut parts: Vec<String> = rel
+        .iter()
+        .map(|c| c.to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.pop() {
+        if !["mod.rs", "lib.rs", "main.rs"].contains(&last.as_str()) {
+            parts.push(last.trim_end_matches(".rs").to_string());
+        }
+    }
+    parts
+}
+
+/// The first name of each path in a `use` group (`{a::b, c, d::{e}}` → `a`, `c`, `d`); `rest`
+/// starts after the opening brace.
+fn group_heads(rest: &str) -> Vec<&str> {
+    let (mut depth, mut start, mut heads) = (0usize, 0usize, Vec::new());
+    for (i, c) in rest.char_indices() {
+        match c {
+            '{' => depth += 1,
+            '}' if depth == 0 => {
+                heads.push(rest[start..i].trim());
+                break;
+            }
+            '}' => depth -= 1,
+            ',' if depth == 0 => {
+                heads.push(rest[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    heads
+        .into_iter()
+        .map(|h| h.split("::").next().unwrap_or("").trim())
+        .filter(|h| !h.is_empty())
+        .collect()
+}
+
+/// The layers one production file imports, each with the line: the top-level module a
+/// `crate::…` path names (or [`CRATE_ROOT`] for anything else, e.g. a `#[macro_export]`
+/// macro), and what a `super::…` path that climbs out of the file's own top-level module
+/// names. `code` has literals, comments and test items blanked; `$crate::` (inside macros)
+/// is not an import of the file that holds the macro.
+fn file_imports(rel: &Path, code: &str, modules: &BTreeSet<String>) -> Vec<(String, usize)> {
+    let here = module_path(rel);
+    let layer = |name: &str| match modules.contains(name) {
+        true => name.to_string(),
+        false => CRATE_ROOT.to_string(),
+    };
+    let mut out = Vec::new();
+    for (at, _) in code
+        .match_indices("crate::")
+        .chain(code.match_indices("super::"))
+    {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '$' || c == ':') {
+            continue;
+        }
+        let mut rest = &code[at..];
+        let mut base = here.len();
+        if rest.starts_with("crate::") {
+            (rest, base) = (&rest["crate::".len()..], 0);
+        }
+        while let Some(r) = rest.strip_prefix("super::") {
+            (rest, base) = (r, base.saturating_sub(1));
+        }
+        let line = code[..at].matches('\n').count() + 1;
+        if base > 0 {
+            out.push((here[0].clone(), line));
+        } else if let Some(group) = rest.strip_prefix('{') {
+            out.extend(group_heads(group).into_iter().map(|h| (layer(h), line)));
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            out.push((layer(&rest[..end]), line));
+        }
+    }
+    out
+}
+
+/// Every import between two layers of the crate at `src` (its top-level modules and its
+/// root), from production code: `(from, to)` → the `file:line`s that make it.
+fn crate_layers(src: &Path) -> BTreeMap<(String, String), Vec<String>> {
+    let modules = top_modules(src);
+    let mut files = Vec::new();
+    rust_files(src, &mut files);
+    let mut scanned = Vec::new();
+    let mut test_only: BTreeSet<PathBuf> = BTreeSet::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let code = blank_non_code(&text);
+        let mut lines: Vec<&str> = code.lines().collect();
+        for (first, last, module) in test_items(&lines) {
+            test_only.extend(module.into_iter().flat_map(|m| module_files(&path, m)));
+            lines[first..=last].fill("");
+        }
+        scanned.push((path, lines.join("\n")));
+    }
+    let mut edges: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
+    for (path, code) in scanned {
+        let name = path.file_name().and_then(|f| f.to_str()).unwrap_or("");
+        if name == "tests.rs"
+            || name.ends_with("_tests.rs")
+            || test_only.iter().any(|t| path.starts_with(t))
+        {
+            continue;
+        }
+        let rel = path.strip_prefix(src).unwrap_or(&path);
+        let from = module_path(rel)
+            .first()
+            .cloned()
+            .unwrap_or_else(|| CRATE_ROOT.to_string());
+        for (to, line) in file_imports(rel, &code, &modules) {
+            if to != from {
+                let at = format!("{}:{line}", rel.display());
+                edges.entry((from.clone(), to)).or_default().push(at);
+            }
+        }
+    }
+    edges
+}
+
+/// A loop among the layers, if there is one: its layers in order, the first repeated last.
+fn layer_loop(edges: &BTreeMap<(String, String), Vec<String>>) -> Option<Vec<String>> {
+    fn visit(
+        node: &str,
+        edges: &BTreeMap<(String, String), Vec<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(i) = path.iter().position(|p| p == node) {
+            let mut cycle = path[i..].to_vec();
+            cycle.push(node.to_string());
+            return Some(cycle);
+        }
+        if !done.insert(node.to_string()) {
+            return None;
+        }
+        path.push(node.to_string());
+        for (_, to) in edges.keys().filter(|(from, _)| from == node) {
+            if let Some(cycle) = visit(to, edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|(from, _)| visit(from, edges, &mut Vec::new(), &mut done))
+}
+
+/// Each crate stands in layers: its top-level modules (the folders and files under `src/`)
+/// import one another without a loop, so each has a floor below everything that imports it,
+/// and none imports the crate root (`lib.rs` only declares the modules and registers the
+/// kinds). A `#[macro_export]` macro counts as the root's: the table macros are used by their
+/// module's path, `crate::tables::row!`. On a loop, move the shared item down to the module
+/// that owns its concept (docs/ARCHITECTURE.md, "Layers").
+#[test]
+fn each_crates_modules_stand_in_layers_without_a_loop_or_an_import_of_the_root() {
+    for src in ["src", "engine/src", "stages/src"] {
+        let edges = crate_layers(&root().join(src));
+        assert!(
+            edges.len() > 3,
+            "{src}: only {} imports between modules found: the scanner lost them",
+            edges.len()
+        );
+        let into_root: Vec<String> = edges
+            .iter()
+            .filter(|((_, to), _)| to == CRATE_ROOT)
+            .flat_map(|(_, at)| at.iter().map(|a| format!("{src}/{a}")))
+            .collect();
+        assert!(
+            into_root.is_empty(),
+            "these import the crate root; import the item from the module that defines it:\n{}",
+            into_root.join("\n")
+        );
+        if let Some(cycle) = layer_loop(&edges) {
+            let steps: Vec<String> = cycle
+                .windows(2)
+                .map(|w| {
+                    let at = &edges[&(w[0].clone(), w[1].clone())];
+                    format!("{} -> {} ({src}/{})", w[0], w[1], at[0])
+                })
+                .collect();
+            panic!(
+                "{src}: its modules import each other in a loop:\n{}",
+                steps.join("\n")
+            );
+        }
+    }
+}
+
+/// The import scanner reads `crate::` paths, `use` groups and `super::` paths that climb out
+/// of the file's module, and skips `$crate::` and code blanked as test code or comments.
+#[test]
+fn the_layer_scanner_reads_crate_groups_and_super_paths() {
+    let modules: BTreeSet<String> = ["tables", "world", "kinds"].map(String::from).into();
+    let code = blank_non_code(
+        "use crate::world::Clock;\n\
+         use crate::{kinds::Run, tables::{a, b}};\n\
+         // crate::kinds::Hidden\n\
+         fn f() { $crate::tables::row!(); crate::row!(); super::super::super::world::x(); }\n\
+         use super::near::Y;\n",
+    );
+    let found = file_imports(Path::new("episodes/agents/llm.rs"), &code, &modules);
+    let found: Vec<(&str, usize)> = found.iter().map(|(m, l)| (m.as_str(), *l)).collect();
+    assert_eq!(
+        found,
+        [
+            ("world", 1),
+            ("kinds", 2),
+            ("tables", 2),
+            (CRATE_ROOT, 4),
+            ("world", 4),
+            ("episodes", 5),
+        ]
+    );
 }

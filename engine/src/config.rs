@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use indexmap::IndexMap;
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
@@ -42,7 +42,7 @@ pub struct PipelineSpec {
     /// Where per-item work runs and how cluster jobs are asked for (docs/cluster.md); a
     /// profile file (`--profile`) overrides it field by field, `--executor` picks the kind.
     #[serde(default)]
-    pub executor: Option<crate::cluster::ExecutorSpec>,
+    pub executor: Option<ExecutorSpec>,
 }
 
 /// One stage of a pipeline.
@@ -104,8 +104,8 @@ pub struct StageSpec {
     /// `slurm` runs a whole-table stage as one Slurm job (for an expensive one; whole-table
     /// stages run on the coordinator by default).
     #[serde(default)]
-    #[schemars(with = "Option<crate::cluster::StageExecutor>")]
-    pub executor: Option<Spanned<crate::cluster::StageExecutor>>,
+    #[schemars(with = "Option<StageExecutor>")]
+    pub executor: Option<Spanned<StageExecutor>>,
 }
 
 /// A parsed pipeline file together with where it came from.
@@ -266,6 +266,112 @@ pub fn from_yaml<T: serde::de::DeserializeOwned>(
 pub fn json_schema() -> Value {
     let schema = schemars::schema_for!(PipelineSpec);
     serde_json::to_value(schema).unwrap_or(Value::Null)
+}
+
+/// Which executor runs per-item work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ExecutorKind {
+    /// Everything runs in this process (the default).
+    Local,
+    /// Per-item work goes to Slurm job arrays; this process plans, follows and assembles.
+    Slurm,
+}
+
+impl ExecutorKind {
+    /// The name as written in YAML and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            ExecutorKind::Local => "local",
+            ExecutorKind::Slurm => "slurm",
+        }
+    }
+}
+
+/// The `executor:` block of a pipeline, or the content of a profile file. Every field is
+/// optional; see [`SlurmSettings`] for the defaults.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ExecutorSpec {
+    /// `local` (default) or `slurm`; `--executor` overrides it.
+    #[serde(default)]
+    #[schemars(with = "Option<ExecutorKind>")]
+    pub kind: Option<Spanned<ExecutorKind>>,
+    /// Slurm partition (`sbatch --partition`); the cluster's default when absent.
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub partition: Option<Spanned<String>>,
+    /// Account to charge (`--account`).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub account: Option<Spanned<String>>,
+    /// Quality of service (`--qos`).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub qos: Option<Spanned<String>>,
+    /// Time limit of each array task, in a Slurm format: `MM`, `MM:SS`, `HH:MM:SS`, `D-HH`,
+    /// `D-HH:MM` or `D-HH:MM:SS` (`--time`).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub time: Option<Spanned<String>>,
+    /// CPUs per array task (`--cpus-per-task`).
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub cpus_per_task: Option<Spanned<u32>>,
+    /// Memory per array task, e.g. `4G` or `512M` (`--mem`).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub mem: Option<Spanned<String>>,
+    /// At most this many tasks in one job array (default 100; the cluster's `MaxArraySize`
+    /// bounds it too). Items are dealt round-robin over the tasks.
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub max_array_size: Option<Spanned<u32>>,
+    /// Items per array task before a second task is added (default 1).
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub items_per_task: Option<Spanned<u32>>,
+    /// At most this many tasks of one array run at once (`--array=…%N`); also bounded by the
+    /// smallest resource pool the stage holds, so pools keep their meaning across workers.
+    #[serde(default)]
+    #[schemars(with = "Option<u32>")]
+    pub parallel: Option<Spanned<u32>>,
+    /// Extra `sbatch` options, one per entry, e.g. `--constraint=a100` or `--gres=gpu:1`.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub sbatch_args: Vec<Spanned<String>>,
+    /// Environment variables the array tasks receive (`--export=NAME,…`, values taken from
+    /// the submitting shell, never written anywhere); all of them when empty.
+    #[serde(default)]
+    #[schemars(with = "Vec<String>")]
+    pub export: Vec<Spanned<String>>,
+    /// The `prefflow` binary the tasks run, as the compute nodes see it (default: this one).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub worker: Option<Spanned<String>>,
+    /// Where the tasks' stdout/stderr go (default `.prefflow-slurm/` in the working directory).
+    #[serde(default)]
+    #[schemars(with = "Option<String>")]
+    pub log_dir: Option<Spanned<String>>,
+    /// Milliseconds between two looks at the jobs and the store (default 1000).
+    #[serde(default)]
+    #[schemars(with = "Option<u64>")]
+    pub poll_ms: Option<Spanned<u64>>,
+}
+
+/// Where a stage's work runs under a cluster executor (the stage's `executor:` field). A
+/// per-item stage's items go to job arrays unless it says `local` (for cheap stages, where a
+/// job's start-up would cost more than the work); a whole-table stage runs on the coordinator
+/// unless it says `slurm` (for an expensive one: it then runs as one Slurm job). Under the
+/// local executor both mean this process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum StageExecutor {
+    /// On the coordinator, in this process (the default for whole-table stages).
+    Local,
+    /// Through the run's executor: job arrays for a per-item stage (its default), one job for
+    /// a whole-table stage.
+    Slurm,
 }
 
 /// A reference to an upstream table as written in `inputs`.

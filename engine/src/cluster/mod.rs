@@ -7,7 +7,8 @@
 //! such job with one task, which computes the whole stage and commits it. The store is the
 //! only thing they share.
 //!
-//! - [`config`]: the `executor:` block, profile files, `--executor`; checked with locations;
+//! - [`config`]: the `executor:` block (its types are the pipeline file's, `crate::config`),
+//!   profile files, `--executor`; checked with locations;
 //! - [`slurm`]: the Slurm client (sbatch, squeue, scontrol, scancel as processes);
 //! - [`job`]: the job, its submissions and the workers' reports, as store objects;
 //! - [`worker`]: one array task (a shard of items, or a whole stage);

@@ -540,12 +540,12 @@ pub fn kind_of(e: &StageError) -> &'static str {
     }
 }
 
-fn build_plan(spec: &JobSpec, registry: &Registry) -> crate::Result<Plan> {
+fn build_plan(spec: &JobSpec, registry: &Registry) -> crate::error::Result<Plan> {
     let overrides = spec
         .overrides
         .iter()
         .map(|s| Override::parse(s).map_err(Error::Usage))
-        .collect::<crate::Result<Vec<_>>>()?;
+        .collect::<crate::error::Result<Vec<_>>>()?;
     let file = PipelineFile::load(Path::new(&spec.file))?;
     Plan::build(&file, registry, &overrides)
 }

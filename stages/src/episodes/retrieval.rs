@@ -21,31 +21,30 @@ pub struct Bm25<'s, 'e> {
 }
 
 /// BM25 over plain texts: the scoring behind [`Bm25`], reusable for anything with text (e.g.
-/// choosing which tools to offer a model).
+/// choosing which tools to offer a model). Stored as postings (term → the documents holding it,
+/// in document order, with the term's count), so a query touches only the documents that share
+/// a term with it.
 pub struct TextIndex {
-    docs: Vec<HashMap<String, u32>>,
+    postings: HashMap<String, Vec<(u32, u32)>>,
     lengths: Vec<f64>,
     avg_len: f64,
-    doc_freq: HashMap<String, u32>,
 }
 
 impl TextIndex {
     /// Indexes one document per text.
     pub fn new<S: AsRef<str>>(texts: impl Iterator<Item = S>) -> Self {
-        let mut doc_freq: HashMap<String, u32> = HashMap::new();
-        let mut docs = Vec::new();
+        let mut postings: HashMap<String, Vec<(u32, u32)>> = HashMap::new();
         let mut lengths = Vec::new();
-        for text in texts {
+        for (doc, text) in texts.enumerate() {
             let mut tf: HashMap<String, u32> = HashMap::new();
             let mut len = 0u32;
             for w in tokens(text.as_ref()) {
                 *tf.entry(w).or_default() += 1;
                 len += 1;
             }
-            for w in tf.keys() {
-                *doc_freq.entry(w.clone()).or_default() += 1;
+            for (w, f) in tf {
+                postings.entry(w).or_default().push((doc as u32, f));
             }
-            docs.push(tf);
             lengths.push(len as f64);
         }
         let avg_len = if lengths.is_empty() {
@@ -54,42 +53,34 @@ impl TextIndex {
             lengths.iter().sum::<f64>() / lengths.len() as f64
         };
         Self {
-            docs,
+            postings,
             lengths,
             avg_len,
-            doc_freq,
         }
     }
 
-    /// The score of every document for `query`.
+    /// The score of every document for `query`: per document, the sum over the query's
+    /// distinct terms, in sorted order, of each term's BM25 weight (0 for a document without
+    /// any of them).
     pub fn scores(&self, query: &str) -> Vec<f64> {
-        let n = self.docs.len() as f64;
+        let n = self.lengths.len() as f64;
         let mut terms: Vec<String> = tokens(query).collect();
         terms.sort();
         terms.dedup();
-        let idf: Vec<(String, f64)> = terms
-            .into_iter()
-            .filter_map(|t| {
-                let df = *self.doc_freq.get(&t)? as f64;
-                Some((t, ((n - df + 0.5) / (df + 0.5) + 1.0).ln()))
-            })
-            .collect();
-        self.docs
-            .iter()
-            .zip(&self.lengths)
-            .map(|(tf, len)| {
-                idf.iter()
-                    .map(|(t, idf)| {
-                        let f = *tf.get(t).unwrap_or(&0) as f64;
-                        if f == 0.0 {
-                            return 0.0;
-                        }
-                        let norm = K1 * (1.0 - B + B * len / self.avg_len.max(1e-9));
-                        idf * f * (K1 + 1.0) / (f + norm)
-                    })
-                    .sum()
-            })
-            .collect()
+        let mut scores = vec![0.0; self.lengths.len()];
+        for t in &terms {
+            let Some(docs) = self.postings.get(t) else {
+                continue;
+            };
+            let df = docs.len() as f64;
+            let idf = ((n - df + 0.5) / (df + 0.5) + 1.0).ln();
+            for &(doc, f) in docs {
+                let (f, len) = (f as f64, self.lengths[doc as usize]);
+                let norm = K1 * (1.0 - B + B * len / self.avg_len.max(1e-9));
+                scores[doc as usize] += idf * f * (K1 + 1.0) / (f + norm);
+            }
+        }
+        scores
     }
 
     /// Indices of the `k` best-scoring documents with a positive score, best first (ties: lower
@@ -180,14 +171,23 @@ impl IndexCache {
     }
 }
 
-/// A hash of what indexing `events` reads: their ids and visible texts.
+/// A hash of what indexing `events` reads: their ids and the parts of their visible texts
+/// (date, time of day, app, text), each length-prefixed. The date and time enter as numbers,
+/// not formatted (the key is taken once per episode): finer than the text, never coarser.
 fn content_key(events: &[&HistoryEvent]) -> String {
     let mut bytes = Vec::new();
+    let mut part = |b: &[u8]| {
+        bytes.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(b);
+    };
     for e in events {
-        bytes.extend_from_slice(e.event_id.as_bytes());
-        bytes.push(0x1f);
-        bytes.extend_from_slice(visible_text(e).as_bytes());
-        bytes.push(0x1e);
+        let (y, m, d) = e.time.date.ymd();
+        part(e.event_id.as_bytes());
+        part(&y.to_le_bytes());
+        part(&[m as u8, d as u8]);
+        part(&e.time.time.seconds().to_le_bytes());
+        part(e.app.as_bytes());
+        part(e.text.as_bytes());
     }
     prefflow_engine::keys::hash_bytes(&bytes)
 }
@@ -235,6 +235,71 @@ mod tests {
             .collect();
         assert_eq!(seat, ["b"]);
         assert!(ix.top_k("zebra", 3).is_empty());
+    }
+
+    /// BM25 as the formula reads, document by document: each document's sum over the query's
+    /// sorted distinct terms, a term it lacks adding 0.
+    fn reference_scores(texts: &[&str], query: &str) -> Vec<f64> {
+        let docs: Vec<Vec<String>> = texts.iter().map(|t| tokens(t).collect()).collect();
+        let n = docs.len() as f64;
+        let avg = docs.iter().map(|d| d.len() as f64).sum::<f64>() / n;
+        let mut terms: Vec<String> = tokens(query).collect();
+        terms.sort();
+        terms.dedup();
+        let df = |t: &String| docs.iter().filter(|d| d.contains(t)).count() as f64;
+        let terms: Vec<(String, f64)> = terms
+            .into_iter()
+            .filter(|t| df(t) > 0.0)
+            .map(|t| {
+                let idf = ((n - df(&t) + 0.5) / (df(&t) + 0.5) + 1.0).ln();
+                (t, idf)
+            })
+            .collect();
+        docs.iter()
+            .map(|d| {
+                let len = d.len() as f64;
+                let mut sum = 0.0;
+                for (t, idf) in &terms {
+                    let f = d.iter().filter(|w| *w == t).count() as f64;
+                    let norm = K1 * (1.0 - B + B * len / avg.max(1e-9));
+                    sum += if f == 0.0 {
+                        0.0
+                    } else {
+                        idf * f * (K1 + 1.0) / (f + norm)
+                    };
+                }
+                sum
+            })
+            .collect()
+    }
+
+    /// The postings index gives every document the very score the formula does (same bits: the
+    /// same terms added in the same order), so rankings and ties cannot move.
+    #[test]
+    fn scores_are_the_formulas_to_the_bit() {
+        let texts = [
+            "2025-10-01 08:05 cafe oat milk latte, oat again",
+            "2025-10-02 19:30 trains booked a window seat on the 7:10 train",
+            "2025-10-03 12:00 notes milk for the window box",
+            "",
+            "2025-10-04 09:00 cafe flat white",
+        ];
+        let ix = TextIndex::new(texts.iter());
+        for query in [
+            "oat milk window",
+            "train seat cafe 2025",
+            "zebra",
+            "",
+            "milk milk",
+        ] {
+            let got: Vec<u64> = ix.scores(query).iter().map(|s| s.to_bits()).collect();
+            let want: Vec<u64> = reference_scores(&texts, query)
+                .iter()
+                .map(|s| s.to_bits())
+                .collect();
+            assert_eq!(got, want, "query {query:?}");
+        }
+        assert_eq!(ix.top_k("oat milk window", 5), [0, 2, 1]);
     }
 
     /// Retrieval over `events` for a few queries a field or an instruction would make.
@@ -320,5 +385,20 @@ mod tests {
         );
         let cached = Bm25::cached(&r3, &cache);
         assert_eq!(cached.top_k("aisle", 1)[0].event_id, "b");
+        let mut later = [event("a", "oat milk latte"), event("b", "window seat")];
+        later[1].time = crate::world::clock::DateTime::parse("2025-01-02T10:00").unwrap();
+        let later: Vec<&HistoryEvent> = later.iter().collect();
+        assert!(
+            !std::sync::Arc::ptr_eq(&first, &cache.index(&later)),
+            "another day, another index"
+        );
+        let mut elsewhere = [event("a", "oat milk latte"), event("b", "window seat")];
+        elsewhere[0].app = "cafe".into();
+        let elsewhere: Vec<&HistoryEvent> = elsewhere.iter().collect();
+        assert!(
+            !std::sync::Arc::ptr_eq(&first, &cache.index(&elsewhere)),
+            "another app, another index"
+        );
+        assert!(std::sync::Arc::ptr_eq(&first, &cache.index(&r2)));
     }
 }

@@ -12,7 +12,7 @@ use super::JudgeError;
 use crate::tasks::frames::bundles_from_table;
 use crate::tasks::TaskBundle;
 
-crate::row! {
+crate::tables::row! {
     /// One `steps` row, as judges read it.
     #[derive(Default)]
     pub struct StepRec of crate::tables::episodes::STEPS {
@@ -31,7 +31,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// One `episodes` row, as judges read it.
     #[derive(Default)]
     pub struct EpisodeInfo of crate::tables::episodes::EPISODES {

@@ -174,7 +174,7 @@ pub fn labels_frame(labels: &[HumanLabel]) -> PolarsResult<DataFrame> {
 /// (episode, criterion) → verdict per mode (`pass` → true; unscored left out).
 type JudgeVerdicts = HashMap<(String, String), BTreeMap<String, bool>>;
 
-crate::row! {
+crate::tables::row! {
     /// A verdict of one mode, as judge agreement reads `verdicts`.
     struct ModeVerdict of VERDICTS {
         episode_id: String,
@@ -184,7 +184,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// A request's matched slot, as judge agreement reads `requests`.
     struct AskedSlot of REQUESTS {
         episode_id: String,

@@ -87,7 +87,7 @@ impl<'a> AuthoredSet<'a> {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// A judged episode's success, as judge validation reads `scores`.
     struct ScoredRun of SCORES {
         episode_id: String,
@@ -98,7 +98,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// A criterion verdict, as judge validation reads `verdicts`.
     struct CriterionVerdict of VERDICTS {
         episode_id: String,
@@ -108,7 +108,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// A request's matched slot, as judge validation reads `requests`.
     struct MatchedRequest of REQUESTS {
         episode_id: String,
@@ -118,7 +118,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// An episode's request counts, as judge validation reads `interaction`.
     struct RequestCounts of INTERACTION {
         episode_id: String,

@@ -107,7 +107,7 @@ pub struct PerTask {
     pub variants: Vec<(String, Vec<TaskRow>)>,
 }
 
-crate::row! {
+crate::tables::row! {
     /// The `scores` columns aggregation reads (`template` too when present).
     pub struct ScoreFacts of SCORES {
         /// See [`SCORES`].
@@ -135,7 +135,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// The `interaction` columns aggregation reads.
     pub struct InteractionCounts of INTERACTION {
         /// See [`INTERACTION`].

@@ -121,7 +121,7 @@ With the `llm` agent, `steps.raw` is the reply's text (gui mode) or its `tool_ca
 `arguments` decodes back to the exact phone action (`episodes::codec::decode`), so judges
 replay an episode in the phone with the recorded `user_reply`s.";
 
-crate::row! {
+crate::tables::row! {
     /// An `episodes` row as the episode runners write it (`run_episodes`, `run_knowu_episodes`,
     /// `run_remote_episodes`, which adds [`DeviceColumns`]), columns in this order.
     pub struct PlayedEpisode of EPISODES {
@@ -186,7 +186,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// The columns `run_remote_episodes` appends to [`PlayedEpisode`]'s.
     pub struct DeviceColumns of EPISODES {
         /// See [`EPISODES`].
@@ -198,7 +198,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// A `steps` row as the episode runners write it, columns in this order.
     pub struct PlayedStep of STEPS {
         /// See [`STEPS`].
@@ -228,7 +228,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// A `diffs` row as the episode runners write it.
     pub struct Diff of DIFFS {
         /// See [`DIFFS`].

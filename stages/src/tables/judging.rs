@@ -15,7 +15,7 @@ pub const SUCCESS: &str = "success";
 /// `scores.score`.
 pub const SCORE: &str = "score";
 
-crate::table! {
+crate::tables::table! {
     /// One criterion's verdict on one episode.
     pub struct Verdict as VERDICTS ("verdicts", "one row per episode × criterion (`judge`)") {
         /// from `episodes`
@@ -47,7 +47,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One judged episode's scores.
     pub struct Score as SCORES ("scores", "one row per episode (`judge`)") {
         /// from `episodes`
@@ -101,7 +101,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One information request of the interaction judge.
     pub struct RequestRow as REQUESTS ("requests", "one row per information request (interaction judge)") {
         /// the episode
@@ -127,7 +127,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One episode's interaction figures.
     pub struct Interaction as INTERACTION ("interaction", "one row per episode (interaction judge)") {
         /// from `episodes`

@@ -18,7 +18,7 @@ pub const EPISODES: &str = "episodes";
 /// Episodes of a row whose persona has no profile.
 pub const MISSING_PROFILE_EPISODES: &str = "missing_profile_episodes";
 
-crate::table! {
+crate::tables::table! {
     /// One generated KnowU task: tasks.csv's columns, then prefflow's.
     pub struct KnowuTaskRow as KNOWU_TASKS ("knowu_tasks", "per generated task (KnowU's tasks.csv columns, then prefflow's); `task_name` = the Tasks tables' `task_id`") {
         /// the task (= `task_id`)
@@ -64,7 +64,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// Templates a persona's profile cannot instantiate.
     pub struct SkippedRow as SKIPPED ("skipped", "per template × persona that was not generated") {
         /// the template
@@ -78,7 +78,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// What generation produced per persona and split.
     pub struct GeneratedRow as GENERATED ("generated", "per persona × split") {
         /// the persona
@@ -94,7 +94,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// The evaluation reports of an imported results directory.
     pub struct ReportsRow as REPORTS ("reports", "per `eval_report_*.json` of an imported run, oldest first") {
         /// the import's label
@@ -126,7 +126,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One file of an imported results directory that could not be read.
     pub struct ImportError as IMPORT_ERRORS ("errors", "per unreadable file of an imported run; its episode has status `error`") {
         /// the task directory, when the file belongs to one
@@ -138,7 +138,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One task directory `export_knowu_runs` wrote.
     pub struct Written as WRITTEN ("written", "per task directory `export_knowu_runs` wrote") {
         /// the task
@@ -154,7 +154,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// The per-episode facts every KnowU mean is built from.
     pub struct EpisodeMetricsRow as EPISODE_METRICS ("episode_metrics", "per episode (METRICS.md's per-task facts)") {
         /// the episode
@@ -212,7 +212,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// SR, AvgScore and the other means per split and difficulty.
     pub struct SplitsRow as SPLITS ("splits", "per run × split × difficulty (`all`, `easy`, `hard`)") {
         /// the run's variant
@@ -244,7 +244,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// Proactive Act / Silent / Stop.
     pub struct PolicyRow as POLICY ("policy", "per run × proactive metric × bucket") {
         /// the run's variant
@@ -268,7 +268,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// Mean score per persona.
     pub struct PersonasRow as PERSONAS ("personas", "per run × persona × split (personalized, proactive; no result = 0)") {
         /// the run's variant
@@ -292,7 +292,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// Overall SR and the counts behind it.
     pub struct OverallRow as OVERALL ("overall", "per run") {
         /// the run's variant
@@ -383,7 +383,7 @@ pub static LEADERBOARD: TableDef = TableDef {
     open: false,
 };
 
-crate::table! {
+crate::tables::table! {
     /// The leaderboard as Markdown, one line per row.
     pub struct LeaderboardTextRow as LEADERBOARD_TEXT ("text", "per line of the leaderboard's Markdown rendering") {
         /// one line

@@ -14,6 +14,8 @@ pub mod row;
 pub mod tasks;
 pub mod world;
 
+pub(crate) use row::{row, table};
+
 use prefflow_engine::schema::TableDef;
 
 /// A part of the table documentation: a heading, prose, and the tables it defines.

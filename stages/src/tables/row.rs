@@ -1,10 +1,10 @@
-//! Row structs that own their table's schema. A [`table!`](crate::table) declaration gives a
+//! Row structs that own their table's schema. A [`table!`](crate::tables::table!) declaration gives a
 //! table its [`TableDef`](prefflow_engine::schema::TableDef) (what kinds declare and the docs
 //! print), the writer (`Row::to_frame`) and the reader (`Row::from_frame`), so a column is
 //! named once, in `tables/`, and the writer, the reader and the contract cannot drift apart.
 //! A table several kinds write with different columns (`episodes`, `steps`: producer-only
 //! columns, [`ColumnDef::only`](prefflow_engine::schema::ColumnDef::only)) keeps its hand-written
-//! `TableDef`, and each producer's or consumer's view of it is a [`row!`](crate::row) struct
+//! `TableDef`, and each producer's or consumer's view of it is a [`row!`](crate::tables::row!) struct
 //! over some of its columns: the compiler checks every field against the definition (name,
 //! type), so a view cannot name a column the table does not declare.
 //!
@@ -238,7 +238,7 @@ impl Cell for Vec<String> {
 }
 
 /// Whether `def` declares a column `name` of type `dtype`: the compile-time check of every
-/// [`row!`](crate::row) field. Nullability may differ: a reader may view a non-null column only
+/// [`row!`](crate::tables::row!) field. Nullability may differ: a reader may view a non-null column only
 /// some producers write as `Option<_>` (nulls where absent), a writer may fill a nullable column
 /// with a non-null field; a null where none is allowed fails at run time either way (the reader
 /// here, the engine's commit check for a writer).
@@ -270,7 +270,7 @@ pub fn producer_only(def: &TableDef, column: &str) -> bool {
     def.column(column).is_some_and(|c| c.only.is_some())
 }
 
-/// Checks one field's column for [`row!`](crate::row)'s `check`.
+/// Checks one field's column for [`row!`](crate::tables::row!)'s `check`.
 pub fn check_field<T: Cell>(
     df: &DataFrame,
     def: &'static TableDef,
@@ -288,7 +288,7 @@ pub fn check_field<T: Cell>(
     }
 }
 
-/// Reads one field's column for [`row!`](crate::row)'s `from_frame`.
+/// Reads one field's column for [`row!`](crate::tables::row!)'s `from_frame`.
 pub fn read_field<T: Cell>(
     df: &DataFrame,
     def: &'static TableDef,
@@ -308,8 +308,7 @@ pub fn read_field<T: Cell>(
 /// joins) instead of reading rows. Every field must be a column `$def` declares with the
 /// field's type, or the crate does not compile ([`declares`]). Writers of a table with
 /// producer-only columns and readers that need a few columns use this; a table with one
-/// producer is declared whole with [`table!`](crate::table).
-#[macro_export]
+/// producer is declared whole with [`table!`](crate::tables::table!).
 macro_rules! row {
     (
         $(#[$attr:meta])*
@@ -382,9 +381,8 @@ macro_rules! row {
 }
 
 /// Declares a table by its row struct: the struct, its `TableDef` (`$def`), and
-/// `to_frame(&[Row])` / `from_frame(&DataFrame)` (as [`row!`](crate::row)). Each field's doc
+/// `to_frame(&[Row])` / `from_frame(&DataFrame)` (as [`row!`](crate::tables::row!)). Each field's doc
 /// comment is its column's meaning in `docs/tables.md`; the field order is the column order.
-#[macro_export]
 macro_rules! table {
     (
         $(#[doc = $doc:literal])*
@@ -408,7 +406,7 @@ macro_rules! table {
             open: false,
         };
 
-        $crate::row! {
+        $crate::tables::row! {
             $(#[doc = $doc])*
             $vis struct $row of $def {
                 $( #[doc = $cdoc] $fvis $field: $ty, )*
@@ -416,6 +414,9 @@ macro_rules! table {
         }
     };
 }
+
+// Used by path (`crate::tables::row!`), like any item, so the tables module is what users import.
+pub(crate) use {row, table};
 
 #[cfg(test)]
 mod tests {

@@ -20,7 +20,7 @@ pub const SOURCE: &str = "source";
 /// A criterion's kind (`action` | `personalization`).
 pub const KIND: &str = "kind";
 
-crate::table! {
+crate::tables::table! {
     /// One task.
     pub struct TaskRow as TASKS ("tasks", "one row per task") {
         /// task id
@@ -56,7 +56,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One slot of a task.
     pub struct SlotRow as SLOTS ("slots", "one row per slot (a user-dependent detail the instruction omits)") {
         /// the task
@@ -82,7 +82,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One criterion of a task.
     pub struct CriterionRow as CRITERIA ("criteria", "one row per criterion") {
         /// the task
@@ -102,7 +102,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One task with its whole bundle.
     pub struct BundleRow as BUNDLES ("bundles", "one row per task with the whole bundle; what per-item stages read") {
         /// the task

@@ -29,7 +29,7 @@ use crate::tables::knowu::{
     EpisodeMetricsRow as M, EPISODE_METRICS, OVERALL, PERSONAS, POLICY, SPLITS,
 };
 
-crate::row! {
+crate::tables::row! {
     /// The `episodes` columns the KnowU metrics start from (`queries` is `ask_user_calls`).
     pub struct RunEpisode of EPISODES {
         /// See [`EPISODES`].
