@@ -391,7 +391,7 @@ crate::tables::table! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// An `episodes` row as `import_knowu_runs` writes it (one per task directory of a KnowU
     /// run: no user simulator or judge, so their tokens and costs are 0), columns in this order.
     pub struct ImportedEpisode of super::episodes::EPISODES {
@@ -448,7 +448,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// A `steps` row as `import_knowu_runs` writes it (one per trajectory entry), columns in
     /// this order.
     pub struct ImportedStep of super::episodes::STEPS {
@@ -477,7 +477,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// The `episodes` columns `export_knowu_runs` reads (from any producer: the KnowU-only
     /// `reason` and `goal` are null where absent).
     pub struct ExportedEpisode of super::episodes::EPISODES {
@@ -504,7 +504,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// The `steps` columns `export_knowu_runs` reads (from any producer: the KnowU-only
     /// `ask_user_response` is null where absent).
     pub struct ExportedStep of super::episodes::STEPS {
@@ -527,7 +527,7 @@ crate::row! {
     }
 }
 
-crate::row! {
+crate::tables::row! {
     /// The `steps` columns `knowu_metrics` reads for every step; a reply is read from
     /// `ask_user_response` instead of `user_reply` when the table has it (KnowU's alignment).
     pub struct MetricStep of super::episodes::STEPS {

@@ -334,18 +334,7 @@ impl SlotProfile {
                 .filter(|v| !v.is_empty() && *v != field_stems)
                 .collect()
         });
-        // Only a field of named options: a message field's groups ("text": card, note, post) are
-        // too wide to name it.
-        let has_options = field
-            .is_some_and(|f| matches!(f.kind, Some(FieldKind::Enum(_)) | Some(FieldKind::Ref(_))));
-        let field_groups = if has_options {
-            concepts(&field_stems)
-                .into_iter()
-                .filter(|c| c.starts_with('#'))
-                .collect()
-        } else {
-            HashSet::new()
-        };
+        let field_groups = option_field_groups(field, &field_stems);
         let sibling_names = field.map_or_else(Vec::new, |f| {
             f.siblings
                 .iter()
@@ -355,22 +344,7 @@ impl SlotProfile {
         });
         // The slot's id names what it is ("pickup" of "Maya's ride pickup spot").
         let id_stems = spoken_stems(&slot.slot_id);
-        let modifiers = if slot.source == Source::Inferable {
-            let head: Vec<String> = about_head_words(slot.about.split(" (").next().unwrap_or(""))
-                .split_whitespace()
-                .flat_map(content_stems)
-                .collect();
-            head.split_last()
-                .map(|(_, rest)| {
-                    rest.iter()
-                        .filter(|s| !field_stems.contains(s) && !id_stems.contains(s))
-                        .cloned()
-                        .collect()
-                })
-                .unwrap_or_default()
-        } else {
-            HashSet::new()
-        };
+        let modifiers = inferable_modifiers(slot, &field_stems, &id_stems);
         Self {
             modifiers,
             field_said: field.map_or_else(String::new, |f| f.name.replace('_', " ").to_lowercase()),
@@ -1111,4 +1085,42 @@ pub fn fields(bundle: &TaskBundle, catalog: &Catalog) -> HashMap<String, FieldIn
         out.insert(s.slot_id.clone(), info);
     }
     out
+}
+
+/// The groups of a field of named options: a message field's groups ("text": card, note, post)
+/// are too wide to name it, so only enum and ref fields have them.
+fn option_field_groups(field: Option<&FieldInfo>, field_stems: &[String]) -> HashSet<String> {
+    let has_options =
+        field.is_some_and(|f| matches!(f.kind, Some(FieldKind::Enum(_)) | Some(FieldKind::Ref(_))));
+    if !has_options {
+        return HashSet::new();
+    }
+    concepts(field_stems)
+        .into_iter()
+        .filter(|c| c.starts_with('#'))
+        .collect()
+}
+
+/// The words before an inferable slot's head noun that are neither its field's nor its id's
+/// ("usual" in "her usual pickup spot"): they qualify which of several values is meant.
+fn inferable_modifiers(
+    slot: &Slot,
+    field_stems: &[String],
+    id_stems: &[String],
+) -> HashSet<String> {
+    if slot.source != Source::Inferable {
+        return HashSet::new();
+    }
+    let head: Vec<String> = about_head_words(slot.about.split(" (").next().unwrap_or(""))
+        .split_whitespace()
+        .flat_map(content_stems)
+        .collect();
+    head.split_last()
+        .map(|(_, rest)| {
+            rest.iter()
+                .filter(|s| !field_stems.contains(s) && !id_stems.contains(s))
+                .cloned()
+                .collect()
+        })
+        .unwrap_or_default()
 }
