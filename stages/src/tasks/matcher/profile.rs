@@ -91,7 +91,7 @@ pub struct SlotProfile {
     pub names: HashSet<String>,
     /// Stems of its field's name (`room_preference` → room, prefer).
     pub field_stems: Vec<String>,
-    /// Synonym groups of its field's name ("cabin" → the group of "class", "fare"): another
+    /// Synonym groups of its field's name (a cabin field → the group of class and fare): another
     /// name of the field names what it asks for ("which class of service").
     pub field_groups: HashSet<String>,
     /// Stems of the names of the other fields of its operation ([`FieldInfo::siblings`]).
@@ -334,7 +334,7 @@ impl SlotProfile {
                 .filter(|v| !v.is_empty() && *v != field_stems)
                 .collect()
         });
-        // Only a field of named options: a message field's groups ("text": card, note, post) are
+        // Only a field of named options: a message field's groups (a text: card, note, post) are
         // too wide to name it.
         let has_options = field
             .is_some_and(|f| matches!(f.kind, Some(FieldKind::Enum(_)) | Some(FieldKind::Ref(_))));
@@ -353,7 +353,7 @@ impl SlotProfile {
                 .map(|n| n.replace('_', " ").to_lowercase())
                 .collect()
         });
-        // The slot's id names what it is ("pickup" of "Maya's ride pickup spot").
+        // The slot's id names what it is (pickup, of "Maya's ride pickup spot").
         let id_stems = spoken_stems(&slot.slot_id);
         let modifiers = if slot.source == Source::Inferable {
             let head: Vec<String> = about_head_words(slot.about.split(" (").next().unwrap_or(""))
