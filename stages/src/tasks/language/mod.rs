@@ -130,10 +130,18 @@ impl Lexicon {
     /// Whether a text holds a word or phrase asking about content (what something says or is
     /// about: "gist", "stood out", "words"); "let me know" is a request, not content.
     pub fn names_content(&self, text: &str) -> bool {
-        let lower = text
+        let mut lower = text
             .to_lowercase()
             .replace('’', "'")
             .replace("let me know", " ");
+        // "Just say which class…", "tell me what time…": a request, not content.
+        for wh in [
+            "which", "what", "how", "when", "where", "who", "whether", "if",
+        ] {
+            for verb in ["say", "tell me"] {
+                lower = lower.replace(&format!("{verb} {wh} "), &format!(" {wh} "));
+            }
+        }
         let stems: Vec<String> = raw_words(&lower).iter().map(|w| stem(w)).collect();
         self.content
             .iter()

@@ -652,9 +652,10 @@ fn count_mention(text: &str) -> Option<Option<String>> {
             continue;
         }
         let after = words.get(i + 2).map(|n| core_of(n));
-        if next.as_deref() == Some("to") && after.is_some_and(|a| values::number_word(&a).is_some())
-        {
-            // "10 to 12": a span (of hours), not a count.
+        let between = i > 0 && core_of(words[i - 1]) == "between";
+        let joins = next.as_deref() == Some("to") || between && next.as_deref() == Some("and");
+        if joins && after.is_some_and(|a| values::number_word(&a).is_some()) {
+            // "10 to 12", "between 10 and 12": a span (of hours), not a count.
             span_end = i + 3;
             continue;
         }

@@ -297,6 +297,17 @@ impl TaskMatcher {
                 .filter(|p| !p.is_empty())
                 .collect();
         }
+        // "On Wednesday at 2?": a day and a clock time, the time keeping its "at".
+        let parts: Vec<String> = parts
+            .into_iter()
+            .flat_map(|p| match p.rsplit_once(" at ") {
+                Some((day, time)) if !day.trim().is_empty() && !time.trim().is_empty() => {
+                    vec![day.to_string(), format!("at {time}")]
+                }
+                _ => vec![p.to_string()],
+            })
+            .collect();
+        let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         if parts.len() < 2 {
             return None;
         }

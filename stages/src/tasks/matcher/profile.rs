@@ -91,7 +91,7 @@ pub struct SlotProfile {
     pub names: HashSet<String>,
     /// Stems of its field's name (`room_preference` → room, prefer).
     pub field_stems: Vec<String>,
-    /// Synonym groups of its field's name ("cabin" → the group of "class", "fare"): another
+    /// Synonym groups of its field's name (a cabin field → the group of class and fare): another
     /// name of the field names what it asks for ("which class of service").
     pub field_groups: HashSet<String>,
     /// Stems of the names of the other fields of its operation ([`FieldInfo::siblings`]).
@@ -342,7 +342,7 @@ impl SlotProfile {
                 .map(|n| n.replace('_', " ").to_lowercase())
                 .collect()
         });
-        // The slot's id names what it is ("pickup" of "Maya's ride pickup spot").
+        // The slot's id names what it is (pickup, of "Maya's ride pickup spot").
         let id_stems = spoken_stems(&slot.slot_id);
         let modifiers = inferable_modifiers(slot, &field_stems, &id_stems);
         Self {
@@ -1087,7 +1087,7 @@ pub fn fields(bundle: &TaskBundle, catalog: &Catalog) -> HashMap<String, FieldIn
     out
 }
 
-/// The groups of a field of named options: a message field's groups ("text": card, note, post)
+/// The groups of a field of named options: a message field's groups (a text: card, note, post)
 /// are too wide to name it, so only enum and ref fields have them.
 fn option_field_groups(field: Option<&FieldInfo>, field_stems: &[String]) -> HashSet<String> {
     let has_options =

@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::tasks::testkit::candidates;
-use crate::tasks::TaskBundle;
+use crate::tasks::{Source, TaskBundle};
 
 fn task(id: &str) -> &'static TaskBundle {
     candidates()
@@ -223,13 +223,13 @@ fn a_short_question_takes_its_subject_from_the_statements_before_it() {
 #[test]
 fn a_detail_of_a_named_person_and_a_look_up_reach_no_ask_only_slot() {
     // Lena is the inferable recipient; the gift message is not asked.
-    assert_ne!(
-        one(
-            "shopnest_gift_sister-02",
-            "Is Lena's address on file still right?"
-        )
-        .as_deref(),
-        Some("message")
+    let id = "shopnest_gift_sister-02";
+    let got = one(id, "Is Lena's address on file still right?");
+    assert!(
+        got.as_deref().is_none_or(|s| task(id)
+            .slot(s)
+            .is_some_and(|s| s.source == Source::Inferable)),
+        "{got:?}"
     );
     assert_eq!(
         one(
@@ -547,15 +547,21 @@ fn head_questions_are_never_sent_to_another_slot() {
 /// after a context sentence, which must be credited.
 #[test]
 fn gap_questions_are_credited_and_never_sent_to_another_slot() {
-    let f = measure("gaps.csv");
-    let share = report("gaps.csv", &f);
-    assert!(share >= 0.9, "credited {:.1}%", 100.0 * share);
+    holds("gaps.csv", 0.9, 0.9);
+}
+
+/// Measures `file` and asserts: at least `share` of its ask-only requests credited, none to
+/// another slot, and at least `exact` of its messages with their other pieces counted exactly.
+fn holds(file: &str, share: f64, exact: f64) {
+    let f = measure(file);
+    let credited = report(file, &f);
+    assert!(credited >= share, "credited {:.1}%", 100.0 * credited);
     assert_eq!(f.wrong, 0, "matched to another slot");
-    let exact = f.other_exact as f64 / f.messages.max(1) as f64;
+    let counted = f.other_exact as f64 / f.messages.max(1) as f64;
     assert!(
-        exact >= 0.9,
+        counted >= exact,
         "other pieces counted exactly in {:.1}%",
-        100.0 * exact
+        100.0 * counted
     );
 }
 
@@ -568,18 +574,12 @@ fn gap_questions_are_credited_and_never_sent_to_another_slot() {
 /// Written before the rules that pass them.
 #[test]
 fn class_questions_are_credited_and_never_sent_to_another_slot() {
-    let f = measure("classes.csv");
-    let share = report("classes.csv", &f);
-    // Before the rules for these classes: 51/61 credited (83.6%), 12 pieces to another slot,
-    // 77/97 messages with other pieces counted exactly; after: 61/61, none, 97/97.
-    assert!(share >= 0.95, "credited {:.1}%", 100.0 * share);
-    assert_eq!(f.wrong, 0, "matched to another slot");
-    let exact = f.other_exact as f64 / f.messages.max(1) as f64;
-    assert!(
-        exact >= 0.95,
-        "other pieces counted exactly in {:.1}%",
-        100.0 * exact
-    );
+    // The first batch (97 rows) before the rules for these classes: 51/61 credited (83.6%), 12
+    // pieces to another slot, 77/97 messages with other pieces counted exactly; after: 61/61,
+    // none, 97/97. Two batches written after the rules (83 rows): 54/58 credited and 1 to
+    // another slot at first, 57/58 and none with the span, request and day-at-time rules; over
+    // all 180 rows 118/119 (99.2%), none to another slot, 179/180 exact.
+    holds("classes.csv", 0.95, 0.95);
 }
 
 /// The built-in agents (`ask_all`, `heuristic`) ask about an open field of a planned operation
@@ -588,6 +588,14 @@ fn class_questions_are_credited_and_never_sent_to_another_slot() {
 /// (…) Options: …"). Such a question is about that field: it may be credited to the slot whose
 /// value goes into that very field (the reference solution's argument), or to none — never to a
 /// slot of another field, whatever words of the description or options it shares with it.
+/// One call of a reference solution.
+#[derive(serde::Deserialize)]
+struct Step {
+    tool: String,
+    #[serde(default)]
+    args: serde_json::Map<String, serde_json::Value>,
+}
+
 #[test]
 fn built_in_agents_field_questions_reach_only_their_field_s_slot() {
     use crate::episodes::agents::plan::{question, Plan};
@@ -607,8 +615,11 @@ fn built_in_agents_field_questions_reach_only_their_field_s_slot() {
             // time is also its calendar event's start).
             let mut referenced = Vec::new();
             for step in &b.task.reference_solution {
-                if step.get("tool").and_then(serde_json::Value::as_str) == Some(op.tool.as_str()) {
-                    if let Some(v) = step.get("args").and_then(|a| a.get(&p.name)) {
+                let Ok(step) = serde_json::from_value::<Step>(step.clone()) else {
+                    continue;
+                };
+                if step.tool == op.tool {
+                    if let Some(v) = step.args.get(&p.name) {
                         crate::tasks::predicate::slot_refs_in(v, &mut referenced);
                     }
                 }
