@@ -30,6 +30,15 @@ fn world_with(history: Vec<HistoryEvent>) -> World {
     World::new(w.catalog.clone(), w.persona.clone(), history)
 }
 
+/// The events one rule found.
+fn found_by(found: &[(Rule, String)], rule: Rule) -> Vec<String> {
+    found
+        .iter()
+        .filter(|(r, _)| *r == rule)
+        .map(|(_, id)| id.clone())
+        .collect()
+}
+
 fn rules(a: &WorldAudit) -> Vec<(Rule, String)> {
     a.contradictions
         .iter()
@@ -425,13 +434,7 @@ fn purchases_completions_and_one_offs_are_checked_against_the_phone() {
         ),
     ]);
     let found = rules(&audit(&w, 7));
-    let only = |rule: Rule| -> Vec<String> {
-        found
-            .iter()
-            .filter(|(r, _)| *r == rule)
-            .map(|(_, id)| id.clone())
-            .collect()
-    };
+    let only = |rule: Rule| found_by(&found, rule);
     assert_eq!(
         only(Rule::CompletedBeforeDate),
         ["ev_3", "ev_11"],
@@ -677,13 +680,7 @@ fn a_circumstance_may_not_name_another_town_or_a_second_purpose() {
         ),
     ]);
     let found = rules(&audit(&w, 7));
-    let only = |rule: Rule| -> Vec<String> {
-        found
-            .iter()
-            .filter(|(r, _)| *r == rule)
-            .map(|(_, id)| id.clone())
-            .collect()
-    };
+    let only = |rule: Rule| found_by(&found, rule);
     assert_eq!(only(Rule::PlaceConflict), ["ev_1", "ev_2"], "{found:?}");
     assert_eq!(
         only(Rule::PurposeTwice),
@@ -802,13 +799,7 @@ fn work_on_a_day_off_and_a_weekday_that_is_not_the_events_own_are_found() {
         ),
     ]);
     let found = rules(&audit(&w, 7));
-    let only = |rule: Rule| -> Vec<String> {
-        found
-            .iter()
-            .filter(|(r, _)| *r == rule)
-            .map(|(_, id)| id.clone())
-            .collect()
-    };
+    let only = |rule: Rule| found_by(&found, rule);
     assert_eq!(
         only(Rule::WorkOnDayOff),
         ["ev_1", "ev_3", "ev_4"],

@@ -321,3 +321,33 @@ fn a_companion_where_none_fits_is_a_located_problem() {
         .to_string();
     assert!(e.contains("context") && e.contains("Thai"), "{e}");
 }
+
+#[test]
+fn days_must_name_days() {
+    // A template, a place and a circumstance say which days their events fall on; a word that
+    // is no set of days is a located problem, not a silent "any day".
+    let y = variant(
+        "text: \"Booked {r.name} ({mention})\" }",
+        "text: \"Booked {r.name} ({mention})\", days: [mon, funday] }",
+    );
+    assert_eq!(problems(&y), vec![(K::BadTemplate, line_of(&y, "funday"))]);
+    let y = variant(
+        "home: { label: \"Home\" }",
+        "home: { label: \"Home\", days: someday }",
+    );
+    assert_eq!(problems(&y), vec![(K::BadTemplate, line_of(&y, "someday"))]);
+    let y = variant(
+        "places:",
+        "contexts:\n  dinespot: [\" after standup\", { text: \" after a long week\", days: [fri, sat] }]\nholidays: [\"2025-07-04\"]\nplaces:",
+    );
+    let p = Persona::from_source("test.yaml", &y, &cat()).expect("typed circumstances load");
+    let typed = &p.contexts["dinespot"];
+    assert_eq!(typed[0].days, super::model::Days::ANY);
+    assert_eq!(typed[1].days.mask, 0b011_0000);
+    assert_eq!(p.holidays.len(), 1);
+    let y = variant(
+        "places:",
+        "contexts:\n  dinespot: [{ text: \" after standup\", days: never }]\nplaces:",
+    );
+    assert_eq!(problems(&y), vec![(K::BadTemplate, line_of(&y, "never"))]);
+}

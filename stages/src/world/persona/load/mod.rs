@@ -102,6 +102,7 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
     }
     check_ids(lw, raw);
     let vocab = lower_vocab(lw, raw);
+    check_place_days(lw, raw);
     let contexts = lower_contexts(lw, raw);
     let holidays = raw
         .holidays

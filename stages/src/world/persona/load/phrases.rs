@@ -148,10 +148,24 @@ fn lower_context(lw: &mut Lower, p: &Spanned<RawContext>) -> Option<Context> {
 }
 
 /// Days of the week by name (`any`, `workdays`, `weekends`) or as a list of `mon` … `sun` (a
-/// list of weekdays only refuses holidays, as `workdays` does).
+/// list of weekdays only refuses holidays, as `workdays` does); a located problem otherwise.
 pub(super) fn lower_days(lw: &mut Lower, d: &Spanned<&RawDays>) -> Option<Days> {
+    let days = parse_days(d.value);
+    if days.is_none() {
+        lw.push(
+            K::BadTemplate,
+            lw.at(d),
+            format!("`days` is not a set of days: {:?}", d.value),
+            "write `days: workdays`, `weekends`, `any`, or a list such as [tue, thu]",
+        );
+    }
+    days
+}
+
+/// The days a `days:` value names, `None` when it names none.
+pub(super) fn parse_days(d: &RawDays) -> Option<Days> {
     const NAMES: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
-    let days = match d.value {
+    match d {
         RawDays::Named(n) => match n.as_str() {
             "any" => Some(Days::ANY),
             "workdays" => Some(Days::WORKDAYS),
@@ -171,14 +185,14 @@ pub(super) fn lower_days(lw: &mut Lower, d: &Spanned<&RawDays>) -> Option<Days> 
                 mask,
                 workday: mask & 0x60 == 0,
             }),
-    };
-    if days.is_none() {
-        lw.push(
-            K::BadTemplate,
-            lw.at(d),
-            format!("`days` is not a set of days: {:?}", d.value),
-            "write `days: workdays`, `weekends`, `any`, or a list such as [tue, thu]",
-        );
     }
-    days
+}
+
+/// Checks every place's `days` once (templates at the place take them without a second report).
+pub(super) fn check_place_days(lw: &mut Lower, raw: &RawPersona) {
+    for place in raw.places.values() {
+        if let Some(d) = &place.value.days {
+            lower_days(lw, &Spanned::new(&d.value, d.referenced, d.defined));
+        }
+    }
 }

@@ -34,13 +34,15 @@ pub(super) fn lower_template(
         .and_then(|p| p.value.hours.as_ref());
     let hours = lower_hours(lw, r.hours.as_ref().or(place_hours));
     let period = lower_period(lw, r, shifted);
+    // A place's days are checked once, where places are (`check_place_days`).
     let place_days = lw
         .places
         .get(&r.at.value)
-        .and_then(|p| p.value.days.as_ref());
-    let days = match r.days.as_ref().or(place_days) {
+        .and_then(|p| p.value.days.as_ref())
+        .and_then(|d| parse_days(&d.value));
+    let days = match &r.days {
         Some(d) => lower_days(lw, &Spanned::new(&d.value, d.referenced, d.defined))?,
-        None => Days::ANY,
+        None => place_days.unwrap_or(Days::ANY),
     };
     Some(EventTemplate {
         app: r.app.value.clone(),
