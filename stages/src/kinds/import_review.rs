@@ -10,6 +10,7 @@ use polars::prelude::*;
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
+use crate::tables::tasks::RepeatRow;
 use crate::tasks::error::TaskError;
 use crate::tasks::frames::{bundles_from_table, task_tables};
 use crate::tasks::review::{apply_round, AuditRow};
@@ -130,36 +131,14 @@ fn repeats_frame(kept: &[TaskBundle]) -> Result<DataFrame, TaskError> {
         .map(|b| (b.task.task_id.clone(), b.task.instruction.clone()))
         .collect();
     let rows = crate::tasks::lints::repeated_instructions(&tasks);
-    let (ids, same): (Vec<String>, Vec<String>) = rows.into_iter().unzip();
-    let height = ids.len();
-    DataFrame::new(
-        height,
-        vec![
-            Column::new("task_id".into(), ids),
-            Column::new("same_as".into(), same),
-        ],
-    )
-    .map_err(TaskError::from)
+    let rows: Vec<RepeatRow> = rows
+        .into_iter()
+        .map(|(task_id, same_as)| RepeatRow { task_id, same_as })
+        .collect();
+    RepeatRow::to_frame(&rows).map_err(TaskError::from)
 }
 
 /// The `audit` table.
 fn audit_frame(rows: &[AuditRow]) -> Result<DataFrame, TaskError> {
-    let text = |name: &str, f: &dyn Fn(&AuditRow) -> String| {
-        Column::new(name.into(), rows.iter().map(f).collect::<Vec<String>>())
-    };
-    let columns = vec![
-        text("task_id", &|r| r.task_id.clone()),
-        text("round", &|r| r.round.clone()),
-        text("field", &|r| r.field.clone()),
-        text("old", &|r| r.old.clone()),
-        text("new", &|r| r.new.clone()),
-        text("reviewer", &|r| r.reviewer.clone()),
-        text("note", &|r| r.note.clone()),
-        text("sheet", &|r| r.sheet.clone()),
-        Column::new(
-            "row".into(),
-            rows.iter().map(|r| r.row).collect::<Vec<u32>>(),
-        ),
-    ];
-    DataFrame::new(rows.len(), columns).map_err(TaskError::from)
+    AuditRow::to_frame(rows).map_err(TaskError::from)
 }

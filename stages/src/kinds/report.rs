@@ -12,11 +12,13 @@ use serde::{Deserialize, Serialize};
 
 use super::support::{optional_input, required_input};
 use crate::episodes::prompts::{Flavor, Prompts};
+use crate::metrics::pertask::Metric;
 use crate::report::drilldown::{coverage, drilldown, DrillInputs, EpisodeView};
 use crate::report::figures::Figure;
 use crate::report::{
     figures, palette, table1_grid, table_view, text_column, Table1Grid, TableView,
 };
+use crate::tables::aggregate::{ReportRow, Table1Row};
 
 /// Parameters of `report`.
 #[derive(Debug, Deserialize)]
@@ -111,11 +113,11 @@ impl Kind for Report {
             params.path,
             tasks
         );
-        let table = df!(
-            "path" => [params.path.as_str()],
-            "bytes" => [html.len() as u64],
-            "tasks" => [tasks as u32],
-        )?;
+        let table = ReportRow::to_frame(&[ReportRow {
+            path: params.path.clone(),
+            bytes: html.len() as u64,
+            tasks: tasks as u32,
+        }])?;
         Ok(Tables::single("report", table))
     }
 }
@@ -199,7 +201,7 @@ fn variant_order(
     let mut order: Vec<String> = Vec::new();
     let tables = [Some(table1), episodes];
     for df in tables.into_iter().flatten() {
-        for v in text_column(df, "variant")?.into_iter().flatten() {
+        for v in text_column(df, Table1Row::variant)?.into_iter().flatten() {
             if !order.contains(&v) {
                 order.push(v);
             }
@@ -258,12 +260,16 @@ fn subsets(episodes: &mut [EpisodeView]) -> Vec<Subset> {
 fn figures(ctx: &StageContext<'_>, variants: &[String]) -> Result<Vec<Figure>, StageError> {
     let mut out = Vec::new();
     if let Some(p) = optional_input(ctx, "perturbations")? {
-        for metric in ["success", "personalization"] {
-            out.push(figures::perturbation_deltas(&p, metric, variants)?);
+        for metric in [Metric::Success, Metric::Personalization] {
+            out.push(figures::perturbation_deltas(&p, metric.name(), variants)?);
         }
     }
     if let Some(c) = optional_input(ctx, "history_curve")? {
-        out.push(figures::history_curve(&c, "personalization", variants)?);
+        out.push(figures::history_curve(
+            &c,
+            Metric::Personalization.name(),
+            variants,
+        )?);
     }
     if let Some(f) = optional_input(ctx, "failure_labels")? {
         out.push(figures::failure_bars(&f, variants)?);

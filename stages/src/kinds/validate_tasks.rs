@@ -9,6 +9,7 @@ use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
+use crate::tables::tasks::{RepeatRow, SlotRow, SLOTS};
 use crate::tasks::error::TaskError;
 use crate::tasks::frames::{bundles_from_table, task_tables};
 use crate::tasks::lints::{SetView, SlotSource};
@@ -118,9 +119,13 @@ fn slot_sources(df: &DataFrame) -> Result<Vec<SlotSource>, TaskError> {
     let col = |name: &str| {
         df.column(name)
             .and_then(|c| c.str().cloned())
-            .map_err(|e| TaskError::table("slots", e.to_string()))
+            .map_err(|e| TaskError::table(SLOTS.name, e.to_string()))
     };
-    let (task, slot, source) = (col("task_id")?, col("slot_id")?, col("source")?);
+    let (task, slot, source) = (
+        col(SlotRow::task_id)?,
+        col(SlotRow::slot_id)?,
+        col(SlotRow::source)?,
+    );
     Ok((0..df.height())
         .filter_map(|i| {
             Some(SlotSource {
@@ -134,15 +139,8 @@ fn slot_sources(df: &DataFrame) -> Result<Vec<SlotSource>, TaskError> {
 
 /// `(task_id, same_as)` rows of a `repeats` table.
 fn repeats(df: &DataFrame) -> Result<Vec<(String, String)>, TaskError> {
-    let col = |name: &str| {
-        df.column(name)
-            .and_then(|c| c.str().cloned())
-            .map_err(|e| TaskError::table("repeats", e.to_string()))
-    };
-    let (task, text) = (col("task_id")?, col("same_as")?);
-    Ok((0..df.height())
-        .filter_map(|i| Some((task.get(i)?.to_string(), text.get(i)?.to_string())))
-        .collect())
+    let rows = RepeatRow::from_frame(df).map_err(|e| TaskError::table(e.table, e.to_string()))?;
+    Ok(rows.into_iter().map(|r| (r.task_id, r.same_as)).collect())
 }
 
 /// The `rejections` table: task_id, check, subject (criterion or slot), reason.

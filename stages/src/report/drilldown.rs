@@ -11,6 +11,9 @@ use serde::Serialize;
 
 use super::palette::color_of;
 use super::text_column;
+use crate::tables::episodes::{PlayedEpisode as E, PlayedStep as S};
+use crate::tables::judging::{Score as Sc, Verdict as V};
+use crate::tables::tasks::TaskRow as T;
 
 /// Characters of an observation shown on an episode page; the rest is counted, not shown, so
 /// a report of many models stays small.
@@ -133,7 +136,7 @@ impl ByEpisode {
             });
         };
         let mut rows: HashMap<String, Vec<usize>> = HashMap::new();
-        for (i, id) in text_column(df, "episode_id")?.into_iter().enumerate() {
+        for (i, id) in text_column(df, E::episode_id)?.into_iter().enumerate() {
             rows.entry(id.unwrap_or_default()).or_default().push(i);
         }
         let cols = cols
@@ -191,21 +194,21 @@ impl EpisodeColumns {
     fn read(ep: &DataFrame) -> PolarsResult<Self> {
         let col = |c: &str| text_column(ep, c);
         let (id, task, variant, epoch, status) = (
-            col("episode_id")?,
-            col("task_id")?,
-            col("variant")?,
-            col("epoch")?,
-            col("status")?,
+            col(E::episode_id)?,
+            col(E::task_id)?,
+            col(E::variant)?,
+            col(E::epoch)?,
+            col(E::status)?,
         );
         let [answer, error, taken, asks] =
-            ["final_answer", "error", "steps", "ask_user_calls"].map(col);
+            [E::final_answer, E::error, E::steps, E::ask_user_calls].map(col);
         let [pa, ca, pu, cu, cost_a, cost_u] = [
-            "prompt_tokens_agent",
-            "completion_tokens_agent",
-            "prompt_tokens_user",
-            "completion_tokens_user",
-            "cost_agent",
-            "cost_user",
+            E::prompt_tokens_agent,
+            E::completion_tokens_agent,
+            E::prompt_tokens_user,
+            E::completion_tokens_user,
+            E::cost_agent,
+            E::cost_user,
         ]
         .map(col);
         Ok(Self {
@@ -245,32 +248,32 @@ impl<'v> Sources<'v> {
         let steps = ByEpisode::new(
             inputs.steps,
             &[
-                "step",
-                "phase",
-                "action_type",
-                "arguments",
-                "observation",
-                "observation_status",
-                "user_reply",
-                "raw",
+                S::step,
+                S::phase,
+                S::action_type,
+                S::arguments,
+                S::observation,
+                S::observation_status,
+                S::user_reply,
+                S::raw,
             ],
         );
         let verdicts = ByEpisode::new(
             inputs.verdicts,
             &[
-                "criterion_id",
-                "kind",
-                "mode",
-                "verdict",
-                "reason",
-                "failure_label",
+                V::criterion_id,
+                V::kind,
+                V::mode,
+                V::verdict,
+                V::reason,
+                V::failure_label,
             ],
         );
         Ok(Self {
             ep: EpisodeColumns::read(inputs.episodes)?,
             steps: steps?,
             verdicts: verdicts?,
-            scores: ByEpisode::new(inputs.scores, &["success", "perturbation"])?,
+            scores: ByEpisode::new(inputs.scores, &[Sc::success, Sc::perturbation])?,
             info: task_info(inputs.tasks)?,
             variants,
         })
@@ -456,9 +459,9 @@ fn task_info(tasks: Option<&DataFrame>) -> PolarsResult<HashMap<String, (String,
     let Some(tasks) = tasks else {
         return Ok(HashMap::new());
     };
-    let id = text_column(tasks, "task_id")?;
-    let instruction = text_column(tasks, "instruction")?;
-    let perturbation = text_column(tasks, "perturbation")?;
+    let id = text_column(tasks, T::task_id)?;
+    let instruction = text_column(tasks, T::instruction)?;
+    let perturbation = text_column(tasks, T::perturbation)?;
     Ok((0..tasks.height())
         .filter_map(|i| {
             Some((
@@ -481,12 +484,12 @@ pub fn coverage(
     let Some(tasks) = tasks else {
         return Ok(Vec::new());
     };
-    let all: BTreeSet<String> = text_column(tasks, "task_id")?
+    let all: BTreeSet<String> = text_column(tasks, T::task_id)?
         .into_iter()
         .flatten()
         .collect();
-    let variant = text_column(episodes, "variant")?;
-    let task = text_column(episodes, "task_id")?;
+    let variant = text_column(episodes, E::variant)?;
+    let task = text_column(episodes, E::task_id)?;
     let mut played: Vec<(String, BTreeSet<String>)> = Vec::new();
     for (v, t) in variant.into_iter().zip(task) {
         let (v, Some(t)) = (v.unwrap_or_default(), t) else {

@@ -11,6 +11,9 @@ use serde::Serialize;
 use super::palette::color_of;
 use super::svg::{bars, lines, Bar, Series};
 use super::text_column;
+use crate::tables::aggregate::{
+    FailureLabelsRow as F, HistoryCurveRow as H, PerturbationsRow as P,
+};
 
 /// One figure: the drawing and who each colour is.
 #[derive(Debug, Clone, Serialize)]
@@ -73,11 +76,11 @@ pub fn perturbation_deltas(
     variants: &[String],
 ) -> PolarsResult<Figure> {
     let (variant, subset, m) = (
-        texts(perturbations, "variant")?,
-        texts(perturbations, "perturbation")?,
-        texts(perturbations, "metric")?,
+        texts(perturbations, P::variant)?,
+        texts(perturbations, P::perturbation)?,
+        texts(perturbations, P::metric)?,
     );
-    let delta = floats(perturbations, "delta")?;
+    let delta = floats(perturbations, P::delta)?;
     let rows: Vec<usize> = (0..perturbations.height())
         .filter(|&i| m[i] == metric && subset[i] != "none")
         .collect();
@@ -111,11 +114,11 @@ pub fn perturbation_deltas(
 /// when the judge modes differ, each bar says which (`rule`, `llm`).
 pub fn failure_bars(failure_labels: &DataFrame, variants: &[String]) -> PolarsResult<Figure> {
     let (variant, mode, label) = (
-        texts(failure_labels, "variant")?,
-        texts(failure_labels, "mode")?,
-        texts(failure_labels, "failure_label")?,
+        texts(failure_labels, F::variant)?,
+        texts(failure_labels, F::mode)?,
+        texts(failure_labels, F::failure_label)?,
     );
-    let share = floats(failure_labels, "share")?;
+    let share = floats(failure_labels, F::share)?;
     let modes: std::collections::BTreeSet<&String> = mode.iter().collect();
     let mut groups: Vec<(String, Vec<Bar>)> = Vec::new();
     for i in 0..failure_labels.height() {
@@ -166,12 +169,12 @@ pub fn series_name(variant: &str) -> String {
 /// series, coloured like the first of its variants.
 pub fn history_curve(curve: &DataFrame, metric: &str, variants: &[String]) -> PolarsResult<Figure> {
     let (variant, m, exposure) = (
-        texts(curve, "variant")?,
-        texts(curve, "metric")?,
-        texts(curve, "exposure")?,
+        texts(curve, H::variant)?,
+        texts(curve, H::metric)?,
+        texts(curve, H::exposure)?,
     );
-    let k = floats(curve, "top_k")?;
-    let value = floats(curve, "value")?;
+    let k = floats(curve, H::top_k)?;
+    let value = floats(curve, H::value)?;
     let rows: Vec<usize> = (0..curve.height()).filter(|&i| m[i] == metric).collect();
     let axis = ExposureAxis::new(&rows, &k, &exposure);
     let mut series: BTreeMap<String, (String, Vec<(usize, f64)>)> = BTreeMap::new();

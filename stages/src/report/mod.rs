@@ -12,6 +12,8 @@ pub mod text;
 use polars::prelude::*;
 use serde::Serialize;
 
+use crate::tables::aggregate::Table1Row as T1;
+
 /// A table as the template shows it: header and formatted cells.
 #[derive(Debug, Clone, Serialize, Default)]
 pub struct TableView {
@@ -124,7 +126,7 @@ pub fn table1_grid(table1: &DataFrame) -> PolarsResult<Table1Grid> {
         .collect();
     // The last rows say who played each column (the provider's model id of a model), who
     // answered its questions and which judge produced its numbers.
-    for label in ["agent", "user", "judge"] {
+    for label in [T1::agent, T1::user, T1::judge] {
         if table1.schema().contains(label) {
             rows.push(cells.played_by(table1, label)?);
         }
@@ -151,12 +153,12 @@ struct Table1Cells {
 
 impl Table1Cells {
     fn read(table1: &DataFrame) -> PolarsResult<Self> {
-        let variant = text_column(table1, "variant")?;
-        let metric = text_column(table1, "metric")?;
+        let variant = text_column(table1, T1::variant)?;
+        let metric = text_column(table1, T1::metric)?;
         let mut cells = Self {
-            display: text_column(table1, "display")?,
-            n: text_column(table1, "n")?,
-            templates: text_column(table1, "templates").ok(),
+            display: text_column(table1, T1::display)?,
+            n: text_column(table1, T1::n)?,
+            templates: text_column(table1, T1::templates).ok(),
             variant,
             variants: Vec::new(),
             metrics: Vec::new(),

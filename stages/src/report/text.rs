@@ -4,6 +4,7 @@
 
 use polars::prelude::DataFrame;
 
+use crate::tables::aggregate::Table1Row as T1;
 use crate::tables::{aggregate::TABLE1, world::SUMMARY};
 
 /// The laid-out text of a table called `table` (as its stage names it), or `None` for the
@@ -24,7 +25,7 @@ pub fn render(table: &str, df: &DataFrame) -> Option<String> {
 /// each cell `value [95% CI] (n=tasks, templates)`. None when `df` does not look like a `table1`.
 pub fn table1(df: &DataFrame) -> Option<String> {
     let schema = df.schema();
-    let is_table1 = ["variant", "metric", "display", "n"]
+    let is_table1 = [T1::variant, T1::metric, T1::display, T1::n]
         .iter()
         .all(|c| schema.contains(c));
     if !is_table1 {

@@ -112,34 +112,39 @@ crate::tables::table! {
     }
 }
 
-/// The review rounds' changes.
-pub static AUDIT: TableDef = TableDef {
-    name: "audit",
-    doc: "one row per change a review round made",
-    columns: &[
-        C::new(TASK_ID, Str, "the task"),
-        C::new("round", Str, "`refinement` \\| `validation`"),
-        C::new("field", Str, "what changed"),
-        C::new("old", Str, "before"),
-        C::new("new", Str, "after"),
-        C::new("reviewer", Str, "who decided"),
-        C::new("note", Str, "why"),
-        C::new("sheet", Str, "the sheet file"),
-        C::new("row", U32, "its row"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One change a review round applied (`tasks::review` builds these as it applies a sheet).
+    pub struct AuditRow as AUDIT ("audit", "one row per change a review round made") {
+        /// the task
+        pub task_id: String,
+        /// `refinement` \| `validation`
+        pub round: String,
+        /// what changed
+        pub field: String,
+        /// before
+        pub old: String,
+        /// after
+        pub new: String,
+        /// who decided
+        pub reviewer: String,
+        /// why
+        pub note: String,
+        /// the sheet file
+        pub sheet: String,
+        /// its row
+        pub row: u32,
+    }
+}
 
-/// Instructions given twice in a reviewed set.
-pub static REPEATS: TableDef = TableDef {
-    name: "repeats",
-    doc: "one row per task whose instruction (case, spacing and final punctuation aside) is that of a task with a smaller id (`import_review`); `validate_tasks` rejects it as `duplicate_instruction`",
-    columns: &[
-        C::new(TASK_ID, Str, "the later task"),
-        C::new("same_as", Str, "the earlier task with the same instruction"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// A task whose instruction repeats an earlier task's.
+    pub struct RepeatRow as REPEATS ("repeats", "one row per task whose instruction (case, spacing and final punctuation aside) is that of a task with a smaller id (`import_review`); `validate_tasks` rejects it as `duplicate_instruction`") {
+        /// the later task
+        pub task_id: String,
+        /// the earlier task with the same instruction
+        pub same_as: String,
+    }
+}
 
 /// Tasks validation rejected.
 pub static REJECTIONS: TableDef = TableDef {
@@ -167,37 +172,36 @@ pub static STATS: TableDef = TableDef {
     open: false,
 };
 
-/// The review sheet `export_review` writes (also as CSV for reviewers).
-pub static SHEET: TableDef = TableDef {
-    name: "sheet",
-    doc: "per task to review; every column str (a CSV sheet); reviewers fill the last six",
-    columns: &[
-        C::new(TASK_ID, Str, "the task"),
-        C::new("template", Str, "its template"),
-        C::new("apps", Str, "apps it touches, space-separated"),
-        C::new("perturbation", Str, "its perturbation subset"),
-        C::new("cross_app", Str, "`true` when its evidence spans apps"),
-        C::new(
-            "instruction",
-            Str,
-            "what the user says (checked on import; edits go to `new_instruction`)",
-        ),
-        C::new("slots", Str, "its slots with source and value"),
-        C::new("criteria", Str, "its criteria"),
-        C::new(
-            "decision",
-            Str,
-            "the reviewer's decision (refinement: `accept`/`reject`; validation: `confirm`/`flag`)",
-        ),
-        C::new(
-            "new_instruction",
-            Str,
-            "a rewritten instruction (empty: unchanged)",
-        ),
-        C::new("set_source", Str, "`slot=inferable|ask_only; …` changes"),
-        C::new("set_value", Str, "`slot=value; …` changes"),
-        C::new("reviewer", Str, "who reviewed"),
-        C::new("note", Str, "why"),
-    ],
-    open: false,
-};
+crate::table! {
+    /// One task's row of the review sheet: every cell text, as a CSV sheet holds it.
+    pub struct SheetCells as SHEET ("sheet", "per task to review; every column str (a CSV sheet); reviewers fill the last six") {
+        /// the task
+        pub task_id: String,
+        /// its template
+        pub template: String,
+        /// apps it touches, space-separated
+        pub apps: String,
+        /// its perturbation subset
+        pub perturbation: String,
+        /// `true` when its evidence spans apps
+        pub cross_app: String,
+        /// what the user says (checked on import; edits go to `new_instruction`)
+        pub instruction: String,
+        /// its slots with source and value
+        pub slots: String,
+        /// its criteria
+        pub criteria: String,
+        /// the reviewer's decision (refinement: `accept`/`reject`; validation: `confirm`/`flag`)
+        pub decision: String,
+        /// a rewritten instruction (empty: unchanged)
+        pub new_instruction: String,
+        /// `slot=inferable|ask_only; …` changes
+        pub set_source: String,
+        /// `slot=value; …` changes
+        pub set_value: String,
+        /// who reviewed
+        pub reviewer: String,
+        /// why
+        pub note: String,
+    }
+}

@@ -10,29 +10,9 @@ use super::model::{Source, TaskBundle};
 use super::sheet::{Round, SheetRow};
 use crate::world::types::display;
 
-/// One applied change (the `audit` table row).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuditRow {
-    /// The task.
-    pub task_id: String,
-    /// The round.
-    pub round: String,
-    /// What changed: `decision`, `instruction`, `slots.<id>.source`, `slots.<id>.value`,
-    /// `slots.<id>.evidence`, `criteria.<id>.rubric`.
-    pub field: String,
-    /// Before.
-    pub old: String,
-    /// After.
-    pub new: String,
-    /// Who.
-    pub reviewer: String,
-    /// Why.
-    pub note: String,
-    /// Sheet file and row the change came from.
-    pub sheet: String,
-    /// Spreadsheet row.
-    pub row: u32,
-}
+/// One applied change: the `audit` table's row (`field` is `decision`, `instruction`,
+/// `slots.<id>.source`, `slots.<id>.value`, `slots.<id>.evidence` or `criteria.<id>.rubric`).
+pub use crate::tables::tasks::AuditRow;
 
 /// One requested change with where it came from.
 struct Edit<'r> {

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use super::error::TaskError;
 use super::model::{Source, TaskBundle};
+use crate::tables::tasks::SheetCells as C;
 use crate::world::types::display;
 
 /// Which review round a sheet belongs to.
@@ -45,24 +46,24 @@ impl Round {
 /// Columns that show the task; only `instruction` is checked on import (edits go to
 /// `new_instruction`).
 pub const INFO_COLUMNS: [&str; 8] = [
-    "task_id",
-    "template",
-    "apps",
-    "perturbation",
-    "cross_app",
-    "instruction",
-    "slots",
-    "criteria",
+    C::task_id,
+    C::template,
+    C::apps,
+    C::perturbation,
+    C::cross_app,
+    C::instruction,
+    C::slots,
+    C::criteria,
 ];
 
 /// Columns a reviewer fills.
 pub const DECISION_COLUMNS: [&str; 6] = [
-    "decision",
-    "new_instruction",
-    "set_source",
-    "set_value",
-    "reviewer",
-    "note",
+    C::decision,
+    C::new_instruction,
+    C::set_source,
+    C::set_value,
+    C::reviewer,
+    C::note,
 ];
 
 /// One parsed sheet row.
@@ -92,23 +93,26 @@ pub struct SheetRow {
 
 /// The sheet for `bundles`: info columns filled, decision columns empty.
 pub fn export_frame(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
-    let col = |name: &str, f: &dyn Fn(&TaskBundle) -> String| {
-        Column::new(name.into(), bundles.iter().map(f).collect::<Vec<String>>())
-    };
-    let mut columns = vec![
-        col("task_id", &|b| b.task.task_id.clone()),
-        col("template", &|b| b.task.template.clone()),
-        col("apps", &|b| b.task.apps.join(" ")),
-        col("perturbation", &|b| b.task.perturbation.as_str().into()),
-        col("cross_app", &|b| b.task.cross_app.to_string()),
-        col("instruction", &|b| b.task.instruction.clone()),
-        col("slots", &slots_cell),
-        col("criteria", &criteria_cell),
-    ];
-    for name in DECISION_COLUMNS {
-        columns.push(col(name, &|_| String::new()));
-    }
-    DataFrame::new(bundles.len(), columns).map_err(TaskError::from)
+    let rows: Vec<C> = bundles
+        .iter()
+        .map(|b| C {
+            task_id: b.task.task_id.clone(),
+            template: b.task.template.clone(),
+            apps: b.task.apps.join(" "),
+            perturbation: b.task.perturbation.as_str().into(),
+            cross_app: b.task.cross_app.to_string(),
+            instruction: b.task.instruction.clone(),
+            slots: slots_cell(b),
+            criteria: criteria_cell(b),
+            decision: String::new(),
+            new_instruction: String::new(),
+            set_source: String::new(),
+            set_value: String::new(),
+            reviewer: String::new(),
+            note: String::new(),
+        })
+        .collect();
+    C::to_frame(&rows).map_err(TaskError::from)
 }
 
 fn slots_cell(b: &TaskBundle) -> String {
@@ -249,7 +253,7 @@ fn check_header<'a>(df: &'a DataFrame, shown: &str) -> Result<Columns<'a>, TaskE
         let values = c.str().map_err(|e| header_err(&name, e.to_string()))?;
         out.insert(name, values);
     }
-    for required in ["task_id", "decision", "reviewer"] {
+    for required in [C::task_id, C::decision, C::reviewer] {
         if !out.contains_key(required) {
             return Err(header_err(
                 required,
@@ -273,26 +277,26 @@ fn parse_row(
         column: column.to_string(),
         message,
     };
-    let task_id = cell("task_id");
+    let task_id = cell(C::task_id);
     let bundle = *tasks.get(task_id.as_str()).ok_or_else(|| {
         let round = round.as_str();
         err(
-            "task_id",
+            C::task_id,
             format!("unknown task `{task_id}`: it is not among the tasks under {round} review"),
         )
     })?;
-    let (decision, keep) = decision(round, &cell("decision")).map_err(|m| err("decision", m))?;
-    let reviewer = cell("reviewer");
+    let (decision, keep) = decision(round, &cell(C::decision)).map_err(|m| err(C::decision, m))?;
+    let reviewer = cell(C::reviewer);
     if reviewer.is_empty() {
         return Err(err(
-            "reviewer",
+            C::reviewer,
             "empty; every decision needs the reviewer's id".into(),
         ));
     }
-    let shown = cell("instruction");
+    let shown = cell(C::instruction);
     if !shown.is_empty() && shown != bundle.task.instruction.trim() {
         return Err(err(
-            "instruction",
+            C::instruction,
             "differs from the task's instruction: this column only shows the task, so write a rewrite in `new_instruction` (or re-export the sheet if the task changed since)".into(),
         ));
     }
@@ -301,11 +305,11 @@ fn parse_row(
         row,
         keep,
         decision,
-        new_instruction: Some(cell("new_instruction")).filter(|s| !s.is_empty()),
-        set_source: sources(bundle, &cell("set_source")).map_err(|m| err("set_source", m))?,
-        set_value: values(bundle, &cell("set_value")).map_err(|m| err("set_value", m))?,
+        new_instruction: Some(cell(C::new_instruction)).filter(|s| !s.is_empty()),
+        set_source: sources(bundle, &cell(C::set_source)).map_err(|m| err(C::set_source, m))?,
+        set_value: values(bundle, &cell(C::set_value)).map_err(|m| err(C::set_value, m))?,
         reviewer,
-        note: cell("note"),
+        note: cell(C::note),
         task_id,
     })
 }

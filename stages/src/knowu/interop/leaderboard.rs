@@ -574,23 +574,14 @@ pub(crate) fn leaderboard_frame(rows: Vec<(Option<u32>, Row)>) -> PolarsResult<D
 /// (personalized as `SR / Score`), the coverage and the note; rates with one decimal, `-` when
 /// unknown, unranked rows with rank `-`.
 pub fn render_markdown(board: &DataFrame) -> PolarsResult<String> {
-    let head = [
-        "Rank",
-        "Model & Date",
-        "Approach & Details",
-        "Overall",
-        "General",
-        "Personalized",
-        "Proactive",
-        "Gen easy",
-        "Gen hard",
-        "Pers easy SR / Score",
-        "Pers hard SR / Score",
-        "Pro easy",
-        "Pro hard",
-        "Tasks (gen / pers / pro)",
-        "Note",
-    ];
+    let head: Vec<&str> = LAYOUT
+        .iter()
+        .chain(&DIFFICULTY[..2])
+        .copied()
+        .chain(["Pers easy SR / Score", "Pers hard SR / Score"])
+        .chain(DIFFICULTY[6..].iter().copied())
+        .chain(["Tasks (gen / pers / pro)", "Note"])
+        .collect();
     let mut out = format!(
         "| {} |\n|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|\n",
         head.join(" | ")
