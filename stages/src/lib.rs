@@ -23,11 +23,6 @@ pub mod tasks;
 pub mod text;
 pub mod world;
 
-// The table macros' old root paths (`crate::row!`), kept so branches written before the move
-// compile; code uses `crate::tables::row!` (tests/code_shape.rs refuses the root paths).
-#[allow(unused_imports)]
-pub(crate) use tables::{row, table};
-
 use prefflow_engine::{CrateCode, Registry};
 
 /// This crate's code (its sources, hashed by `build.rs`, and the engine's): part of the key of

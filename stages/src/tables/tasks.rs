@@ -112,7 +112,7 @@ crate::tables::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// One change a review round applied (`tasks::review` builds these as it applies a sheet).
     pub struct AuditRow as AUDIT ("audit", "one row per change a review round made") {
         /// the task
@@ -136,7 +136,7 @@ crate::table! {
     }
 }
 
-crate::table! {
+crate::tables::table! {
     /// A task whose instruction repeats an earlier task's.
     pub struct RepeatRow as REPEATS ("repeats", "one row per task whose instruction (case, spacing and final punctuation aside) is that of a task with a smaller id (`import_review`); `validate_tasks` rejects it as `duplicate_instruction`") {
         /// the later task
@@ -172,7 +172,7 @@ pub static STATS: TableDef = TableDef {
     open: false,
 };
 
-crate::table! {
+crate::tables::table! {
     /// One task's row of the review sheet: every cell text, as a CSV sheet holds it.
     pub struct SheetCells as SHEET ("sheet", "per task to review; every column str (a CSV sheet); reviewers fill the last six") {
         /// the task
