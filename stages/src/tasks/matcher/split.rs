@@ -96,8 +96,9 @@ fn abbreviation_ends_here(current: &str, rest: &[char]) -> bool {
         .take_while(|c| c.is_alphanumeric())
         .collect();
     let next_capital = next_word.chars().next().is_some_and(char::is_uppercase);
+    // A title ends nothing while the message goes on ("Irving St. & 9th Ave.", "Dr. (Ana) Ruiz").
     if TITLES.contains(&word.as_str()) {
-        return !next_word.is_empty();
+        return rest.iter().any(|c| !c.is_whitespace());
     }
     // A question that has not reached its "?" goes on: "Is 8:00 a.m. OK?".
     let open_question = opens_question(current) && !current.contains('?');
@@ -422,6 +423,20 @@ mod tests {
         assert_eq!(
             sentences("Mr. Lee said 3.5 hours. OK?"),
             ["Mr. Lee said 3.5 hours.", "OK?"]
+        );
+        // A title before a symbol or a bracket goes on: a street corner, an aside.
+        assert_eq!(
+            sentences(
+                "Meet at Valencia St. & 16th, or at the park gate? Near Market St. (the café)?"
+            ),
+            [
+                "Meet at Valencia St. & 16th, or at the park gate?",
+                "Near Market St. (the café)?"
+            ]
+        );
+        assert_eq!(
+            sentences("I'll wait on Fell St. OK?"),
+            ["I'll wait on Fell St. OK?"]
         );
     }
 
