@@ -159,7 +159,7 @@ fn tools_mode_tool_calls_change_the_phone_and_results_go_back_by_call_id() {
     // Two model calls: the solution reply and `finish`; usage summed over both.
     let sent = bodies(&server);
     assert_eq!(sent.len(), 2);
-    assert_eq!(run.episode.agent_usage.prompt_tokens, 220);
+    assert_eq!(run.episode.agent_usage().prompt_tokens, 220);
     let names: Vec<&str> = sent[0]["tools"]
         .as_array()
         .unwrap()
@@ -239,7 +239,7 @@ fn gui_mode_plays_json_actions_and_recovers_from_unparseable_output() {
         "{told}"
     );
     assert_eq!(second[second.len() - 2]["role"], "assistant");
-    assert_eq!(run.episode.agent_usage.completion_tokens, 23);
+    assert_eq!(run.episode.agent_usage().completion_tokens, 23);
 }
 
 #[test]
@@ -274,7 +274,7 @@ fn clarification_questions_reach_the_simulator_and_the_transcript() {
     );
     let task_msg = sent[1]["messages"][1]["content"].as_str().unwrap();
     assert!(task_msg.contains("Anything I should know?"), "{task_msg}");
-    assert_eq!(run.episode.agent_usage.prompt_tokens, 70);
+    assert_eq!(run.episode.agent_usage().prompt_tokens, 70);
 }
 
 #[test]

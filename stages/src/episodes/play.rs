@@ -157,11 +157,11 @@ async fn play(
     run.episode.score = hooks.score(bundle, &env.phone, &run.steps);
     run.episode.cost_agent = run
         .episode
-        .agent_usage
+        .agent_usage()
         .cost(params.llm.as_ref().and_then(|l| l.prices));
     run.episode.cost_user = run
         .episode
-        .user_usage
+        .user_usage()
         .cost(setup.user.model().and_then(|l| l.prices));
     Ok(run)
 }

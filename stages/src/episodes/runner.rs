@@ -204,13 +204,13 @@ impl Recorder {
     }
 
     fn add_usage<T>(&mut self, turn: &Turn<T>) {
-        self.episode.agent_usage.add(&turn.usage);
+        self.episode.add_agent_usage(&turn.usage);
     }
 
     fn push(&mut self, mut row: StepRow) {
         row.episode_id = self.episode.episode_id.clone();
         row.step = self.steps.len() as u32 + 1;
-        row.actor = "agent";
+        row.actor = "agent".into();
         row.shown_events = std::mem::take(&mut self.pending_shown);
         self.steps.push(row);
     }
@@ -221,11 +221,11 @@ impl Recorder {
         }
         let (action_type, arguments) = encode(action);
         self.push(StepRow {
-            phase: "act",
+            phase: "act".into(),
             action_type,
             arguments: arguments.to_string(),
             observation: Some(obs.text.clone()),
-            observation_status: status_str(obs.status),
+            observation_status: status_str(obs.status).into(),
             raw,
             ..StepRow::default()
         });
@@ -233,11 +233,11 @@ impl Recorder {
 
     fn push_unparsed(&mut self, obs: &Observation, raw: Option<String>) {
         self.push(StepRow {
-            phase: "act",
+            phase: "act".into(),
             action_type: UNKNOWN.into(),
             arguments: "{}".into(),
             observation: Some(obs.text.clone()),
-            observation_status: status_str(obs.status),
+            observation_status: status_str(obs.status).into(),
             raw,
             ..StepRow::default()
         });
@@ -252,18 +252,18 @@ impl Recorder {
         raw: Option<String>,
     ) {
         self.episode.ask_user_calls += 1;
-        self.episode.user_usage.add(&reply.usage);
+        self.episode.add_user_usage(&reply.usage);
         self.episode.volunteered += u32::from(!reply.volunteered.is_empty());
         self.episode.ungrounded += u32::from(reply.ungrounded);
         let (action_type, arguments) = encode(&Action::AskUser {
             text: question.to_string(),
         });
         self.push(StepRow {
-            phase,
+            phase: phase.into(),
             action_type,
             arguments: arguments.to_string(),
             observation: Some(obs.text.clone()),
-            observation_status: status_str(obs.status),
+            observation_status: status_str(obs.status).into(),
             user_reply: Some(reply.text),
             disclosed_slots: reply.disclosed,
             raw,

@@ -403,7 +403,7 @@ fn a_step_that_replays_differently_is_reported() {
         .iter_mut()
         .find(|s| s.action_type == "dinespot.book_table")
         .unwrap();
-    call.observation_status = "error";
+    call.observation_status = "error".into();
     let step = call.step;
     let j = judge_one(&b, run);
     assert_eq!(j.score.divergent_steps, 1);

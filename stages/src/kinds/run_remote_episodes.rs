@@ -9,6 +9,7 @@
 //! device or its model is a task, and the waits between attempts are the engine's
 //! [`prefflow_engine::retry::RetryPolicy`] sleeps.
 
+use polars::prelude::{DataFrame, DataType};
 use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Execution, Kind, StageContext, StageError, Tables};
 
@@ -16,13 +17,7 @@ pub use crate::episodes::remote::item::RemoteSetup;
 use crate::episodes::remote::item::{play_item, remote_tables};
 pub use crate::episodes::remote::params::{RemoteAgent, RunRemoteEpisodesParams};
 use crate::episodes::remote::tasks::RemoteTask;
-use crate::knowu::columns::{optional_strings, strings};
-
-/// A remote task list's optional columns (often a CSV `read_table` read, no declared table):
-/// the instruction and the actions a replay agent plays.
-const GOAL: &str = "goal";
-/// See [`GOAL`].
-const ACTIONS: &str = "actions";
+use crate::tables::episodes::RemoteTaskRow;
 
 /// Plays tasks on remote devices.
 pub struct RunRemoteEpisodes;
@@ -90,11 +85,28 @@ fn read_tasks(ctx: &StageContext<'_>) -> Result<Vec<RemoteTask>, StageError> {
             ctx.stage
         ))
     })?;
-    let (table, df) = (input.label(), &input.df);
+    let table = input.label();
+    let rows = RemoteTaskRow::from_frame(&as_text(&input.df)?)
+        .map_err(|e| StageError::Input(format!("{table}: {e}")))?;
     RemoteTask::from_columns(
         &table,
-        strings(df, &table, crate::tables::tasks::TASK_ID)?,
-        optional_strings(df, &table, GOAL)?,
-        optional_strings(df, &table, ACTIONS)?,
+        rows.iter().map(|r| r.task_id.clone()).collect(),
+        rows.iter().map(|r| r.goal.clone()).collect(),
+        rows.iter().map(|r| r.actions.clone()).collect(),
     )
+}
+
+/// `df` with [`RemoteTaskRow`]'s columns, where present, as text: a CSV task list's ids may
+/// have been read as numbers.
+fn as_text(df: &DataFrame) -> Result<DataFrame, StageError> {
+    let mut df = df.clone();
+    for name in RemoteTaskRow::COLUMNS {
+        if let Ok(col) = df.column(name) {
+            let text = col.cast(&DataType::String).map_err(|e| {
+                StageError::Input(format!("column `{name}` cannot be read as text ({e})"))
+            })?;
+            df.with_column(text)?;
+        }
+    }
+    Ok(df)
 }

@@ -9,7 +9,7 @@ use prefflow_engine::schema::{InputDef, TableDef};
 use prefflow_engine::{Kind, StageContext, StageError, Tables};
 use serde::Deserialize;
 
-use crate::tables::tasks::{RepeatRow, SlotRow, SLOTS};
+use crate::tables::tasks::{RejectionRow, RepeatRow, SlotRow, REJECTIONS, SLOTS};
 use crate::tasks::error::TaskError;
 use crate::tasks::frames::{bundles_from_table, task_tables};
 use crate::tasks::lints::{SetView, SlotSource};
@@ -109,7 +109,7 @@ impl Kind for ValidateTasks {
             }
         }
         let mut out: Vec<(&str, DataFrame)> = task_tables(&valid)?;
-        out.push(("rejections", rejections_frame(&rejected)?));
+        out.push((REJECTIONS.name, rejections_frame(&rejected)?));
         Ok(Tables::new(out))
     }
 }
@@ -143,29 +143,16 @@ fn repeats(df: &DataFrame) -> Result<Vec<(String, String)>, TaskError> {
     Ok(rows.into_iter().map(|r| (r.task_id, r.same_as)).collect())
 }
 
-/// The `rejections` table: task_id, check, subject (criterion or slot), reason.
+/// The `rejections` table: one [`RejectionRow`] per failed check.
 fn rejections_frame(rows: &[(String, Rejection)]) -> Result<DataFrame, TaskError> {
-    let columns = vec![
-        Column::new(
-            "task_id".into(),
-            rows.iter().map(|r| r.0.clone()).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "check".into(),
-            rows.iter()
-                .map(|r| r.1.check.as_str().to_string())
-                .collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "subject".into(),
-            rows.iter()
-                .map(|r| r.1.subject.clone())
-                .collect::<Vec<Option<String>>>(),
-        ),
-        Column::new(
-            "reason".into(),
-            rows.iter().map(|r| r.1.reason.clone()).collect::<Vec<_>>(),
-        ),
-    ];
-    DataFrame::new(rows.len(), columns).map_err(TaskError::from)
+    let rows: Vec<RejectionRow> = rows
+        .iter()
+        .map(|(task_id, r)| RejectionRow {
+            task_id: task_id.clone(),
+            check_name: r.check.as_str().to_string(),
+            subject: r.subject.clone(),
+            reason: r.reason.clone(),
+        })
+        .collect();
+    RejectionRow::to_frame(&rows).map_err(TaskError::from)
 }

@@ -9,7 +9,6 @@
 //! Both read personas through the one profile parser ([`profile`]) and logs through [`log`];
 //! every KnowU error is a [`KnowuError`] naming the file, the place and the fix.
 
-pub mod columns;
 pub mod data;
 pub mod error;
 pub mod interop;

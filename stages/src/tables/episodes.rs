@@ -105,6 +105,33 @@ pub static DIFFS: TableDef = TableDef {
     open: false,
 };
 
+/// What `run_remote_episodes` reads of its first input: a task list of any table (the `tasks`
+/// table, a CSV `read_table` read), so no kind writes it and docs/tables.md does not list it;
+/// this is the reader's contract, which [`RemoteTaskRow`] reads.
+pub static REMOTE_TASK_LIST: TableDef = TableDef {
+    name: "remote task list",
+    doc: "one row per task a `run_remote_episodes` item plays",
+    columns: &[
+        C::new(TASK_ID, Str, "the task (`name@persona` for KnowU tasks)"),
+        C::nullable(
+            "goal",
+            Str,
+            "the goal shown to the agent (absent or blank: the device's own)",
+        )
+        .only(TASK_LISTS),
+        C::nullable(
+            "actions",
+            Str,
+            "JSON list of the actions a `replay` agent plays",
+        )
+        .only(TASK_LISTS),
+    ],
+    open: false,
+};
+
+/// The task lists that carry a remote task's optional columns.
+const TASK_LISTS: &str = "task lists that carry it";
+
 /// `llm_complete`'s result: the input's columns plus the reply's.
 pub static COMPLETIONS: TableDef = TableDef::open(
     "completions",
@@ -123,65 +150,69 @@ replay an episode in the phone with the recorded `user_reply`s.";
 
 crate::tables::row! {
     /// An `episodes` row as the episode runners write it (`run_episodes`, `run_knowu_episodes`,
-    /// `run_remote_episodes`, which adds [`DeviceColumns`]), columns in this order.
+    /// `run_remote_episodes`, which adds [`DeviceColumns`]), columns in this order: the runner's
+    /// record of one episode (`episodes::record`), filled as the episode plays.
+    #[derive(Default)]
     pub struct PlayedEpisode of EPISODES {
-        /// See [`EPISODES`].
+        /// `<task_id>#<variant>#<epoch>`.
         pub episode_id: String,
-        /// See [`EPISODES`].
+        /// The task.
         pub task_id: String,
-        /// See [`EPISODES`].
+        /// The engine variant name.
         pub variant: String,
-        /// See [`EPISODES`].
+        /// 0-based repeat.
         pub epoch: u32,
-        /// See [`EPISODES`].
+        /// The persona the task is grounded in.
         pub persona: Option<String>,
-        /// See [`EPISODES`].
+        /// The agent's name.
         pub agent: String,
-        /// See [`EPISODES`].
+        /// Who answered `ask_user` (`scripted`, `llm:<model>`, `llm:<model> (the model under
+        /// test)`, `device`): `crate::episodes::simulators::User::label`.
         pub user: String,
-        /// See [`EPISODES`].
+        /// `ok`, `max_steps` or `error`.
         pub status: String,
-        /// See [`EPISODES`].
+        /// Step rows written (clarification questions included).
         pub steps: u32,
-        /// See [`EPISODES`].
+        /// `ask_user` exchanges.
         pub ask_user_calls: u32,
-        /// See [`EPISODES`].
+        /// The last `answer` text.
         pub final_answer: Option<String>,
-        /// See [`EPISODES`].
+        /// A score carried with the episode: a remote device's `/task/eval`, a KnowU task's rule
+        /// score; null otherwise.
         pub score: Option<f64>,
-        /// See [`EPISODES`].
+        /// Agent prompt tokens (the cached ones included).
         pub prompt_tokens_agent: u64,
-        /// See [`EPISODES`].
+        /// Agent completion tokens.
         pub completion_tokens_agent: u64,
-        /// See [`EPISODES`].
+        /// Simulator prompt tokens.
         pub prompt_tokens_user: u64,
-        /// See [`EPISODES`].
+        /// Simulator completion tokens.
         pub completion_tokens_user: u64,
-        /// See [`EPISODES`].
+        /// Judge prompt tokens (0: the runners do not judge).
         pub prompt_tokens_judge: u64,
-        /// See [`EPISODES`].
+        /// Judge completion tokens (0 likewise).
         pub completion_tokens_judge: u64,
-        /// See [`EPISODES`].
+        /// Agent prompt tokens served from the provider's cache.
         pub cached_tokens_agent: u64,
-        /// See [`EPISODES`].
+        /// Simulator prompt tokens served from the provider's cache.
         pub cached_tokens_user: u64,
-        /// See [`EPISODES`].
+        /// Agent cost.
         pub cost_agent: f64,
-        /// See [`EPISODES`].
+        /// Simulator cost.
         pub cost_user: f64,
-        /// See [`EPISODES`].
+        /// Judge cost (0 likewise).
         pub cost_judge: f64,
-        /// See [`EPISODES`].
+        /// Replies that disclosed a slot the question did not ask about.
         pub volunteered: u32,
-        /// See [`EPISODES`].
+        /// Replies that stated something the hidden context does not ground.
         pub ungrounded: u32,
-        /// See [`EPISODES`].
+        /// The seed the episode ran with.
         pub seed: u64,
-        /// See [`EPISODES`].
+        /// The history exposure shown (`all`, `top_k:10`, …) and log (`noisy`/`clean`).
         pub exposure: String,
-        /// See [`EPISODES`].
+        /// Number of history events shown.
         pub shown_events: u32,
-        /// See [`EPISODES`].
+        /// Why the episode failed, when `status` is `error`.
         pub error: Option<String>,
     }
 }
@@ -199,31 +230,33 @@ crate::tables::row! {
 }
 
 crate::tables::row! {
-    /// A `steps` row as the episode runners write it, columns in this order.
+    /// A `steps` row as the episode runners write it, columns in this order: one step of the
+    /// runner's record (`episodes::record`).
+    #[derive(Default)]
     pub struct PlayedStep of STEPS {
-        /// See [`STEPS`].
+        /// Owning episode.
         pub episode_id: String,
-        /// See [`STEPS`].
+        /// 1-based.
         pub step: u32,
-        /// See [`STEPS`].
+        /// `clarify` (pre-execution questions) or `act`.
         pub phase: String,
-        /// See [`STEPS`].
+        /// `agent` (simulator replies ride on the agent's ask_user step).
         pub actor: String,
-        /// See [`STEPS`].
+        /// Action tag or tool name; `unknown` when the output did not parse.
         pub action_type: String,
-        /// See [`STEPS`].
+        /// JSON object of the action's fields.
         pub arguments: String,
-        /// See [`STEPS`].
+        /// What the environment returned.
         pub observation: Option<String>,
-        /// See [`STEPS`].
+        /// `ok`, `error` or `done`.
         pub observation_status: String,
-        /// See [`STEPS`].
+        /// The simulator's reply to an ask_user.
         pub user_reply: Option<String>,
-        /// See [`STEPS`].
+        /// Slots the reply disclosed.
         pub disclosed_slots: Vec<String>,
-        /// See [`STEPS`].
+        /// History events shown to the agent before this step (listed once, on the first step).
         pub shown_events: Vec<String>,
-        /// See [`STEPS`].
+        /// The model's raw output.
         pub raw: Option<String>,
     }
 }
@@ -235,5 +268,18 @@ crate::tables::row! {
         pub episode_id: String,
         /// See [`DIFFS`].
         pub diff: String,
+    }
+}
+
+crate::tables::row! {
+    /// A row of `run_remote_episodes`' task list, as read: the id may be null here so the
+    /// domain (`episodes::remote::tasks`) names the row whose id is empty.
+    pub struct RemoteTaskRow of REMOTE_TASK_LIST {
+        /// See [`REMOTE_TASK_LIST`].
+        pub task_id: Option<String>,
+        /// See [`REMOTE_TASK_LIST`].
+        pub goal: Option<String>,
+        /// See [`REMOTE_TASK_LIST`].
+        pub actions: Option<String>,
     }
 }

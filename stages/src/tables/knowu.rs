@@ -95,7 +95,9 @@ crate::tables::table! {
 }
 
 crate::tables::table! {
-    /// The evaluation reports of an imported results directory.
+    /// The evaluation reports of an imported results directory: one report's summary, which
+    /// the import reads into this row (`knowu::interop::report`).
+    #[derive(Default)]
     pub struct ReportsRow as REPORTS ("reports", "per `eval_report_*.json` of an imported run, oldest first") {
         /// the import's label
         pub label: String,
@@ -541,5 +543,88 @@ crate::tables::row! {
         pub arguments: String,
         /// See [`super::episodes::STEPS`].
         pub user_reply: Option<String>,
+    }
+}
+
+crate::tables::row! {
+    /// The `episodes` columns `knowu_metrics` classifies an episode by (its task's class and
+    /// persona: the part after `@` when `persona` is null).
+    pub struct ClassifiedEpisode of super::episodes::EPISODES {
+        /// See [`super::episodes::EPISODES`].
+        pub task_id: String,
+        /// See [`super::episodes::EPISODES`].
+        pub persona: Option<String>,
+    }
+}
+
+crate::tables::row! {
+    /// The `episode_metrics` column `knowu_metrics` decides `in_scope` from.
+    pub struct ScopedTask of EPISODE_METRICS {
+        /// See [`EPISODE_METRICS`].
+        pub task_id: String,
+    }
+}
+
+crate::tables::row! {
+    /// The `episode_metrics` columns `knowu_metrics` checks before its means: personas without
+    /// a profile, tasks in no split, runs without a scored episode.
+    pub struct CheckedEpisode of EPISODE_METRICS {
+        /// See [`EPISODE_METRICS`].
+        pub task_id: String,
+        /// See [`EPISODE_METRICS`].
+        pub agent: String,
+        /// See [`EPISODE_METRICS`].
+        pub split: Option<String>,
+        /// See [`EPISODE_METRICS`].
+        pub persona: Option<String>,
+        /// See [`EPISODE_METRICS`].
+        pub has_result: bool,
+        /// See [`EPISODE_METRICS`].
+        pub profile_found: Option<bool>,
+        /// See [`EPISODE_METRICS`].
+        pub in_scope: bool,
+    }
+}
+
+crate::tables::row! {
+    /// The `overall` columns `knowu_leaderboard` ranks a run by.
+    pub struct RankedRun of OVERALL {
+        /// See [`OVERALL`].
+        pub variant: String,
+        /// See [`OVERALL`].
+        pub agent: String,
+        /// See [`OVERALL`].
+        pub overall_SR: Option<f64>,
+    }
+}
+
+crate::tables::row! {
+    /// The `overall` column that says which classes a run's metrics cover (`knowu_leaderboard`
+    /// takes `knowu` only).
+    pub struct RunScope of OVERALL {
+        /// See [`OVERALL`].
+        pub scope: String,
+    }
+}
+
+crate::tables::row! {
+    /// The `splits` columns `knowu_leaderboard` reads: rates, scores and coverage.
+    pub struct LeaderboardSplit of SPLITS {
+        /// See [`SPLITS`].
+        pub variant: String,
+        /// See [`SPLITS`].
+        pub agent: String,
+        /// See [`SPLITS`].
+        pub split: String,
+        /// See [`SPLITS`].
+        pub difficulty: String,
+        /// See [`SPLITS`].
+        pub episodes: u32,
+        /// See [`SPLITS`].
+        pub no_result_episodes: u32,
+        /// See [`SPLITS`].
+        pub SR: Option<f64>,
+        /// See [`SPLITS`].
+        pub AvgScore: Option<f64>,
     }
 }

@@ -308,12 +308,14 @@ pub fn read_field<T: Cell>(
 /// joins) instead of reading rows. Every field must be a column `$def` declares with the
 /// field's type, or the crate does not compile ([`declares`]). Writers of a table with
 /// producer-only columns and readers that need a few columns use this; a table with one
-/// producer is declared whole with [`table!`](crate::tables::table!).
+/// producer is declared whole with [`table!`](crate::tables::table!). A field whose column's
+/// name would clash with a generated item names its column after `as`
+/// (`pub check_name as "check": String`); its constant is then `Row::check_name`.
 macro_rules! row {
     (
         $(#[$attr:meta])*
         $vis:vis struct $row:ident of $def:path {
-            $( $(#[$fattr:meta])* $fvis:vis $field:ident : $ty:ty, )*
+            $( $(#[$fattr:meta])* $fvis:vis $field:ident $(as $col:literal)? : $ty:ty, )*
         }
     ) => {
         $(#[$attr])*
@@ -328,7 +330,7 @@ macro_rules! row {
             const _: () = assert!(
                 $crate::tables::row::declares(
                     &$def,
-                    stringify!($field),
+                    $crate::tables::row::column_name!($field $(as $col)?),
                     <$ty as $crate::tables::row::Cell>::DTYPE,
                 ),
                 concat!(
@@ -342,18 +344,18 @@ macro_rules! row {
         #[allow(non_upper_case_globals, non_snake_case, dead_code)]
         impl $row {
             /// These columns' names, in field order.
-            pub const COLUMNS: &'static [&'static str] = &[$(stringify!($field)),*];
+            pub const COLUMNS: &'static [&'static str] = &[$($crate::tables::row::column_name!($field $(as $col)?)),*];
 
             $(
-                #[doc = concat!("The `", stringify!($field), "` column's name (for polars expressions).")]
-                pub const $field: &'static str = stringify!($field);
+                #[doc = concat!("The `", $crate::tables::row::column_name!($field $(as $col)?), "` column's name (for polars expressions).")]
+                pub const $field: &'static str = $crate::tables::row::column_name!($field $(as $col)?);
             )*
 
             /// Whether `df` has these columns with their declared types (a nullable column
             /// only some producers write may be absent), without reading them: an error
             /// naming the table and the first column at fault.
             pub fn check(df: &polars::prelude::DataFrame) -> Result<(), $crate::tables::row::RowError> {
-                $( $crate::tables::row::check_field::<$ty>(df, &$def, stringify!($field))?; )*
+                $( $crate::tables::row::check_field::<$ty>(df, &$def, $crate::tables::row::column_name!($field $(as $col)?))?; )*
                 Ok(())
             }
 
@@ -361,7 +363,7 @@ macro_rules! row {
             pub fn to_frame(rows: &[Self]) -> polars::prelude::PolarsResult<polars::prelude::DataFrame> {
                 let columns = vec![$(
                     <$ty as $crate::tables::row::Cell>::column(
-                        stringify!($field),
+                        $crate::tables::row::column_name!($field $(as $col)?),
                         rows.iter().map(|r| r.$field.clone()).collect(),
                     ),
                 )*];
@@ -371,7 +373,7 @@ macro_rules! row {
             /// The rows of `df`; a missing or mistyped column, or a null where the column is
             /// declared non-null, is an error naming the table, column and row.
             pub fn from_frame(df: &polars::prelude::DataFrame) -> Result<Vec<Self>, $crate::tables::row::RowError> {
-                $( let mut $field = $crate::tables::row::read_field::<$ty>(df, &$def, stringify!($field))?.into_iter(); )*
+                $( let mut $field = $crate::tables::row::read_field::<$ty>(df, &$def, $crate::tables::row::column_name!($field $(as $col)?))?.into_iter(); )*
                 Ok((0..df.height())
                     .filter_map(|_| Some(Self { $( $field: $field.next()?, )* }))
                     .collect())
@@ -383,11 +385,12 @@ macro_rules! row {
 /// Declares a table by its row struct: the struct, its `TableDef` (`$def`), and
 /// `to_frame(&[Row])` / `from_frame(&DataFrame)` (as [`row!`](crate::tables::row!)). Each field's doc
 /// comment is its column's meaning in `docs/tables.md`; the field order is the column order.
+/// The struct's own attributes (doc comment, extra derives such as `Default`) pass through.
 macro_rules! table {
     (
-        $(#[doc = $doc:literal])*
+        $(#[$attr:meta])*
         $vis:vis struct $row:ident as $def:ident ($name:literal, $table_doc:literal) {
-            $( #[doc = $cdoc:literal] $fvis:vis $field:ident : $ty:ty, )*
+            $( #[doc = $cdoc:literal] $fvis:vis $field:ident $(as $col:literal)? : $ty:ty, )*
         }
     ) => {
         #[doc = concat!("The `", $name, "` table: ", $table_doc, ".")]
@@ -396,7 +399,7 @@ macro_rules! table {
             doc: $table_doc,
             columns: &[$(
                 prefflow_engine::schema::ColumnDef {
-                    name: stringify!($field),
+                    name: $crate::tables::row::column_name!($field $(as $col)?),
                     dtype: <$ty as $crate::tables::row::Cell>::DTYPE,
                     nullable: <$ty as $crate::tables::row::Cell>::NULLABLE,
                     only: None,
@@ -407,16 +410,27 @@ macro_rules! table {
         };
 
         $crate::tables::row! {
-            $(#[doc = $doc])*
+            $(#[$attr])*
             $vis struct $row of $def {
-                $( #[doc = $cdoc] $fvis $field: $ty, )*
+                $( #[doc = $cdoc] $fvis $field $(as $col)?: $ty, )*
             }
         }
     };
 }
 
+/// A field's column name: the field's own, or the one given after `as` (a column whose name
+/// would clash with a generated item, `rejections.check`).
+macro_rules! column_name {
+    ($field:ident) => {
+        stringify!($field)
+    };
+    ($field:ident as $col:literal) => {
+        $col
+    };
+}
+
 // Used by path (`crate::tables::row!`), like any item, so the tables module is what users import.
-pub(crate) use {row, table};
+pub(crate) use {column_name, row, table};
 
 #[cfg(test)]
 mod tests {

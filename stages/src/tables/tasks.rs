@@ -146,18 +146,19 @@ crate::tables::table! {
     }
 }
 
-/// Tasks validation rejected.
-pub static REJECTIONS: TableDef = TableDef {
-    name: "rejections",
-    doc: "one row per failed validation check (`validate_tasks`)",
-    columns: &[
-        C::new(TASK_ID, Str, "the task"),
-        C::new("check", Str, "`overrides` \\| `reference` \\| `reference_asks` \\| `defaults` \\| `initial_state` \\| `evidence` \\| `leak` \\| `unavailable` (checks), `quantity` \\| `premise` \\| `derivable` \\| `artefacts` \\| `source_mismatch` \\| `guessable_count` \\| `visible_choice` \\| `duplicate_instruction` \\| `unscored_step` \\| `weekday_date` \\| `unasked_own_value` (lints)"),
-        C::nullable("subject", Str, "criterion or slot"),
-        C::new("reason", Str, "what failed"),
-    ],
-    open: false,
-};
+crate::tables::table! {
+    /// One failed validation check of a task.
+    pub struct RejectionRow as REJECTIONS ("rejections", "one row per failed validation check (`validate_tasks`)") {
+        /// the task
+        pub task_id: String,
+        /// `overrides` \| `reference` \| `reference_asks` \| `defaults` \| `initial_state` \| `evidence` \| `leak` \| `unavailable` (checks), `quantity` \| `premise` \| `derivable` \| `artefacts` \| `source_mismatch` \| `guessable_count` \| `visible_choice` \| `duplicate_instruction` \| `unscored_step` \| `weekday_date` \| `unasked_own_value` (lints)
+        pub check_name as "check": String,
+        /// criterion or slot
+        pub subject: Option<String>,
+        /// what failed
+        pub reason: String,
+    }
+}
 
 /// Task-set statistics.
 pub static STATS: TableDef = TableDef {

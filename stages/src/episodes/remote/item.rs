@@ -141,7 +141,7 @@ async fn play_all(
                 .await
                 .map_err(|e| (format!("task `{}` epoch {epoch}", task.task_id), e))?;
             let prices = params.llm.as_ref().and_then(|l| l.prices);
-            p.run.episode.cost_agent = p.run.episode.agent_usage.cost(prices);
+            p.run.episode.cost_agent = p.run.episode.agent_usage().cost(prices);
             played.push(p);
         }
     }

@@ -15,18 +15,16 @@ use std::path::Path;
 use polars::prelude::*;
 
 use super::tasks::{TaskIndex, TaskMeta};
-use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
 use crate::knowu::profile::Habits;
-use crate::tables::episodes::{EPISODES, TASK_ID};
-use crate::tables::knowu::{EpisodeMetricsRow as M, PERSONA};
+use crate::tables::knowu::{ClassifiedEpisode, EpisodeMetricsRow as M};
 
 /// Tasks whose habit-key list includes keys the task itself does not honour: (class, the key
 /// the task really checks).
 const QUIRKS: [(&str, &str); 1] = [("WeekendSleeperTask", "weekend_sleeper")];
 
 /// Persona KnowU's script assumes when a task name has none.
-const DEFAULT_PERSONA: &str = "user";
+pub(crate) const DEFAULT_PERSONA: &str = "user";
 
 /// The column saying a `need` bucket comes from [`QUIRKS`] (read by the metrics, which turn it
 /// into `episode_metrics.bucket_from_quirk`).
@@ -51,15 +49,12 @@ pub fn task_columns(
     tasks: &TaskIndex,
     personas_dir: &Path,
 ) -> Result<Vec<Column>, KnowuError> {
-    let task_ids = columns::strings(episodes, EPISODES.name, TASK_ID)?;
-    let personas = columns::optional_strings(episodes, EPISODES.name, PERSONA)?;
-    let keys: Vec<(String, Option<String>)> = task_ids
+    let rows = ClassifiedEpisode::from_frame(episodes).map_err(KnowuError::rows)?;
+    let keys: Vec<(String, Option<String>)> = rows
         .into_iter()
-        .zip(personas)
-        .map(|(t, p)| {
-            let t = t.unwrap_or_default();
-            let p = p.or_else(|| t.split_once('@').map(|(_, p)| p.to_string()));
-            (t, p)
+        .map(|e| {
+            let p = (e.persona).or_else(|| e.task_id.split_once('@').map(|(_, p)| p.to_string()));
+            (e.task_id, p)
         })
         .collect();
     let habits = load_needed_habits(&keys, tasks, personas_dir)?;

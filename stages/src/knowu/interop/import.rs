@@ -185,7 +185,7 @@ pub(crate) fn warn_on_report_mismatch(stage: &str, root: &str, dir: &RunDir) {
         tracing::warn!(
             "stage `{stage}`: {} task(s) of {root} have another score in {} than in their result.txt (first: {}); KnowU's calc_split_difficulty_metrics.py and calc_persona_pref_routine_avg.py read the report, prefflow and calc_paper_metrics.py the task directories (see reports.score_mismatches)",
             differ.len(),
-            latest.file,
+            latest.summary.file,
             differ[0]
         );
     }
@@ -214,18 +214,9 @@ pub fn reports_frame(
         .enumerate()
         .map(|(i, r)| ReportsRow {
             label: label.to_string(),
-            file: r.file.clone(),
-            total_tasks_assigned: r.total_tasks_assigned,
-            total_tasks_with_results: r.total_tasks_with_results,
-            successful_tasks: r.successful_tasks,
-            total_tasks_with_no_results: r.total_tasks_with_no_results,
-            overall_success_rate: r.overall_success_rate,
-            total_duration_seconds: r.total_duration_seconds,
-            model_name: r.model_name.clone(),
-            timestamp: r.timestamp.clone(),
-            tasks_scored: r.tasks_scored,
             score_mismatches: report::mismatches(r, &scores).len() as u32,
             latest: i + 1 == n,
+            ..r.summary.clone()
         })
         .collect();
     ReportsRow::to_frame(&rows)

@@ -18,10 +18,9 @@ use polars::prelude::*;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
 use crate::tables::knowu::{
-    OverallRow as O, SplitsRow as S, NOTE, OVERALL, RANKED, SOURCE, SPLITS as SPLITS_TABLE,
+    LeaderboardSplit, OverallRow as O, RankedRun, RunScope, NOTE, OVERALL, RANKED, SOURCE,
 };
 
 /// KnowU's task counts per split (general, personalized, proactive).
@@ -374,30 +373,34 @@ pub fn our_rows(
     params: &LeaderboardParams,
 ) -> Result<Vec<Row>, KnowuError> {
     if overall.column(O::scope).is_ok() {
-        let scopes = columns::strings(overall, OVERALL.name, O::scope)?;
-        if let Some(other) = scopes.iter().flatten().find(|s| s.as_str() != "knowu") {
+        let scopes = RunScope::from_frame(overall).map_err(KnowuError::rows)?;
+        if let Some(other) = scopes
+            .iter()
+            .map(|r| &r.scope)
+            .find(|s| s.as_str() != "knowu")
+        {
             return Err(KnowuError::table(
                 OVERALL.name,
                 format!("comes from a knowu_metrics stage with `classes: {other}`; the leaderboard compares KnowU-Bench's own classes only, so feed it a knowu_metrics stage with `classes: knowu` (the default)"),
             ));
         }
     }
-    let variants = columns::strings(overall, OVERALL.name, O::variant)?;
-    let agents = columns::strings(overall, OVERALL.name, O::agent)?;
-    let sr = columns::f64s(overall, OVERALL.name, O::overall_SR)?;
+    let runs = RankedRun::from_frame(overall).map_err(KnowuError::rows)?;
     let split_rows = SplitRows::read(splits)?;
-    Ok((0..overall.height())
-        .map(|i| {
-            let (variant, agent) = (
-                variants[i].clone().unwrap_or_default(),
-                agents[i].clone().unwrap_or_default(),
-            );
+    Ok(runs
+        .into_iter()
+        .map(|run| {
+            let RankedRun {
+                variant,
+                agent,
+                overall_SR: sr,
+            } = run;
             let get =
                 |split: &str, difficulty: &str| split_rows.get(&variant, &agent, split, difficulty);
             let rate = |s: &str, d: &str| get(s, d).and_then(|r| percent(r.sr));
             let score = |s: &str, d: &str| get(s, d).and_then(|r| r.score);
             let tasks = SPLITS.map(|s| Some(get(s, "all").map_or(0, |r| r.with_result)));
-            let overall_rate = percent(sr[i]);
+            let overall_rate = percent(sr);
             let full = tasks
                 .iter()
                 .zip(KNOWU_TASKS)
@@ -475,22 +478,14 @@ struct SplitRows(Vec<SplitRow>);
 
 impl SplitRows {
     fn read(splits: &DataFrame) -> Result<Self, KnowuError> {
-        let t = SPLITS_TABLE.name;
-        let [v, a, s, d] =
-            [S::variant, S::agent, S::split, S::difficulty].map(|c| columns::strings(splits, t, c));
-        let (v, a, s, d) = (v?, a?, s?, d?);
-        let sr = columns::f64s(splits, t, S::SR)?;
-        let score = columns::f64s(splits, t, S::AvgScore)?;
-        let episodes = columns::f64s(splits, t, S::episodes)?;
-        let missing = columns::f64s(splits, t, S::no_result_episodes)?;
-        let text = |x: &Option<String>| x.clone().unwrap_or_default();
-        let rows = (0..splits.height())
-            .map(|i| SplitRow {
-                key: [text(&v[i]), text(&a[i]), text(&s[i]), text(&d[i])],
-                sr: sr[i],
-                score: score[i],
-                with_result: (episodes[i].unwrap_or(0.0) - missing[i].unwrap_or(0.0)).max(0.0)
-                    as u32,
+        let rows = LeaderboardSplit::from_frame(splits)
+            .map_err(KnowuError::rows)?
+            .into_iter()
+            .map(|r| SplitRow {
+                with_result: r.episodes.saturating_sub(r.no_result_episodes),
+                sr: r.SR,
+                score: r.AvgScore,
+                key: [r.variant, r.agent, r.split, r.difficulty],
             })
             .collect();
         Ok(Self(rows))

@@ -22,11 +22,11 @@ use super::features;
 use super::rules::SUCCESS_THRESHOLD;
 use super::run::{ERROR, NO_RESULT};
 use super::tasks;
-use crate::knowu::columns;
 use crate::knowu::error::KnowuError;
 use crate::tables::episodes::EPISODES;
 use crate::tables::knowu::{
-    EpisodeMetricsRow as M, EPISODE_METRICS, OVERALL, PERSONAS, POLICY, SPLITS,
+    CheckedEpisode, EpisodeMetricsRow as M, ScopedTask, EPISODE_METRICS, OVERALL, PERSONAS, POLICY,
+    SPLITS,
 };
 
 crate::tables::row! {
@@ -128,29 +128,27 @@ pub(crate) fn check_profiles(
     params: &MetricsParams,
     stage: &str,
 ) -> Result<(), StageError> {
-    let missing = per_episode
-        .clone()
-        .lazy()
-        .filter(
-            col(M::profile_found)
-                .eq(lit(false))
-                .and(col(M::in_scope))
-                .and(col(M::has_result)),
-        )
-        .select([col(M::persona).fill_null(lit("user"))])
-        .collect()?;
-    if missing.height() == 0 {
+    let rows = CheckedEpisode::from_frame(per_episode).map_err(KnowuError::rows)?;
+    let missing: Vec<&CheckedEpisode> = rows
+        .iter()
+        .filter(|r| r.profile_found == Some(false) && r.in_scope && r.has_result)
+        .collect();
+    if missing.is_empty() {
         return Ok(());
     }
-    let personas: std::collections::BTreeSet<String> =
-        columns::strings(&missing, EPISODE_METRICS.name, M::persona)?
-            .into_iter()
-            .flatten()
-            .collect();
+    let personas: std::collections::BTreeSet<String> = missing
+        .iter()
+        .map(|r| {
+            r.persona
+                .as_deref()
+                .unwrap_or(classify::DEFAULT_PERSONA)
+                .to_string()
+        })
+        .collect();
     let names: Vec<String> = personas.iter().map(|p| format!("{p}.yaml")).collect();
     let what = format!(
         "{} proactive episode(s) of persona(s) {} have no profile in `{}` (looked for {})",
-        missing.height(),
+        missing.len(),
         personas.into_iter().collect::<Vec<_>>().join(", "),
         params.personas,
         names.join(", ")
@@ -168,11 +166,8 @@ pub(crate) fn check_profiles(
 
 /// `episode_metrics` with `in_scope`: whether the episode's class is one `classes` covers.
 pub fn with_scope(mut per_episode: DataFrame, classes: Classes) -> Result<DataFrame, KnowuError> {
-    let ids = columns::strings(&per_episode, EPISODE_METRICS.name, M::task_id)?;
-    let in_scope: Vec<bool> = ids
-        .iter()
-        .map(|t| classes.includes(t.as_deref().unwrap_or_default()))
-        .collect();
+    let tasks = ScopedTask::from_frame(&per_episode).map_err(KnowuError::rows)?;
+    let in_scope: Vec<bool> = tasks.iter().map(|t| classes.includes(&t.task_id)).collect();
     per_episode.with_column(Column::new(M::in_scope.into(), in_scope))?;
     Ok(per_episode)
 }
@@ -181,15 +176,11 @@ pub fn with_scope(mut per_episode: DataFrame, classes: Classes) -> Result<DataFr
 /// they count in no split: `overall.unmatched_episodes`), named; and runs without a single
 /// scored episode (every mean of theirs is empty).
 pub fn report_gaps(per_episode: &DataFrame, stage: &str) -> Result<(), KnowuError> {
-    let t = EPISODE_METRICS.name;
-    let ids = columns::strings(per_episode, t, M::task_id)?;
-    let splits = columns::optional_strings(per_episode, t, M::split)?;
-    let scope = columns::bools(per_episode, t, M::in_scope)?;
-    let scored = columns::bools(per_episode, t, M::has_result)?;
-    let runs = columns::strings(per_episode, t, M::agent)?;
-    let unknown: std::collections::BTreeSet<String> = (0..per_episode.height())
-        .filter(|&i| scope[i] == Some(true) && splits[i].is_none())
-        .filter_map(|i| ids[i].clone())
+    let rows = CheckedEpisode::from_frame(per_episode).map_err(KnowuError::rows)?;
+    let unknown: std::collections::BTreeSet<String> = rows
+        .iter()
+        .filter(|r| r.in_scope && r.split.is_none())
+        .map(|r| r.task_id.clone())
         .collect();
     if !unknown.is_empty() {
         let shown: Vec<&str> = unknown.iter().take(10).map(String::as_str).collect();
@@ -200,12 +191,9 @@ pub fn report_gaps(per_episode: &DataFrame, stage: &str) -> Result<(), KnowuErro
             if unknown.len() > 10 { ", …" } else { "" }
         );
     }
-    let mut by_run: std::collections::BTreeMap<String, bool> = Default::default();
-    for i in 0..per_episode.height() {
-        let any = by_run
-            .entry(runs[i].clone().unwrap_or_default())
-            .or_default();
-        *any |= scored[i] == Some(true) && scope[i] == Some(true);
+    let mut by_run: std::collections::BTreeMap<&str, bool> = Default::default();
+    for r in &rows {
+        *by_run.entry(r.agent.as_str()).or_default() |= r.has_result && r.in_scope;
     }
     for (run, any) in by_run {
         if !any {

@@ -11,30 +11,14 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use crate::knowu::error::KnowuError;
+use crate::tables::knowu::ReportsRow;
 
-/// The summary of one evaluation report. Counts absent from the file are `None`.
+/// One evaluation report: its `reports` row and the per-task lists behind it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct EvalReport {
-    /// File name, e.g. `eval_report_20260402_101500.json`.
-    pub file: String,
-    /// `summary.total_tasks_assigned`.
-    pub total_tasks_assigned: Option<u64>,
-    /// `summary.total_tasks_with_results`.
-    pub total_tasks_with_results: Option<u64>,
-    /// `summary.successful_tasks`.
-    pub successful_tasks: Option<u64>,
-    /// `summary.total_tasks_with_no_results`.
-    pub total_tasks_with_no_results: Option<u64>,
-    /// `summary.overall_success_rate` (successful / with results).
-    pub overall_success_rate: Option<f64>,
-    /// `summary.total_duration_seconds`.
-    pub total_duration_seconds: Option<f64>,
-    /// `metadata.model_name`.
-    pub model_name: Option<String>,
-    /// `metadata.timestamp`.
-    pub timestamp: Option<String>,
-    /// Number of entries in `tasks_with_results` (per-task scores).
-    pub tasks_scored: u64,
+    /// The summary as its `reports` row (counts absent from the file are `None`); the import
+    /// fills the run's `label`, `score_mismatches` and `latest`, which the file does not say.
+    pub summary: ReportsRow,
     /// `tasks_with_results` as (task_name, score): what KnowU's split and persona scripts read
     /// instead of the task directories when the report is the run's latest.
     pub scores: Vec<(String, Option<f64>)>,
@@ -93,7 +77,8 @@ pub fn parse(path: &Path, value: &Value) -> Result<EvalReport, KnowuError> {
             .collect(),
         _ => Vec::new(),
     };
-    Ok(EvalReport {
+    let summary = ReportsRow {
+        label: String::new(),
         file: path
             .file_name()
             .map(|n| n.to_string_lossy().into_owned())
@@ -107,6 +92,11 @@ pub fn parse(path: &Path, value: &Value) -> Result<EvalReport, KnowuError> {
         model_name: metadata.and_then(|m| m.get("model_name")?.as_str().map(str::to_string)),
         timestamp: metadata.and_then(|m| m.get("timestamp")?.as_str().map(str::to_string)),
         tasks_scored,
+        score_mismatches: 0,
+        latest: false,
+    };
+    Ok(EvalReport {
+        summary,
         scores,
         no_results,
     })
@@ -185,13 +175,13 @@ mod tests {
             "tasks_with_results": [{"task_name": "A", "score": 1.0}, {"task_name": "B", "score": 0.0}],
         });
         let r = parse(Path::new("eval_report_1.json"), &v).expect("valid");
-        assert_eq!(r.file, "eval_report_1.json");
-        assert_eq!(r.total_tasks_assigned, Some(3));
-        assert_eq!(r.successful_tasks, Some(1));
-        assert_eq!(r.overall_success_rate, Some(0.5));
-        assert_eq!(r.total_duration_seconds, None);
-        assert_eq!(r.model_name.as_deref(), Some("m1"));
-        assert_eq!(r.tasks_scored, 2);
+        assert_eq!(r.summary.file, "eval_report_1.json");
+        assert_eq!(r.summary.total_tasks_assigned, Some(3));
+        assert_eq!(r.summary.successful_tasks, Some(1));
+        assert_eq!(r.summary.overall_success_rate, Some(0.5));
+        assert_eq!(r.summary.total_duration_seconds, None);
+        assert_eq!(r.summary.model_name.as_deref(), Some("m1"));
+        assert_eq!(r.summary.tasks_scored, 2);
     }
 
     #[test]
