@@ -110,46 +110,14 @@ pub struct VerdictRow {
     pub failure_label: Option<&'static str>,
 }
 
-/// One `scores` row's values.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ScoreRow {
-    /// Every criterion passes; null when any is unscored.
-    pub success: Option<bool>,
-    /// Fraction of action criteria passed.
-    pub action: Option<f64>,
-    /// Fraction of personalization criteria passed.
-    pub personalization: Option<f64>,
-    /// … of those on inferable slots.
-    pub inferable: Option<f64>,
-    /// … of those on ask-only slots.
-    pub ask_only: Option<f64>,
-    /// Fraction of all criteria passed (hybrid: λ·S_rule + (1−λ)·S_llm).
-    pub score: f64,
-    /// λ used (hybrid only).
-    pub lambda: Option<f64>,
-    /// LLM verdicts that could not be read.
-    pub unscored: u32,
-    /// Steps that did not replay as recorded.
-    pub divergent_steps: u32,
-    /// The first divergence, in words.
-    pub divergence: Option<String>,
-    /// Judge tokens.
-    pub usage: Usage,
-    /// Judge cost.
-    pub cost: f64,
-    /// Which judge produced these numbers ([`judge_label`]).
-    pub judge: String,
-}
+/// One `scores` row: the table's row struct, filled by the judge.
+pub use crate::tables::judging::Score as ScoreRow;
 
 /// Everything judging one episode produced.
 #[derive(Debug, Clone, PartialEq)]
 pub struct EpisodeJudgement {
     /// The episode judged.
     pub episode: EpisodeInfo,
-    /// The task's perturbation.
-    pub perturbation: &'static str,
-    /// The template the task was instantiated from (the bootstrap's cluster).
-    pub template: String,
     /// Verdict rows, criterion order (hybrid: rule rows, then llm rows).
     pub verdicts: Vec<VerdictRow>,
     /// Scores.
@@ -208,6 +176,38 @@ pub async fn judge_episode(
         let decided = llm_verdicts(world, bundle, steps, &r, judge, opts.mode, &mut usage).await?;
         verdicts.extend(rows(bundle, "llm", decided.into_iter(), &facts));
     }
+    let lambda = task_lambda(bundle, opts)?;
+    let score = ScoreRow {
+        divergent_steps: r.divergences.len() as u32,
+        divergence: r.divergences.first().map(|d| d.detail.clone()),
+        prompt_tokens_judge: usage.prompt_tokens,
+        completion_tokens_judge: usage.completion_tokens,
+        cost_judge: llm.map_or(0.0, |j| j.cost(usage)),
+        judge: judge_label(opts.mode, opts.matcher, llm.map(LlmJudge::model)),
+        ..of_episode(episode, bundle, scores(&verdicts, opts.mode, lambda))
+    };
+    if let Some(d) = &score.divergence {
+        tracing::warn!("episode `{}`: replay diverged: {d}", episode.episode_id);
+    }
+    let interaction = Interaction {
+        episode_id: episode.episode_id.clone(),
+        task_id: episode.task_id.clone(),
+        variant: episode.variant.clone(),
+        epoch: episode.epoch,
+        judge: score.judge.clone(),
+        ..interaction::summarize(&requests, bundle)
+    };
+    Ok(EpisodeJudgement {
+        episode: episode.clone(),
+        verdicts,
+        score,
+        interaction,
+        requests,
+    })
+}
+
+/// The hybrid λ the task gives (else the stage's), which must lie in [0, 1].
+fn task_lambda(bundle: &TaskBundle, opts: &JudgeOptions) -> Result<f64, JudgeError> {
     let lambda = bundle.task.lambda.unwrap_or(opts.lambda);
     if !(0.0..=1.0).contains(&lambda) {
         return Err(JudgeError::Input(format!(
@@ -215,24 +215,24 @@ pub async fn judge_episode(
             bundle.task.task_id
         )));
     }
-    let mut score = scores(&verdicts, opts.mode, lambda);
-    score.divergent_steps = r.divergences.len() as u32;
-    score.divergence = r.divergences.first().map(|d| d.detail.clone());
-    score.usage = usage;
-    score.cost = llm.map_or(0.0, |j| j.cost(usage));
-    score.judge = judge_label(opts.mode, opts.matcher, llm.map(LlmJudge::model));
-    if let Some(d) = &score.divergence {
-        tracing::warn!("episode `{}`: replay diverged: {d}", episode.episode_id);
-    }
-    Ok(EpisodeJudgement {
-        episode: episode.clone(),
-        perturbation: bundle.task.perturbation.as_str(),
+    Ok(lambda)
+}
+
+/// `score` with the episode's identity and counts and the task's perturbation and template.
+fn of_episode(episode: &EpisodeInfo, bundle: &TaskBundle, score: ScoreRow) -> ScoreRow {
+    ScoreRow {
+        episode_id: episode.episode_id.clone(),
+        task_id: episode.task_id.clone(),
+        variant: episode.variant.clone(),
+        epoch: episode.epoch,
+        agent: episode.agent.clone(),
+        perturbation: bundle.task.perturbation.as_str().to_string(),
         template: bundle.task.template.clone(),
-        verdicts,
-        score,
-        interaction: interaction::summarize(&requests, bundle),
-        requests,
-    })
+        status: episode.status.clone(),
+        steps: episode.steps,
+        ask_user_calls: episode.ask_user_calls,
+        ..score
+    }
 }
 
 async fn match_requests(

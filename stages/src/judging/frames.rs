@@ -1,5 +1,6 @@
 //! Judgements as the `verdicts`, `scores`, `requests` and `interaction` tables (docs/tables.md,
-//! "Judging"): each judgement becomes the tables' row structs (`tables::judging`).
+//! "Judging"): each judgement's scores and interaction
+//! counts are those tables' row structs (`tables::judging`); verdicts and requests become theirs.
 
 use polars::prelude::*;
 
@@ -28,36 +29,6 @@ fn verdict(j: &EpisodeJudgement, v: &VerdictRow) -> Verdict {
     }
 }
 
-fn score(j: &EpisodeJudgement) -> Score {
-    let (e, s) = (&j.episode, &j.score);
-    Score {
-        episode_id: e.episode_id.clone(),
-        task_id: e.task_id.clone(),
-        variant: e.variant.clone(),
-        epoch: e.epoch,
-        agent: e.agent.clone(),
-        perturbation: j.perturbation.to_string(),
-        template: j.template.clone(),
-        status: e.status.clone(),
-        success: s.success,
-        action: s.action,
-        personalization: s.personalization,
-        inferable: s.inferable,
-        ask_only: s.ask_only,
-        score: s.score,
-        lambda: s.lambda,
-        steps: e.steps,
-        ask_user_calls: e.ask_user_calls,
-        unscored: s.unscored,
-        divergent_steps: s.divergent_steps,
-        divergence: s.divergence.clone(),
-        prompt_tokens_judge: s.usage.prompt_tokens,
-        completion_tokens_judge: s.usage.completion_tokens,
-        cost_judge: s.cost,
-        judge: s.judge.clone(),
-    }
-}
-
 fn request(j: &EpisodeJudgement, r: &Request) -> RequestRow {
     RequestRow {
         episode_id: j.episode.episode_id.clone(),
@@ -73,25 +44,6 @@ fn request(j: &EpisodeJudgement, r: &Request) -> RequestRow {
     }
 }
 
-fn interaction(j: &EpisodeJudgement) -> Interaction {
-    let (e, i) = (&j.episode, &j.interaction);
-    Interaction {
-        episode_id: e.episode_id.clone(),
-        task_id: e.task_id.clone(),
-        variant: e.variant.clone(),
-        epoch: e.epoch,
-        requests: i.requests,
-        matched_requests: i.matched_requests,
-        ask_only_slots: i.ask_only_slots,
-        matched_ask_only: i.matched_ask_only,
-        recall: i.recall,
-        precision: i.precision,
-        closed_set_requests: i.closed_set_requests,
-        offered_options: i.offered_options,
-        judge: j.score.judge.clone(),
-    }
-}
-
 /// All four tables.
 pub fn judge_tables(judged: &[EpisodeJudgement]) -> PolarsResult<Vec<(&'static str, DataFrame)>> {
     let verdicts: Vec<Verdict> = judged
@@ -102,8 +54,8 @@ pub fn judge_tables(judged: &[EpisodeJudgement]) -> PolarsResult<Vec<(&'static s
         .iter()
         .flat_map(|j| j.requests.iter().map(move |r| request(j, r)))
         .collect();
-    let scores: Vec<Score> = judged.iter().map(score).collect();
-    let interactions: Vec<Interaction> = judged.iter().map(interaction).collect();
+    let scores: Vec<Score> = judged.iter().map(|j| j.score.clone()).collect();
+    let interactions: Vec<Interaction> = judged.iter().map(|j| j.interaction.clone()).collect();
     Ok(vec![
         (VERDICTS.name, Verdict::to_frame(&verdicts)?),
         (SCORES.name, Score::to_frame(&scores)?),

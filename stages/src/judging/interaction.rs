@@ -51,26 +51,9 @@ pub struct Request {
     pub matcher: &'static str,
 }
 
-/// One `interaction` row's counts.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct Interaction {
-    /// All requests, repeats included.
-    pub requests: u32,
-    /// Requests newly asking for an ask-only slot.
-    pub matched_requests: u32,
-    /// Ask-only slots of the task.
-    pub ask_only_slots: u32,
-    /// Distinct ask-only slots asked.
-    pub matched_ask_only: u32,
-    /// matched_ask_only / ask_only_slots; null without ask-only slots.
-    pub recall: Option<f64>,
-    /// matched_requests / requests; null without requests.
-    pub precision: Option<f64>,
-    /// Requests about a closed-set slot.
-    pub closed_set_requests: u32,
-    /// Of those, the ones that offered the options.
-    pub offered_options: u32,
-}
+/// One `interaction` row: the table's row struct; [`summarize`] fills the counts, the judge
+/// the episode's identity and its label.
+pub use crate::tables::judging::Interaction;
 
 /// Whether `text` names the slot (one of its keywords as whole words).
 pub fn mentions(text: &str, slot: &Slot) -> bool {
@@ -176,5 +159,6 @@ pub fn summarize(requests: &[Request], bundle: &TaskBundle) -> Interaction {
             .iter()
             .filter(|r| r.offered_options == Some(true))
             .count() as u32,
+        ..Interaction::default()
     }
 }

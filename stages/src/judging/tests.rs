@@ -177,7 +177,7 @@ fn defaults_episodes_fail_personalization_with_silent_defaults_and_missed_infere
             j.interaction.precision, None,
             "no request: precision undefined"
         );
-        let unavailable = j.perturbation == Perturbation::UnavailableOption.as_str();
+        let unavailable = j.score.perturbation == Perturbation::UnavailableOption.as_str();
         for v in j
             .verdicts
             .iter()
@@ -517,7 +517,7 @@ fn llm_verdicts_are_parsed_unparseable_ones_unscored_and_reruns_come_from_cache(
     );
     assert_eq!(first.score.unscored, 1);
     assert_eq!(first.score.score, (n - 2) as f64 / n as f64);
-    assert_eq!(first.score.usage.prompt_tokens, 10 * n as u64);
+    assert_eq!(first.score.prompt_tokens_judge, 10 * n as u64);
     let again = judge_runs(&[run], &[b], &opts, Some(&judge)).remove(0);
     assert_eq!(
         server.requests().len(),

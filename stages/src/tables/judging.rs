@@ -48,7 +48,9 @@ crate::tables::table! {
 }
 
 crate::tables::table! {
-    /// One judged episode's scores.
+    /// One judged episode's scores: what the judge computes for it (`judging::episode`), the
+    /// episode's identity and counts beside them.
+    #[derive(Default)]
     pub struct Score as SCORES ("scores", "one row per episode (`judge`)") {
         /// from `episodes`
         pub episode_id: String,
@@ -128,7 +130,9 @@ crate::tables::table! {
 }
 
 crate::tables::table! {
-    /// One episode's interaction figures.
+    /// One episode's interaction figures, as the interaction judge counts them
+    /// (`judging::interaction::summarize`).
+    #[derive(Default)]
     pub struct Interaction as INTERACTION ("interaction", "one row per episode (interaction judge)") {
         /// from `episodes`
         pub episode_id: String,
