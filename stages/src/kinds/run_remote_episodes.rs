@@ -88,12 +88,7 @@ fn read_tasks(ctx: &StageContext<'_>) -> Result<Vec<RemoteTask>, StageError> {
     let table = input.label();
     let rows = RemoteTaskRow::from_frame(&as_text(&input.df)?)
         .map_err(|e| StageError::Input(format!("{table}: {e}")))?;
-    RemoteTask::from_columns(
-        &table,
-        rows.iter().map(|r| r.task_id.clone()).collect(),
-        rows.iter().map(|r| r.goal.clone()).collect(),
-        rows.iter().map(|r| r.actions.clone()).collect(),
-    )
+    RemoteTask::from_rows(&table, rows)
 }
 
 /// `df` with [`RemoteTaskRow`]'s columns, where present, as text: a CSV task list's ids may

@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use prefflow_engine::StageError;
 
+use crate::tables::episodes::RemoteTaskRow;
 use crate::world::phone::Action;
 
 /// One row of the tasks input.
@@ -19,26 +20,21 @@ pub struct RemoteTask {
 }
 
 impl RemoteTask {
-    /// The tasks of table `table` from its `task_id`, `goal` and `actions` columns (row by
-    /// row; absent optional columns as all `None`): an input error names the row whose id is
-    /// empty or whose actions are not a JSON list of actions.
-    pub fn from_columns(
-        table: &str,
-        ids: Vec<Option<String>>,
-        goals: Vec<Option<String>>,
-        actions: Vec<Option<String>>,
-    ) -> Result<Vec<RemoteTask>, StageError> {
-        let rows = ids.into_iter().zip(goals).zip(actions).enumerate();
-        rows.map(|(row, ((id, goal), acts))| {
-            let task_id = id.ok_or_else(|| {
+    /// The tasks of table `table` from its rows (`task_id`, `goal` and `actions`; absent
+    /// optional columns as `None`): an input error names the row whose id is empty or whose
+    /// actions are not a JSON list of actions.
+    pub fn from_rows(table: &str, rows: Vec<RemoteTaskRow>) -> Result<Vec<RemoteTask>, StageError> {
+        let rows = rows.into_iter().enumerate();
+        rows.map(|(row, r)| {
+            let task_id = r.task_id.ok_or_else(|| {
                 StageError::Input(format!("{table} row {row}: `task_id` is empty"))
             })?;
-            let actions = acts
+            let actions = (r.actions)
                 .map(|text| parse_actions(&text, table, row, &task_id))
                 .transpose()?;
             Ok(RemoteTask {
                 task_id,
-                goal: goal.filter(|g| !g.trim().is_empty()),
+                goal: r.goal.filter(|g| !g.trim().is_empty()),
                 actions,
             })
         })
@@ -93,20 +89,25 @@ mod tests {
 
     #[test]
     fn rows_need_an_id_and_actions_that_parse() {
-        let some = |s: &str| Some(s.to_string());
-        let tasks = RemoteTask::from_columns(
+        let row = |id: Option<&str>, goal: Option<&str>, actions: Option<&str>| RemoteTaskRow {
+            task_id: id.map(str::to_string),
+            goal: goal.map(str::to_string),
+            actions: actions.map(str::to_string),
+        };
+        let tasks = RemoteTask::from_rows(
             "t",
-            vec![some("a"), some("b")],
-            vec![some("  "), some("Set an alarm")],
-            vec![some(r#"[{"action": "home"}]"#), None],
+            vec![
+                row(Some("a"), Some("  "), Some(r#"[{"action": "home"}]"#)),
+                row(Some("b"), Some("Set an alarm"), None),
+            ],
         )
         .unwrap();
         assert_eq!(tasks[0].goal, None, "a blank goal is the device's own");
         assert_eq!(tasks[0].actions, Some(vec![Action::Home]));
         assert_eq!(tasks[1].goal.as_deref(), Some("Set an alarm"));
-        let empty = RemoteTask::from_columns("t", vec![None], vec![None], vec![None]);
+        let empty = RemoteTask::from_rows("t", vec![row(None, None, None)]);
         assert!(format!("{:?}", empty.unwrap_err()).contains("t row 0: `task_id` is empty"));
-        let bad = RemoteTask::from_columns("t", vec![some("a")], vec![None], vec![some("[1]")]);
+        let bad = RemoteTask::from_rows("t", vec![row(Some("a"), None, Some("[1]"))]);
         assert!(format!("{:?}", bad.unwrap_err()).contains("t row 0 (task `a`)"));
     }
 }
