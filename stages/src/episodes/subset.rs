@@ -12,6 +12,8 @@ use prefflow_engine::keys::hash_bytes;
 use prefflow_engine::subset::ItemSubset;
 
 use crate::report::text_column;
+use crate::tables::knowu::KnowuTaskRow;
+use crate::tables::tasks::{BUNDLE, PERTURBATION};
 use crate::tasks::Perturbation;
 
 /// The stage kinds whose items are tasks played by an agent: the stages a task subset applies to.
@@ -112,15 +114,15 @@ fn closest<'a>(wanted: &str, ids: &'a [String]) -> Option<&'a String> {
 /// column, else (KnowU) a `split` column; an input with none of them is one stratum.
 fn strata(main: &DataFrame, column: &str) -> PolarsResult<BTreeMap<String, Vec<String>>> {
     let ids = text_column(main, column)?;
-    let stratum: Vec<Option<String>> = if main.schema().contains("bundle") {
-        text_column(main, "bundle")?
+    let stratum: Vec<Option<String>> = if main.schema().contains(BUNDLE) {
+        text_column(main, BUNDLE)?
             .into_iter()
             .map(|b| b.as_deref().and_then(perturbation_of))
             .collect()
-    } else if main.schema().contains("perturbation") {
-        text_column(main, "perturbation")?
+    } else if main.schema().contains(PERTURBATION) {
+        text_column(main, PERTURBATION)?
     } else {
-        text_column(main, "split")?
+        text_column(main, KnowuTaskRow::split)?
     };
     let mut out: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for (id, s) in ids.into_iter().zip(stratum) {
@@ -215,6 +217,7 @@ fn allocate(strata: &BTreeMap<String, Vec<String>>, n: usize) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tables::tasks::BundleRow;
 
     fn strata_of(sizes: &[(&str, usize)]) -> BTreeMap<String, Vec<String>> {
         sizes
@@ -269,12 +272,14 @@ mod tests {
     }
 
     fn bundles(rows: &[(&str, &str)]) -> DataFrame {
-        let ids: Vec<&str> = rows.iter().map(|r| r.0).collect();
-        let bundles: Vec<String> = rows
+        let rows: Vec<BundleRow> = rows
             .iter()
-            .map(|(_, p)| serde_json::json!({ "task": { "perturbation": p } }).to_string())
+            .map(|(id, p)| BundleRow {
+                task_id: id.to_string(),
+                bundle: serde_json::json!({ "task": { "perturbation": p } }).to_string(),
+            })
             .collect();
-        df!("task_id" => ids, "bundle" => bundles).unwrap()
+        BundleRow::to_frame(&rows).unwrap()
     }
 
     #[test]
@@ -284,19 +289,21 @@ mod tests {
             ("dinner-02", "preference_shift"),
             ("taxi-01", "unavailable_option"),
         ]);
-        let limit = TaskSubset::Limit(2).select(&df, "task_id").unwrap();
+        let limit = TaskSubset::Limit(2)
+            .select(&df, BundleRow::task_id)
+            .unwrap();
         assert_eq!(limit, ["dinner-01", "dinner-02"]);
         let picked = TaskSubset::Tasks(vec!["taxi-01".into()])
-            .select(&df, "task_id")
+            .select(&df, BundleRow::task_id)
             .unwrap();
         assert_eq!(picked, ["taxi-01"]);
         let e = TaskSubset::Tasks(vec!["dinner-03".into(), "zzz".into()])
-            .select(&df, "task_id")
+            .select(&df, BundleRow::task_id)
             .unwrap_err();
         assert!(e.contains("`dinner-03` (did you mean `dinner-0"), "{e}");
         assert!(e.contains("`zzz`") && e.contains("3 tasks"), "{e}");
         let three = TaskSubset::Sample { n: 3, seed: 1 }
-            .select(&df, "task_id")
+            .select(&df, BundleRow::task_id)
             .unwrap();
         assert_eq!(three.len(), 3, "one per perturbation");
         let describe = TaskSubset::Sample { n: 3, seed: 1 }.describe();

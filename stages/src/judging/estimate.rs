@@ -128,8 +128,8 @@ impl JudgedStage<'_> {
 fn asks(steps: &DataFrame, items: &[String]) -> usize {
     let keep: std::collections::HashSet<&str> = items.iter().map(String::as_str).collect();
     let (Ok(ids), Ok(kinds)) = (
-        text_column(steps, "episode_id"),
-        text_column(steps, "action_type"),
+        text_column(steps, crate::tables::episodes::EPISODE_ID),
+        text_column(steps, crate::tables::episodes::ACTION_TYPE),
     ) else {
         return 0;
     };

@@ -9,6 +9,7 @@ use prefflow_engine::{Kind, ParamError, StageContext, StageError, Tables};
 use serde::Deserialize;
 
 use super::support::input_error;
+use crate::tables::world::{SourceRow, SummaryRow, WorldAuditRow};
 use crate::world::audit::{self, WorldAudit};
 use crate::world::summary::{summary, WorldSummary};
 use crate::world::{tables, HistoryParams, World};
@@ -116,23 +117,24 @@ impl Kind for BuildWorld {
 
 /// The YAML texts the world was built from, so later stages rebuild it from tables alone.
 fn sources_table(apps_dir: &Path, persona: &Path) -> Result<DataFrame, StageError> {
-    let mut kind = Vec::new();
-    let mut name = Vec::new();
-    let mut text = Vec::new();
+    let mut rows = Vec::new();
     let files = crate::files::sorted_files(apps_dir, &["yaml"])
         .map_err(|e| StageError::Input(format!("{}: {e}", apps_dir.display())))?;
     let read = |p: &Path| {
         std::fs::read_to_string(p).map_err(|e| StageError::Input(format!("{}: {e}", p.display())))
     };
+    let row = |kind: &str, p: &Path| -> Result<SourceRow, StageError> {
+        Ok(SourceRow {
+            kind: kind.to_string(),
+            name: file_name(p),
+            text: read(p)?,
+        })
+    };
     for f in &files {
-        kind.push("app");
-        name.push(file_name(f));
-        text.push(read(f)?);
+        rows.push(row("app", f)?);
     }
-    kind.push("persona");
-    name.push(file_name(persona));
-    text.push(read(persona)?);
-    Ok(df!("kind" => kind, "name" => name, "text" => text)?)
+    rows.push(row("persona", persona)?);
+    Ok(SourceRow::to_frame(&rows)?)
 }
 
 fn file_name(p: &Path) -> String {
@@ -161,20 +163,27 @@ pub(crate) fn summary_table(s: &WorldSummary) -> Result<DataFrame, StageError> {
     for (section, map) in sections {
         rows.extend(map.iter().map(|(k, v)| (section, k.clone(), *v as u64)));
     }
-    Ok(df!(
-        "section" => rows.iter().map(|r| r.0).collect::<Vec<_>>(),
-        "key" => rows.iter().map(|r| r.1.clone()).collect::<Vec<_>>(),
-        "count" => rows.iter().map(|r| r.2).collect::<Vec<_>>(),
-    )?)
+    let rows: Vec<SummaryRow> = rows
+        .into_iter()
+        .map(|(section, key, count)| SummaryRow {
+            section: section.to_string(),
+            key,
+            count,
+        })
+        .collect();
+    Ok(SummaryRow::to_frame(&rows)?)
 }
 
 /// The audit as rows of (section, key, value, detail), printable with `prefflow show world.audit`.
 pub(crate) fn audit_table(a: &WorldAudit) -> Result<DataFrame, StageError> {
-    let rows = audit::rows(a);
-    Ok(df!(
-        "section" => rows.iter().map(|r| r.section).collect::<Vec<_>>(),
-        "key" => rows.iter().map(|r| r.key.clone()).collect::<Vec<_>>(),
-        "value" => rows.iter().map(|r| r.value).collect::<Vec<_>>(),
-        "detail" => rows.iter().map(|r| r.detail.clone()).collect::<Vec<_>>(),
-    )?)
+    let rows: Vec<WorldAuditRow> = audit::rows(a)
+        .into_iter()
+        .map(|r| WorldAuditRow {
+            section: r.section.to_string(),
+            key: r.key,
+            value: r.value,
+            detail: r.detail,
+        })
+        .collect();
+    Ok(WorldAuditRow::to_frame(&rows)?)
 }

@@ -73,7 +73,7 @@ fn read(ctx: &StageContext<'_>, path: &str) -> Result<String, StageError> {
 /// Appends a constant `persona` column, so tables of several personas can be concatenated.
 fn with_persona(mut df: DataFrame, persona: &str) -> Result<DataFrame, StageError> {
     let column = Column::new_scalar(
-        "persona".into(),
+        crate::tables::world::PERSONA.into(),
         Scalar::from(PlSmallStr::from(persona)),
         df.height(),
     );

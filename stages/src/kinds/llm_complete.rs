@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::episodes::prompts::{Flavor, Prompts};
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig};
+use crate::tables::completions::CompletionRow;
 
 /// Parameters of `llm_complete`.
 #[derive(Debug, Deserialize)]
@@ -72,14 +73,20 @@ async fn complete(
         .metered(Some(ctx.usage), USAGE_ROLE)
         .flow(&format!("{}[{}]", ctx.stage, ctx.variant));
     let requests = requests(params, ctx, &rows_as_json(&input.df))?;
-    let mut out = Completions::default();
+    let mut out = Vec::with_capacity(requests.len());
     for request in &requests {
         let reply = client.chat(request, params.epoch).await?;
-        out.push(&reply, params.llm.prices);
+        out.push(CompletionRow {
+            reply: reply.content.clone(),
+            prompt_tokens: reply.usage.prompt_tokens,
+            completion_tokens: reply.usage.completion_tokens,
+            from_cache: reply.from_cache,
+            cost: reply.usage.cost(params.llm.prices),
+        });
     }
     let mut df = input.df.clone();
-    for column in out.into_columns() {
-        df.with_column(column)?;
+    for column in CompletionRow::to_frame(&out)?.columns() {
+        df.with_column(column.clone())?;
     }
     Ok(Tables::single("completions", df))
 }
@@ -153,34 +160,5 @@ fn any_to_json(v: &AnyValue) -> Value {
         AnyValue::Float64(x) => serde_json::Number::from_f64(*x).map_or(Value::Null, Value::Number),
         AnyValue::List(s) => Value::Array(s.iter().map(|x| any_to_json(&x)).collect()),
         other => Value::String(other.to_string()),
-    }
-}
-
-#[derive(Default)]
-struct Completions {
-    reply: Vec<Option<String>>,
-    prompt_tokens: Vec<u64>,
-    completion_tokens: Vec<u64>,
-    from_cache: Vec<bool>,
-    cost: Vec<f64>,
-}
-
-impl Completions {
-    fn push(&mut self, reply: &crate::llm::Reply, prices: Option<crate::llm::Prices>) {
-        self.reply.push(reply.content.clone());
-        self.prompt_tokens.push(reply.usage.prompt_tokens);
-        self.completion_tokens.push(reply.usage.completion_tokens);
-        self.from_cache.push(reply.from_cache);
-        self.cost.push(reply.usage.cost(prices));
-    }
-
-    fn into_columns(self) -> Vec<Column> {
-        vec![
-            Column::new("reply".into(), self.reply),
-            Column::new("prompt_tokens".into(), self.prompt_tokens),
-            Column::new("completion_tokens".into(), self.completion_tokens),
-            Column::new("from_cache".into(), self.from_cache),
-            Column::new("cost".into(), self.cost),
-        ]
     }
 }

@@ -330,7 +330,11 @@ mod tests {
         );
         let episodes = tables.get("episodes").unwrap();
         assert_eq!(episodes.height(), IN_FLIGHT);
-        let status = episodes.column("status").unwrap().str().unwrap();
+        let status = episodes
+            .column(crate::tables::episodes::STATUS)
+            .unwrap()
+            .str()
+            .unwrap();
         assert!(status.iter().all(|s| s == Some("ok")), "{status:?}");
         assert_eq!(
             server.requests().len(),

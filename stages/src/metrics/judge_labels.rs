@@ -11,7 +11,7 @@ use std::path::Path;
 use polars::prelude::*;
 use prefflow_engine::StageError;
 
-use crate::tables::aggregate::DisagreementsRow;
+use crate::tables::aggregate::{adjudication_csv, label_csv, CsvHeader, DisagreementsRow};
 use crate::tasks::{Source, TaskBundle};
 
 /// What a judgement is about.
@@ -83,19 +83,14 @@ pub fn read_pass(dir: &Path, shown: &str) -> Result<Vec<LabelRow>, StageError> {
     let mut rows = Vec::new();
     for file in files {
         let name = format!("{shown}/{}", file_name(&file));
-        let cols = csv_columns(
-            &file,
-            &name,
-            &["episode", "level", "subject", "label"],
-            &["annotator"],
-        )?;
-        for (i, episode) in cols["episode"].iter().enumerate() {
+        let cols = csv_columns(&file, &name, &label_csv::HEADER)?;
+        for (i, episode) in cols[label_csv::EPISODE].iter().enumerate() {
             rows.push(LabelRow {
                 episode: episode.clone(),
-                level: cols["level"][i].to_lowercase(),
-                subject: cols["subject"][i].clone(),
-                label: cols["label"][i].clone(),
-                annotator: cols["annotator"][i].clone(),
+                level: cols[label_csv::LEVEL][i].to_lowercase(),
+                subject: cols[label_csv::SUBJECT][i].clone(),
+                label: cols[label_csv::LABEL][i].clone(),
+                annotator: cols[label_csv::ANNOTATOR][i].clone(),
                 at: format!("{name} line {}", i + 2),
             });
         }
@@ -113,9 +108,9 @@ fn file_name(p: &Path) -> String {
 fn csv_columns(
     file: &Path,
     name: &str,
-    required: &[&str],
-    optional: &[&str],
+    header: &CsvHeader,
 ) -> Result<HashMap<String, Vec<String>>, StageError> {
+    let (required, optional) = (header.required, header.optional);
     let df = CsvReadOptions::default()
         .with_has_header(true)
         .with_infer_schema_length(Some(0))
@@ -325,28 +320,20 @@ pub fn read_adjudication(file: &Path, shown: &str) -> Result<Vec<Adjudication>, 
     if !file.is_file() {
         return Ok(Vec::new());
     }
-    let cols = csv_columns(
-        file,
-        shown,
-        &["episode", "level", "subject", "resolved"],
-        &["pass1", "pass2", "adjudicator", "note"],
-    )?;
-    (0..cols["episode"].len())
+    use adjudication_csv::{EPISODE, LEVEL, RESOLVED, SUBJECT};
+    let cols = csv_columns(file, shown, &adjudication_csv::HEADER)?;
+    (0..cols[EPISODE].len())
         .map(|i| {
             let at = format!("{shown} line {}", i + 2);
-            let level = Level::parse(&cols["level"][i].to_lowercase()).ok_or_else(|| {
+            let level = Level::parse(&cols[LEVEL][i].to_lowercase()).ok_or_else(|| {
                 StageError::Input(format!(
                     "{at}: level `{}`; write criterion, success, recall or extra",
-                    cols["level"][i]
+                    cols[LEVEL][i]
                 ))
             })?;
             Ok(Adjudication {
-                key: (
-                    cols["episode"][i].clone(),
-                    level,
-                    cols["subject"][i].clone(),
-                ),
-                resolved: cols["resolved"][i].to_lowercase(),
+                key: (cols[EPISODE][i].clone(), level, cols[SUBJECT][i].clone()),
+                resolved: cols[RESOLVED][i].to_lowercase(),
             })
         })
         .collect()

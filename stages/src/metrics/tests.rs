@@ -8,58 +8,245 @@ use super::kappa::agreement;
 use super::passk::{pass_at_k, pass_hat_k, pass_k};
 use super::subsets::top_k;
 use super::table1::{aggregate, AggregateOptions, Aggregates};
+use crate::tables::aggregate::{
+    FailureLabelsRow, HistoryCurveRow, PairedRow, PassKRow, PerturbationsRow, Table1Row,
+};
+use crate::tables::episodes::EPISODES;
+use crate::tables::judging::{Score, INTERACTION, REQUESTS, SCORES, VERDICTS};
+
+crate::tables::row! {
+    /// The `scores` columns the aggregation reads, per episode.
+    struct Judged of SCORES {
+        episode_id: String,
+        task_id: String,
+        variant: String,
+        epoch: u32,
+        perturbation: String,
+        success: Option<bool>,
+        action: Option<f64>,
+        personalization: Option<f64>,
+        inferable: Option<f64>,
+        ask_only: Option<f64>,
+        steps: u32,
+        ask_user_calls: u32,
+    }
+}
+
+crate::tables::row! {
+    /// [`Judged`] without the episode's epoch.
+    struct Scored of SCORES {
+        episode_id: String,
+        task_id: String,
+        variant: String,
+        perturbation: String,
+        success: Option<bool>,
+        action: Option<f64>,
+        personalization: Option<f64>,
+        inferable: Option<f64>,
+        ask_only: Option<f64>,
+        steps: u32,
+        ask_user_calls: u32,
+    }
+}
+
+crate::tables::row! {
+    /// The `interaction` columns the aggregation reads, per episode.
+    struct Asked of INTERACTION {
+        episode_id: String,
+        task_id: String,
+        variant: String,
+        requests: u32,
+        matched_requests: u32,
+        ask_only_slots: u32,
+        matched_ask_only: u32,
+    }
+}
+
+crate::tables::row! {
+    /// [`Asked`] without the episode id.
+    struct AskedOf of INTERACTION {
+        task_id: String,
+        variant: String,
+        requests: u32,
+        matched_requests: u32,
+        ask_only_slots: u32,
+        matched_ask_only: u32,
+    }
+}
+
+crate::tables::row! {
+    /// An episode's history exposure.
+    struct Exposed of EPISODES {
+        episode_id: String,
+        exposure: String,
+    }
+}
+
+crate::tables::row! {
+    /// The `verdicts` columns the failure labels read.
+    struct Labelled of VERDICTS {
+        episode_id: String,
+        variant: String,
+        criterion_id: String,
+        kind: String,
+        mode: String,
+        verdict: String,
+        failure_label: Option<String>,
+    }
+}
+
+crate::tables::row! {
+    /// [`Labelled`] without the episode and criterion.
+    struct LabelledOf of VERDICTS {
+        variant: String,
+        mode: String,
+        verdict: String,
+        failure_label: Option<String>,
+    }
+}
+
+crate::tables::row! {
+    /// The `verdicts` columns the judge agreement reads.
+    struct Judgement of VERDICTS {
+        episode_id: String,
+        criterion_id: String,
+        mode: String,
+        verdict: String,
+    }
+}
+
+crate::tables::row! {
+    /// The `requests` columns the judge agreement reads.
+    struct Request of REQUESTS {
+        episode_id: String,
+        slot_id: Option<String>,
+    }
+}
+
+/// Episode `i` of [`scores`]' six: t1#a#0, t1#a#1, t2#a#0, t1#b#0, t1#b#1, t2#b#0.
+fn episode(i: usize) -> (String, String, String, u32) {
+    let (task, variant, epoch) = [
+        ("t1", "a", 0),
+        ("t1", "a", 1),
+        ("t2", "a", 0),
+        ("t1", "b", 0),
+        ("t1", "b", 1),
+        ("t2", "b", 0),
+    ][i];
+    (
+        format!("{task}#{variant}#{epoch}"),
+        task.to_string(),
+        variant.to_string(),
+        epoch,
+    )
+}
 
 /// Variant `a`: t1 (2 epochs, no ask-only slot, perturbation none) and t2 (1 epoch,
 /// preference_shift). Variant `b`: the same tasks, asks nothing.
 fn scores() -> DataFrame {
-    df!(
-        "episode_id" => ["t1#a#0", "t1#a#1", "t2#a#0", "t1#b#0", "t1#b#1", "t2#b#0"],
-        "task_id" => ["t1", "t1", "t2", "t1", "t1", "t2"],
-        "variant" => ["a", "a", "a", "b", "b", "b"],
-        "epoch" => [0u32, 1, 0, 0, 1, 0],
-        "perturbation" => ["none", "none", "preference_shift", "none", "none", "preference_shift"],
-        "success" => [Some(true), Some(false), Some(true), Some(false), Some(true), Some(false)],
-        "action" => [Some(1.0), Some(0.5), Some(1.0), Some(1.0), Some(1.0), Some(0.0)],
-        "personalization" => [Some(1.0), Some(0.0), Some(0.5), Some(0.0), Some(1.0), Some(0.0)],
-        "inferable" => [Some(1.0), Some(0.0), None, Some(0.0), Some(1.0), None],
-        "ask_only" => [None, None, Some(0.5), None, None, Some(0.0)],
-        "steps" => [4u32, 6, 3, 2, 2, 1],
-        "ask_user_calls" => [0u32, 0, 2, 0, 0, 0],
-    )
-    .expect("scores")
+    type Facts = (Option<bool>, [Option<f64>; 4], u32, u32);
+    let facts: [Facts; 6] = [
+        (Some(true), [Some(1.0), Some(1.0), Some(1.0), None], 4, 0),
+        (Some(false), [Some(0.5), Some(0.0), Some(0.0), None], 6, 0),
+        (Some(true), [Some(1.0), Some(0.5), None, Some(0.5)], 3, 2),
+        (Some(false), [Some(1.0), Some(0.0), Some(0.0), None], 2, 0),
+        (Some(true), [Some(1.0), Some(1.0), Some(1.0), None], 2, 0),
+        (Some(false), [Some(0.0), Some(0.0), None, Some(0.0)], 1, 0),
+    ];
+    let rows: Vec<Judged> = facts
+        .iter()
+        .enumerate()
+        .map(
+            |(i, &(success, [action, personalization, inferable, ask_only], steps, calls))| {
+                let (episode_id, task_id, variant, epoch) = episode(i);
+                let perturbation = if task_id == "t2" {
+                    "preference_shift"
+                } else {
+                    "none"
+                };
+                Judged {
+                    episode_id,
+                    task_id,
+                    variant,
+                    epoch,
+                    perturbation: perturbation.into(),
+                    success,
+                    action,
+                    personalization,
+                    inferable,
+                    ask_only,
+                    steps,
+                    ask_user_calls: calls,
+                }
+            },
+        )
+        .collect();
+    Judged::to_frame(&rows).expect("scores")
 }
 
 fn interaction() -> DataFrame {
-    df!(
-        "episode_id" => ["t1#a#0", "t1#a#1", "t2#a#0", "t1#b#0", "t1#b#1", "t2#b#0"],
-        "task_id" => ["t1", "t1", "t2", "t1", "t1", "t2"],
-        "variant" => ["a", "a", "a", "b", "b", "b"],
-        "requests" => [0u32, 0, 2, 0, 0, 0],
-        "matched_requests" => [0u32, 0, 1, 0, 0, 0],
-        "ask_only_slots" => [0u32, 0, 2, 0, 0, 2],
-        "matched_ask_only" => [0u32, 0, 1, 0, 0, 0],
-    )
-    .expect("interaction")
+    let counts: [[u32; 4]; 6] = [
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+        [2, 1, 2, 1],
+        [0, 0, 0, 0],
+        [0, 0, 0, 0],
+        [0, 0, 2, 0],
+    ];
+    let rows: Vec<Asked> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (episode_id, task_id, variant, _) = episode(i);
+            Asked {
+                episode_id,
+                task_id,
+                variant,
+                requests: c[0],
+                matched_requests: c[1],
+                ask_only_slots: c[2],
+                matched_ask_only: c[3],
+            }
+        })
+        .collect();
+    Asked::to_frame(&rows).expect("interaction")
 }
 
 fn episodes() -> DataFrame {
-    df!(
-        "episode_id" => ["t1#a#0", "t1#a#1", "t2#a#0", "t1#b#0", "t1#b#1", "t2#b#0"],
-        "exposure" => ["top_k:10/noisy", "top_k:10/noisy", "top_k:10/noisy", "none/noisy", "none/noisy", "none/noisy"],
-    )
-    .expect("episodes")
+    let rows: Vec<Exposed> = (0..6)
+        .map(|i| {
+            let (episode_id, _, variant, _) = episode(i);
+            let exposure = if variant == "a" {
+                "top_k:10/noisy"
+            } else {
+                "none/noisy"
+            };
+            Exposed {
+                episode_id,
+                exposure: exposure.into(),
+            }
+        })
+        .collect();
+    Exposed::to_frame(&rows).expect("episodes")
 }
 
 fn verdicts() -> DataFrame {
-    df!(
-        "episode_id" => ["t1#a#0", "t1#a#1", "t1#a#1", "t2#a#0", "t2#a#0"],
-        "variant" => ["a"; 5],
-        "criterion_id" => ["c1", "c1", "c2", "c1", "c3"],
-        "kind" => ["action", "action", "personalization", "action", "personalization"],
-        "mode" => ["rule"; 5],
-        "verdict" => ["pass", "fail", "fail", "fail", "pass"],
-        "failure_label" => [None, Some("silent_default"), Some("silent_default"), None, None],
-    )
+    let v = |e: usize, criterion: &str, kind: &str, verdict: &str, label: Option<&str>| Labelled {
+        episode_id: episode(e).0,
+        variant: "a".into(),
+        criterion_id: criterion.into(),
+        kind: kind.into(),
+        mode: "rule".into(),
+        verdict: verdict.into(),
+        failure_label: label.map(str::to_string),
+    };
+    Labelled::to_frame(&[
+        v(0, "c1", "action", "pass", None),
+        v(1, "c1", "action", "fail", Some("silent_default")),
+        v(1, "c2", "personalization", "fail", Some("silent_default")),
+        v(2, "c1", "action", "fail", None),
+        v(2, "c3", "personalization", "pass", None),
+    ])
     .expect("verdicts")
 }
 
@@ -82,24 +269,28 @@ fn run() -> Aggregates {
     .expect("aggregate")
 }
 
-/// (value, n, display) of `metric` for `variant` in table1.
-fn cell(t: &DataFrame, variant: &str, metric: &str) -> (Option<f64>, u32, String) {
-    let v = t.column("variant").unwrap().str().unwrap().clone();
-    let m = t.column("metric").unwrap().str().unwrap().clone();
-    let i = (0..t.height())
-        .find(|&i| v.get(i) == Some(variant) && m.get(i) == Some(metric))
-        .unwrap_or_else(|| panic!("no {variant}/{metric}"));
-    (
-        t.column("value").unwrap().f64().unwrap().get(i),
-        t.column("n").unwrap().u32().unwrap().get(i).unwrap(),
-        t.column("display")
-            .unwrap()
-            .str()
-            .unwrap()
-            .get(i)
-            .unwrap()
-            .to_string(),
-    )
+/// (value, n, display) of `metric` for `variant` in table1 (a metric names a row, not a column).
+fn figure(t: &DataFrame, variant: &str, metric: &str) -> (Option<f64>, u32, String) {
+    let r = table1_row(t, variant, metric);
+    (r.value, r.n, r.display)
+}
+
+/// The table1 row of `metric` for `variant`.
+fn table1_row(t: &DataFrame, variant: &str, metric: &str) -> Table1Row {
+    Table1Row::from_frame(t)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.variant == variant && r.metric == metric)
+        .unwrap_or_else(|| panic!("no {variant}/{metric}"))
+}
+
+/// The paired row of `metric` (the one variant compared).
+fn paired_row(p: &DataFrame, metric: &str) -> PairedRow {
+    PairedRow::from_frame(p)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.metric == metric)
+        .unwrap_or_else(|| panic!("no paired {metric}"))
 }
 
 fn close(a: Option<f64>, b: f64) -> bool {
@@ -110,29 +301,29 @@ fn close(a: Option<f64>, b: f64) -> bool {
 fn success_is_macro_averaged_per_task_then_over_tasks() {
     let t = run().table1;
     // a: t1 = mean(1, 0) = 0.5, t2 = 1 → 0.75 (the episode mean would be 2/3).
-    let (v, n, shown) = cell(&t, "a", "success");
+    let (v, n, shown) = figure(&t, "a", "success");
     assert!(close(v, 0.75), "{v:?}");
     assert_eq!(n, 2);
     assert!(shown.starts_with("75.0%"), "{shown}");
     // b: t1 = 0.5, t2 = 0 → 0.25.
-    assert!(close(cell(&t, "b", "success").0, 0.25));
+    assert!(close(figure(&t, "b", "success").0, 0.25));
 }
 
 #[test]
 fn fractions_of_criteria_and_the_inferable_ask_only_split() {
     let t = run().table1;
     // action a: t1 = 0.75, t2 = 1 → 0.875; personalization a: t1 = 0.5, t2 = 0.5 → 0.5.
-    assert!(close(cell(&t, "a", "action").0, 0.875));
-    assert!(close(cell(&t, "a", "personalization").0, 0.5));
+    assert!(close(figure(&t, "a", "action").0, 0.875));
+    assert!(close(figure(&t, "a", "personalization").0, 0.5));
     // inferable a: only t1 has inferable criteria → 0.5 over 1 task.
-    let (inf, n_inf, _) = cell(&t, "a", "inferable");
+    let (inf, n_inf, _) = figure(&t, "a", "inferable");
     assert!(close(inf, 0.5) && n_inf == 1);
     // ask_only: t1 has an empty ask-only set; it is left out, not counted as 0 or 1.
-    let (ask, n_ask, _) = cell(&t, "a", "ask_only");
+    let (ask, n_ask, _) = figure(&t, "a", "ask_only");
     assert!(close(ask, 0.5) && n_ask == 1, "{ask:?} {n_ask}");
     // steps a: t1 = 5, t2 = 3 → 4; ask_user_calls a: t1 = 0, t2 = 2 → 1.
-    assert!(close(cell(&t, "a", "steps").0, 4.0));
-    let (calls, _, shown) = cell(&t, "a", "ask_user_calls");
+    assert!(close(figure(&t, "a", "steps").0, 4.0));
+    let (calls, _, shown) = figure(&t, "a", "ask_user_calls");
     assert!(close(calls, 1.0));
     assert!(shown.starts_with("1.00"), "{shown}");
 }
@@ -140,24 +331,16 @@ fn fractions_of_criteria_and_the_inferable_ask_only_split() {
 #[test]
 fn recall_and_precision_are_micro_and_precision_is_undefined_without_questions() {
     let t = run().table1;
-    assert!(close(cell(&t, "a", "recall").0, 0.5));
-    assert!(close(cell(&t, "a", "precision").0, 0.5));
+    assert!(close(figure(&t, "a", "recall").0, 0.5));
+    assert!(close(figure(&t, "a", "precision").0, 0.5));
     // b asked nothing: recall is 0 of 2 ask-only slots, precision undefined.
-    assert!(close(cell(&t, "b", "recall").0, 0.0));
-    let (p, n, shown) = cell(&t, "b", "precision");
+    assert!(close(figure(&t, "b", "recall").0, 0.0));
+    let (p, n, shown) = figure(&t, "b", "precision");
     assert_eq!(p, None);
     assert_eq!(n, 0);
     assert_eq!(shown, "n/a");
-    let row = |c: &str| t.column(c).unwrap().f64().unwrap().clone();
-    let low = row("ci_low");
-    let b_precision = (0..t.height())
-        .find(|&i| {
-            t.column("variant").unwrap().str().unwrap().get(i) == Some("b")
-                && t.column("metric").unwrap().str().unwrap().get(i) == Some("precision")
-        })
-        .unwrap();
     assert_eq!(
-        low.get(b_precision),
+        table1_row(&t, "b", "precision").ci_low,
         None,
         "no interval for an undefined value"
     );
@@ -166,19 +349,30 @@ fn recall_and_precision_are_micro_and_precision_is_undefined_without_questions()
 #[test]
 fn micro_recall_differs_from_the_mean_of_episode_recalls() {
     // Episode 1: 1 of 1 slot asked; episode 2: 0 of 3 → micro 1/4, mean of recalls 1/2.
-    let scores = df!(
-        "episode_id" => ["x#0", "y#0"], "task_id" => ["x", "y"], "variant" => ["v", "v"],
-        "perturbation" => ["none", "none"], "success" => [true, false],
-        "action" => [1.0, 1.0], "personalization" => [1.0, 0.0],
-        "inferable" => [None::<f64>, None], "ask_only" => [1.0, 0.0],
-        "steps" => [1u32, 1], "ask_user_calls" => [1u32, 0],
-    )
-    .unwrap();
-    let inter = df!(
-        "task_id" => ["x", "y"], "variant" => ["v", "v"], "requests" => [1u32, 0],
-        "matched_requests" => [1u32, 0], "ask_only_slots" => [1u32, 3], "matched_ask_only" => [1u32, 0],
-    )
-    .unwrap();
+    let scored = |task: &str, success: bool, personalization: f64, calls: u32| Scored {
+        episode_id: format!("{task}#0"),
+        task_id: task.into(),
+        variant: "v".into(),
+        perturbation: "none".into(),
+        success: Some(success),
+        action: Some(1.0),
+        personalization: Some(personalization),
+        inferable: None,
+        ask_only: Some(personalization),
+        steps: 1,
+        ask_user_calls: calls,
+    };
+    let scores =
+        Scored::to_frame(&[scored("x", true, 1.0, 1), scored("y", false, 0.0, 0)]).unwrap();
+    let asked = |task: &str, requests: u32, slots: u32| AskedOf {
+        task_id: task.into(),
+        variant: "v".into(),
+        requests,
+        matched_requests: requests,
+        ask_only_slots: slots,
+        matched_ask_only: requests,
+    };
+    let inter = AskedOf::to_frame(&[asked("x", 1, 1), asked("y", 0, 3)]).unwrap();
     let a = aggregate(
         &scores,
         Some(&inter),
@@ -187,38 +381,23 @@ fn micro_recall_differs_from_the_mean_of_episode_recalls() {
         &AggregateOptions::default(),
     )
     .unwrap();
-    assert!(close(cell(&a.table1, "v", "recall").0, 0.25));
-    assert!(close(cell(&a.table1, "v", "precision").0, 1.0));
+    assert!(close(figure(&a.table1, "v", "recall").0, 0.25));
+    assert!(close(figure(&a.table1, "v", "precision").0, 1.0));
 }
 
 #[test]
 fn paired_differences_count_ties_explicitly() {
     let p = run().paired;
-    let m = p.column("metric").unwrap().str().unwrap().clone();
-    let i = (0..p.height())
-        .find(|&i| m.get(i) == Some("success"))
-        .unwrap();
-    let get = |c: &str| p.column(c).unwrap().u32().unwrap().get(i).unwrap();
-    assert_eq!(
-        p.column("variant").unwrap().str().unwrap().get(i),
-        Some("b")
-    );
-    assert_eq!(
-        p.column("baseline").unwrap().str().unwrap().get(i),
-        Some("a")
-    );
+    let r = paired_row(&p, "success");
+    assert_eq!(r.variant, "b");
+    assert_eq!(r.baseline, "a");
     // b − a on t1: 0.5 − 0.5 (tie), on t2: 0 − 1 (loss); mean diff 0.25 − 0.75 = −0.5.
-    assert!(close(p.column("diff").unwrap().f64().unwrap().get(i), -0.5));
-    assert_eq!(
-        (get("wins"), get("ties"), get("losses"), get("n")),
-        (0, 1, 1, 2)
-    );
+    assert!(close(r.diff, -0.5));
+    assert_eq!((r.wins, r.ties, r.losses, r.n), (0, 1, 1, 2));
     // Precision is undefined for b everywhere: no common task, no difference.
-    let j = (0..p.height())
-        .find(|&i| m.get(i) == Some("precision"))
-        .unwrap();
-    assert_eq!(p.column("diff").unwrap().f64().unwrap().get(j), None);
-    assert_eq!(p.column("n").unwrap().u32().unwrap().get(j), Some(0));
+    let r = paired_row(&p, "precision");
+    assert_eq!(r.diff, None);
+    assert_eq!(r.n, 0);
 }
 
 /// Variant `b` judged by a judge model, the baseline `a` by the offline judge: every paired row
@@ -228,7 +407,8 @@ fn paired_differences_count_ties_explicitly() {
 fn paired_refuses_a_comparison_across_judges() {
     let judged = |labels: [&str; 6]| {
         let mut s = scores();
-        s.with_column(Column::new("judge".into(), labels)).unwrap();
+        s.with_column(Column::new(Score::judge.into(), labels))
+            .unwrap();
         s
     };
     let options = AggregateOptions {
@@ -246,58 +426,30 @@ fn paired_refuses_a_comparison_across_judges() {
         aggregate(&judged(labels), Some(&interaction()), None, None, &options).expect("aggregate")
     };
     let same = agg(one);
-    assert_eq!(
-        same.paired.column("note").unwrap().null_count(),
-        same.paired.height()
-    );
-    let success = |p: &DataFrame| {
-        let m = p.column("metric").unwrap().str().unwrap().clone();
-        (0..p.height())
-            .find(|&i| m.get(i) == Some("success"))
-            .unwrap()
+    let paired = PairedRow::from_frame(&same.paired).unwrap();
+    assert!(paired.iter().all(|r| r.note.is_none()), "{paired:?}");
+    assert!(close(paired_row(&same.paired, "success").diff, -0.5));
+    let offline = Some("rule+scripted (offline)".to_string());
+    let judges = |t: &str, judges: Vec<Option<String>>| {
+        assert!(judges.iter().all(|j| *j == offline), "{t}: {judges:?}");
     };
-    let i = success(&same.paired);
-    assert!(close(
-        same.paired.column("diff").unwrap().f64().unwrap().get(i),
-        -0.5
-    ));
-    for (table, df) in [
-        ("table1", &same.table1),
-        ("paired", &same.paired),
-        ("pass_k", &same.pass_k),
-    ] {
-        let judges = df.column("judge").unwrap().str().unwrap().clone();
-        assert!(
-            judges.iter().all(|j| j == Some("rule+scripted (offline)")),
-            "{table}: {judges:?}"
-        );
-    }
+    judges("paired", paired.iter().map(|r| r.judge.clone()).collect());
+    let table1 = Table1Row::from_frame(&same.table1).unwrap();
+    judges("table1", table1.into_iter().map(|r| r.judge).collect());
+    let pass_k = PassKRow::from_frame(&same.pass_k).unwrap();
+    judges("pass_k", pass_k.into_iter().map(|r| r.judge).collect());
 
     let p = agg(mixed).paired;
-    let i = success(&p);
-    assert_eq!(p.column("diff").unwrap().f64().unwrap().get(i), None);
-    assert_eq!(p.column("ci_low").unwrap().f64().unwrap().get(i), None);
-    let note = p
-        .column("note")
-        .unwrap()
-        .str()
-        .unwrap()
-        .get(i)
-        .unwrap()
-        .to_string();
+    let r = paired_row(&p, "success");
+    assert_eq!(r.diff, None);
+    assert_eq!(r.ci_low, None);
+    let note = r.note.unwrap_or_default();
     assert!(
         note.contains("hybrid_text:j+llm:j") && note.contains("rule+scripted (offline)"),
         "{note}"
     );
-    let mut judges: Vec<String> = p
-        .column("judge")
-        .unwrap()
-        .str()
-        .unwrap()
-        .iter()
-        .flatten()
-        .map(str::to_string)
-        .collect();
+    let rows = PairedRow::from_frame(&p).unwrap();
+    let mut judges: Vec<String> = rows.iter().filter_map(|r| r.judge.clone()).collect();
     judges.sort();
     judges.dedup();
     assert_eq!(
@@ -305,75 +457,49 @@ fn paired_refuses_a_comparison_across_judges() {
         ["hybrid_text:j+llm:j"],
         "the refused variant's judge"
     );
-    assert_eq!(
-        p.column("note").unwrap().null_count(),
-        0,
-        "every row refused"
-    );
+    assert!(rows.iter().all(|r| r.note.is_some()), "every row refused");
 }
 
 #[test]
 fn perturbation_subsets_are_deltas_from_overall() {
-    let t = run().perturbations;
-    let (v, s, m) = (
-        t.column("variant").unwrap().str().unwrap().clone(),
-        t.column("perturbation").unwrap().str().unwrap().clone(),
-        t.column("metric").unwrap().str().unwrap().clone(),
-    );
-    let i = (0..t.height())
-        .find(|&i| {
-            v.get(i) == Some("a")
-                && s.get(i) == Some("preference_shift")
-                && m.get(i) == Some("success")
-        })
+    let r = PerturbationsRow::from_frame(&run().perturbations)
+        .unwrap()
+        .into_iter()
+        .find(|r| r.variant == "a" && r.perturbation == "preference_shift" && r.metric == "success")
         .unwrap();
     // a: subset t2 = 1.0, overall 0.75 → +0.25.
-    assert!(close(
-        t.column("delta").unwrap().f64().unwrap().get(i),
-        0.25
-    ));
-    assert!(close(
-        t.column("overall").unwrap().f64().unwrap().get(i),
-        0.75
-    ));
+    assert!(close(r.delta, 0.25));
+    assert!(close(r.overall, 0.75));
 }
 
 #[test]
 fn history_curve_reads_the_exposure_of_each_variant() {
-    let t = run().history_curve;
-    let (v, m) = (
-        t.column("variant").unwrap().str().unwrap().clone(),
-        t.column("metric").unwrap().str().unwrap().clone(),
-    );
-    let k = t.column("top_k").unwrap().u32().unwrap().clone();
-    let val = t.column("value").unwrap().f64().unwrap().clone();
+    let t = HistoryCurveRow::from_frame(&run().history_curve).unwrap();
     let at = |variant: &str| {
-        (0..t.height())
-            .find(|&i| v.get(i) == Some(variant) && m.get(i) == Some("personalization"))
+        t.iter()
+            .find(|r| r.variant == variant && r.metric == "personalization")
             .unwrap()
     };
-    assert_eq!(k.get(at("a")), Some(10));
-    assert_eq!(k.get(at("b")), Some(0));
+    assert_eq!(at("a").top_k, Some(10));
+    assert_eq!(at("b").top_k, Some(0));
     // b personalization: t1 = 0.5, t2 = 0 → 0.25.
-    assert!(close(val.get(at("b")), 0.25));
+    assert!(close(at("b").value, 0.25));
     assert_eq!(top_k("all/noisy"), None);
     assert_eq!(top_k("top_k:5/clean"), Some(5));
 }
 
 #[test]
 fn failure_labels_are_shares_of_failed_criteria() {
-    let t = run().failure_labels;
-    let label = t.column("failure_label").unwrap().str().unwrap().clone();
-    let count = t.column("count").unwrap().u32().unwrap().clone();
-    let share = t.column("share").unwrap().f64().unwrap().clone();
-    let total: u32 = count.iter().flatten().sum();
+    let t = FailureLabelsRow::from_frame(&run().failure_labels).unwrap();
+    let total: u32 = t.iter().map(|r| r.count).sum();
     assert_eq!(total, 3, "passes are not failures");
-    let sd = (0..t.height())
-        .find(|&i| label.get(i) == Some("silent_default"))
+    let sd = t
+        .iter()
+        .find(|r| r.failure_label == "silent_default")
         .unwrap();
-    assert_eq!(count.get(sd), Some(2));
-    assert!(close(share.get(sd), 2.0 / 3.0));
-    assert!((0..t.height()).any(|i| label.get(i) == Some("unlabelled")));
+    assert_eq!(sd.count, 2);
+    assert!(close(Some(sd.share), 2.0 / 3.0));
+    assert!(t.iter().any(|r| r.failure_label == "unlabelled"));
 }
 
 #[test]
@@ -501,17 +627,34 @@ fn judge_agreement_at_criterion_success_and_slot_level() {
         label("e1", S("s1".into()), true),
         label("e2", S("s1".into()), false),
     ];
-    let verdicts = df!(
-        "episode_id" => ["e1", "e1", "e2", "e2", "e1", "e1", "e2", "e2", "zz"],
-        "criterion_id" => ["c1", "c2", "c1", "c2", "c1", "c2", "c1", "c2", "c1"],
-        "mode" => ["rule", "rule", "rule", "rule", "llm", "llm", "llm", "llm", "rule"],
-        "verdict" => ["pass", "pass", "pass", "pass", "pass", "fail", "fail", "unscored", "fail"],
-    )
+    let judged = |episode: &str, criterion: &str, mode: &str, verdict: &str| Judgement {
+        episode_id: episode.into(),
+        criterion_id: criterion.into(),
+        mode: mode.into(),
+        verdict: verdict.into(),
+    };
+    let verdicts = Judgement::to_frame(&[
+        judged("e1", "c1", "rule", "pass"),
+        judged("e1", "c2", "rule", "pass"),
+        judged("e2", "c1", "rule", "pass"),
+        judged("e2", "c2", "rule", "pass"),
+        judged("e1", "c1", "llm", "pass"),
+        judged("e1", "c2", "llm", "fail"),
+        judged("e2", "c1", "llm", "fail"),
+        judged("e2", "c2", "llm", "unscored"),
+        judged("zz", "c1", "rule", "fail"),
+    ])
     .unwrap();
-    let requests = df!(
-        "episode_id" => ["e1", "e2"],
-        "slot_id" => [Some("s1"), None],
-    )
+    let requests = Request::to_frame(&[
+        Request {
+            episode_id: "e1".into(),
+            slot_id: Some("s1".into()),
+        },
+        Request {
+            episode_id: "e2".into(),
+            slot_id: None,
+        },
+    ])
     .unwrap();
     let rows = judge_agreement(&labels, &verdicts, Some(&requests)).unwrap();
     let find = |level: &str, pair: &str| {
@@ -552,37 +695,48 @@ fn scale_100k_episodes() {
     let task = |i: usize| format!("t{}", i % 500);
     let variant = |i: usize| format!("v{}", (i / 500) % 4);
     let ids: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
-    let scores = df!(
-        "episode_id" => &ids,
-        "task_id" => (0..n).map(task).collect::<Vec<_>>(),
-        "variant" => (0..n).map(variant).collect::<Vec<_>>(),
-        "perturbation" => (0..n).map(|i| if i % 7 == 0 { "preference_shift" } else { "none" }).collect::<Vec<_>>(),
-        "success" => (0..n).map(|i| i % 3 == 0).collect::<Vec<_>>(),
-        "action" => (0..n).map(|i| (i % 5) as f64 / 4.0).collect::<Vec<_>>(),
-        "personalization" => (0..n).map(|i| (i % 4) as f64 / 3.0).collect::<Vec<_>>(),
-        "inferable" => (0..n).map(|i| (i % 2) as f64).collect::<Vec<_>>(),
-        "ask_only" => (0..n).map(|i| (i % 3 == 1).then_some(1.0)).collect::<Vec<_>>(),
-        "steps" => (0..n).map(|i| (i % 9) as u32).collect::<Vec<_>>(),
-        "ask_user_calls" => (0..n).map(|i| (i % 2) as u32).collect::<Vec<_>>(),
-    )
-    .unwrap();
-    let interaction = df!(
-        "task_id" => (0..n).map(task).collect::<Vec<_>>(),
-        "variant" => (0..n).map(variant).collect::<Vec<_>>(),
-        "requests" => (0..n).map(|i| (i % 2) as u32).collect::<Vec<_>>(),
-        "matched_requests" => (0..n).map(|i| (i % 4 == 1) as u32).collect::<Vec<_>>(),
-        "ask_only_slots" => vec![1u32; n],
-        "matched_ask_only" => (0..n).map(|i| (i % 4 == 1) as u32).collect::<Vec<_>>(),
-    )
-    .unwrap();
+    let scores: Vec<Scored> = (0..n)
+        .map(|i| Scored {
+            episode_id: ids[i].clone(),
+            task_id: task(i),
+            variant: variant(i),
+            perturbation: if i % 7 == 0 {
+                "preference_shift"
+            } else {
+                "none"
+            }
+            .into(),
+            success: Some(i % 3 == 0),
+            action: Some((i % 5) as f64 / 4.0),
+            personalization: Some((i % 4) as f64 / 3.0),
+            inferable: Some((i % 2) as f64),
+            ask_only: (i % 3 == 1).then_some(1.0),
+            steps: (i % 9) as u32,
+            ask_user_calls: (i % 2) as u32,
+        })
+        .collect();
+    let scores = Scored::to_frame(&scores).unwrap();
+    let interaction: Vec<AskedOf> = (0..n)
+        .map(|i| AskedOf {
+            task_id: task(i),
+            variant: variant(i),
+            requests: (i % 2) as u32,
+            matched_requests: (i % 4 == 1) as u32,
+            ask_only_slots: 1,
+            matched_ask_only: (i % 4 == 1) as u32,
+        })
+        .collect();
+    let interaction = AskedOf::to_frame(&interaction).unwrap();
     let m = 5 * n;
-    let verdicts = df!(
-        "variant" => (0..m).map(|i| variant(i / 5)).collect::<Vec<_>>(),
-        "mode" => vec!["rule"; m],
-        "verdict" => (0..m).map(|i| if i % 3 == 0 { "fail" } else { "pass" }).collect::<Vec<_>>(),
-        "failure_label" => (0..m).map(|i| if i % 3 == 0 { Some("silent_default") } else { None }).collect::<Vec<_>>(),
-    )
-    .unwrap();
+    let verdicts: Vec<LabelledOf> = (0..m)
+        .map(|i| LabelledOf {
+            variant: variant(i / 5),
+            mode: "rule".into(),
+            verdict: if i % 3 == 0 { "fail" } else { "pass" }.into(),
+            failure_label: (i % 3 == 0).then(|| "silent_default".to_string()),
+        })
+        .collect();
+    let verdicts = LabelledOf::to_frame(&verdicts).unwrap();
     let a = aggregate(
         &scores,
         Some(&interaction),
@@ -592,7 +746,7 @@ fn scale_100k_episodes() {
     )
     .unwrap();
     assert_eq!(a.table1.height(), 4 * 9);
-    let n_col = a.table1.column("n").unwrap().u32().unwrap().clone();
-    assert_eq!(n_col.get(0), Some(500), "success over 500 tasks");
+    let table1 = Table1Row::from_frame(&a.table1).unwrap();
+    assert_eq!(table1[0].n, 500, "success over 500 tasks");
     assert_eq!(a.pass_k.height(), 4 * 50);
 }

@@ -104,53 +104,94 @@ fn role_sums(frame: &DataFrame, role: &str) -> Option<LazyFrame> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tables::episodes::EPISODES;
+    use crate::tables::judging::SCORES;
+
+    crate::tables::row! {
+        /// What the runner records of an episode's cost.
+        struct EpisodeCost of EPISODES {
+            variant: String,
+            prompt_tokens_agent: u64,
+            completion_tokens_agent: u64,
+            cost_agent: f64,
+            cached_tokens_agent: u64,
+            prompt_tokens_user: u64,
+            completion_tokens_user: u64,
+            cost_user: f64,
+        }
+    }
+
+    crate::tables::row! {
+        /// What the judge records of its cost.
+        struct JudgeCost of SCORES {
+            variant: String,
+            prompt_tokens_judge: u64,
+            completion_tokens_judge: u64,
+            cost_judge: f64,
+        }
+    }
+
+    fn episode(variant: &str, agent: (u64, u64, f64, u64), user: (u64, u64)) -> EpisodeCost {
+        EpisodeCost {
+            variant: variant.into(),
+            prompt_tokens_agent: agent.0,
+            completion_tokens_agent: agent.1,
+            cost_agent: agent.2,
+            cached_tokens_agent: agent.3,
+            prompt_tokens_user: user.0,
+            completion_tokens_user: user.1,
+            cost_user: 0.0,
+        }
+    }
+
+    fn judged(variant: &str, prompt: u64, completion: u64, cost: f64) -> JudgeCost {
+        JudgeCost {
+            variant: variant.into(),
+            prompt_tokens_judge: prompt,
+            completion_tokens_judge: completion,
+            cost_judge: cost,
+        }
+    }
 
     #[test]
     fn tokens_and_money_add_up_per_variant_and_role() {
-        let episodes = df!(
-            "variant" => ["m1", "m1", "oracle"],
-            "prompt_tokens_agent" => [10u64, 20, 0],
-            "completion_tokens_agent" => [1u64, 2, 0],
-            "cost_agent" => [0.5, 0.25, 0.0],
-            "cached_tokens_agent" => [8u64, 0, 0],
-            "prompt_tokens_user" => [3u64, 4, 0],
-            "completion_tokens_user" => [1u64, 1, 0],
-            "cost_user" => [0.0, 0.0, 0.0],
-        )
+        let episodes = EpisodeCost::to_frame(&[
+            episode("m1", (10, 1, 0.5, 8), (3, 1)),
+            episode("m1", (20, 2, 0.25, 0), (4, 1)),
+            episode("oracle", (0, 0, 0.0, 0), (0, 0)),
+        ])
         .unwrap();
-        let scores = df!(
-            "variant" => ["m1", "m1", "oracle"],
-            "prompt_tokens_judge" => [100u64, 0, 0],
-            "completion_tokens_judge" => [5u64, 0, 0],
-            "cost_judge" => [0.125, 0.0, 0.0],
-        )
+        let scores = JudgeCost::to_frame(&[
+            judged("m1", 100, 5, 0.125),
+            judged("m1", 0, 0, 0.0),
+            judged("oracle", 0, 0, 0.0),
+        ])
         .unwrap();
         let u = usage(&scores, Some(&episodes)).unwrap();
         assert_eq!(u.height(), 6);
+        // `judge` is added by `aggregate`: absent here, so read as null.
+        let rows = U::from_frame(
+            &u.lazy()
+                .with_column(lit(NULL).cast(DataType::String).alias(U::judge))
+                .collect()
+                .unwrap(),
+        )
+        .unwrap();
         let row = |variant: &str, role: &str| -> (u64, f64) {
-            let v = u.column("variant").unwrap().str().unwrap();
-            let r = u.column("role").unwrap().str().unwrap();
-            let i = (0..u.height())
-                .find(|&i| v.get(i) == Some(variant) && r.get(i) == Some(role))
+            let r = rows
+                .iter()
+                .find(|r| r.variant == variant && r.role == role)
                 .unwrap();
-            (
-                u.column("prompt_tokens")
-                    .unwrap()
-                    .u64()
-                    .unwrap()
-                    .get(i)
-                    .unwrap(),
-                u.column("cost").unwrap().f64().unwrap().get(i).unwrap(),
-            )
+            (r.prompt_tokens, r.cost)
         };
         assert_eq!(row("m1", "agent"), (30, 0.75));
         assert_eq!(row("m1", "user"), (7, 0.0));
         assert_eq!(row("m1", "judge"), (100, 0.125));
         assert_eq!(row("oracle", "agent"), (0, 0.0));
         // The agent's cached prompt tokens; none reported for the user and the judge.
-        let cached = u.column("cached_prompt_tokens").unwrap().u64().unwrap();
-        assert_eq!(cached.get(0), Some(8), "{u}");
-        assert_eq!(cached.sum(), Some(8), "{u}");
+        assert_eq!(rows[0].cached_prompt_tokens, 8, "{rows:?}");
+        let cached: u64 = rows.iter().map(|r| r.cached_prompt_tokens).sum();
+        assert_eq!(cached, 8, "{rows:?}");
         let judge_only = usage(&scores, None).unwrap();
         assert_eq!(judge_only.height(), 2);
     }

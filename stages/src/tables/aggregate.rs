@@ -305,3 +305,48 @@ crate::tables::table! {
         pub judge: Option<String>,
     }
 }
+
+/// A CSV file format the labelled judge set is written in (datasets/judge-labels/README.md):
+/// the columns its header must hold and those it may (read as empty when absent). Files people
+/// write are formats like the tables, so their columns are declared here once.
+pub struct CsvHeader {
+    /// The columns every file must have.
+    pub required: &'static [&'static str],
+    /// The columns a file may leave out.
+    pub optional: &'static [&'static str],
+}
+
+/// The columns of a labelled pass's CSV files (`labels/pass*/*.csv`, `records/*.csv`).
+pub mod label_csv {
+    use super::CsvHeader;
+
+    /// `<task_id>/<name>`: the labelled episode.
+    pub const EPISODE: &str = "episode";
+    /// `criterion`, `success` or `piece`.
+    pub const LEVEL: &str = "level";
+    /// A criterion id, empty, or `ASK.PIECE`.
+    pub const SUBJECT: &str = "subject";
+    /// `pass` / `fail`, or a slot id / `none` for pieces.
+    pub const LABEL: &str = "label";
+    /// Who labelled.
+    pub const ANNOTATOR: &str = "annotator";
+    /// The header.
+    pub const HEADER: CsvHeader = CsvHeader {
+        required: &[EPISODE, LEVEL, SUBJECT, LABEL],
+        optional: &[ANNOTATOR],
+    };
+}
+
+/// The columns of the adjudication file (`labels/adjudication.csv`).
+pub mod adjudication_csv {
+    pub use super::label_csv::{EPISODE, LEVEL, SUBJECT};
+    use super::CsvHeader;
+
+    /// The adjudicated value.
+    pub const RESOLVED: &str = "resolved";
+    /// The header.
+    pub const HEADER: CsvHeader = CsvHeader {
+        required: &[EPISODE, LEVEL, SUBJECT, RESOLVED],
+        optional: &["pass1", "pass2", "adjudicator", "note"],
+    };
+}

@@ -5,6 +5,7 @@
 //! fails when the file is stale).
 
 pub mod aggregate;
+pub mod completions;
 pub mod episodes;
 pub mod judging;
 pub mod knowu;

@@ -188,6 +188,7 @@ macro_rules! scalar {
 scalar!(String, Str, str, |s: &str| s.to_string());
 scalar!(bool, Bool, bool, |b| b);
 scalar!(u32, U32, u32, |v| v);
+scalar!(i32, I32, i32, |v| v);
 scalar!(u64, U64, u64, |v| v);
 scalar!(i64, I64, i64, |v| v);
 scalar!(f64, F64, f64, |v| v);

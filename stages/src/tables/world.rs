@@ -20,10 +20,13 @@ pub const LABEL: &str = "label";
 pub const SUPPORTS: &str = "supports";
 /// An app's id.
 pub const APP: &str = "app";
+/// The `persona` column `import_persona` alone appends to `profile_entries` and
+/// `history_events`, so tables of several personas can be concatenated.
+pub const PERSONA: &str = "persona";
 /// `sources.kind`.
-pub const KIND: &str = "kind";
+pub const KIND: &str = SourceRow::kind;
 /// `sources.name`.
-pub const NAME: &str = "name";
+pub const NAME: &str = SourceRow::name;
 
 /// The persona's hidden profile.
 pub static PROFILE_ENTRIES: TableDef = TableDef {
@@ -53,7 +56,7 @@ pub static PROFILE_ENTRIES: TableDef = TableDef {
         ),
         C::nullable("shift_changed", Str, "when it changed (ISO date)"),
         C::new("evidence", ListStr, "supporting history event ids"),
-        C::new("persona", Str, "the persona imported").only("`import_persona`"),
+        C::new(PERSONA, Str, "the persona imported").only("`import_persona`"),
     ],
     open: false,
 };
@@ -81,80 +84,138 @@ pub static HISTORY_EVENTS: TableDef = TableDef {
             ListStr,
             "profile entry ids it is designed counter-evidence for",
         ),
-        C::new("persona", Str, "the persona imported").only("`import_persona`"),
+        C::new(PERSONA, Str, "the persona imported").only("`import_persona`"),
     ],
     open: false,
 };
 
-/// The app catalog.
-pub static APPS: TableDef = TableDef {
-    name: "apps",
-    doc: "one row per mock app",
-    columns: &[
-        C::new(APP, Str, "app id"),
-        C::new(NAME, Str, "display name"),
-        C::new("category", Str, "the app's category"),
-        C::new("description", Str, "one line"),
-        C::new("tables", U32, "entity tables"),
-        C::new("operations", U32, "operations"),
-        C::new("records", U32, "seed records"),
-    ],
-    open: false,
-};
+crate::tables::table! {
+    /// One mock app of the catalog.
+    pub struct AppRow as APPS ("apps", "one row per mock app") {
+        /// app id
+        pub app: String,
+        /// display name
+        pub name: String,
+        /// the app's category
+        pub category: String,
+        /// one line
+        pub description: String,
+        /// entity tables
+        pub tables: u32,
+        /// operations
+        pub operations: u32,
+        /// seed records
+        pub records: u32,
+    }
+}
 
-/// The apps' seed records.
-pub static APP_RECORDS: TableDef = TableDef {
-    name: "app_records",
-    doc: "one row per seed record of an app table",
-    columns: &[
-        C::new(APP, Str, "app id"),
-        C::new("table", Str, "the app's table"),
-        C::new("record_id", Str, "record id"),
-        C::new("fields_json", Str, "the record's fields (JSON object)"),
-    ],
-    open: false,
-};
+crate::tables::table! {
+    /// One seed record of an app table.
+    pub struct AppRecordRow as APP_RECORDS ("app_records", "one row per seed record of an app table") {
+        /// app id
+        pub app: String,
+        /// the app's table
+        pub table: String,
+        /// record id
+        pub record_id: String,
+        /// the record's fields (JSON object)
+        pub fields_json: String,
+    }
+}
 
-/// What the world was built from.
-pub static SOURCES: TableDef = TableDef {
-    name: "sources",
-    doc: "one row per file the world was built from; `world_from_tables` rebuilds the world from these and `history_events` (`build_knowu_world` adds the row kind `knowu_profile`)",
-    columns: &[
-        C::new(KIND, Str, "`app` \\| `persona` (\\| `knowu_profile`)"),
-        C::new(NAME, Str, "the app or persona"),
-        C::new(TEXT, Str, "the YAML it was built from"),
-    ],
-    open: false,
-};
+crate::tables::table! {
+    /// One file the world was built from.
+    pub struct SourceRow as SOURCES ("sources", "one row per file the world was built from; `world_from_tables` rebuilds the world from these and `history_events` (`build_knowu_world` adds the row kind `knowu_profile`)") {
+        /// `app` \| `persona` (\| `knowu_profile`)
+        pub kind: String,
+        /// the app or persona
+        pub name: String,
+        /// the YAML it was built from
+        pub text: String,
+    }
+}
 
-/// Counts describing a world.
-pub static SUMMARY: TableDef = TableDef {
-    name: "summary",
-    doc: "counts per section (`prefflow show world.summary` prints it grouped)",
-    columns: &[
-        C::new("section", Str, "what is counted"),
-        C::new("key", Str, "which one"),
-        C::new("count", U64, "how many"),
-    ],
-    open: false,
-};
+crate::tables::table! {
+    /// One count describing a world.
+    pub struct SummaryRow as SUMMARY ("summary", "counts per section (`prefflow show world.summary` prints it grouped)") {
+        /// what is counted
+        pub section: String,
+        /// which one
+        pub key: String,
+        /// how many
+        pub count: u64,
+    }
+}
 
-/// `build_world`'s audit of its history (named like the review rounds' `audit`).
-pub static AUDIT: TableDef = TableDef {
-    name: "audit",
-    doc: "one row per measurement of `build_world`'s history audit (the sections are listed below)",
-    columns: &[
-        C::new("section", Str, "which check (see below)"),
-        C::new("key", Str, "the metric, entry id, rule or gram"),
-        C::new("value", F64, "the measurement"),
-        C::new(
-            "detail",
-            Str,
-            "a readable note (the offending event for a contradiction)",
-        ),
-    ],
-    open: false,
-};
+crate::tables::table! {
+    /// One measurement of `build_world`'s history audit (named like the review rounds' `audit`).
+    pub struct WorldAuditRow as AUDIT ("audit", "one row per measurement of `build_world`'s history audit (the sections are listed below)") {
+        /// which check (see below)
+        pub section: String,
+        /// the metric, entry id, rule or gram
+        pub key: String,
+        /// the measurement
+        pub value: f64,
+        /// a readable note (the offending event for a contradiction)
+        pub detail: String,
+    }
+}
+
+crate::tables::row! {
+    /// A profile entry as `build_world` and the KnowU world write it and every reader reads it
+    /// (`import_persona` adds `persona`).
+    pub struct ProfileEntryRow of PROFILE_ENTRIES {
+        /// See [`PROFILE_ENTRIES`].
+        pub id: String,
+        /// See [`PROFILE_ENTRIES`].
+        pub dimension: String,
+        /// See [`PROFILE_ENTRIES`].
+        pub key: String,
+        /// See [`PROFILE_ENTRIES`].
+        pub value: String,
+        /// See [`PROFILE_ENTRIES`].
+        pub value_json: String,
+        /// See [`PROFILE_ENTRIES`].
+        pub mention: String,
+        /// See [`PROFILE_ENTRIES`].
+        pub source: String,
+        /// See [`PROFILE_ENTRIES`].
+        pub shift_from: Option<String>,
+        /// See [`PROFILE_ENTRIES`].
+        pub shift_from_mention: Option<String>,
+        /// See [`PROFILE_ENTRIES`].
+        pub shift_changed: Option<String>,
+        /// See [`PROFILE_ENTRIES`].
+        pub evidence: Vec<String>,
+    }
+}
+
+crate::tables::row! {
+    /// A history event as the world writes it and `world_from_tables` reads it back
+    /// (`import_persona` adds `persona`).
+    pub struct HistoryEventRow of HISTORY_EVENTS {
+        /// See [`HISTORY_EVENTS`].
+        pub event_id: String,
+        /// See [`HISTORY_EVENTS`].
+        pub time: String,
+        /// See [`HISTORY_EVENTS`].
+        pub utc_offset_minutes: Option<i32>,
+        /// See [`HISTORY_EVENTS`].
+        pub app: String,
+        /// See [`HISTORY_EVENTS`].
+        pub location: String,
+        /// See [`HISTORY_EVENTS`].
+        pub text: String,
+        /// See [`HISTORY_EVENTS`].
+        pub label: String,
+        /// See [`HISTORY_EVENTS`].
+        pub category: String,
+        /// See [`HISTORY_EVENTS`].
+        pub supports: Vec<String>,
+        /// See [`HISTORY_EVENTS`].
+        pub counters: Vec<String>,
+    }
+}
 
 /// How every world-reading kind reads `sources` (the loader needs kind, name and text), so the
 /// declaration lives once beside the table.

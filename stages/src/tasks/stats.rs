@@ -7,6 +7,8 @@ use polars::prelude::*;
 
 use super::error::TaskError;
 use super::model::Perturbation;
+use crate::tables::row::RowError;
+use crate::tables::tasks::{CRITERIA, SLOTS, STATS, TASKS};
 
 /// One statistic: section, key, value, and the paper's figure where Table D.1 / §3.5 gives one.
 #[derive(Debug, Clone, PartialEq)]
@@ -22,14 +24,49 @@ pub struct Stat {
     pub paper: Option<f64>,
 }
 
-fn strs<'a>(df: &'a DataFrame, table: &str, col: &str) -> Result<&'a StringChunked, TaskError> {
-    df.column(col)
-        .and_then(|c| c.str())
-        .map_err(|e| TaskError::table(table, e.to_string()))
+crate::tables::row! {
+    /// The columns of `tasks` the statistics count.
+    struct StatTask of TASKS {
+        template: String,
+        apps: Vec<String>,
+        task_type: String,
+        perturbation: String,
+        cross_app: bool,
+        reference_solution: String,
+    }
 }
 
-fn text(ca: &StringChunked, i: usize) -> String {
-    ca.get(i).unwrap_or_default().to_string()
+crate::tables::row! {
+    /// The columns of `slots` the statistics count.
+    struct StatSlot of SLOTS {
+        task_id: String,
+        slot_id: String,
+        source: String,
+    }
+}
+
+crate::tables::row! {
+    /// The columns of `criteria` the statistics count.
+    struct StatCriterion of CRITERIA {
+        task_id: String,
+        kind: String,
+        slot_id: Option<String>,
+    }
+}
+
+crate::tables::row! {
+    /// A `stats` row as `task_stats` writes it.
+    struct StatRow of STATS {
+        section: String,
+        key: String,
+        value: f64,
+        paper: Option<f64>,
+    }
+}
+
+/// A row view's error as a task error naming the table and column.
+fn rows<T>(read: Result<Vec<T>, RowError>) -> Result<Vec<T>, TaskError> {
+    read.map_err(|e| TaskError::table(e.table, e.to_string()))
 }
 
 /// Computes the statistics of a task set.
@@ -38,21 +75,22 @@ pub fn compute(
     slots: &DataFrame,
     criteria: &DataFrame,
 ) -> Result<Vec<Stat>, TaskError> {
-    let n = tasks.height();
+    let tasks = rows(StatTask::from_frame(tasks))?;
+    let n = tasks.len();
     let per = |x: usize| if n == 0 { 0.0 } else { x as f64 / n as f64 };
     let (action, inferable, ask_only) = criterion_counts(slots, criteria)?;
-    let apps = apps_per_task(tasks)?;
-    let covered: BTreeSet<&String> = apps.iter().flatten().collect();
-    let cross = tasks
-        .column("cross_app")
-        .and_then(|c| c.bool())
-        .map_err(|e| TaskError::table("tasks", e.to_string()))?
-        .iter()
-        .filter(|b| *b == Some(true))
+    let apps: Vec<&Vec<String>> = tasks.iter().map(|t| &t.apps).collect();
+    let covered: BTreeSet<&String> = apps.iter().copied().flatten().collect();
+    let cross = tasks.iter().filter(|t| t.cross_app).count();
+    let templates: BTreeSet<&str> = tasks.iter().map(|t| t.template.as_str()).collect();
+    let ops = operations(&tasks);
+    // Multi-step: tasks that touch two or more apps or need two or more operations (reads do
+    // not count as operations, but a read in another app counts as touching it): look
+    // something up then act, act then tell someone.
+    let multi = (0..n)
+        .filter(|&i| apps[i].len() >= 2 || ops[i].len() >= 2)
         .count();
-    let templates: BTreeSet<&str> = strs(tasks, "tasks", "template")?.iter().flatten().collect();
-    let multi = multi_step(tasks, &apps)?;
-    let (two_ops, second_message) = second_steps(tasks)?;
+    let (two_ops, second_message) = second_steps(&ops);
     let mut out = vec![
         stat("total", "tasks", n as f64, Some(130.0)),
         stat("total", "templates", templates.len() as f64, None),
@@ -80,12 +118,12 @@ pub fn compute(
             None,
         ),
     ];
-    out.extend(perturbation_stats(tasks, n)?);
-    for (k, c) in counts(strs(tasks, "tasks", "task_type")?) {
+    out.extend(perturbation_stats(&tasks));
+    for (k, c) in counts(tasks.iter().map(|t| t.task_type.as_str())) {
         out.push(stat("task_type", &k, c as f64, None));
     }
     let mut per_app: BTreeMap<&String, usize> = BTreeMap::new();
-    for a in apps.iter().flatten() {
+    for a in apps.iter().copied().flatten() {
         *per_app.entry(a).or_default() += 1;
     }
     for (app, c) in per_app {
@@ -95,21 +133,18 @@ pub fn compute(
 }
 
 /// Tasks per perturbation, and the templates behind each.
-fn perturbation_stats(tasks: &DataFrame, n: usize) -> Result<Vec<Stat>, TaskError> {
+fn perturbation_stats(tasks: &[StatTask]) -> Vec<Stat> {
     let mut out = Vec::new();
-    let perturbation = counts(strs(tasks, "tasks", "perturbation")?);
+    let perturbation = counts(tasks.iter().map(|t| t.perturbation.as_str()));
     for p in Perturbation::ALL {
         let c = perturbation.get(p.as_str()).copied().unwrap_or(0);
         out.push(stat("perturbation", p.as_str(), c as f64, None));
     }
-    let (pert, tmpl) = (
-        strs(tasks, "tasks", "perturbation")?,
-        strs(tasks, "tasks", "template")?,
-    );
     for p in Perturbation::ALL {
-        let behind: BTreeSet<&str> = (0..n)
-            .filter(|&i| pert.get(i) == Some(p.as_str()))
-            .filter_map(|i| tmpl.get(i))
+        let behind: BTreeSet<&str> = tasks
+            .iter()
+            .filter(|t| t.perturbation == p.as_str())
+            .map(|t| t.template.as_str())
             .collect();
         out.push(stat(
             "perturbation_templates",
@@ -118,7 +153,7 @@ fn perturbation_stats(tasks: &DataFrame, n: usize) -> Result<Vec<Stat>, TaskErro
             None,
         ));
     }
-    Ok(out)
+    out
 }
 
 /// One stat row.
@@ -136,26 +171,18 @@ fn criterion_counts(
     slots: &DataFrame,
     criteria: &DataFrame,
 ) -> Result<(usize, usize, usize), TaskError> {
-    let (st, ss, sr) = (
-        strs(slots, "slots", "task_id")?,
-        strs(slots, "slots", "slot_id")?,
-        strs(slots, "slots", "source")?,
-    );
-    let source: HashMap<(String, String), String> = (0..slots.height())
-        .map(|i| ((text(st, i), text(ss, i)), text(sr, i)))
+    let source: HashMap<(String, String), String> = rows(StatSlot::from_frame(slots))?
+        .into_iter()
+        .map(|s| ((s.task_id, s.slot_id), s.source))
         .collect();
-    let (ct, ck, cs) = (
-        strs(criteria, "criteria", "task_id")?,
-        strs(criteria, "criteria", "kind")?,
-        strs(criteria, "criteria", "slot_id")?,
-    );
     let mut counts = (0, 0, 0);
-    for i in 0..criteria.height() {
-        if ck.get(i) == Some("action") {
+    for c in rows(StatCriterion::from_frame(criteria))? {
+        if c.kind == "action" {
             counts.0 += 1;
             continue;
         }
-        match source.get(&(text(ct, i), text(cs, i))).map(String::as_str) {
+        let key = (c.task_id, c.slot_id.unwrap_or_default());
+        match source.get(&key).map(String::as_str) {
             Some("inferable") => counts.1 += 1,
             Some("ask_only") => counts.2 += 1,
             _ => {}
@@ -164,23 +191,13 @@ fn criterion_counts(
     Ok(counts)
 }
 
-/// Tasks that touch two or more apps or need two or more operations (reads do not count as
-/// operations, but a read in another app counts as touching it): look something up then act,
-/// act then tell someone.
-fn multi_step(tasks: &DataFrame, apps: &[Vec<String>]) -> Result<usize, TaskError> {
-    let ops = operations(tasks)?;
-    Ok((0..tasks.height())
-        .filter(|&i| apps[i].len() >= 2 || ops[i].len() >= 2)
-        .count())
-}
-
 /// The operations (not reads) of each task's reference solution, in order.
-fn operations(tasks: &DataFrame) -> Result<Vec<Vec<String>>, TaskError> {
-    let refs = strs(tasks, "tasks", "reference_solution")?;
-    Ok((0..tasks.height())
-        .map(|i| {
+fn operations(tasks: &[StatTask]) -> Vec<Vec<String>> {
+    tasks
+        .iter()
+        .map(|t| {
             let steps: Vec<serde_json::Value> =
-                serde_json::from_str(refs.get(i).unwrap_or("[]")).unwrap_or_default();
+                serde_json::from_str(&t.reference_solution).unwrap_or_default();
             steps
                 .iter()
                 .filter_map(|s| s.get("tool").and_then(serde_json::Value::as_str))
@@ -188,43 +205,23 @@ fn operations(tasks: &DataFrame) -> Result<Vec<Vec<String>>, TaskError> {
                 .map(str::to_string)
                 .collect()
         })
-        .collect())
+        .collect()
 }
 
 /// Tasks with two or more operations, and how many of them follow the first with a message or
 /// an email (issue 25: second steps should not be mostly messages).
-fn second_steps(tasks: &DataFrame) -> Result<(usize, usize), TaskError> {
-    let ops = operations(tasks)?;
+fn second_steps(ops: &[Vec<String>]) -> (usize, usize) {
     let two: Vec<&Vec<String>> = ops.iter().filter(|o| o.len() >= 2).collect();
     let message = two
         .iter()
         .filter(|o| o[1].starts_with("messages.") || o[1].starts_with("mail."))
         .count();
-    Ok((two.len(), message))
+    (two.len(), message)
 }
 
-fn apps_per_task(tasks: &DataFrame) -> Result<Vec<Vec<String>>, TaskError> {
-    let lists = tasks
-        .column("apps")
-        .and_then(|c| c.list())
-        .map_err(|e| TaskError::table("tasks", e.to_string()))?;
-    Ok((0..tasks.height())
-        .map(|i| {
-            lists
-                .get_as_series(i)
-                .and_then(|s| {
-                    s.str()
-                        .ok()
-                        .map(|ca| ca.iter().flatten().map(str::to_string).collect())
-                })
-                .unwrap_or_default()
-        })
-        .collect())
-}
-
-fn counts(ca: &StringChunked) -> BTreeMap<String, usize> {
+fn counts<'a>(values: impl Iterator<Item = &'a str>) -> BTreeMap<String, usize> {
     let mut out = BTreeMap::new();
-    for v in ca.iter().flatten() {
+    for v in values {
         *out.entry(v.to_string()).or_default() += 1;
     }
     out
@@ -232,23 +229,14 @@ fn counts(ca: &StringChunked) -> BTreeMap<String, usize> {
 
 /// The statistics as the `stats` table: section, key, value, paper.
 pub fn stats_frame(stats: &[Stat]) -> Result<DataFrame, TaskError> {
-    let columns = vec![
-        Column::new(
-            "section".into(),
-            stats.iter().map(|s| s.section).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "key".into(),
-            stats.iter().map(|s| s.key.clone()).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "value".into(),
-            stats.iter().map(|s| s.value).collect::<Vec<_>>(),
-        ),
-        Column::new(
-            "paper".into(),
-            stats.iter().map(|s| s.paper).collect::<Vec<_>>(),
-        ),
-    ];
-    DataFrame::new(stats.len(), columns).map_err(TaskError::from)
+    let rows: Vec<StatRow> = stats
+        .iter()
+        .map(|s| StatRow {
+            section: s.section.to_string(),
+            key: s.key.clone(),
+            value: s.value,
+            paper: s.paper,
+        })
+        .collect();
+    StatRow::to_frame(&rows).map_err(TaskError::from)
 }

@@ -4,12 +4,13 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use polars::prelude::{DataFrame, DataType};
+use polars::prelude::DataFrame;
 use serde::Serialize;
 
 use super::history::{HistoryEvent, Label};
 use super::persona::ProfileEntry;
 use super::World;
+use crate::tables::world::SummaryRow;
 
 /// Counts that describe a world.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -104,21 +105,16 @@ impl fmt::Display for WorldSummary {
 /// `import_persona` write it) as grouped text like the papers' statistics tables, so
 /// `prefflow show world.summary` reads at a glance. `None` when the columns do not fit.
 pub fn render_table(df: &DataFrame) -> Option<String> {
-    let section = df.column("section").ok()?.str().ok()?;
-    let key = df.column("key").ok()?.str().ok()?;
-    let count = df.column("count").ok()?.cast(&DataType::UInt64).ok()?;
-    let count = count.u64().ok()?;
+    let rows = SummaryRow::from_frame(df).ok()?;
     let mut out = String::new();
     let mut current = None;
-    for i in 0..df.height() {
-        let s = section.get(i).unwrap_or_default();
+    for row in &rows {
+        let s = row.section.as_str();
         if current != Some(s) {
             out.push_str(&format!("{}:\n", s.replace('_', " ")));
             current = Some(s);
         }
-        let k = key.get(i).unwrap_or_default();
-        let n = count.get(i).unwrap_or_default();
-        out.push_str(&format!("  {k:<24} {n:>6}\n"));
+        out.push_str(&format!("  {:<24} {:>6}\n", row.key, row.count));
     }
     Some(out)
 }
@@ -146,11 +142,16 @@ mod tests {
 
     #[test]
     fn summary_tables_render_grouped_and_other_tables_do_not() {
-        let df = polars::df!(
-            "section" => ["total", "total", "events_per_month"],
-            "key" => ["apps", "events", "2025-03"],
-            "count" => [26u64, 3051, 400],
-        )
+        let row = |section: &str, key: &str, count: u64| SummaryRow {
+            section: section.into(),
+            key: key.into(),
+            count,
+        };
+        let df = SummaryRow::to_frame(&[
+            row("total", "apps", 26),
+            row("total", "events", 3051),
+            row("events_per_month", "2025-03", 400),
+        ])
         .unwrap();
         let text = render_table(&df).unwrap();
         let lines: Vec<&str> = text.lines().collect();

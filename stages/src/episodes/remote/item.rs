@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use polars::prelude::{Column, DataFrame};
+use polars::prelude::DataFrame;
 use prefflow_engine::StageError;
 use serde_json::Value;
 
@@ -20,6 +20,7 @@ use crate::episodes::agents::{LlmAgentConfig, Replay};
 use crate::episodes::frames::episode_tables;
 use crate::episodes::seed::{episode_id, episode_seed};
 use crate::episodes::{EpisodeRow, EpisodeRun, ModelAccess};
+use crate::tables::episodes::DeviceColumns;
 
 /// A remote episode stage's params, parsed once per instance (in `prepare`).
 pub struct RemoteSetup {
@@ -231,15 +232,17 @@ pub fn remote_tables(
 }
 
 fn add_device_columns(df: &mut DataFrame, played: &[Played], url: &str) -> Result<(), StageError> {
-    let devices: Vec<String> = played.iter().map(|_| url.to_string()).collect();
-    let attempts: Vec<u32> = played.iter().map(|p| p.attempts).collect();
-    let reasons: Vec<Option<String>> = played
+    let rows: Vec<DeviceColumns> = played
         .iter()
-        .map(|p| p.eval.as_ref().map(|e| e.reason.clone()))
+        .map(|p| DeviceColumns {
+            device: url.to_string(),
+            device_attempts: p.attempts,
+            eval_reason: p.eval.as_ref().map(|e| e.reason.clone()),
+        })
         .collect();
-    df.with_column(Column::new("device".into(), devices))?;
-    df.with_column(Column::new("device_attempts".into(), attempts))?;
-    df.with_column(Column::new("eval_reason".into(), reasons))?;
+    for column in DeviceColumns::to_frame(&rows)?.columns() {
+        df.with_column(column.clone())?;
+    }
     Ok(())
 }
 

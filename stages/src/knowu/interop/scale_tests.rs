@@ -10,6 +10,8 @@ use super::run::{episodes_frame, steps_frame, RunEpisode};
 use super::tasks;
 use super::testkit::shared;
 use super::traj::{TrajStep, Trajectory};
+use crate::tables::episodes::EPISODE_ID;
+use crate::tables::knowu::OverallRow;
 
 const EPISODES: usize = 100_000;
 
@@ -81,10 +83,10 @@ fn knowu_metrics_scale() {
         .flat_map(|i| std::iter::repeat_n(format!("e{i}"), 10))
         .collect();
     episodes
-        .with_column(polars::prelude::Column::new("episode_id".into(), ids))
+        .with_column(polars::prelude::Column::new(EPISODE_ID.into(), ids))
         .expect("ids");
     steps
-        .with_column(polars::prelude::Column::new("episode_id".into(), step_ids))
+        .with_column(polars::prelude::Column::new(EPISODE_ID.into(), step_ids))
         .expect("ids");
     let index = tasks::read(&tasks_csv).expect("tasks.csv");
 
@@ -98,13 +100,11 @@ fn knowu_metrics_scale() {
         steps.height()
     );
 
-    let overall = tables.get("overall").expect("overall");
-    let with_results = overall
-        .column("episodes_with_results")
-        .expect("col")
-        .u32()
-        .expect("u32")
-        .get(0);
+    let overall = OverallRow::from_frame(tables.get("overall").expect("overall")).expect("overall");
     let no_result = (0..EPISODES).filter(|i| i % 17 == 0).count() as u32;
-    assert_eq!(with_results, Some(EPISODES as u32 - no_result));
+    assert_eq!(overall.len(), 1);
+    assert_eq!(
+        overall[0].episodes_with_results,
+        EPISODES as u32 - no_result
+    );
 }

@@ -7,6 +7,13 @@ use serde_json::json;
 
 use super::testkit::{act, input, run_kind, say, shared, step, Scratch};
 use crate::kinds::{ExportKnowuRuns, ImportKnowuRuns, KnowuLeaderboard, KnowuMetrics};
+use crate::tables::episodes::{EPISODES, STEPS};
+use crate::tables::knowu::{
+    EpisodeMetricsRow, ImportError, LeaderboardTextRow, OverallRow, PersonasRow, PolicyRow,
+    SplitsRow, Written, EPISODE_METRICS, IMPORT_ERRORS, LEADERBOARD, LEADERBOARD_DIFFICULTY,
+    LEADERBOARD_LAYOUT, LEADERBOARD_TEXT, NOTE, OVERALL, PERSONAS, POLICY, REPORTS, SOURCE, SPLITS,
+    WRITTEN,
+};
 
 const TASKS: &str = "\
 task_name,class_name,split,difficulty,profile,tags,apps,habit_keys,goal
@@ -225,11 +232,106 @@ fn metrics(s: &Scratch, imported: &Tables) -> Tables {
     .expect("metrics")
 }
 
+crate::tables::row! {
+    /// What the tests read of an imported episode.
+    struct Ep of EPISODES {
+        episode_id: String,
+        task_id: String,
+        persona: Option<String>,
+        status: String,
+        steps: u32,
+        ask_user_calls: u32,
+        final_answer: Option<String>,
+        score: Option<f64>,
+        prompt_tokens_agent: u64,
+        completion_tokens_agent: u64,
+        error: Option<String>,
+        reason: Option<String>,
+    }
+}
+
+crate::tables::row! {
+    /// What the tests read of an imported step.
+    struct St of STEPS {
+        episode_id: String,
+        action_type: String,
+        arguments: String,
+        user_reply: Option<String>,
+        raw: Option<String>,
+        ask_user_response: Option<String>,
+    }
+}
+
+crate::tables::row! {
+    /// An episode of prefflow's own, as the exporter reads it.
+    struct Played of EPISODES {
+        episode_id: String,
+        task_id: String,
+        score: Option<f64>,
+        status: String,
+        error: Option<String>,
+        prompt_tokens_agent: u64,
+        completion_tokens_agent: u64,
+        cached_tokens_agent: u64,
+    }
+}
+
+crate::tables::row! {
+    /// A step of prefflow's own, as the exporter reads it.
+    struct Acted of STEPS {
+        episode_id: String,
+        step: u32,
+        action_type: String,
+        arguments: String,
+        observation: Option<String>,
+        raw: Option<String>,
+        user_reply: Option<String>,
+    }
+}
+
+crate::tables::row! {
+    /// What the tests read of an imported report.
+    struct Report of REPORTS {
+        successful_tasks: Option<u64>,
+        model_name: Option<String>,
+        score_mismatches: u32,
+        latest: bool,
+    }
+}
+
+/// The rows of `t`'s table `name`, read by `R`'s reader (its columns and types checked).
+fn rows<R>(
+    t: &Tables,
+    name: &str,
+    read: fn(&DataFrame) -> Result<Vec<R>, crate::tables::row::RowError>,
+) -> Vec<R> {
+    read(t.get(name).unwrap_or_else(|| panic!("no {name}"))).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// The imported episodes of `t`.
+fn episodes(t: &Tables) -> Vec<Ep> {
+    rows(t, EPISODES.name, Ep::from_frame)
+}
+
+/// The row of `rows` whose `key` is `value`.
+fn find<'a, R>(rows: &'a [R], value: &str, key: impl Fn(&R) -> &str) -> &'a R {
+    rows.iter()
+        .find(|r| key(r) == value)
+        .unwrap_or_else(|| panic!("no row {value}"))
+}
+
+/// The episode of `task`.
+fn of_task<'a>(rows: &'a [Ep], task: &str) -> &'a Ep {
+    find(rows, task, |r| r.task_id.as_str())
+}
+
+/// A leaderboard column's values as text (its columns are not identifiers: `Model & Date`).
 fn strs(df: &DataFrame, name: &str) -> Vec<Option<String>> {
     let c = df.column(name).expect(name).str().expect("str").clone();
     c.iter().map(|v| v.map(str::to_string)).collect()
 }
 
+/// A leaderboard column's values as numbers.
 fn f64s(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
     let c = df
         .column(name)
@@ -239,21 +341,28 @@ fn f64s(df: &DataFrame, name: &str) -> Vec<Option<f64>> {
     c.f64().expect("f64").iter().collect()
 }
 
-fn bools(df: &DataFrame, name: &str) -> Vec<Option<bool>> {
-    df.column(name)
-        .expect(name)
-        .bool()
-        .expect("bool")
+/// The leaderboard row of `model`.
+fn row(df: &DataFrame, model: &str) -> usize {
+    strs(df, MODEL)
         .iter()
-        .collect()
+        .position(|v| v.as_deref() == Some(model))
+        .unwrap_or_else(|| panic!("no row {model}"))
 }
 
-/// The row of `df` where `key` equals `value`.
-fn row(df: &DataFrame, key: &str, value: &str) -> usize {
-    strs(df, key)
-        .iter()
-        .position(|v| v.as_deref() == Some(value))
-        .unwrap_or_else(|| panic!("no row {key} = {value}"))
+/// The leaderboard's columns the tests read.
+const MODEL: &str = LEADERBOARD_LAYOUT[1];
+const RANK: &str = LEADERBOARD_LAYOUT[0];
+const OVERALL_SR: &str = LEADERBOARD_LAYOUT[3];
+const GENERAL: &str = LEADERBOARD_LAYOUT[4];
+const GEN_EASY: &str = LEADERBOARD_DIFFICULTY[0];
+const PERS_HARD_SR: &str = LEADERBOARD_DIFFICULTY[4];
+const PERS_HARD_SCORE: &str = LEADERBOARD_DIFFICULTY[5];
+
+crate::tables::row! {
+    /// A leaderboard row's coverage.
+    struct Coverage of LEADERBOARD {
+        general_tasks: Option<u32>,
+    }
 }
 
 fn close(actual: Option<f64>, expected: f64) {
@@ -265,90 +374,72 @@ fn close(actual: Option<f64>, expected: f64) {
 fn import_reads_episodes_alignment_tokens_and_reports() {
     let s = scenario();
     let t = import(&s, "run").expect("import");
-    let ep = t.get("episodes").expect("episodes");
-    assert_eq!(ep.height(), 14, "the _backup_ directory is ignored");
-    let i = row(ep, "task_id", "PrefA@bob");
-    assert_eq!(strs(ep, "status")[i].as_deref(), Some("no_result"));
-    assert_eq!(f64s(ep, "score")[i], None);
-    let i = row(ep, "task_id", "WeekendSleeperTask@alice");
-    assert_eq!(strs(ep, "status")[i].as_deref(), Some("no_result"));
-    assert_eq!(strs(ep, "reason")[i].as_deref(), Some("emulator crashed"));
-    let i = row(ep, "task_id", "PrefB@alice");
+    let ep = episodes(&t);
+    assert_eq!(ep.len(), 14, "the _backup_ directory is ignored");
+    let e = of_task(&ep, "PrefA@bob");
+    assert_eq!(e.status, "no_result");
+    assert_eq!(e.score, None);
+    let e = of_task(&ep, "WeekendSleeperTask@alice");
+    assert_eq!(e.status, "no_result");
+    assert_eq!(e.reason.as_deref(), Some("emulator crashed"));
+    let e = of_task(&ep, "PrefB@alice");
+    assert_eq!(e.episode_id, "PrefB@alice#m1#0");
+    assert_eq!(e.persona.as_deref(), Some("alice"));
+    assert_eq!(e.steps, 4);
+    assert_eq!(e.ask_user_calls, 2);
+    assert_eq!(e.prompt_tokens_agent, 40);
+    assert_eq!(e.completion_tokens_agent, 4);
+    assert_eq!(of_task(&ep, "GenA").persona, None);
     assert_eq!(
-        strs(ep, "episode_id")[i].as_deref(),
-        Some("PrefB@alice#m1#0")
-    );
-    assert_eq!(strs(ep, "persona")[i].as_deref(), Some("alice"));
-    assert_eq!(f64s(ep, "steps")[i], Some(4.0));
-    assert_eq!(f64s(ep, "ask_user_calls")[i], Some(2.0));
-    assert_eq!(f64s(ep, "prompt_tokens_agent")[i], Some(40.0));
-    assert_eq!(f64s(ep, "completion_tokens_agent")[i], Some(4.0));
-    assert_eq!(strs(ep, "persona")[row(ep, "task_id", "GenA")], None);
-    let i = row(ep, "task_id", "RoutC@alice");
-    assert_eq!(
-        strs(ep, "final_answer")[i].as_deref(),
+        of_task(&ep, "RoutC@alice").final_answer.as_deref(),
         Some("Understood, I won't.")
     );
 
-    let st = t.get("steps").expect("steps");
-    let rows: Vec<usize> = strs(st, "episode_id")
-        .iter()
-        .enumerate()
-        .filter(|(_, id)| id.as_deref() == Some("PrefB@alice#m1#0"))
-        .map(|(i, _)| i)
+    let steps: Vec<St> = rows(&t, STEPS.name, St::from_frame)
+        .into_iter()
+        .filter(|r| r.episode_id == "PrefB@alice#m1#0")
         .collect();
-    let pick = |name: &str| {
-        rows.iter()
-            .map(|&i| strs(st, name)[i].clone())
-            .collect::<Vec<_>>()
-    };
-    let some = |v: &[Option<&str>]| v.iter().map(|x| x.map(str::to_string)).collect::<Vec<_>>();
+    let pick = |f: fn(&St) -> Option<&str>| steps.iter().map(f).collect::<Vec<_>>();
     assert_eq!(
-        pick("action_type"),
-        some(&[
+        pick(|r| Some(r.action_type.as_str())),
+        [
             Some("ask_user"),
             Some("ask_user"),
             Some("click"),
             Some("finished")
-        ])
+        ]
     );
     // KnowU's alignment: the reply arrives with the next step …
     assert_eq!(
-        pick("ask_user_response"),
-        some(&[None, Some("a1"), Some("a2"), None])
+        pick(|r| r.ask_user_response.as_deref()),
+        [None, Some("a1"), Some("a2"), None]
     );
     // … and prefflow's: on the step that asked.
     assert_eq!(
-        pick("user_reply"),
-        some(&[Some("a1"), Some("a2"), None, None])
+        pick(|r| r.user_reply.as_deref()),
+        [Some("a1"), Some("a2"), None, None]
     );
-    assert_eq!(pick("raw")[0].as_deref(), Some("thought \"ask_user\""));
+    assert_eq!(steps[0].raw.as_deref(), Some("thought \"ask_user\""));
     assert_eq!(
-        pick("arguments")[0].as_deref(),
-        Some(r#"{"action_type":"ask_user","text":"q1"}"#)
+        steps[0].arguments,
+        r#"{"action_type":"ask_user","text":"q1"}"#
     );
 
-    let reports = t.get("reports").expect("reports");
-    assert_eq!(reports.height(), 1);
-    assert_eq!(f64s(reports, "successful_tasks"), [Some(6.0)]);
-    assert_eq!(strs(reports, "model_name"), [Some("m1".to_string())]);
+    let reports = rows(&t, REPORTS.name, Report::from_frame);
+    assert_eq!(reports.len(), 1);
+    assert_eq!(reports[0].successful_tasks, Some(6));
+    assert_eq!(reports[0].model_name.as_deref(), Some("m1"));
     // The report lists no per-task scores: every scored directory disagrees with it.
-    assert_eq!(f64s(reports, "score_mismatches"), [Some(12.0)]);
-    assert_eq!(bools(reports, "latest"), [Some(true)]);
+    assert_eq!(reports[0].score_mismatches, 12);
+    assert!(reports[0].latest);
 }
 
 #[test]
 fn per_episode_facts_match_the_hand_worked_answers() {
     let s = scenario();
     let m = metrics(&s, &import(&s, "run").expect("import"));
-    let e = m.get("episode_metrics").expect("episode_metrics");
-    let at = |task: &str| row(e, "task_id", task);
-    let (bucket, policy, quirk) = (
-        strs(e, "bucket"),
-        bools(e, "policy_success"),
-        bools(e, "bucket_from_quirk"),
-    );
-    let (success, decision) = (bools(e, "success"), strs(e, "user_decision"));
+    let e = rows(&m, EPISODE_METRICS.name, EpisodeMetricsRow::from_frame);
+    let at = |task: &str| find(&e, task, |r| r.task_id.as_str());
     let cases: [(&str, Option<&str>, Option<bool>); 8] = [
         ("RoutA@alice", Some("need"), Some(true)),
         ("RoutA@bob", Some("noneed"), Some(true)),
@@ -360,136 +451,111 @@ fn per_episode_facts_match_the_hand_worked_answers() {
         ("GenA", None, None),
     ];
     for (task, b, p) in cases {
-        assert_eq!(bucket[at(task)].as_deref(), b, "{task} bucket");
-        assert_eq!(policy[at(task)], p, "{task} policy");
+        assert_eq!(at(task).bucket.as_deref(), b, "{task} bucket");
+        assert_eq!(at(task).policy_success, p, "{task} policy");
     }
     assert_eq!(
-        decision[at("RoutA@alice")].as_deref(),
+        at("RoutA@alice").user_decision.as_deref(),
         Some("accept"),
         "tag beats the word reject"
     );
     assert_eq!(
-        decision[at("RoutC@alice")].as_deref(),
+        at("RoutC@alice").user_decision.as_deref(),
         Some("reject"),
         "tag beats the word accept"
     );
-    assert_eq!(f64s(e, "first_reject_step")[at("RoutB@bob")], Some(2.0));
-    assert_eq!(f64s(e, "last_query_step")[at("PrefB@alice")], Some(2.0));
-    assert_eq!(success[at("GenB")], Some(false), "0.99 is not > 0.99");
-    assert_eq!(success[at("PrefA@alice")], Some(true), "0.991 is");
-    assert_eq!(quirk[at("WeekendSleeperTask@carol")], Some(true));
-    assert_eq!(quirk[at("RoutA@alice")], Some(false));
+    assert_eq!(at("RoutB@bob").first_reject_step, Some(2));
+    assert_eq!(at("PrefB@alice").last_query_step, Some(2));
+    assert!(!at("GenB").success, "0.99 is not > 0.99");
+    assert!(at("PrefA@alice").success, "0.991 is");
+    assert!(at("WeekendSleeperTask@carol").bucket_from_quirk);
+    assert!(!at("RoutA@alice").bucket_from_quirk);
     // Alice has weekend_sleeper itself: not the quirk (and she has no result anyway).
-    assert_eq!(quirk[at("WeekendSleeperTask@alice")], Some(false));
-    assert_eq!(
-        bools(e, "has_result")[at("WeekendSleeperTask@alice")],
-        Some(false)
-    );
-    assert_eq!(strs(e, "split")[at("MysteryTask")], None);
+    assert!(!at("WeekendSleeperTask@alice").bucket_from_quirk);
+    assert!(!at("WeekendSleeperTask@alice").has_result);
+    assert_eq!(at("MysteryTask").split, None);
 }
 
 #[test]
 fn split_and_difficulty_means() {
     let s = scenario();
     let m = metrics(&s, &import(&s, "run").expect("import"));
-    let sp = m.get("splits").expect("splits");
-    assert_eq!(sp.height(), 9, "3 splits × (all, easy, hard)");
-    let keys: Vec<String> = strs(sp, "split")
-        .iter()
-        .zip(strs(sp, "difficulty"))
-        .map(|(a, b)| {
-            format!(
-                "{}/{}",
-                a.clone().unwrap_or_default(),
-                b.unwrap_or_default()
-            )
-        })
-        .collect();
+    let sp = rows(&m, SPLITS.name, SplitsRow::from_frame);
+    assert_eq!(sp.len(), 9, "3 splits × (all, easy, hard)");
     let at = |k: &str| {
-        keys.iter()
-            .position(|x| x == k)
+        sp.iter()
+            .find(|r| format!("{}/{}", r.split, r.difficulty) == k)
             .unwrap_or_else(|| panic!("{k}"))
     };
-    let get = |name: &str, k: &str| f64s(sp, name)[at(k)];
+    let count = |k: &str, n: fn(&SplitsRow) -> u32| Some(f64::from(n(at(k))));
     // general: GenA 1.0 (3 steps), GenB 0.99 (1 step).
-    close(get("SR", "general/all"), 0.5);
-    close(get("AveSteps", "general/all"), 2.0);
-    close(get("AveQueries", "general/all"), 0.0);
-    assert_eq!(get("AvgScore", "general/all"), None);
-    assert_eq!(get("IE", "general/all"), None);
-    close(get("SR", "general/easy"), 1.0);
-    close(get("SR", "general/hard"), 0.0);
+    close(at("general/all").SR, 0.5);
+    close(at("general/all").AveSteps, 2.0);
+    close(at("general/all").AveQueries, 0.0);
+    assert_eq!(at("general/all").AvgScore, None);
+    assert_eq!(at("general/all").IE, None);
+    close(at("general/easy").SR, 1.0);
+    close(at("general/hard").SR, 0.0);
     // personalized: 0.991 (3 steps, 1 ask) and 0.5 (4 steps, 2 asks); PrefA@bob has no result.
-    close(get("episodes", "personalized/all"), 2.0);
-    close(get("no_result_episodes", "personalized/all"), 1.0);
-    close(get("SR", "personalized/all"), 0.5);
-    close(get("AvgScore", "personalized/all"), (0.991 + 0.5) / 2.0);
-    close(get("AveSteps", "personalized/all"), 3.5);
-    close(get("AveQueries", "personalized/all"), 1.5);
-    close(
-        get("IE", "personalized/all"),
-        (0.991 / 1.0 + 0.5 / 2.0) / 2.0,
-    );
-    close(get("AvgScore", "personalized/easy"), 0.991);
-    close(get("AvgScore", "personalized/hard"), 0.5);
+    close(count("personalized/all", |r| r.episodes), 2.0);
+    close(count("personalized/all", |r| r.no_result_episodes), 1.0);
+    close(at("personalized/all").SR, 0.5);
+    close(at("personalized/all").AvgScore, (0.991 + 0.5) / 2.0);
+    close(at("personalized/all").AveSteps, 3.5);
+    close(at("personalized/all").AveQueries, 1.5);
+    close(at("personalized/all").IE, (0.991 / 1.0 + 0.5 / 2.0) / 2.0);
+    close(at("personalized/easy").AvgScore, 0.991);
+    close(at("personalized/hard").AvgScore, 0.5);
     // proactive P1..P7: scores 1, 1, 0, 0.2, 1, 0, 0; steps 3,2,1,3,3,3,1; asks 1,0,0,1,1,0,0.
-    close(get("episodes", "proactive/all"), 7.0);
-    close(get("SR", "proactive/all"), 3.0 / 7.0);
-    close(get("AveSteps", "proactive/all"), 16.0 / 7.0);
-    close(get("AveQueries", "proactive/all"), 3.0 / 7.0);
-    close(get("IE", "proactive/all"), 3.2 / 7.0);
-    assert_eq!(get("AvgScore", "proactive/all"), None);
-    close(get("SR", "proactive/easy"), 0.75);
-    close(get("SR", "proactive/hard"), 0.0);
+    close(count("proactive/all", |r| r.episodes), 7.0);
+    close(at("proactive/all").SR, 3.0 / 7.0);
+    close(at("proactive/all").AveSteps, 16.0 / 7.0);
+    close(at("proactive/all").AveQueries, 3.0 / 7.0);
+    close(at("proactive/all").IE, 3.2 / 7.0);
+    assert_eq!(at("proactive/all").AvgScore, None);
+    close(at("proactive/easy").SR, 0.75);
+    close(at("proactive/hard").SR, 0.0);
 }
 
 #[test]
 fn policy_personas_and_overall() {
     let s = scenario();
     let m = metrics(&s, &import(&s, "run").expect("import"));
-    let p = m.get("policy").expect("policy");
+    let p = rows(&m, POLICY.name, PolicyRow::from_frame);
+    let column = |f: fn(&PolicyRow) -> u32| p.iter().map(f).collect::<Vec<_>>();
     assert_eq!(
-        strs(p, "metric"),
-        ["Act", "Silent", "Stop"].map(|x| Some(x.to_string()))
+        p.iter().map(|r| r.metric.as_str()).collect::<Vec<_>>(),
+        ["Act", "Silent", "Stop"]
     );
-    assert_eq!(f64s(p, "episodes"), [Some(2.0), Some(3.0), Some(2.0)]);
-    assert_eq!(f64s(p, "successes"), [Some(1.0), Some(2.0), Some(1.0)]);
-    close(f64s(p, "value")[1], 2.0 / 3.0);
-    assert_eq!(f64s(p, "quirk_episodes"), [Some(1.0), Some(0.0), Some(0.0)]);
+    assert_eq!(column(|r| r.episodes), [2, 3, 2]);
+    assert_eq!(column(|r| r.successes), [1, 2, 1]);
+    close(p[1].value, 2.0 / 3.0);
+    assert_eq!(column(|r| r.quirk_episodes), [1, 0, 0]);
 
-    let pe = m.get("personas").expect("personas");
-    let key: Vec<String> = strs(pe, "persona")
-        .iter()
-        .zip(strs(pe, "split"))
-        .map(|(a, b)| {
-            format!(
-                "{}/{}",
-                a.clone().unwrap_or_default(),
-                b.unwrap_or_default()
-            )
-        })
-        .collect();
+    let pe = rows(&m, PERSONAS.name, PersonasRow::from_frame);
     let avg = |k: &str| {
-        f64s(pe, "avg_score")[key
-            .iter()
-            .position(|x| x == k)
-            .unwrap_or_else(|| panic!("{k}"))]
+        pe.iter()
+            .find(|r| format!("{}/{}", r.persona, r.split) == k)
+            .map(|r| r.avg_score)
+            .unwrap_or_else(|| panic!("{k}"))
     };
-    close(avg("alice/personalized"), (0.991 + 0.5) / 2.0);
-    close(avg("bob/personalized"), 0.0); // its only episode has no result: counted as 0
-    close(avg("alice/proactive"), (1.0 + 0.0 + 1.0 + 0.0) / 4.0); // not 2/3: no result = 0
-    close(avg("bob/proactive"), 1.2 / 3.0);
-    close(avg("carol/proactive"), 0.0);
-    assert_eq!(pe.height(), 5);
+    close(Some(avg("alice/personalized")), (0.991 + 0.5) / 2.0);
+    close(Some(avg("bob/personalized")), 0.0); // its only episode has no result: counted as 0
+    close(Some(avg("alice/proactive")), (1.0 + 0.0 + 1.0 + 0.0) / 4.0); // not 2/3: no result = 0
+    close(Some(avg("bob/proactive")), 1.2 / 3.0);
+    close(Some(avg("carol/proactive")), 0.0);
+    assert_eq!(pe.len(), 5);
 
-    let o = m.get("overall").expect("overall");
-    assert_eq!(f64s(o, "episodes"), [Some(14.0)]);
-    assert_eq!(f64s(o, "episodes_with_results"), [Some(11.0)]);
-    assert_eq!(f64s(o, "successes"), [Some(5.0)]);
-    assert_eq!(f64s(o, "no_result_episodes"), [Some(2.0)]);
-    assert_eq!(f64s(o, "unmatched_episodes"), [Some(1.0)]);
-    assert_eq!(f64s(o, "quirk_episodes"), [Some(1.0)]);
-    close(f64s(o, "overall_SR")[0], 5.0 / 11.0);
+    let o = rows(&m, OVERALL.name, OverallRow::from_frame);
+    assert_eq!(o.len(), 1);
+    let o = &o[0];
+    assert_eq!(o.episodes, 14);
+    assert_eq!(o.episodes_with_results, 11);
+    assert_eq!(o.successes, 5);
+    assert_eq!(o.no_result_episodes, 2);
+    assert_eq!(o.unmatched_episodes, 1);
+    assert_eq!(o.quirk_episodes, 1);
+    close(o.overall_SR, 5.0 / 11.0);
 }
 
 /// The repository's copy of the paper's Table 2.
@@ -513,35 +579,38 @@ fn leaderboard_has_the_papers_table_and_keeps_a_partial_run_unranked() {
     let board = t.get("leaderboard").expect("leaderboard");
     assert_eq!(board.height(), 12, "the paper's 11 models + ours");
     // All 11 of the paper's models, ranked by Overall, with the difficulty columns.
-    let claude = row(board, "Model & Date", "Claude Sonnet 4.6");
-    assert_eq!(f64s(board, "Rank")[claude], Some(1.0));
-    assert_eq!(f64s(board, "Pers hard SR")[claude], Some(44.2));
-    assert_eq!(f64s(board, "Pers hard Score")[claude], Some(0.80));
+    let claude = row(board, "Claude Sonnet 4.6");
+    assert_eq!(f64s(board, RANK)[claude], Some(1.0));
+    assert_eq!(f64s(board, PERS_HARD_SR)[claude], Some(44.2));
+    assert_eq!(f64s(board, PERS_HARD_SCORE)[claude], Some(0.80));
     // General derived from 94.4 % of 18 easy + 70.8 % of 24 hard = 17 + 17 of 42.
-    close(f64s(board, "General")[claude], 100.0 * 34.0 / 42.0);
+    close(f64s(board, GENERAL)[claude], 100.0 * 34.0 / 42.0);
     for model in ["MAI-UI-8B", "GUI-Owl-1.5-8B", "Qwen3.5-122B-A10B"] {
-        let i = row(board, "Model & Date", model);
-        assert!(f64s(board, "Rank")[i].is_some(), "{model} ranked");
+        let i = row(board, model);
+        assert!(f64s(board, RANK)[i].is_some(), "{model} ranked");
     }
-    let mai = row(board, "Model & Date", "MAI-UI-8B");
-    assert_eq!(f64s(board, "Gen easy")[mai], Some(100.0));
-    let note = strs(board, "note")[mai].clone().unwrap_or_default();
+    let mai = row(board, "MAI-UI-8B");
+    assert_eq!(f64s(board, GEN_EASY)[mai], Some(100.0));
+    let note = strs(board, NOTE)[mai].clone().unwrap_or_default();
     assert!(
         note.contains("Pro easy 17.9% is not a whole number of its 32 tasks"),
         "{note}"
     );
     // Our 14-episode run is partial: coverage shown, no rank, a note saying why.
-    let i = row(board, "Model & Date", "m1 (2026-05-01)");
-    assert_eq!(f64s(board, "Rank")[i], None);
-    close(f64s(board, "Overall")[i], 500.0 / 11.0);
-    close(f64s(board, "General")[i], 50.0);
-    assert!(f64s(board, "general_tasks")[i].is_some_and(|n| n < 42.0));
-    let note = strs(board, "note")[i].clone().unwrap_or_default();
+    let i = row(board, "m1 (2026-05-01)");
+    assert_eq!(f64s(board, RANK)[i], None);
+    close(f64s(board, OVERALL_SR)[i], 500.0 / 11.0);
+    close(f64s(board, GENERAL)[i], 50.0);
+    assert!(f64s(board, Coverage::general_tasks)[i].is_some_and(|n| n < 42.0));
+    let note = strs(board, NOTE)[i].clone().unwrap_or_default();
     assert!(
         note.starts_with("partial run:") && note.contains("not ranked"),
         "{note}"
     );
-    let text: Vec<Option<String>> = strs(t.get("text").expect("text"), "line");
+    let text: Vec<Option<String>> = rows(&t, LEADERBOARD_TEXT.name, LeaderboardTextRow::from_frame)
+        .into_iter()
+        .map(|r| Some(r.line))
+        .collect();
     assert!(text[0].as_deref().is_some_and(|l| l.starts_with("| Rank | Model & Date | Approach & Details | Overall | General | Personalized | Proactive | Gen easy | Gen hard | Pers easy SR / Score")));
     assert!(
         text[2].as_deref().is_some_and(
@@ -583,11 +652,7 @@ fn leaderboard_notes_where_the_site_differs_from_the_paper() {
     let params = json!({"published": paper_table(), "path": site_path.to_string_lossy()});
     let t = run_kind(&KnowuLeaderboard, params, s.path(), &inputs).expect("leaderboard");
     let board = t.get("leaderboard").expect("leaderboard");
-    let (models, sources, notes) = (
-        strs(board, "Model & Date"),
-        strs(board, "source"),
-        strs(board, "note"),
-    );
+    let (models, sources, notes) = (strs(board, MODEL), strs(board, SOURCE), strs(board, NOTE));
     let site_rows: Vec<(String, String)> = (0..board.height())
         .filter(|&i| sources[i].as_deref() == Some("KnowU-Bench site"))
         .map(|i| {
@@ -620,20 +685,18 @@ fn leaderboard_notes_where_the_site_differs_from_the_paper() {
     );
     assert!(note_of("Some Other Model").contains("not in the paper's Table 2"));
     // Site rows are never ranked; the paper's rows say whether the site agrees.
-    let ranks = f64s(board, "Rank");
+    let ranks = f64s(board, RANK);
     assert!((0..board.height())
         .filter(|&i| sources[i].as_deref() == Some("KnowU-Bench site"))
         .all(|i| ranks[i].is_none()));
-    let claude = notes[row(board, "Model & Date", "Claude Sonnet 4.6")]
+    let claude = notes[row(board, "Claude Sonnet 4.6")]
         .clone()
         .unwrap_or_default();
     assert!(
         claude.contains("the KnowU site's leaderboard has the same numbers"),
         "{claude}"
     );
-    let mai = notes[row(board, "Model & Date", "MAI-UI-8B")]
-        .clone()
-        .unwrap_or_default();
+    let mai = notes[row(board, "MAI-UI-8B")].clone().unwrap_or_default();
     assert!(mai.contains("not on the KnowU site's leaderboard"), "{mai}");
 
     // KnowU's own site file, when the data is there: the rows that differ are exactly these.
@@ -643,7 +706,7 @@ fn leaderboard_notes_where_the_site_differs_from_the_paper() {
     let params = json!({"published": paper_table(), "path": real.to_string_lossy()});
     let t = run_kind(&KnowuLeaderboard, params, s.path(), &inputs).expect("leaderboard");
     let board = t.get("leaderboard").expect("leaderboard");
-    let (models, sources) = (strs(board, "Model & Date"), strs(board, "source"));
+    let (models, sources) = (strs(board, MODEL), strs(board, SOURCE));
     let differing: Vec<String> = (0..board.height())
         .filter(|&i| sources[i].as_deref() == Some("KnowU-Bench site"))
         .map(|i| models[i].clone().unwrap_or_default())
@@ -659,16 +722,9 @@ fn leaderboard_notes_where_the_site_differs_from_the_paper() {
 
 /// The `errors` rows of an import as (task, file, message).
 fn error_rows(t: &Tables) -> Vec<(Option<String>, String, String)> {
-    let e = t.get("errors").expect("errors");
-    let (task, file, msg) = (strs(e, "task_id"), strs(e, "file"), strs(e, "message"));
-    (0..e.height())
-        .map(|i| {
-            (
-                task[i].clone(),
-                file[i].clone().unwrap_or_default(),
-                msg[i].clone().unwrap_or_default(),
-            )
-        })
+    rows(t, IMPORT_ERRORS.name, ImportError::from_frame)
+        .into_iter()
+        .map(|e| (e.task_id, e.file, e.message))
         .collect()
 }
 
@@ -723,16 +779,12 @@ fn unreadable_files_are_error_rows_not_an_aborted_import() {
         "{msg}"
     );
     // The unreadable episodes are kept with status `error` (their score too), the rest as usual.
-    let ep = t.get("episodes").expect("episodes");
-    let status = strs(ep, "status");
-    assert_eq!(
-        status[row(ep, "task_id", "Broken@alice")].as_deref(),
-        Some("error")
-    );
-    assert_eq!(status[row(ep, "task_id", "T")].as_deref(), Some("error"));
-    assert_eq!(status[row(ep, "task_id", "Fine")].as_deref(), Some("ok"));
-    let errors = strs(ep, "error");
-    assert!(errors[row(ep, "task_id", "T")]
+    let ep = episodes(&t);
+    assert_eq!(of_task(&ep, "Broken@alice").status, "error");
+    assert_eq!(of_task(&ep, "T").status, "error");
+    assert_eq!(of_task(&ep, "Fine").status, "ok");
+    assert!(of_task(&ep, "T")
+        .error
         .as_deref()
         .is_some_and(|e| e.contains("0.traj[1]")));
     assert!(t.get("reports").expect("reports").height() == 0);
@@ -778,20 +830,14 @@ fn knowu_shapes_import_as_knowu_reads_them() {
     );
     let t = import(&s, "run").expect("import");
     assert!(error_rows(&t).is_empty(), "{:?}", error_rows(&t));
-    let ep = t.get("episodes").expect("episodes");
+    let ep = episodes(&t);
     assert_eq!(
-        strs(ep, "task_id")
-            .into_iter()
-            .flatten()
-            .collect::<Vec<_>>(),
+        ep.iter().map(|e| e.task_id.as_str()).collect::<Vec<_>>(),
         ["InitFail@alice", "NoTraj", "NullRecord", "WithSides"]
     );
+    assert_eq!(ep.iter().map(|e| e.steps).collect::<Vec<_>>(), [0, 0, 0, 2]);
     assert_eq!(
-        f64s(ep, "steps"),
-        [Some(0.0), Some(0.0), Some(0.0), Some(2.0)]
-    );
-    assert_eq!(
-        strs(ep, "status").into_iter().flatten().collect::<Vec<_>>(),
+        ep.iter().map(|e| e.status.as_str()).collect::<Vec<_>>(),
         ["ok", "ok", "no_result", "ok"]
     );
     assert_eq!(t.get("steps").expect("steps").height(), 2);
@@ -835,30 +881,26 @@ fn a_proactive_persona_without_a_profile_is_an_error_unless_allowed() {
     )
     .expect("allowed");
     // KnowU's reading (no habits → noneed), flagged in every table.
-    let per = m.get("episode_metrics").expect("per");
-    let i = row(per, "task_id", "RoutA@dave");
-    assert_eq!(strs(per, "bucket")[i].as_deref(), Some("noneed"));
-    assert_eq!(bools(per, "profile_found")[i], Some(false));
-    let policy = m.get("policy").expect("policy");
-    let silent = row(policy, "metric", "Silent");
-    assert_eq!(f64s(policy, "missing_profile_episodes")[silent], Some(1.0));
-    let splits = m.get("splits").expect("splits");
-    let sums: f64 = f64s(splits, "missing_profile_episodes")
-        .into_iter()
-        .flatten()
-        .sum();
-    assert_eq!(sums, 2.0, "proactive/all and proactive/easy");
-    let personas = m.get("personas").expect("personas");
+    let per = rows(&m, EPISODE_METRICS.name, EpisodeMetricsRow::from_frame);
+    let dave = find(&per, "RoutA@dave", |r| r.task_id.as_str());
+    assert_eq!(dave.bucket.as_deref(), Some("noneed"));
+    assert_eq!(dave.profile_found, Some(false));
+    let policy = rows(&m, POLICY.name, PolicyRow::from_frame);
+    let silent = find(&policy, "Silent", |r| r.metric.as_str());
+    assert_eq!(silent.missing_profile_episodes, 1);
+    let splits = rows(&m, SPLITS.name, SplitsRow::from_frame);
+    let sums: u32 = splits.iter().map(|r| r.missing_profile_episodes).sum();
+    assert_eq!(sums, 2, "proactive/all and proactive/easy");
+    let personas = rows(&m, PERSONAS.name, PersonasRow::from_frame);
+    let sums: u32 = personas.iter().map(|r| r.missing_profile_episodes).sum();
+    assert_eq!(sums, 1);
+    let overall = rows(&m, OVERALL.name, OverallRow::from_frame);
     assert_eq!(
-        f64s(personas, "missing_profile_episodes")
-            .into_iter()
-            .flatten()
-            .sum::<f64>(),
-        1.0
-    );
-    assert_eq!(
-        f64s(m.get("overall").expect("o"), "missing_profile_episodes"),
-        [Some(1.0)]
+        overall
+            .iter()
+            .map(|r| r.missing_profile_episodes)
+            .collect::<Vec<_>>(),
+        [1]
     );
 }
 
@@ -899,11 +941,11 @@ fn tasks_without_a_directory_become_no_result_episodes() {
         &[],
     )
     .expect("import");
-    let ep = t.get("episodes").expect("episodes");
-    assert_eq!(ep.height(), 15);
-    let i = row(ep, "task_id", "NewTask@dave");
-    assert_eq!(strs(ep, "status")[i].as_deref(), Some("no_result"));
-    assert_eq!(f64s(ep, "steps")[i], Some(0.0));
+    let ep = episodes(&t);
+    assert_eq!(ep.len(), 15);
+    let e = of_task(&ep, "NewTask@dave");
+    assert_eq!(e.status, "no_result");
+    assert_eq!(e.steps, 0);
 }
 
 #[test]
@@ -920,7 +962,7 @@ fn export_then_import_gives_back_the_same_tables() {
     .expect("export");
     assert_eq!(written.get("written").expect("written").height(), 14);
     let second = import(&s, "exported").expect("re-import");
-    for table in ["episodes", "steps"] {
+    for table in [&EPISODES, &STEPS].map(|d| d.name) {
         let (a, b) = (first.get(table).expect("a"), second.get(table).expect("b"));
         assert!(a.equals_missing(b), "{table} differs:\n{a}\n{b}");
     }
@@ -964,7 +1006,7 @@ fn export_derives_knowu_alignment_from_user_reply() {
     let steps = first
         .get("steps")
         .expect("s")
-        .drop("ask_user_response")
+        .drop(St::ask_user_response)
         .expect("drop");
     let inputs = [
         input("episodes", first.get("episodes").expect("e").clone()),
@@ -1008,12 +1050,12 @@ fn export_keeps_prefflow_classes_apart_and_owns_its_directory() {
     let s = scenario_with_a_prefflow_class();
     let first = import(&s, "run").expect("import");
     let written = export(&s, &first, "out").expect("export");
-    let w = written.get("written").expect("written");
-    let paths = strs(w, "path");
+    let paths: Vec<String> = rows(&written, WRITTEN.name, Written::from_frame)
+        .into_iter()
+        .map(|w| w.path)
+        .collect();
     assert!(
-        paths.contains(&Some(
-            "out-prefflow-only/PrefflowDinnerTask@alice".to_string()
-        )),
+        paths.contains(&"out-prefflow-only/PrefflowDinnerTask@alice".to_string()),
         "{paths:?}"
     );
     assert!(!s.path().join("out/PrefflowDinnerTask@alice").exists());
@@ -1024,7 +1066,7 @@ fn export_keeps_prefflow_classes_apart_and_owns_its_directory() {
         .expect("e")
         .clone()
         .lazy()
-        .filter(col("task_id").neq(lit("GenA")))
+        .filter(col(Ep::task_id).neq(lit("GenA")))
         .collect()
         .expect("filter");
     let inputs = [
@@ -1058,26 +1100,35 @@ fn export_writes_knowu_actions_and_results_only_where_the_metrics_count_them() {
     s.file("tasks.csv", TASKS)
         .file("personas/alice.yaml", ALICE);
     // prefflow's own steps: `finish`, a tool call, a tap; and a failed episode with a score.
-    let episodes = df!(
-        "episode_id" => ["a#v#0", "b#v#0"],
-        "task_id" => ["RoutC@alice", "GenA"],
-        "score" => [Some(1.0), Some(0.0)],
-        "status" => ["ok", "error"],
-        "error" => [None, Some("agent crashed")],
-        "prompt_tokens_agent" => [1u64, 1],
-        "completion_tokens_agent" => [1u64, 1],
-        "cached_tokens_agent" => [0u64, 0],
-    )
+    let played = |id: &str, task: &str, score: f64, status: &str, error: Option<&str>| Played {
+        episode_id: id.into(),
+        task_id: task.into(),
+        score: Some(score),
+        status: status.into(),
+        error: error.map(str::to_string),
+        prompt_tokens_agent: 1,
+        completion_tokens_agent: 1,
+        cached_tokens_agent: 0,
+    };
+    let episodes = Played::to_frame(&[
+        played("a#v#0", "RoutC@alice", 1.0, "ok", None),
+        played("b#v#0", "GenA", 0.0, "error", Some("agent crashed")),
+    ])
     .expect("episodes");
-    let steps = df!(
-        "episode_id" => ["a#v#0", "a#v#0", "b#v#0"],
-        "step" => [1u32, 2, 1],
-        "action_type" => ["food.place_order", "finish", "tap"],
-        "arguments" => [r#"{"dish":"Ramen"}"#, "{}", r#"{"element":3}"#],
-        "observation" => [None::<&str>, None, None],
-        "raw" => [None::<&str>, None, None],
-        "user_reply" => [None::<&str>, None, None],
-    )
+    let step = |id: &str, step: u32, action_type: &str, arguments: &str| Acted {
+        episode_id: id.into(),
+        step,
+        action_type: action_type.into(),
+        arguments: arguments.into(),
+        observation: None,
+        raw: None,
+        user_reply: None,
+    };
+    let steps = Acted::to_frame(&[
+        step("a#v#0", 1, "food.place_order", r#"{"dish":"Ramen"}"#),
+        step("a#v#0", 2, "finish", "{}"),
+        step("b#v#0", 1, "tap", r#"{"element":3}"#),
+    ])
     .expect("steps");
     let inputs = [input("episodes", episodes), input("steps", steps)];
     run_kind(&ExportKnowuRuns, json!({"dir": "x"}), s.path(), &inputs).expect("export");
@@ -1116,26 +1167,26 @@ fn metrics_cover_the_classes_asked_for_and_the_leaderboard_knowu_classes_only() 
         .expect("metrics")
     };
     let knowu = run("knowu");
-    let o = knowu.get("overall").expect("overall");
-    assert_eq!(strs(o, "scope"), [Some("knowu".to_string())]);
-    assert_eq!(f64s(o, "out_of_scope_episodes"), [Some(1.0)]);
+    let overall = |m: &Tables| {
+        let o = rows(m, OVERALL.name, OverallRow::from_frame);
+        assert_eq!(o.len(), 1, "{o:?}");
+        o[0].clone()
+    };
+    let o = overall(&knowu);
+    assert_eq!(o.scope, "knowu");
+    assert_eq!(o.out_of_scope_episodes, 1);
     let all = run("all");
-    let o = all.get("overall").expect("overall");
-    assert_eq!(f64s(o, "out_of_scope_episodes"), [Some(0.0)]);
+    let every = overall(&all);
+    assert_eq!(every.out_of_scope_episodes, 0);
     // The prefflow class is not in tasks.csv: unmatched when in scope.
-    assert_eq!(
-        f64s(o, "unmatched_episodes")[0],
-        f64s(knowu.get("overall").expect("o"), "unmatched_episodes")[0].map(|n| n + 1.0)
-    );
+    assert_eq!(every.unmatched_episodes, o.unmatched_episodes + 1);
     let prefflow = run("prefflow");
-    let per = prefflow.get("episode_metrics").expect("per");
-    assert_eq!(
-        bools(per, "in_scope")
-            .iter()
-            .filter(|b| **b == Some(true))
-            .count(),
-        1
+    let per = rows(
+        &prefflow,
+        EPISODE_METRICS.name,
+        EpisodeMetricsRow::from_frame,
     );
+    assert_eq!(per.iter().filter(|r| r.in_scope).count(), 1);
     let board = |metrics: &Tables| {
         run_kind(
             &KnowuLeaderboard,

@@ -3,8 +3,6 @@
 
 use std::path::{Path, PathBuf};
 
-use polars::prelude::*;
-
 use super::consent::KnowuUser;
 use super::generate::{generate, Generated};
 use super::matching::HabitMatch;
@@ -16,6 +14,7 @@ use crate::episodes::simulator::Simulator;
 use crate::episodes::{run_episode, EpisodeRow, EpisodeSpec, PhoneEnv};
 use crate::knowu::interop::rules::{parse_decision, Decision as MetricDecision};
 use crate::knowu::profile::KnowuProfile;
+use crate::tables::world::SourceRow;
 use crate::tasks::testkit::block_on;
 use crate::world::from_tables::world_from_tables;
 use crate::world::phone::{Action, ActionSpace, EpisodeConfig};
@@ -69,18 +68,31 @@ pub(super) fn world_for(p: &KnowuProfile) -> World {
         p,
     )
     .unwrap();
-    let mut kind = vec!["app"; apps.len()];
-    let mut name: Vec<String> = apps.iter().map(|a| a.0.clone()).collect();
-    let mut text: Vec<String> = apps.iter().map(|a| a.1.clone()).collect();
-    kind.extend(["persona", PROFILE_KIND]);
-    name.extend([format!("{}.json", p.id), format!("{}.yaml", p.id)]);
+    let source = |kind: &str, name: String, text: String| SourceRow {
+        kind: kind.into(),
+        name,
+        text,
+    };
+    let mut rows: Vec<SourceRow> = apps
+        .iter()
+        .map(|a| source("app", a.0.clone(), a.1.clone()))
+        .collect();
     let log = crate::knowu::log::parse(
         "baker.json",
         r#"[{"time": "2026-01-05T07:10:00+08:00", "location": "Home", "action": "Turned on power saving at 14% battery.", "label": "signal", "category": "habit"}]"#,
     )
     .unwrap();
-    text.extend([persona_stub(p, &log), MINIMAL.to_string()]);
-    let sources = df!("kind" => kind, "name" => name, "text" => text).unwrap();
+    rows.push(source(
+        "persona",
+        format!("{}.json", p.id),
+        persona_stub(p, &log),
+    ));
+    rows.push(source(
+        PROFILE_KIND,
+        format!("{}.yaml", p.id),
+        MINIMAL.to_string(),
+    ));
+    let sources = SourceRow::to_frame(&rows).unwrap();
     world_from_tables(&sources, &tables::history_events(&log).unwrap()).unwrap()
 }
 
