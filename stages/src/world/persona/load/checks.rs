@@ -1,7 +1,18 @@
 //! The lexical guarantees, checked on rendered templates once the persona is lowered: evidence
 //! mentions its value, noise mentions none, companions fit, no template leaks an ask-only value.
 
-use super::*;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::lower::Lower;
+use crate::world::clock::{DateTime, Time};
+use crate::world::error::ProblemKind as K;
+use crate::world::persona::bind::{admit_all, choose, render, render_at, Fill};
+use crate::world::persona::model::{EventTemplate, Period, Persona, ProfileEntry, Source, Var};
+use crate::world::persona::raw::{RawPersona, RawTemplate};
+use crate::world::persona::text::mentions;
+use crate::world::template;
+use crate::world::types::display;
 
 /// The time load-time checks render `{weekday}` and `{daypart}` with.
 pub(super) fn check_time(p: &Persona) -> DateTime {
