@@ -8,7 +8,7 @@ use std::path::Path;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Difficulty, Split};
+use super::task::{Difficulty, Split};
 use crate::world::phone::DataEdit;
 
 pub use crate::knowu::PREFFLOW_PREFIX;
