@@ -11,6 +11,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::app::{Catalog, Record};
+use super::assemble::World;
 use super::clock::Date;
 use super::history::{HistoryEvent, Label};
 use super::persona::text::mentions_lowered;
@@ -20,7 +21,6 @@ use super::rules::{
     purchasable, purposes, record_date, record_towns, towns_named, Act,
 };
 use super::types::{value_matches, FieldKind, TableId};
-use super::assemble::World;
 use crate::text::tokens;
 
 pub use super::core_text::{core_text, decorations, DECORATION_LISTS};

@@ -10,8 +10,8 @@ use std::collections::BTreeSet;
 
 use super::matching::{self, Wanted};
 use super::prefs::{self, Requirements};
-use super::task::{Difficulty, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
-use super::template::Template;
+use super::task::{Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation};
+use super::template::{Difficulty, Split, Template};
 use crate::knowu::interop::rules::Decision;
 use crate::knowu::profile::{text, KnowuProfile};
 use crate::tasks::check::check_predicate;

@@ -39,7 +39,8 @@ pub mod world;
 /// The consent decision the simulated user gives on a proactive task (KnowU's metrics parse
 /// the same type back out of the reply).
 pub use crate::knowu::interop::rules::Decision;
-pub use task::{Difficulty, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
+pub use task::{Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation};
+pub use template::{Difficulty, Split};
 
 #[cfg(test)]
 mod checks_tests;
