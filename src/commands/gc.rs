@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use prefflow_engine::inspect;
 
-use super::Session;
+use super::session::Session;
 
 /// The arguments of `prefflow gc`.
 #[derive(clap::Args)]

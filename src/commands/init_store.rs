@@ -3,7 +3,7 @@
 use prefflow_engine::store::StoreLocation;
 use prefflow_engine::Error;
 
-use super::Session;
+use super::session::Session;
 
 /// The arguments of `prefflow init-store`.
 #[derive(clap::Args)]

@@ -15,7 +15,7 @@ use prefflow_engine::record::{RunRecord, Status};
 use prefflow_engine::store::{Store, StoreLocation};
 use prefflow_engine::Error;
 
-use super::Session;
+use super::session::Session;
 use crate::pipeline::Select;
 
 /// The arguments of `prefflow run`.

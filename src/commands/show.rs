@@ -6,7 +6,7 @@ use prefflow_engine::inspect;
 use prefflow_engine::store::Store;
 use prefflow_engine::Error;
 
-use super::Session;
+use super::session::Session;
 use crate::format::{self, Format, Limits};
 
 /// The arguments of `prefflow show`.

@@ -3,7 +3,7 @@
 
 use prefflow_engine::inspect;
 
-use super::Session;
+use super::session::Session;
 
 /// The arguments of `prefflow verify`.
 #[derive(clap::Args)]

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use prefflow_engine::inspect;
 use prefflow_engine::store::Store;
 
-use super::Session;
+use super::session::Session;
 use crate::pipeline::load_plan;
 
 /// The arguments of `prefflow why`.

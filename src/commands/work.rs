@@ -3,7 +3,7 @@
 use prefflow_engine::cluster::{work, Shard, WorkRequest};
 use prefflow_engine::Error;
 
-use super::Session;
+use super::session::Session;
 
 /// The arguments of `prefflow work`.
 #[derive(clap::Args)]

@@ -4,7 +4,7 @@
 
 use std::time::Instant;
 
-use super::ExecEnv;
+use super::env::ExecEnv;
 use indexmap::IndexMap;
 
 use crate::artifact::{

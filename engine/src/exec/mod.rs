@@ -16,19 +16,21 @@ mod inputs;
 pub mod interrupt;
 mod items;
 mod prepare;
+mod ran;
 mod remote;
+mod runner;
 mod unit;
 mod whole;
 
 pub use commit::{commit_instance, commit_item, Commit, Provenance};
 pub use env::ExecEnv;
 pub use inputs::{input_blobs, load_inputs, InputBlob};
-pub use items::{assemble, run_items_locally, ItemDone, ItemFailure, ItemsRan};
+pub use items::{assemble, run_items_locally, ItemDone};
 pub use prepare::prepare;
+pub use ran::{ItemFailure, ItemsRan};
 pub use remote::{ItemExecutor, RemoteItems, RemoteWhole};
 pub use unit::{run_unit, seed_of, Unit, UnitResult, Work};
 
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -44,8 +46,9 @@ use crate::kind::{InputTable, Tables};
 use crate::plan::{Instance, Plan};
 use crate::progress::{Progress, ProgressMode, StatusSource};
 use crate::record::{save_run, ErrorRow, InstanceRecord, RunRecord, Status};
-use crate::store::lease::{self, Holder, Lease, Protected};
+use crate::store::lease::{self, Holder, Lease};
 use crate::store::Store;
+use runner::{Outcome, Runner};
 
 /// How long a run (or a cluster worker) waits for a `gc` that holds the store before giving up.
 pub(crate) const GC_WAIT: Duration = Duration::from_secs(600);
@@ -119,19 +122,6 @@ pub fn run(plan: Arc<Plan>, store: Arc<dyn Store>, opts: &RunOptions) -> Result<
     runtime.shutdown_background();
     report
 }
-
-/// Everything the instances of one run share.
-struct Runner {
-    plan: Arc<Plan>,
-    env: Arc<ExecEnv>,
-    pools: HashMap<String, Arc<Semaphore>>,
-    progress: Progress,
-    previous: Option<RunRecord>,
-    executor: Option<Arc<dyn ItemExecutor>>,
-}
-
-/// What an instance run yields: its record and its error rows.
-type Outcome = (InstanceRecord, Vec<ErrorRow>);
 
 /// What a missed instance runs on.
 enum Inputs {
@@ -335,14 +325,6 @@ fn errors_blob(store: &dyn Store, errors: &[ErrorRow]) -> Result<Option<String>>
     Ok(entries.get("errors").map(|e| e.blob.clone()))
 }
 
-fn error_kind(e: &StageError) -> &'static str {
-    match e {
-        StageError::Input(_) => "input",
-        StageError::Transient(_) | StageError::Exhausted(_) => "transient",
-        StageError::Failed(_) => "failed",
-    }
-}
-
 impl Runner {
     /// Starts every instance as soon as its upstream instances are done; returns their records
     /// in plan order and every error row.
@@ -399,28 +381,6 @@ impl Runner {
             .map(|r| Arc::try_unwrap(r).unwrap_or_else(|a| (*a).clone()))
             .collect();
         Ok((records, errors))
-    }
-
-    fn record(&self, inst: &Instance, status: Status) -> InstanceRecord {
-        InstanceRecord::empty(&inst.stage, inst.variant.name(), inst.kind.name(), status)
-    }
-
-    fn error_row(
-        &self,
-        inst: &Instance,
-        item: Option<String>,
-        attempts: u32,
-        e: &StageError,
-    ) -> ErrorRow {
-        ErrorRow {
-            stage: inst.stage.clone(),
-            variant: inst.variant.name(),
-            item,
-            attempts,
-            kind: error_kind(e).to_string(),
-            message: e.to_string(),
-            ran_in: None,
-        }
     }
 
     /// Runs one instance: decides, then serves it from the store or runs it.
@@ -573,20 +533,6 @@ impl Runner {
         .map_err(|e| Error::RunFailed(format!("internal error: {e}")))?
     }
 
-    fn fail(
-        &self,
-        inst: &Instance,
-        item: Option<String>,
-        attempts: u32,
-        e: &StageError,
-    ) -> Outcome {
-        let mut rec = self.record(inst, Status::Failed);
-        rec.message = Some(e.to_string());
-        self.progress
-            .line(&format!("{}: FAILED: {e}", inst.label()));
-        (rec, vec![self.error_row(inst, item, attempts, e)])
-    }
-
     fn finished(
         &self,
         inst: &Instance,
@@ -617,53 +563,5 @@ impl Runner {
         tokio::task::spawn_blocking(move || load_inputs(env.store.as_ref(), blobs))
             .await
             .map_err(|e| Error::RunFailed(format!("internal error: {e}")))?
-    }
-
-    /// Announces in the run's lease that it computes `inst` (recipe key `key`, items
-    /// `item_keys`), so that `gc` keeps what it commits even if the run is killed before its
-    /// record is written.
-    async fn protect(
-        &self,
-        inst: &Instance,
-        key: &str,
-        item_keys: Vec<String>,
-    ) -> std::result::Result<(), StageError> {
-        let Some(lease) = self.env.lease().cloned() else {
-            return Ok(());
-        };
-        let entry = Protected {
-            label: inst.label(),
-            recipe_key: key.to_string(),
-            item_keys,
-        };
-        let env = self.env.clone();
-        tokio::task::spawn_blocking(move || lease.protect(&entry))
-            .await
-            .map_err(|e| StageError::Failed(format!("internal error: {e}")))?
-            .map_err(|e| {
-                // Like a failed commit: nothing new starts, and a full disk says what to free.
-                let why = env.note_store_failure(&e);
-                StageError::Failed(format!("could not update the run's lease: {why}"))
-            })
-    }
-
-    /// The resource pools an attempt of `inst` holds a slot of, in name order (so that two
-    /// instances sharing pools never wait on each other crosswise).
-    fn pools_of(&self, inst: &Instance) -> Vec<Arc<Semaphore>> {
-        let mut names: Vec<&String> = inst.pools.iter().collect();
-        names.sort();
-        names.dedup();
-        names
-            .into_iter()
-            .filter_map(|n| self.pools.get(n).cloned())
-            .collect()
-    }
-
-    /// The declared size of every pool `inst` holds (for executors that divide them).
-    fn pool_sizes(&self, inst: &Instance) -> std::collections::BTreeMap<String, u32> {
-        inst.pools
-            .iter()
-            .filter_map(|n| self.plan.resources.get(n).map(|&size| (n.clone(), size)))
-            .collect()
     }
 }

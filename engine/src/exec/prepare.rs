@@ -3,8 +3,8 @@
 
 use std::sync::Arc;
 
+use super::env::ExecEnv;
 use super::unit::{classify, panicked, retry_policy, seed_of};
-use super::ExecEnv;
 use crate::error::StageError;
 use crate::kind::{InputTable, PreparedKind, StageContext};
 use crate::plan::Instance;

@@ -1,14 +1,16 @@
 //! The seam where a cluster executor takes over: the missing items of a per-item instance are
-//! handed to an [`ItemExecutor`] instead of [`super::run_items_locally`], and a whole-table
+//! handed to an [`ItemExecutor`] instead of [`super::items::run_items_locally`], and a whole-table
 //! instance it takes is handed to it instead of being run here. Everything before (planning,
 //! decisions, inputs) and after (assembling, committing the instance, the run record) stays in
 //! the local runner, and the remote side commits through the same functions
-//! ([`super::run_unit`]), so both executors produce byte-identical tables.
+//! ([`super::unit::run_unit`]), so both executors produce byte-identical tables.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use super::{ExecEnv, InputBlob, ItemsRan};
+use super::env::ExecEnv;
+use super::inputs::InputBlob;
+use super::ran::ItemsRan;
 use crate::decision::{Decision, ItemDecisions};
 use crate::plan::Instance;
 

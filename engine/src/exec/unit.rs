@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use super::commit::{commit_instance, commit_item, Provenance};
-use super::ExecEnv;
+use super::env::ExecEnv;
 use crate::artifact::{load_tables, KeyParts, Manifest};
 use crate::error::StageError;
 use crate::kind::{Execution, InputTable, PreparedKind, StageContext, Tables};

@@ -2,10 +2,12 @@
 
 use std::sync::Arc;
 
-use super::items::{ItemFailure, ItemsRan};
+use super::inputs::InputBlob;
 use super::prepare::prepare;
+use super::ran::{ItemFailure, ItemsRan};
+use super::remote::{ItemExecutor, RemoteWhole};
+use super::runner::{Outcome, Runner};
 use super::unit::{run_unit, Unit, Work};
-use super::{InputBlob, ItemExecutor, Outcome, RemoteWhole, Runner};
 use crate::artifact::Manifest;
 use crate::decision::Decision;
 use crate::error::StageError;

@@ -109,7 +109,7 @@ impl Kind for Probe {
     type State = ProbeState;
     const NAME: &'static str = "probe";
     const VERSION: &'static str = "1";
-    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::TABLE];
+    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::tables::TABLE];
     const SUMMARY: &'static str =
         "pass the first input through as `table`, with optional delay_ms, fail_items, flaky_items/flaky_attempts, exhausted_items, timing, show_prepare, usage_calls, catalog/pick (engine testing)";
 

@@ -16,7 +16,7 @@ impl Kind for ProbeAsync {
     type State = ProbeState;
     const NAME: &'static str = "probe_async";
     const VERSION: &'static str = "1";
-    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::TABLE];
+    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::tables::TABLE];
     const EXECUTION: Execution = Execution::Async;
     const SUMMARY: &'static str =
         "`probe` whose delay_ms waits on the async runtime instead of a thread (engine testing)";

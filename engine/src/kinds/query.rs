@@ -24,7 +24,7 @@ impl Kind for Query {
     type State = ();
     const NAME: &'static str = "query";
     const VERSION: &'static str = "1";
-    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::TABLE];
+    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::tables::TABLE];
     const SUMMARY: &'static str = "polars SQL over the inputs into table `table` (params: sql; inputs are named <stage> and <stage>_<table>)";
 
     fn run(&self, params: &Self::Params, ctx: &StageContext<'_>) -> Result<Tables, StageError> {

@@ -65,7 +65,7 @@ impl Kind for ReadTable {
     type State = ();
     const NAME: &'static str = "read_table";
     const VERSION: &'static str = "1";
-    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::TABLE];
+    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::tables::TABLE];
     const SUMMARY: &'static str =
         "read a CSV/JSON/JSONL/Parquet file into table `table` (params: path, format?)";
 

@@ -33,7 +33,7 @@ impl Kind for WriteTable {
     type State = ();
     const NAME: &'static str = "write_table";
     const VERSION: &'static str = "1";
-    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::WRITTEN];
+    const OUTPUT_DEFS: &'static [&'static crate::schema::TableDef] = &[&super::tables::WRITTEN];
     const SUMMARY: &'static str = "export an input table to path (csv/json/jsonl/parquet); table `written` records path, rows and hash";
 
     fn cached_output_is_valid(&self, params: &Self::Params, workdir: &Path) -> bool {

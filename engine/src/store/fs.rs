@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-use super::{host_name, team, ObjectMeta, Store, Version};
+use super::contract::{check_key, ObjectMeta, Store, Version, QUARANTINE};
+use super::host::{host_name, TMP_SUFFIX};
+use super::team;
 use crate::error::{Error, Result};
 use crate::keys::hash_bytes;
 
@@ -30,9 +32,6 @@ pub struct FsStore {
 }
 
 static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Suffix of in-flight temporary files (`gc` removes those whose writer is gone).
-pub const TMP_SUFFIX: &str = ".tmp";
 
 impl FsStore {
     /// A store rooted at `root`.
@@ -52,7 +51,7 @@ impl FsStore {
     /// The file of `key`. Keys are built from validated names and hashes; one that could
     /// leave the root (`..`, absolute, empty segments) is refused all the same.
     fn path(&self, key: &str) -> Result<PathBuf> {
-        super::check_key(key)?;
+        check_key(key)?;
         Ok(self.root.join(key))
     }
 
@@ -317,7 +316,7 @@ impl Store for FsStore {
 
     fn quarantine(&self, key: &str) -> Result<()> {
         let from = self.path(key)?;
-        let to = self.path(&format!("{}/{key}", super::QUARANTINE))?;
+        let to = self.path(&format!("{}/{key}", QUARANTINE))?;
         if let Some(dir) = to.parent() {
             self.ensure_dir(dir)?;
         }

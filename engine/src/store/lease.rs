@@ -19,8 +19,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
-use super::unix_now;
-use super::{host_name, pid_alive, proc_start_ticks, Store};
+use super::contract::Store;
+use super::host::{host_name, pid_alive, proc_start_ticks, unix_now};
 use crate::error::{Error, Result};
 use crate::keys::hash_bytes;
 

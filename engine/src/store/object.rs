@@ -29,10 +29,12 @@ use object_store::{
 };
 use tokio::sync::Semaphore;
 
+use super::contract::{check_key, ObjectMeta, Store, Version, QUARANTINE};
 use super::deadline::{self, Deadlines};
 pub use super::diagnose::Service;
 use super::diagnose::{self, FailureLog, Place};
-use super::{check_key, host_name, unix_now, FsStore, ObjectMeta, Store, Version, TMP_SUFFIX};
+use super::fs::FsStore;
+use super::host::{host_name, unix_now, TMP_SUFFIX};
 use crate::error::{Error, Result};
 use crate::keys::hash_bytes;
 
@@ -764,7 +766,7 @@ impl Store for RemoteStore {
     fn quarantine(&self, key: &str) -> Result<()> {
         self.forget(key);
         if let Some((bytes, _)) = self.fetch(key)? {
-            self.put(&format!("{}/{key}", super::QUARANTINE), &bytes)?;
+            self.put(&format!("{}/{key}", QUARANTINE), &bytes)?;
         }
         self.delete(key)
     }

@@ -7,7 +7,7 @@ use prefflow_engine::Error;
 
 mod estimates;
 
-use super::Session;
+use super::session::Session;
 use crate::pipeline::Select;
 
 /// The arguments of `prefflow plan`.

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use polars::prelude::*;
 
-use super::JudgeError;
+use super::verdict::JudgeError;
 use crate::tasks::frames::bundles_from_table;
 use crate::tasks::TaskBundle;
 

@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::index::StepRec;
 use super::interaction::Piece;
-use super::{JudgeError, Verdict};
+use super::verdict::{JudgeError, Verdict};
 use crate::episodes::prompts::{Flavor, Prompts};
 use crate::llm::{ChatMessage, ChatRequest, LlmClient, LlmConfig, Usage};
 use crate::tasks::{Criterion, TaskBundle};

@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 
-use super::Verdict;
+use super::verdict::Verdict;
 use crate::tasks::eval::Episode;
 use crate::tasks::TaskBundle;
 use crate::world::phone::Phone;

@@ -89,7 +89,7 @@ impl LlmConfig {
 
     /// The base URL to call: `$base_url_env` when that variable is set and non-empty, otherwise
     /// `base_url`; an error naming both when neither gives one.
-    pub fn resolved_base_url(&self) -> Result<String, super::LlmError> {
+    pub fn resolved_base_url(&self) -> Result<String, super::error::LlmError> {
         let from_env = self
             .base_url_env
             .as_ref()
@@ -98,7 +98,7 @@ impl LlmConfig {
         match from_env {
             Some(url) => Ok(url.trim().to_string()),
             None if !self.base_url.trim().is_empty() => Ok(self.base_url.clone()),
-            None => Err(super::LlmError::MissingBaseUrl {
+            None => Err(super::error::LlmError::MissingBaseUrl {
                 var: self.base_url_env.clone(),
             }),
         }
@@ -106,11 +106,11 @@ impl LlmConfig {
 
     /// Checks what would otherwise fail every request alike — the endpoint, and the key
     /// variable when requests will be sent — so a stage fails once (exit 2) with the fix.
-    pub fn check_endpoint(&self, offline: bool) -> Result<(), super::LlmError> {
+    pub fn check_endpoint(&self, offline: bool) -> Result<(), super::error::LlmError> {
         self.resolved_base_url()?;
         if let (Some(var), false) = (&self.api_key_env, offline) {
             if std::env::var_os(var).is_none() {
-                return Err(super::LlmError::MissingKey { var: var.clone() });
+                return Err(super::error::LlmError::MissingKey { var: var.clone() });
             }
         }
         Ok(())

@@ -11,6 +11,7 @@ use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
 use super::app::{Catalog, Record};
+use super::assemble::World;
 use super::clock::Date;
 use super::history::{HistoryEvent, Label};
 use super::persona::text::mentions_lowered;
@@ -20,7 +21,6 @@ use super::rules::{
     purchasable, purposes, record_date, record_towns, towns_named, Act,
 };
 use super::types::{value_matches, FieldKind, TableId};
-use super::World;
 use crate::text::tokens;
 
 pub use super::core_text::{core_text, decorations, DECORATION_LISTS};
@@ -352,26 +352,21 @@ fn shift_findings(
     };
     let old = shifted_from(cat, p, s, table, field);
     let mut out = Vec::new();
-    for (e, text) in history.iter().zip(lowered) {
-        if e.label != Label::Signal || e.time.date < s.changed {
-            continue;
-        }
-        if let Some(n) = old.iter().find(|n| mentions_lowered(text, &n.label)) {
-            out.push(Contradiction {
-                rule: Rule::Shift,
-                event_id: e.event_id.clone(),
-                detail: format!(
-                    "{} after `{}` changed to {} on {}: \"{}\" names {} ({})",
-                    e.time.date,
-                    p.id,
-                    super::types::display(&p.value),
-                    s.changed,
-                    e.text,
-                    n.record.id,
-                    super::types::display(&s.from)
-                ),
-            });
-        }
+    for (e, n) in signal_naming(history, lowered, &old, |e| e.time.date >= s.changed) {
+        out.push(Contradiction {
+            rule: Rule::Shift,
+            event_id: e.event_id.clone(),
+            detail: format!(
+                "{} after `{}` changed to {} on {}: \"{}\" names {} ({})",
+                e.time.date,
+                p.id,
+                super::types::display(&p.value),
+                s.changed,
+                e.text,
+                n.record.id,
+                super::types::display(&s.from)
+            ),
+        });
     }
     let old_ids: Vec<&str> = old.iter().map(|n| n.record.id.as_str()).collect();
     for (name, r, when, target) in referring_records(cat, table) {
@@ -413,6 +408,27 @@ fn shifted_from<'c>(
     })
 }
 
+/// Her signal events that `keep` admits and that name one of `named`, each with the first
+/// record it names: how the shift and avoid rules find the events that contradict an entry.
+fn signal_naming<'h, 'n, 'c>(
+    history: &'h [HistoryEvent],
+    lowered: &'h [String],
+    named: &'n [Named<'c>],
+    keep: impl Fn(&HistoryEvent) -> bool + 'h,
+) -> impl Iterator<Item = (&'h HistoryEvent, &'n Named<'c>)> + 'h
+where
+    'n: 'h,
+{
+    history
+        .iter()
+        .zip(lowered)
+        .filter(move |(e, _)| e.label == Label::Signal && keep(e))
+        .filter_map(move |(e, text)| {
+            let n = named.iter().find(|n| mentions_lowered(text, &n.label))?;
+            Some((e, n))
+        })
+}
+
 /// A value she avoids named by a choice: in the app data, or by her events other than the
 /// avoid-list's own evidence and designed exceptions.
 fn avoid_findings(
@@ -443,24 +459,20 @@ fn avoid_findings(
             });
         }
     }
-    for (e, text) in history.iter().zip(lowered) {
-        // The avoid-list's own evidence and designed exceptions name it on purpose.
-        if e.label != Label::Signal || e.supports.contains(&p.id) || e.counters.contains(&p.id) {
-            continue;
-        }
-        if let Some(n) = avoided.iter().find(|n| mentions_lowered(text, &n.label)) {
-            out.push(Contradiction {
-                rule: Rule::Avoid,
-                event_id: e.event_id.clone(),
-                detail: format!(
-                    "\"{}\" names {}, a {} the user avoids (`{}`)",
-                    e.text,
-                    n.record.id,
-                    super::types::display(&p.value),
-                    p.id
-                ),
-            });
-        }
+    // The avoid-list's own evidence and designed exceptions name it on purpose.
+    let other = |e: &HistoryEvent| !e.supports.contains(&p.id) && !e.counters.contains(&p.id);
+    for (e, n) in signal_naming(history, lowered, &avoided, other) {
+        out.push(Contradiction {
+            rule: Rule::Avoid,
+            event_id: e.event_id.clone(),
+            detail: format!(
+                "\"{}\" names {}, a {} the user avoids (`{}`)",
+                e.text,
+                n.record.id,
+                super::types::display(&p.value),
+                p.id
+            ),
+        });
     }
     out
 }

@@ -9,7 +9,8 @@ use crate::episodes::agent::{ready, AgentFuture};
 use crate::episodes::simulator::{Simulator, UserReply, DONT_KNOW};
 use crate::tasks::TaskBundle;
 
-use super::{Decision, KnowuTaskInfo};
+use super::task::KnowuTaskInfo;
+use crate::knowu::interop::rules::Decision;
 
 /// The simulated KnowU user of one episode.
 pub struct KnowuUser<'a> {

@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use super::consent::KnowuUser;
 use super::score::score;
-use super::KnowuTaskInfo;
+use super::task::KnowuTaskInfo;
 use crate::episodes::hooks::EpisodeHooks;
 use crate::episodes::{Simulator, StepRow};
 use crate::tasks::TaskBundle;

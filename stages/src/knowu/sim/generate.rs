@@ -10,8 +10,9 @@ use std::collections::BTreeSet;
 
 use super::matching::{self, Wanted};
 use super::prefs::{self, Requirements};
-use super::template::Template;
-use super::{Decision, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
+use super::task::{Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation};
+use super::template::{Difficulty, Split, Template};
+use crate::knowu::interop::rules::Decision;
 use crate::knowu::profile::{text, KnowuProfile};
 use crate::tasks::check::check_predicate;
 use crate::tasks::{
@@ -507,7 +508,7 @@ impl Parts<'_> {
         &self,
         t: &Template,
         class: &str,
-        difficulty: super::Difficulty,
+        difficulty: Difficulty,
         instruction: String,
         reference: Vec<Value>,
         defaults: Vec<Value>,

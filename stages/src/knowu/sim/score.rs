@@ -17,7 +17,9 @@ use crate::tasks::eval::Episode;
 use crate::tasks::{CriterionKind, TaskBundle};
 use crate::world::phone::Phone;
 
-use super::{prefs, Expect, KnowuTaskInfo, Split};
+use super::prefs;
+use super::task::{Expect, KnowuTaskInfo};
+use super::template::Split;
 
 /// Action types KnowU's routine tasks never count as acting (`BaseRoutineTask.SAFE_ACTIONS`,
 /// plus prefflow's spelling of `finished`).

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use polars::prelude::*;
 
-use super::Split;
+use super::template::Split;
 use crate::knowu::KnowuError;
 
 /// The columns the table must have.

@@ -8,8 +8,10 @@ use std::collections::HashMap;
 use polars::prelude::*;
 
 use super::matching::HabitMatch;
-use super::{Decision, Difficulty, Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation, Split};
+use super::task::{Expect, HabitFound, KnowuTask, KnowuTaskInfo, Situation};
+use super::template::{Difficulty, Split};
 use crate::knowu::error::KnowuError;
+use crate::knowu::interop::rules::Decision;
 use crate::tables::knowu::{KnowuTaskRow, KNOWU_TASKS};
 
 /// The row, for its column names.

@@ -5,10 +5,9 @@
 
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Difficulty, Split};
 use crate::world::phone::DataEdit;
 
 pub use crate::knowu::PREFFLOW_PREFIX;
@@ -343,4 +342,61 @@ pub fn load_dir(dir: &Path, label: &str) -> Result<Vec<Template>, TemplateError>
         out.extend(file.templates);
     }
     Ok(out)
+}
+
+/// KnowU's three task splits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// An explicit instruction: everything needed is said.
+    General,
+    /// A vague instruction the persona's preferences complete (hybrid-scored).
+    Personalized,
+    /// No instruction: a situation the agent may act on, ask about, or leave alone.
+    Proactive,
+}
+
+impl Split {
+    /// The tasks.csv spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::General => "general",
+            Split::Personalized => "personalized",
+            Split::Proactive => "proactive",
+        }
+    }
+
+    /// The split of a tasks.csv spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Split::General, Split::Personalized, Split::Proactive]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
+}
+
+/// KnowU's difficulty levels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Difficulty {
+    /// One app, one step of reasoning.
+    Easy,
+    /// Several apps or a judgement call.
+    Hard,
+}
+
+impl Difficulty {
+    /// The tasks.csv spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Difficulty::Easy => "easy",
+            Difficulty::Hard => "hard",
+        }
+    }
+
+    /// The difficulty of a tasks.csv spelling.
+    pub fn parse(s: &str) -> Option<Self> {
+        [Difficulty::Easy, Difficulty::Hard]
+            .into_iter()
+            .find(|v| v.as_str() == s)
+    }
 }

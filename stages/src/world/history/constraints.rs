@@ -1,7 +1,18 @@
 //! The profile and app-data rules every draw obeys, and the guards of each role re-checked on
 //! the produced text ([`super::super::rules`]).
 
-use super::*;
+use serde_json::Value;
+
+use super::ask::{Ask, Role};
+use crate::world::app::{Catalog, Record};
+use crate::world::clock::{Date, DateTime};
+use crate::world::error::{Result, WorldError};
+use crate::world::persona::text::mentions_lowered;
+use crate::world::persona::{leak_phrases, Binding, Persona, ProfileEntry, Source};
+use crate::world::rules::{
+    act_on, act_window, attributes, is_avoid, listing_window, purchasable, record_date, Act,
+};
+use crate::world::types::{value_matches, TableId};
 
 /// Lower-cased phrases to test texts against, computed once.
 pub(super) struct Guards {
@@ -206,7 +217,7 @@ pub(super) fn guards(persona: &Persona) -> Guards {
 
 /// The guards of an event's role, re-checked on the produced text.
 pub(super) fn check(
-    ctx: &Ctx<'_>,
+    guards: &Guards,
     ask: &Ask<'_>,
     text: &str,
     location: &str,
@@ -251,18 +262,13 @@ pub(super) fn check(
         }
     }
     if ask.role == Role::Noise {
-        if let Some(m) = ctx
-            .guards
-            .mentions
-            .iter()
-            .find(|m| mentions_lowered(&lower, m))
-        {
+        if let Some(m) = guards.mentions.iter().find(|m| mentions_lowered(&lower, m)) {
             return Err(WorldError::Synthesis(format!(
                 "noise \"{text}\" mentions profile value \"{m}\""
             )));
         }
     }
-    check_leaks(&lower, &location.to_lowercase(), &ctx.guards, text)
+    check_leaks(&lower, &location.to_lowercase(), guards, text)
 }
 
 /// The mention of the other side of an entry's shift on `day`.

@@ -1,7 +1,24 @@
 //! One event drawn from one template: the value it carries, its records, time, phrasing and
 //! construction, then the checks that keep it true to the phone.
 
-use super::*;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::RngExt;
+use serde_json::Value;
+
+use super::ask::{Ask, Draft, Role, ATTEMPTS, COUNTER_FRAMED, SIGNAL_FRAMED, TWIN_OWN_SHARE};
+use super::constraints::check;
+use super::context::Ctx;
+use super::plan::{random_day, random_time};
+use super::situate::{shown, situate, towns_of, wrapped};
+use crate::world::app::Record;
+use crate::world::clock::{Date, DateTime};
+use crate::world::error::{Result, WorldError};
+use crate::world::persona::{
+    choose, render, render_at, Binding, Construction, Days, EventTemplate, Fill, ProfileEntry, Var,
+};
+use crate::world::rules::{occasion, one_off_key, owned, purposes, Act};
+use crate::world::template::Template;
+use crate::world::types::{value_matches, TableId};
 
 /// The construction form an event is wrapped in, if any: a noise form for a twin, a signal form
 /// for [`SIGNAL_FRAMED`] of her own events from a template with twins, a counter form for
@@ -207,7 +224,7 @@ fn attempt(ctx: &Ctx<'_>, ask: &Ask<'_>, rng: &mut Xoshiro256PlusPlus) -> Result
     }
     // A phrase drawn from the vocabulary may trip a guard (a companion who is the value a
     // counter-event must not name): draw again, and report the last failure if all do.
-    if let Err(e) = check(ctx, ask, &text, &location, tl.time, tl.carry_own) {
+    if let Err(e) = check(&ctx.guards, ask, &text, &location, tl.time, tl.carry_own) {
         return Ok(Attempt::Failed(e));
     }
     if !record_once(ctx, t, &tl.chosen, &text) {
@@ -382,28 +399,6 @@ fn record_once(ctx: &Ctx<'_>, t: &EventTemplate, chosen: &[&Record], text: &str)
         ctx.one_offs.borrow_mut().insert((t.app.clone(), k));
     }
     true
-}
-
-/// The capitalised words of the persona's `someone` list: the people noise twins are about.
-pub(super) fn people(persona: &Persona) -> Vec<String> {
-    let Some(i) = persona.vocab_names.iter().position(|n| n == "someone") else {
-        return Vec::new();
-    };
-    let mut out: Vec<String> = Vec::new();
-    for phrase in &persona.vocab[i] {
-        for seg in &phrase.segs {
-            if let Seg::Text(t) = seg {
-                for w in t.split(|c: char| !c.is_alphanumeric()) {
-                    if w.chars().next().is_some_and(char::is_uppercase)
-                        && !out.iter().any(|o| o == w)
-                    {
-                        out.push(w.to_string());
-                    }
-                }
-            }
-        }
-    }
-    out
 }
 
 /// The value a decoy of `e` carries on `day`: for a shifted entry the other side's (someone

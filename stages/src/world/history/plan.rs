@@ -1,7 +1,14 @@
 //! How many events of each kind, and on which days: the counts per entry, counter shares and
 //! the day windows of shifted entries.
 
-use super::*;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::RngExt;
+
+use super::ask::{COUNTER_SHARE, MIN_WITH_COUNTER};
+use super::event::HistoryParams;
+use crate::world::clock::{Date, DateTime, Time};
+use crate::world::error::{Result, WorldError};
+use crate::world::persona::{Days, EventTemplate, Period, Persona, ProfileEntry};
 
 pub(super) fn split_counts(
     persona: &Persona,

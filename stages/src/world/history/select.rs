@@ -1,7 +1,17 @@
 //! Which template each event is drawn from: rotations over an entry's evidence and counters,
 //! and the noise pool (twins, hand-written decoys, plain noise).
 
-use super::*;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::seq::SliceRandom;
+use rand::RngExt;
+
+use super::ask::{Ask, Draft, Role, COUNTER_TWIN_SHARE, DECOY_SHARE, TWIN_SHARE};
+use super::context::Ctx;
+use super::draw::draw;
+use super::plan::{counter_count, for_period, per_window, side_window, windows};
+use crate::world::clock::Date;
+use crate::world::error::{Result, WorldError};
+use crate::world::persona::{EventTemplate, Period, Persona, ProfileEntry, Source};
 
 /// Rotates through templates from a random offset, skipping `once` templates already used and
 /// templates with nothing new to say ([`Rotation::spend`]).

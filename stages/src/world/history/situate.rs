@@ -1,7 +1,16 @@
 //! The circumstance added to an event and the construction it is wrapped in: a circumstance is
 //! type-checked against what the event already says (who, why, where).
 
-use super::*;
+use rand::rngs::Xoshiro256PlusPlus;
+use rand::RngExt;
+
+use super::ask::Ask;
+use super::context::Ctx;
+use crate::world::app::{Catalog, Record};
+use crate::world::clock::Date;
+use crate::world::persona::{render, Binding, Context, Days, Fill, Var};
+use crate::world::rules::{purposes, record_towns, towns_named};
+use crate::world::template::{Seg, Template};
 
 /// The phrasing with one of its app's circumstances (" for Friday's catch-up") before its
 /// trailing vocabulary phrase — for every event of the app, hers or not, so circumstances say

@@ -2,9 +2,15 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::ask::{Ask, Role};
+use super::context::people;
+use super::draw::draw;
+use super::plan::{side_window, windows};
 use super::*;
 use crate::world::dataset_tests::default_world;
+use crate::world::error::WorldError;
 use crate::world::persona::text::mentions;
+use crate::world::template::Seg;
 
 fn by_entry(events: &[HistoryEvent]) -> BTreeMap<&str, Vec<&HistoryEvent>> {
     let mut m: BTreeMap<&str, Vec<&HistoryEvent>> = BTreeMap::new();

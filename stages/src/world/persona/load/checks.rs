@@ -1,7 +1,18 @@
 //! The lexical guarantees, checked on rendered templates once the persona is lowered: evidence
 //! mentions its value, noise mentions none, companions fit, no template leaks an ask-only value.
 
-use super::*;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::lower::Lower;
+use crate::world::clock::{DateTime, Time};
+use crate::world::error::ProblemKind as K;
+use crate::world::persona::bind::{admit_all, choose, render, render_at, Fill};
+use crate::world::persona::model::{EventTemplate, Period, Persona, ProfileEntry, Source, Var};
+use crate::world::persona::raw::{RawPersona, RawTemplate};
+use crate::world::persona::text::mentions;
+use crate::world::template;
+use crate::world::types::display;
 
 /// The time load-time checks render `{weekday}` and `{daypart}` with.
 pub(super) fn check_time(p: &Persona) -> DateTime {
@@ -57,15 +68,11 @@ pub(super) fn check_lexical(lw: &mut Lower, p: &Persona, raw: &RawPersona) {
         })
         .collect();
     for (e, re) in p.profile.iter().zip(&raw.profile) {
-        for (t, rt) in e.evidence.iter().zip(&re.value.evidence) {
-            for (value, mention, other) in sides(e, t) {
-                check_one(lw, t, rt, (value, mention, other), &env, e);
-            }
+        for template in e.evidence.iter().zip(&re.value.evidence) {
+            check_sides(lw, e, template, &env, false);
         }
-        for (t, rt) in e.counter.iter().zip(&re.value.counter) {
-            for (value, mention, other) in sides(e, t) {
-                check_counter(lw, t, rt, (value, mention, other), &env, e);
-            }
+        for template in e.counter.iter().zip(&re.value.counter) {
+            check_sides(lw, e, template, &env, true);
         }
         for (t, rt) in e.decoys.iter().zip(&re.value.decoys) {
             for (value, mention, _) in sides(e, t) {
@@ -296,67 +303,87 @@ pub(super) fn sides<'e>(
 /// The value, mention and other side's mention one check renders with.
 pub(super) type Side<'e> = (&'e Value, &'e str, Option<&'e str>);
 
-pub(super) fn check_one(
+/// Renders every side of `t` (an evidence template of `e`, or a counter-evidence one when
+/// `counter`) and checks each text: evidence names its side's value and not the other side's,
+/// counter-evidence names neither.
+fn check_sides(
     lw: &mut Lower,
-    t: &EventTemplate,
-    rt: &Spanned<RawTemplate>,
-    (value, mention, other): Side<'_>,
-    env: &CheckEnv<'_>,
     e: &ProfileEntry,
+    (t, rt): (&EventTemplate, &Spanned<RawTemplate>),
+    env: &CheckEnv<'_>,
+    counter: bool,
 ) {
-    check_rendered(lw, t, rt, (value, mention), env, &mut |lw, text| {
-        let here = lw.at(&rt.value.text);
-        if !mentions(text, mention) {
-            lw.push(
-                K::EvidenceMissesValue,
-                here.clone(),
-                format!(
-                    "evidence \"{text}\" for `{}` never mentions \"{mention}\"",
-                    e.id
-                ),
-                "include {mention} (or the phrase itself) in the text",
-            );
-        }
-        if let Some(o) = other.filter(|o| mentions(text, o)) {
-            lw.push(
-                K::EvidenceMissesValue,
-                here,
-                format!(
-                    "evidence \"{text}\" for `{}` also mentions the other side of the shift \"{o}\"",
-                    e.id
-                ),
-                "keep each template to one side, or use `period`",
-            );
-        }
-    });
+    for side in sides(e, t) {
+        check_rendered(
+            lw,
+            t,
+            rt,
+            (side.0, side.1),
+            env,
+            &mut |lw, text| match counter {
+                false => check_evidence_text(lw, rt, side, e, text),
+                true => check_counter_text(lw, rt, side, e, text),
+            },
+        );
+    }
+}
+
+/// Evidence names its side's value, and not the other side of a shift.
+fn check_evidence_text(
+    lw: &mut Lower,
+    rt: &Spanned<RawTemplate>,
+    (_, mention, other): Side<'_>,
+    e: &ProfileEntry,
+    text: &str,
+) {
+    let here = lw.at(&rt.value.text);
+    if !mentions(text, mention) {
+        lw.push(
+            K::EvidenceMissesValue,
+            here.clone(),
+            format!(
+                "evidence \"{text}\" for `{}` never mentions \"{mention}\"",
+                e.id
+            ),
+            "include {mention} (or the phrase itself) in the text",
+        );
+    }
+    if let Some(o) = other.filter(|o| mentions(text, o)) {
+        lw.push(
+            K::EvidenceMissesValue,
+            here,
+            format!(
+                "evidence \"{text}\" for `{}` also mentions the other side of the shift \"{o}\"",
+                e.id
+            ),
+            "keep each template to one side, or use `period`",
+        );
+    }
 }
 
 /// Counter-evidence disagrees: it names neither the value in effect nor, for a shift, the other
 /// side (a reversion would blur the shift, not make an exception).
-pub(super) fn check_counter(
+fn check_counter_text(
     lw: &mut Lower,
-    t: &EventTemplate,
     rt: &Spanned<RawTemplate>,
-    (value, mention, other): Side<'_>,
-    env: &CheckEnv<'_>,
+    (_, mention, other): Side<'_>,
     e: &ProfileEntry,
+    text: &str,
 ) {
-    check_rendered(lw, t, rt, (value, mention), env, &mut |lw, text| {
-        if let Some(m) = std::iter::once(mention)
-            .chain(other)
-            .find(|m| mentions(text, m))
-        {
-            lw.push(
-                K::EvidenceMissesValue,
-                lw.at(&rt.value.text),
-                format!(
-                    "counter-evidence \"{text}\" for `{}` mentions \"{m}\"",
-                    e.id
-                ),
-                "counter-evidence names another choice, never the entry's own value",
-            );
-        }
-    });
+    if let Some(m) = std::iter::once(mention)
+        .chain(other)
+        .find(|m| mentions(text, m))
+    {
+        lw.push(
+            K::EvidenceMissesValue,
+            lw.at(&rt.value.text),
+            format!(
+                "counter-evidence \"{text}\" for `{}` mentions \"{m}\"",
+                e.id
+            ),
+            "counter-evidence names another choice, never the entry's own value",
+        );
+    }
 }
 
 pub(super) fn check_leaks(lw: &mut Lower, text: &str, leaks: &[String], here: &Spanned<String>) {

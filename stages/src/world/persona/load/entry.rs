@@ -1,7 +1,18 @@
 //! Lowering of one profile entry: its value and mention, source, shift, other values, and the
 //! evidence each side of a shift needs.
 
-use super::*;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::lower::{lower_date, Lower};
+use super::templates::{lower_binds, lower_template};
+use crate::world::clock::Date;
+use crate::world::error::ProblemKind as K;
+use crate::world::persona::model::{
+    EventTemplate, OtherValue, Period, ProfileEntry, Shift, Source, DIMENSIONS,
+};
+use crate::world::persona::raw::{RawEntry, RawShift};
+use crate::world::types::display;
 
 pub(super) fn lower_entry(
     lw: &mut Lower,

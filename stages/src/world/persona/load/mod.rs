@@ -4,59 +4,27 @@
 
 mod checks;
 mod entry;
+mod lower;
 mod phrases;
 mod templates;
 
 pub(crate) use checks::leak_phrases;
 use checks::*;
 use entry::*;
+use lower::{lower_date, Lower};
 use phrases::*;
 use templates::*;
 
 use std::collections::HashSet;
 
-use indexmap::IndexMap;
-use serde_json::Value;
 use serde_saphyr::Spanned;
 
-use super::bind::{admit_all, choose, render, render_at, Fill};
-use super::model::{
-    At, Binding, Construction, Context, Days, EventTemplate, OtherValue, Period, Persona,
-    ProfileEntry, Shift, SituationalFact, Source, Var, Want, DIMENSIONS,
-};
-use super::raw::{
-    RawBind, RawConstruction, RawContext, RawDays, RawEntry, RawPersona, RawPlace, RawShift,
-    RawSituational, RawTemplate,
-};
-use super::text::mentions;
-use super::text::ONE_OFF_MARKERS;
+use super::model::{Persona, ProfileEntry, SituationalFact};
+use super::raw::{RawPersona, RawSituational};
 use crate::world::app::Catalog;
-use crate::world::clock::{Date, DateTime, Time};
-use crate::world::error::{Loc, Problem, ProblemKind as K, Problems, Result, WorldError};
-use crate::world::template;
-use crate::world::types::display;
-use crate::world::yaml::{at, parse};
-
-/// Lowering state for one file.
-struct Lower<'a> {
-    cat: &'a Catalog,
-    /// Vocabulary list names, once lowered (`{vocab.<name>}` resolves against them).
-    vocab: Vec<String>,
-    /// Construction names (`twins:` resolves against them).
-    constructions: Vec<String>,
-    file: &'a str,
-    places: &'a IndexMap<String, Spanned<RawPlace>>,
-    problems: Vec<Problem>,
-}
-
-impl Lower<'_> {
-    fn push(&mut self, kind: K, at: Loc, msg: impl Into<String>, fix: impl Into<String>) {
-        self.problems.push(Problem::new(kind, at, msg, fix));
-    }
-    fn at<T>(&self, s: &Spanned<T>) -> Loc {
-        at(self.file, s)
-    }
-}
+use crate::world::clock::DateTime;
+use crate::world::error::{ProblemKind as K, Problems, Result, WorldError};
+use crate::world::yaml::parse;
 
 /// Parses and validates a persona from YAML text.
 pub(crate) fn from_source(file: &str, text: &str, cat: &Catalog) -> Result<Persona> {
@@ -151,19 +119,6 @@ fn lower_persona(lw: &mut Lower, raw: &RawPersona) -> Option<Persona> {
             .map(|(town, names)| std::iter::once(town).chain(names).cloned().collect())
             .collect(),
     })
-}
-
-fn lower_date(lw: &mut Lower, s: &Spanned<String>) -> Option<Date> {
-    let d = Date::parse(&s.value);
-    if d.is_none() {
-        lw.push(
-            K::BadShift,
-            lw.at(s),
-            format!("\"{}\" is not a date", s.value),
-            "write YYYY-MM-DD",
-        );
-    }
-    d
 }
 
 fn check_ids(lw: &mut Lower, raw: &RawPersona) {

@@ -1,7 +1,15 @@
 //! Lowering of the persona-wide phrase lists: vocabulary, per-app circumstances and the
 //! constructions evidence templates list as `twins`.
 
-use super::*;
+use indexmap::IndexMap;
+use serde_saphyr::Spanned;
+
+use super::lower::{lower_days, Lower};
+use super::templates::{lower_text, resolve_var};
+use crate::world::error::ProblemKind as K;
+use crate::world::persona::model::{Construction, Context, Days, Var};
+use crate::world::persona::raw::{RawConstruction, RawContext, RawPersona};
+use crate::world::template;
 
 /// Lowers the constructions: each form wraps `{event}` exactly once, may place the event's
 /// trailing vocabulary phrase (`{tail}`) once, and may use `{vocab.<list>}`, `{weekday}` and
@@ -145,47 +153,6 @@ fn lower_context(lw: &mut Lower, p: &Spanned<RawContext>) -> Option<Context> {
         days,
         scene,
     })
-}
-
-/// Days of the week by name (`any`, `workdays`, `weekends`) or as a list of `mon` … `sun` (a
-/// list of weekdays only refuses holidays, as `workdays` does); a located problem otherwise.
-pub(super) fn lower_days(lw: &mut Lower, d: &Spanned<&RawDays>) -> Option<Days> {
-    let days = parse_days(d.value);
-    if days.is_none() {
-        lw.push(
-            K::BadTemplate,
-            lw.at(d),
-            format!("`days` is not a set of days: {:?}", d.value),
-            "write `days: workdays`, `weekends`, `any`, or a list such as [tue, thu]",
-        );
-    }
-    days
-}
-
-/// The days a `days:` value names, `None` when it names none.
-pub(super) fn parse_days(d: &RawDays) -> Option<Days> {
-    const NAMES: [&str; 7] = ["mon", "tue", "wed", "thu", "fri", "sat", "sun"];
-    match d {
-        RawDays::Named(n) => match n.as_str() {
-            "any" => Some(Days::ANY),
-            "workdays" => Some(Days::WORKDAYS),
-            "weekends" => Some(Days {
-                mask: 0x60,
-                workday: false,
-            }),
-            _ => None,
-        },
-        RawDays::List(l) => l
-            .iter()
-            .map(|n| NAMES.iter().position(|x| x == n))
-            .try_fold(0u8, |m, i| i.map(|i| m | (1 << i)))
-            .filter(|m| *m != 0)
-            // Weekdays only are workdays: a holiday is none of them.
-            .map(|mask| Days {
-                mask,
-                workday: mask & 0x60 == 0,
-            }),
-    }
 }
 
 /// Checks every place's `days` once (templates at the place take them without a second report).

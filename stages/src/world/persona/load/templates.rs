@@ -1,7 +1,17 @@
 //! Lowering of one event template: app, place, hours, period, twins, bindings and the text's
 //! placeholders, each checked against the catalog.
 
-use super::*;
+use indexmap::IndexMap;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use super::lower::{lower_days, parse_days, Lower};
+use crate::world::app::Catalog;
+use crate::world::error::ProblemKind as K;
+use crate::world::persona::model::{At, Binding, Days, EventTemplate, Period, Var, Want};
+use crate::world::persona::raw::{RawBind, RawTemplate};
+use crate::world::persona::text::ONE_OFF_MARKERS;
+use crate::world::template;
 
 pub(super) fn lower_template(
     lw: &mut Lower,
