@@ -8,7 +8,7 @@
 use polars::prelude::DataFrame;
 use prefflow_engine::estimate::{Estimate, EstimateRow, Range};
 
-use super::Mode;
+use super::episode::Mode;
 use crate::llm::tokens::{text_tokens, PER_MESSAGE, PER_REQUEST};
 use crate::llm::LlmConfig;
 use crate::report::text_column;

@@ -8,7 +8,7 @@ use super::clock::DateTime;
 use super::error::{Result, WorldError};
 use super::history::{HistoryEvent, Label};
 use super::persona::Persona;
-use super::World;
+use super::assemble::World;
 use crate::tables::row::{Cell, RowError};
 use crate::tables::world::{HistoryEventRow, SourceRow, HISTORY_EVENTS, SOURCES};
 

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::history::{HistoryEvent, Label};
 use super::persona::ProfileEntry;
-use super::World;
+use super::assemble::World;
 use crate::tables::world::SummaryRow;
 
 /// Counts that describe a world.

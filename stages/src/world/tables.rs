@@ -12,7 +12,7 @@ use super::error::{Result, WorldError};
 use super::history::HistoryEvent;
 use super::persona::ProfileEntry;
 use super::types::display;
-use super::World;
+use super::assemble::World;
 use crate::tables::world::{
     AppRecordRow, AppRow, HistoryEventRow, ProfileEntryRow, APPS, APP_RECORDS, HISTORY_EVENTS,
     PROFILE_ENTRIES,
