@@ -190,7 +190,7 @@ const AUX: [&str; 20] = [
 ];
 
 /// Words that end a subject's noun phrase: prepositions, particles, adverbs and common verbs.
-const NP_ENDS: [&str; 66] = [
+const NP_ENDS: &[&str] = &[
     "before",
     "after",
     "for",
@@ -219,8 +219,9 @@ const NP_ENDS: [&str; 66] = [
     "still",
     "always",
     "ever",
-    "last",
-    "first",
+    "eat",
+    "drink",
+    "say",
     "open",
     "close",
     "closes",
@@ -367,6 +368,8 @@ fn third_party(s: &SlotSubject, words: &[String], names: &HashSet<String>) -> (b
         // "How many grams is a block of tofu?": a measure of one item.
         return (true, true);
     }
+    // "the farmers market *this Saturday*": a time said after the subject is none of it;
+    // "What time the evening before should…" names no subject.
     let skip = [
         "itself",
         "themselves",
@@ -375,15 +378,19 @@ fn third_party(s: &SlotSubject, words: &[String], names: &HashSet<String>) -> (b
         "the",
         "your",
         "my",
+        "this",
+        "next",
+        "a",
+        "an",
+        "today",
     ];
-    let Some(last) = np.iter().rev().find(|w| !skip.contains(&w.as_str())) else {
+    let Some(last) = np.iter().rev().find(|w| {
+        !skip.contains(&w.as_str())
+            && !TIME_WORDS.contains(&w.as_str())
+            && !crate::world::clock::WEEKDAYS.contains(&w.trim_end_matches('s'))
+    }) else {
         return (false, false);
     };
-    if TIME_WORDS.contains(&last.as_str()) || crate::world::clock::WEEKDAYS.contains(&last.as_str())
-    {
-        // "What time the evening before should…": a time, not a subject.
-        return (false, false);
-    }
     let own = stems_of(last).iter().any(|x| s.heads.contains(x));
     // "What time should Dana expect you?": a person after a decision modal may be asked of.
     let person = np.iter().any(|w| names.contains(w));
@@ -428,6 +435,12 @@ const DECIDING: [&str; 17] = [
     "have you decided",
 ];
 
+/// Irregular past verbs ("How many guests *came* last year?").
+const IRREGULAR_PAST: [&str; 14] = [
+    "came", "went", "took", "paid", "spent", "gave", "bought", "ate", "ran", "left", "sent",
+    "drank", "saw", "met",
+];
+
 /// Whether a question asks what was done before ("did you…", "was your last…", "have you
 /// ordered…"), not the choice being made.
 fn past(words: &[String]) -> bool {
@@ -454,7 +467,8 @@ fn past(words: &[String]) -> bool {
     });
     let simple = words
         .iter()
-        .any(|w| matches!(w.as_str(), "did" | "was" | "were" | "had"));
+        .any(|w| matches!(w.as_str(), "did" | "was" | "were" | "had"))
+        || words.iter().any(|w| IRREGULAR_PAST.contains(&w.as_str()));
     // "have you ordered", "has the food bank raised": a perfect.
     let perfect = words.iter().enumerate().any(|(i, w)| {
         matches!(w.as_str(), "have" | "has")
