@@ -12,8 +12,10 @@
 //!   followed by an auxiliary and a noun phrase ("does *the post office* open", "is *the latest
 //!   episode*"): the phrase must be the user ("you", "we", "I"), the act ("it"), or a noun the
 //!   slot is about (the head nouns of its `about` sentence — "the *reminder*", "the *block*" —
-//!   its field, what it counts, or a booking, reservation or order); a decision modal ("should",
-//!   "shall") always asks the user's choice. "How many grams is *a* block?" asks an item's measure.
+//!   its field, what it counts, or a booking, reservation or order); after a decision modal
+//!   ("should", "shall") a person may be asked of ("What time should Dana expect you?"), a thing
+//!   not ("How many stars should the place have?"). "How many grams is *a* block?" asks an
+//!   item's measure; a time said after the subject ("the market *this Saturday*") is none of it.
 //! - **the past** — "did you…", "was your last…", "have you ordered…" (not "did you want / have
 //!   in mind", "were you thinking"), unless the slot is itself about the past ("How many minutes
 //!   the run took"), and then not of another occasion ("last Sunday").
@@ -276,7 +278,7 @@ const OPENERS: [&str; 9] = ["the", "your", "my", "his", "her", "their", "our", "
 /// The subject of a question asking a kind of value: the auxiliary after the asking phrase
 /// (and a count's noun) and the words of the noun phrase after it; in an embedded question
 /// ("…know when *the post office* closes"), the noun phrase right after the asking phrase
-/// and the auxiliary after it ("does" when there is none).
+/// and the auxiliary after it (none: an empty one).
 fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
     let (at, len) = (0..words.len()).find_map(|i| {
         ASKS.iter().find_map(|a| {
@@ -657,5 +659,60 @@ impl TaskMatcher {
             || foreign
             || other_count_noun(self, i, f, &words, of_its_thing)
             || (if s.past { other_occasion } else { past(&words) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(text: &str) -> Vec<String> {
+        raw(text)
+    }
+
+    #[test]
+    fn the_past_is_told_from_a_choice_said_politely() {
+        assert!(past(&w("How much did you give last time?")));
+        assert!(past(&w("How many times have you ordered Thai this month?")));
+        assert!(past(&w("How many guests came to Lena's party last year?")));
+        assert!(!past(&w("What time did you have in mind?")));
+        assert!(!past(&w("How many people were you thinking of?")));
+        assert!(!past(&w("When can you have the plan done?")));
+        assert!(!past(&w("What time should the reminder go off?")));
+    }
+
+    #[test]
+    fn a_question_for_someone_else_is_told_from_one_for_the_user() {
+        assert!(asks_someone_else(&w(
+            "Should I ask Sam how many tickets he needs?"
+        )));
+        assert!(asks_someone_else(&w("Want me to check with Dana first?")));
+        assert!(!asks_someone_else(&w(
+            "Can I ask how many people are coming?"
+        )));
+        assert!(!asks_someone_else(&w("Should I ask for a table for four?")));
+    }
+
+    #[test]
+    fn the_subject_follows_the_auxiliary_or_opens_an_embedded_question() {
+        let np = |t: &str| subject_phrase(&w(t)).map(|(a, np)| (a, np.join(" ")));
+        assert_eq!(
+            np("What time does the post office open on Saturday?"),
+            Some(("does".to_string(), "the post office".to_string()))
+        );
+        assert_eq!(
+            np("Do you know when the post office closes?"),
+            Some((String::new(), "the post office".to_string()))
+        );
+        assert_eq!(
+            np("What time's your flight?"),
+            Some(("is".to_string(), "your flight".to_string()))
+        );
+        assert_eq!(
+            np("How many people are coming?"),
+            Some(("are".to_string(), String::new()))
+        );
+        assert_eq!(np("How many from the design team?"), None);
+        assert_eq!(np("What time works for you?"), None);
     }
 }
