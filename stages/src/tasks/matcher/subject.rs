@@ -295,7 +295,7 @@ fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
             .take_while(|(j, w)| {
                 !NP_ENDS.contains(&w.as_str())
                     && !AUX.contains(&w.as_str())
-                    && !(*j == 0 && w.ends_with("ing"))
+                    && (*j != 0 || !w.ends_with("ing"))
             })
             .map(|(_, w)| w.clone())
             .collect()
