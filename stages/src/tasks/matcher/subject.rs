@@ -534,7 +534,12 @@ fn property_of_a_thing(words: &[String], f: &Form) -> bool {
     });
     let first = words.first().map(String::as_str);
     let closed = f.closed || asks_whether;
-    let opens_on_a_thing = matches!(first, Some("does" | "do" | "is" | "are")) || asks_whether;
+    // "Do you have a headline in mind?" asks the user, not a thing.
+    let of_the_user = words
+        .get(1)
+        .is_some_and(|w| matches!(w.as_str(), "you" | "we" | "i"));
+    let opens_on_a_thing =
+        matches!(first, Some("does" | "do" | "is" | "are")) && !of_the_user || asks_whether;
     let choosing = words.iter().any(|w| {
         matches!(
             w.as_str(),
@@ -645,9 +650,21 @@ impl TaskMatcher {
         }
         let s = &p.subject;
         let joined = format!(" {} ", words.join(" "));
-        let other_occasion = [" last ", " ago ", " previous "]
-            .iter()
-            .any(|w| joined.contains(w));
+        // "last Sunday", "a week ago" — not "last night's run", the one to log.
+        let other_occasion = [
+            " last week",
+            " last month",
+            " last year",
+            " last time",
+            " last weekend",
+            " ago ",
+            " previous ",
+        ]
+        .iter()
+        .any(|w| joined.contains(w))
+            || crate::world::clock::WEEKDAYS
+                .iter()
+                .any(|d| joined.contains(&format!(" last {d}")));
         let open_typed_only = !f.closed
             && f.kinds
                 .iter()
