@@ -388,7 +388,8 @@ fn third_party(s: &SlotSubject, words: &[String], names: &HashSet<String>) -> (b
     ];
     let Some(last) = np.iter().rev().find(|w| {
         !skip.contains(&w.as_str())
-            && !TIME_WORDS.contains(&w.as_str())
+            && !TIME_WORDS.contains(&w.trim_end_matches("'s"))
+            && *w != "last"
             && !crate::world::clock::WEEKDAYS.contains(&w.trim_end_matches('s'))
     }) else {
         return (false, false);
