@@ -362,6 +362,7 @@ impl TaskMatcher {
             || self.foreign_head_noun(p, text)
             || foreign_field(p, text)
             || p.source == Source::AskOnly && self.names_only_whose(p, text, f)
+            || self.subject_rules_out(i, text, f)
     }
 
     /// "Is Lena's address on file still right?" beside "The gift message for Lena's present": a

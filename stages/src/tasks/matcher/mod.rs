@@ -14,6 +14,7 @@ pub mod forms;
 mod head;
 pub mod profile;
 pub mod split;
+mod subject;
 
 use std::collections::HashSet;
 
@@ -205,6 +206,9 @@ impl TaskMatcher {
     /// asked before (or it only asks to be told: "tell me and I'll book it").
     fn follow_up(&self, raw: &split::RawPiece, last: Option<usize>) -> Option<usize> {
         let i = last?;
+        if self.subject_rules_out(i, &raw.text, &forms::form(&raw.text, &raw.lead, "")) {
+            return None;
+        }
         let fits = self.fits(&raw.text, &raw.lead, "");
         if fits.iter().enumerate().any(|(j, f)| j != i && f.own >= 1.0) {
             return None;

@@ -104,6 +104,8 @@ pub struct SlotProfile {
     /// occasion* restaurant"): a question naming one of them as what it asks for ("Which
     /// occasion…?") asks for something else.
     pub modifiers: HashSet<String>,
+    /// What the user's decision it holds is about ([`super::subject`]).
+    pub subject: super::subject::SlotSubject,
 }
 
 const PARTS_OF_DAY: [&str; 5] = ["morning", "afternoon", "evening", "night", "noon"];
@@ -346,6 +348,7 @@ impl SlotProfile {
         let id_stems = spoken_stems(&slot.slot_id);
         let modifiers = inferable_modifiers(slot, &field_stems, &id_stems);
         Self {
+            subject: super::subject::SlotSubject::of(slot, field),
             modifiers,
             field_said: field.map_or_else(String::new, |f| f.name.replace('_', " ").to_lowercase()),
             sibling_names,

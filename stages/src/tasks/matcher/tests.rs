@@ -706,3 +706,15 @@ fn dump_built_in_credits() {
         }
     }
 }
+
+/// Questions whose form asks a slot's kind of value — a time, a count, an amount, a duration,
+/// a day — about something that is not the user's decision the slot holds
+/// (`tests/fixtures/questions/subjects.csv`): a third party's fact ("What time does the bakery
+/// open?"), an item's property ("How long is the episode?"), another countable noun ("How many
+/// bags?"), the past ("How much did you give last time?"), a question to put to someone else,
+/// a value's name in a question about something else; beside positives of the same kinds
+/// ("How many of you are going?", "How long should the block be?") guarding recall.
+#[test]
+fn subject_questions_are_never_sent_to_a_slot_they_do_not_ask() {
+    holds("subjects.csv", 0.95, 0.0);
+}

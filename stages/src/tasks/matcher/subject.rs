@@ -1,0 +1,736 @@
+//! The subject of a question rules ask-only slots out: a question whose *form* asks the kind of
+//! value a slot holds (a time, a count, an amount, a duration, a day) is about the slot only when
+//! what it asks that value *of* is the user's decision the slot holds.
+//!
+//! "What time does the bakery open?", "How long is the episode?", "How many bags will you
+//! check?", "How much did you tip last time?", "Should I ask Dana what time suits her?" all ask a
+//! slot's kind of value, but of a third party's fact, an item's property, another countable
+//! noun, the past, or a question to put to someone else. Read from the task's own data (the
+//! slot's `about` sentence, its field's name, what a count slot counts):
+//!
+//! - **a third party or an item as the subject** — "what time / when / how long / how many X"
+//!   followed by an auxiliary and a noun phrase ("does *the post office* open", "is *the latest
+//!   episode*"): the phrase must be the user ("you", "we", "I"), the act ("it"), or a noun the
+//!   slot is about (the head nouns of its `about` sentence — "the *reminder*", "the *block*" —
+//!   its field, what it counts, or a booking, reservation or order); after a decision modal
+//!   ("should", "shall") a person may be asked of ("What time should Dana expect you?"), a thing
+//!   not ("How many stars should the place have?"). "How many grams is *a* block?" asks an
+//!   item's measure; a time said after the subject ("the market *this Saturday*") is none of it.
+//! - **the past** — "did you…", "was your last…", "have you ordered…" (not "did you want / have
+//!   in mind", "were you thinking"), unless the slot is itself about the past ("How many minutes
+//!   the run took"), and then not of another occasion ("last Sunday").
+//! - **another countable noun** — "how many *cats*" beside a slot counting packs: the count's
+//!   noun must be what the slot counts, people, or a unit the lexicon groups with them; a time
+//!   unit ("how many minutes until…") asks a duration, which a slot holding none is not.
+//! - **a kind the slot does not hold** — an open question asking only for a time, a day or a
+//!   count is about no slot holding none of them ("What time does the Walgreens close?" names a
+//!   pharmacy, and asks an hour).
+//! - **a question to put to someone else** — "Should I ask the restaurant how many…", "Want me
+//!   to check with Dana…".
+//! - **a property of a named thing** — "Do you know if the CVS on 9th has a drive-through?": a
+//!   closed question whether a thing has, offers or sells something is no choice of it.
+//!
+//! A miss is better than the wrong slot; every rule keeps "How many of you are going?", "What
+//! time works for you?", "How long should the block be?", "For how many?".
+
+use std::collections::HashSet;
+
+use super::forms::{Form, Kind};
+use super::profile::{FieldInfo, SlotProfile, TaskMatcher};
+use crate::tasks::language::{content_stems, lexicon, text_concepts};
+use crate::tasks::model::{Slot, Source};
+
+/// What the user's decision held by a slot is about, read from its `about` sentence: the nouns
+/// a question's subject may be, and whether the slot is itself about something done.
+#[derive(Debug, Clone, Default)]
+pub struct SlotSubject {
+    /// Stems of the nouns a question may ask the value of: the last word of each noun run of
+    /// the `about` sentence ("the book club *reminder*", "the focus *block*"), without names,
+    /// its field's and id's words.
+    pub heads: HashSet<String>,
+    /// The slot is about something already done ("How many minutes the run *took*").
+    pub past: bool,
+}
+
+/// Words that end a noun run of an `about` sentence besides stop words: its verbs.
+const ABOUT_VERBS: [&str; 34] = [
+    "starts",
+    "start",
+    "begins",
+    "ends",
+    "goes",
+    "go",
+    "took",
+    "takes",
+    "take",
+    "runs",
+    "run",
+    "book",
+    "buy",
+    "get",
+    "add",
+    "order",
+    "stay",
+    "donate",
+    "meet",
+    "do",
+    "fill",
+    "use",
+    "be",
+    "come",
+    "coming",
+    "travelling",
+    "flying",
+    "joining",
+    "play",
+    "have",
+    "works",
+    "work",
+    "send",
+    "ready",
+];
+
+/// Past verbs that make a slot about something done.
+const DONE: [&str; 9] = [
+    "took", "ran", "lasted", "spent", "was", "were", "did", "went", "walked",
+];
+
+/// Nouns naming the act being arranged, whatever the task: a question about them is about it.
+const ACTS: [&str; 5] = ["booking", "reservation", "order", "table", "it"];
+
+impl SlotSubject {
+    /// The subject of a slot (module doc).
+    pub fn of(slot: &Slot, field: Option<&FieldInfo>) -> Self {
+        let lex = lexicon();
+        let about = slot.about.split(" (").next().unwrap_or_default();
+        let names = capitalised(about);
+        let words = raw(about);
+        let mut heads = HashSet::new();
+        for (i, w) in words.iter().enumerate() {
+            let ends_run = words.get(i + 1).is_none_or(|n| {
+                lex.is_stop(n) || ABOUT_VERBS.contains(&n.as_str()) || n.ends_with("ing")
+            });
+            let content = !lex.is_stop(w) && !matches!(w.as_str(), "many" | "long" | "time");
+            if ends_run && content && !names.contains(w) && !ABOUT_VERBS.contains(&w.as_str()) {
+                heads.extend(stems_of(w));
+            }
+        }
+        if let Some(f) = field {
+            heads.extend(content_stems(&f.name.replace('_', " ")));
+        }
+        heads.extend(content_stems(&slot.slot_id.replace('_', " ")));
+        heads.extend(ACTS.iter().flat_map(|a| content_stems(a)));
+        let past = words.iter().any(|w| DONE.contains(&w.as_str()));
+        Self { heads, past }
+    }
+}
+
+/// The stems of one word: its content stems, or its stem when the lexicon reads it as stop
+/// words ("check-up").
+fn stems_of(word: &str) -> Vec<String> {
+    let s = content_stems(word);
+    if s.is_empty() {
+        vec![crate::tasks::language::stem(&word.replace('-', ""))]
+    } else {
+        s
+    }
+}
+
+/// Lower-cased words of a text (apostrophes and hyphens kept inside words; "time's" is "time"
+/// and "is").
+fn raw(text: &str) -> Vec<String> {
+    text.to_lowercase()
+        .replace(['’', '‘'], "'")
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
+        .map(|w| w.trim_matches(|c| c == '\'' || c == '-'))
+        .filter(|w| !w.is_empty())
+        .flat_map(|w| match w.strip_suffix("'s") {
+            Some(base) if matches!(base, "time" | "when" | "what" | "long" | "day" | "it") => {
+                vec![base.to_string(), "is".to_string()]
+            }
+            _ => vec![w.to_string()],
+        })
+        .collect()
+}
+
+/// Lower-cased words written with a capital after the first word: names.
+fn capitalised(text: &str) -> HashSet<String> {
+    text.split_whitespace()
+        .skip(1)
+        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
+        .flat_map(raw)
+        .collect()
+}
+
+/// The phrases asking a kind of value whose subject follows them.
+const ASKS: [&str; 19] = [
+    "what time",
+    "which time",
+    "what hour",
+    "when",
+    "how long",
+    "how many",
+    "how much",
+    "how late",
+    "how early",
+    "which day",
+    "which days",
+    "what day",
+    "what days",
+    "which night",
+    "what night",
+    "what date",
+    "what dates",
+    "which date",
+    "which dates",
+];
+
+/// Auxiliaries after which a question names its subject.
+const AUX: [&str; 20] = [
+    "do", "does", "did", "is", "are", "was", "were", "am", "has", "have", "had", "will", "would",
+    "can", "could", "should", "shall", "might", "must", "may",
+];
+
+/// Words that end a subject's noun phrase: prepositions, particles, adverbs and common verbs.
+const NP_ENDS: &[&str] = &[
+    "before",
+    "after",
+    "for",
+    "of",
+    "from",
+    "with",
+    "to",
+    "at",
+    "on",
+    "in",
+    "into",
+    "by",
+    "about",
+    "out",
+    "back",
+    "off",
+    "up",
+    "over",
+    "until",
+    "till",
+    "usually",
+    "normally",
+    "typically",
+    "actually",
+    "generally",
+    "still",
+    "always",
+    "ever",
+    "eat",
+    "drink",
+    "say",
+    "open",
+    "close",
+    "closes",
+    "set",
+    "rise",
+    "land",
+    "board",
+    "leave",
+    "start",
+    "end",
+    "begin",
+    "finish",
+    "run",
+    "take",
+    "hold",
+    "have",
+    "play",
+    "get",
+    "come",
+    "go",
+    "need",
+    "want",
+    "seat",
+    "cost",
+    "raise",
+    "put",
+    "be",
+    "been",
+    "happen",
+    "like",
+    "expect",
+    "arrive",
+    "stop",
+    "make",
+    "serve",
+    "include",
+];
+
+/// Pronouns that are the user or the act being arranged.
+const OURS: [&str; 10] = [
+    "you", "we", "i", "us", "it", "this", "that", "everyone", "y'all", "there",
+];
+
+/// Weather after "it": a fact of the world, not the act ("When does it start raining?").
+const WEATHER: [&str; 8] = [
+    "rain", "raining", "snow", "snowing", "dark", "light", "sunny", "cold",
+];
+
+/// Possessives and articles that open a noun phrase.
+const OPENERS: [&str; 9] = ["the", "your", "my", "his", "her", "their", "our", "a", "an"];
+
+/// The subject of a question asking a kind of value: the auxiliary after the asking phrase
+/// (and a count's noun) and the words of the noun phrase after it; in an embedded question
+/// ("…know when *the post office* closes"), the noun phrase right after the asking phrase
+/// and the auxiliary after it (none: an empty one).
+fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
+    let (at, len) = (0..words.len()).find_map(|i| {
+        ASKS.iter().find_map(|a| {
+            let a: Vec<&str> = a.split(' ').collect();
+            let hit = words.len() >= i + a.len()
+                && words[i..i + a.len()].iter().zip(&a).all(|(w, x)| w == x);
+            hit.then_some((i, a.len()))
+        })
+    })?;
+    let np_from = |from: usize| -> Vec<String> {
+        words[from.min(words.len())..]
+            .iter()
+            .enumerate()
+            .take_while(|(j, w)| {
+                !NP_ENDS.contains(&w.as_str())
+                    && !AUX.contains(&w.as_str())
+                    && (*j != 0 || !w.ends_with("ing"))
+            })
+            .map(|(_, w)| w.clone())
+            .collect()
+    };
+    let mut next = at + len;
+    if words[at].starts_with("how") && matches!(words[at + 1].as_str(), "many" | "much") {
+        // The count's noun ("how many *tables* does…").
+        while words.get(next).is_some_and(|w| !lexicon().is_stop(w)) && next < at + len + 3 {
+            next += 1;
+        }
+    }
+    if words
+        .get(next)
+        .is_some_and(|w| NP_ENDS.contains(&w.as_str()))
+    {
+        // "How many dishes on the menu are mild?": the count's noun is the subject, described
+        // by what follows the auxiliary; "How many from the design team?" names none.
+        let (aux_at, aux) = words
+            .iter()
+            .enumerate()
+            .skip(next)
+            .take(5)
+            .find(|(_, w)| AUX.contains(&w.as_str()))?;
+        return Some((aux.clone(), np_from(aux_at + 1)));
+    }
+    let w = words.get(next)?;
+    if OPENERS[..7].contains(&w.as_str()) {
+        // An embedded question: the subject comes first.
+        let np = np_from(next);
+        let aux = words
+            .get(next + np.len())
+            .filter(|a| AUX.contains(&a.as_str()))
+            .cloned()
+            .unwrap_or_default();
+        return Some((aux, np));
+    }
+    let (aux_at, aux) = words
+        .iter()
+        .enumerate()
+        .skip(next)
+        .take(5)
+        .find(|(_, w)| AUX.contains(&w.as_str()))?;
+    let after = &words[aux_at + 1..];
+    if after.len() >= 2
+        && matches!(after[0].as_str(), "in" | "per")
+        && matches!(after[1].as_str(), "a" | "an" | "one" | "each" | "every")
+    {
+        // "How many cans are in one pack?": a measure of one item.
+        return Some((aux.clone(), vec!["one".to_string()]));
+    }
+    Some((aux.clone(), np_from(aux_at + 1)))
+}
+
+/// Whether the subject a question asks a value of is not the user, the act or the slot's
+/// thing (module doc); with the noun phrase when it names a thing.
+fn third_party(s: &SlotSubject, words: &[String], names: &HashSet<String>) -> (bool, bool) {
+    let Some((aux, np)) = subject_phrase(words) else {
+        return (false, false);
+    };
+    let Some(first) = np.first() else {
+        return (false, false);
+    };
+    if OURS.contains(&first.as_str()) {
+        // "When does it start raining?": the weather, not the act.
+        let weather = first == "it" && words.iter().any(|w| WEATHER.contains(&w.as_str()));
+        return (weather, false);
+    }
+    if matches!(
+        first.as_str(),
+        "a" | "an" | "one" | "each" | "every" | "per"
+    ) {
+        // "How many grams is a block of tofu?": a measure of one item.
+        return (true, true);
+    }
+    // "the farmers market *this Saturday*": a time said after the subject is none of it;
+    // "What time the evening before should…" names no subject.
+    let skip = [
+        "itself",
+        "themselves",
+        "exactly",
+        "really",
+        "the",
+        "your",
+        "my",
+        "this",
+        "next",
+        "a",
+        "an",
+        "today",
+    ];
+    let Some(last) = np.iter().rev().find(|w| {
+        !skip.contains(&w.as_str())
+            && !TIME_WORDS.contains(&w.trim_end_matches("'s"))
+            && *w != "last"
+            && !crate::world::clock::WEEKDAYS.contains(&w.trim_end_matches('s'))
+    }) else {
+        return (false, false);
+    };
+    let own = stems_of(last).iter().any(|x| s.heads.contains(x));
+    // "What time should Dana expect you?": a person after a decision modal may be asked of.
+    let person = np.iter().any(|w| names.contains(w));
+    if matches!(aux.as_str(), "should" | "shall") && person {
+        return (false, false);
+    }
+    // "How many colors does the tee come in?": a count of the slot's own thing's property.
+    (!own, own && matches!(aux.as_str(), "do" | "does"))
+}
+
+/// Words of a time said where a subject could stand.
+const TIME_WORDS: [&str; 9] = [
+    "morning",
+    "afternoon",
+    "evening",
+    "night",
+    "day",
+    "week",
+    "weekend",
+    "tomorrow",
+    "tonight",
+];
+
+/// Phrases of a question about the user's choice said in the past tense.
+const DECIDING: [&str; 17] = [
+    "did you want",
+    "did you need",
+    "did you have in mind",
+    "did you say",
+    "did you mean",
+    "did you decide",
+    "did you choose",
+    "did you plan",
+    "did you settle",
+    "were you thinking",
+    "were you planning",
+    "were you hoping",
+    "were you looking",
+    "were you wanting",
+    "were you going",
+    "was it you wanted",
+    "have you decided",
+];
+
+/// Irregular past verbs ("How many guests *came* last year?").
+const IRREGULAR_PAST: [&str; 14] = [
+    "came", "went", "took", "paid", "spent", "gave", "bought", "ate", "ran", "left", "sent",
+    "drank", "saw", "met",
+];
+
+/// Whether a question asks what was done before ("did you…", "was your last…", "have you
+/// ordered…"), not the choice being made.
+fn past(words: &[String]) -> bool {
+    let joined = format!(" {} ", words.join(" "));
+    if DECIDING.iter().any(|d| joined.contains(&format!(" {d} "))) {
+        return false;
+    }
+    let modal = words.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "should"
+                | "will"
+                | "would"
+                | "want"
+                | "shall"
+                | "going"
+                | "you'll"
+                | "you'd"
+                | "can"
+                | "could"
+                | "may"
+                | "might"
+        )
+    });
+    let simple = words
+        .iter()
+        .any(|w| matches!(w.as_str(), "did" | "was" | "were" | "had"))
+        || words.iter().any(|w| IRREGULAR_PAST.contains(&w.as_str()));
+    // "have you ordered", "has the food bank raised": a perfect.
+    let perfect = words.iter().enumerate().any(|(i, w)| {
+        matches!(w.as_str(), "have" | "has")
+            && words[i + 1..].iter().take(4).any(|v| {
+                v.len() > 3 && v.ends_with("ed")
+                    || matches!(v.as_str(), "been" | "done" | "had" | "gone" | "tried")
+                    || matches!(v.as_str(), "bought" | "made" | "taken" | "seen" | "put")
+            })
+    });
+    (simple || perfect) && !modal
+}
+
+/// "Should I ask the restaurant how many…", "Want me to check with Dana…": a question the
+/// agent offers to put to someone else.
+fn asks_someone_else(words: &[String]) -> bool {
+    let offered = |i: usize| {
+        let before = &words[i.saturating_sub(3)..i];
+        before
+            .iter()
+            .any(|w| matches!(w.as_str(), "i" | "me" | "we" | "i'll" | "we'll"))
+    };
+    words.iter().enumerate().any(|(i, w)| {
+        let target = match w.as_str() {
+            "ask" => words.get(i + 1),
+            "check" if words.get(i + 1).is_some_and(|n| n == "with") => words.get(i + 2),
+            _ => None,
+        };
+        let other = target.is_some_and(|t| {
+            !matches!(
+                t.as_str(),
+                "you" | "for" | "about" | "if" | "whether" | "how" | "what" | "when" | "which"
+            )
+        });
+        other && offered(i)
+    })
+}
+
+/// Verbs of a thing's property: a closed question whether a thing has one is no choice of it.
+const PROPERTIES: [&str; 14] = [
+    "has",
+    "have",
+    "offer",
+    "offers",
+    "sell",
+    "sells",
+    "carry",
+    "carries",
+    "accept",
+    "accepts",
+    "stock",
+    "stocks",
+    "validate",
+    "validates",
+];
+
+/// "Do you know if the CVS on 9th has a drive-through?", "Does Whole Foods have parking?".
+fn property_of_a_thing(words: &[String], f: &Form) -> bool {
+    let asks_whether = words.windows(2).any(|w| {
+        w[0] == "know" && matches!(w[1].as_str(), "if" | "whether")
+            || w[0] == "wondering" && matches!(w[1].as_str(), "if" | "whether")
+    });
+    let first = words.first().map(String::as_str);
+    let closed = f.closed || asks_whether;
+    // "Do you have a headline in mind?" asks the user, not a thing.
+    let of_the_user = words
+        .get(1)
+        .is_some_and(|w| matches!(w.as_str(), "you" | "we" | "i"));
+    let opens_on_a_thing =
+        matches!(first, Some("does" | "do" | "is" | "are")) && !of_the_user || asks_whether;
+    let choosing = words.iter().any(|w| {
+        matches!(
+            w.as_str(),
+            "want" | "prefer" | "ok" | "okay" | "work" | "instead" | "should" | "rather" | "fine"
+        )
+    });
+    closed
+        && opens_on_a_thing
+        && !choosing
+        && words
+            .iter()
+            .skip(2)
+            .any(|w| PROPERTIES.contains(&w.as_str()))
+}
+
+/// Kinds of value a question may ask whose subject is read here.
+const TYPED: [Kind; 6] = [
+    Kind::Count,
+    Kind::Duration,
+    Kind::Time,
+    Kind::Date,
+    Kind::Dates,
+    Kind::When,
+];
+
+fn holds(p: &SlotProfile, k: Kind) -> bool {
+    p.kinds.iter().any(|(x, w)| *x == k && *w > 0.0)
+}
+
+/// Whether a count's noun ("how many *bags*", "how many *cats*", "how many *colors* does the
+/// tee come in") is another thing than ask-only slot `i` counts: a time unit when it holds no
+/// duration; another slot's word; a word of its own `about` that is no head of it (the *cat* of
+/// cat food); or, asked of the slot's own thing, anything but what it counts, people or a unit.
+fn other_count_noun(
+    m: &TaskMatcher,
+    i: usize,
+    f: &Form,
+    words: &[String],
+    of_its_thing: bool,
+) -> bool {
+    let p = &m.profiles[i];
+    let Some(noun) = f.counted.as_deref() else {
+        return false;
+    };
+    let last = noun.split_whitespace().last().unwrap_or(noun);
+    if lexicon().is_time_unit(last) {
+        return !holds(p, Kind::Duration);
+    }
+    if !f.kinds.contains(&Kind::Count) {
+        return false;
+    }
+    let stems = stems_of(last);
+    let c = text_concepts(noun);
+    if c.iter().any(|x| p.counted.contains(x)) {
+        return false;
+    }
+    let own = stems.iter().any(|x| p.terms.contains(x));
+    let elsewhere = m
+        .profiles
+        .iter()
+        .enumerate()
+        .any(|(j, q)| j != i && stems.iter().any(|x| q.subject.heads.contains(x)));
+    if elsewhere && !own {
+        // "How many bags?" beside a bag count: another slot's noun.
+        return true;
+    }
+    let generic = text_concepts("people passengers tickets cartons");
+    let unit = c.iter().any(|x| x.starts_with('#') && generic.contains(x));
+    if unit || stems.iter().any(|x| p.subject.heads.contains(x)) {
+        return false;
+    }
+    own && !p.counted.is_empty() || of_its_thing || inside_its_unit(p, words)
+}
+
+/// "How many shots go in the latte?", "How many cans are in one pack?": a count of what is
+/// inside one of the things the slot counts.
+fn inside_its_unit(p: &SlotProfile, words: &[String]) -> bool {
+    !p.counted.is_empty()
+        && words.iter().enumerate().any(|(i, w)| {
+            matches!(w.as_str(), "in" | "per")
+                && words[i + 1..].iter().take(3).any(|u| {
+                    text_concepts(u)
+                        .iter()
+                        .any(|c| !c.starts_with('#') && p.counted.contains(c))
+                })
+        })
+}
+
+impl TaskMatcher {
+    /// Whether the subject of a piece rules ask-only slot `i` out (module doc).
+    pub(super) fn subject_rules_out(&self, i: usize, text: &str, f: &Form) -> bool {
+        let p = &self.profiles[i];
+        if p.source != Source::AskOnly {
+            return false;
+        }
+        let words = raw(text);
+        if asks_someone_else(&words) || property_of_a_thing(&words, f) {
+            return true;
+        }
+        let asked: Vec<Kind> = f
+            .kinds
+            .iter()
+            .copied()
+            .filter(|k| TYPED.contains(k))
+            .collect();
+        if asked.is_empty() {
+            return false;
+        }
+        let s = &p.subject;
+        let joined = format!(" {} ", words.join(" "));
+        // "last Sunday", "a week ago" — not "last night's run", the one to log.
+        let other_occasion = [
+            " last week",
+            " last month",
+            " last year",
+            " last time",
+            " last weekend",
+            " ago ",
+            " previous ",
+        ]
+        .iter()
+        .any(|w| joined.contains(w))
+            || crate::world::clock::WEEKDAYS
+                .iter()
+                .any(|d| joined.contains(&format!(" last {d}")));
+        let open_typed_only = !f.closed
+            && f.kinds
+                .iter()
+                .all(|k| TYPED.contains(k) || *k == Kind::YesNo)
+            && !asked.iter().any(|k| holds(p, *k));
+        let (foreign, of_its_thing) = third_party(s, &words, &capitalised(text));
+        joined.contains(" time zone ")
+            || open_typed_only
+            || foreign
+            || other_count_noun(self, i, f, &words, of_its_thing)
+            || (if s.past { other_occasion } else { past(&words) })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn w(text: &str) -> Vec<String> {
+        raw(text)
+    }
+
+    #[test]
+    fn the_past_is_told_from_a_choice_said_politely() {
+        assert!(past(&w("How much did you give last time?")));
+        assert!(past(&w("How many times have you ordered Thai this month?")));
+        assert!(past(&w("How many guests came to Lena's party last year?")));
+        assert!(!past(&w("What time did you have in mind?")));
+        assert!(!past(&w("How many people were you thinking of?")));
+        assert!(!past(&w("When can you have the plan done?")));
+        assert!(!past(&w("What time should the reminder go off?")));
+    }
+
+    #[test]
+    fn a_question_for_someone_else_is_told_from_one_for_the_user() {
+        assert!(asks_someone_else(&w(
+            "Should I ask Sam how many tickets he needs?"
+        )));
+        assert!(asks_someone_else(&w("Want me to check with Dana first?")));
+        assert!(!asks_someone_else(&w(
+            "Can I ask how many people are coming?"
+        )));
+        assert!(!asks_someone_else(&w("Should I ask for a table for four?")));
+    }
+
+    #[test]
+    fn the_subject_follows_the_auxiliary_or_opens_an_embedded_question() {
+        let np = |t: &str| subject_phrase(&w(t)).map(|(a, np)| (a, np.join(" ")));
+        assert_eq!(
+            np("What time does the post office open on Saturday?"),
+            Some(("does".to_string(), "the post office".to_string()))
+        );
+        assert_eq!(
+            np("Do you know when the post office closes?"),
+            Some((String::new(), "the post office".to_string()))
+        );
+        assert_eq!(
+            np("What time's your flight?"),
+            Some(("is".to_string(), "your flight".to_string()))
+        );
+        assert_eq!(
+            np("How many people are coming?"),
+            Some(("are".to_string(), String::new()))
+        );
+        assert_eq!(np("How many from the design team?"), None);
+        assert_eq!(np("What time works for you?"), None);
+    }
+}
