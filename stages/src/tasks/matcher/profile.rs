@@ -959,7 +959,42 @@ fn idioms_out(text: &str) -> String {
             out.replace_range(at..at + i.len(), " ");
         }
     }
-    out
+    verb_work_out(&out)
+}
+
+/// A text without "work" where it is the verb of a proposal ("Does 3:30 Tuesday *work*?",
+/// "Would Friday *work for you*?", "which *works best*?"): it names no work email or trip. "Is
+/// it for work?" keeps its noun.
+fn verb_work_out(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let core = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let kept: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            let c = core(w);
+            if c != "work" && c != "works" {
+                return true;
+            }
+            let before = i.checked_sub(1).map(|j| core(words[j])).unwrap_or_default();
+            let after = words.get(i + 1).map(|n| core(n)).unwrap_or_default();
+            let noun_before = matches!(
+                before.as_str(),
+                "for" | "to" | "at" | "from" | "after" | "before" | "my" | "your" | "her"
+            );
+            let verb = w.ends_with('?')
+                || matches!(
+                    after.as_str(),
+                    "for" | "best" | "better" | "out" | "ok" | "okay"
+                );
+            noun_before || !verb
+        })
+        .map(|(_, w)| *w)
+        .collect();
+    kept.join(" ")
 }
 
 /// A choice that names no kind of value of its own ("Which suits you?", "Any preference?").
