@@ -399,7 +399,7 @@ fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
     if duration {
         push(&mut kinds, Kind::Duration);
     }
-    if !duration && has(t, COUNT) {
+    if !duration && has(&suits_you_out(t), COUNT) {
         push(&mut kinds, Kind::Count);
     }
     if has(t, TIME) {
@@ -446,6 +446,31 @@ fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
         push(&mut kinds, Kind::Choice);
     }
     kinds
+}
+
+/// A piece (lower-cased, padded) without "good for you and Tom": for whom a proposal suits asks
+/// no count (unlike "a table for you and Sam?").
+fn suits_you_out(t: &str) -> String {
+    let mut out = t.to_string();
+    for adj in [
+        "good",
+        "ok",
+        "okay",
+        "fine",
+        "work",
+        "works",
+        "alright",
+        "suit",
+        "better",
+        "best",
+        "convenient",
+    ] {
+        out = out.replace(
+            &format!(" {adj} for you and "),
+            &format!(" {adj} for you, "),
+        );
+    }
+    out
 }
 
 /// Kinds of the values `with_lead` mentions (a time, a day, a duration, else a count), and the
