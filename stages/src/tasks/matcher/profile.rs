@@ -104,6 +104,9 @@ pub struct SlotProfile {
     /// occasion* restaurant"): a question naming one of them as what it asks for ("Which
     /// occasion…?") asks for something else.
     pub modifiers: HashSet<String>,
+    /// Its `about` says "work" as a noun ("Maya's *work email*"): the verb of a proposal ("Does
+    /// 3:30 work?") does not name it ("Which other time *works*" keeps the verb's match).
+    pub work_noun: bool,
 }
 
 const PARTS_OF_DAY: [&str; 5] = ["morning", "afternoon", "evening", "night", "noon"];
@@ -345,7 +348,12 @@ impl SlotProfile {
         // The slot's id names what it is (pickup, of "Maya's ride pickup spot").
         let id_stems = spoken_stems(&slot.slot_id);
         let modifiers = inferable_modifiers(slot, &field_stems, &id_stems);
+        let about_words = super::words(&slot.about);
+        let work_noun = about_words
+            .windows(2)
+            .any(|w| w[0] == "work" && !crate::tasks::language::lexicon().is_stop(&w[1]));
         Self {
+            work_noun,
             modifiers,
             field_said: field.map_or_else(String::new, |f| f.name.replace('_', " ").to_lowercase()),
             sibling_names,
@@ -588,6 +596,10 @@ impl TaskMatcher {
             word_concepts(lead),
             word_concepts(context),
         );
+        let (own_verbless, lead_verbless) = (
+            word_concepts(&verb_work_out(text)),
+            word_concepts(&verb_work_out(lead)),
+        );
         let (own_s, lead_s, ctx_s) = (stems(text), stems(lead), stems(context));
         // "Green and Comfort are open — which suits you?": what the lead lists before a bare
         // choice is offered.
@@ -599,9 +611,14 @@ impl TaskMatcher {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let own = self.subject(p, &own_c) + Self::named(p, text, &own_s, &f);
+                let (own_c, lead_c) = if p.work_noun {
+                    (&own_verbless, &lead_verbless)
+                } else {
+                    (&own_c, &lead_c)
+                };
+                let own = self.subject(p, own_c) + Self::named(p, text, &own_s, &f);
                 let lead_fit =
-                    0.7 * (self.subject(p, &lead_c) + Self::named(p, lead, &lead_s, &lead_form));
+                    0.7 * (self.subject(p, lead_c) + Self::named(p, lead, &lead_s, &lead_form));
                 let ctx = 0.5 * (self.subject(p, &ctx_c) + Self::named(p, context, &ctx_s, &f));
                 let counting = f.kinds.contains(&Kind::Count)
                     || f.mentioned.contains(&Kind::Count)
@@ -959,7 +976,7 @@ fn idioms_out(text: &str) -> String {
             out.replace_range(at..at + i.len(), " ");
         }
     }
-    verb_work_out(&out)
+    out
 }
 
 /// A text without "work" where it is the verb of a proposal ("Does 3:30 Tuesday *work*?",
