@@ -717,5 +717,8 @@ fn dump_built_in_credits() {
 /// title, "when … stop"), which must be credited. Written before the rules that pass them.
 #[test]
 fn proposal_questions_are_credited_and_never_sent_to_another_slot() {
+    // The first 138 rows before these rules: 76/95 credited (80.0%), 14 pieces to another slot,
+    // 107/138 exact; after: 95/95, none, 138/138. A second batch (50 rows) written after the
+    // rules: 34/36 and none to another slot straight away; 131/131 over all 188 rows now.
     holds("proposals.csv", 0.95, 0.9);
 }
