@@ -500,10 +500,11 @@ impl TaskMatcher {
             .split(" or ")
             .flat_map(|part| form(part, "", "").mentioned)
             .any(|k| p.kinds.iter().any(|(x, w)| *x == k && *w > 0.0));
-        // "Want a sleep timer?": a field that can be off is asked about by its own name.
-        let switchable = p.values.iter().any(|v| v == &["off"] || v == &["none"])
-            && !p.field_said.is_empty()
-            && super::phrase_in(text, &p.field_said);
+        // "Do you want a sleep timer?": the question's last word is the slot's own name — it asks
+        // about the thing itself, not about something beside it ("Do the passengers need any
+        // special meals?").
+        let named = |s: &String| p.head.contains(s) || p.field_stems.contains(s);
+        let switchable = stems.last().is_some_and(named);
         let option = p
             .values
             .iter()
