@@ -164,6 +164,7 @@ const TIME: &[&str] = &[
     "when in the day",
     "what part of the day",
     "the time",
+    "eta",
 ];
 
 /// Phrases asking for a day or days.
@@ -197,6 +198,11 @@ const WHEN: &[&str] = &[
     "until when",
     "by when",
     "what time or day",
+];
+
+/// Verbs of something ending: "when" with one asks how long it runs.
+const ENDS: &[&str] = &[
+    "stop", "end", "finish", "shut off", "turn off", "run out", "cut off", "wrap up",
 ];
 
 /// Phrases asking for wording (a message, a caption, what to tell).
@@ -267,6 +273,7 @@ const TOPIC: &[&str] = &[
     "headline",
     "name it",
     "call it",
+    "title it",
     "what's it about",
     "what is it about",
     "regarding",
@@ -392,7 +399,7 @@ fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
     if duration {
         push(&mut kinds, Kind::Duration);
     }
-    if !duration && has(t, COUNT) {
+    if !duration && has(&suits_you_out(t), COUNT) {
         push(&mut kinds, Kind::Count);
     }
     if has(t, TIME) {
@@ -404,6 +411,10 @@ fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
     }
     if has(t, WHEN) {
         push(&mut kinds, Kind::When);
+        // "When should it stop playing?": when something ends is how long it runs.
+        if has(t, ENDS) {
+            push(&mut kinds, Kind::Duration);
+        }
     }
     if has(t, TEXT) {
         push(&mut kinds, Kind::Text);
@@ -435,6 +446,31 @@ fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
         push(&mut kinds, Kind::Choice);
     }
     kinds
+}
+
+/// A piece (lower-cased, padded) without "good for you and Tom": for whom a proposal suits asks
+/// no count (unlike "a table for you and Sam?").
+fn suits_you_out(t: &str) -> String {
+    let mut out = t.to_string();
+    for adj in [
+        "good",
+        "ok",
+        "okay",
+        "fine",
+        "work",
+        "works",
+        "alright",
+        "suit",
+        "better",
+        "best",
+        "convenient",
+    ] {
+        out = out.replace(
+            &format!(" {adj} for you and "),
+            &format!(" {adj} for you, "),
+        );
+    }
+    out
 }
 
 /// Kinds of the values `with_lead` mentions (a time, a day, a duration, else a count), and the
@@ -488,7 +524,7 @@ fn mentioned_kinds(with_lead: &str) -> (Vec<Kind>, Option<String>, bool) {
 /// The form of a piece (`lead`: the words of its sentence before it; `context`: the
 /// statements before it, read for alternatives only).
 pub fn form(text: &str, lead: &str, context: &str) -> Form {
-    let t = format!(" {} ", text.to_lowercase().replace('’', "'"));
+    let t = main_clause(&format!(" {} ", text.to_lowercase().replace('’', "'")));
     let ctx = context.to_lowercase().replace('’', "'");
     let asked_noun = counted_noun(&t);
     let mut kinds = asked_kinds(&t, text, asked_noun.as_deref());
@@ -524,6 +560,39 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         closed,
         concrete,
     }
+}
+
+/// A yes/no question (`t`, lower-cased and padded) without its subordinate clause: "Do you want
+/// the pharmacy to text you *when it's ready*?", "Should I remind Kai *where the key is*?" ask
+/// yes or no, not when or where; "Can you tell me when…" embeds a question and keeps it.
+pub fn main_clause(t: &str) -> String {
+    const EMBEDS: [&str; 12] = [
+        "know", "tell", "say", "decide", "sure", "idea", "mind", "remember", "confirm", "share",
+        "ask", "let",
+    ];
+    let first = t.split_whitespace().next().unwrap_or("");
+    if !YES_NO_FIRST.contains(&first) {
+        return t.to_string();
+    }
+    let cut = [" when ", " where ", " while "]
+        .iter()
+        .filter_map(|w| t.find(w))
+        .filter(|&i| {
+            !t[..i]
+                .split_whitespace()
+                .any(|w| EMBEDS.contains(&w.trim_matches(|c: char| !c.is_alphanumeric())))
+        })
+        .min();
+    match cut {
+        Some(i) => format!("{}? ", t[..i].trim_end()),
+        None => t.to_string(),
+    }
+}
+
+/// Whether a text names a clock time ("5:30", "7 p.m.", "at 10", "noon", "11 Wednesday").
+pub fn names_a_clock_time(text: &str) -> bool {
+    let wl = format!(" {} ", text.to_lowercase().replace('’', "'"));
+    !values::times(text).is_empty() || says_clock(&wl)
 }
 
 /// Whether a "when" question (`t`, lower-cased and padded) asks the time of a day already
@@ -676,8 +745,10 @@ fn count_mention(text: &str) -> Option<Option<String>> {
 /// "Boxes 114 and 120", "Flight 330": a number after a capitalised noun names something.
 fn numbers_name_things(words: &[&str]) -> bool {
     let lex = crate::tasks::language::lexicon();
+    // "$50" is an amount, never a name.
     words.iter().enumerate().any(|(i, w)| {
         i > 0
+            && !w.starts_with(['$', '£', '€'])
             && values::number_word(&core_of(w)).is_some()
             && words[i - 1].chars().next().is_some_and(char::is_uppercase)
             && !lex.is_stop(&core_of(words[i - 1]))
@@ -761,8 +832,26 @@ fn says_clock(wl: &str) -> bool {
         let noun_after = next.is_some_and(|n| {
             lex.is_time_unit(n) || matches!(n, "people" | "persons" | "guests" | "of" | "percent")
         });
-        hour && matches!(w[0].as_str(), "at" | "around" | "by" | "till" | "until") && !noun_after
+        let at = matches!(w[0].as_str(), "at" | "around" | "by" | "till" | "until");
+        hour && at && !noun_after || hour_before_a_day(&words, i)
     })
+}
+
+/// "Does 11 Wednesday work?", "Would 9 on Sunday be good?": an hour said right before a day.
+fn hour_before_a_day(words: &[String], i: usize) -> bool {
+    let Some(n) = values::number_word(&words[i]).filter(|n| (1..=12).contains(n)) else {
+        return false;
+    };
+    let day = |w: Option<&String>| {
+        w.is_some_and(|w| {
+            crate::world::clock::WEEKDAYS.contains(&w.as_str())
+                || matches!(w.as_str(), "tomorrow" | "tonight" | "today")
+        })
+    };
+    // "A table for 4 on Friday?" is a count.
+    let counts = i > 0 && matches!(words[i - 1].as_str(), "for" | "of" | "party" | "x");
+    let next = words.get(i + 1);
+    n > 0 && !counts && (day(next) || next.is_some_and(|w| w == "on") && day(words.get(i + 2)))
 }
 
 /// A word without its punctuation, lower-cased.

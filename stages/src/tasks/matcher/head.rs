@@ -333,6 +333,105 @@ fn speaks_of_a_gap(lead: &str, context: &str, f: &Form) -> bool {
         || lex.says_unavailable(context)
 }
 
+/// "When should it stop?", "Let me know when you'd like to meet": the question's head is
+/// "when" — it opens the piece, or follows a request to be told — asking a time or a day.
+fn asks_when(text: &str) -> bool {
+    let lower = text.to_lowercase().replace('’', "'");
+    let t = lower.trim_start_matches(|c: char| !c.is_alphanumeric());
+    let opens = ["when ", "when's ", "and when ", "so when ", "then when "]
+        .iter()
+        .any(|w| t.starts_with(w));
+    let told = [
+        "let me know when ",
+        "tell me when ",
+        "say when ",
+        "need to know when ",
+        "know when ",
+    ]
+    .iter()
+    .any(|w| t.contains(w));
+    // "When you get a chance, which pharmacy?": a clause before the question.
+    (opens || told) && !t.contains(',')
+}
+
+/// Whether a slot holds a kind "when" asks for: a time, a day, days, or how long (until when).
+fn holds_a_when(p: &SlotProfile) -> bool {
+    [
+        Kind::Time,
+        Kind::Date,
+        Kind::Dates,
+        Kind::When,
+        Kind::Duration,
+    ]
+    .iter()
+    .any(|k| holds(p, *k, 0.5))
+}
+
+/// A text without the nouns that name a count as a thing ("the amount you donate", "the
+/// number on file"): in a yes/no question they ask nothing.
+fn count_nouns_out(text: &str) -> String {
+    let mut out = format!(" {} ", text.to_lowercase());
+    for n in [
+        " amount ",
+        " amounts ",
+        " number ",
+        " quantity ",
+        " headcount ",
+        " head count ",
+        " qty ",
+    ] {
+        out = out.replace(n, " ");
+    }
+    out
+}
+
+/// Nouns of the kinds of value a slot holds ("a *day*", "a *time*", "*how many*").
+fn kind_words(p: &SlotProfile) -> Vec<&'static str> {
+    let mut out = Vec::new();
+    if holds(p, Kind::Time, 0.8) {
+        out.extend(["time", "hour"]);
+    }
+    if holds(p, Kind::Date, 0.8) || holds(p, Kind::Dates, 0.8) {
+        out.extend(["day", "days", "date", "dates", "night"]);
+    }
+    if holds(p, Kind::Count, 0.8) {
+        out.extend([
+            "number",
+            "amount",
+            "count",
+            "size",
+            "quantity",
+            "qty",
+            "headcount",
+        ]);
+    }
+    if holds(p, Kind::Duration, 0.8) {
+        out.extend(["length", "duration", "long"]);
+    }
+    out
+}
+
+/// "Do you have *a day* in mind?": the question's object is a noun of a kind of value `p`
+/// holds — not inside a prepositional phrase ("a receipt *for the amount* you donate").
+fn names_its_kind(p: &SlotProfile, text: &str) -> bool {
+    const DETERMINERS: [&str; 8] = ["a", "an", "the", "any", "some", "your", "that", "this"];
+    const PREPOSITIONS: [&str; 10] = [
+        "for", "of", "to", "with", "about", "on", "in", "at", "after", "before",
+    ];
+    let kinds = kind_words(p);
+    let words = super::words(text);
+    words.iter().enumerate().any(|(j, w)| {
+        if !kinds.contains(&w.as_str()) {
+            return false;
+        }
+        let mut k = j;
+        while k > 0 && DETERMINERS.contains(&words[k - 1].as_str()) {
+            k -= 1;
+        }
+        k == 0 || !PREPOSITIONS.contains(&words[k - 1].as_str())
+    })
+}
+
 /// Kinds of value a text names or asks for, besides yes/no and choice.
 fn value_kinds(text: &str) -> Vec<Kind> {
     let f = form(text, "", "");
@@ -363,6 +462,59 @@ impl TaskMatcher {
             || foreign_field(p, text)
             || p.source == Source::AskOnly && self.names_only_whose(p, text, f)
             || self.subject_rules_out(i, text, f)
+            || asks_when(text) && !holds_a_when(p)
+            || p.source == Source::AskOnly && self.closed_without_value(p, text, f)
+    }
+
+    /// "Should the sync with Dana be a video call?", "Do the passengers need any special
+    /// meals?", "Do you want a receipt for the amount you donate?": a yes/no question answers a
+    /// slot holding a time, a day, a count or a duration only by proposing such a value (or
+    /// an option of it), asking for one ("is it just you and Sam?") or naming the kind of value
+    /// it wants as its own object ("Do you have *a day* in mind?") — not by naming the slot's
+    /// subject beside something else.
+    fn closed_without_value(&self, p: &SlotProfile, text: &str, f: &Form) -> bool {
+        // A choice ("Thirty minutes or the whole episode?") is read by its alternatives
+        // (`foreign_choice`).
+        let choice = alternatives(text, "").is_some();
+        if !f.closed || !typed(p) || p.alternative || choice || self.proposes_value(p, text) {
+            return false;
+        }
+        let asks = form(&count_nouns_out(text), "", "")
+            .kinds
+            .iter()
+            .any(|k| TYPED.contains(k) || *k == Kind::When);
+        !asks && !names_its_kind(p, text)
+    }
+
+    /// Whether `text` proposes a value of slot `p`: its own value, a value of a kind it holds
+    /// (a time, a day, a number), or an option all of whose words it says (or another name of
+    /// one).
+    fn proposes_value(&self, p: &SlotProfile, text: &str) -> bool {
+        let toks = crate::tasks::language::tokens(text);
+        let stems: Vec<String> = toks.iter().map(|t| t.stem.clone()).collect();
+        let own = !p.own_value.is_empty()
+            && stems
+                .windows(p.own_value.len())
+                .any(|w| w == p.own_value.as_slice());
+        // "A 90-minute block or the whole morning?": each alternative's values.
+        let held = text
+            .split(" or ")
+            .flat_map(|part| form(part, "", "").mentioned)
+            .any(|k| p.kinds.iter().any(|(x, w)| *x == k && *w > 0.0));
+        // "Do you want a sleep timer?": the question's last word is the slot's own name — it asks
+        // about the thing itself, not about something beside it ("Do the passengers need any
+        // special meals?").
+        let named = |s: &String| p.head.contains(s) || p.field_stems.contains(s);
+        let switchable = stems.last().is_some_and(named);
+        let option = p
+            .values
+            .iter()
+            .any(|v| !v.is_empty() && v.iter().all(|s| stems.contains(s)));
+        let other_name = crate::tasks::language::word_concepts(text)
+            .iter()
+            .flatten()
+            .any(|c| p.option_groups.contains(c));
+        own || held || option || other_name || switchable
     }
 
     /// "Is Lena's address on file still right?" beside "The gift message for Lena's present": a

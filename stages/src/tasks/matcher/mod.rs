@@ -173,8 +173,13 @@ impl TaskMatcher {
                 out.extend(parts);
                 continue;
             }
-            let best = self
-                .best(&raw.text, &raw.lead, &raw.context)
+            // "What time works? Maybe 3?": a bare value after a question proposes its answer.
+            let repeat = self
+                .bare_value(&raw.text)
+                .then(|| self.follow_up(&raw, last))
+                .flatten();
+            let best = repeat
+                .or_else(|| self.best(&raw.text, &raw.lead, &raw.context))
                 .or_else(|| self.follow_up(&raw, last))
                 .or_else(|| self.choice_from_context(&raw));
             let appositive = raw.soft && best.is_some() && best == last;
@@ -194,6 +199,15 @@ impl TaskMatcher {
             });
         }
         out
+    }
+
+    /// "Maybe 3?", "Six?", "$75?", "Two hours?": a short closed piece that names a value and no
+    /// slot's subject.
+    fn bare_value(&self, text: &str) -> bool {
+        let f = forms::form(text, "", "");
+        let short = text.split_whitespace().count() <= 3;
+        let names_none = self.fits(text, "", "").iter().all(|fit| fit.own <= 0.0);
+        short && f.closed && !f.mentioned.is_empty() && names_none
     }
 
     fn index_of(&self, id: Option<&str>) -> Option<usize> {
@@ -217,7 +231,16 @@ impl TaskMatcher {
         let asks_to_be_told = ["tell me", "let me know", "send me"]
             .iter()
             .any(|p| lower.contains(p));
-        (asks_to_be_told || self.kind_agrees(i, &raw.text, &raw.lead, &raw.context)).then_some(i)
+        // "What time works? Maybe 3?": a bare number after a question about a time is an hour.
+        let f = forms::form(&raw.text, &raw.lead, "");
+        let hour = f.mentioned == [forms::Kind::Count]
+            && f.counted.is_none()
+            && self.profiles[i]
+                .kinds
+                .iter()
+                .any(|(k, w)| *k == forms::Kind::Time && *w >= 0.8);
+        (asks_to_be_told || hour || self.kind_agrees(i, &raw.text, &raw.lead, &raw.context))
+            .then_some(i)
     }
 
     /// "Thursday's class is full; Evening Vinyasa and Slow Flow have space. Which suits you?": a
@@ -301,16 +324,7 @@ impl TaskMatcher {
                 .filter(|p| !p.is_empty())
                 .collect();
         }
-        // "On Wednesday at 2?": a day and a clock time, the time keeping its "at".
-        let parts: Vec<String> = parts
-            .into_iter()
-            .flat_map(|p| match p.rsplit_once(" at ") {
-                Some((day, time)) if !day.trim().is_empty() && !time.trim().is_empty() => {
-                    vec![day.to_string(), format!("at {time}")]
-                }
-                _ => vec![p.to_string()],
-            })
-            .collect();
+        let parts: Vec<String> = parts.into_iter().flat_map(day_and_time).collect();
         let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
         if parts.len() < 2 {
             return None;
@@ -365,6 +379,30 @@ impl TaskMatcher {
         }
         out
     }
+}
+
+/// "On Wednesday at 2?" → "On Wednesday", "at 2?"; "Does 2 p.m. on Wednesday work?" → "Does 2
+/// p.m.", "on Wednesday work?": a day and a clock time are two values, the time keeping its
+/// "at" — only when that part does name a clock time ("left at the door" is no time).
+fn day_and_time(p: &str) -> Vec<String> {
+    // The first part asks as the whole did ("Does 2 p.m.?").
+    let ask = if p.ends_with('?') { "?" } else { "" };
+    if let Some((day, time)) = p.rsplit_once(" at ") {
+        let time = format!("at {time}");
+        if !day.trim().is_empty() && forms::names_a_clock_time(&time) {
+            return vec![format!("{day}{ask}"), time];
+        }
+    }
+    if let Some((time, day)) = p.split_once(" on ") {
+        let day = format!("on {day}");
+        let names_day = forms::form(&day, "", "")
+            .mentioned
+            .contains(&forms::Kind::Date);
+        if forms::names_a_clock_time(time) && names_day {
+            return vec![format!("{time}{ask}"), day];
+        }
+    }
+    vec![p.to_string()]
 }
 
 /// The pieces of a message matched against slots alone (no catalog: kinds from values and

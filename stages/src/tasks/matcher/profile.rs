@@ -106,6 +106,9 @@ pub struct SlotProfile {
     pub modifiers: HashSet<String>,
     /// What the user's decision it holds is about ([`super::subject`]).
     pub subject: super::subject::SlotSubject,
+    /// Its `about` says "work" as a noun ("Maya's *work email*"): the verb of a proposal ("Does
+    /// 3:30 work?") does not name it ("Which other time *works*" keeps the verb's match).
+    pub work_noun: bool,
 }
 
 const PARTS_OF_DAY: [&str; 5] = ["morning", "afternoon", "evening", "night", "noon"];
@@ -347,8 +350,13 @@ impl SlotProfile {
         // The slot's id names what it is (pickup, of "Maya's ride pickup spot").
         let id_stems = spoken_stems(&slot.slot_id);
         let modifiers = inferable_modifiers(slot, &field_stems, &id_stems);
+        let about_words = super::words(&slot.about);
+        let work_noun = about_words
+            .windows(2)
+            .any(|w| w[0] == "work" && !crate::tasks::language::lexicon().is_stop(&w[1]));
         Self {
             subject: super::subject::SlotSubject::of(slot, field),
+            work_noun,
             modifiers,
             field_said: field.map_or_else(String::new, |f| f.name.replace('_', " ").to_lowercase()),
             sibling_names,
@@ -591,6 +599,10 @@ impl TaskMatcher {
             word_concepts(lead),
             word_concepts(context),
         );
+        let (own_verbless, lead_verbless) = (
+            word_concepts(&verb_work_out(text)),
+            word_concepts(&verb_work_out(lead)),
+        );
         let (own_s, lead_s, ctx_s) = (stems(text), stems(lead), stems(context));
         // "Green and Comfort are open — which suits you?": what the lead lists before a bare
         // choice is offered.
@@ -602,9 +614,14 @@ impl TaskMatcher {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let own = self.subject(p, &own_c) + Self::named(p, text, &own_s, &f);
+                let (own_c, lead_c) = if p.work_noun {
+                    (&own_verbless, &lead_verbless)
+                } else {
+                    (&own_c, &lead_c)
+                };
+                let own = self.subject(p, own_c) + Self::named(p, text, &own_s, &f);
                 let lead_fit =
-                    0.7 * (self.subject(p, &lead_c) + Self::named(p, lead, &lead_s, &lead_form));
+                    0.7 * (self.subject(p, lead_c) + Self::named(p, lead, &lead_s, &lead_form));
                 let ctx = 0.5 * (self.subject(p, &ctx_c) + Self::named(p, context, &ctx_s, &f));
                 let counting = f.kinds.contains(&Kind::Count)
                     || f.mentioned.contains(&Kind::Count)
@@ -963,6 +980,41 @@ fn idioms_out(text: &str) -> String {
         }
     }
     out
+}
+
+/// A text without "work" where it is the verb of a proposal ("Does 3:30 Tuesday *work*?",
+/// "Would Friday *work for you*?", "which *works best*?"): it names no work email or trip. "Is
+/// it for work?" keeps its noun.
+fn verb_work_out(text: &str) -> String {
+    let words: Vec<&str> = text.split(' ').collect();
+    let core = |w: &str| {
+        w.trim_matches(|c: char| !c.is_alphanumeric())
+            .to_lowercase()
+    };
+    let kept: Vec<&str> = words
+        .iter()
+        .enumerate()
+        .filter(|(i, w)| {
+            let c = core(w);
+            if c != "work" && c != "works" {
+                return true;
+            }
+            let before = i.checked_sub(1).map(|j| core(words[j])).unwrap_or_default();
+            let after = words.get(i + 1).map(|n| core(n)).unwrap_or_default();
+            let noun_before = matches!(
+                before.as_str(),
+                "for" | "to" | "at" | "from" | "after" | "before" | "my" | "your" | "her"
+            );
+            let verb = w.ends_with('?')
+                || matches!(
+                    after.as_str(),
+                    "for" | "best" | "better" | "out" | "ok" | "okay"
+                );
+            noun_before || !verb
+        })
+        .map(|(_, w)| *w)
+        .collect();
+    kept.join(" ")
 }
 
 /// A choice that names no kind of value of its own ("Which suits you?", "Any preference?").

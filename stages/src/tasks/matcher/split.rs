@@ -108,9 +108,47 @@ fn abbreviation_ends_here(current: &str, rest: &[char]) -> bool {
         return !next_capital || next_is_date || open_question;
     }
     if SOFT.contains(&word.as_str()) || (word.len() == 1 && word.chars().all(char::is_alphabetic)) {
-        return !next_capital || word.len() == 1 || open_question;
+        return !next_capital
+            || word.len() == 1
+            || open_question
+            || CLOCK.contains(&word.as_str()) && continues_a_time(&next_word, rest);
     }
     false
+}
+
+/// Abbreviations of a clock time's half of the day.
+const CLOCK: [&str; 4] = ["a.m", "p.m", "am", "pm"];
+
+/// Full month names (a day of the month may follow a clock time: "9 a.m. October 6").
+const MONTHS: [&str; 12] = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+];
+
+/// "9 a.m. Saturday OK?", "5 p.m. OK?": after a clock time, a day, a month, or a short rest of
+/// the same question that opens no question of its own (at most three words up to its "?")
+/// goes on; "7 p.m. Is that OK?" is two sentences.
+fn continues_a_time(next_word: &str, rest: &[char]) -> bool {
+    let next = next_word.to_lowercase();
+    let day = crate::world::clock::WEEKDAYS.contains(&next.as_str())
+        || MONTHS.contains(&next.as_str())
+        || calendar_word(&next)
+        || matches!(next.as_str(), "tomorrow" | "tonight" | "today");
+    let rest: String = rest.iter().collect();
+    let short = rest
+        .split_once('?')
+        .is_some_and(|(q, _)| !q.contains(['.', '!']) && q.split_whitespace().count() <= 3);
+    day || short && !opens_question(&rest)
 }
 
 /// Words that open a question (or a request) of their own.
@@ -437,6 +475,16 @@ mod tests {
         assert_eq!(
             sentences("I'll wait on Fell St. OK?"),
             ["I'll wait on Fell St. OK?"]
+        );
+        // After a clock time, a day or a short rest of the question goes on.
+        assert_eq!(sentences("9 a.m. Saturday OK?"), ["9 a.m. Saturday OK?"]);
+        assert_eq!(
+            sentences("Pick-up at 5 p.m. Sound good? Or later?"),
+            ["Pick-up at 5 p.m. Sound good?", "Or later?"]
+        );
+        assert_eq!(
+            sentences("It starts at 7 p.m. Is that OK?"),
+            ["It starts at 7 p.m.", "Is that OK?"]
         );
     }
 
