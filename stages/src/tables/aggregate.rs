@@ -350,3 +350,19 @@ pub mod adjudication_csv {
         optional: &["pass1", "pass2", "adjudicator", "note"],
     };
 }
+
+/// The columns of the natural-question fixtures the matcher's tests read
+/// (`tests/fixtures/questions/*.csv`, documented in that folder's README): a file format of the
+/// interaction judge's validation, declared here like the labelled-set headers.
+pub mod question_csv {
+    /// The released task the message is sent in.
+    pub const TASK_ID: &str = "task_id";
+    /// The agent's whole message to the user.
+    pub const MESSAGE: &str = "message";
+    /// The ask-only slot ids it requests, `;`-separated.
+    pub const ASKED_SLOTS: &str = "asked_slots";
+    /// How many of its requests are for no ask-only slot.
+    pub const OTHER_PIECES: &str = "other_pieces";
+    /// The phrasing style.
+    pub const STYLE: &str = "style";
+}

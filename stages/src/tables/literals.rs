@@ -1,4 +1,4 @@
-//! The scanner behind the column-literal ratchet (`column_literals_outside_tables_only_shrink`):
+//! The scanner behind the column-literal check (`no_declared_column_name_is_spelled_as_a_literal_outside_tables`):
 //! which string literals outside `tables/` spell a declared column name *as a column*. A literal
 //! that merely equals a column name — a JSON key of a tool's arguments (`"text"`), a role
 //! (`"user"`), a YAML field, an `expect` message — is not a column use and is not counted; one

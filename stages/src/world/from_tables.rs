@@ -4,11 +4,11 @@
 use polars::prelude::*;
 
 use super::app::Catalog;
+use super::assemble::World;
 use super::clock::DateTime;
 use super::error::{Result, WorldError};
 use super::history::{HistoryEvent, Label};
 use super::persona::Persona;
-use super::assemble::World;
 use crate::tables::row::{Cell, RowError};
 use crate::tables::world::{HistoryEventRow, SourceRow, HISTORY_EVENTS, SOURCES};
 

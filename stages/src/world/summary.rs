@@ -7,9 +7,9 @@ use std::fmt;
 use polars::prelude::DataFrame;
 use serde::Serialize;
 
+use super::assemble::World;
 use super::history::{HistoryEvent, Label};
 use super::persona::ProfileEntry;
-use super::assemble::World;
 use crate::tables::world::SummaryRow;
 
 /// Counts that describe a world.

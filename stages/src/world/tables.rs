@@ -8,11 +8,11 @@ use polars::prelude::{DataFrame, PolarsResult};
 use serde_json::Value;
 
 use super::app::Catalog;
+use super::assemble::World;
 use super::error::{Result, WorldError};
 use super::history::HistoryEvent;
 use super::persona::ProfileEntry;
 use super::types::display;
-use super::assemble::World;
 use crate::tables::world::{
     AppRecordRow, AppRow, HistoryEventRow, ProfileEntryRow, APPS, APP_RECORDS, HISTORY_EVENTS,
     PROFILE_ENTRIES,

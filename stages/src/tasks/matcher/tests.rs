@@ -286,6 +286,7 @@ struct Question {
 }
 
 fn questions(file: &str) -> Vec<Question> {
+    use crate::tables::aggregate::question_csv;
     let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/fixtures/questions")
         .join(file);
@@ -306,11 +307,11 @@ fn questions(file: &str) -> Vec<Question> {
             .collect()
     };
     let (t, m, a, o, s) = (
-        col("task_id"),
-        col("message"),
-        col("asked_slots"),
-        col("other_pieces"),
-        col("style"),
+        col(question_csv::TASK_ID),
+        col(question_csv::MESSAGE),
+        col(question_csv::ASKED_SLOTS),
+        col(question_csv::OTHER_PIECES),
+        col(question_csv::STYLE),
     );
     (0..t.len())
         .map(|i| Question {
