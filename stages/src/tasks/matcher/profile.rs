@@ -350,13 +350,9 @@ impl SlotProfile {
         // The slot's id names what it is (pickup, of "Maya's ride pickup spot").
         let id_stems = spoken_stems(&slot.slot_id);
         let modifiers = inferable_modifiers(slot, &field_stems, &id_stems);
-        let about_words = super::words(&slot.about);
-        let work_noun = about_words
-            .windows(2)
-            .any(|w| w[0] == "work" && !crate::tasks::language::lexicon().is_stop(&w[1]));
         Self {
             subject: super::subject::SlotSubject::of(slot, field),
-            work_noun,
+            work_noun: says_work_as_a_noun(&slot.about),
             modifiers,
             field_said: field.map_or_else(String::new, |f| f.name.replace('_', " ").to_lowercase()),
             sibling_names,
@@ -980,6 +976,13 @@ fn idioms_out(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether an `about` sentence says "work" before a noun ("Maya's *work email*").
+fn says_work_as_a_noun(about: &str) -> bool {
+    super::words(about)
+        .windows(2)
+        .any(|w| w[0] == "work" && !crate::tasks::language::lexicon().is_stop(&w[1]))
 }
 
 /// A text without "work" where it is the verb of a proposal ("Does 3:30 Tuesday *work*?",
