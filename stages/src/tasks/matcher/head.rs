@@ -466,6 +466,54 @@ impl TaskMatcher {
             || p.source == Source::AskOnly && self.closed_without_value(p, text, f)
     }
 
+    /// Debugging aid for the ignored `debug_fits` test: which head rule rules slot `i` out.
+    #[cfg(test)]
+    pub(super) fn which_head_rule(
+        &self,
+        i: usize,
+        text: &str,
+        lead: &str,
+        context: &str,
+        f: &Form,
+    ) -> Vec<&'static str> {
+        let p = &self.profiles[i];
+        let mut v = Vec::new();
+        if self.foreign_choice(p, text, lead, context, f) {
+            v.push("foreign_choice");
+        }
+        if self.foreign_wording(p, text, f) {
+            v.push("foreign_wording");
+        }
+        if self.foreign_inclusion(p, text, f) {
+            v.push("foreign_inclusion");
+        }
+        if p.source == Source::AskOnly && self.settled_elsewhere(p, text, f) {
+            v.push("settled_elsewhere");
+        }
+        if self.not_about_an_alternative(p, text, lead, context, f) {
+            v.push("not_about_an_alternative");
+        }
+        if self.foreign_head_noun(p, text) {
+            v.push("foreign_head_noun");
+        }
+        if foreign_field(p, text) {
+            v.push("foreign_field");
+        }
+        if p.source == Source::AskOnly && self.names_only_whose(p, text, f) {
+            v.push("names_only_whose");
+        }
+        if self.subject_rules_out(i, text, f) {
+            v.push("subject");
+        }
+        if asks_when(text) && !holds_a_when(p) {
+            v.push("asks_when");
+        }
+        if p.source == Source::AskOnly && self.closed_without_value(p, text, f) {
+            v.push("closed_without_value");
+        }
+        v
+    }
+
     /// "Should the sync with Dana be a video call?", "Do the passengers need any special
     /// meals?", "Do you want a receipt for the amount you donate?": a yes/no question answers a
     /// slot holding a time, a day, a count or a duration only by proposing such a value (or
@@ -673,7 +721,7 @@ impl TaskMatcher {
     /// "Should I mention the pancakes?": a proposal to include something in a message is about
     /// free-text slot `p` only when `p` is itself about what to mention (its subject is the
     /// verb's: "the point she wants to highlight") or the proposal names the head of its
-    /// `about` sentence ("the cake *flavour*").
+    /// `about` sentence ("the cake *flavour*") or its id ("Any *occasion* I should mention?").
     fn foreign_inclusion(&self, p: &SlotProfile, text: &str, f: &Form) -> bool {
         let lower = format!(" {} ", text.to_lowercase().replace('’', "'"));
         let Some(verb) = INCLUDE.iter().find(|v| lower.contains(*v)) else {
@@ -685,9 +733,15 @@ impl TaskMatcher {
         let verb_is_its_subject = crate::tasks::language::text_concepts(verb)
             .iter()
             .any(|c| p.terms.contains(c));
-        let names_head = crate::tasks::language::tokens(text)
-            .iter()
-            .any(|t| !t.stop && p.head.contains(&t.stem) && !p.names.contains(&t.stem));
+        let id_stems: Vec<String> = crate::tasks::language::tokens(&p.slot_id.replace('_', " "))
+            .into_iter()
+            .map(|t| t.stem)
+            .collect();
+        let names_head = crate::tasks::language::tokens(text).iter().any(|t| {
+            !t.stop
+                && (p.head.contains(&t.stem) || id_stems.contains(&t.stem))
+                && !p.names.contains(&t.stem)
+        });
         !(verb_is_its_subject || names_head)
     }
 

@@ -27,6 +27,8 @@
 //!   pharmacy, and asks an hour).
 //! - **a question to put to someone else** — "Should I ask the restaurant how many…", "Want me
 //!   to check with Dana…".
+//! - **a sum of money of a slot holding none** — "How much should I tip?", "How much are you
+//!   willing to spend per ticket?" beside a count of portions or tickets.
 //! - **a property of a named thing** — "Do you know if the CVS on 9th has a drive-through?": a
 //!   closed question whether a thing has, offers or sells something is no choice of it.
 //!
@@ -50,6 +52,21 @@ pub struct SlotSubject {
     pub heads: HashSet<String>,
     /// The slot is about something already done ("How many minutes the run *took*").
     pub past: bool,
+    /// The slot holds a sum of money ("How much to *donate*", an `amount`).
+    pub money: bool,
+}
+
+/// Words of paying: "How much should I *tip*?" asks a sum of money, which a count of tickets or
+/// portions is not.
+const MONEY: [&str; 16] = [
+    "spend", "spent", "pay", "paying", "tip", "tipping", "cost", "costs", "budget", "charge",
+    "price", "dollars", "afford", "amount", "donate", "money",
+];
+
+/// Whether a "how much" question asks a sum of money.
+fn asks_money(words: &[String]) -> bool {
+    let how_much = words.windows(2).any(|w| w[0] == "how" && w[1] == "much");
+    how_much && words.iter().any(|w| MONEY.contains(&w.as_str()))
 }
 
 /// Words that end a noun run of an `about` sentence besides stop words: its verbs.
@@ -96,7 +113,15 @@ const DONE: [&str; 9] = [
 ];
 
 /// Nouns naming the act being arranged, whatever the task: a question about them is about it.
-const ACTS: [&str; 5] = ["booking", "reservation", "order", "table", "it"];
+const ACTS: [&str; 7] = [
+    "booking",
+    "reservation",
+    "order",
+    "table",
+    "it",
+    "playback",
+    "audio",
+];
 
 impl SlotSubject {
     /// The subject of a slot (module doc).
@@ -111,7 +136,10 @@ impl SlotSubject {
                 lex.is_stop(n) || ABOUT_VERBS.contains(&n.as_str()) || n.ends_with("ing")
             });
             let content = !lex.is_stop(w) && !matches!(w.as_str(), "many" | "long" | "time");
-            if ends_run && content && !names.contains(w) && !ABOUT_VERBS.contains(&w.as_str()) {
+            // "the *run* took": a verb's word after an article or a possessive is a noun.
+            let noun = !ABOUT_VERBS.contains(&w.as_str())
+                || i > 0 && OPENERS.contains(&words[i - 1].as_str());
+            if ends_run && content && !names.contains(w) && noun {
                 heads.extend(stems_of(w));
             }
         }
@@ -121,7 +149,15 @@ impl SlotSubject {
         heads.extend(content_stems(&slot.slot_id.replace('_', " ")));
         heads.extend(ACTS.iter().flat_map(|a| content_stems(a)));
         let past = words.iter().any(|w| DONE.contains(&w.as_str()));
-        Self { heads, past }
+        let field_words = field
+            .map(|f| raw(&f.name.replace('_', " ")))
+            .unwrap_or_default();
+        let money = words
+            .iter()
+            .chain(&field_words)
+            .chain(&raw(&slot.slot_id.replace('_', " ")))
+            .any(|w| MONEY.contains(&w.as_str()));
+        Self { heads, past, money }
     }
 }
 
@@ -293,7 +329,13 @@ fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
             .iter()
             .enumerate()
             .take_while(|(j, w)| {
-                !NP_ENDS.contains(&w.as_str())
+                // "yesterday's *run*", "the *run*": after a possessive or an article a verb's
+                // word is a noun of the phrase.
+                let after_opener = *j > 0 && {
+                    let prev = &words[from + j - 1];
+                    prev.ends_with("'s") || OPENERS.contains(&prev.as_str())
+                };
+                (after_opener || !NP_ENDS.contains(&w.as_str()))
                     && !AUX.contains(&w.as_str())
                     && (*j != 0 || !w.ends_with("ing"))
             })
@@ -394,6 +436,14 @@ fn third_party(s: &SlotSubject, words: &[String], names: &HashSet<String>) -> (b
     }) else {
         return (false, false);
     };
+    // "When should *the reminder* ping you?": a phrase running on past its verb to an object
+    // pronoun ends before the verb.
+    let last = np
+        .iter()
+        .position(|w| OBJECTS.contains(&w.as_str()))
+        .filter(|k| *k >= 2)
+        .and_then(|k| np[..k - 1].last())
+        .unwrap_or(last);
     let own = stems_of(last).iter().any(|x| s.heads.contains(x));
     // "What time should Dana expect you?": a person after a decision modal may be asked of.
     let person = np.iter().any(|w| names.contains(w));
@@ -403,6 +453,9 @@ fn third_party(s: &SlotSubject, words: &[String], names: &HashSet<String>) -> (b
     // "How many colors does the tee come in?": a count of the slot's own thing's property.
     (!own, own && matches!(aux.as_str(), "do" | "does"))
 }
+
+/// Object pronouns: the phrase before the verb they follow is the subject.
+const OBJECTS: [&str; 6] = ["you", "me", "us", "him", "her", "them"];
 
 /// Words of a time said where a subject could stand.
 const TIME_WORDS: [&str; 9] = [
@@ -638,6 +691,9 @@ impl TaskMatcher {
         }
         let words = raw(text);
         if asks_someone_else(&words) || property_of_a_thing(&words, f) {
+            return true;
+        }
+        if asks_money(&words) && !p.subject.money {
             return true;
         }
         let asked: Vec<Kind> = f

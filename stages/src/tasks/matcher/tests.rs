@@ -467,7 +467,8 @@ fn debug_fits() {
                 p.source,
                 f.own,
                 f.total,
-                m.head_rules_out(i, &raw.text, &raw.lead, &raw.context, &form),
+                m.which_head_rule(i, &raw.text, &raw.lead, &raw.context, &form)
+                    .join("+"),
                 p.kinds,
                 p.terms
             );
