@@ -318,7 +318,7 @@ pub struct CsvHeader {
 
 /// The columns of a labelled pass's CSV files (`labels/pass*/*.csv`, `records/*.csv`).
 pub mod label_csv {
-    use super::CsvHeader;
+    use crate::tables::aggregate::CsvHeader;
 
     /// `<task_id>/<name>`: the labelled episode.
     pub const EPISODE: &str = "episode";
@@ -339,8 +339,8 @@ pub mod label_csv {
 
 /// The columns of the adjudication file (`labels/adjudication.csv`).
 pub mod adjudication_csv {
-    pub use super::label_csv::{EPISODE, LEVEL, SUBJECT};
-    use super::CsvHeader;
+    pub use crate::tables::aggregate::label_csv::{EPISODE, LEVEL, SUBJECT};
+    use crate::tables::aggregate::CsvHeader;
 
     /// The adjudicated value.
     pub const RESOLVED: &str = "resolved";
