@@ -13,6 +13,7 @@
 pub mod forms;
 mod head;
 pub mod profile;
+mod slot_subject;
 pub mod split;
 mod subject;
 

@@ -104,8 +104,8 @@ pub struct SlotProfile {
     /// occasion* restaurant"): a question naming one of them as what it asks for ("Which
     /// occasion…?") asks for something else.
     pub modifiers: HashSet<String>,
-    /// What the user's decision it holds is about ([`super::subject`]).
-    pub subject: super::subject::SlotSubject,
+    /// What the user's decision it holds is about ([`super::slot_subject`]).
+    pub subject: super::slot_subject::SlotSubject,
     /// Its `about` says "work" as a noun ("Maya's *work email*"): the verb of a proposal ("Does
     /// 3:30 work?") does not name it ("Which other time *works*" keeps the verb's match).
     pub work_noun: bool,
@@ -351,7 +351,7 @@ impl SlotProfile {
         let id_stems = spoken_stems(&slot.slot_id);
         let modifiers = inferable_modifiers(slot, &field_stems, &id_stems);
         Self {
-            subject: super::subject::SlotSubject::of(slot, field),
+            subject: super::slot_subject::SlotSubject::of(slot, field.map(|f| f.name.as_str())),
             work_noun: says_work_as_a_noun(&slot.about),
             modifiers,
             field_said: field.map_or_else(String::new, |f| f.name.replace('_', " ").to_lowercase()),

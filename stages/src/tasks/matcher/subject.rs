@@ -38,164 +38,15 @@
 use std::collections::HashSet;
 
 use super::forms::{Form, Kind};
-use super::profile::{FieldInfo, SlotProfile, TaskMatcher};
-use crate::tasks::language::{content_stems, lexicon, text_concepts};
-use crate::tasks::model::{Slot, Source};
-
-/// What the user's decision held by a slot is about, read from its `about` sentence: the nouns
-/// a question's subject may be, and whether the slot is itself about something done.
-#[derive(Debug, Clone, Default)]
-pub struct SlotSubject {
-    /// Stems of the nouns a question may ask the value of: the last word of each noun run of
-    /// the `about` sentence ("the book club *reminder*", "the focus *block*"), without names,
-    /// its field's and id's words.
-    pub heads: HashSet<String>,
-    /// The slot is about something already done ("How many minutes the run *took*").
-    pub past: bool,
-    /// The slot holds a sum of money ("How much to *donate*", an `amount`).
-    pub money: bool,
-}
-
-/// Words of paying: "How much should I *tip*?" asks a sum of money, which a count of tickets or
-/// portions is not.
-const MONEY: [&str; 16] = [
-    "spend", "spent", "pay", "paying", "tip", "tipping", "cost", "costs", "budget", "charge",
-    "price", "dollars", "afford", "amount", "donate", "money",
-];
+use super::profile::{SlotProfile, TaskMatcher};
+use super::slot_subject::{capitalised, raw, stems_of, SlotSubject, MONEY, OPENERS};
+use crate::tasks::language::{lexicon, text_concepts};
+use crate::tasks::model::Source;
 
 /// Whether a "how much" question asks a sum of money.
 fn asks_money(words: &[String]) -> bool {
     let how_much = words.windows(2).any(|w| w[0] == "how" && w[1] == "much");
     how_much && words.iter().any(|w| MONEY.contains(&w.as_str()))
-}
-
-/// Words that end a noun run of an `about` sentence besides stop words: its verbs.
-const ABOUT_VERBS: [&str; 34] = [
-    "starts",
-    "start",
-    "begins",
-    "ends",
-    "goes",
-    "go",
-    "took",
-    "takes",
-    "take",
-    "runs",
-    "run",
-    "book",
-    "buy",
-    "get",
-    "add",
-    "order",
-    "stay",
-    "donate",
-    "meet",
-    "do",
-    "fill",
-    "use",
-    "be",
-    "come",
-    "coming",
-    "travelling",
-    "flying",
-    "joining",
-    "play",
-    "have",
-    "works",
-    "work",
-    "send",
-    "ready",
-];
-
-/// Past verbs that make a slot about something done.
-const DONE: [&str; 9] = [
-    "took", "ran", "lasted", "spent", "was", "were", "did", "went", "walked",
-];
-
-/// Nouns naming the act being arranged, whatever the task: a question about them is about it.
-const ACTS: [&str; 7] = [
-    "booking",
-    "reservation",
-    "order",
-    "table",
-    "it",
-    "playback",
-    "audio",
-];
-
-impl SlotSubject {
-    /// The subject of a slot (module doc).
-    pub fn of(slot: &Slot, field: Option<&FieldInfo>) -> Self {
-        let lex = lexicon();
-        let about = slot.about.split(" (").next().unwrap_or_default();
-        let names = capitalised(about);
-        let words = raw(about);
-        let mut heads = HashSet::new();
-        for (i, w) in words.iter().enumerate() {
-            let ends_run = words.get(i + 1).is_none_or(|n| {
-                lex.is_stop(n) || ABOUT_VERBS.contains(&n.as_str()) || n.ends_with("ing")
-            });
-            let content = !lex.is_stop(w) && !matches!(w.as_str(), "many" | "long" | "time");
-            // "the *run* took": a verb's word after an article or a possessive is a noun.
-            let noun = !ABOUT_VERBS.contains(&w.as_str())
-                || i > 0 && OPENERS.contains(&words[i - 1].as_str());
-            if ends_run && content && !names.contains(w) && noun {
-                heads.extend(stems_of(w));
-            }
-        }
-        if let Some(f) = field {
-            heads.extend(content_stems(&f.name.replace('_', " ")));
-        }
-        heads.extend(content_stems(&slot.slot_id.replace('_', " ")));
-        heads.extend(ACTS.iter().flat_map(|a| content_stems(a)));
-        let past = words.iter().any(|w| DONE.contains(&w.as_str()));
-        let field_words = field
-            .map(|f| raw(&f.name.replace('_', " ")))
-            .unwrap_or_default();
-        let money = words
-            .iter()
-            .chain(&field_words)
-            .chain(&raw(&slot.slot_id.replace('_', " ")))
-            .any(|w| MONEY.contains(&w.as_str()));
-        Self { heads, past, money }
-    }
-}
-
-/// The stems of one word: its content stems, or its stem when the lexicon reads it as stop
-/// words ("check-up").
-fn stems_of(word: &str) -> Vec<String> {
-    let s = content_stems(word);
-    if s.is_empty() {
-        vec![crate::tasks::language::stem(&word.replace('-', ""))]
-    } else {
-        s
-    }
-}
-
-/// Lower-cased words of a text (apostrophes and hyphens kept inside words; "time's" is "time"
-/// and "is").
-fn raw(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .replace(['’', '‘'], "'")
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '-'))
-        .map(|w| w.trim_matches(|c| c == '\'' || c == '-'))
-        .filter(|w| !w.is_empty())
-        .flat_map(|w| match w.strip_suffix("'s") {
-            Some(base) if matches!(base, "time" | "when" | "what" | "long" | "day" | "it") => {
-                vec![base.to_string(), "is".to_string()]
-            }
-            _ => vec![w.to_string()],
-        })
-        .collect()
-}
-
-/// Lower-cased words written with a capital after the first word: names.
-fn capitalised(text: &str) -> HashSet<String> {
-    text.split_whitespace()
-        .skip(1)
-        .filter(|w| w.chars().next().is_some_and(char::is_uppercase))
-        .flat_map(raw)
-        .collect()
 }
 
 /// The phrases asking a kind of value whose subject follows them.
@@ -307,9 +158,6 @@ const OURS: [&str; 10] = [
 const WEATHER: [&str; 8] = [
     "rain", "raining", "snow", "snowing", "dark", "light", "sunny", "cold",
 ];
-
-/// Possessives and articles that open a noun phrase.
-const OPENERS: [&str; 9] = ["the", "your", "my", "his", "her", "their", "our", "a", "an"];
 
 /// The subject of a question asking a kind of value: the auxiliary after the asking phrase
 /// (and a count's noun) and the words of the noun phrase after it; in an embedded question
