@@ -12,7 +12,7 @@ pub const CI_HIGH: &str = "ci_high";
 /// How many tasks a value is over.
 pub const N: &str = "n";
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Table 1.
     pub struct Table1Row as TABLE1 ("table1", "per variant × metric") {
         /// the variant
@@ -40,7 +40,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Paired differences.
     pub struct PairedRow as PAIRED ("paired", "per variant × metric, against the baseline") {
         /// the variant
@@ -70,7 +70,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// pass^k and pass@k.
     pub struct PassKRow as PASS_K ("pass_k", "per variant × k") {
         /// the variant
@@ -88,7 +88,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Figure 2: perturbation subsets.
     pub struct PerturbationsRow as PERTURBATIONS ("perturbations", "per variant × perturbation × metric (Figure 2)") {
         /// the variant
@@ -108,7 +108,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Figure 4: metrics per history exposure.
     pub struct HistoryCurveRow as HISTORY_CURVE ("history_curve", "per variant × exposure × metric (Figure 4)") {
         /// the variant
@@ -130,7 +130,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Figure 3: failure-label distribution.
     pub struct FailureLabelsRow as FAILURE_LABELS ("failure_labels", "per variant × judge mode × failure label (Figure 3)") {
         /// the variant
@@ -146,7 +146,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Judge agreement (`judge_agreement`).
     pub struct AgreementRow as AGREEMENT ("agreement", "per level × pair of raters (`judge_agreement`)") {
         /// authored set: `criterion` \| `success` \| `recall` \| `extra` \| `simulator`; episode-keyed CSVs: `criterion` \| `success` \| `slot`
@@ -168,7 +168,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// The human labels `judge_agreement` read.
     pub struct LabelsRow as LABELS ("labels", "one row per human label (`judge_agreement`)") {
         /// the episode
@@ -186,7 +186,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// The authored labelled episodes `judge_agreement` read.
     pub struct LabelledEpisodesRow as LABELLED_EPISODES ("labelled", "one row per authored episode of the labelled set (`judge_agreement`; datasets/judge-labels/README.md)") {
         /// `<task_id>/<name>`
@@ -208,7 +208,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Disagreements of the two annotation passes.
     pub struct DisagreementsRow as DISAGREEMENTS ("disagreements", "one row per judgement the two passes disagree on (`judge_agreement`)") {
         /// `<task_id>/<name>`
@@ -226,7 +226,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Where a judge differs from the gold labels of the authored episodes.
     pub struct JudgeErrorsRow as JUDGE_ERRORS ("judge_errors", "one row per gold judgement a judge gets wrong (`judge_agreement`): what to read when a judge's agreement is low") {
         /// the judge (`scores.judge`)
@@ -244,7 +244,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// The simulator check over question–answer pairs.
     pub struct SimulatorCheckRow as SIMULATOR_CHECK ("simulator", "one row per question–answer pair of the labelled episodes (`judge_agreement`)") {
         /// the episodes' variant (which user answered)
@@ -272,7 +272,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// The HTML report (`report`).
     pub struct ReportRow as REPORT ("report", "one row: the report written (`report`)") {
         /// where
@@ -284,7 +284,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Table 1's companion: what the variant's model calls cost.
     pub struct UsageRow as USAGE ("usage", "per variant × role (`agent`, `user`, `judge`) with any tokens; sums over the variant's episodes") {
         /// the variant (its model is in the name: `agent=llm,model=NAME,…`)

@@ -2,7 +2,7 @@
 //! (the input's columns come first, whatever they are), so these are declared here, once, for
 //! the writer rather than in the table's definition.
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One model reply, as `llm_complete` appends it to its input row.
     pub struct CompletionRow as REPLY_COLUMNS ("completions", "the columns `llm_complete` appends to each input row") {
         /// the reply's text (null when the model sent none)

@@ -148,7 +148,7 @@ With the `llm` agent, `steps.raw` is the reply's text (gui mode) or its `tool_ca
 `arguments` decodes back to the exact phone action (`episodes::codec::decode`), so judges
 replay an episode in the phone with the recorded `user_reply`s.";
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// An `episodes` row as the episode runners write it (`run_episodes`, `run_knowu_episodes`,
     /// `run_remote_episodes`, which adds [`DeviceColumns`]), columns in this order: the runner's
     /// record of one episode (`episodes::record`), filled as the episode plays.
@@ -217,7 +217,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The columns `run_remote_episodes` appends to [`PlayedEpisode`]'s.
     pub struct DeviceColumns of EPISODES {
         /// See [`EPISODES`].
@@ -229,7 +229,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// A `steps` row as the episode runners write it, columns in this order: one step of the
     /// runner's record (`episodes::record`).
     #[derive(Default)]
@@ -261,7 +261,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// A `diffs` row as the episode runners write it.
     pub struct Diff of DIFFS {
         /// See [`DIFFS`].
@@ -271,7 +271,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// A row of `run_remote_episodes`' task list, as read: the id may be null here so the
     /// domain (`episodes::remote::tasks`) names the row whose id is empty.
     pub struct RemoteTaskRow of REMOTE_TASK_LIST {

@@ -15,7 +15,7 @@ pub const SUCCESS: &str = "success";
 /// `scores.score`.
 pub const SCORE: &str = "score";
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One criterion's verdict on one episode.
     pub struct Verdict as VERDICTS ("verdicts", "one row per episode × criterion (`judge`)") {
         /// from `episodes`
@@ -47,7 +47,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One judged episode's scores: what the judge computes for it (`judging::episode`), the
     /// episode's identity and counts beside them.
     #[derive(Default)]
@@ -103,7 +103,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One information request of the interaction judge.
     pub struct RequestRow as REQUESTS ("requests", "one row per information request (interaction judge)") {
         /// the episode
@@ -129,7 +129,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One episode's interaction figures, as the interaction judge counts them
     /// (`judging::interaction::summarize`).
     #[derive(Default)]

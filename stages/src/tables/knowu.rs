@@ -18,7 +18,7 @@ pub const EPISODES: &str = "episodes";
 /// Episodes of a row whose persona has no profile.
 pub const MISSING_PROFILE_EPISODES: &str = "missing_profile_episodes";
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One generated KnowU task: tasks.csv's columns, then prefflow's.
     pub struct KnowuTaskRow as KNOWU_TASKS ("knowu_tasks", "per generated task (KnowU's tasks.csv columns, then prefflow's); `task_name` = the Tasks tables' `task_id`") {
         /// the task (= `task_id`)
@@ -64,7 +64,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Templates a persona's profile cannot instantiate.
     pub struct SkippedRow as SKIPPED ("skipped", "per template × persona that was not generated") {
         /// the template
@@ -78,7 +78,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// What generation produced per persona and split.
     pub struct GeneratedRow as GENERATED ("generated", "per persona × split") {
         /// the persona
@@ -94,7 +94,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// The evaluation reports of an imported results directory: one report's summary, which
     /// the import reads into this row (`knowu::interop::report`).
     #[derive(Default)]
@@ -128,7 +128,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One file of an imported results directory that could not be read.
     pub struct ImportError as IMPORT_ERRORS ("errors", "per unreadable file of an imported run; its episode has status `error`") {
         /// the task directory, when the file belongs to one
@@ -140,7 +140,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One task directory `export_knowu_runs` wrote.
     pub struct Written as WRITTEN ("written", "per task directory `export_knowu_runs` wrote") {
         /// the task
@@ -156,7 +156,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// The per-episode facts every KnowU mean is built from.
     pub struct EpisodeMetricsRow as EPISODE_METRICS ("episode_metrics", "per episode (METRICS.md's per-task facts)") {
         /// the episode
@@ -214,7 +214,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// SR, AvgScore and the other means per split and difficulty.
     pub struct SplitsRow as SPLITS ("splits", "per run × split × difficulty (`all`, `easy`, `hard`)") {
         /// the run's variant
@@ -246,7 +246,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Proactive Act / Silent / Stop.
     pub struct PolicyRow as POLICY ("policy", "per run × proactive metric × bucket") {
         /// the run's variant
@@ -270,7 +270,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Mean score per persona.
     pub struct PersonasRow as PERSONAS ("personas", "per run × persona × split (personalized, proactive; no result = 0)") {
         /// the run's variant
@@ -294,7 +294,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// Overall SR and the counts behind it.
     pub struct OverallRow as OVERALL ("overall", "per run") {
         /// the run's variant
@@ -385,7 +385,7 @@ pub static LEADERBOARD: TableDef = TableDef {
     open: false,
 };
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// The leaderboard as Markdown, one line per row.
     pub struct LeaderboardTextRow as LEADERBOARD_TEXT ("text", "per line of the leaderboard's Markdown rendering") {
         /// one line
@@ -393,7 +393,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// An `episodes` row as `import_knowu_runs` writes it (one per task directory of a KnowU
     /// run: no user simulator or judge, so their tokens and costs are 0), columns in this order.
     pub struct ImportedEpisode of super::episodes::EPISODES {
@@ -450,7 +450,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// A `steps` row as `import_knowu_runs` writes it (one per trajectory entry), columns in
     /// this order.
     pub struct ImportedStep of super::episodes::STEPS {
@@ -479,7 +479,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `episodes` columns `export_knowu_runs` reads (from any producer: the KnowU-only
     /// `reason` and `goal` are null where absent).
     pub struct ExportedEpisode of super::episodes::EPISODES {
@@ -506,7 +506,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `steps` columns `export_knowu_runs` reads (from any producer: the KnowU-only
     /// `ask_user_response` is null where absent).
     pub struct ExportedStep of super::episodes::STEPS {
@@ -529,7 +529,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `steps` columns `knowu_metrics` reads for every step; a reply is read from
     /// `ask_user_response` instead of `user_reply` when the table has it (KnowU's alignment).
     pub struct MetricStep of super::episodes::STEPS {
@@ -546,7 +546,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `episodes` columns `knowu_metrics` classifies an episode by (its task's class and
     /// persona: the part after `@` when `persona` is null).
     pub struct ClassifiedEpisode of super::episodes::EPISODES {
@@ -557,7 +557,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `episode_metrics` column `knowu_metrics` decides `in_scope` from.
     pub struct ScopedTask of EPISODE_METRICS {
         /// See [`EPISODE_METRICS`].
@@ -565,7 +565,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `episode_metrics` columns `knowu_metrics` checks before its means: personas without
     /// a profile, tasks in no split, runs without a scored episode.
     pub struct CheckedEpisode of EPISODE_METRICS {
@@ -586,7 +586,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `overall` columns `knowu_leaderboard` ranks a run by.
     pub struct RankedRun of OVERALL {
         /// See [`OVERALL`].
@@ -598,7 +598,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `overall` column that says which classes a run's metrics cover (`knowu_leaderboard`
     /// takes `knowu` only).
     pub struct RunScope of OVERALL {
@@ -607,7 +607,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// The `splits` columns `knowu_leaderboard` reads: rates, scores and coverage.
     pub struct LeaderboardSplit of SPLITS {
         /// See [`SPLITS`].

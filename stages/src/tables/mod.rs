@@ -15,7 +15,7 @@ pub mod row;
 pub mod tasks;
 pub mod world;
 
-pub(crate) use row::{row, table};
+pub(crate) use row::row;
 
 use prefflow_engine::schema::TableDef;
 

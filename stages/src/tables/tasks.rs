@@ -20,7 +20,7 @@ pub const SOURCE: &str = "source";
 /// A criterion's kind (`action` | `personalization`).
 pub const KIND: &str = "kind";
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One task.
     pub struct TaskRow as TASKS ("tasks", "one row per task") {
         /// task id
@@ -56,7 +56,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One slot of a task.
     pub struct SlotRow as SLOTS ("slots", "one row per slot (a user-dependent detail the instruction omits)") {
         /// the task
@@ -82,7 +82,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One criterion of a task.
     pub struct CriterionRow as CRITERIA ("criteria", "one row per criterion") {
         /// the task
@@ -102,7 +102,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One task with its whole bundle.
     pub struct BundleRow as BUNDLES ("bundles", "one row per task with the whole bundle; what per-item stages read") {
         /// the task
@@ -112,7 +112,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One change a review round applied (`tasks::review` builds these as it applies a sheet).
     pub struct AuditRow as AUDIT ("audit", "one row per change a review round made") {
         /// the task
@@ -136,7 +136,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// A task whose instruction repeats an earlier task's.
     pub struct RepeatRow as REPEATS ("repeats", "one row per task whose instruction (case, spacing and final punctuation aside) is that of a task with a smaller id (`import_review`); `validate_tasks` rejects it as `duplicate_instruction`") {
         /// the later task
@@ -146,7 +146,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One failed validation check of a task.
     pub struct RejectionRow as REJECTIONS ("rejections", "one row per failed validation check (`validate_tasks`)") {
         /// the task
@@ -173,7 +173,7 @@ pub static STATS: TableDef = TableDef {
     open: false,
 };
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One task's row of the review sheet: every cell text, as a CSV sheet holds it.
     pub struct SheetCells as SHEET ("sheet", "per task to review; every column str (a CSV sheet); reviewers fill the last six") {
         /// the task

@@ -89,7 +89,7 @@ pub static HISTORY_EVENTS: TableDef = TableDef {
     open: false,
 };
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One mock app of the catalog.
     pub struct AppRow as APPS ("apps", "one row per mock app") {
         /// app id
@@ -109,7 +109,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One seed record of an app table.
     pub struct AppRecordRow as APP_RECORDS ("app_records", "one row per seed record of an app table") {
         /// app id
@@ -123,7 +123,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One file the world was built from.
     pub struct SourceRow as SOURCES ("sources", "one row per file the world was built from; `world_from_tables` rebuilds the world from these and `history_events` (`build_knowu_world` adds the row kind `knowu_profile`)") {
         /// `app` \| `persona` (\| `knowu_profile`)
@@ -135,7 +135,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One count describing a world.
     pub struct SummaryRow as SUMMARY ("summary", "counts per section (`prefflow show world.summary` prints it grouped)") {
         /// what is counted
@@ -147,7 +147,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::table! {
+crate::tables::row::table! {
     /// One measurement of `build_world`'s history audit (named like the review rounds' `audit`).
     pub struct WorldAuditRow as AUDIT ("audit", "one row per measurement of `build_world`'s history audit (the sections are listed below)") {
         /// which check (see below)
@@ -161,7 +161,7 @@ crate::tables::table! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// A profile entry as `build_world` and the KnowU world write it and every reader reads it
     /// (`import_persona` adds `persona`).
     pub struct ProfileEntryRow of PROFILE_ENTRIES {
@@ -190,7 +190,7 @@ crate::tables::row! {
     }
 }
 
-crate::tables::row! {
+crate::tables::row::row! {
     /// A history event as the world writes it and `world_from_tables` reads it back
     /// (`import_persona` adds `persona`).
     pub struct HistoryEventRow of HISTORY_EVENTS {
