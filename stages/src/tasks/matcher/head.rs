@@ -466,54 +466,6 @@ impl TaskMatcher {
             || p.source == Source::AskOnly && self.closed_without_value(p, text, f)
     }
 
-    /// Debugging aid for the ignored `debug_fits` test: which head rule rules slot `i` out.
-    #[cfg(test)]
-    pub(super) fn which_head_rule(
-        &self,
-        i: usize,
-        text: &str,
-        lead: &str,
-        context: &str,
-        f: &Form,
-    ) -> Vec<&'static str> {
-        let p = &self.profiles[i];
-        let mut v = Vec::new();
-        if self.foreign_choice(p, text, lead, context, f) {
-            v.push("foreign_choice");
-        }
-        if self.foreign_wording(p, text, f) {
-            v.push("foreign_wording");
-        }
-        if self.foreign_inclusion(p, text, f) {
-            v.push("foreign_inclusion");
-        }
-        if p.source == Source::AskOnly && self.settled_elsewhere(p, text, f) {
-            v.push("settled_elsewhere");
-        }
-        if self.not_about_an_alternative(p, text, lead, context, f) {
-            v.push("not_about_an_alternative");
-        }
-        if self.foreign_head_noun(p, text) {
-            v.push("foreign_head_noun");
-        }
-        if foreign_field(p, text) {
-            v.push("foreign_field");
-        }
-        if p.source == Source::AskOnly && self.names_only_whose(p, text, f) {
-            v.push("names_only_whose");
-        }
-        if self.subject_rules_out(i, text, f) {
-            v.push("subject");
-        }
-        if asks_when(text) && !holds_a_when(p) {
-            v.push("asks_when");
-        }
-        if p.source == Source::AskOnly && self.closed_without_value(p, text, f) {
-            v.push("closed_without_value");
-        }
-        v
-    }
-
     /// "Should the sync with Dana be a video call?", "Do the passengers need any special
     /// meals?", "Do you want a receipt for the amount you donate?": a yes/no question answers a
     /// slot holding a time, a day, a count or a duration only by proposing such a value (or

@@ -119,29 +119,13 @@ fn abbreviation_ends_here(current: &str, rest: &[char]) -> bool {
 /// Abbreviations of a clock time's half of the day.
 const CLOCK: [&str; 4] = ["a.m", "p.m", "am", "pm"];
 
-/// Full month names (a day of the month may follow a clock time: "9 a.m. October 6").
-const MONTHS: [&str; 12] = [
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-];
-
 /// "9 a.m. Saturday OK?", "5 p.m. OK?": after a clock time, a day, a month, or a short rest of
 /// the same question that opens no question of its own (at most three words up to its "?")
 /// goes on; "7 p.m. Is that OK?" is two sentences.
 fn continues_a_time(next_word: &str, rest: &[char]) -> bool {
     let next = next_word.to_lowercase();
     let day = crate::world::clock::WEEKDAYS.contains(&next.as_str())
-        || MONTHS.contains(&next.as_str())
+        || crate::world::clock::MONTHS.contains(&next.as_str())
         || calendar_word(&next)
         || matches!(next.as_str(), "tomorrow" | "tonight" | "today");
     let rest: String = rest.iter().collect();

@@ -467,8 +467,7 @@ fn debug_fits() {
                 p.source,
                 f.own,
                 f.total,
-                m.which_head_rule(i, &raw.text, &raw.lead, &raw.context, &form)
-                    .join("+"),
+                m.head_rules_out(i, &raw.text, &raw.lead, &raw.context, &form),
                 p.kinds,
                 p.terms
             );
