@@ -13,7 +13,7 @@ use super::palette::color_of;
 use super::text_column;
 use crate::tables::episodes::{PlayedEpisode as E, PlayedStep as S};
 use crate::tables::judging::{Score as Sc, Verdict as V};
-use crate::tables::tasks::TaskRow as T;
+use crate::tasks::Task as T;
 
 /// Characters of an observation shown on an episode page; the rest is counted, not shown, so
 /// a report of many models stays small.

@@ -202,3 +202,41 @@ fn personalization_criteria_point_at_slots_and_actions_do_not() {
         }
     }
 }
+
+#[test]
+fn a_task_is_its_table_row_written_as_declared_and_read_back_whole() {
+    use super::model::Task;
+    use crate::tables::tasks::TASKS;
+    use polars::prelude::*;
+
+    let tasks: Vec<Task> = candidates().iter().map(|b| b.task.clone()).collect();
+    let df = Task::to_frame(&tasks).unwrap();
+    assert_eq!(TASKS.violations(&df), []);
+    let first = &tasks[0];
+    assert_eq!(
+        df.column(Task::perturbation).unwrap().str().unwrap().get(0),
+        Some(first.perturbation.as_str())
+    );
+    assert_eq!(
+        df.column(Task::overrides).unwrap().str().unwrap().get(0),
+        Some(serde_json::to_string(&first.overrides).unwrap().as_str())
+    );
+    // λ is no column: a task read back from the table has none.
+    let without_lambda: Vec<Task> = tasks
+        .iter()
+        .cloned()
+        .map(|t| Task { lambda: None, ..t })
+        .collect();
+    assert_eq!(Task::from_frame(&df).unwrap(), without_lambda);
+
+    let mut bad = df.clone();
+    let mut words: Vec<String> = vec!["none".into(); df.height()];
+    words[1] = "sideways".into();
+    bad.with_column(Column::new(Task::perturbation.into(), words))
+        .unwrap();
+    let err = Task::from_frame(&bad).unwrap_err().to_string();
+    assert!(
+        err.starts_with("table `tasks`, column `perturbation`: row 1: not a value"),
+        "{err}"
+    );
+}
