@@ -11,6 +11,8 @@ pub const SLOT_ID: &str = "slot_id";
 pub const CRITERION_ID: &str = "criterion_id";
 /// The task's template (the bootstrap's cluster).
 pub const TEMPLATE: &str = "template";
+/// The task's instruction.
+pub const INSTRUCTION: &str = "instruction";
 /// The task's perturbation.
 pub const PERTURBATION: &str = "perturbation";
 /// `bundles.bundle`: the whole task bundle as JSON.
@@ -27,15 +29,15 @@ pub static TASKS: TableDef = TableDef {
     name: "tasks",
     doc: "one row per task",
     columns: &[
-        C::new("task_id", Str, "task id"),
+        C::new(TASK_ID, Str, "task id"),
         C::new("persona", Str, "whose task it is"),
-        C::new("template", Str, "the template it was instantiated from"),
-        C::new("instruction", Str, "the underspecified instruction"),
+        C::new(TEMPLATE, Str, "the template it was instantiated from"),
+        C::new(INSTRUCTION, Str, "the underspecified instruction"),
         C::new("apps", ListStr, "apps it touches"),
         C::new("category", Str, "the task's category"),
         C::new("task_type", Str, r"`operation` \| `qa`"),
         C::new(
-            "perturbation",
+            PERTURBATION,
             Str,
             r"`none` \| `instruction_override` \| `preference_shift` \| `unavailable_option`",
         ),

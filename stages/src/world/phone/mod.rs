@@ -19,11 +19,11 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+pub use crate::world::tool_specs::{tool_specs, ParamSpec, ToolSpec};
 pub use action::{Action, ActionSpace, Direction, Observation, Status};
 pub use diff::{TableDiff, UpdatedRecord, WorldDiff};
 pub use overlay::Overlay;
 pub use overrides::{DataEdit, OverrideError, Overrides, ProfileEdit};
-pub use tools::{tool_specs, ParamSpec, ToolSpec};
 pub use user::{AskUser, NoUser};
 
 use crate::world::app::{Catalog, Record};
