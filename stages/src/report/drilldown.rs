@@ -10,7 +10,7 @@ use polars::prelude::*;
 use serde::Serialize;
 
 use super::palette::color_of;
-use super::text_column;
+use super::view::text_column;
 use crate::tables::episodes::{PlayedEpisode as E, PlayedStep as S};
 use crate::tables::judging::{Score as Sc, Verdict as V};
 use crate::tables::tasks::{INSTRUCTION, PERTURBATION, TASK_ID};

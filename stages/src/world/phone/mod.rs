@@ -27,10 +27,10 @@ pub use overrides::{DataEdit, OverrideError, Overrides, ProfileEdit};
 pub use user::{AskUser, NoUser};
 
 use crate::world::app::{Catalog, Record};
+use crate::world::assemble::World;
 use crate::world::clock::DateTime;
 use crate::world::history::HistoryEvent;
 use crate::world::types::TableId;
-use crate::world::World;
 
 use screens::Screen;
 use tools::ToolRef;
