@@ -6,12 +6,12 @@ use super::bootstrap::{quantile, Bootstrap, Estimate, Ratio};
 use super::judge_agreement::{judge_agreement, HumanLabel, Subject};
 use super::kappa::agreement;
 use super::passk::{pass_at_k, pass_hat_k, pass_k};
+use super::pertask::{InteractionCounts, ScoreFacts};
 use super::subsets::top_k;
 use super::table1::{aggregate, AggregateOptions, Aggregates};
 use crate::tables::aggregate::{
     FailureLabelsRow, HistoryCurveRow, PairedRow, PassKRow, PerturbationsRow, Table1Row,
 };
-use super::pertask::{InteractionCounts, ScoreFacts};
 use crate::tables::episodes::PlayedEpisode;
 use crate::tables::judging::{Interaction, RequestRow, Score, Verdict};
 
