@@ -240,3 +240,31 @@ fn a_task_is_its_table_row_written_as_declared_and_read_back_whole() {
         "{err}"
     );
 }
+
+#[test]
+fn a_whole_row_covers_every_column_in_order_and_codecs_spell_as_serde_does() {
+    use crate::tables::row::{covers, Codec, Json, Spelled};
+    use crate::tables::tasks::TASKS;
+    use crate::tasks::{Perturbation, Task};
+
+    assert!(covers(&TASKS, Task::COLUMNS));
+    assert!(!covers(&TASKS, &Task::COLUMNS[1..]), "a column short");
+    let mut swapped = Task::COLUMNS.to_vec();
+    swapped.swap(0, 1);
+    assert!(!covers(&TASKS, &swapped), "out of order");
+
+    let word = <Spelled as Codec<Perturbation>>::encode(&Perturbation::PreferenceShift);
+    assert_eq!(word.as_deref(), Ok("preference_shift"));
+    assert_eq!(
+        <Spelled as Codec<Perturbation>>::decode("preference_shift".into()),
+        Ok(Perturbation::PreferenceShift)
+    );
+    let not_a_word = <Spelled as Codec<Vec<u32>>>::encode(&vec![1]);
+    assert_eq!(
+        not_a_word,
+        Err("[1] is not spelled as one word".to_string())
+    );
+    let json = <Json as Codec<Vec<u32>>>::encode(&vec![1, 2]);
+    assert_eq!(json.as_deref(), Ok("[1,2]"));
+    assert!(<Json as Codec<Vec<u32>>>::decode("{".into()).is_err());
+}
