@@ -8,6 +8,7 @@
 
 use prefflow_engine::store::Store;
 
+use super::exposure::{Exposure, LogKind};
 use crate::llm::{LlmClient, LlmConfig, LlmError};
 use crate::world::history::HistoryEvent;
 
@@ -75,17 +76,17 @@ impl<'a> Embedder<'a> {
 pub async fn select<'e>(
     embedder: &Embedder<'_>,
     history: &[&'e HistoryEvent],
-    exposure: super::Exposure,
-    log: super::LogKind,
+    exposure: Exposure,
+    log: LogKind,
     query: &str,
     indexes: &super::retrieval::IndexCache,
 ) -> Result<Vec<&'e HistoryEvent>, LlmError> {
-    let super::Exposure::TopK(k) = exposure else {
+    let Exposure::TopK(k) = exposure else {
         return Ok(super::exposure::select(
             history, exposure, log, query, indexes,
         ));
     };
-    let pool = super::exposure::select(history, super::Exposure::All, log, query, indexes);
+    let pool = super::exposure::select(history, Exposure::All, log, query, indexes);
     embedder.top_k(&pool, query, k).await
 }
 

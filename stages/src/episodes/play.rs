@@ -8,16 +8,19 @@ use std::sync::Arc;
 
 use prefflow_engine::StageError;
 
+use super::access::ModelAccess;
 use super::agent::AgentFactory;
 use super::embeddings::{self, Embedder};
+use super::env::PhoneEnv;
 use super::exposure::{self, Exposure, LogKind};
 use super::hooks::EpisodeHooks;
 use super::params::RunEpisodesParams;
+use super::record::{EpisodeRow, EpisodeRun};
 use super::retrieval::IndexCache;
 use super::runner::join_all;
+use super::runner::{run_episode, EpisodeSpec};
 use super::seed::{episode_id, episode_seed};
 use super::setup::EpisodeSetup;
-use super::{run_episode, EpisodeRow, EpisodeRun, EpisodeSpec, ModelAccess, PhoneEnv};
 use crate::tasks::TaskBundle;
 use crate::world::history::HistoryEvent;
 use crate::world::phone::EpisodeConfig;

@@ -38,7 +38,7 @@ impl EpisodeSetup {
         variant: &str,
         workdir: &Path,
     ) -> Result<Self, StageError> {
-        let named = |e: StageError| super::named(stage, e);
+        let named = |e: StageError| super::access::named(stage, e);
         let params = params
             .with_chosen_model()
             .map_err(|m| named(StageError::Input(m)))?;

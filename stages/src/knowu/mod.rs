@@ -17,7 +17,4 @@ pub mod profile;
 pub mod sim;
 
 pub use error::KnowuError;
-
-/// The name prefix of every prefflow-only task class (`PrefflowBuyComputer`): the simulated
-/// half names its own classes so, and the exporter leaves them out of KnowU's run directories.
-pub const PREFFLOW_PREFIX: &str = "Prefflow";
+pub use interop::tasks::PREFFLOW_PREFIX;

@@ -6,122 +6,14 @@ use super::bootstrap::{quantile, Bootstrap, Estimate, Ratio};
 use super::judge_agreement::{judge_agreement, HumanLabel, Subject};
 use super::kappa::agreement;
 use super::passk::{pass_at_k, pass_hat_k, pass_k};
+use super::pertask::{InteractionCounts, ScoreFacts};
 use super::subsets::top_k;
 use super::table1::{aggregate, AggregateOptions, Aggregates};
 use crate::tables::aggregate::{
     FailureLabelsRow, HistoryCurveRow, PairedRow, PassKRow, PerturbationsRow, Table1Row,
 };
-use crate::tables::episodes::EPISODES;
-use crate::tables::judging::{Score, INTERACTION, REQUESTS, SCORES, VERDICTS};
-
-crate::tables::row! {
-    /// The `scores` columns the aggregation reads, per episode.
-    struct Judged of SCORES {
-        episode_id: String,
-        task_id: String,
-        variant: String,
-        epoch: u32,
-        perturbation: String,
-        success: Option<bool>,
-        action: Option<f64>,
-        personalization: Option<f64>,
-        inferable: Option<f64>,
-        ask_only: Option<f64>,
-        steps: u32,
-        ask_user_calls: u32,
-    }
-}
-
-crate::tables::row! {
-    /// [`Judged`] without the episode's epoch.
-    struct Scored of SCORES {
-        episode_id: String,
-        task_id: String,
-        variant: String,
-        perturbation: String,
-        success: Option<bool>,
-        action: Option<f64>,
-        personalization: Option<f64>,
-        inferable: Option<f64>,
-        ask_only: Option<f64>,
-        steps: u32,
-        ask_user_calls: u32,
-    }
-}
-
-crate::tables::row! {
-    /// The `interaction` columns the aggregation reads, per episode.
-    struct Asked of INTERACTION {
-        episode_id: String,
-        task_id: String,
-        variant: String,
-        requests: u32,
-        matched_requests: u32,
-        ask_only_slots: u32,
-        matched_ask_only: u32,
-    }
-}
-
-crate::tables::row! {
-    /// [`Asked`] without the episode id.
-    struct AskedOf of INTERACTION {
-        task_id: String,
-        variant: String,
-        requests: u32,
-        matched_requests: u32,
-        ask_only_slots: u32,
-        matched_ask_only: u32,
-    }
-}
-
-crate::tables::row! {
-    /// An episode's history exposure.
-    struct Exposed of EPISODES {
-        episode_id: String,
-        exposure: String,
-    }
-}
-
-crate::tables::row! {
-    /// The `verdicts` columns the failure labels read.
-    struct Labelled of VERDICTS {
-        episode_id: String,
-        variant: String,
-        criterion_id: String,
-        kind: String,
-        mode: String,
-        verdict: String,
-        failure_label: Option<String>,
-    }
-}
-
-crate::tables::row! {
-    /// [`Labelled`] without the episode and criterion.
-    struct LabelledOf of VERDICTS {
-        variant: String,
-        mode: String,
-        verdict: String,
-        failure_label: Option<String>,
-    }
-}
-
-crate::tables::row! {
-    /// The `verdicts` columns the judge agreement reads.
-    struct Judgement of VERDICTS {
-        episode_id: String,
-        criterion_id: String,
-        mode: String,
-        verdict: String,
-    }
-}
-
-crate::tables::row! {
-    /// The `requests` columns the judge agreement reads.
-    struct Request of REQUESTS {
-        episode_id: String,
-        slot_id: Option<String>,
-    }
-}
+use crate::tables::episodes::PlayedEpisode;
+use crate::tables::judging::{Interaction, RequestRow, Score, Verdict};
 
 /// Episode `i` of [`scores`]' six: t1#a#0, t1#a#1, t2#a#0, t1#b#0, t1#b#1, t2#b#0.
 fn episode(i: usize) -> (String, String, String, u32) {
@@ -153,7 +45,7 @@ fn scores() -> DataFrame {
         (Some(true), [Some(1.0), Some(1.0), Some(1.0), None], 2, 0),
         (Some(false), [Some(0.0), Some(0.0), None, Some(0.0)], 1, 0),
     ];
-    let rows: Vec<Judged> = facts
+    let rows: Vec<Score> = facts
         .iter()
         .enumerate()
         .map(
@@ -164,7 +56,7 @@ fn scores() -> DataFrame {
                 } else {
                     "none"
                 };
-                Judged {
+                Score {
                     episode_id,
                     task_id,
                     variant,
@@ -177,11 +69,12 @@ fn scores() -> DataFrame {
                     ask_only,
                     steps,
                     ask_user_calls: calls,
+                    ..Score::default()
                 }
             },
         )
         .collect();
-    Judged::to_frame(&rows).expect("scores")
+    Score::to_frame(&rows).expect("scores")
 }
 
 fn interaction() -> DataFrame {
@@ -193,12 +86,12 @@ fn interaction() -> DataFrame {
         [0, 0, 0, 0],
         [0, 0, 2, 0],
     ];
-    let rows: Vec<Asked> = counts
+    let rows: Vec<Interaction> = counts
         .iter()
         .enumerate()
         .map(|(i, c)| {
             let (episode_id, task_id, variant, _) = episode(i);
-            Asked {
+            Interaction {
                 episode_id,
                 task_id,
                 variant,
@@ -206,14 +99,15 @@ fn interaction() -> DataFrame {
                 matched_requests: c[1],
                 ask_only_slots: c[2],
                 matched_ask_only: c[3],
+                ..Interaction::default()
             }
         })
         .collect();
-    Asked::to_frame(&rows).expect("interaction")
+    Interaction::to_frame(&rows).expect("interaction")
 }
 
 fn episodes() -> DataFrame {
-    let rows: Vec<Exposed> = (0..6)
+    let rows: Vec<PlayedEpisode> = (0..6)
         .map(|i| {
             let (episode_id, _, variant, _) = episode(i);
             let exposure = if variant == "a" {
@@ -221,17 +115,18 @@ fn episodes() -> DataFrame {
             } else {
                 "none/noisy"
             };
-            Exposed {
+            PlayedEpisode {
                 episode_id,
                 exposure: exposure.into(),
+                ..PlayedEpisode::default()
             }
         })
         .collect();
-    Exposed::to_frame(&rows).expect("episodes")
+    PlayedEpisode::to_frame(&rows).expect("episodes")
 }
 
 fn verdicts() -> DataFrame {
-    let v = |e: usize, criterion: &str, kind: &str, verdict: &str, label: Option<&str>| Labelled {
+    let v = |e: usize, criterion: &str, kind: &str, verdict: &str, label: Option<&str>| Verdict {
         episode_id: episode(e).0,
         variant: "a".into(),
         criterion_id: criterion.into(),
@@ -239,8 +134,9 @@ fn verdicts() -> DataFrame {
         mode: "rule".into(),
         verdict: verdict.into(),
         failure_label: label.map(str::to_string),
+        ..Verdict::default()
     };
-    Labelled::to_frame(&[
+    Verdict::to_frame(&[
         v(0, "c1", "action", "pass", None),
         v(1, "c1", "action", "fail", Some("silent_default")),
         v(1, "c2", "personalization", "fail", Some("silent_default")),
@@ -349,7 +245,7 @@ fn recall_and_precision_are_micro_and_precision_is_undefined_without_questions()
 #[test]
 fn micro_recall_differs_from_the_mean_of_episode_recalls() {
     // Episode 1: 1 of 1 slot asked; episode 2: 0 of 3 → micro 1/4, mean of recalls 1/2.
-    let scored = |task: &str, success: bool, personalization: f64, calls: u32| Scored {
+    let scored = |task: &str, success: bool, personalization: f64, calls: u32| ScoreFacts {
         episode_id: format!("{task}#0"),
         task_id: task.into(),
         variant: "v".into(),
@@ -363,8 +259,8 @@ fn micro_recall_differs_from_the_mean_of_episode_recalls() {
         ask_user_calls: calls,
     };
     let scores =
-        Scored::to_frame(&[scored("x", true, 1.0, 1), scored("y", false, 0.0, 0)]).unwrap();
-    let asked = |task: &str, requests: u32, slots: u32| AskedOf {
+        ScoreFacts::to_frame(&[scored("x", true, 1.0, 1), scored("y", false, 0.0, 0)]).unwrap();
+    let asked = |task: &str, requests: u32, slots: u32| InteractionCounts {
         task_id: task.into(),
         variant: "v".into(),
         requests,
@@ -372,7 +268,7 @@ fn micro_recall_differs_from_the_mean_of_episode_recalls() {
         ask_only_slots: slots,
         matched_ask_only: requests,
     };
-    let inter = AskedOf::to_frame(&[asked("x", 1, 1), asked("y", 0, 3)]).unwrap();
+    let inter = InteractionCounts::to_frame(&[asked("x", 1, 1), asked("y", 0, 3)]).unwrap();
     let a = aggregate(
         &scores,
         Some(&inter),
@@ -627,13 +523,14 @@ fn judge_agreement_at_criterion_success_and_slot_level() {
         label("e1", S("s1".into()), true),
         label("e2", S("s1".into()), false),
     ];
-    let judged = |episode: &str, criterion: &str, mode: &str, verdict: &str| Judgement {
+    let judged = |episode: &str, criterion: &str, mode: &str, verdict: &str| Verdict {
         episode_id: episode.into(),
         criterion_id: criterion.into(),
         mode: mode.into(),
         verdict: verdict.into(),
+        ..Verdict::default()
     };
-    let verdicts = Judgement::to_frame(&[
+    let verdicts = Verdict::to_frame(&[
         judged("e1", "c1", "rule", "pass"),
         judged("e1", "c2", "rule", "pass"),
         judged("e2", "c1", "rule", "pass"),
@@ -645,14 +542,16 @@ fn judge_agreement_at_criterion_success_and_slot_level() {
         judged("zz", "c1", "rule", "fail"),
     ])
     .unwrap();
-    let requests = Request::to_frame(&[
-        Request {
+    let requests = RequestRow::to_frame(&[
+        RequestRow {
             episode_id: "e1".into(),
             slot_id: Some("s1".into()),
+            ..RequestRow::default()
         },
-        Request {
+        RequestRow {
             episode_id: "e2".into(),
             slot_id: None,
+            ..RequestRow::default()
         },
     ])
     .unwrap();
@@ -695,8 +594,8 @@ fn scale_100k_episodes() {
     let task = |i: usize| format!("t{}", i % 500);
     let variant = |i: usize| format!("v{}", (i / 500) % 4);
     let ids: Vec<String> = (0..n).map(|i| format!("e{i}")).collect();
-    let scores: Vec<Scored> = (0..n)
-        .map(|i| Scored {
+    let scores: Vec<ScoreFacts> = (0..n)
+        .map(|i| ScoreFacts {
             episode_id: ids[i].clone(),
             task_id: task(i),
             variant: variant(i),
@@ -715,9 +614,9 @@ fn scale_100k_episodes() {
             ask_user_calls: (i % 2) as u32,
         })
         .collect();
-    let scores = Scored::to_frame(&scores).unwrap();
-    let interaction: Vec<AskedOf> = (0..n)
-        .map(|i| AskedOf {
+    let scores = ScoreFacts::to_frame(&scores).unwrap();
+    let interaction: Vec<InteractionCounts> = (0..n)
+        .map(|i| InteractionCounts {
             task_id: task(i),
             variant: variant(i),
             requests: (i % 2) as u32,
@@ -726,17 +625,18 @@ fn scale_100k_episodes() {
             matched_ask_only: (i % 4 == 1) as u32,
         })
         .collect();
-    let interaction = AskedOf::to_frame(&interaction).unwrap();
+    let interaction = InteractionCounts::to_frame(&interaction).unwrap();
     let m = 5 * n;
-    let verdicts: Vec<LabelledOf> = (0..m)
-        .map(|i| LabelledOf {
+    let verdicts: Vec<Verdict> = (0..m)
+        .map(|i| Verdict {
             variant: variant(i / 5),
             mode: "rule".into(),
             verdict: if i % 3 == 0 { "fail" } else { "pass" }.into(),
             failure_label: (i % 3 == 0).then(|| "silent_default".to_string()),
+            ..Verdict::default()
         })
         .collect();
-    let verdicts = LabelledOf::to_frame(&verdicts).unwrap();
+    let verdicts = Verdict::to_frame(&verdicts).unwrap();
     let a = aggregate(
         &scores,
         Some(&interaction),

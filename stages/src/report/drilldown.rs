@@ -10,10 +10,10 @@ use polars::prelude::*;
 use serde::Serialize;
 
 use super::palette::color_of;
-use super::text_column;
+use super::view::text_column;
 use crate::tables::episodes::{PlayedEpisode as E, PlayedStep as S};
 use crate::tables::judging::{Score as Sc, Verdict as V};
-use crate::tables::tasks::TaskRow as T;
+use crate::tables::tasks::{INSTRUCTION, PERTURBATION, TASK_ID};
 
 /// Characters of an observation shown on an episode page; the rest is counted, not shown, so
 /// a report of many models stays small.
@@ -459,9 +459,9 @@ fn task_info(tasks: Option<&DataFrame>) -> PolarsResult<HashMap<String, (String,
     let Some(tasks) = tasks else {
         return Ok(HashMap::new());
     };
-    let id = text_column(tasks, T::task_id)?;
-    let instruction = text_column(tasks, T::instruction)?;
-    let perturbation = text_column(tasks, T::perturbation)?;
+    let id = text_column(tasks, TASK_ID)?;
+    let instruction = text_column(tasks, INSTRUCTION)?;
+    let perturbation = text_column(tasks, PERTURBATION)?;
     Ok((0..tasks.height())
         .filter_map(|i| {
             Some((
@@ -484,10 +484,7 @@ pub fn coverage(
     let Some(tasks) = tasks else {
         return Ok(Vec::new());
     };
-    let all: BTreeSet<String> = text_column(tasks, T::task_id)?
-        .into_iter()
-        .flatten()
-        .collect();
+    let all: BTreeSet<String> = text_column(tasks, TASK_ID)?.into_iter().flatten().collect();
     let variant = text_column(episodes, E::variant)?;
     let task = text_column(episodes, E::task_id)?;
     let mut played: Vec<(String, BTreeSet<String>)> = Vec::new();

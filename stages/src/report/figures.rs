@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::palette::color_of;
 use super::svg::{bars, lines, Bar, Series};
-use super::text_column;
+use super::view::text_column;
 use crate::tables::aggregate::{
     FailureLabelsRow as F, HistoryCurveRow as H, PerturbationsRow as P,
 };

@@ -31,6 +31,6 @@ pub fn table1(df: &DataFrame) -> Option<String> {
     if !is_table1 {
         return None;
     }
-    let view = super::table1_view(df).ok()?;
-    Some(super::render_text(&view))
+    let view = super::view::table1_view(df).ok()?;
+    Some(super::view::render_text(&view))
 }

@@ -17,6 +17,7 @@ pub const SCORE: &str = "score";
 
 crate::tables::row::table! {
     /// One criterion's verdict on one episode.
+    #[derive(Default)]
     pub struct Verdict as VERDICTS ("verdicts", "one row per episode × criterion (`judge`)") {
         /// from `episodes`
         pub episode_id: String,
@@ -105,6 +106,7 @@ crate::tables::row::table! {
 
 crate::tables::row::table! {
     /// One information request of the interaction judge.
+    #[derive(Default)]
     pub struct RequestRow as REQUESTS ("requests", "one row per information request (interaction judge)") {
         /// the episode
         pub episode_id: String,

@@ -238,6 +238,118 @@ impl Cell for Vec<String> {
     }
 }
 
+/// How a field's Rust value is held in its column: the column's [`Cell`] type and the two
+/// conversions. A field of a [`row!`](crate::tables::row!) struct names its codec after `=>`
+/// (`pub task_type: TaskType => Spelled`); without one it is [`Plain`], held as it is. This is
+/// what lets a domain struct with typed values (enums, nested structs) be its table's row
+/// itself, with no hand-written conversion to a struct of column cells.
+pub trait Codec<T> {
+    /// The column's cell type.
+    type Stored: Cell;
+    /// The cell holding `value` (an error says why it cannot be held).
+    fn encode(value: &T) -> Result<Self::Stored, String>;
+    /// The value a cell holds (an error says why it is not one).
+    fn decode(stored: Self::Stored) -> Result<T, String>;
+}
+
+/// A field held as it is: its type is its column's [`Cell`] type.
+pub struct Plain;
+
+impl<T: Cell> Codec<T> for Plain {
+    type Stored = T;
+    fn encode(value: &T) -> Result<T, String> {
+        Ok(value.clone())
+    }
+    fn decode(stored: T) -> Result<T, String> {
+        Ok(stored)
+    }
+}
+
+/// A field held as its JSON text (serde's compact form) in a `str` column: nested values a
+/// table keeps whole (a task's overrides, its reference solution).
+pub struct Json;
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned> Codec<T> for Json {
+    type Stored = String;
+    fn encode(value: &T) -> Result<String, String> {
+        serde_json::to_string(value).map_err(|e| e.to_string())
+    }
+    fn decode(stored: String) -> Result<T, String> {
+        serde_json::from_str(&stored).map_err(|e| format!("not the JSON this column holds ({e})"))
+    }
+}
+
+/// A unit enum held as its serde spelling (`"instruction_override"`) in a `str` column: the
+/// same word the bundle's JSON holds, so the table and the JSON cannot spell a value apart.
+pub struct Spelled;
+
+impl<T: serde::Serialize + serde::de::DeserializeOwned> Codec<T> for Spelled {
+    type Stored = String;
+    fn encode(value: &T) -> Result<String, String> {
+        match serde_json::to_value(value).map_err(|e| e.to_string())? {
+            serde_json::Value::String(word) => Ok(word),
+            other => Err(format!("{other} is not spelled as one word")),
+        }
+    }
+    fn decode(stored: String) -> Result<T, String> {
+        serde_json::from_value(serde_json::Value::String(stored))
+            .map_err(|e| format!("not a value this column holds ({e})"))
+    }
+}
+
+/// The column of one field of `rows` for [`row!`](crate::tables::row!)'s `to_frame`: each value
+/// encoded by codec `C`; a value `C` cannot hold is an error naming the column.
+pub fn encode_column<'a, C: Codec<T>, T: 'a>(
+    column: &str,
+    values: impl Iterator<Item = &'a T>,
+) -> PolarsResult<Column> {
+    let stored = values
+        .map(|v| {
+            C::encode(v)
+                .map_err(|e| PolarsError::ComputeError(format!("column `{column}`: {e}").into()))
+        })
+        .collect::<PolarsResult<Vec<C::Stored>>>()?;
+    Ok(<C::Stored as Cell>::column(column, stored))
+}
+
+/// One field's values for [`row!`](crate::tables::row!)'s `from_frame`: the column read as its
+/// cell type ([`read_field`]), each cell decoded by codec `C`; a cell that does not decode is
+/// an error naming the table, the column and the row.
+pub fn decode_column<C: Codec<T>, T>(
+    df: &DataFrame,
+    def: &'static TableDef,
+    column: &'static str,
+) -> Result<Vec<T>, RowError> {
+    read_field::<C::Stored>(df, def, column)?
+        .into_iter()
+        .enumerate()
+        .map(|(row, stored)| {
+            C::decode(stored).map_err(|e| RowError {
+                table: def.name,
+                column,
+                problem: format!("row {row}: {e}"),
+            })
+        })
+        .collect()
+}
+
+/// Whether `columns` are every column of `def`, in its order: the compile-time check of a
+/// [`row!`](crate::tables::row!) struct declared `is` its table (it writes the table whole).
+pub const fn covers(def: &TableDef, columns: &[&str]) -> bool {
+    if def.columns.len() != columns.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < columns.len() {
+        let (a, b) = (def.columns[i].name.as_bytes(), columns[i].as_bytes());
+        if a.len() != b.len() || !bytes_eq(a, b) {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 /// Whether `def` declares a column `name` of type `dtype`: the compile-time check of every
 /// [`row!`](crate::tables::row!) field. Nullability may differ: a reader may view a non-null column only
 /// some producers write as `Option<_>` (nulls where absent), a writer may fill a nullable column
@@ -312,12 +424,42 @@ pub fn read_field<T: Cell>(
 /// producer is declared whole with [`table!`](crate::tables::table!). A field whose column's
 /// name would clash with a generated item names its column after `as`
 /// (`pub check_name as "check": String`); its constant is then `Row::check_name`.
+///
+/// A domain struct can be its table's row itself: a field of a type no column holds names its
+/// [`Codec`] after `=>` (`pub overrides: Overrides => Json`, `pub task_type: TaskType =>
+/// Spelled`; the column's declared type is the codec's cell type), `struct Row is $def`
+/// (instead of `of`) checks at compile time that the fields are every column of `$def` in its
+/// order ([`covers`]), and fields that are no column follow in a `beside { … }` block (the
+/// reader leaves them at their `Default`). The struct's own attributes pass through, so it
+/// may derive serde's traits as well.
 macro_rules! row {
     (
         $(#[$attr:meta])*
-        $vis:vis struct $row:ident of $def:path {
-            $( $(#[$fattr:meta])* $fvis:vis $field:ident $(as $col:literal)? : $ty:ty, )*
+        $vis:vis struct $row:ident is $def:path { $($body:tt)* }
+        $(beside { $($beside:tt)* })?
+    ) => {
+        $crate::tables::row::row! {
+            $(#[$attr])*
+            $vis struct $row of $def { $($body)* }
+            $(beside { $($beside)* })?
         }
+
+        const _: () = assert!(
+            $crate::tables::row::covers(&$def, $row::COLUMNS),
+            concat!(
+                "`", stringify!($row), "` is declared `is ", stringify!($def),
+                "` but its fields are not every column of the table, in its order"
+            ),
+        );
+    };
+    (
+        $(#[$attr:meta])*
+        $vis:vis struct $row:ident of $def:path {
+            $( $(#[$fattr:meta])* $fvis:vis $field:ident $(as $col:literal)? : $ty:ty $(=> $codec:ty)?, )*
+        }
+        $(beside {
+            $( $(#[$battr:meta])* $bvis:vis $bfield:ident : $bty:ty, )*
+        })?
     ) => {
         $(#[$attr])*
         // Fields are column names, spelled as the table spells them (KnowU's `SR`, `AvgScore`).
@@ -325,6 +467,7 @@ macro_rules! row {
         #[derive(Debug, Clone, PartialEq)]
         $vis struct $row {
             $( $(#[$fattr])* $fvis $field: $ty, )*
+            $($( $(#[$battr])* $bvis $bfield: $bty, )*)?
         }
 
         $(
@@ -332,7 +475,7 @@ macro_rules! row {
                 $crate::tables::row::declares(
                     &$def,
                     $crate::tables::row::column_name!($field $(as $col)?),
-                    <$ty as $crate::tables::row::Cell>::DTYPE,
+                    <$crate::tables::row::stored!($ty $(=> $codec)?) as $crate::tables::row::Cell>::DTYPE,
                 ),
                 concat!(
                     "`", stringify!($row), "::", stringify!($field),
@@ -356,27 +499,31 @@ macro_rules! row {
             /// only some producers write may be absent), without reading them: an error
             /// naming the table and the first column at fault.
             pub fn check(df: &polars::prelude::DataFrame) -> Result<(), $crate::tables::row::RowError> {
-                $( $crate::tables::row::check_field::<$ty>(df, &$def, $crate::tables::row::column_name!($field $(as $col)?))?; )*
+                $( $crate::tables::row::check_field::<$crate::tables::row::stored!($ty $(=> $codec)?)>(df, &$def, $crate::tables::row::column_name!($field $(as $col)?))?; )*
                 Ok(())
             }
 
             /// The rows as a table, these columns in field order.
             pub fn to_frame(rows: &[Self]) -> polars::prelude::PolarsResult<polars::prelude::DataFrame> {
                 let columns = vec![$(
-                    <$ty as $crate::tables::row::Cell>::column(
+                    $crate::tables::row::encode_column::<$crate::tables::row::codec!($($codec)?), $ty>(
                         $crate::tables::row::column_name!($field $(as $col)?),
-                        rows.iter().map(|r| r.$field.clone()).collect(),
-                    ),
+                        rows.iter().map(|r| &r.$field),
+                    )?,
                 )*];
                 polars::prelude::DataFrame::new(rows.len(), columns)
             }
 
-            /// The rows of `df`; a missing or mistyped column, or a null where the column is
-            /// declared non-null, is an error naming the table, column and row.
+            /// The rows of `df`; a missing or mistyped column, a null where the column is
+            /// declared non-null, or a cell its field's codec cannot decode is an error naming
+            /// the table, column and row.
             pub fn from_frame(df: &polars::prelude::DataFrame) -> Result<Vec<Self>, $crate::tables::row::RowError> {
-                $( let mut $field = $crate::tables::row::read_field::<$ty>(df, &$def, $crate::tables::row::column_name!($field $(as $col)?))?.into_iter(); )*
+                $( let mut $field = $crate::tables::row::decode_column::<$crate::tables::row::codec!($($codec)?), $ty>(df, &$def, $crate::tables::row::column_name!($field $(as $col)?))?.into_iter(); )*
                 Ok((0..df.height())
-                    .filter_map(|_| Some(Self { $( $field: $field.next()?, )* }))
+                    .filter_map(|_| Some(Self {
+                        $( $field: $field.next()?, )*
+                        $($( $bfield: Default::default(), )*)?
+                    }))
                     .collect())
             }
         }
@@ -391,7 +538,7 @@ macro_rules! table {
     (
         $(#[$attr:meta])*
         $vis:vis struct $row:ident as $def:ident ($name:literal, $table_doc:literal) {
-            $( #[doc = $cdoc:literal] $fvis:vis $field:ident $(as $col:literal)? : $ty:ty, )*
+            $( #[doc = $cdoc:literal] $fvis:vis $field:ident $(as $col:literal)? : $ty:ty $(=> $codec:ty)?, )*
         }
     ) => {
         #[doc = concat!("The `", $name, "` table: ", $table_doc, ".")]
@@ -401,8 +548,8 @@ macro_rules! table {
             columns: &[$(
                 prefflow_engine::schema::ColumnDef {
                     name: $crate::tables::row::column_name!($field $(as $col)?),
-                    dtype: <$ty as $crate::tables::row::Cell>::DTYPE,
-                    nullable: <$ty as $crate::tables::row::Cell>::NULLABLE,
+                    dtype: <$crate::tables::row::stored!($ty $(=> $codec)?) as $crate::tables::row::Cell>::DTYPE,
+                    nullable: <$crate::tables::row::stored!($ty $(=> $codec)?) as $crate::tables::row::Cell>::NULLABLE,
                     only: None,
                     doc: $cdoc.trim_ascii(),
                 },
@@ -410,10 +557,10 @@ macro_rules! table {
             open: false,
         };
 
-        $crate::tables::row! {
+        $crate::tables::row::row! {
             $(#[$attr])*
             $vis struct $row of $def {
-                $( #[doc = $cdoc] $fvis $field $(as $col)?: $ty, )*
+                $( #[doc = $cdoc] $fvis $field $(as $col)?: $ty $(=> $codec)?, )*
             }
         }
     };
@@ -430,8 +577,28 @@ macro_rules! column_name {
     };
 }
 
+/// A field's [`Codec`]: the one named after `=>`, else [`Plain`].
+macro_rules! codec {
+    () => {
+        $crate::tables::row::Plain
+    };
+    ($codec:ty) => {
+        $codec
+    };
+}
+
+/// A field's column cell type: its own, or its codec's [`Codec::Stored`].
+macro_rules! stored {
+    ($ty:ty) => {
+        $ty
+    };
+    ($ty:ty => $codec:ty) => {
+        <$codec as $crate::tables::row::Codec<$ty>>::Stored
+    };
+}
+
 // Used by path (`crate::tables::row!`), like any item, so the tables module is what users import.
-pub(crate) use {column_name, row, table};
+pub(crate) use {codec, column_name, row, stored, table};
 
 #[cfg(test)]
 mod tests {

@@ -11,6 +11,8 @@ pub const SLOT_ID: &str = "slot_id";
 pub const CRITERION_ID: &str = "criterion_id";
 /// The task's template (the bootstrap's cluster).
 pub const TEMPLATE: &str = "template";
+/// The task's instruction.
+pub const INSTRUCTION: &str = "instruction";
 /// The task's perturbation.
 pub const PERTURBATION: &str = "perturbation";
 /// `bundles.bundle`: the whole task bundle as JSON.
@@ -20,41 +22,47 @@ pub const SOURCE: &str = "source";
 /// A criterion's kind (`action` | `personalization`).
 pub const KIND: &str = "kind";
 
-crate::tables::row::table! {
-    /// One task.
-    pub struct TaskRow as TASKS ("tasks", "one row per task") {
-        /// task id
-        pub task_id: String,
-        /// whose task it is
-        pub persona: String,
-        /// the template it was instantiated from
-        pub template: String,
-        /// the underspecified instruction
-        pub instruction: String,
-        /// apps it touches
-        pub apps: Vec<String>,
-        /// the task's category
-        pub category: String,
-        /// `operation` \| `qa`
-        pub task_type: String,
-        /// `none` \| `instruction_override` \| `preference_shift` \| `unavailable_option`
-        pub perturbation: String,
-        /// whether it spans apps
-        pub cross_app: bool,
-        /// its domain group (`travel`, `food`, …; empty when the templates declare none)
-        pub domain: String,
-        /// the apps whose tools a capped episode offers: its domain's, whatever the solution (empty: all)
-        pub offered_apps: Vec<String>,
-        /// JSON: `app_data`, `history`, `profile`
-        pub overrides: String,
-        /// JSON: `ask_only` by slot, `facts`, `unavailable`
-        pub hidden_context: String,
-        /// JSON list of phone actions; arguments may be `{"$slot": id}` / `{"$fmt": text}`
-        pub reference_solution: String,
-        /// JSON list of phone actions
-        pub defaults_solution: String,
-    }
-}
+/// The `tasks` table: one row per task. Its row is the domain's `tasks::Task` itself (declared
+/// `is TASKS` there, its typed fields held by codecs as the types below), so no struct of
+/// column cells stands between the task and its table.
+pub static TASKS: TableDef = TableDef {
+    name: "tasks",
+    doc: "one row per task",
+    columns: &[
+        C::new(TASK_ID, Str, "task id"),
+        C::new("persona", Str, "whose task it is"),
+        C::new(TEMPLATE, Str, "the template it was instantiated from"),
+        C::new(INSTRUCTION, Str, "the underspecified instruction"),
+        C::new("apps", ListStr, "apps it touches"),
+        C::new("category", Str, "the task's category"),
+        C::new("task_type", Str, r"`operation` \| `qa`"),
+        C::new(
+            PERTURBATION,
+            Str,
+            r"`none` \| `instruction_override` \| `preference_shift` \| `unavailable_option`",
+        ),
+        C::new("cross_app", Bool, "whether it spans apps"),
+        C::new(
+            "domain",
+            Str,
+            "its domain group (`travel`, `food`, …; empty when the templates declare none)",
+        ),
+        C::new(
+            "offered_apps",
+            ListStr,
+            "the apps whose tools a capped episode offers: its domain's, whatever the solution (empty: all)",
+        ),
+        C::new("overrides", Str, "JSON: `app_data`, `history`, `profile`"),
+        C::new("hidden_context", Str, "JSON: `ask_only` by slot, `facts`, `unavailable`"),
+        C::new(
+            "reference_solution",
+            Str,
+            r#"JSON list of phone actions; arguments may be `{"$slot": id}` / `{"$fmt": text}`"#,
+        ),
+        C::new("defaults_solution", Str, "JSON list of phone actions"),
+    ],
+    open: false,
+};
 
 crate::tables::row::table! {
     /// One slot of a task.

@@ -5,35 +5,12 @@
 use polars::prelude::*;
 
 use super::error::TaskError;
-use super::model::{Criterion, Slot, TaskBundle};
-use crate::tables::tasks::{
-    BundleRow, CriterionRow, SlotRow, TaskRow, BUNDLES, CRITERIA, SLOTS, TASKS,
-};
+use super::model::{Criterion, Slot, Task, TaskBundle};
+use crate::tables::tasks::{BundleRow, CriterionRow, SlotRow, BUNDLES, CRITERIA, SLOTS, TASKS};
 use crate::world::types::display;
 
 fn json(v: &impl serde::Serialize) -> String {
     serde_json::to_string(v).unwrap_or_default()
-}
-
-fn task_row(b: &TaskBundle) -> TaskRow {
-    let t = &b.task;
-    TaskRow {
-        task_id: t.task_id.clone(),
-        persona: t.persona.clone(),
-        template: t.template.clone(),
-        instruction: t.instruction.clone(),
-        apps: t.apps.clone(),
-        category: t.category.clone(),
-        task_type: t.task_type.as_str().into(),
-        perturbation: t.perturbation.as_str().into(),
-        cross_app: t.cross_app,
-        domain: t.domain.clone(),
-        offered_apps: t.offered_apps.clone(),
-        overrides: json(&t.overrides),
-        hidden_context: json(&t.hidden_context),
-        reference_solution: json(&t.reference_solution),
-        defaults_solution: json(&t.defaults_solution),
-    }
 }
 
 fn slot_row(task_id: &str, s: &Slot) -> SlotRow {
@@ -65,8 +42,8 @@ fn criterion_row(task_id: &str, c: &Criterion) -> CriterionRow {
 
 /// The `tasks` table.
 pub fn tasks_table(bundles: &[TaskBundle]) -> Result<DataFrame, TaskError> {
-    let rows: Vec<TaskRow> = bundles.iter().map(task_row).collect();
-    Ok(TaskRow::to_frame(&rows)?)
+    let tasks: Vec<Task> = bundles.iter().map(|b| b.task.clone()).collect();
+    Ok(Task::to_frame(&tasks)?)
 }
 
 /// The `slots` table.

@@ -9,6 +9,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::predicate::Predicate;
+use crate::tables::row::{Json, Spelled};
+use crate::tables::tasks::TASKS;
 use crate::world::phone::Overrides;
 
 /// Where the value of a slot comes from.
@@ -141,50 +143,58 @@ pub struct HiddenContext {
     pub unavailable: Vec<Unavailable>,
 }
 
-/// One task (the `tasks` table row).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Task {
-    /// Stable id: `<template>-<variant>`.
-    pub task_id: String,
-    /// The persona it is grounded in.
-    pub persona: String,
-    /// The template it was instantiated from.
-    pub template: String,
-    /// What the user says: natural and underspecified.
-    pub instruction: String,
-    /// Apps the reference solution uses, in first-use order.
-    pub apps: Vec<String>,
-    /// Functional category of the first app (Figure D.1 grouping).
-    pub category: String,
-    /// Operation or question.
-    pub task_type: TaskType,
-    /// The perturbation tested.
-    pub perturbation: Perturbation,
-    /// Whether an inferable slot's evidence lies only in apps other than the task's.
-    pub cross_app: bool,
-    /// The template's domain group (travel, food, …; empty when the templates declare none).
-    #[serde(default)]
-    pub domain: String,
-    /// The apps whose tools an episode with a capped tool list offers: the domain group's, the
-    /// same for every task of the domain whatever its solution (empty: every app).
-    #[serde(default)]
-    pub offered_apps: Vec<String>,
-    /// Per-task environment changes.
-    pub overrides: Overrides,
-    /// Ask-only values and situational facts.
-    pub hidden_context: HiddenContext,
-    /// Phone actions that complete the task for this user. Arguments may be `{"$slot": id}` or
-    /// `{"$fmt": "… {slot.id} …"}`, resolved from the slots when run, so a fixed slot value fixes
-    /// the solution too.
-    pub reference_solution: Vec<Value>,
-    /// What an agent that never personalizes does: the same operations with only required
-    /// fields (choices a form forces taken plainly), never asking.
-    pub defaults_solution: Vec<Value>,
-    /// λ of the hybrid judge score S = λ·S_rule + (1−λ)·S_llm for this task; the `judge` stage's
-    /// `lambda` applies when absent.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub lambda: Option<f64>,
+crate::tables::row::row! {
+    /// One task, and the `tasks` table's row itself: its fields are that table's columns in
+    /// order (checked when the crate compiles), the typed ones held as the table spells them —
+    /// enums as their word, nested values as JSON text — so the task, its bundle's JSON and its
+    /// table row cannot disagree, and no hand-written conversion stands between them.
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    pub struct Task is TASKS {
+        /// Stable id: `<template>-<variant>`.
+        pub task_id: String,
+        /// The persona it is grounded in.
+        pub persona: String,
+        /// The template it was instantiated from.
+        pub template: String,
+        /// What the user says: natural and underspecified.
+        pub instruction: String,
+        /// Apps the reference solution uses, in first-use order.
+        pub apps: Vec<String>,
+        /// Functional category of the first app (Figure D.1 grouping).
+        pub category: String,
+        /// Operation or question.
+        pub task_type: TaskType => Spelled,
+        /// The perturbation tested.
+        pub perturbation: Perturbation => Spelled,
+        /// Whether an inferable slot's evidence lies only in apps other than the task's.
+        pub cross_app: bool,
+        /// The template's domain group (travel, food, …; empty when the templates declare none).
+        #[serde(default)]
+        pub domain: String,
+        /// The apps whose tools an episode with a capped tool list offers: the domain group's, the
+        /// same for every task of the domain whatever its solution (empty: every app).
+        #[serde(default)]
+        pub offered_apps: Vec<String>,
+        /// Per-task environment changes.
+        pub overrides: Overrides => Json,
+        /// Ask-only values and situational facts.
+        pub hidden_context: HiddenContext => Json,
+        /// Phone actions that complete the task for this user. Arguments may be `{"$slot": id}` or
+        /// `{"$fmt": "… {slot.id} …"}`, resolved from the slots when run, so a fixed slot value fixes
+        /// the solution too.
+        pub reference_solution: Vec<Value> => Json,
+        /// What an agent that never personalizes does: the same operations with only required
+        /// fields (choices a form forces taken plainly), never asking.
+        pub defaults_solution: Vec<Value> => Json,
+    }
+    beside {
+        /// λ of the hybrid judge score S = λ·S_rule + (1−λ)·S_llm for this task; the `judge` stage's
+        /// `lambda` applies when absent. Not a column of `tasks` (the bundle carries it), so a
+        /// task read back from that table has none.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub lambda: Option<f64>,
+    }
 }
 
 /// One user-dependent detail the instruction omits (the `slots` table row).

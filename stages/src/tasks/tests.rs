@@ -202,3 +202,69 @@ fn personalization_criteria_point_at_slots_and_actions_do_not() {
         }
     }
 }
+
+#[test]
+fn a_task_is_its_table_row_written_as_declared_and_read_back_whole() {
+    use super::model::Task;
+    use crate::tables::tasks::TASKS;
+    use polars::prelude::*;
+
+    let tasks: Vec<Task> = candidates().iter().map(|b| b.task.clone()).collect();
+    let df = Task::to_frame(&tasks).unwrap();
+    assert_eq!(TASKS.violations(&df), []);
+    let first = &tasks[0];
+    assert_eq!(
+        df.column(Task::perturbation).unwrap().str().unwrap().get(0),
+        Some(first.perturbation.as_str())
+    );
+    assert_eq!(
+        df.column(Task::overrides).unwrap().str().unwrap().get(0),
+        Some(serde_json::to_string(&first.overrides).unwrap().as_str())
+    );
+    // λ is no column: a task read back from the table has none.
+    let without_lambda: Vec<Task> = tasks
+        .iter()
+        .cloned()
+        .map(|t| Task { lambda: None, ..t })
+        .collect();
+    assert_eq!(Task::from_frame(&df).unwrap(), without_lambda);
+
+    let mut bad = df.clone();
+    let mut words: Vec<String> = vec!["none".into(); df.height()];
+    words[1] = "sideways".into();
+    bad.with_column(Column::new(Task::perturbation.into(), words))
+        .unwrap();
+    let err = Task::from_frame(&bad).unwrap_err().to_string();
+    assert!(
+        err.starts_with("table `tasks`, column `perturbation`: row 1: not a value"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_whole_row_covers_every_column_in_order_and_codecs_spell_as_serde_does() {
+    use crate::tables::row::{covers, Codec, Json, Spelled};
+    use crate::tables::tasks::TASKS;
+    use crate::tasks::{Perturbation, Task};
+
+    assert!(covers(&TASKS, Task::COLUMNS));
+    assert!(!covers(&TASKS, &Task::COLUMNS[1..]), "a column short");
+    let mut swapped = Task::COLUMNS.to_vec();
+    swapped.swap(0, 1);
+    assert!(!covers(&TASKS, &swapped), "out of order");
+
+    let word = <Spelled as Codec<Perturbation>>::encode(&Perturbation::PreferenceShift);
+    assert_eq!(word.as_deref(), Ok("preference_shift"));
+    assert_eq!(
+        <Spelled as Codec<Perturbation>>::decode("preference_shift".into()),
+        Ok(Perturbation::PreferenceShift)
+    );
+    let not_a_word = <Spelled as Codec<Vec<u32>>>::encode(&vec![1]);
+    assert_eq!(
+        not_a_word,
+        Err("[1] is not spelled as one word".to_string())
+    );
+    let json = <Json as Codec<Vec<u32>>>::encode(&vec![1, 2]);
+    assert_eq!(json.as_deref(), Ok("[1,2]"));
+    assert!(<Json as Codec<Vec<u32>>>::decode("{".into()).is_err());
+}

@@ -9,7 +9,7 @@ use super::clock::DateTime;
 use super::error::Result;
 use super::history::{synthesize, HistoryEvent, HistoryParams};
 use super::persona::Persona;
-use super::phone::{tool_specs, ToolSpec};
+use super::tool_specs::{tool_specs, ToolSpec};
 
 /// Apps + app data + persona + history.
 #[derive(Debug, Clone)]

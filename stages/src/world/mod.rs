@@ -16,6 +16,7 @@ pub mod rules;
 pub mod summary;
 pub mod tables;
 pub mod template;
+pub mod tool_specs;
 pub mod types;
 pub(crate) mod yaml;
 

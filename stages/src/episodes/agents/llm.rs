@@ -14,10 +14,10 @@ use prefflow_engine::store::Store;
 use prefflow_engine::StageError;
 use serde_json::{json, Map, Value};
 
+use crate::episodes::access::ModelAccess;
 use crate::episodes::agent::{Agent, AgentError, AgentFactory, AgentFuture, Brief, Turn};
 use crate::episodes::prompts::{self, Prompts};
 use crate::episodes::toolset;
-use crate::episodes::ModelAccess;
 use crate::llm::{self, ChatMessage, ChatRequest, LlmClient, LlmConfig, Reply, ToolCall};
 use crate::tasks::TaskBundle;
 use crate::world::phone::{Action, ActionSpace, AskRecord, Observation, Status, ToolSpec};

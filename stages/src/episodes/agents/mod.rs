@@ -24,7 +24,7 @@ pub use replay::Replay;
 pub use scripted::{Defaults, Oracle, ScriptedAgent};
 
 use super::agent::AgentFactory;
-use crate::episodes::ModelAccess;
+use crate::episodes::access::ModelAccess;
 
 /// The agent a `run_episodes` stage plays.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

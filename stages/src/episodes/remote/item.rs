@@ -11,15 +11,18 @@ use polars::prelude::DataFrame;
 use prefflow_engine::StageError;
 use serde_json::Value;
 
+use super::client::{DeviceClient, DevicePatience};
+use super::episode::{play_remote, Played, RemoteSpec};
+use super::error::DeviceError;
 use super::lease::{self, Lease, Suite};
 use super::params::{RemoteAgent, RunRemoteEpisodesParams};
 use super::tasks::{replay_actions, RemoteTask};
-use super::{play_remote, DeviceClient, DeviceError, DevicePatience, Played, RemoteSpec};
+use crate::episodes::access::{named, ModelAccess};
 use crate::episodes::agent::AgentFactory;
 use crate::episodes::agents::{LlmAgentConfig, Replay};
 use crate::episodes::frames::episode_tables;
+use crate::episodes::record::{EpisodeRow, EpisodeRun};
 use crate::episodes::seed::{episode_id, episode_seed};
-use crate::episodes::{EpisodeRow, EpisodeRun, ModelAccess};
 use crate::tables::episodes::DeviceColumns;
 
 /// A remote episode stage's params, parsed once per instance (in `prepare`).
@@ -55,7 +58,7 @@ impl RemoteSetup {
             RemoteAgent::Replay => None,
             RemoteAgent::Llm => Some(
                 LlmAgentConfig::load(params.llm.as_ref(), workdir, &params.prompts, None)
-                    .map_err(|e| crate::episodes::named(stage, e))?,
+                    .map_err(|e| named(stage, e))?,
             ),
         };
         Ok(Self {

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::DEFAULT_DEVICE_ID;
+use super::client::DEFAULT_DEVICE_ID;
 use crate::llm::LlmConfig;
 use crate::world::phone::Action;
 

@@ -16,7 +16,7 @@ pub use llm::{system_prompt, LlmUser};
 
 use super::prompts::{self, Prompts};
 use super::simulator::{ScriptedUser, Simulator};
-use crate::episodes::ModelAccess;
+use crate::episodes::access::ModelAccess;
 use crate::llm::{LlmClient, LlmConfig};
 use crate::tasks::TaskBundle;
 use crate::world::World;

@@ -52,7 +52,7 @@ const MANIFEST: &str = ".prefflow-export";
 /// Whether a task's class is prefflow's own (`Prefflow…`), not one of KnowU-Bench's.
 pub fn is_prefflow_only(task_id: &str) -> bool {
     let class = task_id.split_once('@').map_or(task_id, |(c, _)| c);
-    class.starts_with(crate::knowu::PREFFLOW_PREFIX)
+    class.starts_with(super::tasks::PREFFLOW_PREFIX)
 }
 
 /// Writes every episode's task directory under `dir`, which then holds exactly those: task

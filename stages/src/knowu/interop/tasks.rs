@@ -22,6 +22,9 @@ const REQUIRED: [&str; 5] = [
 pub const SPLITS: [&str; 3] = ["general", "personalized", "proactive"];
 /// Difficulty levels within a split.
 pub const DIFFICULTIES: [&str; 2] = ["easy", "hard"];
+/// The name prefix of every prefflow-only task class (`PrefflowBuyComputer`): the simulated
+/// half names its own classes so, and the exporter leaves them out of KnowU's run directories.
+pub const PREFFLOW_PREFIX: &str = "Prefflow";
 
 /// What the metrics need to know about one task.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,7 +12,7 @@ use std::path::Path;
 use polars::prelude::*;
 
 use super::template::Split;
-use crate::knowu::KnowuError;
+use crate::knowu::error::KnowuError;
 
 /// The columns the table must have.
 const COLUMNS: [&str; 7] = [

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::world::phone::DataEdit;
 
-pub use crate::knowu::PREFFLOW_PREFIX;
+pub use crate::knowu::interop::tasks::PREFFLOW_PREFIX;
 
 /// One template file.
 #[derive(Debug, Deserialize)]

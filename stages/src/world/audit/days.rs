@@ -2,7 +2,7 @@
 //! independently of how synthesis placed it: work told on a day off, and a weekday phrase that
 //! is not the event's own day.
 
-use super::{Contradiction, Rule};
+use super::finding::{Contradiction, Rule};
 use crate::world::clock::Date;
 use crate::world::history::HistoryEvent;
 use crate::world::persona::Persona;

@@ -8,9 +8,9 @@ use crate::world::types::{FieldDef, FieldKind};
 
 use super::action::{Action, Direction, Observation};
 use super::exec::check_arg;
+use super::handset::Phone;
 use super::overlay::Overlay;
 use super::screens::{view, Screen, Target, PAGE};
-use super::Phone;
 
 impl Phone<'_> {
     /// Handles one GUI action; the observation is the resulting screen or an error.

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use crate::world::app::{Catalog, Record};
+use crate::world::assemble::World;
 use crate::world::history::HistoryEvent;
 use crate::world::types::TableId;
-use crate::world::World;
 
 use super::exec::check_arg;
 use super::overlay::Overlay;
