@@ -163,9 +163,19 @@ const WEATHER: [&str; 8] = [
 /// (and a count's noun) and the words of the noun phrase after it; in an embedded question
 /// ("…know when *the post office* closes"), the noun phrase right after the asking phrase
 /// and the auxiliary after it (none: an empty one).
-fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
+fn subject_phrase(words: &[String], names: &HashSet<String>) -> Option<(String, Vec<String>)> {
+    subject_after(words, &ASKS, names)
+}
+
+/// [`subject_phrase`] after the first of `asks`; a name right after it ("…know when *Baan
+/// Thai* closes") opens an embedded question as an article does.
+fn subject_after(
+    words: &[String],
+    asks: &[&str],
+    names: &HashSet<String>,
+) -> Option<(String, Vec<String>)> {
     let (at, len) = (0..words.len()).find_map(|i| {
-        ASKS.iter().find_map(|a| {
+        asks.iter().find_map(|a| {
             let a: Vec<&str> = a.split(' ').collect();
             let hit = words.len() >= i + a.len()
                 && words[i..i + a.len()].iter().zip(&a).all(|(w, x)| w == x);
@@ -212,7 +222,7 @@ fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
         return Some((aux.clone(), np_from(aux_at + 1)));
     }
     let w = words.get(next)?;
-    if OPENERS[..7].contains(&w.as_str()) {
+    if OPENERS[..7].contains(&w.as_str()) || names.contains(w) {
         // An embedded question: the subject comes first.
         let np = np_from(next);
         let aux = words
@@ -242,7 +252,7 @@ fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
 /// Whether the subject a question asks a value of is not the user, the act or the slot's
 /// thing (module doc); with the noun phrase when it names a thing.
 fn third_party(s: &SlotSubject, words: &[String], names: &HashSet<String>) -> (bool, bool) {
-    let Some((aux, np)) = subject_phrase(words) else {
+    let Some((aux, np)) = subject_phrase(words, names) else {
         return (false, false);
     };
     let Some(first) = np.first() else {
@@ -530,6 +540,35 @@ fn inside_its_unit(p: &SlotProfile, words: &[String]) -> bool {
         })
 }
 
+/// "Where's the show?", "Do you know where the venue is?", "Where is the birthday dinner?": an
+/// open "where" question is about no slot holding no place; of a slot holding one, a question
+/// where a thing *is* is about it only when the thing is what the slot's place is the place of
+/// ([`SlotSubject::place_of`]) — the user ("Where are you now?") or the act ("Where's the
+/// pickup?") — not a thing its `about` names beside it ("before the show").
+fn where_rules_out(p: &SlotProfile, words: &[String], f: &Form, names: &HashSet<String>) -> bool {
+    if f.closed || !f.kinds.contains(&Kind::Place) {
+        return false;
+    }
+    if !holds(p, Kind::Place) {
+        return f
+            .kinds
+            .iter()
+            .all(|k| matches!(k, Kind::Place | Kind::YesNo | Kind::Choice));
+    }
+    let Some((aux, np)) = subject_after(words, &["where"], names) else {
+        return false;
+    };
+    let copula = matches!(aux.as_str(), "is" | "are" | "was" | "were" | "");
+    let Some(first) = np.first() else {
+        return false;
+    };
+    if !copula || OURS.contains(&first.as_str()) || matches!(first.as_str(), "she" | "he") {
+        return false;
+    }
+    !np.iter()
+        .any(|w| stems_of(w).iter().any(|x| p.subject.place_of.contains(x)))
+}
+
 impl TaskMatcher {
     /// Whether the subject of a piece rules ask-only slot `i` out (module doc).
     pub(super) fn subject_rules_out(&self, i: usize, text: &str, f: &Form) -> bool {
@@ -541,7 +580,9 @@ impl TaskMatcher {
         if asks_someone_else(&words) || property_of_a_thing(&words, f) {
             return true;
         }
-        if asks_money(&words) && !p.subject.money {
+        if asks_money(&words) && !p.subject.money
+            || where_rules_out(p, &words, f, &capitalised(text))
+        {
             return true;
         }
         let asked: Vec<Kind> = f
@@ -617,7 +658,9 @@ mod tests {
 
     #[test]
     fn the_subject_follows_the_auxiliary_or_opens_an_embedded_question() {
-        let np = |t: &str| subject_phrase(&w(t)).map(|(a, np)| (a, np.join(" ")));
+        let np = |t: &str| {
+            subject_phrase(&w(t), &capitalised(t)).map(|(a, np)| (a, np.join(" ")))
+        };
         assert_eq!(
             np("What time does the post office open on Saturday?"),
             Some(("does".to_string(), "the post office".to_string()))

@@ -735,3 +735,14 @@ fn proposal_questions_are_credited_and_never_sent_to_another_slot() {
     // rules: 34/36 and none to another slot straight away; 131/131 over all 188 rows now.
     holds("proposals.csv", 0.95, 0.9);
 }
+
+/// Questions for the classes issue 24's outside check still sent to another slot or missed
+/// (`tests/fixtures/questions/outside_classes.csv`): "where" about an event beside a place slot,
+/// a named business's hours, a count of a noun no slot names, nights beside dates, yes/no
+/// questions about companions, a bare "what?" after a request, British spellings and synonyms.
+#[test]
+fn outside_class_questions_are_never_sent_to_another_slot() {
+    let f = measure("outside_classes.csv");
+    report("outside_classes.csv", &f);
+    assert_eq!(f.wrong, 0, "matched to another slot");
+}
