@@ -193,7 +193,10 @@ fn subject_after(
                     let prev = &words[from + j - 1];
                     prev.ends_with("'s") || OPENERS.contains(&prev.as_str())
                 };
-                (after_opener || !NP_ENDS.contains(&w.as_str()))
+                // "…when the restaurant *starts* serving": a verb's third person ends it too.
+                let verb = NP_ENDS.contains(&w.as_str())
+                    || *j > 0 && w.strip_suffix('s').is_some_and(|v| NP_ENDS.contains(&v));
+                (after_opener || !verb)
                     && !AUX.contains(&w.as_str())
                     && (*j != 0 || !w.ends_with("ing"))
             })
