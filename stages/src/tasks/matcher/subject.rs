@@ -506,10 +506,16 @@ fn other_count_noun(
     if !f.kinds.contains(&Kind::Count) {
         return false;
     }
+    if inside_its_unit(p, words) {
+        return true;
+    }
     let stems = stems_of(last);
     let c = text_concepts(noun);
     if c.iter().any(|x| p.counted.contains(x)) {
         return false;
+    }
+    if foreign_unit(p, last, &c) {
+        return true;
     }
     let own = stems.iter().any(|x| p.terms.contains(x));
     let elsewhere = m
@@ -526,7 +532,27 @@ fn other_count_noun(
     if unit || stems.iter().any(|x| p.subject.heads.contains(x)) {
         return false;
     }
-    own && !p.counted.is_empty() || of_its_thing || inside_its_unit(p, words)
+    own && !p.counted.is_empty() || of_its_thing
+}
+
+/// "How many *bags* are you bringing?" beside a count of nights, "How many *miles*?" beside one
+/// of minutes, "How many *boxes*?" beside one of people: a slot counting time (it holds a
+/// duration) counts only time's words (nights, evenings), and one counting people no unit
+/// things come in — whatever unit the lexicon knows the noun as.
+fn foreign_unit(p: &SlotProfile, last: &str, c: &HashSet<String>) -> bool {
+    let word = last.trim_end_matches('s');
+    let counts_time = p
+        .kinds
+        .iter()
+        .any(|(k, w)| *k == Kind::Duration && *w >= 0.8);
+    if counts_time {
+        return !TIME_WORDS.contains(&word) && !lexicon().is_time_unit(last);
+    }
+    let people = text_concepts("people");
+    let counts_people = p.counted.iter().any(|x| people.contains(x))
+        || p.counted.is_empty() && p.kinds.iter().any(|(k, w)| *k == Kind::Person && *w >= 0.8);
+    let containers = text_concepts("cartons");
+    counts_people && c.iter().any(|x| x.starts_with('#') && containers.contains(x))
 }
 
 /// "How many shots go in the latte?", "How many cans are in one pack?": a count of what is
