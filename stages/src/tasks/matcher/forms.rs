@@ -188,6 +188,21 @@ const DATE: &[&str] = &[
     "what night",
     "which evening",
     "what evening",
+    "which nights",
+    "what nights",
+    "which evenings",
+];
+
+/// Whether a (lower-cased) text names both ends of a stay ("check-in and check-out"): one
+/// request for its dates, not how long it is nor two requests.
+pub fn names_a_span(t: &str) -> bool {
+    SPAN_ENDS.iter().all(|ends| has(t, ends))
+}
+
+/// Both ends of a stay: a question naming them asks its dates, not how long it is.
+const SPAN_ENDS: [&[&str]; 2] = [
+    &["check-in", "check in", "checking in", "arrive", "arriving"],
+    &["check-out", "check out", "checking out", "checkout", "leave", "leaving"],
 ];
 
 /// Phrases asking when (a time or a day).
@@ -395,7 +410,9 @@ const GONE: &[&str] = &[
 fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
     let lex = crate::tasks::language::lexicon();
     let mut kinds = Vec::new();
-    let duration = has(t, DURATION) || counted.is_some_and(|n| lex.is_time_unit(n));
+    // "What are your check-in and check-out dates?": both ends of a stay are its dates.
+    let span = names_a_span(t);
+    let duration = !span && (has(t, DURATION) || counted.is_some_and(|n| lex.is_time_unit(n)));
     if duration {
         push(&mut kinds, Kind::Duration);
     }
@@ -405,7 +422,7 @@ fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
     if has(t, TIME) {
         push(&mut kinds, Kind::Time);
     }
-    if has(t, DATE) {
+    if has(t, DATE) || span {
         push(&mut kinds, Kind::Date);
         push(&mut kinds, Kind::Dates);
     }

@@ -269,7 +269,8 @@ impl TaskMatcher {
             .map(str::trim)
             .filter(|p| !p.is_empty())
             .collect();
-        if parts.len() < 2 || parts[1..].iter().any(|p| p.split_whitespace().count() > 4) {
+        let span = forms::names_a_span(&raw.text.to_lowercase());
+        if span || parts.len() < 2 || parts[1..].iter().any(|p| p.split_whitespace().count() > 4) {
             return None;
         }
         let named: Vec<Option<usize>> = parts

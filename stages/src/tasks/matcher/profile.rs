@@ -710,6 +710,11 @@ impl TaskMatcher {
         if fits[top].total < THRESHOLD || !evidence(top) {
             return None;
         }
+        if let Some(kinded) = self.of_the_asked_kind(top, &f, &fits) {
+            // "Which nights — check-in and check-out?" beside a count of nights and the trip's
+            // dates: the slot holding the kind asked, or none.
+            return kinded;
+        }
         let second = order.get(1).copied();
         match second {
             Some(s) if fits[top].total - fits[s].total < MARGIN => {
@@ -786,6 +791,45 @@ impl TaskMatcher {
                 .any(|(j, p)| j != i && holds(p, k))
         });
         (!other_value).then_some(i)
+    }
+
+    /// When the best slot `top` holds none of the typed kinds a piece asks for (a day, a count,
+    /// a time, a duration) but another slot holds one: that slot, if the piece also names it
+    /// and fits it well enough (`Some(Some(j))`), else no slot (`Some(None)`). `None`: the kinds
+    /// do not decide.
+    fn of_the_asked_kind(&self, top: usize, f: &Form, fits: &[Fit]) -> Option<Option<usize>> {
+        let asked: Vec<&Kind> = f
+            .kinds
+            .iter()
+            .filter(|k| {
+                matches!(
+                    k,
+                    Kind::Count | Kind::Duration | Kind::Time | Kind::Date | Kind::Dates
+                )
+            })
+            .collect();
+        let strong = |p: &SlotProfile| {
+            asked
+                .iter()
+                .any(|k| p.kinds.iter().any(|(x, w)| x == *k && *w >= 0.8))
+        };
+        if asked.is_empty() || strong(&self.profiles[top]) {
+            return None;
+        }
+        let holders: Vec<usize> = (0..self.profiles.len())
+            .filter(|&j| j != top && fits[j].total.is_finite() && strong(&self.profiles[j]))
+            .collect();
+        if holders.is_empty() {
+            return None;
+        }
+        let named: Vec<usize> = holders
+            .into_iter()
+            .filter(|&j| fits[j].own > 0.0 && fits[j].total >= THRESHOLD)
+            .collect();
+        Some(match named[..] {
+            [j] => Some(j),
+            _ => None,
+        })
     }
 
     /// Whether slot `i` is the only slot of the task holding a kind the form asks for (a bare
