@@ -175,10 +175,14 @@ impl TaskMatcher {
                 continue;
             }
             // "What time works? Maybe 3?": a bare value after a question proposes its answer.
-            let repeat = self
-                .bare_value(&raw.text)
-                .then(|| self.follow_up(&raw, last))
-                .flatten();
+            let repeat = if bare_question(&raw.text) {
+                // "Do you want a caption? If so, what?": the request said again, or nothing.
+                last
+            } else {
+                self.bare_value(&raw.text)
+                    .then(|| self.follow_up(&raw, last))
+                    .flatten()
+            };
             let best = repeat
                 .or_else(|| self.best(&raw.text, &raw.lead, &raw.context))
                 .or_else(|| self.follow_up(&raw, last))
@@ -381,6 +385,23 @@ impl TaskMatcher {
         }
         out
     }
+}
+
+/// "What?", "If so, what?", "Sorry — which?": a question word alone (beside words that only
+/// join it to what came before) asks nothing of its own — it repeats the request before it.
+fn bare_question(text: &str) -> bool {
+    const JOINERS: [&str; 11] = [
+        "if", "so", "yes", "not", "no", "sorry", "then", "and", "ok", "okay", "exactly",
+    ];
+    let w: Vec<String> = words(text)
+        .into_iter()
+        .filter(|w| !JOINERS.contains(&w.as_str()))
+        .collect();
+    text.trim_end().ends_with('?')
+        && matches!(
+            w.iter().map(String::as_str).collect::<Vec<_>>()[..],
+            ["what" | "which" | "who" | "when" | "where" | "how"]
+        )
 }
 
 /// "On Wednesday at 2?" → "On Wednesday", "at 2?"; "Does 2 p.m. on Wednesday work?" → "Does 2
