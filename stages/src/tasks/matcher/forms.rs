@@ -549,7 +549,14 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
     let wl = format!(" {} ", with_lead.to_lowercase().replace('’', "'"));
     let (mentioned, mentioned_noun, concrete) = mentioned_kinds(&with_lead);
     let concrete = concrete && !keeps_or_tells_the_past(&t);
-    let counted = asked_noun.or(mentioned_noun);
+    let company = asks_company(&t);
+    if company {
+        // "Will anyone be joining you?", "Will it just be you and Sam?": how many come.
+        push(&mut kinds, Kind::Count);
+    }
+    let counted = asked_noun
+        .or(mentioned_noun)
+        .or_else(|| company.then(|| "people".to_string()));
     if has(&t, PLACE) {
         push(&mut kinds, Kind::Place);
     }
@@ -577,6 +584,44 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         closed,
         concrete,
     }
+}
+
+/// "Is anyone else coming with you?", "Will anyone be flying with you?", "Is the whole team
+/// coming?", "Will it just be you and Sam?": a question (`t`, lower-cased and padded) whether
+/// others come along asks how many people come — not whether anyone needs or does something.
+fn asks_company(t: &str) -> bool {
+    const WHOM: [&str; 7] = [
+        "anyone",
+        "anybody",
+        "someone",
+        "somebody",
+        "whole team",
+        "whole family",
+        "whole group",
+    ];
+    const JOIN: [&str; 13] = [
+        "join",
+        "joining",
+        "coming",
+        "come along",
+        "going with",
+        "flying with",
+        "travelling with",
+        "traveling with",
+        "with you",
+        "be there",
+        "besides",
+        "tagging along",
+        "come with",
+    ];
+    const SOLO: [&str; 5] = [
+        "just be you",
+        "be just you",
+        "only be you",
+        "just you and",
+        "just the two of you",
+    ];
+    has(t, &SOLO) || has(t, &WHOM) && has(t, &JOIN)
 }
 
 /// A yes/no question (`t`, lower-cased and padded) without its subordinate clause: "Do you want
