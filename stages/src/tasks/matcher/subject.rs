@@ -235,12 +235,22 @@ fn subject_after(
             .unwrap_or_default();
         return Some((aux, np));
     }
-    let (aux_at, aux) = words
+    let Some((aux_at, aux)) = words
         .iter()
         .enumerate()
         .skip(next)
         .take(5)
-        .find(|(_, w)| AUX.contains(&w.as_str()))?;
+        .find(|(_, w)| AUX.contains(&w.as_str()))
+    else {
+        // "…know when *check-in* opens": a noun phrase ended by a verb's third person is an
+        // embedded question's subject.
+        let np = np_from(next);
+        let third_person = words
+            .get(next + np.len())
+            .and_then(|v| v.strip_suffix('s'))
+            .is_some_and(|v| NP_ENDS.contains(&v));
+        return (third_person && !np.is_empty()).then(|| (String::new(), np));
+    };
     let after = &words[aux_at + 1..];
     if after.len() >= 2
         && matches!(after[0].as_str(), "in" | "per")
@@ -708,5 +718,9 @@ mod tests {
         );
         assert_eq!(np("How many from the design team?"), None);
         assert_eq!(np("What time works for you?"), None);
+        assert_eq!(
+            np("Do you know when check-in opens for Alaska?"),
+            Some((String::new(), "check-in".to_string()))
+        );
     }
 }
