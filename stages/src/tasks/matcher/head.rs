@@ -280,7 +280,7 @@ fn foreign_field(p: &SlotProfile, text: &str) -> bool {
     // "Which *from account*…", "What time (*start*)…": a sibling named whole after the
     // question word.
     let lower = format!(" {} ", text.to_lowercase());
-    if !p.field_said.is_empty() && super::phrase_in(&lower, &p.field_said) {
+    if !p.field_said.is_empty() && super::text::phrase_in(&lower, &p.field_said) {
         // "Which room preference…" names the slot's own field, not its sibling "room".
         return false;
     }
@@ -419,7 +419,7 @@ fn names_its_kind(p: &SlotProfile, text: &str) -> bool {
         "for", "of", "to", "with", "about", "on", "in", "at", "after", "before",
     ];
     let kinds = kind_words(p);
-    let words = super::words(text);
+    let words = super::text::words(text);
     words.iter().enumerate().any(|(j, w)| {
         if !kinds.contains(&w.as_str()) {
             return false;

@@ -1024,7 +1024,7 @@ fn idioms_out(text: &str) -> String {
 
 /// Whether an `about` sentence says "work" before a noun ("Maya's *work email*").
 fn says_work_as_a_noun(about: &str) -> bool {
-    super::words(about)
+    super::text::words(about)
         .windows(2)
         .any(|w| w[0] == "work" && !crate::tasks::language::lexicon().is_stop(&w[1]))
 }

@@ -167,6 +167,45 @@ fn subject_phrase(words: &[String], names: &HashSet<String>) -> Option<(String, 
     subject_after(words, &ASKS, names)
 }
 
+/// The words of the noun phrase starting at `from`: up to a preposition, particle, adverb or
+/// verb (its base or, after the phrase's first word, its third person), an auxiliary, or an
+/// "-ing" word opening it.
+fn noun_phrase(words: &[String], from: usize) -> Vec<String> {
+    words[from.min(words.len())..]
+        .iter()
+        .enumerate()
+        .take_while(|(j, w)| {
+            // "yesterday's *run*", "the *run*": after a possessive or an article a verb's
+            // word is a noun of the phrase.
+            let after_opener = *j > 0 && {
+                let prev = &words[from + j - 1];
+                prev.ends_with("'s") || OPENERS.contains(&prev.as_str())
+            };
+            (after_opener || !ends_a_phrase(w, *j > 0))
+                && !AUX.contains(&w.as_str())
+                && (*j != 0 || !w.ends_with("ing"))
+        })
+        .map(|(_, w)| w.clone())
+        .collect()
+}
+
+/// Whether a word ends a noun phrase: one of [`NP_ENDS`], or — inside the phrase — a verb's
+/// third person ("…when the restaurant *starts* serving").
+fn ends_a_phrase(w: &str, inside: bool) -> bool {
+    NP_ENDS.contains(&w) || inside && w.strip_suffix('s').is_some_and(|v| NP_ENDS.contains(&v))
+}
+
+/// The first auxiliary within five words from `from`, with its position.
+fn aux_after(words: &[String], from: usize) -> Option<(usize, String)> {
+    words
+        .iter()
+        .enumerate()
+        .skip(from)
+        .take(5)
+        .find(|(_, w)| AUX.contains(&w.as_str()))
+        .map(|(i, w)| (i, w.clone()))
+}
+
 /// [`subject_phrase`] after the first of `asks`; a name right after it ("…know when *Baan
 /// Thai* closes") opens an embedded question as an article does.
 fn subject_after(
@@ -182,27 +221,6 @@ fn subject_after(
             hit.then_some((i, a.len()))
         })
     })?;
-    let np_from = |from: usize| -> Vec<String> {
-        words[from.min(words.len())..]
-            .iter()
-            .enumerate()
-            .take_while(|(j, w)| {
-                // "yesterday's *run*", "the *run*": after a possessive or an article a verb's
-                // word is a noun of the phrase.
-                let after_opener = *j > 0 && {
-                    let prev = &words[from + j - 1];
-                    prev.ends_with("'s") || OPENERS.contains(&prev.as_str())
-                };
-                // "…when the restaurant *starts* serving": a verb's third person ends it too.
-                let verb = NP_ENDS.contains(&w.as_str())
-                    || *j > 0 && w.strip_suffix('s').is_some_and(|v| NP_ENDS.contains(&v));
-                (after_opener || !verb)
-                    && !AUX.contains(&w.as_str())
-                    && (*j != 0 || !w.ends_with("ing"))
-            })
-            .map(|(_, w)| w.clone())
-            .collect()
-    };
     let mut next = at + len;
     if words[at].starts_with("how") && matches!(words[at + 1].as_str(), "many" | "much") {
         // The count's noun ("how many *tables* does…").
@@ -216,18 +234,13 @@ fn subject_after(
     {
         // "How many dishes on the menu are mild?": the count's noun is the subject, described
         // by what follows the auxiliary; "How many from the design team?" names none.
-        let (aux_at, aux) = words
-            .iter()
-            .enumerate()
-            .skip(next)
-            .take(5)
-            .find(|(_, w)| AUX.contains(&w.as_str()))?;
-        return Some((aux.clone(), np_from(aux_at + 1)));
+        let (aux_at, aux) = aux_after(words, next)?;
+        return Some((aux, noun_phrase(words, aux_at + 1)));
     }
     let w = words.get(next)?;
     if OPENERS[..7].contains(&w.as_str()) || names.contains(w) {
         // An embedded question: the subject comes first.
-        let np = np_from(next);
+        let np = noun_phrase(words, next);
         let aux = words
             .get(next + np.len())
             .filter(|a| AUX.contains(&a.as_str()))
@@ -235,21 +248,15 @@ fn subject_after(
             .unwrap_or_default();
         return Some((aux, np));
     }
-    let Some((aux_at, aux)) = words
-        .iter()
-        .enumerate()
-        .skip(next)
-        .take(5)
-        .find(|(_, w)| AUX.contains(&w.as_str()))
-    else {
+    let Some((aux_at, aux)) = aux_after(words, next) else {
         // "…know when *check-in* opens": a noun phrase ended by a verb's third person is an
         // embedded question's subject.
-        let np = np_from(next);
+        let np = noun_phrase(words, next);
         let third_person = words
             .get(next + np.len())
             .and_then(|v| v.strip_suffix('s'))
             .is_some_and(|v| NP_ENDS.contains(&v));
-        return (third_person && !np.is_empty()).then(|| (String::new(), np));
+        return (third_person && !np.is_empty()).then_some((String::new(), np));
     };
     let after = &words[aux_at + 1..];
     if after.len() >= 2
@@ -257,9 +264,9 @@ fn subject_after(
         && matches!(after[1].as_str(), "a" | "an" | "one" | "each" | "every")
     {
         // "How many cans are in one pack?": a measure of one item.
-        return Some((aux.clone(), vec!["one".to_string()]));
+        return Some((aux, vec!["one".to_string()]));
     }
-    Some((aux.clone(), np_from(aux_at + 1)))
+    Some((aux, noun_phrase(words, aux_at + 1)))
 }
 
 /// Whether the subject a question asks a value of is not the user, the act or the slot's
