@@ -202,7 +202,14 @@ pub fn names_a_span(t: &str) -> bool {
 /// Both ends of a stay: a question naming them asks its dates, not how long it is.
 const SPAN_ENDS: [&[&str]; 2] = [
     &["check-in", "check in", "checking in", "arrive", "arriving"],
-    &["check-out", "check out", "checking out", "checkout", "leave", "leaving"],
+    &[
+        "check-out",
+        "check out",
+        "checking out",
+        "checkout",
+        "leave",
+        "leaving",
+    ],
 ];
 
 /// Phrases asking when (a time or a day).

@@ -43,8 +43,8 @@ fn run_heads(words: &[String], names: &HashSet<String>) -> HashSet<String> {
         });
         let content = !lex.is_stop(w) && !matches!(w.as_str(), "many" | "long" | "time");
         // "the *run* took": a verb's word after an article or a possessive is a noun.
-        let noun = !ABOUT_VERBS.contains(&w.as_str())
-            || i > 0 && OPENERS.contains(&words[i - 1].as_str());
+        let noun =
+            !ABOUT_VERBS.contains(&w.as_str()) || i > 0 && OPENERS.contains(&words[i - 1].as_str());
         if ends_run && content && !names.contains(w) && noun {
             heads.extend(stems_of(w));
         }
@@ -171,7 +171,12 @@ pub(super) fn raw(text: &str) -> Vec<String> {
         .map(|w| w.trim_matches(|c| c == '\'' || c == '-'))
         .filter(|w| !w.is_empty())
         .flat_map(|w| match w.strip_suffix("'s") {
-            Some(base) if matches!(base, "time" | "when" | "what" | "long" | "day" | "it" | "where") => {
+            Some(base)
+                if matches!(
+                    base,
+                    "time" | "when" | "what" | "long" | "day" | "it" | "where"
+                ) =>
+            {
                 vec![base.to_string(), "is".to_string()]
             }
             _ => vec![w.to_string()],

@@ -569,7 +569,9 @@ fn foreign_unit(p: &SlotProfile, last: &str, c: &HashSet<String>) -> bool {
     let counts_people = p.counted.iter().any(|x| people.contains(x))
         || p.counted.is_empty() && p.kinds.iter().any(|(k, w)| *k == Kind::Person && *w >= 0.8);
     let containers = text_concepts("cartons");
-    counts_people && c.iter().any(|x| x.starts_with('#') && containers.contains(x))
+    counts_people
+        && c.iter()
+            .any(|x| x.starts_with('#') && containers.contains(x))
 }
 
 /// "How many shots go in the latte?", "How many cans are in one pack?": a count of what is
@@ -704,9 +706,7 @@ mod tests {
 
     #[test]
     fn the_subject_follows_the_auxiliary_or_opens_an_embedded_question() {
-        let np = |t: &str| {
-            subject_phrase(&w(t), &capitalised(t)).map(|(a, np)| (a, np.join(" ")))
-        };
+        let np = |t: &str| subject_phrase(&w(t), &capitalised(t)).map(|(a, np)| (a, np.join(" ")));
         assert_eq!(
             np("What time does the post office open on Saturday?"),
             Some(("does".to_string(), "the post office".to_string()))
