@@ -1,13 +1,16 @@
 //! The store on a real S3-compatible server (../shared/tools/s3-local.sh: moto on 127.0.0.1;
 //! `.ci/run` starts it under CI=true): the backend's contract (conditional writes with exactly
-//! one winner, compare-and-swap, the verified blob cache, calls from async threads), the whole
+//! one winner, raced through [`OneAtATime`] since moto's own are not atomic; compare-and-swap;
+//! the verified blob cache; calls from async threads), the whole
 //! iPrefBench pipeline giving the same bytes as a local store, SIGKILL and resume, concurrent
 //! runs on one prefix, and `gc` beside a live run. Without `AWS_ENDPOINT_URL` these tests say
 //! so and pass; under CI=true they must run. Each test uses its own key prefix.
 
 use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Barrier};
+use std::sync::{Arc, Barrier, Mutex};
 use std::time::{Duration, Instant};
 
 use prefflow_engine::store::{RemoteStore, Store, StoreLocation};
@@ -48,6 +51,101 @@ pub fn s3(test: &str) -> Option<S3> {
         url,
         store: Arc::new(store),
     })
+}
+
+/// An HTTP proxy on 127.0.0.1 that passes one request at a time to the S3 server.
+///
+/// Real S3 evaluates a conditional PUT (`If-None-Match: *`, `If-Match`) atomically; moto checks
+/// the condition and then writes without a lock, so two racing creates of one key can both
+/// succeed there (seen in CI: "round 19: winners [2, 7]"). Behind this proxy moto's
+/// check-and-write cannot interleave, which gives the racing tests S3's semantics; what they
+/// then prove is the client's side: it sends the condition, and it reads a refusal as a loss.
+struct OneAtATime {
+    endpoint: String,
+}
+
+impl OneAtATime {
+    /// A proxy in front of the server `AWS_ENDPOINT_URL` names.
+    fn start() -> Self {
+        let upstream = std::env::var("AWS_ENDPOINT_URL").expect("AWS_ENDPOINT_URL");
+        let upstream = upstream
+            .trim_start_matches("http://")
+            .trim_end_matches('/')
+            .to_string();
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind proxy");
+        let endpoint = format!("http://{}", listener.local_addr().expect("addr"));
+        let turn = Arc::new(Mutex::new(()));
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                let (upstream, turn) = (upstream.clone(), turn.clone());
+                std::thread::spawn(move || serve_in_turn(client, &upstream, &turn));
+            }
+        });
+        Self { endpoint }
+    }
+
+    /// A client of `s3`'s prefix that reaches the server through this proxy.
+    fn store(&self, s3: &S3) -> Arc<dyn Store> {
+        let StoreLocation::Remote(remote) = StoreLocation::parse(&s3.url).expect("url") else {
+            panic!("{} is not remote", s3.url);
+        };
+        let store = RemoteStore::open_with_endpoint(&remote, Some(&self.endpoint))
+            .expect("client")
+            .with_cache(None);
+        Arc::new(store)
+    }
+}
+
+/// Forwards each request of `client`'s connection to `upstream` on a connection of its own,
+/// holding `turn` from sending the request until the whole response is read.
+fn serve_in_turn(client: TcpStream, upstream: &str, turn: &Mutex<()>) {
+    let mut reader = BufReader::new(client.try_clone().expect("clone"));
+    let mut client = client;
+    while let Some(request) = read_request(&mut reader) {
+        let response = {
+            let _turn = turn.lock().unwrap_or_else(|p| p.into_inner());
+            let mut server = TcpStream::connect(upstream).expect("connect to the S3 server");
+            server.write_all(&request).expect("forward request");
+            let mut response = Vec::new();
+            server.read_to_end(&mut response).expect("read response");
+            response
+        };
+        if client.write_all(&response).is_err() {
+            return;
+        }
+    }
+}
+
+/// One HTTP/1.1 request from `reader`, rewritten to ask the server to close the connection
+/// after answering (so its response ends at EOF); `None` at the end of the connection.
+fn read_request(reader: &mut impl BufRead) -> Option<Vec<u8>> {
+    let mut head = Vec::new();
+    let mut length = 0usize;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if line == "\r\n" {
+            break;
+        }
+        let lower = line.to_ascii_lowercase();
+        if let Some(v) = lower.strip_prefix("content-length:") {
+            length = v.trim().parse().expect("content-length");
+        }
+        assert!(
+            !lower.starts_with("transfer-encoding:"),
+            "the proxy forwards sized bodies only"
+        );
+        if !lower.starts_with("connection:") {
+            head.extend_from_slice(line.as_bytes());
+        }
+    }
+    head.extend_from_slice(b"Connection: close\r\n\r\n");
+    let mut body = vec![0u8; length];
+    reader.read_exact(&mut body).ok()?;
+    head.extend_from_slice(&body);
+    Some(head)
 }
 
 impl S3 {
@@ -110,10 +208,18 @@ fn blob_key(hash: &str) -> String {
 }
 
 fn spawn(s3: &S3, ws: &Workspace, args: &[&str]) -> Child {
+    spawn_via(s3, ws, args, None)
+}
+
+/// `run p.yaml ARGS…` started in the background, reaching the server through `proxy` if given.
+fn spawn_via(s3: &S3, ws: &Workspace, args: &[&str], proxy: Option<&OneAtATime>) -> Child {
     let mut all = vec!["run", "p.yaml", "--progress", "none"];
     all.extend_from_slice(args);
-    s3.command(ws, &all)
-        .stdout(Stdio::piped())
+    let mut cmd = s3.command(ws, &all);
+    if let Some(proxy) = proxy {
+        cmd.env("AWS_ENDPOINT_URL", &proxy.endpoint);
+    }
+    cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("spawn prefflow")
@@ -189,13 +295,14 @@ fn put_new_races_on_s3_have_exactly_one_winner() {
     let Some(s3) = s3("put_new_races_on_s3_have_exactly_one_winner") else {
         return;
     };
+    let atomic = OneAtATime::start().store(&s3);
     for round in 0..20 {
         let key = format!("leases/race-{round}.json");
         let writers = 8;
         let barrier = Arc::new(Barrier::new(writers));
         let handles: Vec<_> = (0..writers)
             .map(|w| {
-                let (store, barrier, key) = (s3.store.clone(), barrier.clone(), key.clone());
+                let (store, barrier, key) = (atomic.clone(), barrier.clone(), key.clone());
                 std::thread::spawn(move || {
                     barrier.wait();
                     let won = store.put_new(&key, format!("writer {w}").as_bytes());
@@ -230,13 +337,14 @@ fn racing_manifest_commits_on_s3_keep_the_first_result() {
     s3.run_ok(&ws, "p.yaml", &["--only", "a"]);
     let item = s3.store.list("items").expect("list")[0].clone();
     let real: Manifest = serde_json::from_value(s3.json(&item)).expect("manifest");
+    let atomic = OneAtATime::start().store(&s3);
     for round in 0..10 {
         let key = format!("items/zz/race-{round}.json");
         let writers = 8;
         let barrier = Arc::new(Barrier::new(writers));
         let handles: Vec<_> = (0..writers)
             .map(|w| {
-                let (store, barrier, key) = (s3.store.clone(), barrier.clone(), key.clone());
+                let (store, barrier, key) = (atomic.clone(), barrier.clone(), key.clone());
                 let mut mine = real.clone();
                 mine.data_version = format!("writer {w}");
                 std::thread::spawn(move || {
@@ -440,10 +548,12 @@ fn concurrent_runs_on_one_s3_prefix_lose_nothing() {
     let ws = Workspace::new();
     ws.write("data/rows.csv", &numbers_csv(4));
     ws.write("p.yaml", &two_probe_stages("s3p", 0));
+    // Through the proxy: moto's If-Match is not atomic either (see OneAtATime).
+    let proxy = OneAtATime::start();
     for round in 0..6 {
         let (la, lb) = (format!("a.label=a{round}"), format!("b.label=b{round}"));
-        let a = spawn(&s3, &ws, &["--only", "a", "--set", &la]);
-        let b = spawn(&s3, &ws, &["--only", "b", "--set", &lb]);
+        let a = spawn_via(&s3, &ws, &["--only", "a", "--set", &la], Some(&proxy));
+        let b = spawn_via(&s3, &ws, &["--only", "b", "--set", &lb], Some(&proxy));
         let (ra, rb) = (finish(a), finish(b));
         assert_eq!(ra.code, 0, "round {round}: {}", ra.stderr);
         assert_eq!(rb.code, 0, "round {round}: {}", rb.stderr);

@@ -427,6 +427,21 @@ fn natural_questions_are_credited_to_their_slots_and_never_to_another() {
     assert_eq!(f.wrong, 0, "matched to another slot");
 }
 
+/// The outside check: natural questions kept outside the repository (never read by whoever
+/// changes the matcher), measured without touching the fixtures:
+/// `MATCHER_QUESTIONS=/abs/path.csv cargo test -p prefflow-stages --lib outside_questions -- --ignored --nocapture`
+/// (add `MATCHER_FAILURES=1` to list what was missed or sent elsewhere).
+#[test]
+#[ignore]
+fn outside_questions() {
+    let Ok(path) = std::env::var("MATCHER_QUESTIONS") else {
+        eprintln!("set MATCHER_QUESTIONS to an absolute path of a questions CSV");
+        return;
+    };
+    let f = measure(&path);
+    report(&path, &f);
+}
+
 #[test]
 #[ignore]
 fn debug_fits() {
