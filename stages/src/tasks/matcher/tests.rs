@@ -763,3 +763,12 @@ fn outside_class_questions_are_never_sent_to_another_slot() {
     // embedded-subject fix; over all 137 rows 69/79 (87.3%), none, 127/137 exact.
     holds("outside_classes.csv", 0.85, 0.9);
 }
+
+/// Questions about a named one's attribute ("What's Lena's phone number?", "What's Dr.
+/// Garcia's first name?"), re-confirmations phrased "Is X still your N?", and amounts of a thing
+/// of the task no slot counts ("How much lemongrass?") beside positives of each
+/// (`tests/fixtures/questions/attributes.csv`), written by the lead before the rules.
+#[test]
+fn attribute_questions_are_never_sent_to_another_slot() {
+    holds("attributes.csv", 0.9, 0.9);
+}
