@@ -462,6 +462,7 @@ impl TaskMatcher {
             || foreign_field(p, text)
             || p.source == Source::AskOnly && self.names_only_whose(p, text, f)
             || self.subject_rules_out(i, text, f)
+            || super::attribute::attribute_rules_out(p, text, &self.instruction)
             || asks_when(text) && !holds_a_when(p)
             || p.source == Source::AskOnly && self.closed_without_value(p, text, f)
     }

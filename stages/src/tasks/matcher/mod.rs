@@ -10,6 +10,7 @@
 //! unmatched. A piece that joins two clearly named slots with "and" ("How many passengers and
 //! bags?") is two pieces.
 
+mod attribute;
 pub mod forms;
 mod head;
 pub mod profile;

@@ -429,6 +429,8 @@ pub struct TaskMatcher {
     /// The profiles, in slot order.
     pub profiles: Vec<SlotProfile>,
     idf: HashMap<String, f64>,
+    /// Stems of the task's instruction: the things of the task ("lemongrass and coconut milk").
+    pub(super) instruction: HashSet<String>,
 }
 
 /// How well one piece fits one slot.
@@ -485,7 +487,11 @@ impl TaskMatcher {
                 (t, w)
             })
             .collect();
-        Self { profiles, idf }
+        Self {
+            profiles,
+            idf,
+            instruction: content_stems(instruction).into_iter().collect(),
+        }
     }
 
     /// How strongly the words of a text name the slot's subject: for each word, the best
