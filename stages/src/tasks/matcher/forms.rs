@@ -79,7 +79,7 @@ fn has(text: &str, phrases: &[&str]) -> bool {
 }
 
 /// Words that name a day besides the weekdays (`world::clock::WEEKDAYS`).
-const OTHER_DAYS: [&str; 3] = ["weekend", "tomorrow", "today"];
+const OTHER_DAYS: [&str; 5] = ["weekend", "tomorrow", "today", "next week", "this week"];
 
 const PARTS_OF_DAY: [&str; 14] = [
     "earlier",
