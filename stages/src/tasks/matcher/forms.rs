@@ -410,7 +410,69 @@ const GONE: &[&str] = &[
     "not offered",
     "none left",
     "no more",
+    "don't have",
+    "doesn't have",
+    "do not have",
+    "does not have",
+    "out of",
 ];
+
+/// Phrases asking the user to decide what to do ("What should I do if 7:30 is taken?"): beside
+/// an unavailability, a choice of the alternative.
+const WHAT_TO_DO: &[&str] = &[
+    "what should i do",
+    "what do you want me to do",
+    "what would you like me to do",
+    "what shall i do",
+    "what do i do",
+    "what if",
+    "how should i handle",
+];
+
+/// The noun an including verb takes ("Want me to *add* a *note* with the $100?", "include a
+/// short message for Lena" → `note`, `message`): the last word of its object's noun run.
+pub(super) fn included_object(text: &str) -> Option<String> {
+    const VERBS: [&str; 5] = [" include ", " add ", " attach ", " mention ", " put in "];
+    const BEFORE_NOUN: [&str; 10] = [
+        "a", "an", "the", "some", "any", "your", "personal", "short", "quick", "little",
+    ];
+    let lower = format!(" {} ", text.to_lowercase().replace('’', "'"));
+    let after = VERBS
+        .iter()
+        .find_map(|v| lower.split_once(*v).map(|(_, a)| a))?;
+    let lex = crate::tasks::language::lexicon();
+    after
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .skip_while(|w| BEFORE_NOUN.contains(w))
+        .take_while(|w| !lex.is_stop(w))
+        .take(3)
+        .last()
+        .map(str::to_string)
+}
+
+/// "Want me to add a note?", "Should I include a message?": a proposal to include a message
+/// asks for its wording.
+fn proposes_a_message(text: &str) -> bool {
+    let message = crate::tasks::language::text_concepts("message");
+    included_object(text).is_some_and(|o| {
+        crate::tasks::language::text_concepts(&o)
+            .iter()
+            .any(|c| c.starts_with('#') && message.contains(c))
+    })
+}
+
+/// "no balcony left", "no tables left": something unavailable, said with "no … left".
+fn none_left(t: &str) -> bool {
+    let words: Vec<&str> = t.split_whitespace().collect();
+    words.iter().enumerate().any(|(i, w)| {
+        *w == "no"
+            && words[i + 1..]
+                .iter()
+                .take(3)
+                .any(|x| x.trim_end_matches(['?', ',', '.']) == "left")
+    })
+}
 
 /// Kinds the question words of `t` (lower-cased, padded) ask for, given the noun a count is
 /// of.
@@ -580,7 +642,14 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         kinds.retain(|k| *k != Kind::When);
         push(&mut kinds, Kind::Time);
     }
-    let alternative = has(&open_end_out(&t), ALTERNATIVE) || has(&t, GONE) || has(&wl, GONE);
+    let alternative =
+        has(&open_end_out(&t), ALTERNATIVE) || has(&t, GONE) || has(&wl, GONE) || none_left(&t);
+    if alternative && has(&t, WHAT_TO_DO) {
+        push(&mut kinds, Kind::Choice);
+    }
+    if proposes_a_message(text) {
+        push(&mut kinds, Kind::Text);
+    }
     let alternative_in_context = !alternative && has(&ctx, GONE);
     Form {
         kinds,
