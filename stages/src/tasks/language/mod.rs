@@ -15,6 +15,9 @@ struct LexiconFile {
     places: Vec<String>,
     classes: HashMap<String, Vec<String>>,
     abbreviations: HashMap<String, String>,
+    /// British spellings read as the American one the slots' data use.
+    #[serde(default)]
+    spellings: HashMap<String, String>,
     stop_words: Vec<String>,
     unavailable: Vec<String>,
     content: Vec<String>,
@@ -50,7 +53,8 @@ pub fn lexicon() -> &'static Lexicon {
 
 impl Lexicon {
     fn new(file: LexiconFile) -> Self {
-        let abbreviations = file.abbreviations;
+        let mut abbreviations = file.abbreviations;
+        abbreviations.extend(file.spellings);
         let stop: HashSet<String> = file
             .stop_words
             .iter()

@@ -79,7 +79,7 @@ fn has(text: &str, phrases: &[&str]) -> bool {
 }
 
 /// Words that name a day besides the weekdays (`world::clock::WEEKDAYS`).
-const OTHER_DAYS: [&str; 3] = ["weekend", "tomorrow", "today"];
+const OTHER_DAYS: [&str; 5] = ["weekend", "tomorrow", "today", "next week", "this week"];
 
 const PARTS_OF_DAY: [&str; 14] = [
     "earlier",
@@ -188,6 +188,28 @@ const DATE: &[&str] = &[
     "what night",
     "which evening",
     "what evening",
+    "which nights",
+    "what nights",
+    "which evenings",
+];
+
+/// Whether a (lower-cased) text names both ends of a stay ("check-in and check-out"): one
+/// request for its dates, not how long it is nor two requests.
+pub fn names_a_span(t: &str) -> bool {
+    SPAN_ENDS.iter().all(|ends| has(t, ends))
+}
+
+/// Both ends of a stay: a question naming them asks its dates, not how long it is.
+const SPAN_ENDS: [&[&str]; 2] = [
+    &["check-in", "check in", "checking in", "arrive", "arriving"],
+    &[
+        "check-out",
+        "check out",
+        "checking out",
+        "checkout",
+        "leave",
+        "leaving",
+    ],
 ];
 
 /// Phrases asking when (a time or a day).
@@ -388,14 +410,78 @@ const GONE: &[&str] = &[
     "not offered",
     "none left",
     "no more",
+    "don't have",
+    "doesn't have",
+    "do not have",
+    "does not have",
+    "out of",
 ];
+
+/// Phrases asking the user to decide what to do ("What should I do if 7:30 is taken?"): beside
+/// an unavailability, a choice of the alternative.
+const WHAT_TO_DO: &[&str] = &[
+    "what should i do",
+    "what do you want me to do",
+    "what would you like me to do",
+    "what shall i do",
+    "what do i do",
+    "what if",
+    "how should i handle",
+];
+
+/// The noun an including verb takes ("Want me to *add* a *note* with the $100?", "include a
+/// short message for Lena" → `note`, `message`): the last word of its object's noun run.
+pub(super) fn included_object(text: &str) -> Option<String> {
+    const VERBS: [&str; 5] = [" include ", " add ", " attach ", " mention ", " put in "];
+    const BEFORE_NOUN: [&str; 10] = [
+        "a", "an", "the", "some", "any", "your", "personal", "short", "quick", "little",
+    ];
+    let lower = format!(" {} ", text.to_lowercase().replace('’', "'"));
+    let after = VERBS
+        .iter()
+        .find_map(|v| lower.split_once(*v).map(|(_, a)| a))?;
+    let lex = crate::tasks::language::lexicon();
+    after
+        .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+        .filter(|w| !w.is_empty())
+        .skip_while(|w| BEFORE_NOUN.contains(w))
+        .take_while(|w| !lex.is_stop(w))
+        .take(3)
+        .last()
+        .map(str::to_string)
+}
+
+/// "Want me to add a note?", "Should I include a message?": a proposal to include a message
+/// asks for its wording.
+fn proposes_a_message(text: &str) -> bool {
+    let message = crate::tasks::language::text_concepts("message");
+    included_object(text).is_some_and(|o| {
+        crate::tasks::language::text_concepts(&o)
+            .iter()
+            .any(|c| c.starts_with('#') && message.contains(c))
+    })
+}
+
+/// "no balcony left", "no tables left": something unavailable, said with "no … left".
+fn none_left(t: &str) -> bool {
+    let words: Vec<&str> = t.split_whitespace().collect();
+    words.iter().enumerate().any(|(i, w)| {
+        *w == "no"
+            && words[i + 1..]
+                .iter()
+                .take(3)
+                .any(|x| x.trim_end_matches(['?', ',', '.']) == "left")
+    })
+}
 
 /// Kinds the question words of `t` (lower-cased, padded) ask for, given the noun a count is
 /// of.
 fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
     let lex = crate::tasks::language::lexicon();
     let mut kinds = Vec::new();
-    let duration = has(t, DURATION) || counted.is_some_and(|n| lex.is_time_unit(n));
+    // "What are your check-in and check-out dates?": both ends of a stay are its dates.
+    let span = names_a_span(t);
+    let duration = !span && (has(t, DURATION) || counted.is_some_and(|n| lex.is_time_unit(n)));
     if duration {
         push(&mut kinds, Kind::Duration);
     }
@@ -405,7 +491,7 @@ fn asked_kinds(t: &str, text: &str, counted: Option<&str>) -> Vec<Kind> {
     if has(t, TIME) {
         push(&mut kinds, Kind::Time);
     }
-    if has(t, DATE) {
+    if has(t, DATE) || span {
         push(&mut kinds, Kind::Date);
         push(&mut kinds, Kind::Dates);
     }
@@ -532,7 +618,14 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
     let wl = format!(" {} ", with_lead.to_lowercase().replace('’', "'"));
     let (mentioned, mentioned_noun, concrete) = mentioned_kinds(&with_lead);
     let concrete = concrete && !keeps_or_tells_the_past(&t);
-    let counted = asked_noun.or(mentioned_noun);
+    let company = asks_company(&t);
+    if company {
+        // "Will anyone be joining you?", "Will it just be you and Sam?": how many come.
+        push(&mut kinds, Kind::Count);
+    }
+    let counted = asked_noun
+        .or(mentioned_noun)
+        .or_else(|| company.then(|| "people".to_string()));
     if has(&t, PLACE) {
         push(&mut kinds, Kind::Place);
     }
@@ -549,7 +642,14 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         kinds.retain(|k| *k != Kind::When);
         push(&mut kinds, Kind::Time);
     }
-    let alternative = has(&open_end_out(&t), ALTERNATIVE) || has(&t, GONE) || has(&wl, GONE);
+    let alternative =
+        has(&open_end_out(&t), ALTERNATIVE) || has(&t, GONE) || has(&wl, GONE) || none_left(&t);
+    if alternative && has(&t, WHAT_TO_DO) {
+        push(&mut kinds, Kind::Choice);
+    }
+    if proposes_a_message(text) {
+        push(&mut kinds, Kind::Text);
+    }
     let alternative_in_context = !alternative && has(&ctx, GONE);
     Form {
         kinds,
@@ -560,6 +660,44 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
         closed,
         concrete,
     }
+}
+
+/// "Is anyone else coming with you?", "Will anyone be flying with you?", "Is the whole team
+/// coming?", "Will it just be you and Sam?": a question (`t`, lower-cased and padded) whether
+/// others come along asks how many people come — not whether anyone needs or does something.
+fn asks_company(t: &str) -> bool {
+    const WHOM: [&str; 7] = [
+        "anyone",
+        "anybody",
+        "someone",
+        "somebody",
+        "whole team",
+        "whole family",
+        "whole group",
+    ];
+    const JOIN: [&str; 13] = [
+        "join",
+        "joining",
+        "coming",
+        "come along",
+        "going with",
+        "flying with",
+        "travelling with",
+        "traveling with",
+        "with you",
+        "be there",
+        "besides",
+        "tagging along",
+        "come with",
+    ];
+    const SOLO: [&str; 5] = [
+        "just be you",
+        "be just you",
+        "only be you",
+        "just you and",
+        "just the two of you",
+    ];
+    has(t, &SOLO) || has(t, &WHOM) && has(t, &JOIN)
 }
 
 /// A yes/no question (`t`, lower-cased and padded) without its subordinate clause: "Do you want

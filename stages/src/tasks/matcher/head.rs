@@ -280,7 +280,7 @@ fn foreign_field(p: &SlotProfile, text: &str) -> bool {
     // "Which *from account*…", "What time (*start*)…": a sibling named whole after the
     // question word.
     let lower = format!(" {} ", text.to_lowercase());
-    if !p.field_said.is_empty() && super::phrase_in(&lower, &p.field_said) {
+    if !p.field_said.is_empty() && super::text::phrase_in(&lower, &p.field_said) {
         // "Which room preference…" names the slot's own field, not its sibling "room".
         return false;
     }
@@ -419,7 +419,7 @@ fn names_its_kind(p: &SlotProfile, text: &str) -> bool {
         "for", "of", "to", "with", "about", "on", "in", "at", "after", "before",
     ];
     let kinds = kind_words(p);
-    let words = super::words(text);
+    let words = super::text::words(text);
     words.iter().enumerate().any(|(j, w)| {
         if !kinds.contains(&w.as_str()) {
             return false;
@@ -462,6 +462,7 @@ impl TaskMatcher {
             || foreign_field(p, text)
             || p.source == Source::AskOnly && self.names_only_whose(p, text, f)
             || self.subject_rules_out(i, text, f)
+            || super::attribute::attribute_rules_out(p, text, &self.instruction)
             || asks_when(text) && !holds_a_when(p)
             || p.source == Source::AskOnly && self.closed_without_value(p, text, f)
     }
@@ -532,7 +533,10 @@ impl TaskMatcher {
         let names_one = crate::tasks::language::tokens(text)
             .iter()
             .any(|t| p.names.contains(&t.stem));
-        names_one && self.bare_subject(p, text) <= 0.0 && !self.names_value(p, text)
+        names_one
+            && self.bare_subject(p, text) <= 0.0
+            && !self.names_value(p, text)
+            && !includes_its_kind(p, text)
     }
 
     /// "Which *store* should I choose?", "Which *delivery*…?", "How many (*tip percent*)…?": the
@@ -694,7 +698,7 @@ impl TaskMatcher {
                 && (p.head.contains(&t.stem) || id_stems.contains(&t.stem))
                 && !p.names.contains(&t.stem)
         });
-        !(verb_is_its_subject || names_head)
+        !(verb_is_its_subject || names_head || includes_its_kind(p, text))
     }
 
     /// Whether a piece re-confirms something settled (module doc).
@@ -756,4 +760,25 @@ impl TaskMatcher {
         let evidence = self.names_value(p, text) || !typed(p) && self.bare_subject(p, text) > 0.0;
         !evidence
     }
+}
+
+/// "Want me to add a note with the $100?", "Would you like to include a note for Lena?": the
+/// object of an including verb, a word the lexicon groups with the head of free-text slot `p`'s
+/// `about` sentence or its id ("note" with the gift *message*), proposes the slot's content.
+fn includes_its_kind(p: &SlotProfile, text: &str) -> bool {
+    use crate::tasks::language::{concepts, text_concepts, tokens};
+    if !free_text(p) {
+        return false;
+    }
+    let Some(object) = super::forms::included_object(text) else {
+        return false;
+    };
+    let id_stems = tokens(&p.slot_id.replace('_', " "))
+        .into_iter()
+        .map(|t| t.stem);
+    let own: Vec<String> = p.head.iter().cloned().chain(id_stems).collect();
+    let own = concepts(&own);
+    text_concepts(&object)
+        .iter()
+        .any(|c| own.contains(c) && !p.names.contains(c))
 }

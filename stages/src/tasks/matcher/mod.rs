@@ -10,16 +10,19 @@
 //! unmatched. A piece that joins two clearly named slots with "and" ("How many passengers and
 //! bags?") is two pieces.
 
+mod attribute;
 pub mod forms;
 mod head;
 pub mod profile;
 mod slot_subject;
 pub mod split;
 mod subject;
+pub mod text;
 
 use std::collections::HashSet;
 
 pub use profile::TaskMatcher;
+pub use text::{phrase_in, words};
 
 use super::model::Slot;
 
@@ -103,42 +106,9 @@ pub(crate) const GENERIC: &[&str] = &[
     "your",
 ];
 
-/// Lower-cased words of a text (letters, digits, `:` inside times, apostrophes inside words).
-pub fn words(text: &str) -> Vec<String> {
-    text.to_lowercase()
-        .replace(['’', '‘'], "'")
-        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == ':' || c == '%'))
-        .map(|w| w.trim_matches(|c| c == '\'' || c == ':'))
-        .filter(|w| !w.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
 /// Whether a keyword names nothing: all its words are generic.
 pub fn generic_keyword(keyword: &str) -> bool {
     words(keyword).iter().all(|w| GENERIC.contains(&w.as_str()))
-}
-
-/// `word` equals `key`, or is `key` with a plural ending.
-fn same_word(word: &str, key: &str) -> bool {
-    word == key
-        || word
-            .strip_prefix(key)
-            .is_some_and(|rest| rest == "s" || rest == "es")
-        || key
-            .strip_prefix(word)
-            .is_some_and(|rest| rest == "s" || rest == "es")
-}
-
-/// Whether `phrase` occurs in `text` as whole words (plurals tolerated).
-pub fn phrase_in(text: &str, phrase: &str) -> bool {
-    let (text_words, key) = (words(text), words(phrase));
-    if key.is_empty() || key.len() > text_words.len() {
-        return false;
-    }
-    text_words
-        .windows(key.len())
-        .any(|w| w.iter().zip(&key).all(|(a, b)| same_word(a, b)))
 }
 
 /// Whether a text names the slot by one of its keywords (used where a text must *mention* a
@@ -175,10 +145,14 @@ impl TaskMatcher {
                 continue;
             }
             // "What time works? Maybe 3?": a bare value after a question proposes its answer.
-            let repeat = self
-                .bare_value(&raw.text)
-                .then(|| self.follow_up(&raw, last))
-                .flatten();
+            let repeat = if bare_question(&raw.text) {
+                // "Do you want a caption? If so, what?": the request said again, or nothing.
+                last
+            } else {
+                self.bare_value(&raw.text)
+                    .then(|| self.follow_up(&raw, last))
+                    .flatten()
+            };
             let best = repeat
                 .or_else(|| self.best(&raw.text, &raw.lead, &raw.context))
                 .or_else(|| self.follow_up(&raw, last))
@@ -269,7 +243,8 @@ impl TaskMatcher {
             .map(str::trim)
             .filter(|p| !p.is_empty())
             .collect();
-        if parts.len() < 2 || parts[1..].iter().any(|p| p.split_whitespace().count() > 4) {
+        let span = forms::names_a_span(&raw.text.to_lowercase());
+        if span || parts.len() < 2 || parts[1..].iter().any(|p| p.split_whitespace().count() > 4) {
             return None;
         }
         let named: Vec<Option<usize>> = parts
@@ -380,6 +355,23 @@ impl TaskMatcher {
         }
         out
     }
+}
+
+/// "What?", "If so, what?", "Sorry — which?": a question word alone (beside words that only
+/// join it to what came before) asks nothing of its own — it repeats the request before it.
+fn bare_question(text: &str) -> bool {
+    const JOINERS: [&str; 11] = [
+        "if", "so", "yes", "not", "no", "sorry", "then", "and", "ok", "okay", "exactly",
+    ];
+    let w: Vec<String> = words(text)
+        .into_iter()
+        .filter(|w| !JOINERS.contains(&w.as_str()))
+        .collect();
+    text.trim_end().ends_with('?')
+        && matches!(
+            w.iter().map(String::as_str).collect::<Vec<_>>()[..],
+            ["what" | "which" | "who" | "when" | "where" | "how"]
+        )
 }
 
 /// "On Wednesday at 2?" → "On Wednesday", "at 2?"; "Does 2 p.m. on Wednesday work?" → "Does 2

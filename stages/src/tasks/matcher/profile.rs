@@ -429,6 +429,8 @@ pub struct TaskMatcher {
     /// The profiles, in slot order.
     pub profiles: Vec<SlotProfile>,
     idf: HashMap<String, f64>,
+    /// Stems of the task's instruction: the things of the task ("lemongrass and coconut milk").
+    pub(super) instruction: HashSet<String>,
 }
 
 /// How well one piece fits one slot.
@@ -485,7 +487,11 @@ impl TaskMatcher {
                 (t, w)
             })
             .collect();
-        Self { profiles, idf }
+        Self {
+            profiles,
+            idf,
+            instruction: content_stems(instruction).into_iter().collect(),
+        }
     }
 
     /// How strongly the words of a text name the slot's subject: for each word, the best
@@ -710,6 +716,11 @@ impl TaskMatcher {
         if fits[top].total < THRESHOLD || !evidence(top) {
             return None;
         }
+        if let Some(kinded) = self.of_the_asked_kind(top, &f, &fits) {
+            // "Which nights — check-in and check-out?" beside a count of nights and the trip's
+            // dates: the slot holding the kind asked, or none.
+            return kinded;
+        }
         let second = order.get(1).copied();
         match second {
             Some(s) if fits[top].total - fits[s].total < MARGIN => {
@@ -786,6 +797,45 @@ impl TaskMatcher {
                 .any(|(j, p)| j != i && holds(p, k))
         });
         (!other_value).then_some(i)
+    }
+
+    /// When the best slot `top` holds none of the typed kinds a piece asks for (a day, a count,
+    /// a time, a duration) but another slot holds one: that slot, if the piece also names it
+    /// and fits it well enough (`Some(Some(j))`), else no slot (`Some(None)`). `None`: the kinds
+    /// do not decide.
+    fn of_the_asked_kind(&self, top: usize, f: &Form, fits: &[Fit]) -> Option<Option<usize>> {
+        let asked: Vec<&Kind> = f
+            .kinds
+            .iter()
+            .filter(|k| {
+                matches!(
+                    k,
+                    Kind::Count | Kind::Duration | Kind::Time | Kind::Date | Kind::Dates
+                )
+            })
+            .collect();
+        let strong = |p: &SlotProfile| {
+            asked
+                .iter()
+                .any(|k| p.kinds.iter().any(|(x, w)| x == *k && *w >= 0.8))
+        };
+        if asked.is_empty() || strong(&self.profiles[top]) {
+            return None;
+        }
+        let holders: Vec<usize> = (0..self.profiles.len())
+            .filter(|&j| j != top && fits[j].total.is_finite() && strong(&self.profiles[j]))
+            .collect();
+        if holders.is_empty() {
+            return None;
+        }
+        let named: Vec<usize> = holders
+            .into_iter()
+            .filter(|&j| fits[j].own > 0.0 && fits[j].total >= THRESHOLD)
+            .collect();
+        Some(match named[..] {
+            [j] => Some(j),
+            _ => None,
+        })
     }
 
     /// Whether slot `i` is the only slot of the task holding a kind the form asks for (a bare
@@ -980,7 +1030,7 @@ fn idioms_out(text: &str) -> String {
 
 /// Whether an `about` sentence says "work" before a noun ("Maya's *work email*").
 fn says_work_as_a_noun(about: &str) -> bool {
-    super::words(about)
+    super::text::words(about)
         .windows(2)
         .any(|w| w[0] == "work" && !crate::tasks::language::lexicon().is_stop(&w[1]))
 }

@@ -20,6 +20,36 @@ pub struct SlotSubject {
     pub past: bool,
     /// The slot holds a sum of money ("How much to *donate*", an `amount`).
     pub money: bool,
+    /// Stems of the nouns the slot's place is the place *of*: the heads of its `about` sentence
+    /// before its first modifier ("Where she wants to meet Priya | before the show"), its
+    /// field's and id's words and the acts — "Where's the show?" asks where the show is, not
+    /// where to meet before it.
+    pub place_of: HashSet<String>,
+}
+
+/// Prepositions that open a modifier of an `about` sentence: what follows is said of the
+/// decision, not what its place is the place of.
+const MODIFIERS: [&str; 11] = [
+    "before", "after", "for", "at", "in", "on", "with", "from", "of", "during", "near",
+];
+
+/// Stems of the last word of each noun run of an `about` sentence's words, without names.
+fn run_heads(words: &[String], names: &HashSet<String>) -> HashSet<String> {
+    let lex = lexicon();
+    let mut heads = HashSet::new();
+    for (i, w) in words.iter().enumerate() {
+        let ends_run = words.get(i + 1).is_none_or(|n| {
+            lex.is_stop(n) || ABOUT_VERBS.contains(&n.as_str()) || n.ends_with("ing")
+        });
+        let content = !lex.is_stop(w) && !matches!(w.as_str(), "many" | "long" | "time");
+        // "the *run* took": a verb's word after an article or a possessive is a noun.
+        let noun =
+            !ABOUT_VERBS.contains(&w.as_str()) || i > 0 && OPENERS.contains(&words[i - 1].as_str());
+        if ends_run && content && !names.contains(w) && noun {
+            heads.extend(stems_of(w));
+        }
+    }
+    heads
 }
 
 /// Words of paying: "How much should I *tip*?" asks a sum of money, which a count of tickets or
@@ -86,28 +116,23 @@ pub(super) const ACTS: [&str; 7] = [
 impl SlotSubject {
     /// The subject of a slot (module doc).
     pub fn of(slot: &Slot, field_name: Option<&str>) -> Self {
-        let lex = lexicon();
         let about = slot.about.split(" (").next().unwrap_or_default();
         let names = capitalised(about);
         let words = raw(about);
-        let mut heads = HashSet::new();
-        for (i, w) in words.iter().enumerate() {
-            let ends_run = words.get(i + 1).is_none_or(|n| {
-                lex.is_stop(n) || ABOUT_VERBS.contains(&n.as_str()) || n.ends_with("ing")
-            });
-            let content = !lex.is_stop(w) && !matches!(w.as_str(), "many" | "long" | "time");
-            // "the *run* took": a verb's word after an article or a possessive is a noun.
-            let noun = !ABOUT_VERBS.contains(&w.as_str())
-                || i > 0 && OPENERS.contains(&words[i - 1].as_str());
-            if ends_run && content && !names.contains(w) && noun {
-                heads.extend(stems_of(w));
-            }
-        }
+        let mut own = HashSet::new();
         if let Some(name) = field_name {
-            heads.extend(content_stems(&name.replace('_', " ")));
+            own.extend(content_stems(&name.replace('_', " ")));
         }
-        heads.extend(content_stems(&slot.slot_id.replace('_', " ")));
-        heads.extend(ACTS.iter().flat_map(|a| content_stems(a)));
+        own.extend(content_stems(&slot.slot_id.replace('_', " ")));
+        own.extend(ACTS.iter().flat_map(|a| content_stems(a)));
+        let mut heads = run_heads(&words, &names);
+        heads.extend(own.iter().cloned());
+        let main = words
+            .iter()
+            .position(|w| MODIFIERS.contains(&w.as_str()))
+            .unwrap_or(words.len());
+        let mut place_of = run_heads(&words[..main], &names);
+        place_of.extend(own);
         let past = words.iter().any(|w| DONE.contains(&w.as_str()));
         let field_words = field_name
             .map(|n| raw(&n.replace('_', " ")))
@@ -117,7 +142,12 @@ impl SlotSubject {
             .chain(&field_words)
             .chain(&raw(&slot.slot_id.replace('_', " ")))
             .any(|w| MONEY.contains(&w.as_str()));
-        Self { heads, past, money }
+        Self {
+            heads,
+            past,
+            money,
+            place_of,
+        }
     }
 }
 
@@ -141,7 +171,12 @@ pub(super) fn raw(text: &str) -> Vec<String> {
         .map(|w| w.trim_matches(|c| c == '\'' || c == '-'))
         .filter(|w| !w.is_empty())
         .flat_map(|w| match w.strip_suffix("'s") {
-            Some(base) if matches!(base, "time" | "when" | "what" | "long" | "day" | "it") => {
+            Some(base)
+                if matches!(
+                    base,
+                    "time" | "when" | "what" | "long" | "day" | "it" | "where"
+                ) =>
+            {
                 vec![base.to_string(), "is".to_string()]
             }
             _ => vec![w.to_string()],

@@ -163,33 +163,64 @@ const WEATHER: [&str; 8] = [
 /// (and a count's noun) and the words of the noun phrase after it; in an embedded question
 /// ("…know when *the post office* closes"), the noun phrase right after the asking phrase
 /// and the auxiliary after it (none: an empty one).
-fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
+fn subject_phrase(words: &[String], names: &HashSet<String>) -> Option<(String, Vec<String>)> {
+    subject_after(words, &ASKS, names)
+}
+
+/// The words of the noun phrase starting at `from`: up to a preposition, particle, adverb or
+/// verb (its base or, after the phrase's first word, its third person), an auxiliary, or an
+/// "-ing" word opening it.
+fn noun_phrase(words: &[String], from: usize) -> Vec<String> {
+    words[from.min(words.len())..]
+        .iter()
+        .enumerate()
+        .take_while(|(j, w)| {
+            // "yesterday's *run*", "the *run*": after a possessive or an article a verb's
+            // word is a noun of the phrase.
+            let after_opener = *j > 0 && {
+                let prev = &words[from + j - 1];
+                prev.ends_with("'s") || OPENERS.contains(&prev.as_str())
+            };
+            (after_opener || !ends_a_phrase(w, *j > 0))
+                && !AUX.contains(&w.as_str())
+                && (*j != 0 || !w.ends_with("ing"))
+        })
+        .map(|(_, w)| w.clone())
+        .collect()
+}
+
+/// Whether a word ends a noun phrase: one of [`NP_ENDS`], or — inside the phrase — a verb's
+/// third person ("…when the restaurant *starts* serving").
+fn ends_a_phrase(w: &str, inside: bool) -> bool {
+    NP_ENDS.contains(&w) || inside && w.strip_suffix('s').is_some_and(|v| NP_ENDS.contains(&v))
+}
+
+/// The first auxiliary within five words from `from`, with its position.
+fn aux_after(words: &[String], from: usize) -> Option<(usize, String)> {
+    words
+        .iter()
+        .enumerate()
+        .skip(from)
+        .take(5)
+        .find(|(_, w)| AUX.contains(&w.as_str()))
+        .map(|(i, w)| (i, w.clone()))
+}
+
+/// [`subject_phrase`] after the first of `asks`; a name right after it ("…know when *Baan
+/// Thai* closes") opens an embedded question as an article does.
+fn subject_after(
+    words: &[String],
+    asks: &[&str],
+    names: &HashSet<String>,
+) -> Option<(String, Vec<String>)> {
     let (at, len) = (0..words.len()).find_map(|i| {
-        ASKS.iter().find_map(|a| {
+        asks.iter().find_map(|a| {
             let a: Vec<&str> = a.split(' ').collect();
             let hit = words.len() >= i + a.len()
                 && words[i..i + a.len()].iter().zip(&a).all(|(w, x)| w == x);
             hit.then_some((i, a.len()))
         })
     })?;
-    let np_from = |from: usize| -> Vec<String> {
-        words[from.min(words.len())..]
-            .iter()
-            .enumerate()
-            .take_while(|(j, w)| {
-                // "yesterday's *run*", "the *run*": after a possessive or an article a verb's
-                // word is a noun of the phrase.
-                let after_opener = *j > 0 && {
-                    let prev = &words[from + j - 1];
-                    prev.ends_with("'s") || OPENERS.contains(&prev.as_str())
-                };
-                (after_opener || !NP_ENDS.contains(&w.as_str()))
-                    && !AUX.contains(&w.as_str())
-                    && (*j != 0 || !w.ends_with("ing"))
-            })
-            .map(|(_, w)| w.clone())
-            .collect()
-    };
     let mut next = at + len;
     if words[at].starts_with("how") && matches!(words[at + 1].as_str(), "many" | "much") {
         // The count's noun ("how many *tables* does…").
@@ -203,18 +234,13 @@ fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
     {
         // "How many dishes on the menu are mild?": the count's noun is the subject, described
         // by what follows the auxiliary; "How many from the design team?" names none.
-        let (aux_at, aux) = words
-            .iter()
-            .enumerate()
-            .skip(next)
-            .take(5)
-            .find(|(_, w)| AUX.contains(&w.as_str()))?;
-        return Some((aux.clone(), np_from(aux_at + 1)));
+        let (aux_at, aux) = aux_after(words, next)?;
+        return Some((aux, noun_phrase(words, aux_at + 1)));
     }
     let w = words.get(next)?;
-    if OPENERS[..7].contains(&w.as_str()) {
+    if OPENERS[..7].contains(&w.as_str()) || names.contains(w) {
         // An embedded question: the subject comes first.
-        let np = np_from(next);
+        let np = noun_phrase(words, next);
         let aux = words
             .get(next + np.len())
             .filter(|a| AUX.contains(&a.as_str()))
@@ -222,27 +248,31 @@ fn subject_phrase(words: &[String]) -> Option<(String, Vec<String>)> {
             .unwrap_or_default();
         return Some((aux, np));
     }
-    let (aux_at, aux) = words
-        .iter()
-        .enumerate()
-        .skip(next)
-        .take(5)
-        .find(|(_, w)| AUX.contains(&w.as_str()))?;
+    let Some((aux_at, aux)) = aux_after(words, next) else {
+        // "…know when *check-in* opens": a noun phrase ended by a verb's third person is an
+        // embedded question's subject.
+        let np = noun_phrase(words, next);
+        let third_person = words
+            .get(next + np.len())
+            .and_then(|v| v.strip_suffix('s'))
+            .is_some_and(|v| NP_ENDS.contains(&v));
+        return (third_person && !np.is_empty()).then_some((String::new(), np));
+    };
     let after = &words[aux_at + 1..];
     if after.len() >= 2
         && matches!(after[0].as_str(), "in" | "per")
         && matches!(after[1].as_str(), "a" | "an" | "one" | "each" | "every")
     {
         // "How many cans are in one pack?": a measure of one item.
-        return Some((aux.clone(), vec!["one".to_string()]));
+        return Some((aux, vec!["one".to_string()]));
     }
-    Some((aux.clone(), np_from(aux_at + 1)))
+    Some((aux, noun_phrase(words, aux_at + 1)))
 }
 
 /// Whether the subject a question asks a value of is not the user, the act or the slot's
 /// thing (module doc); with the noun phrase when it names a thing.
 fn third_party(s: &SlotSubject, words: &[String], names: &HashSet<String>) -> (bool, bool) {
-    let Some((aux, np)) = subject_phrase(words) else {
+    let Some((aux, np)) = subject_phrase(words, names) else {
         return (false, false);
     };
     let Some(first) = np.first() else {
@@ -493,10 +523,16 @@ fn other_count_noun(
     if !f.kinds.contains(&Kind::Count) {
         return false;
     }
+    if inside_its_unit(p, words) {
+        return true;
+    }
     let stems = stems_of(last);
     let c = text_concepts(noun);
     if c.iter().any(|x| p.counted.contains(x)) {
         return false;
+    }
+    if foreign_unit(p, last, &c) {
+        return true;
     }
     let own = stems.iter().any(|x| p.terms.contains(x));
     let elsewhere = m
@@ -513,7 +549,29 @@ fn other_count_noun(
     if unit || stems.iter().any(|x| p.subject.heads.contains(x)) {
         return false;
     }
-    own && !p.counted.is_empty() || of_its_thing || inside_its_unit(p, words)
+    own && !p.counted.is_empty() || of_its_thing
+}
+
+/// "How many *bags* are you bringing?" beside a count of nights, "How many *miles*?" beside one
+/// of minutes, "How many *boxes*?" beside one of people: a slot counting time (it holds a
+/// duration) counts only time's words (nights, evenings), and one counting people no unit
+/// things come in — whatever unit the lexicon knows the noun as.
+fn foreign_unit(p: &SlotProfile, last: &str, c: &HashSet<String>) -> bool {
+    let word = last.trim_end_matches('s');
+    let counts_time = p
+        .kinds
+        .iter()
+        .any(|(k, w)| *k == Kind::Duration && *w >= 0.8);
+    if counts_time {
+        return !TIME_WORDS.contains(&word) && !lexicon().is_time_unit(last);
+    }
+    let people = text_concepts("people");
+    let counts_people = p.counted.iter().any(|x| people.contains(x))
+        || p.counted.is_empty() && p.kinds.iter().any(|(k, w)| *k == Kind::Person && *w >= 0.8);
+    let containers = text_concepts("cartons");
+    counts_people
+        && c.iter()
+            .any(|x| x.starts_with('#') && containers.contains(x))
 }
 
 /// "How many shots go in the latte?", "How many cans are in one pack?": a count of what is
@@ -530,6 +588,35 @@ fn inside_its_unit(p: &SlotProfile, words: &[String]) -> bool {
         })
 }
 
+/// "Where's the show?", "Do you know where the venue is?", "Where is the birthday dinner?": an
+/// open "where" question is about no slot holding no place; of a slot holding one, a question
+/// where a thing *is* is about it only when the thing is what the slot's place is the place of
+/// ([`SlotSubject::place_of`]) — the user ("Where are you now?") or the act ("Where's the
+/// pickup?") — not a thing its `about` names beside it ("before the show").
+fn where_rules_out(p: &SlotProfile, words: &[String], f: &Form, names: &HashSet<String>) -> bool {
+    if f.closed || !f.kinds.contains(&Kind::Place) {
+        return false;
+    }
+    if !holds(p, Kind::Place) {
+        return f
+            .kinds
+            .iter()
+            .all(|k| matches!(k, Kind::Place | Kind::YesNo | Kind::Choice));
+    }
+    let Some((aux, np)) = subject_after(words, &["where"], names) else {
+        return false;
+    };
+    let copula = matches!(aux.as_str(), "is" | "are" | "was" | "were" | "");
+    let Some(first) = np.first() else {
+        return false;
+    };
+    if !copula || OURS.contains(&first.as_str()) || matches!(first.as_str(), "she" | "he") {
+        return false;
+    }
+    !np.iter()
+        .any(|w| stems_of(w).iter().any(|x| p.subject.place_of.contains(x)))
+}
+
 impl TaskMatcher {
     /// Whether the subject of a piece rules ask-only slot `i` out (module doc).
     pub(super) fn subject_rules_out(&self, i: usize, text: &str, f: &Form) -> bool {
@@ -541,7 +628,9 @@ impl TaskMatcher {
         if asks_someone_else(&words) || property_of_a_thing(&words, f) {
             return true;
         }
-        if asks_money(&words) && !p.subject.money {
+        if asks_money(&words) && !p.subject.money
+            || where_rules_out(p, &words, f, &capitalised(text))
+        {
             return true;
         }
         let asked: Vec<Kind> = f
@@ -617,7 +706,7 @@ mod tests {
 
     #[test]
     fn the_subject_follows_the_auxiliary_or_opens_an_embedded_question() {
-        let np = |t: &str| subject_phrase(&w(t)).map(|(a, np)| (a, np.join(" ")));
+        let np = |t: &str| subject_phrase(&w(t), &capitalised(t)).map(|(a, np)| (a, np.join(" ")));
         assert_eq!(
             np("What time does the post office open on Saturday?"),
             Some(("does".to_string(), "the post office".to_string()))
@@ -636,5 +725,9 @@ mod tests {
         );
         assert_eq!(np("How many from the design team?"), None);
         assert_eq!(np("What time works for you?"), None);
+        assert_eq!(
+            np("Do you know when check-in opens for Alaska?"),
+            Some((String::new(), "check-in".to_string()))
+        );
     }
 }
