@@ -749,3 +749,83 @@ fn outside_class_questions_are_never_sent_to_another_slot() {
     // all 137 rows 70/79 (88.6%), none, 128/137 exact.
     holds("outside_classes.csv", 0.85, 0.9);
 }
+
+#[test]
+fn where_a_thing_is_and_a_business_s_hours_are_no_slot_s() {
+    // The show is said beside the meeting place, not of it.
+    assert_eq!(one("tickets_tell_priya-02", "Where's the show?"), None);
+    assert_eq!(
+        one(
+            "tickets_tell_priya-02",
+            "Where should I tell Priya to meet you?"
+        )
+        .as_deref(),
+        Some("meet")
+    );
+    // A slot holding no place is no answer to "where" (the inferable restaurant may be).
+    assert_ne!(
+        one("lena_birthday_reply-01", "Where is the birthday dinner?").as_deref(),
+        Some("night")
+    );
+    assert_eq!(
+        one(
+            "dinespot_time_gone-01",
+            "Do you know when Baan Thai closes tonight?"
+        ),
+        None
+    );
+}
+
+#[test]
+fn a_count_of_time_takes_only_time_s_words_and_companions_are_a_count_of_people() {
+    assert_eq!(
+        one("staywell_city-02", "How many bags are you bringing?"),
+        None
+    );
+    assert_eq!(
+        one("staywell_city-02", "How many nights will you stay?").as_deref(),
+        Some("nights")
+    );
+    assert_eq!(
+        one(
+            "dinespot_dinner-02",
+            "Will anyone be joining you on Saturday?"
+        )
+        .as_deref(),
+        Some("party_size")
+    );
+    // A count of nights takes no people.
+    assert_eq!(one("staywell_city-02", "Is anyone staying with you?"), None);
+}
+
+#[test]
+fn a_bare_question_word_repeats_the_request_before_it_or_asks_nothing() {
+    assert_eq!(
+        matched(
+            "circle_photo-01",
+            "Do you want a caption on it? If so, what?"
+        ),
+        [Some("caption".to_string()), Some("caption".to_string())]
+    );
+    assert_eq!(one("skyway_trip-02", "Sorry, what?"), None);
+}
+
+#[test]
+fn both_ends_of_a_stay_ask_its_dates() {
+    assert_eq!(
+        one(
+            "staywell_portland-02",
+            "What are your check-in and check-out dates?"
+        )
+        .as_deref(),
+        Some("dates")
+    );
+    assert_eq!(
+        one(
+            "staywell_portland-01",
+            "Which nights do you need the room for — check-in and check-out?"
+        )
+        .as_deref(),
+        Some("dates")
+    );
+}
