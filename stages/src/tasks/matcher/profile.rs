@@ -728,6 +728,12 @@ impl TaskMatcher {
                 match (a.source, b.source) {
                     (Source::AskOnly, Source::Inferable) => Some(top),
                     (Source::Inferable, Source::AskOnly) if evidence(s) => Some(s),
+                    // "Which night do you arrive?" beside the trip's dates and a count of
+                    // nights: the one of the two holding the kind of value asked.
+                    _ if self.holds_asked(top, &f) && !self.holds_asked(s, &f) => Some(top),
+                    _ if self.holds_asked(s, &f) && !self.holds_asked(top, &f) && evidence(s) => {
+                        Some(s)
+                    }
                     _ => None,
                 }
             }
@@ -799,31 +805,30 @@ impl TaskMatcher {
         (!other_value).then_some(i)
     }
 
+    /// Whether slot `i` holds (weight ≥ 0.8) a typed kind the piece asks for: a count, a
+    /// duration, a time, a day or days.
+    fn holds_asked(&self, i: usize, f: &Form) -> bool {
+        f.kinds.iter().any(|k| {
+            matches!(
+                k,
+                Kind::Count | Kind::Duration | Kind::Time | Kind::Date | Kind::Dates
+            ) && self.profiles[i]
+                .kinds
+                .iter()
+                .any(|(x, w)| x == k && *w >= 0.8)
+        })
+    }
+
     /// When the best slot `top` holds none of the typed kinds a piece asks for (a day, a count,
     /// a time, a duration) but another slot holds one: that slot, if the piece also names it
     /// and fits it well enough (`Some(Some(j))`), else no slot (`Some(None)`). `None`: the kinds
     /// do not decide.
     fn of_the_asked_kind(&self, top: usize, f: &Form, fits: &[Fit]) -> Option<Option<usize>> {
-        let asked: Vec<&Kind> = f
-            .kinds
-            .iter()
-            .filter(|k| {
-                matches!(
-                    k,
-                    Kind::Count | Kind::Duration | Kind::Time | Kind::Date | Kind::Dates
-                )
-            })
-            .collect();
-        let strong = |p: &SlotProfile| {
-            asked
-                .iter()
-                .any(|k| p.kinds.iter().any(|(x, w)| x == *k && *w >= 0.8))
-        };
-        if asked.is_empty() || strong(&self.profiles[top]) {
+        if self.holds_asked(top, f) {
             return None;
         }
         let holders: Vec<usize> = (0..self.profiles.len())
-            .filter(|&j| j != top && fits[j].total.is_finite() && strong(&self.profiles[j]))
+            .filter(|&j| j != top && fits[j].total.is_finite() && self.holds_asked(j, f))
             .collect();
         if holders.is_empty() {
             return None;
