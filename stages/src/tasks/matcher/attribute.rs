@@ -110,25 +110,33 @@ fn reconfirmed_noun(text: &str) -> Option<Vec<String>> {
     (run > 0 && tail_only).then(|| rest[..run].iter().map(|w| w.to_string()).collect())
 }
 
-/// The thing of "how much <thing>" or "how many <unit> of <thing>".
-fn amount_of(words: &[String]) -> Option<&str> {
+/// The noun run of "how much <thing>" or "how many <unit> of <thing>" ("how many packs of
+/// Miso's food" → `miso's food`).
+fn amount_of(words: &[String]) -> Option<Vec<String>> {
     let lex = lexicon();
-    let at = words
+    let start = match words
         .windows(2)
-        .position(|w| w[0] == "how" && w[1] == "much");
-    if let Some(at) = at {
-        return words
-            .get(at + 2)
-            .map(String::as_str)
-            .filter(|w| !lex.is_stop(w));
-    }
-    let at = words
-        .windows(2)
-        .position(|w| w[0] == "how" && w[1] == "many")?;
-    if words.get(at + 3).map(String::as_str) != Some("of") {
-        return None;
-    }
-    words.get(at + 4).map(String::as_str)
+        .position(|w| w[0] == "how" && w[1] == "much")
+    {
+        Some(at) => at + 2,
+        None => {
+            let at = words
+                .windows(2)
+                .position(|w| w[0] == "how" && w[1] == "many")?;
+            if words.get(at + 3).map(String::as_str) != Some("of") {
+                return None;
+            }
+            at + 4
+        }
+    };
+    let run: Vec<String> = words
+        .iter()
+        .skip(start)
+        .take_while(|w| !lex.is_stop(w))
+        .take(3)
+        .cloned()
+        .collect();
+    (!run.is_empty()).then_some(run)
 }
 
 /// Whether a piece asking an attribute (module doc) rules slot `p` out; `instruction` holds the
@@ -144,8 +152,11 @@ pub(super) fn attribute_rules_out(
         }
     }
     amount_of(&raw(text)).is_some_and(|thing| {
-        let stems = stems_of(thing);
-        stems.iter().any(|s| instruction.contains(s)) && !names_the_slot(p, &[thing.to_string()])
+        let named = thing
+            .iter()
+            .flat_map(|w| stems_of(w))
+            .any(|s| instruction.contains(&s));
+        named && !names_the_slot(p, &thing)
     })
 }
 
@@ -191,7 +202,7 @@ mod tests {
 
     #[test]
     fn an_amount_names_its_thing() {
-        let a = |t: &str| amount_of(&raw(t)).map(str::to_string);
+        let a = |t: &str| amount_of(&raw(t)).map(|r| r.join(" "));
         assert_eq!(
             a("How much lemongrass do you need?").as_deref(),
             Some("lemongrass")
@@ -200,6 +211,8 @@ mod tests {
             a("How many stalks of lemongrass?").as_deref(),
             Some("lemongrass")
         );
+        let miso = a("How many packs of Miso's food?");
+        assert_eq!(miso.as_deref(), Some("miso's food"));
         assert_eq!(a("How much should I get?"), None);
         assert_eq!(a("How many tickets?"), None);
     }

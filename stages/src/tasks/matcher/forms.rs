@@ -633,7 +633,9 @@ pub fn form(text: &str, lead: &str, context: &str) -> Form {
     if YES_NO_FIRST.contains(&first) || has(&t, YES_NO) {
         push(&mut kinds, Kind::YesNo);
     }
-    let closed = !has(&t, WH) && text.trim_end().ends_with('?');
+    // "Is 1 p.m. okay, and what should the subject be?": the first of coordinated questions
+    // has lost its question mark to the second.
+    let closed = !has(&t, WH) && (text.trim_end().ends_with('?') || YES_NO_FIRST.contains(&first));
     if closed || matches!(first, "want" | "need" | "maybe" | "perhaps") {
         push(&mut kinds, Kind::YesNo);
     }

@@ -751,7 +751,9 @@ impl TaskMatcher {
                 && !(*i > 0
                     && ["main", "key", "whole", "overall"].contains(&toks[i - 1].word.as_str()))
         });
-        if named.is_some_and(|(_, t)| !p.own_stems.contains(&t.stem)) {
+        if named
+            .is_some_and(|(_, t)| !p.own_stems.contains(&t.stem) && !names_its_field(p, &t.word))
+        {
             return true;
         }
         if free_text(p) {
@@ -781,4 +783,20 @@ fn includes_its_kind(p: &SlotProfile, text: &str) -> bool {
     text_concepts(&object)
         .iter()
         .any(|c| own.contains(c) && !p.names.contains(c))
+}
+
+/// "What should I put as the *subject*?" beside the topic of a meeting: a message's part named
+/// by a word the lexicon groups with the head of the slot's `about` sentence or its id, outside
+/// the wide group of messages themselves (a caption is no note to a chat).
+fn names_its_field(p: &SlotProfile, word: &str) -> bool {
+    use crate::tasks::language::{concepts, text_concepts, tokens};
+    let messages = text_concepts("message");
+    let id_stems = tokens(&p.slot_id.replace('_', " "))
+        .into_iter()
+        .map(|t| t.stem);
+    let own: Vec<String> = p.head.iter().cloned().chain(id_stems).collect();
+    let own = concepts(&own);
+    text_concepts(word)
+        .iter()
+        .any(|c| c.starts_with('#') && !messages.contains(c) && own.contains(c))
 }

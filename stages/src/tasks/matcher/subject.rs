@@ -617,6 +617,15 @@ fn where_rules_out(p: &SlotProfile, words: &[String], f: &Form, names: &HashSet<
         .any(|w| stems_of(w).iter().any(|x| p.subject.place_of.contains(x)))
 }
 
+/// The capitalised words of a question that may name a third party: not a day or a month ("What
+/// time Tuesday works?" asks the user's time on a day, not Tuesday's).
+fn names_in(text: &str) -> HashSet<String> {
+    use crate::world::clock::{MONTHS, WEEKDAYS};
+    let mut names = capitalised(text);
+    names.retain(|w| !WEEKDAYS.contains(&w.as_str()) && !MONTHS.contains(&w.as_str()));
+    names
+}
+
 impl TaskMatcher {
     /// Whether the subject of a piece rules ask-only slot `i` out (module doc).
     pub(super) fn subject_rules_out(&self, i: usize, text: &str, f: &Form) -> bool {
@@ -628,8 +637,7 @@ impl TaskMatcher {
         if asks_someone_else(&words) || property_of_a_thing(&words, f) {
             return true;
         }
-        if asks_money(&words) && !p.subject.money
-            || where_rules_out(p, &words, f, &capitalised(text))
+        if asks_money(&words) && !p.subject.money || where_rules_out(p, &words, f, &names_in(text))
         {
             return true;
         }
@@ -664,7 +672,7 @@ impl TaskMatcher {
                 .iter()
                 .all(|k| TYPED.contains(k) || *k == Kind::YesNo)
             && !asked.iter().any(|k| holds(p, *k));
-        let (foreign, of_its_thing) = third_party(s, &words, &capitalised(text));
+        let (foreign, of_its_thing) = third_party(s, &words, &names_in(text));
         joined.contains(" time zone ")
             || open_typed_only
             || foreign
