@@ -768,18 +768,14 @@ impl TaskMatcher {
 /// object of an including verb, a word the lexicon groups with the head of free-text slot `p`'s
 /// `about` sentence or its id ("note" with the gift *message*), proposes the slot's content.
 fn includes_its_kind(p: &SlotProfile, text: &str) -> bool {
-    use crate::tasks::language::{concepts, text_concepts, tokens};
+    use crate::tasks::language::text_concepts;
     if !free_text(p) {
         return false;
     }
     let Some(object) = super::forms::included_object(text) else {
         return false;
     };
-    let id_stems = tokens(&p.slot_id.replace('_', " "))
-        .into_iter()
-        .map(|t| t.stem);
-    let own: Vec<String> = p.head.iter().cloned().chain(id_stems).collect();
-    let own = concepts(&own);
+    let own = head_concepts(p);
     text_concepts(&object)
         .iter()
         .any(|c| own.contains(c) && !p.names.contains(c))
@@ -789,14 +785,21 @@ fn includes_its_kind(p: &SlotProfile, text: &str) -> bool {
 /// by a word the lexicon groups with the head of the slot's `about` sentence or its id, outside
 /// the wide group of messages themselves (a caption is no note to a chat).
 fn names_its_field(p: &SlotProfile, word: &str) -> bool {
-    use crate::tasks::language::{concepts, text_concepts, tokens};
+    use crate::tasks::language::text_concepts;
     let messages = text_concepts("message");
+    let own = head_concepts(p);
+    text_concepts(word)
+        .iter()
+        .any(|c| c.starts_with('#') && !messages.contains(c) && own.contains(c))
+}
+
+/// The stems and synonym groups of the head nouns of slot `p`'s `about` sentence and of its id:
+/// what a word must be grouped with to name the slot's own thing.
+fn head_concepts(p: &SlotProfile) -> std::collections::HashSet<String> {
+    use crate::tasks::language::{concepts, tokens};
     let id_stems = tokens(&p.slot_id.replace('_', " "))
         .into_iter()
         .map(|t| t.stem);
     let own: Vec<String> = p.head.iter().cloned().chain(id_stems).collect();
-    let own = concepts(&own);
-    text_concepts(word)
-        .iter()
-        .any(|c| c.starts_with('#') && !messages.contains(c) && own.contains(c))
+    concepts(&own)
 }
