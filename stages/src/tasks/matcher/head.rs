@@ -150,6 +150,9 @@ fn alternatives(text: &str, lead: &str) -> Option<Vec<String>> {
 
 /// Words after "which" that name no thing: nouns of a kind of value (the question's form
 /// decides), the task's own object ("one"), and verbs ("which suits you?").
+/// Nouns naming a part of something ("which *part* of the plan").
+const PARTS: [&str; 6] = ["part", "parts", "aspect", "aspects", "bit", "bits"];
+
 const KIND_NOUNS: [&str; 36] = [
     "time",
     "times",
@@ -547,6 +550,11 @@ impl TaskMatcher {
         let Some((noun, explicit)) = head_noun(text) else {
             return false;
         };
+        // "Which part of the plan should the email stress?": a part of something is what a
+        // free-text slot says (not where in a park to meet).
+        if free_text(p) && PARTS.contains(&noun.as_str()) {
+            return false;
+        }
         let stems: Vec<String> = crate::tasks::language::content_stems(&noun);
         if stems.is_empty() {
             return false;
