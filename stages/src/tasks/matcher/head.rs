@@ -540,6 +540,7 @@ impl TaskMatcher {
             && self.bare_subject(p, text) <= 0.0
             && !self.names_value(p, text)
             && !includes_its_kind(p, text)
+            && !names_its_head(p, text)
     }
 
     /// "Which *store* should I choose?", "Which *delivery*…?", "How many (*tip percent*)…?": the
@@ -810,4 +811,19 @@ fn head_concepts(p: &SlotProfile) -> std::collections::HashSet<String> {
         .map(|t| t.stem);
     let own: Vec<String> = p.head.iter().cloned().chain(id_stems).collect();
     concepts(&own)
+}
+
+/// "Any *message* for Lena?" beside the gift message for Lena's present: a piece naming the
+/// head of the slot's `about` sentence or its id (or a word grouped with them) names the slot's
+/// own thing, not only whose it is.
+fn names_its_head(p: &SlotProfile, text: &str) -> bool {
+    let own = head_concepts(p);
+    crate::tasks::language::tokens(text)
+        .iter()
+        .filter(|t| !t.stop && !p.names.contains(&t.stem))
+        .any(|t| {
+            crate::tasks::language::text_concepts(&t.word)
+                .iter()
+                .any(|c| own.contains(c))
+        })
 }

@@ -167,6 +167,33 @@ fn subject_phrase(words: &[String], names: &HashSet<String>) -> Option<(String, 
     subject_after(words, &ASKS, names)
 }
 
+/// Words after which a "when" opens an embedded question ("Do you *know* when Baan Thai
+/// closes?", "…*and* when should it ping you?") rather than a clause of time.
+const EMBEDDERS: [&str; 16] = [
+    "know",
+    "tell",
+    "ask",
+    "check",
+    "sure",
+    "idea",
+    "remember",
+    "wonder",
+    "wondering",
+    "out",
+    "see",
+    "whether",
+    "and",
+    "so",
+    "then",
+    "but",
+];
+
+/// "Want it to turn off *when the episode ends*?": a "when" inside a question, after neither a
+/// verb of knowing nor a conjunction, opens a clause of time, no question about its subject.
+fn subordinate_when(words: &[String], at: usize) -> bool {
+    at > 0 && words[at] == "when" && !EMBEDDERS.contains(&words[at - 1].as_str())
+}
+
 /// The words of the noun phrase starting at `from`: up to a preposition, particle, adverb or
 /// verb (its base or, after the phrase's first word, its third person), an auxiliary, or an
 /// "-ing" word opening it.
@@ -221,6 +248,9 @@ fn subject_after(
             hit.then_some((i, a.len()))
         })
     })?;
+    if subordinate_when(words, at) {
+        return None;
+    }
     let mut next = at + len;
     if words[at].starts_with("how") && matches!(words[at + 1].as_str(), "many" | "much") {
         // The count's noun ("how many *tables* does…").
@@ -617,6 +647,27 @@ fn where_rules_out(p: &SlotProfile, words: &[String], f: &Form, names: &HashSet<
         .any(|w| stems_of(w).iter().any(|x| p.subject.place_of.contains(x)))
 }
 
+/// "What's the address of the client's office?" beside where the user is now: the address or
+/// location *of* a thing asks where the thing is — about the slot only when the thing is the
+/// user or what the slot's place is the place of ([`SlotSubject::place_of`]), as for "where".
+fn address_of_rules_out(p: &SlotProfile, words: &[String]) -> bool {
+    let Some(at) = words
+        .windows(2)
+        .position(|w| matches!(w[0].as_str(), "address" | "location") && w[1] == "of")
+    else {
+        return false;
+    };
+    let np = noun_phrase(words, at + 2);
+    let Some(first) = np.first() else {
+        return false;
+    };
+    if OURS.contains(&first.as_str()) || !holds(p, Kind::Place) {
+        return false;
+    }
+    !np.iter()
+        .any(|w| stems_of(w).iter().any(|x| p.subject.place_of.contains(x)))
+}
+
 /// The capitalised words of a question that may name a third party: not a day or a month ("What
 /// time Tuesday works?" asks the user's time on a day, not Tuesday's).
 fn names_in(text: &str) -> HashSet<String> {
@@ -637,7 +688,9 @@ impl TaskMatcher {
         if asks_someone_else(&words) || property_of_a_thing(&words, f) {
             return true;
         }
-        if asks_money(&words) && !p.subject.money || where_rules_out(p, &words, f, &names_in(text))
+        if asks_money(&words) && !p.subject.money
+            || where_rules_out(p, &words, f, &names_in(text))
+            || address_of_rules_out(p, &words)
         {
             return true;
         }
