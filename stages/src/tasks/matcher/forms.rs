@@ -610,6 +610,36 @@ fn mentioned_kinds(with_lead: &str) -> (Vec<Kind>, Option<String>, bool) {
 /// The form of a piece (`lead`: the words of its sentence before it; `context`: the
 /// statements before it, read for alternatives only).
 pub fn form(text: &str, lead: &str, context: &str) -> Form {
+    RECENT_FORMS.with(|memo| {
+        let same = |(t, l, c): &(String, String, String)| t == text && l == lead && c == context;
+        if let Some((_, f)) = memo.borrow().iter().find(|(k, _)| same(k)) {
+            return f.clone();
+        }
+        let key = (text.to_string(), lead.to_string(), context.to_string());
+        let f = form_of(text, lead, context);
+        let mut memo = memo.borrow_mut();
+        if memo.len() == RECENT_FORMS_KEPT {
+            memo.pop_front();
+        }
+        memo.push_back((key, f.clone()));
+        f
+    })
+}
+
+/// How many recent forms each thread keeps: one message's pieces, each read with and without
+/// its lead and context.
+const RECENT_FORMS_KEPT: usize = 32;
+
+thread_local! {
+    /// The forms this thread read last. The matcher's rules ask for the same piece's form many
+    /// times (once per rule and per slot); `form_of` is a pure function of its three texts, so
+    /// remembering the last few answers changes no result and saves most of the matcher's time.
+    static RECENT_FORMS: std::cell::RefCell<std::collections::VecDeque<((String, String, String), Form)>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
+}
+
+/// [`form`], computed.
+fn form_of(text: &str, lead: &str, context: &str) -> Form {
     let t = main_clause(&format!(" {} ", text.to_lowercase().replace('’', "'")));
     let ctx = context.to_lowercase().replace('’', "'");
     let asked_noun = counted_noun(&t);
