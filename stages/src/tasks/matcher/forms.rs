@@ -589,10 +589,15 @@ fn mentioned_kinds(with_lead: &str) -> (Vec<Kind>, Option<String>, bool) {
         mentioned.push(Kind::Date);
         concrete = true;
     }
-    if has(&wl, HOUR_SPANS) {
+    if has(&wl, HOUR_SPANS) || clock_span(&wl) || ends_a_stay(&wl) {
         mentioned.push(Kind::Duration);
     }
     let mut counted = None;
+    if let (false, Some(noun)) = (mentioned.is_empty(), counted_with_of(&wl)) {
+        // "Should I add one pack of tofu to Sunday's order?": beside a day, a count of things.
+        mentioned.push(Kind::Count);
+        counted = Some(noun);
+    }
     if mentioned.is_empty() {
         match count_mention(with_lead) {
             Some(Some(noun)) if lex.is_time_unit(&noun) => mentioned.push(Kind::Duration),
@@ -605,6 +610,78 @@ fn mentioned_kinds(with_lead: &str) -> (Vec<Kind>, Option<String>, bool) {
         concrete = !mentioned.is_empty();
     }
     (mentioned, counted, concrete)
+}
+
+/// "9 to 11", "8:30–11:00", "9 until noon": two clock times joined as the ends of one span
+/// propose how long it lasts (`wl`: lower-cased).
+fn clock_span(wl: &str) -> bool {
+    let spaced = wl.replace(['–', '—'], " to ");
+    let words: Vec<&str> = spaced
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| matches!(c, ',' | '?' | '.' | '!' | '(' | ')')))
+        .collect();
+    let clock = |w: &str| {
+        let w = w.trim_end_matches("am").trim_end_matches("pm");
+        matches!(w, "noon" | "midnight")
+            || w.split_once(':').is_some_and(|(h, m)| {
+                h.parse::<u32>().is_ok_and(|h| h <= 24) && m.len() == 2 && m.parse::<u32>().is_ok()
+            })
+            || w.parse::<u32>().is_ok_and(|h| (1..=12).contains(&h))
+    };
+    words
+        .windows(3)
+        .any(|w| clock(w[0]) && matches!(w[1], "to" | "until" | "till" | "through") && clock(w[2]))
+        || words.iter().any(|w| {
+            w.split_once('-')
+                .is_some_and(|(a, b)| a.contains(':') && clock(a) && clock(b))
+        })
+}
+
+/// "Should I book it through the 29th?", "checking out on the 10th?": the last day of a stay,
+/// alone, proposes how long it lasts (`wl`: lower-cased, padded); "the 17th through the 20th"
+/// names both ends — the dates.
+fn ends_a_stay(wl: &str) -> bool {
+    const UNTIL: [&str; 7] = [
+        " through ",
+        " until ",
+        " till ",
+        " checking out ",
+        " check out ",
+        " check-out ",
+        " checkout ",
+    ];
+    UNTIL.iter().any(|u| {
+        wl.find(u).is_some_and(|i| {
+            let after = &wl[i + u.len()..];
+            let next: String = after
+                .split_whitespace()
+                .take(3)
+                .collect::<Vec<_>>()
+                .join(" ");
+            let day =
+                |t: &str| has_ordinal(t) || has(&format!(" {t} "), &crate::world::clock::WEEKDAYS);
+            let before: Vec<&str> = wl[..i].split_whitespace().rev().take(3).collect();
+            day(&next) && !day(&before.join(" "))
+        })
+    })
+}
+
+/// "one pack of tofu", "two bags of rice": a number, a noun and "of" count things; the noun.
+fn counted_with_of(wl: &str) -> Option<String> {
+    let lex = crate::tasks::language::lexicon();
+    let words: Vec<&str> = wl
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .collect();
+    words
+        .windows(3)
+        .find(|w| {
+            values::number_word(w[0]).is_some()
+                && w[2] == "of"
+                && !lex.is_stop(w[1])
+                && !lex.is_time_unit(w[1])
+        })
+        .map(|w| w[1].to_string())
 }
 
 /// The form of a piece (`lead`: the words of its sentence before it; `context`: the
@@ -722,12 +799,20 @@ fn asks_company(t: &str) -> bool {
         "tagging along",
         "come with",
     ];
-    const SOLO: [&str; 5] = [
+    const SOLO: [&str; 12] = [
         "just be you",
         "be just you",
         "only be you",
         "just you and",
         "just the two of you",
+        // "Is it you and Sam on the flight?", "Is it you, Sam and the kids, or more?"
+        "is it you and",
+        "is it you,",
+        "is it just you,",
+        "will it be you and",
+        "will it be you,",
+        "it's you and",
+        "is it the two of you",
     ];
     has(t, &SOLO) || has(t, &WHOM) && has(t, &JOIN)
 }

@@ -631,14 +631,16 @@ impl TaskMatcher {
     }
 
     /// How strongly `text` names `p`'s subject, leaving out the names in its `about` sentence
-    /// and the nouns of messages (which say whose or where, not what value).
+    /// and the nouns of messages (which say whose or where, not what value) — unless the noun
+    /// is the slot's own thing ("for the *title*" beside the headline of a review).
     fn bare_subject(&self, p: &SlotProfile, text: &str) -> f64 {
         let toks = crate::tasks::language::tokens(text);
+        let own = head_concepts(p);
         let words: Vec<_> = crate::tasks::language::word_concepts(text)
             .into_iter()
             .zip(&toks)
             .map(|(mut c, t)| {
-                if MESSAGES.contains(&t.word.as_str()) {
+                if MESSAGES.contains(&t.word.as_str()) && !c.iter().any(|x| own.contains(x)) {
                     c.clear();
                 }
                 c.retain(|x| !p.names.contains(x));
@@ -667,6 +669,11 @@ impl TaskMatcher {
         let Some(alts) = alternatives(text, lead) else {
             return false;
         };
+        // "Is it you, Sam and the kids, or more?": a choice among how many come is a count.
+        let company = f.kinds.contains(&Kind::Count) && f.counted.as_deref() == Some("people");
+        if company && p.kinds.iter().any(|(k, w)| *k == Kind::Count && *w > 0.0) {
+            return false;
+        }
         let recognisable = typed(p) || !p.values.is_empty() || !p.counted.is_empty();
         // "Which size, S or M?": the question word's own noun names the slot.
         let wh = |a: &str| {

@@ -195,7 +195,11 @@ impl TaskMatcher {
     /// asked before (or it only asks to be told: "tell me and I'll book it").
     fn follow_up(&self, raw: &split::RawPiece, last: Option<usize>) -> Option<usize> {
         let i = last?;
-        if self.subject_rules_out(i, &raw.text, &forms::form(&raw.text, &raw.lead, "")) {
+        // "How many loaves of sourdough, and how many bags of rice?": an attribute of another
+        // thing of the task is not the slot asked again.
+        if self.subject_rules_out(i, &raw.text, &forms::form(&raw.text, &raw.lead, ""))
+            || attribute::attribute_rules_out(&self.profiles[i], &raw.text, &self.instruction)
+        {
             return None;
         }
         let fits = self.fits(&raw.text, &raw.lead, "");
@@ -222,7 +226,7 @@ impl TaskMatcher {
     /// short choice that names nothing takes what it chooses among from the statements before
     /// it, read as its lead.
     fn choice_from_context(&self, raw: &split::RawPiece) -> Option<usize> {
-        let short = raw.text.split_whitespace().count() <= 4;
+        let short = raw.text.split_whitespace().count() <= 4 || which_names_nothing(&raw.text);
         let f = forms::form(&raw.text, "", "");
         let choice = f.kinds.contains(&forms::Kind::Choice)
             && f.kinds
@@ -359,6 +363,19 @@ impl TaskMatcher {
 
 /// "What?", "If so, what?", "Sorry — which?": a question word alone (beside words that only
 /// join it to what came before) asks nothing of its own — it repeats the request before it.
+/// "Which would you like for the cleaning?", "Which should I send to Mia?": a "which" whose
+/// next word is no noun chooses among things named elsewhere, however long the rest.
+fn which_names_nothing(text: &str) -> bool {
+    const NOT_A_NOUN: [&str; 22] = [
+        "should", "would", "do", "does", "did", "one", "ones", "of", "works", "work", "suits",
+        "suit", "is", "are", "will", "can", "could", "sounds", "looks", "fits", "you", "option",
+    ];
+    let w = words(text);
+    w.len() <= 8
+        && w.first().is_some_and(|f| f == "which")
+        && w.get(1).is_some_and(|n| NOT_A_NOUN.contains(&n.as_str()))
+}
+
 fn bare_question(text: &str) -> bool {
     const JOINERS: [&str; 11] = [
         "if", "so", "yes", "not", "no", "sorry", "then", "and", "ok", "okay", "exactly",

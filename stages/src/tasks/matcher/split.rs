@@ -109,11 +109,23 @@ fn abbreviation_ends_here(current: &str, rest: &[char]) -> bool {
     }
     if SOFT.contains(&word.as_str()) || (word.len() == 1 && word.chars().all(char::is_alphabetic)) {
         return !next_capital
-            || word.len() == 1
+            || word.len() == 1 && !opens_a_sentence(&next_word)
             || open_question
             || CLOCK.contains(&word.as_str()) && continues_a_time(&next_word, rest);
     }
     false
+}
+
+/// "Sold out in M. Which other color…?", "Size S. Is that right?": a capitalised word that opens
+/// questions or statements, never a name, ends the sentence after a single letter (an initial
+/// goes on before a name: "J. Smith").
+fn opens_a_sentence(next_word: &str) -> bool {
+    const STARTS: [&str; 14] = [
+        "i", "the", "it", "your", "you", "we", "there", "that", "this", "they", "if", "so", "but",
+        "please",
+    ];
+    let w = next_word.to_lowercase();
+    OPENERS.contains(&w.as_str()) || STARTS.contains(&w.as_str())
 }
 
 /// Abbreviations of a clock time's half of the day.
@@ -199,7 +211,55 @@ pub fn asks(sentence: &str) -> bool {
         .split(|c: char| !c.is_alphanumeric())
         .next()
         .unwrap_or("");
-    IMPERATIVES.contains(&first) || REQUESTS.iter().any(|r| lower.contains(r))
+    IMPERATIVES.contains(&first) || requests(&lower)
+}
+
+/// Whether a lower-cased sentence holds a request phrase, read past the adverbs that may sit
+/// inside one ("I'll *also* need a start time", "I *just* need the key finding").
+fn requests(lower: &str) -> bool {
+    let plain = without_adverbs(lower);
+    REQUESTS
+        .iter()
+        .any(|r| lower.contains(r) || plain.contains(r))
+}
+
+/// "Wednesday works; I'll also need a start time": a fragment that opens with a request phrase.
+fn opens_request(fragment: &str) -> bool {
+    let lower = fragment.to_lowercase().replace('’', "'");
+    let plain = without_adverbs(&lower);
+    REQUESTS
+        .iter()
+        .any(|r| lower.starts_with(r) || plain.starts_with(r))
+}
+
+/// A lower-cased text without the adverbs that may sit inside a request phrase.
+fn without_adverbs(lower: &str) -> String {
+    const ADVERBS: [&str; 6] = ["also", "still", "just", "then", "only", "first"];
+    lower
+        .split(' ')
+        .filter(|w| !ADVERBS.contains(w))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// "…, and I'll send Tom the invite.": a fragment in which the agent says what it will do next
+/// asks nothing (unless it asks in its own words: "I'll also need a start time").
+fn announces(fragment: &str) -> bool {
+    const OPENINGS: [&str; 9] = [
+        "i'll ",
+        "i will ",
+        "i can ",
+        "we'll ",
+        "then i",
+        "i'm going to ",
+        "i am going to ",
+        "i'd then ",
+        "once i ",
+    ];
+    let lower = fragment.trim().to_lowercase().replace('’', "'");
+    OPENINGS.iter().any(|o| lower.starts_with(o))
+        && !lower.trim_end().ends_with('?')
+        && !requests(&format!("{lower} "))
 }
 
 /// A request's trailing announcement ("… and I'll book it", "… so I can check out") asks
@@ -281,6 +341,9 @@ fn clauses(sentence: &str) -> Vec<(String, String, bool)> {
     let n = fragments.len();
     for (k, (f, hard_before, hard_after)) in fragments.into_iter().enumerate() {
         let last = k + 1 == n;
+        if !out.is_empty() && announces(&f) {
+            continue;
+        }
         if opens_question(&f) || hard_before || hard_after || (last && out.is_empty()) {
             let soft = !hard_before && !out.is_empty() && lead.is_empty();
             out.push((f, std::mem::take(&mut lead), soft));
@@ -333,7 +396,8 @@ fn cuts(sentence: &str) -> Vec<(usize, bool)> {
         if sep_len == 0 || i == 0 || sentence.len() <= i + sep_len {
             continue;
         }
-        if opens_question(&sentence[i + sep_len..]) {
+        let rest = &sentence[i + sep_len..];
+        if opens_question(rest) || opens_request(rest) {
             cuts.push((i + sep_len, false));
         }
     }
@@ -470,6 +534,40 @@ mod tests {
             sentences("It starts at 7 p.m. Is that OK?"),
             ["It starts at 7 p.m.", "Is that OK?"]
         );
+    }
+
+    #[test]
+    fn a_single_letter_before_a_question_ends_its_sentence() {
+        assert_eq!(
+            sentences("Your usual color is sold out in M. Which other color should I get?"),
+            [
+                "Your usual color is sold out in M.",
+                "Which other color should I get?"
+            ]
+        );
+        assert_eq!(
+            sentences("Should I send it to J. Smith today?"),
+            ["Should I send it to J. Smith today?"]
+        );
+    }
+
+    #[test]
+    fn announcements_after_a_request_are_no_piece() {
+        assert_eq!(
+            texts("Tell me what time works on Monday, and I'll send Tom the invite."),
+            ["Tell me what time works on Monday"]
+        );
+        assert_eq!(
+            texts("Let me know how many are flying, and we'll pick seats together."),
+            ["Let me know how many are flying"]
+        );
+        // Said in its own words, a need is a request.
+        assert_eq!(
+            texts("Wednesday works; I'll also need a start time for the one-on-one."),
+            ["I'll also need a start time for the one-on-one."]
+        );
+        assert!(asks("I just need the key finding from the interview."));
+        assert!(!asks("I'll add your usual strawberries to the order."));
     }
 
     #[test]

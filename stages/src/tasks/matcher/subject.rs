@@ -508,11 +508,13 @@ fn property_of_a_thing(words: &[String], f: &Form) -> bool {
             "want" | "prefer" | "ok" | "okay" | "work" | "instead" | "should" | "rather" | "fine"
         )
     });
+    // "Is it the usual six of you, or has the group changed?": after "or" a new question opens;
+    // its "has" is no property of the thing asked about first.
+    let first_clause = words.iter().take_while(|w| w.as_str() != "or");
     closed
         && opens_on_a_thing
         && !choosing
-        && words
-            .iter()
+        && first_clause
             .skip(2)
             .any(|w| PROPERTIES.contains(&w.as_str()))
 }

@@ -777,6 +777,19 @@ fn attribute_questions_are_never_sent_to_another_slot() {
     holds("attributes.csv", 0.9, 0.9);
 }
 
+/// The classes an independent writer's blind outside batch (the seventh; 90.2% credited, none
+/// to another slot) still missed, rephrased on other tasks by the lead before the rules
+/// (`tests/fixtures/questions/seventh.csv`): announcements after a request ("…, and I'll send
+/// the invite"), needs said with an adverb ("I'll also need a start time"), a bare "which"
+/// after the values it chooses among, clock spans and a stay's last day proposing a length,
+/// company ("Is it you and Sam, or more?"), a count of things beside a day ("one pack of tofu
+/// to Sunday's order"), a single letter before a question ("sold out in M. Which…").
+#[test]
+fn seventh_batch_classes_are_credited() {
+    // Before the rules: 23/34 credited, none to another slot, 23/35 exact.
+    holds("seventh.csv", 0.95, 0.95);
+}
+
 #[test]
 fn where_a_thing_is_and_a_business_s_hours_are_no_slot_s() {
     // The show is said beside the meeting place, not of it.
