@@ -688,7 +688,7 @@ fn counted_with_of(wl: &str) -> Option<String> {
 /// statements before it, read for alternatives only).
 pub fn form(text: &str, lead: &str, context: &str) -> Form {
     RECENT_FORMS.with(|memo| {
-        let same = |(t, l, c): &(String, String, String)| t == text && l == lead && c == context;
+        let same = |(t, l, c): &FormKey| t == text && l == lead && c == context;
         if let Some((_, f)) = memo.borrow().iter().find(|(k, _)| same(k)) {
             return f.clone();
         }
@@ -711,9 +711,12 @@ thread_local! {
     /// The forms this thread read last. The matcher's rules ask for the same piece's form many
     /// times (once per rule and per slot); `form_of` is a pure function of its three texts, so
     /// remembering the last few answers changes no result and saves most of the matcher's time.
-    static RECENT_FORMS: std::cell::RefCell<std::collections::VecDeque<((String, String, String), Form)>> =
+    static RECENT_FORMS: std::cell::RefCell<std::collections::VecDeque<(FormKey, Form)>> =
         const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
 }
+
+/// A piece's text, lead and context: what a form is computed from.
+type FormKey = (String, String, String);
 
 /// [`form`], computed.
 fn form_of(text: &str, lead: &str, context: &str) -> Form {
