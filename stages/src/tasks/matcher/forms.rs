@@ -987,7 +987,9 @@ fn count_mention(text: &str) -> Option<Option<String>> {
             continue;
         }
         let ends = w.ends_with(['?', '.', ',', '!']);
-        let noun = next.filter(|n| !ends && !n.is_empty() && !lex.is_stop(n));
+        let noun = next
+            .filter(|n| !ends && !n.is_empty() && !lex.is_stop(n))
+            .map(|n| head_of_run(&words, i + 1).unwrap_or(n));
         if core == "one" && noun.is_none() && one_is_a_pronoun(&words, i) {
             continue;
         }
@@ -1113,6 +1115,25 @@ fn hour_before_a_day(words: &[String], i: usize) -> bool {
 }
 
 /// A word without its punctuation, lower-cased.
+/// "two *balcony tickets*", "four oat *lattes*": the last word of the run of content words
+/// from `from` (at most three), the thing counted.
+fn head_of_run(words: &[&str], from: usize) -> Option<String> {
+    let lex = crate::tasks::language::lexicon();
+    let mut head = None;
+    for w in words.iter().skip(from).take(3) {
+        let core = core_of(w);
+        // "one — size M": a letter or a short code is a value, not the thing counted.
+        if core.len() < 3 || lex.is_stop(&core) || values::number_word(&core).is_some() {
+            break;
+        }
+        head = Some(core);
+        if w.ends_with(['?', '.', ',', '!', ';', ':']) {
+            break;
+        }
+    }
+    head
+}
+
 fn core_of(w: &str) -> String {
     w.trim_matches(|c: char| !c.is_alphanumeric())
         .to_lowercase()

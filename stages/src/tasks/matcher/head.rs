@@ -143,9 +143,25 @@ fn alternatives(text: &str, lead: &str) -> Option<Vec<String>> {
         .split(" or ")
         .flat_map(|p| p.split(", "))
         .map(|p| p.trim().trim_end_matches(['?', '.', '!']).to_string())
-        .filter(|p| !p.is_empty())
+        .filter(|p| !p.is_empty() && !open_end(p))
         .collect();
     (parts.len() >= 2).then_some(parts)
+}
+
+/// "…, or something else?", "…, or do you have something in mind?": an alternative that
+/// names nothing leaves the choice open; it is none of its alternatives.
+fn open_end(part: &str) -> bool {
+    const OPEN: [&str; 8] = [
+        "something else",
+        "anything else",
+        "something different",
+        "another one",
+        "your own",
+        "something in mind",
+        "anything in mind",
+        "other ideas",
+    ];
+    OPEN.iter().any(|o| part.contains(o))
 }
 
 /// Words after "which" that name no thing: nouns of a kind of value (the question's form

@@ -156,7 +156,8 @@ impl TaskMatcher {
             let best = repeat
                 .or_else(|| self.best(&raw.text, &raw.lead, &raw.context))
                 .or_else(|| self.follow_up(&raw, last))
-                .or_else(|| self.choice_from_context(&raw));
+                .or_else(|| self.choice_from_context(&raw))
+                .or_else(|| self.confirms_its_lead(&raw));
             let appositive = raw.soft && best.is_some() && best == last;
             if best.is_some() {
                 last = best;
@@ -236,6 +237,34 @@ impl TaskMatcher {
             return None;
         }
         self.best(&raw.text, &raw.context, "")
+    }
+
+    /// "For the title I could go with \"Not one for non-meat-eaters\" — want that, or something
+    /// else?": a short yes/no that names nothing of its own asks about what its lead proposes.
+    fn confirms_its_lead(&self, raw: &split::RawPiece) -> Option<usize> {
+        const EMPTY: [&str; 14] = [
+            "something",
+            "anything",
+            "sound",
+            "sounds",
+            "good",
+            "right",
+            "ok",
+            "okay",
+            "fine",
+            "work",
+            "works",
+            "that",
+            "this",
+            "it",
+        ];
+        let bare = words(&raw.text)
+            .iter()
+            .all(|w| GENERIC.contains(&w.as_str()) || EMPTY.contains(&w.as_str()));
+        if raw.lead.is_empty() || !bare || words(&raw.text).len() > 6 {
+            return None;
+        }
+        self.best(&format!("{} {}", raw.lead, raw.text), "", &raw.context)
     }
 
     /// "How many passengers and bags?": a question whose short parts joined by "and" each
@@ -363,12 +392,15 @@ impl TaskMatcher {
 
 /// "What?", "If so, what?", "Sorry — which?": a question word alone (beside words that only
 /// join it to what came before) asks nothing of its own — it repeats the request before it.
-/// "Which would you like for the cleaning?", "Which should I send to Mia?": a "which" whose
-/// next word is no noun chooses among things named elsewhere, however long the rest.
+/// "Which would you like for the cleaning?", "Which should I send to Mia?", "Which slot should I
+/// take?": a "which" whose next word is no noun (or only a kind of value's) chooses among things
+/// named elsewhere, however long the rest.
 fn which_names_nothing(text: &str) -> bool {
-    const NOT_A_NOUN: [&str; 22] = [
+    const NOT_A_NOUN: [&str; 28] = [
         "should", "would", "do", "does", "did", "one", "ones", "of", "works", "work", "suits",
         "suit", "is", "are", "will", "can", "could", "sounds", "looks", "fits", "you", "option",
+        // Nouns of a kind of value: what they choose among is listed before.
+        "slot", "slots", "opening", "openings", "time", "times",
     ];
     let w = words(text);
     w.len() <= 8

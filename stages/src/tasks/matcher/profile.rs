@@ -106,9 +106,10 @@ pub struct SlotProfile {
     pub modifiers: HashSet<String>,
     /// What the user's decision it holds is about ([`super::slot_subject`]).
     pub subject: super::slot_subject::SlotSubject,
-    /// Its `about` says "work" as a noun ("Maya's *work email*"): the verb of a proposal ("Does
-    /// 3:30 work?") does not name it ("Which other time *works*" keeps the verb's match).
-    pub work_noun: bool,
+    /// Its `about` says "works" as a verb ("Which other time *works* if 19:30 is gone"): a
+    /// question's "works" names it; for every other slot the verb of a proposal ("Does 3:30
+    /// work?", "Which departure works for you?") names no work email or business cabin.
+    pub work_verb: bool,
 }
 
 const PARTS_OF_DAY: [&str; 5] = ["morning", "afternoon", "evening", "night", "noon"];
@@ -352,7 +353,7 @@ impl SlotProfile {
         let modifiers = inferable_modifiers(slot, &field_stems, &id_stems);
         Self {
             subject: super::slot_subject::SlotSubject::of(slot, field.map(|f| f.name.as_str())),
-            work_noun: says_work_as_a_noun(&slot.about),
+            work_verb: super::text::words(&slot.about).iter().any(|w| w == "works"),
             modifiers,
             field_said: field.map_or_else(String::new, |f| f.name.replace('_', " ").to_lowercase()),
             sibling_names,
@@ -596,6 +597,8 @@ impl TaskMatcher {
                 .map(|t| t.stem)
                 .collect()
         };
+        // "Which departure works for you?" beside a cabin whose options include "business",
+        // "Does 3:30 work?" beside a work email: the verb names no work.
         let (own_c, lead_c, ctx_c) = (
             word_concepts(text),
             word_concepts(lead),
@@ -606,6 +609,7 @@ impl TaskMatcher {
             word_concepts(&verb_work_out(lead)),
         );
         let (own_s, lead_s, ctx_s) = (stems(text), stems(lead), stems(context));
+        let (own_vs, lead_vs) = (stems(&verb_work_out(text)), stems(&verb_work_out(lead)));
         // "Green and Comfort are open — which suits you?": what the lead lists before a bare
         // choice is offered.
         let lead_form = Form {
@@ -616,14 +620,25 @@ impl TaskMatcher {
             .iter()
             .enumerate()
             .map(|(i, p)| {
-                let (own_c, lead_c) = if p.work_noun {
-                    (&own_verbless, &lead_verbless)
+                // "Which departure works for you?" beside a cabin whose options include
+                // "business": the verb names no work, unless the slot's own `about` says it
+                // ("Which other time *works* if 19:30 is gone").
+                let ((own_c, own_s), (lead_c, lead_s), (text_v, lead_v)) = if p.work_verb {
+                    (
+                        (&own_c, &own_s),
+                        (&lead_c, &lead_s),
+                        (text.clone(), lead.clone()),
+                    )
                 } else {
-                    (&own_c, &lead_c)
+                    (
+                        (&own_verbless, &own_vs),
+                        (&lead_verbless, &lead_vs),
+                        (verb_work_out(text), verb_work_out(lead)),
+                    )
                 };
-                let own = self.subject(p, own_c) + Self::named(p, text, &own_s, &f);
+                let own = self.subject(p, own_c) + Self::named(p, &text_v, own_s, &f);
                 let lead_fit =
-                    0.7 * (self.subject(p, lead_c) + Self::named(p, lead, &lead_s, &lead_form));
+                    0.7 * (self.subject(p, lead_c) + Self::named(p, &lead_v, lead_s, &lead_form));
                 let ctx = 0.5 * (self.subject(p, &ctx_c) + Self::named(p, context, &ctx_s, &f));
                 let counting = f.kinds.contains(&Kind::Count)
                     || f.mentioned.contains(&Kind::Count)
@@ -1031,13 +1046,6 @@ fn idioms_out(text: &str) -> String {
         }
     }
     out
-}
-
-/// Whether an `about` sentence says "work" before a noun ("Maya's *work email*").
-fn says_work_as_a_noun(about: &str) -> bool {
-    super::text::words(about)
-        .windows(2)
-        .any(|w| w[0] == "work" && !crate::tasks::language::lexicon().is_stop(&w[1]))
 }
 
 /// A text without "work" where it is the verb of a proposal ("Does 3:30 Tuesday *work*?",

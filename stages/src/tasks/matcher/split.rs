@@ -211,7 +211,9 @@ pub fn asks(sentence: &str) -> bool {
         .split(|c: char| !c.is_alphanumeric())
         .next()
         .unwrap_or("");
-    IMPERATIVES.contains(&first) || requests(&lower)
+    // "Just need your finishing time.": a need without its "I" opens a request.
+    let needs = lower.starts_with("need ") || lower.starts_with("just need ");
+    IMPERATIVES.contains(&first) || needs || requests(&lower)
 }
 
 /// Whether a lower-cased sentence holds a request phrase, read past the adverbs that may sit

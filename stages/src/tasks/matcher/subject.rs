@@ -233,6 +233,11 @@ fn aux_after(words: &[String], from: usize) -> Option<(usize, String)> {
         .map(|(i, w)| (i, w.clone()))
 }
 
+/// A participle of a passive after "are"/"is" ("needed", "required", "expected").
+fn passive_participle(w: &str) -> bool {
+    w.len() > 4 && w.ends_with("ed") && !NP_ENDS.contains(&w)
+}
+
 /// [`subject_phrase`] after the first of `asks`; a name right after it ("…know when *Baan
 /// Thai* closes") opens an embedded question as an article does.
 fn subject_after(
@@ -288,7 +293,17 @@ fn subject_after(
             .is_some_and(|v| NP_ENDS.contains(&v));
         return (third_person && !np.is_empty()).then_some((String::new(), np));
     };
+    // "…know which date *you* would prefer": an embedded question puts its subject before the
+    // auxiliary.
+    if aux_at > next && matches!(words[aux_at - 1].as_str(), "you" | "we" | "i") {
+        return Some((aux, vec![words[aux_at - 1].clone()]));
+    }
     let after = &words[aux_at + 1..];
+    // "How many lattes are needed for the session?": a passive says what the counted things
+    // undergo; they are the subject.
+    if after.first().is_some_and(|w| passive_participle(w)) {
+        return None;
+    }
     if after.len() >= 2
         && matches!(after[0].as_str(), "in" | "per")
         && matches!(after[1].as_str(), "a" | "an" | "one" | "each" | "every")
