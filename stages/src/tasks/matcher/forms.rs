@@ -1114,7 +1114,6 @@ fn hour_before_a_day(words: &[String], i: usize) -> bool {
     n > 0 && !counts && (day(next) || next.is_some_and(|w| w == "on") && day(words.get(i + 2)))
 }
 
-/// A word without its punctuation, lower-cased.
 /// "two *balcony tickets*", "four oat *lattes*": the last word of the run of content words
 /// from `from` (at most three), the thing counted.
 fn head_of_run(words: &[&str], from: usize) -> Option<String> {
@@ -1134,6 +1133,7 @@ fn head_of_run(words: &[&str], from: usize) -> Option<String> {
     head
 }
 
+/// A word without its punctuation, lower-cased.
 fn core_of(w: &str) -> String {
     w.trim_matches(|c: char| !c.is_alphanumeric())
         .to_lowercase()

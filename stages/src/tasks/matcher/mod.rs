@@ -258,10 +258,11 @@ impl TaskMatcher {
             "this",
             "it",
         ];
-        let bare = words(&raw.text)
+        let own = words(&raw.text);
+        let bare = own
             .iter()
             .all(|w| GENERIC.contains(&w.as_str()) || EMPTY.contains(&w.as_str()));
-        if raw.lead.is_empty() || !bare || words(&raw.text).len() > 6 {
+        if raw.lead.is_empty() || !bare || own.len() > 6 {
             return None;
         }
         self.best(&format!("{} {}", raw.lead, raw.text), "", &raw.context)
@@ -390,8 +391,6 @@ impl TaskMatcher {
     }
 }
 
-/// "What?", "If so, what?", "Sorry — which?": a question word alone (beside words that only
-/// join it to what came before) asks nothing of its own — it repeats the request before it.
 /// "Which would you like for the cleaning?", "Which should I send to Mia?", "Which slot should I
 /// take?": a "which" whose next word is no noun (or only a kind of value's) chooses among things
 /// named elsewhere, however long the rest.
@@ -408,6 +407,8 @@ fn which_names_nothing(text: &str) -> bool {
         && w.get(1).is_some_and(|n| NOT_A_NOUN.contains(&n.as_str()))
 }
 
+/// "What?", "If so, what?", "Sorry — which?": a question word alone (beside words that only
+/// join it to what came before) asks nothing of its own — it repeats the request before it.
 fn bare_question(text: &str) -> bool {
     const JOINERS: [&str; 11] = [
         "if", "so", "yes", "not", "no", "sorry", "then", "and", "ok", "okay", "exactly",

@@ -597,19 +597,16 @@ impl TaskMatcher {
                 .map(|t| t.stem)
                 .collect()
         };
-        // "Which departure works for you?" beside a cabin whose options include "business",
-        // "Does 3:30 work?" beside a work email: the verb names no work.
         let (own_c, lead_c, ctx_c) = (
             word_concepts(text),
             word_concepts(lead),
             word_concepts(context),
         );
-        let (own_verbless, lead_verbless) = (
-            word_concepts(&verb_work_out(text)),
-            word_concepts(&verb_work_out(lead)),
-        );
         let (own_s, lead_s, ctx_s) = (stems(text), stems(lead), stems(context));
-        let (own_vs, lead_vs) = (stems(&verb_work_out(text)), stems(&verb_work_out(lead)));
+        // The same without "work" as a proposal's verb (`SlotProfile::work_verb`).
+        let (text_v, lead_v) = (verb_work_out(text), verb_work_out(lead));
+        let (own_vc, lead_vc) = (word_concepts(&text_v), word_concepts(&lead_v));
+        let (own_vs, lead_vs) = (stems(&text_v), stems(&lead_v));
         // "Green and Comfort are open — which suits you?": what the lead lists before a bare
         // choice is offered.
         let lead_form = Form {
@@ -623,22 +620,14 @@ impl TaskMatcher {
                 // "Which departure works for you?" beside a cabin whose options include
                 // "business": the verb names no work, unless the slot's own `about` says it
                 // ("Which other time *works* if 19:30 is gone").
-                let ((own_c, own_s), (lead_c, lead_s), (text_v, lead_v)) = if p.work_verb {
-                    (
-                        (&own_c, &own_s),
-                        (&lead_c, &lead_s),
-                        (text.clone(), lead.clone()),
-                    )
+                let ((own_t, own_c, own_s), (lead_t, lead_c, lead_s)) = if p.work_verb {
+                    ((text, &own_c, &own_s), (lead, &lead_c, &lead_s))
                 } else {
-                    (
-                        (&own_verbless, &own_vs),
-                        (&lead_verbless, &lead_vs),
-                        (verb_work_out(text), verb_work_out(lead)),
-                    )
+                    ((&text_v, &own_vc, &own_vs), (&lead_v, &lead_vc, &lead_vs))
                 };
-                let own = self.subject(p, own_c) + Self::named(p, &text_v, own_s, &f);
+                let own = self.subject(p, own_c) + Self::named(p, own_t, own_s, &f);
                 let lead_fit =
-                    0.7 * (self.subject(p, lead_c) + Self::named(p, &lead_v, lead_s, &lead_form));
+                    0.7 * (self.subject(p, lead_c) + Self::named(p, lead_t, lead_s, &lead_form));
                 let ctx = 0.5 * (self.subject(p, &ctx_c) + Self::named(p, context, &ctx_s, &f));
                 let counting = f.kinds.contains(&Kind::Count)
                     || f.mentioned.contains(&Kind::Count)

@@ -219,19 +219,20 @@ pub fn asks(sentence: &str) -> bool {
 /// Whether a lower-cased sentence holds a request phrase, read past the adverbs that may sit
 /// inside one ("I'll *also* need a start time", "I *just* need the key finding").
 fn requests(lower: &str) -> bool {
-    let plain = without_adverbs(lower);
-    REQUESTS
-        .iter()
-        .any(|r| lower.contains(r) || plain.contains(r))
+    holds_request(lower, |text, r| text.contains(r))
 }
 
 /// "Wednesday works; I'll also need a start time": a fragment that opens with a request phrase.
 fn opens_request(fragment: &str) -> bool {
     let lower = fragment.to_lowercase().replace('’', "'");
-    let plain = without_adverbs(&lower);
-    REQUESTS
-        .iter()
-        .any(|r| lower.starts_with(r) || plain.starts_with(r))
+    holds_request(&lower, |text, r| text.starts_with(r))
+}
+
+/// Whether `found` finds a request phrase in a lower-cased text, as written or without its
+/// adverbs.
+fn holds_request(lower: &str, found: impl Fn(&str, &str) -> bool) -> bool {
+    let plain = without_adverbs(lower);
+    REQUESTS.iter().any(|r| found(lower, r) || found(&plain, r))
 }
 
 /// A lower-cased text without the adverbs that may sit inside a request phrase.
