@@ -115,6 +115,11 @@ const DURATION: &[&str] = &[
     "check out",
     "checking out",
     "checkout",
+    // "What was your time?" after a run or a race: how long it took.
+    "was your time",
+    "your race time",
+    "your finishing time",
+    "your finish time",
 ];
 
 /// Phrases asking how many.
@@ -276,6 +281,12 @@ const TEXT: &[&str] = &[
     "one-liner",
     "to put in",
     "what to put",
+    // "How do you want to describe it in the post?": its wording.
+    "want to describe",
+    "like to describe",
+    "should i describe",
+    "how should i word",
+    "how do you want to word",
 ];
 
 /// Phrases asking what something is about or for.
@@ -589,7 +600,7 @@ fn mentioned_kinds(with_lead: &str) -> (Vec<Kind>, Option<String>, bool) {
         mentioned.push(Kind::Date);
         concrete = true;
     }
-    if has(&wl, HOUR_SPANS) || clock_span(&wl) || ends_a_stay(&wl) {
+    if has(&wl, HOUR_SPANS) || clock_span(&wl) || ends_a_stay(&wl) || length_in_words(&wl) {
         mentioned.push(Kind::Duration);
     }
     let mut counted = None;
@@ -610,6 +621,41 @@ fn mentioned_kinds(with_lead: &str) -> (Vec<Kind>, Option<String>, bool) {
         concrete = !mentioned.is_empty();
     }
     (mentioned, counted, concrete)
+}
+
+/// "A week?", "a couple of nights", "a long weekend": a length said in words (`wl`: lower-cased,
+/// padded) — not a frequency ("twice a week", "once a week") nor a point in time ("in a week").
+fn length_in_words(wl: &str) -> bool {
+    const LENGTHS: [&str; 8] = [
+        "a week",
+        "a fortnight",
+        "a weekend",
+        "a long weekend",
+        "a couple of nights",
+        "a couple of days",
+        "a few nights",
+        "a few days",
+    ];
+    const NOT_LENGTH: [&str; 10] = [
+        "once", "twice", "times", "per", "in", "every", "within", "than", "from", "next",
+    ];
+    LENGTHS.iter().any(|l| {
+        wl.match_indices(l).any(|(i, _)| {
+            let glued = wl[i + l.len()..]
+                .chars()
+                .next()
+                .is_some_and(char::is_alphanumeric);
+            let before = wl[..i]
+                .split_whitespace()
+                .next_back()
+                .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()));
+            let glued_before = wl[..i]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric);
+            !glued && !glued_before && !before.is_some_and(|w| NOT_LENGTH.contains(&w))
+        })
+    })
 }
 
 /// "9 to 11", "8:30–11:00", "9 until noon": two clock times joined as the ends of one span
@@ -817,7 +863,24 @@ fn asks_company(t: &str) -> bool {
         "it's you and",
         "is it the two of you",
     ];
-    has(t, &SOLO) || has(t, &WHOM) && has(t, &JOIN)
+    // "Who's going with you?", "Who else is coming?": who comes along tells how many.
+    let who = t.trim_start().starts_with("who's ")
+        || t.trim_start().starts_with("who is ")
+        || t.trim_start().starts_with("who else ");
+    has(t, &SOLO) || (has(t, &WHOM) || who) && has(t, &JOIN) || numbers_the_party(t)
+}
+
+/// "Is it four of you going?", "Will the three of us fit?", "For two, or more of you?": a number
+/// (or "more") of you or us proposes how many people come.
+fn numbers_the_party(t: &str) -> bool {
+    let words: Vec<&str> = t
+        .split_whitespace()
+        .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+        .collect();
+    words.windows(3).any(|w| {
+        let number = w[0] == "more" || values::number_word(w[0]).is_some_and(|n| n >= 2);
+        number && w[1] == "of" && matches!(w[2], "you" | "us")
+    })
 }
 
 /// A yes/no question (`t`, lower-cased and padded) without its subordinate clause: "Do you want
@@ -1154,6 +1217,38 @@ fn has_ordinal(t: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_number_of_you_or_us_counts_the_party_and_any_of_you_does_not() {
+        assert!(numbers_the_party(" is it four of you going? "));
+        assert!(numbers_the_party(" for two, or more of you? "));
+        assert!(numbers_the_party(" will the three of us fit? "));
+        assert!(!numbers_the_party(" do any of you have allergies? "));
+        assert!(!numbers_the_party(" is one of you driving? "));
+        assert!(!numbers_the_party(" a photo of you two? "));
+        assert!(form("Who's going with you?", "", "")
+            .kinds
+            .contains(&Kind::Count));
+        assert!(!form("Who's the reservation under?", "", "")
+            .kinds
+            .contains(&Kind::Count));
+    }
+
+    #[test]
+    fn a_length_in_words_is_a_duration_but_a_frequency_or_a_point_in_time_is_not() {
+        assert!(length_in_words(" a week? "));
+        assert!(length_in_words(" maybe a couple of nights? "));
+        assert!(length_in_words(" just a long weekend "));
+        assert!(!length_in_words(" twice a week "));
+        assert!(!length_in_words(" in a week "));
+        assert!(!length_in_words(" a weekday "));
+        assert!(form("What was your time?", "", "")
+            .kinds
+            .contains(&Kind::Duration));
+        assert!(form("How would you like to describe it?", "", "")
+            .kinds
+            .contains(&Kind::Text));
+    }
 
     #[test]
     fn forms_map_to_kinds() {

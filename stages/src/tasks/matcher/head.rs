@@ -525,7 +525,13 @@ impl TaskMatcher {
         // about the thing itself, not about something beside it ("Do the passengers need any
         // special meals?").
         let named = |s: &String| p.head.contains(s) || p.field_stems.contains(s);
-        let switchable = stems.last().is_some_and(named);
+        // "Want a sleep timer on?", "…set up tonight?": particles after the name.
+        const PARTICLES: [&str; 7] = ["on", "set", "up", "run", "again", "tonight", "too"];
+        let switchable = stems
+            .iter()
+            .rev()
+            .find(|s| !PARTICLES.contains(&s.as_str()))
+            .is_some_and(named);
         let option = p
             .values
             .iter()

@@ -148,6 +148,11 @@ impl TaskMatcher {
             let repeat = if bare_question(&raw.text) {
                 // "Do you want a caption? If so, what?": the request said again, or nothing.
                 last
+            } else if quoted_proposal(&raw.text) {
+                // "Any title in mind? Something like \"Best brunch in town\"?": a wording
+                // proposed for the words just asked for.
+                last.filter(|&i| self.takes_words(i))
+                    .or_else(|| self.only_words_slot())
             } else {
                 self.bare_value(&raw.text)
                     .then(|| self.follow_up(&raw, last))
@@ -184,6 +189,21 @@ impl TaskMatcher {
         let short = text.split_whitespace().count() <= 3;
         let names_none = self.fits(text, "", "").iter().all(|fit| fit.own <= 0.0);
         short && f.closed && !f.mentioned.is_empty() && names_none
+    }
+
+    /// Whether slot `i` holds words to be written (a message, a caption, a title, a topic).
+    fn takes_words(&self, i: usize) -> bool {
+        self.profiles[i]
+            .kinds
+            .iter()
+            .any(|(k, w)| matches!(k, forms::Kind::Text | forms::Kind::Topic) && *w > 0.0)
+    }
+
+    /// The task's one slot holding words to be written, if it has exactly one.
+    fn only_words_slot(&self) -> Option<usize> {
+        let mut words = (0..self.profiles.len()).filter(|&i| self.takes_words(i));
+        let first = words.next()?;
+        words.next().is_none().then_some(first)
     }
 
     fn index_of(&self, id: Option<&str>) -> Option<usize> {
@@ -422,6 +442,51 @@ fn bare_question(text: &str) -> bool {
             w.iter().map(String::as_str).collect::<Vec<_>>()[..],
             ["what" | "which" | "who" | "when" | "where" | "how"]
         )
+}
+
+/// "Something like \"Best brunch in the Sunset\"?", "Maybe 'Lunch on me!'?": a quotation
+/// offered with nothing of its own but words of proposing.
+fn quoted_proposal(text: &str) -> bool {
+    const PROPOSING: [&str; 21] = [
+        "something",
+        "like",
+        "maybe",
+        "perhaps",
+        "how",
+        "about",
+        "e",
+        "g",
+        "eg",
+        "say",
+        "or",
+        "similar",
+        "along",
+        "the",
+        "lines",
+        "of",
+        "for",
+        "example",
+        "instance",
+        "what",
+        "so",
+    ];
+    let quote = |c: char| matches!(c, '"' | '“' | '”');
+    let mut outside = String::new();
+    let mut quoted_words = 0;
+    for (k, part) in text.split(quote).enumerate() {
+        if k % 2 == 1 {
+            quoted_words += part.split_whitespace().count();
+        } else {
+            outside.push_str(part);
+            outside.push(' ');
+        }
+    }
+    let closed = text.split(quote).count() >= 3;
+    closed
+        && quoted_words > 0
+        && words(&outside)
+            .iter()
+            .all(|w| PROPOSING.contains(&w.as_str()))
 }
 
 /// "On Wednesday at 2?" → "On Wednesday", "at 2?"; "Does 2 p.m. on Wednesday work?" → "Does 2

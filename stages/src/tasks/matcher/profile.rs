@@ -716,10 +716,19 @@ impl TaskMatcher {
                 // "Dr. Okafor has the 6th, the 14th and the 20th. Which suits you?": a bare
                 // choice among values its lead lists, of a kind one slot alone holds.
                 || !lead.is_empty() && bare_choice(&f) && self.only_one_of_its_kind(i, &f.mentioned)
+                // "Is it four of you going?" beside passengers and checked bags: a count of
+                // people, of the one count slot that counts people.
+                || self.only_one_counting_people(i, &f)
         };
-        if fits[top].total < THRESHOLD || !evidence(top) {
-            return None;
-        }
+        // Of slots tied at the top, the first with evidence ("Is it four of you?" ties a bag
+        // count and a passenger count; only the passengers count people).
+        let tied = |j: &usize| fits[top].total - fits[*j].total < MARGIN;
+        let top = match order.iter().take_while(|j| tied(j)).find(|&&j| evidence(j)) {
+            Some(&j) if fits[j].total >= THRESHOLD => j,
+            _ => return None,
+        };
+        order.retain(|&j| j != top);
+        order.insert(0, top);
         if let Some(kinded) = self.of_the_asked_kind(top, &f, &fits) {
             // "Which nights — check-in and check-out?" beside a count of nights and the trip's
             // dates: the slot holding the kind asked, or none.
@@ -789,10 +798,21 @@ impl TaskMatcher {
         let named: Vec<usize> = if wholes.len() == 1 {
             wholes
         } else {
+            // "Would the 6th work for the reminder?": the verb names no work (as in `fits`).
+            let text_v = verb_work_out(text);
+            let stems_v: Vec<String> = crate::tasks::language::tokens(&text_v)
+                .into_iter()
+                .map(|t| t.stem)
+                .collect();
             (0..self.profiles.len())
                 .filter(|&i| {
                     let p = &self.profiles[i];
-                    Self::named(p, text, &stems, f) > 0.0 || own(p)
+                    let (t, st) = if p.work_verb {
+                        (text, &stems)
+                    } else {
+                        (text_v.as_str(), &stems_v)
+                    };
+                    Self::named(p, t, st, f) > 0.0 || own(p)
                 })
                 .collect()
         };
@@ -845,6 +865,23 @@ impl TaskMatcher {
             [j] => Some(j),
             _ => None,
         })
+    }
+
+    /// Whether the piece counts people (`f.counted`) and slot `i` is the task's one count slot
+    /// whose `about` counts people ("How many passengers…", "How many guests…") among several
+    /// counts ("Maya's checked bags").
+    fn only_one_counting_people(&self, i: usize, f: &Form) -> bool {
+        let people = crate::tasks::language::text_concepts("people");
+        let is_people = |c: &HashSet<String>| c.iter().any(|x| people.contains(x));
+        let counts_people = |p: &SlotProfile| {
+            p.kinds.iter().any(|(k, w)| *k == Kind::Count && *w >= 0.8) && is_people(&p.counted)
+        };
+        f.kinds.contains(&Kind::Count)
+            && f.counted
+                .as_deref()
+                .is_some_and(|n| is_people(&crate::tasks::language::text_concepts(n)))
+            && counts_people(&self.profiles[i])
+            && self.profiles.iter().filter(|p| counts_people(p)).count() == 1
     }
 
     /// Whether slot `i` is the only slot of the task holding a kind the form asks for (a bare
