@@ -800,10 +800,14 @@ impl TaskMatcher {
         } else {
             // "Would the 6th work for the reminder?": the verb names no work (as in `fits`).
             let text_v = verb_work_out(text);
-            let stems_v: Vec<String> = crate::tasks::language::tokens(&text_v)
-                .into_iter()
-                .map(|t| t.stem)
-                .collect();
+            let stems_v: Vec<String> = if text_v == text {
+                stems.clone()
+            } else {
+                crate::tasks::language::tokens(&text_v)
+                    .into_iter()
+                    .map(|t| t.stem)
+                    .collect()
+            };
             (0..self.profiles.len())
                 .filter(|&i| {
                     let p = &self.profiles[i];
@@ -871,16 +875,20 @@ impl TaskMatcher {
     /// whose `about` counts people ("How many passengers…", "How many guests…") among several
     /// counts ("Maya's checked bags").
     fn only_one_counting_people(&self, i: usize, f: &Form) -> bool {
+        let Some(noun) = f
+            .counted
+            .as_deref()
+            .filter(|_| f.kinds.contains(&Kind::Count))
+        else {
+            return false;
+        };
         let people = crate::tasks::language::text_concepts("people");
         let is_people = |c: &HashSet<String>| c.iter().any(|x| people.contains(x));
         let counts_people = |p: &SlotProfile| {
             p.kinds.iter().any(|(k, w)| *k == Kind::Count && *w >= 0.8) && is_people(&p.counted)
         };
-        f.kinds.contains(&Kind::Count)
-            && f.counted
-                .as_deref()
-                .is_some_and(|n| is_people(&crate::tasks::language::text_concepts(n)))
-            && counts_people(&self.profiles[i])
+        counts_people(&self.profiles[i])
+            && is_people(&crate::tasks::language::text_concepts(noun))
             && self.profiles.iter().filter(|p| counts_people(p)).count() == 1
     }
 
