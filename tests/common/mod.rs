@@ -97,9 +97,13 @@ impl Workspace {
         serde_json::from_slice(&std::fs::read(&p).expect("run record")).expect("record json")
     }
 
-    /// Number of committed item manifests in the store.
+    /// Number of committed item manifests in the store. A write in flight is a temporary file
+    /// beside its final name (`.<name>.<host>-<pid>-<n>.tmp`, engine/src/store/fs.rs) until it
+    /// is renamed or linked; a process killed mid-write leaves one behind, and it is no commit.
     pub fn committed_items(&self) -> usize {
-        count_files(&self.store().join("items"))
+        count_files_where(&self.store().join("items"), &|name| {
+            !(name.starts_with('.') && name.ends_with(".tmp"))
+        })
     }
 
     /// Reads a stage's table from the latest run via `show --path`.
@@ -184,7 +188,13 @@ pub fn pipeline_name(file: &Path) -> String {
         .expect("pipeline name")
 }
 
+/// Files under `dir`, recursively (0 when absent).
 pub fn count_files(dir: &Path) -> usize {
+    count_files_where(dir, &|_| true)
+}
+
+/// Files under `dir`, recursively, whose names `keep` accepts (0 when absent).
+pub fn count_files_where(dir: &Path, keep: &dyn Fn(&str) -> bool) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -193,9 +203,9 @@ pub fn count_files(dir: &Path) -> usize {
         .map(|e| {
             let p = e.path();
             if p.is_dir() {
-                count_files(&p)
+                count_files_where(&p, keep)
             } else {
-                1
+                usize::from(keep(&e.file_name().to_string_lossy()))
             }
         })
         .sum()
