@@ -864,9 +864,9 @@ fn asks_company(t: &str) -> bool {
         "is it the two of you",
     ];
     // "Who's going with you?", "Who else is coming?": who comes along tells how many.
-    let who = t.trim_start().starts_with("who's ")
-        || t.trim_start().starts_with("who is ")
-        || t.trim_start().starts_with("who else ");
+    let who = ["who's ", "who is ", "who else "]
+        .iter()
+        .any(|w| t.trim_start().starts_with(w));
     has(t, &SOLO) || (has(t, &WHOM) || who) && has(t, &JOIN) || numbers_the_party(t)
 }
 

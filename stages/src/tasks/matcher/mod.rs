@@ -470,20 +470,22 @@ fn quoted_proposal(text: &str) -> bool {
         "what",
         "so",
     ];
-    let quote = |c: char| matches!(c, '"' | '“' | '”');
-    let mut outside = String::new();
-    let mut quoted_words = 0;
-    for (k, part) in text.split(quote).enumerate() {
-        if k % 2 == 1 {
-            quoted_words += part.split_whitespace().count();
-        } else {
-            outside.push_str(part);
-            outside.push(' ');
-        }
-    }
-    let closed = text.split(quote).count() >= 3;
-    closed
-        && quoted_words > 0
+    // What the quotation holds, and the words around it (`split::quoted` decides which is which).
+    let (inside, outside): (String, String) = text
+        .char_indices()
+        .map(|(i, c)| (split::quoted(text, i), c))
+        .fold(
+            (String::new(), String::new()),
+            |(mut inside, mut outside), (q, c)| {
+                if q {
+                    inside.push(c)
+                } else {
+                    outside.push(c)
+                }
+                (inside, outside)
+            },
+        );
+    !words(&inside).is_empty()
         && words(&outside)
             .iter()
             .all(|w| PROPOSING.contains(&w.as_str()))

@@ -882,8 +882,9 @@ impl TaskMatcher {
         else {
             return false;
         };
-        let people = crate::tasks::language::text_concepts("people");
-        let is_people = |c: &HashSet<String>| c.iter().any(|x| people.contains(x));
+        static PEOPLE: std::sync::LazyLock<HashSet<String>> =
+            std::sync::LazyLock::new(|| crate::tasks::language::text_concepts("people"));
+        let is_people = |c: &HashSet<String>| c.iter().any(|x| PEOPLE.contains(x));
         let counts_people = |p: &SlotProfile| {
             p.kinds.iter().any(|(k, w)| *k == Kind::Count && *w >= 0.8) && is_people(&p.counted)
         };

@@ -288,7 +288,7 @@ fn drop_announcement(piece: &str) -> String {
 }
 
 /// Whether byte `at` of `s` lies inside a quotation ("…", “…”, or '…' opened after a space).
-fn quoted(s: &str, at: usize) -> bool {
+pub(super) fn quoted(s: &str, at: usize) -> bool {
     let mut inside = false;
     let mut prev = ' ';
     for (i, c) in s.char_indices() {

@@ -802,7 +802,7 @@ fn eighth_batch_classes_are_credited() {
     holds("eighth.csv", 0.95, 0.95);
 }
 
-/// The classes a third writer's blind outside batch (the tenth; 107/120 = 89.2% credited, none
+/// The classes a fourth writer's blind outside batch (the tenth; 107/120 = 89.2% credited, none
 /// to another slot, on 588e7e8) missed, rephrased on other tasks by the lead *after* the rules
 /// (`tests/fixtures/questions/tenth.csv`; 11/19 before them): a number of you ("Is it four of
 /// you going?"), who comes along ("Who's coming with you?"), one count of people beside a count
@@ -824,6 +824,7 @@ fn a_quoted_draft_alone_proposes_wording() {
         "Should the title be \"Worth it\" or should I skip it?"
     ));
     assert!(!quoted_proposal("Something like that?"));
+    assert!(quoted_proposal("Maybe 'Lunch on me!'?"));
 }
 
 #[test]
